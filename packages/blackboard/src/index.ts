@@ -1,0 +1,2 @@
+export type { Blackboard, BlackboardOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+// implementation exports: createRedisBlackboard, createMemoryBlackboard, runBlackboardConformance (in ./testing)

@@ -1,0 +1,66 @@
+import type { Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+
+/** A commit of one transition: state, applied marker, outbox and log line, all or nothing. */
+export interface CommitRequest {
+  readonly sessionId: string;
+  /** The version currently stored; the commit fails with `conflict` if another writer moved it. */
+  readonly expectedVersion: number;
+  /** The new state; `state.meta.version` must be `expectedVersion + 1`. */
+  readonly state: SessionState;
+  /** Marks this inbox input as applied; a second commit with the same id fails `already_applied`. */
+  readonly inputId: string;
+  readonly outbox: Outbox;
+  readonly log: TransitionLogLine;
+  /** When true every key of the session gets the finished-session TTL. */
+  readonly terminal: boolean;
+  /** Deadlines to add or move in the timer set (member -> due epoch ms). */
+  readonly timers?: ReadonlyArray<{ readonly member: string; readonly dueAt: number }>;
+  /** Timer members to remove. */
+  readonly clearTimers?: readonly string[];
+}
+
+export type CommitResult =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly reason: "conflict"; readonly currentVersion: number }
+  | { readonly ok: false; readonly reason: "already_applied" }
+  | { readonly ok: false; readonly reason: "missing" };
+
+export interface LoadedSession {
+  readonly state: SessionState;
+  /** The outbox of the last transition if it was not yet cleared (published). */
+  readonly outbox: Outbox | null;
+}
+
+/** The blackboard port: the system of record for sessions. The coordinator is its only writer. */
+export interface Blackboard {
+  /** SET NX of an idempotency key; returns the session id that owns the key (ours or an earlier one). */
+  claimIdempotencyKey(key: string, sessionId: string): Promise<string>;
+  /** Creates the session at its initial version if absent; false when it already existed. */
+  create(state: SessionState): Promise<boolean>;
+  load(sessionId: string): Promise<LoadedSession | null>;
+  isApplied(sessionId: string, inputId: string): Promise<boolean>;
+  /** The compare-and-set of one transition. */
+  commit(req: CommitRequest): Promise<CommitResult>;
+  /** Clears the outbox if it is still the one written at `version`. */
+  clearOutbox(sessionId: string, version: number): Promise<void>;
+  /** The transition log, oldest first (capped). */
+  transitionLog(sessionId: string): Promise<TransitionLogLine[]>;
+  /** Session ids known to the store (for `agentmesh sessions`); bounded scan. */
+  listSessions(limit: number): Promise<string[]>;
+  /** Claims timers due at or before `now` (atomically: each member is returned to one caller only). */
+  claimDueTimers(now: number, limit: number): Promise<string[]>;
+  /** Remaining TTL in ms of each key of a session (-1 = no TTL, -2 = absent). For tests and inspect. */
+  ttls(sessionId: string): Promise<Record<string, number>>;
+  close(): Promise<void>;
+}
+
+export interface BlackboardOptions {
+  /** Key prefix; every key is `<keyPrefix>:...`. */
+  readonly keyPrefix: string;
+  /** Sliding TTL of a live session's keys (ms). */
+  readonly activeTtlMs: number;
+  /** TTL of a finished session's keys (ms). */
+  readonly finishedTtlMs: number;
+  /** Idempotency-key TTL (ms). */
+  readonly idempotencyTtlMs: number;
+}

@@ -1,0 +1,19 @@
+/** Hard limits shared by every service. Numbers from the seeds and DESIGN.md. */
+export const LIMITS = {
+  /** Largest task, result or inbox message body we publish or accept (bytes). */
+  maxMessageBytes: 256 * 1024,
+  /** Query length bounds (characters, after trimming), from the seeds. */
+  queryMinChars: 3,
+  queryMaxChars: 5000,
+  /** critic-chain: retries per session before the run ends (seed 004). */
+  criticChainRetryLimit: 5,
+  /** Upper bound for any free-text field an agent returns. */
+  maxTextChars: 20_000,
+  /** Upper bound for list fields an agent returns (plan steps, results). */
+  maxListItems: 20,
+  /** Transition-log lines kept per session. */
+  transitionLogCap: 1000,
+} as const;
+
+/** Current envelope schema version; a message with another `v` is rejected. */
+export const SCHEMA_VERSION = 1 as const;

@@ -1,0 +1,96 @@
+import { z } from "zod";
+import { LIMITS, SCHEMA_VERSION } from "./limits.js";
+import { SessionId } from "./subjects.js";
+import { TaskId } from "./ids.js";
+import { WireError } from "./errors.js";
+import { Provenance } from "./provenance.js";
+import { WorkflowName } from "./workflows.js";
+
+const V = z.literal(SCHEMA_VERSION);
+const Ms = z.number().int().nonnegative();
+
+/** Session budgets; null means unlimited. Spend counts every attempt. */
+export const Budgets = z.object({
+  max_steps: z.number().int().positive().nullable(),
+  max_tokens: z.number().int().positive().nullable(),
+  max_cost_usd: z.number().positive().nullable(),
+  max_wall_ms: z.number().int().positive().nullable(),
+});
+export type Budgets = z.infer<typeof Budgets>;
+
+/** Per-session options a client may set at submit. */
+export const SessionOptions = z.object({
+  retry_limit: z.number().int().min(1).max(20).optional(),
+  budgets: Budgets.partial().optional(),
+});
+export type SessionOptions = z.infer<typeof SessionOptions>;
+
+/** `<p>.submit` request (core request/reply). The query is checked separately for a precise error. */
+export const SubmitRequest = z.object({
+  v: V,
+  query: z.unknown(),
+  workflow: WorkflowName.default("critic-chain"),
+  idempotency_key: z.string().min(1).max(200).optional(),
+  session_id: SessionId.optional(),
+  options: SessionOptions.default({}),
+});
+export type SubmitRequest = z.infer<typeof SubmitRequest>;
+
+export const SubmitReply = z.discriminatedUnion("ok", [
+  z.object({ v: V, ok: z.literal(true), session_id: SessionId, created: z.boolean() }),
+  z.object({ v: V, ok: z.literal(false), error: WireError }),
+]);
+export type SubmitReply = z.infer<typeof SubmitReply>;
+
+/** Validates a query: text, 3-5000 characters after trimming. Returns the trimmed text or why not. */
+export function checkQuery(query: unknown): { ok: true; query: string } | { ok: false; reason: string } {
+  if (typeof query !== "string") return { ok: false, reason: "the query must be text" };
+  const q = query.trim();
+  if (q.length === 0) return { ok: false, reason: "the query is empty" };
+  if (q.length < LIMITS.queryMinChars) return { ok: false, reason: `the query is shorter than ${LIMITS.queryMinChars} characters` };
+  if (q.length > LIMITS.queryMaxChars) return { ok: false, reason: `the query is longer than ${LIMITS.queryMaxChars} characters (${q.length})` };
+  return { ok: true, query: q };
+}
+
+/** A task on `<p>.task.<role>.<op>`: inputs by value, never a live reference. */
+export const TaskEnvelope = z.object({
+  v: V,
+  task_id: TaskId,
+  session_id: SessionId,
+  role: z.string().max(40),
+  op: z.string().max(40),
+  attempt: z.number().int().nonnegative(),
+  deadline_at: Ms.nullable(),
+  input: z.unknown(),
+});
+export type TaskEnvelope = z.infer<typeof TaskEnvelope>;
+
+/** What an agent reports for a task: an output or a typed failure. */
+export const TaskOutcome = z.discriminatedUnion("ok", [
+  z.object({ ok: z.literal(true), output: z.unknown(), provenance: Provenance }),
+  z.object({ ok: z.literal(false), error: WireError, provenance: Provenance.nullable() }),
+]);
+export type TaskOutcome = z.infer<typeof TaskOutcome>;
+
+const InboxBase = { v: V, session_id: SessionId, input_id: z.string().min(1).max(200) };
+
+/** Inbox inputs on `<p>.inbox.<sid>`: the only way anything reaches a session. */
+export const InboxInput = z.discriminatedUnion("kind", [
+  z.object({
+    ...InboxBase,
+    kind: z.literal("start"),
+    workflow: WorkflowName,
+    query: z.string().min(LIMITS.queryMinChars).max(LIMITS.queryMaxChars),
+    options: SessionOptions,
+  }),
+  z.object({ ...InboxBase, kind: z.literal("result"), task_id: TaskId, role: z.string().max(40), op: z.string().max(40), outcome: TaskOutcome }),
+  z.object({ ...InboxBase, kind: z.literal("timer"), task_id: TaskId.nullable(), reason: z.enum(["task_deadline", "session_deadline"]) }),
+  z.object({ ...InboxBase, kind: z.literal("user_reply"), text: z.string().min(1).max(LIMITS.queryMaxChars) }),
+  z.object({ ...InboxBase, kind: z.literal("cancel"), reason: z.string().max(500) }),
+]);
+export type InboxInput = z.infer<typeof InboxInput>;
+export type InboxKind = InboxInput["kind"];
+
+/** `<p>.cancel.<sid>` broadcast so agents abort in-flight work. */
+export const CancelNotice = z.object({ v: V, session_id: SessionId, reason: z.string().max(500) });
+export type CancelNotice = z.infer<typeof CancelNotice>;

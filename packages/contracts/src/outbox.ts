@@ -1,0 +1,15 @@
+import { z } from "zod";
+import { TaskEnvelope, CancelNotice } from "./messages.js";
+import { SessionEvent } from "./events.js";
+
+/** What a transition must publish, written with the state in one CAS and published after. */
+export const OutboxEntry = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("task"), task: TaskEnvelope }),
+  z.object({ kind: z.literal("event"), event: SessionEvent }),
+  z.object({ kind: z.literal("cancel"), notice: CancelNotice }),
+]);
+export type OutboxEntry = z.infer<typeof OutboxEntry>;
+
+/** The outbox of one transition; `version` is the session version that wrote it. */
+export const Outbox = z.object({ version: z.number().int().positive(), entries: z.array(OutboxEntry).max(256) });
+export type Outbox = z.infer<typeof Outbox>;

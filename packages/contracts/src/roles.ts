@@ -1,0 +1,122 @@
+import { z } from "zod";
+import { LIMITS } from "./limits.js";
+
+const Text = z.string().max(LIMITS.maxTextChars);
+const Steps = z.array(z.string().min(1).max(2000)).max(LIMITS.maxListItems);
+
+/** The seed's orchestrator message: what the coordinator tells an agent to do. */
+export const OrchestratorMessage = z.object({
+  sender: z.literal("orchestrator"),
+  receiver: z.string().max(40),
+  type: z.literal("instruction"),
+  content: Text,
+  step_id: z.number().int().nullable(),
+});
+export type OrchestratorMessage = z.infer<typeof OrchestratorMessage>;
+
+/** A critic's verdict (seed 004: `decision`, `feedback`). */
+export const CriticVerdict = z.object({
+  decision: z.enum(["approve", "reject"]),
+  feedback: z.string().max(4000),
+});
+export type CriticVerdict = z.infer<typeof CriticVerdict>;
+
+/** Defines one operation of a role: its request and response schemas, used by both sides. */
+function op<Req extends z.ZodType, Res extends z.ZodType>(description: string, request: Req, response: Res) {
+  return { description, request, response } as const;
+}
+
+/**
+ * The role registry: role -> op -> request/response schemas. Agents serve these ops; the
+ * coordinator sends them. Both validate against the same value.
+ */
+export const ROLES = {
+  planner: {
+    plan: op(
+      "Develop a logical plan: research steps and expert steps",
+      z.object({ message: OrchestratorMessage, question: Text, feedback: z.string().max(4000).nullable() }),
+      z.object({ research_steps: Steps, expert_steps: Steps.min(1) }),
+    ),
+  },
+  critic: {
+    review_plan: op(
+      "Review a plan",
+      z.object({ message: OrchestratorMessage, question: Text, research_steps: Steps, expert_steps: Steps }),
+      CriticVerdict,
+    ),
+    review_research: op(
+      "Review one research result",
+      z.object({ message: OrchestratorMessage, question: Text, research_step: z.string().max(2000), research_result: Text }),
+      CriticVerdict,
+    ),
+    review_answer: op(
+      "Review the expert's answer",
+      z.object({ message: OrchestratorMessage, question: Text, expert_answer: Text, expert_reasoning: Text }),
+      CriticVerdict,
+    ),
+  },
+  researcher: {
+    research: op(
+      "Carry out one research step",
+      z.object({
+        message: OrchestratorMessage,
+        question: Text,
+        research_step: z.string().max(2000),
+        feedback: z.string().max(4000).nullable(),
+      }),
+      z.object({ result: Text }),
+    ),
+  },
+  expert: {
+    answer: op(
+      "Answer the question from the plan and the research",
+      z.object({
+        message: OrchestratorMessage,
+        question: Text,
+        expert_steps: Steps,
+        research_steps: Steps,
+        research_results: z.array(Text).max(LIMITS.maxListItems),
+        feedback: z.string().max(4000).nullable(),
+      }),
+      z.object({ expert_answer: Text, expert_reasoning: Text }),
+    ),
+  },
+  finalizer: {
+    finalize: op(
+      "Write the final answer and reasoning trace",
+      z.object({
+        message: OrchestratorMessage,
+        question: Text,
+        expert_answer: Text,
+        expert_reasoning: Text,
+        research_results: z.array(Text).max(LIMITS.maxListItems),
+        error: z.string().max(4000).nullable(),
+        error_component: z.string().max(100).nullable(),
+      }),
+      z.object({ final_answer: Text, final_reasoning_trace: Text }),
+    ),
+  },
+} as const;
+
+export type Roles = typeof ROLES;
+export type RoleName = keyof Roles;
+export type OpName<R extends RoleName> = keyof Roles[R] & string;
+export type OpRequest<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends { request: infer S extends z.ZodType } ? z.infer<S> : never;
+export type OpResponse<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends { response: infer S extends z.ZodType } ? z.infer<S> : never;
+
+export const RoleName = z.enum(Object.keys(ROLES) as [RoleName, ...RoleName[]]);
+export const ROLE_NAMES = RoleName.options;
+
+/** Looks up an op's definition; null when the role or op is unknown. */
+export function findOp(role: string, opName: string): { description: string; request: z.ZodType; response: z.ZodType } | null {
+  const r = (ROLES as Record<string, Record<string, { description: string; request: z.ZodType; response: z.ZodType }>>)[role];
+  if (!r || !Object.hasOwn(r, opName)) return null;
+  return r[opName] ?? null;
+}
+
+/** Every (role, op) pair, for provisioning and discovery. */
+export function listOps(): Array<{ role: RoleName; op: string; description: string }> {
+  return ROLE_NAMES.flatMap((role) =>
+    Object.entries(ROLES[role] as Record<string, { description: string }>).map(([o, d]) => ({ role, op: o, description: d.description })),
+  );
+}

@@ -1,0 +1,103 @@
+import { z } from "zod";
+import { SessionId } from "./subjects.js";
+import { TaskId } from "./ids.js";
+import { WireError } from "./errors.js";
+import { Budgets } from "./messages.js";
+import { LIMITS } from "./limits.js";
+
+/** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
+export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
+export type SessionStatus = z.infer<typeof SessionStatus>;
+export const TERMINAL_STATUSES: readonly SessionStatus[] = ["completed", "failed", "cancelled", "budget_exceeded"];
+export const isTerminal = (s: SessionStatus) => TERMINAL_STATUSES.includes(s);
+
+/** A task the session is waiting for. Only a result for one of these is applied. */
+export const AwaitedTask = z.object({
+  task_id: TaskId,
+  role: z.string().max(40),
+  op: z.string().max(40),
+  attempt: z.number().int().nonnegative(),
+  dispatched_at: z.number().int().nonnegative(),
+  deadline_at: z.number().int().nonnegative().nullable(),
+});
+export type AwaitedTask = z.infer<typeof AwaitedTask>;
+
+/** Spend so far; every attempt counts. */
+export const Spend = z.object({
+  steps: z.number().int().nonnegative(),
+  model_calls: z.number().int().nonnegative(),
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+  cost_usd: z.number().nonnegative(),
+});
+export type Spend = z.infer<typeof Spend>;
+
+/** Runtime fields of a session, the same for every workflow. */
+export const SessionMeta = z.object({
+  session_id: SessionId,
+  version: z.number().int().nonnegative(),
+  workflow: z.string().max(40),
+  workflow_version: z.number().int().positive(),
+  status: SessionStatus,
+  awaiting: z.array(AwaitedTask).max(64),
+  usage: Spend,
+  budgets: Budgets,
+  created_at: z.number().int().nonnegative(),
+  updated_at: z.number().int().nonnegative(),
+  deadline_at: z.number().int().nonnegative().nullable(),
+  error: WireError.nullable(),
+});
+export type SessionMeta = z.infer<typeof SessionMeta>;
+
+const Text = z.string().max(LIMITS.maxTextChars);
+
+/** critic-chain's steps, named as in seed 004. */
+export const CriticChainStep = z.enum(["input", "planner", "critic_planner", "researcher", "critic_researcher", "expert", "critic_expert", "finalizer"]);
+export type CriticChainStep = z.infer<typeof CriticChainStep>;
+const Decision = z.enum(["approve", "reject"]).nullable();
+
+/** critic-chain session data, with the seed's field names verbatim. */
+export const CriticChainData = z.object({
+  workflow: z.literal("critic-chain"),
+  question: Text,
+  current_step: CriticChainStep,
+  next_step: CriticChainStep,
+  research_steps: z.array(z.string()).max(LIMITS.maxListItems),
+  expert_steps: z.array(z.string()).max(LIMITS.maxListItems),
+  current_research_index: z.number().int().min(-1),
+  research_results: z.array(Text).max(LIMITS.maxListItems),
+  expert_answer: Text,
+  expert_reasoning: Text,
+  critic_planner_decision: Decision,
+  critic_planner_feedback: z.string().nullable(),
+  critic_researcher_decision: Decision,
+  critic_researcher_feedback: z.string().nullable(),
+  critic_expert_decision: Decision,
+  critic_expert_feedback: z.string().nullable(),
+  retry_count: z.number().int().nonnegative(),
+  retry_limit: z.number().int().positive(),
+  final_answer: Text.nullable(),
+  final_reasoning_trace: Text.nullable(),
+  error: z.string().nullable(),
+  error_component: z.string().nullable(),
+});
+export type CriticChainData = z.infer<typeof CriticChainData>;
+
+/** Workflow data, a union keyed by `workflow`. */
+export const SessionData = z.discriminatedUnion("workflow", [CriticChainData]);
+export type SessionData = z.infer<typeof SessionData>;
+
+/** The whole session as stored on the blackboard. */
+export const SessionState = z.object({ meta: SessionMeta, data: SessionData });
+export type SessionState = z.infer<typeof SessionState>;
+
+/** One line of a session's transition log: enough to replay the session through step(). */
+export const TransitionLogLine = z.object({
+  version: z.number().int().positive(),
+  input_id: z.string(),
+  input: z.unknown(),
+  now: z.number().int().nonnegative(),
+  commands: z.array(z.string()),
+  status: SessionStatus,
+});
+export type TransitionLogLine = z.infer<typeof TransitionLogLine>;

@@ -1,0 +1,1 @@
+export type { ModelPort, ModelReply, ModelRequest, ModelFailure, RoleModelConfig } from "./types.js";

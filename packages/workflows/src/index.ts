@@ -1,0 +1,1 @@
+export type { TaskSpec, Control, WorkflowInput, WorkflowDefinition, RuntimeDefaults, StepContext, StepOutcome } from "./types.js";

@@ -1,0 +1,62 @@
+import type { EventDraft, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+
+/** A task a workflow wants run; the runtime mints its id and deadline. */
+export interface TaskSpec {
+  readonly role: string;
+  readonly op: string;
+  readonly input: unknown;
+  /** Attempt number of this logical step (0 first; re-dispatch after a failure or timeout +1). */
+  readonly attempt: number;
+}
+
+/** What a workflow decides after an input: control flow as data, never an exception. */
+export type Control =
+  | { readonly kind: "dispatch"; readonly tasks: readonly TaskSpec[] }
+  | { readonly kind: "await_user"; readonly question: string }
+  | { readonly kind: "complete"; readonly final_answer: string; readonly final_reasoning_trace: string }
+  | { readonly kind: "fail"; readonly error: WireError; readonly final_answer: string; readonly final_reasoning_trace: string };
+
+/** Inputs a workflow sees, after the runtime matched results to awaited tasks. */
+export type WorkflowInput =
+  | { readonly kind: "start" }
+  | { readonly kind: "result"; readonly role: string; readonly op: string; readonly attempt: number; readonly output: unknown }
+  | { readonly kind: "failure"; readonly role: string; readonly op: string; readonly attempt: number; readonly error: WireError }
+  | { readonly kind: "user_reply"; readonly text: string };
+
+/** A workflow: pure, deterministic, no I/O, no clock, no randomness. */
+export interface WorkflowDefinition<D extends SessionData = SessionData> {
+  readonly name: D["workflow"];
+  readonly version: number;
+  init(query: string, options: SessionOptions): D;
+  decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
+}
+
+/** Runtime defaults the coordinator passes in (from config), so step() stays pure. */
+export interface RuntimeDefaults {
+  readonly budgets: Budgets;
+  /** Deadline of each awaited task (ms after dispatch); null = none. */
+  readonly taskDeadlineMs: number | null;
+  /** Wall-clock deadline of a session (ms after creation); null = none. */
+  readonly sessionDeadlineMs: number | null;
+}
+
+export interface StepContext {
+  readonly now: number;
+  readonly defaults: RuntimeDefaults;
+}
+
+/** The outcome of stepping a session with one input. */
+export type StepOutcome =
+  | {
+      readonly kind: "apply";
+      readonly state: SessionState;
+      readonly outbox: readonly OutboxEntry[];
+      /** Short command descriptions for the transition log (task ids, control kind). */
+      readonly commands: readonly string[];
+      /** Timer members to (re)arm and to clear, for durable deadlines. */
+      readonly timers: ReadonlyArray<{ readonly member: string; readonly dueAt: number }>;
+      readonly clearTimers: readonly string[];
+    }
+  | { readonly kind: "drop"; readonly reason: "not_awaited" | "terminal" | "wrong_session" | "not_applicable" | "invalid" ; readonly detail: string };
+
+export type { InboxInput };

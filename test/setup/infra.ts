@@ -1,0 +1,154 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createConnection, createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** Where the test run's NATS and Redis came from, and how to stop what we started. */
+export interface Infra {
+  readonly natsUrl: string;
+  readonly redisUrl: string;
+  readonly source: "env" | "testcontainers" | "native";
+  /** Restarts of the native servers, for fault tests (null when not native). */
+  readonly native: NativeServers | null;
+  stop(): Promise<void>;
+}
+
+export interface NativeServers {
+  readonly natsPort: number;
+  readonly redisPort: number;
+  readonly natsDir: string;
+  readonly redisDir: string;
+}
+
+/** Only loopback addresses are ever used by tests. */
+function assertLoopback(url: string): void {
+  const host = new URL(url).hostname;
+  if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(host)) {
+    throw new Error(`refusing non-loopback test server ${url}: tests talk only to 127.0.0.1/localhost`);
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const addr = s.address();
+      const port = typeof addr === "object" && addr ? addr.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves when a TCP connect to host:port succeeds, within `ms`. */
+export function reachable(url: string, ms = 1000): Promise<boolean> {
+  const u = new URL(url);
+  const port = Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 4222));
+  return new Promise((resolve) => {
+    const sock = createConnection({ host: u.hostname, port });
+    const t = setTimeout(() => { sock.destroy(); resolve(false); }, ms);
+    sock.once("connect", () => { clearTimeout(t); sock.end(); resolve(true); });
+    sock.once("error", () => { clearTimeout(t); resolve(false); });
+  });
+}
+
+function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let buf = "";
+    const t = setTimeout(() => reject(new Error(`timed out waiting for ${re} (output: ${buf.slice(-500)})`)), ms);
+    const on = (b: Buffer) => { buf += b.toString(); if (re.test(buf)) { clearTimeout(t); resolve(); } };
+    p.stdout?.on("data", on);
+    p.stderr?.on("data", on);
+    p.once("error", (e) => { clearTimeout(t); reject(e); });
+    p.once("exit", (c) => { clearTimeout(t); reject(new Error(`exited with ${c}: ${buf.slice(-500)}`)); });
+  });
+}
+
+/** Starts nats-server (JetStream, file store) on a given port and dir; resolves when ready. */
+export async function startNats(port: number, dir: string): Promise<ChildProcess> {
+  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { stdio: ["ignore", "pipe", "pipe"] });
+  await waitForLine(p, /Server is ready/);
+  return p;
+}
+
+/** Starts redis-server with AOF and appendfsync always in `dir`; resolves when ready. */
+export async function startRedis(port: number, dir: string): Promise<ChildProcess> {
+  const p = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  await waitForLine(p, /Ready to accept connections/);
+  return p;
+}
+
+async function viaContainers(): Promise<Infra> {
+  const { NatsContainer } = await import("@testcontainers/nats");
+  const { RedisContainer } = await import("@testcontainers/redis");
+  const n = await new NatsContainer("nats:2.10-alpine").withJetStream().start();
+  const r = await new RedisContainer("redis:7-alpine").start();
+  const o = n.getConnectionOptions() as { servers: string; user: string; pass: string };
+  return {
+    natsUrl: `nats://${o.user}:${o.pass}@${String(o.servers)}`,
+    redisUrl: r.getConnectionUrl(),
+    source: "testcontainers",
+    native: null,
+    async stop() { await n.stop(); await r.stop(); },
+  };
+}
+
+async function viaNative(): Promise<Infra> {
+  const natsPort = await freePort();
+  const redisPort = await freePort();
+  const natsDir = mkdtempSync(join(tmpdir(), "agentmesh-nats-"));
+  const redisDir = mkdtempSync(join(tmpdir(), "agentmesh-redis-"));
+  let nats: ChildProcess;
+  let redis: ChildProcess;
+  try {
+    nats = await startNats(natsPort, natsDir);
+    redis = await startRedis(redisPort, redisDir);
+  } catch (e) {
+    throw new Error(
+      `no NATS/Redis for integration tests: set NATS_URL and REDIS_URL, run a Docker engine for testcontainers, ` +
+        `or install the nats-server and redis-server binaries (apt-get install nats-server redis-server). Cause: ${(e as Error).message}`,
+    );
+  }
+  return {
+    natsUrl: `nats://127.0.0.1:${natsPort}`,
+    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    source: "native",
+    native: { natsPort, redisPort, natsDir, redisDir },
+    async stop() {
+      nats.kill("SIGTERM");
+      redis.kill("SIGTERM");
+      await new Promise((r) => setTimeout(r, 200));
+      rmSync(natsDir, { recursive: true, force: true });
+      rmSync(redisDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Resolves the test infrastructure: NATS_URL/REDIS_URL when set and reachable, else
+ * testcontainers where a Docker engine exists, else native binaries on free ports.
+ * Never an in-memory twin.
+ */
+export async function resolveInfra(env: NodeJS.ProcessEnv = process.env): Promise<Infra> {
+  const natsUrl = env.NATS_URL;
+  const redisUrl = env.REDIS_URL;
+  if (natsUrl && redisUrl) {
+    assertLoopback(natsUrl);
+    assertLoopback(redisUrl);
+    if ((await reachable(natsUrl)) && (await reachable(redisUrl))) {
+      return { natsUrl, redisUrl, source: "env", native: null, async stop() {} };
+    }
+    console.warn(`[infra] NATS_URL/REDIS_URL set but not reachable (${natsUrl}, ${redisUrl}); trying other sources`);
+  }
+  try {
+    return await viaContainers();
+  } catch (e) {
+    console.warn(`[infra] testcontainers unavailable (${(e as Error).message.split("\n")[0]}); using native binaries`);
+  }
+  return viaNative();
+}

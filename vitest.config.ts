@@ -1,0 +1,36 @@
+import { defineConfig } from "vitest/config";
+
+// Three projects: unit (no I/O), integration (*.int.test.ts, real NATS + Redis),
+// e2e (test/, real OS processes). Integration and e2e share one infrastructure setup.
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "test/unit/**/*.test.ts"],
+          exclude: ["**/*.int.test.ts", "**/node_modules/**"],
+        },
+      },
+      {
+        test: {
+          name: "integration",
+          include: ["packages/*/src/**/*.int.test.ts", "services/*/src/**/*.int.test.ts"],
+          globalSetup: ["test/setup/global-setup.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          globalSetup: ["test/setup/global-setup.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 60_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
