@@ -63,4 +63,9 @@ export interface BlackboardOptions {
   readonly finishedTtlMs: number;
   /** Idempotency-key TTL (ms). */
   readonly idempotencyTtlMs: number;
+  /**
+   * Transition-log lines kept per session (default `LIMITS.transitionLogCap`). Added so tests can
+   * exercise the cap with a handful of commits; production leaves it unset.
+   */
+  readonly transitionLogCap?: number;
 }

@@ -19,6 +19,8 @@ export interface Naming {
   task(role: string, op: string): string;
   taskFilter(role: string): string;
   readonly taskAll: string;
+  /** Direct request/reply call of an op (debugging with `nats req`); not captured by any stream. */
+  rpc(role: string, op: string): string;
   events(sessionId: string): string;
   readonly eventsAll: string;
   tokens(sessionId: string): string;
@@ -43,6 +45,7 @@ export function naming(prefix = "agentmesh"): Naming {
     task: (role, op) => `${prefix}.task.${role}.${op}`,
     taskFilter: (role) => `${prefix}.task.${role}.>`,
     taskAll: `${prefix}.task.>`,
+    rpc: (role, op) => `${prefix}.rpc.${role}.${op}`,
     events: (sid) => `${prefix}.events.${SessionId.parse(sid)}`,
     eventsAll: `${prefix}.events.>`,
     tokens: (sid) => `${prefix}.tokens.${SessionId.parse(sid)}`,

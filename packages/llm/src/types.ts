@@ -22,6 +22,7 @@ export interface ModelRequest<T> {
   readonly onToken?: (delta: string) => void;
 }
 
+/** A validated answer with what it cost and where it came from. */
 export interface ModelReply<T> {
   readonly output: T;
   readonly usage: Usage;

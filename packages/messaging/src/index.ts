@@ -1,1 +1,30 @@
-export type { ProvisionOptions, CrashHook, TaskContext, TaskHandler, WorkStats, Worker, InboxHandler, PublishOutbox } from "./types.js";
+// The one front door of @agentmesh/messaging: NATS, JetStream work queues, `$SRV`, headers, wire errors.
+export type { Log } from "./log.js";
+export { AgentmeshError, toWireError, fromWireError, type AgentmeshErrorOptions } from "./errors.js";
+export { connectNats, type ConnectNatsOptions } from "./connect.js";
+export { provision } from "./provision.js";
+export { createPublisher, type Publisher, type TokenEvent } from "./publisher.js";
+export { newTraceparent, type MessageContext } from "./trace.js";
+export { startWorker, type WorkerOptions } from "./worker.js";
+export { startInboxConsumer, type InboxConsumerOptions } from "./inbox-consumer.js";
+export {
+  createMicroService,
+  type MicroService,
+  type MicroServiceOptions,
+  type EndpointHandler,
+  type EndpointOptions,
+} from "./micro.js";
+export { request, listServices, type ServiceSummary, type ServiceInfo, type ServiceStats } from "./request.js";
+export { followEvents, type FollowEventsOptions } from "./events.js";
+export type {
+  ProvisionOptions,
+  CrashHook,
+  TaskContext,
+  TaskHandler,
+  WorkStats,
+  Worker,
+  InboxContext,
+  InboxHandler,
+  PublishOutbox,
+  WireError,
+} from "./types.js";

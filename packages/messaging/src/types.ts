@@ -18,6 +18,12 @@ export interface ProvisionOptions {
   readonly duplicateWindowMs: number;
   /** Global in-flight cap per role consumer (max_ack_pending). */
   readonly maxAckPendingPerRole: number;
+  /** Global in-flight cap of the coordinator inbox consumer; default 1000. */
+  readonly inboxMaxAckPending?: number;
+  /** How long dead letters are kept; default 7 days. */
+  readonly deadMaxAgeMs?: number;
+  /** Stream replicas (3 on a production cluster); default 1. */
+  readonly replicas?: number;
 }
 
 /** Named points where a process may crash on purpose (AGENTMESH_CRASH_AT); a no-op when unset. */
@@ -33,28 +39,45 @@ export interface TaskContext {
   readonly signal: AbortSignal;
 }
 
-/** What a task handler returns: an outcome to report, or a retryable failure to nak with delay. */
+/**
+ * What a task handler returns: an outcome to report. A retryable failure (or a throw) before the
+ * last delivery is nak'd with a delay instead of reported.
+ */
 export type TaskHandler = (task: TaskEnvelope, ctx: TaskContext) => Promise<TaskOutcome>;
 
 /** Counts of JetStream work, reported in the `$SRV` STATS `data` field. */
 export interface WorkStats {
+  /** Messages finished successfully (task: ok outcome reported; inbox: acked). */
   processed: number;
+  /** Task: failure outcomes reported (incl. past deadline); inbox: handler throws. */
   failed: number;
+  /** Deliveries that were not the first. */
   redelivered: number;
+  /** Messages being worked on now. */
   in_flight: number;
+  /** Malformed, oversized, wrong-version or misrouted messages terminated without processing. */
   dropped: number;
 }
 
+/** A running consumer (a role's task worker or a coordinator's inbox consumer). */
 export interface Worker {
+  /** A snapshot of the counters. */
   readonly stats: WorkStats;
   /** True while the consume loop is alive. */
   alive(): boolean;
-  /** Stops fetching, waits for in-flight tasks (bounded), naks the rest. */
+  /** Stops fetching, waits for in-flight work up to graceMs, then aborts it and naks the rest. */
   stop(graceMs: number): Promise<void>;
 }
 
+/** Context given to an inbox handler. */
+export interface InboxContext {
+  readonly deliveryCount: number;
+  /** Aborted when stop() gives up waiting. */
+  readonly signal: AbortSignal;
+}
+
 /** A handled inbox message says whether to ack or to leave it for redelivery. */
-export type InboxHandler = (input: InboxInput, ctx: { readonly deliveryCount: number }) => Promise<"ack" | "retry">;
+export type InboxHandler = (input: InboxInput, ctx: InboxContext) => Promise<"ack" | "retry">;
 
 /** Outbox publisher: publishes tasks, events and cancel notices with their de-dup ids. */
 export type PublishOutbox = (entries: readonly OutboxEntry[]) => Promise<void>;

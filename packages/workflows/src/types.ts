@@ -7,6 +7,14 @@ export interface TaskSpec {
   readonly input: unknown;
   /** Attempt number of this logical step (0 first; re-dispatch after a failure or timeout +1). */
   readonly attempt: number;
+  /**
+   * The workflow's own name for the step (e.g. critic-chain's "critic_planner"). The runtime, not
+   * the workflow, emits the `stage started` event, so a task that a budget or a bad input stops
+   * is never announced as started.
+   */
+  readonly stage: string;
+  /** One line for that `stage started` event. */
+  readonly detail: string;
 }
 
 /** What a workflow decides after an input: control flow as data, never an exception. */
@@ -23,12 +31,25 @@ export type WorkflowInput =
   | { readonly kind: "failure"; readonly role: string; readonly op: string; readonly attempt: number; readonly error: WireError }
   | { readonly kind: "user_reply"; readonly text: string };
 
+/** What a workflow leaves behind when the runtime ends a session it did not choose to end. */
+export interface Aborted<D> {
+  readonly data: D;
+  readonly final_answer: string;
+  readonly final_reasoning_trace: string;
+}
+
 /** A workflow: pure, deterministic, no I/O, no clock, no randomness. */
 export interface WorkflowDefinition<D extends SessionData = SessionData> {
   readonly name: D["workflow"];
   readonly version: number;
   init(query: string, options: SessionOptions): D;
   decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
+  /**
+   * Called when the runtime ends the session on its own authority (cancel, session deadline,
+   * budget, an internal fault), so the workflow's data and the `complete` event still carry
+   * final fields in the workflow's own terms.
+   */
+  abort(data: D, error: WireError): Aborted<D>;
 }
 
 /** Runtime defaults the coordinator passes in (from config), so step() stays pure. */
@@ -40,23 +61,34 @@ export interface RuntimeDefaults {
   readonly sessionDeadlineMs: number | null;
 }
 
+/** What step() needs besides the state and the input: the time and the runtime defaults. */
 export interface StepContext {
   readonly now: number;
   readonly defaults: RuntimeDefaults;
 }
+
+/** A timer to arm in the durable timer set: `member` is `task:<taskId>` or `session:<sid>`. */
+export interface TimerEntry {
+  readonly member: string;
+  readonly dueAt: number;
+}
+
+/** Why an input was not applied. */
+export type DropReason = "not_awaited" | "terminal" | "wrong_session" | "not_applicable" | "invalid";
 
 /** The outcome of stepping a session with one input. */
 export type StepOutcome =
   | {
       readonly kind: "apply";
       readonly state: SessionState;
+      /** Tasks first, then events (stamped), then a cancel notice if any. */
       readonly outbox: readonly OutboxEntry[];
       /** Short command descriptions for the transition log (task ids, control kind). */
       readonly commands: readonly string[];
       /** Timer members to (re)arm and to clear, for durable deadlines. */
-      readonly timers: ReadonlyArray<{ readonly member: string; readonly dueAt: number }>;
+      readonly timers: readonly TimerEntry[];
       readonly clearTimers: readonly string[];
     }
-  | { readonly kind: "drop"; readonly reason: "not_awaited" | "terminal" | "wrong_session" | "not_applicable" | "invalid" ; readonly detail: string };
+  | { readonly kind: "drop"; readonly reason: DropReason; readonly detail: string };
 
 export type { InboxInput };

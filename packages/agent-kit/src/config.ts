@@ -1,0 +1,63 @@
+import { parseEnv, parsePrices, parseRoleModels, ConfigError } from "@agentmesh/service-kit";
+import type { RoleModelConfig } from "@agentmesh/llm";
+
+const NAMES = [
+  "NATS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_LOG_PAYLOADS", "AGENTMESH_CRASH_AT",
+  "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_ROLE_MODELS",
+  "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
+  "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER",
+] as const;
+
+/** Everything an agent process needs, parsed once at start-up and frozen. */
+export interface AgentConfig {
+  readonly natsUrl: string;
+  readonly prefix: string;
+  readonly logLevel: string;
+  readonly logPayloads: boolean;
+  readonly crashAt: string | undefined;
+  readonly llm: {
+    readonly baseURL: string | undefined;
+    readonly apiKey: string | undefined;
+    readonly defaultRole: RoleModelConfig;
+    readonly roles: Record<string, RoleModelConfig>;
+    readonly prices: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
+    readonly timeoutMs: number;
+    readonly maxHttpAttempts: number;
+  };
+  readonly concurrency: number;
+  readonly roles: readonly string[];
+  readonly ackWaitMs: number;
+  readonly maxDeliver: number;
+}
+
+/** Reads the agent configuration from an environment, listing every problem at once. */
+export function loadAgentConfig(env: Record<string, string | undefined>): AgentConfig {
+  const e = parseEnv(NAMES, env);
+  const defaultRole: RoleModelConfig = { model: e.AGENTMESH_LLM_MODEL, temperature: 0.2, tier: "standard" };
+  let roles: Record<string, RoleModelConfig>;
+  let prices: AgentConfig["llm"]["prices"];
+  const problems: string[] = [];
+  try { roles = parseRoleModels(e.AGENTMESH_ROLE_MODELS, defaultRole); } catch (err) { problems.push((err as Error).message); roles = {}; }
+  try { prices = parsePrices(e.AGENTMESH_LLM_PRICES); } catch (err) { problems.push((err as Error).message); prices = {}; }
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze({
+    natsUrl: e.NATS_URL,
+    prefix: e.AGENTMESH_PREFIX,
+    logLevel: e.LOG_LEVEL,
+    logPayloads: e.AGENTMESH_LOG_PAYLOADS,
+    crashAt: e.AGENTMESH_CRASH_AT,
+    llm: {
+      baseURL: e.AGENTMESH_LLM_BASE_URL,
+      apiKey: e.AGENTMESH_LLM_API_KEY,
+      defaultRole,
+      roles,
+      prices,
+      timeoutMs: e.AGENTMESH_LLM_TIMEOUT_MS,
+      maxHttpAttempts: e.AGENTMESH_LLM_MAX_ATTEMPTS,
+    },
+    concurrency: e.AGENTMESH_AGENT_CONCURRENCY,
+    roles: e.AGENTMESH_ROLES.split(",").map((s) => s.trim()).filter(Boolean),
+    ackWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
+    maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
+  });
+}

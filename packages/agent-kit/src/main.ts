@@ -1,0 +1,79 @@
+import { naming as makeNaming } from "@agentmesh/contracts";
+import { connectNats } from "@agentmesh/messaging";
+import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
+import { createLogger, crashHook, runUntilSignalled, type Logger, type Stoppable } from "@agentmesh/service-kit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { AgentDefinition } from "./definition.js";
+import { loadAgentConfig, type AgentConfig } from "./config.js";
+import { startAgent, type RunningAgent } from "./agent.js";
+
+/** Builds the model port from configuration: the OpenAI-compatible adapter, or the offline engine. */
+function modelFrom(cfg: AgentConfig): ModelPort {
+  return createModelFromConfig({
+    baseURL: cfg.llm.baseURL,
+    apiKey: cfg.llm.apiKey,
+    roles: cfg.llm.roles,
+    defaultRole: cfg.llm.defaultRole,
+    timeoutMs: cfg.llm.timeoutMs,
+    maxHttpAttempts: cfg.llm.maxHttpAttempts,
+    prices: cfg.llm.prices,
+  });
+}
+
+/** Starts the given roles on one connection; each is still its own NATS service and consumer. */
+export async function startAgentsInProcess(
+  defs: readonly AgentDefinition[],
+  cfg: AgentConfig,
+  deps: { nc: NatsConnection; log: Logger; model?: ModelPort },
+): Promise<Stoppable & { agents: RunningAgent[] }> {
+  const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
+  const unknown = cfg.roles.filter((r) => !defs.some((d) => d.role === r));
+  if (unknown.length) throw new Error(`AGENTMESH_ROLES names unknown roles: ${unknown.join(", ")}`);
+  const model = deps.model ?? modelFrom(cfg);
+  const crash = crashHook(cfg.crashAt, "agent", deps.log);
+  const naming = makeNaming(cfg.prefix);
+  deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
+  const agents: RunningAgent[] = [];
+  for (const def of wanted) {
+    agents.push(
+      await startAgent(def, {
+        nc: deps.nc,
+        naming,
+        model,
+        log: deps.log,
+        concurrency: cfg.concurrency,
+        ackWaitMs: cfg.ackWaitMs,
+        maxDeliver: cfg.maxDeliver,
+        crash,
+        logPayloads: cfg.logPayloads,
+      }),
+    );
+  }
+  return {
+    agents,
+    async stop(graceMs: number) {
+      await Promise.all(agents.map((a) => a.stop(graceMs)));
+    },
+  };
+}
+
+/** The whole `main.ts` of an agent service: config → connection → agents → run until SIGTERM. */
+export async function agentMain(defs: readonly AgentDefinition[], env: Record<string, string | undefined>, service: string): Promise<void> {
+  let log = createLogger({ service, level: "info" });
+  await runUntilSignalled({
+    name: service,
+    log,
+    start: async () => {
+      const cfg = loadAgentConfig(env);
+      log = createLogger({ service, level: cfg.logLevel });
+      const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
+      const running = await startAgentsInProcess(defs, cfg, { nc, log });
+      return {
+        async stop(graceMs: number) {
+          await running.stop(graceMs);
+          await nc.drain();
+        },
+      };
+    },
+  });
+}

@@ -1,0 +1,136 @@
+import { Redis } from "ioredis";
+
+/** Options of `connectRedis`. */
+export interface ConnectRedisOptions {
+  /** Client name shown in `CLIENT LIST` (e.g. the service and pod). */
+  readonly name: string;
+  /** How long the first connect may take before start-up fails (default 3000 ms). */
+  readonly connectTimeoutMs?: number;
+  /**
+   * Receives connection errors after start-up (ioredis reconnects by itself meanwhile). Without
+   * it errors are swallowed here; either way an unhandled 'error' event cannot crash the process.
+   */
+  readonly onError?: (err: Error) => void;
+}
+
+/** The URL without its password, for messages and logs. */
+export function redactRedisUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = "***";
+    return u.toString().replace(/\/$/, "");
+  } catch {
+    return "<unparseable Redis URL>";
+  }
+}
+
+/**
+ * Connects a client that fails fast: start-up either gets a ready connection within the timeout
+ * or throws `cannot reach Redis at <url>`, instead of queueing commands while retrying forever.
+ * Once up, a command waits for at most two reconnect attempts before it rejects, so a request
+ * path sees an outage as an error rather than a hang.
+ */
+export async function connectRedis(url: string, opts: ConnectRedisOptions): Promise<Redis> {
+  const timeoutMs = opts.connectTimeoutMs ?? 3000;
+  const where = redactRedisUrl(url);
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    connectionName: opts.name,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 2,
+  });
+  let lastError: Error | null = null;
+  redis.on("error", (err: Error) => {
+    lastError = err;
+    opts.onError?.(err);
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const connecting = redis.connect();
+  // If the timeout wins, connect() still settles later; keep that from becoming an unhandled rejection.
+  connecting.catch(() => {});
+  try {
+    await Promise.race([
+      connecting,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+  } catch (e) {
+    redis.disconnect();
+    // connect() itself only says "Connection is closed."; the listener saw the real cause.
+    const cause = (lastError as Error | null) ?? (e as Error);
+    throw new Error(`cannot reach Redis at ${where}: ${cause.message}`, { cause });
+  } finally {
+    clearTimeout(timer);
+  }
+  return redis;
+}
+
+/** What `checkDurability` found out about the server's persistence settings. */
+export interface DurabilityReport {
+  readonly aof: boolean | null;
+  readonly appendfsync: string | null;
+  readonly maxmemoryPolicy: string | null;
+  /** False where CONFIG is disabled or denied (managed Redis); the other fields are then null. */
+  readonly configAvailable: boolean;
+  readonly warnings: string[];
+}
+
+/** True for the errors managed Redis gives when CONFIG is renamed away or not permitted. */
+export function isConfigUnavailable(err: unknown): boolean {
+  const msg = err instanceof Error ? err.message : String(err);
+  return /unknown command|NOPERM|no permissions|command not allowed|disabled/i.test(msg);
+}
+
+/**
+ * Reads the settings that decide whether Redis can lose a committed session, and warns about
+ * each risk. Redis is the system of record, so the caller refuses to start in strict mode when
+ * `warnings` is non-empty. Connection errors propagate: they are not a durability verdict.
+ */
+export async function checkDurability(redis: Redis): Promise<DurabilityReport> {
+  let values: Array<string | null>;
+  try {
+    values = await Promise.all(
+      ["appendonly", "appendfsync", "maxmemory-policy"].map(async (p) => configValue(await redis.config("GET", p), p)),
+    );
+  } catch (e) {
+    if (!isConfigUnavailable(e)) throw e;
+    return {
+      aof: null,
+      appendfsync: null,
+      maxmemoryPolicy: null,
+      configAvailable: false,
+      warnings: [`cannot read Redis persistence settings (CONFIG unavailable: ${(e as Error).message}); durability is unverified`],
+    };
+  }
+  const [aof = null, appendfsync = null, maxmemoryPolicy = null] = values;
+  const report = { aof: aof === null ? null : aof === "yes", appendfsync, maxmemoryPolicy, configAvailable: true };
+  return { ...report, warnings: durabilityWarnings(report) };
+}
+
+/** The warnings for a set of persistence settings (pure, so every branch is unit-tested). */
+export function durabilityWarnings(r: { aof: boolean | null; appendfsync: string | null; maxmemoryPolicy: string | null }): string[] {
+  const w: string[] = [];
+  if (r.aof !== true) w.push("Redis AOF is off (appendonly no): a crash loses every session write since the last snapshot");
+  if (r.appendfsync !== "always") {
+    w.push(`Redis appendfsync is ${String(r.appendfsync)}, not always: a crash can lose acknowledged commits`);
+  }
+  // Every key of ours has a TTL, so volatile-* policies can evict them just like allkeys-*.
+  if (r.maxmemoryPolicy !== "noeviction") {
+    w.push(`Redis maxmemory-policy is ${String(r.maxmemoryPolicy)}: under memory pressure it can evict live sessions (use noeviction)`);
+  }
+  return w;
+}
+
+/** CONFIG GET replies as a flat [name, value] array (RESP2/legacy) or a map (RESP3); accept both. */
+function configValue(reply: unknown, param: string): string | null {
+  if (Array.isArray(reply)) {
+    const i = reply.findIndex((x) => String(x) === param);
+    return i >= 0 && reply[i + 1] !== undefined ? String(reply[i + 1]) : null;
+  }
+  if (reply !== null && typeof reply === "object") {
+    const v = (reply as Record<string, unknown>)[param];
+    return v === undefined ? null : String(v);
+  }
+  return null;
+}

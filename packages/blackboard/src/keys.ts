@@ -1,0 +1,91 @@
+import { LIMITS, SessionId } from "@agentmesh/contracts";
+import type { BlackboardOptions, CommitRequest } from "./types.js";
+
+/** The names `ttls()` reports, one per key a session can have. */
+export const SESSION_KEY_NAMES = ["state", "applied", "log"] as const;
+export type SessionKeyName = (typeof SESSION_KEY_NAMES)[number];
+
+/** The Redis keys of one prefix. Both adapters use the same names so `ttls()` and docs agree. */
+export interface KeyLayout {
+  /** `<kp>:s:{<sid>}:<name>`; the hash tag keeps one session's keys in one cluster slot. */
+  session(sessionId: string, name: SessionKeyName): string;
+  /** `<kp>:idem:<key>`: the owner session of a client idempotency key. */
+  idempotency(key: string): string;
+  /**
+   * `<kp>:timers`: one sorted set of due deadlines for all sessions. It hashes to its own slot,
+   * so on Redis Cluster the commit script would touch two slots; a cluster deployment needs
+   * per-slot timer sets (e.g. `<kp>:timers:{<sid>}` sharded by slot) and a poller per shard.
+   */
+  readonly timers: string;
+  /** SCAN pattern matching every session's state key. */
+  readonly stateGlob: string;
+  /** Extracts the session id from a state key (null when it does not match). */
+  sessionOfStateKey(key: string): string | null;
+}
+
+/** Escapes Redis glob metacharacters so a prefix matches only itself in SCAN MATCH. */
+const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
+
+/** Builds the key layout for a prefix. */
+export function keyLayout(keyPrefix: string): KeyLayout {
+  if (keyPrefix.length === 0 || /[{}\s]/.test(keyPrefix)) {
+    // Braces in the prefix would move the hash tag away from the session id.
+    throw new Error(`invalid blackboard key prefix ${JSON.stringify(keyPrefix)}: must be non-empty, without braces or spaces`);
+  }
+  const head = `${keyPrefix}:s:{`;
+  return {
+    session: (sid, name) => `${head}${checkSessionId(sid)}}:${name}`,
+    idempotency: (key) => `${keyPrefix}:idem:${key}`,
+    timers: `${keyPrefix}:timers`,
+    stateGlob: `${globEscape(head)}*}:state`,
+    sessionOfStateKey(key) {
+      if (!key.startsWith(head) || !key.endsWith("}:state")) return null;
+      const sid = key.slice(head.length, -"}:state".length);
+      return SessionId.safeParse(sid).success ? sid : null;
+    },
+  };
+}
+
+/** Rejects a malformed session id: it becomes a hash tag, so `}` or an empty id would break slotting. */
+export function checkSessionId(sessionId: string): string {
+  if (!SessionId.safeParse(sessionId).success) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
+  return sessionId;
+}
+
+/** Options with defaults applied and numbers checked once, at construction. */
+export type ResolvedOptions = Required<BlackboardOptions>;
+
+/** Validates options; a bad TTL would silently make keys immortal or vanish at once. */
+export function resolveOptions(opts: BlackboardOptions): ResolvedOptions {
+  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, ...opts };
+  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap"] as const) {
+    if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`blackboard option ${k} must be a positive integer, got ${String(r[k])}`);
+  }
+  keyLayout(r.keyPrefix);
+  return r;
+}
+
+/**
+ * Checks a commit for caller bugs before anything is sent: these are faults in the coordinator,
+ * not conflicts, so they throw instead of returning a result.
+ */
+export function checkCommit(req: CommitRequest): void {
+  checkSessionId(req.sessionId);
+  if (!Number.isSafeInteger(req.expectedVersion) || req.expectedVersion < 0) {
+    throw new Error(`commit ${req.sessionId}: expectedVersion must be a non-negative integer, got ${req.expectedVersion}`);
+  }
+  const next = req.expectedVersion + 1;
+  if (req.state.meta.session_id !== req.sessionId) {
+    throw new Error(`commit ${req.sessionId}: state belongs to session ${req.state.meta.session_id}`);
+  }
+  if (req.state.meta.version !== next) {
+    throw new Error(`commit ${req.sessionId}: state.meta.version must be ${next}, got ${req.state.meta.version}`);
+  }
+  if (req.outbox.version !== next) {
+    throw new Error(`commit ${req.sessionId}: outbox.version must be ${next}, got ${req.outbox.version}`);
+  }
+  if (req.inputId.length === 0) throw new Error(`commit ${req.sessionId}: empty inputId`);
+  for (const t of req.timers ?? []) {
+    if (!Number.isSafeInteger(t.dueAt) || t.dueAt < 0) throw new Error(`commit ${req.sessionId}: timer ${t.member} has a bad dueAt ${t.dueAt}`);
+  }
+}

@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { LIMITS } from "@agentmesh/contracts";
+import { createMemoryBlackboard } from "./memory.js";
+import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
+import { keyLayout } from "./keys.js";
+import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
+
+runBlackboardConformance("memory", async (opts) => {
+  let clock = 1_000_000;
+  const bb = createMemoryBlackboard({ ...opts, keyPrefix: "unit", now: () => clock });
+  return {
+    bb,
+    advance: (ms) => {
+      clock += ms;
+    },
+    cleanup: () => bb.close(),
+  };
+});
+
+describe("memory blackboard specifics", () => {
+  it("keeps LIMITS.transitionLogCap lines by default", async () => {
+    const bb = createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    let s = testSessionState("sess-capdefault");
+    await bb.create(s);
+    for (let i = 0; i < LIMITS.transitionLogCap + 3; i++) {
+      const c = testCommit(s, `in:${i}`);
+      await bb.commit(c);
+      s = c.state;
+    }
+    const log = await bb.transitionLog(s.meta.session_id);
+    expect(log).toHaveLength(LIMITS.transitionLogCap);
+    expect(log[0]?.version).toBe(4);
+  });
+
+  it("stores copies, so a caller mutating its state cannot change the stored one", async () => {
+    const bb = createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    const s = testSessionState("sess-copy-001");
+    await bb.create(s);
+    s.data.question = "mutated after create";
+    expect((await bb.load("sess-copy-001"))?.state.data.question).not.toBe("mutated after create");
+  });
+
+  it("rejects invalid options and session ids", () => {
+    expect(() => createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 })).toThrow(/activeTtlMs/);
+    expect(() => keyLayout("bad{prefix}")).toThrow(/prefix/);
+    expect(() => keyLayout("kp").session("no}tag", "state")).toThrow(/session id/);
+  });
+});
+
+describe("key layout", () => {
+  it("puts a session's keys under one hash tag and round-trips the id from a state key", () => {
+    const k = keyLayout("am");
+    expect(k.session("sess-0001", "state")).toBe("am:s:{sess-0001}:state");
+    expect(k.session("sess-0001", "applied")).toBe("am:s:{sess-0001}:applied");
+    expect(k.session("sess-0001", "log")).toBe("am:s:{sess-0001}:log");
+    expect(k.idempotency("abc")).toBe("am:idem:abc");
+    expect(k.timers).toBe("am:timers");
+    expect(k.sessionOfStateKey("am:s:{sess-0001}:state")).toBe("sess-0001");
+    expect(k.sessionOfStateKey("am:s:{sess-0001}:log")).toBeNull();
+  });
+});
+
+describe("durability verdicts", () => {
+  it("warns about AOF off, lax fsync and evicting policies, and not about a durable setup", () => {
+    expect(durabilityWarnings({ aof: true, appendfsync: "always", maxmemoryPolicy: "noeviction" })).toEqual([]);
+    const w = durabilityWarnings({ aof: false, appendfsync: "everysec", maxmemoryPolicy: "volatile-lru" });
+    expect(w).toHaveLength(3);
+    expect(w.join("\n")).toMatch(/AOF is off[\s\S]*everysec[\s\S]*volatile-lru/);
+  });
+
+  it("recognises a disabled or denied CONFIG command", () => {
+    expect(isConfigUnavailable(new Error("ERR unknown command 'CONFIG', with args beginning with: 'GET' "))).toBe(true);
+    expect(isConfigUnavailable(new Error("NOPERM this user has no permissions to run the 'config|get' command"))).toBe(true);
+    expect(isConfigUnavailable(new Error("connect ECONNREFUSED 127.0.0.1:6379"))).toBe(false);
+  });
+});

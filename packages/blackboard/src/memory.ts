@@ -1,0 +1,159 @@
+import { SessionState } from "@agentmesh/contracts";
+import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
+import { checkCommit, checkSessionId, resolveOptions, SESSION_KEY_NAMES, type SessionKeyName } from "./keys.js";
+import type { Blackboard, BlackboardOptions, CommitResult } from "./types.js";
+
+/** Options of the in-memory twin; `now` drives TTLs so tests can move time. */
+export interface MemoryBlackboardOptions extends BlackboardOptions {
+  /** Clock for TTLs (epoch ms). Default `Date.now`. */
+  readonly now?: () => number;
+}
+
+/** One key with its expiry, like a Redis key: absent once `now() >= expiresAt`. */
+interface Entry<V> {
+  value: V;
+  expiresAt: number | null;
+}
+
+/** The state hash's fields, stored as strings exactly as in Redis so decoding is shared. */
+interface StateHash {
+  version: string;
+  state: string;
+  outbox: string | null;
+  outboxVersion: string | null;
+}
+
+/** A session's keys; each expires on its own, as the three Redis keys do. */
+interface SessionKeys {
+  state?: Entry<StateHash>;
+  applied?: Entry<Set<string>>;
+  log?: Entry<string[]>;
+}
+
+/**
+ * Creates the in-memory blackboard: the same semantics as the Redis adapter (it passes the same
+ * conformance suite), for unit tests and single-process local runs. Every method does all its
+ * work before its first await, so each call is atomic with respect to the others, as a Lua
+ * script is. Values are stored as JSON strings so callers can never mutate stored state.
+ */
+export function createMemoryBlackboard(opts: MemoryBlackboardOptions): Blackboard {
+  const o = resolveOptions(opts);
+  const now = opts.now ?? Date.now;
+  const sessions = new Map<string, SessionKeys>();
+  const idem = new Map<string, Entry<string>>();
+  const timers = new Map<string, number>();
+
+  const live = <V>(e: Entry<V> | undefined): e is Entry<V> => e !== undefined && (e.expiresAt === null || now() < e.expiresAt);
+
+  /** The live keys of a session, dropping expired ones (Redis's lazy expiry). */
+  function keysOf(sid: string): SessionKeys {
+    checkSessionId(sid);
+    const s = sessions.get(sid);
+    if (!s) return {};
+    for (const name of SESSION_KEY_NAMES) if (s[name] !== undefined && !live(s[name] as Entry<unknown>)) delete s[name];
+    if (!s.state && !s.applied && !s.log) sessions.delete(sid);
+    return s;
+  }
+
+  return {
+    async claimIdempotencyKey(key, sessionId) {
+      checkSessionId(sessionId);
+      if (key.length === 0) throw new Error("empty idempotency key");
+      const cur = idem.get(key);
+      if (live(cur)) return cur.value;
+      idem.set(key, { value: sessionId, expiresAt: now() + o.idempotencyTtlMs });
+      return sessionId;
+    },
+
+    async create(state) {
+      const sid = state.meta.session_id;
+      const json = encode(SessionState, state, `state of session ${sid}`);
+      if (keysOf(sid).state) return false;
+      const hash: StateHash = { version: String(state.meta.version), state: json, outbox: null, outboxVersion: null };
+      sessions.set(sid, { state: { value: hash, expiresAt: now() + o.activeTtlMs } });
+      return true;
+    },
+
+    async load(sessionId) {
+      const h = keysOf(sessionId).state?.value;
+      if (!h) return null;
+      return { state: decodeState(sessionId, h.state, h.version), outbox: decodeOutbox(sessionId, h.outbox) };
+    },
+
+    async isApplied(sessionId, inputId) {
+      return keysOf(sessionId).applied?.value.has(inputId) ?? false;
+    },
+
+    async commit(req): Promise<CommitResult> {
+      checkCommit(req);
+      const enc = encodeCommit(req.state, req.outbox, req.log);
+      const s = keysOf(req.sessionId);
+      if (!s.state) return { ok: false, reason: "missing" };
+      if (s.applied?.value.has(req.inputId)) return { ok: false, reason: "already_applied" };
+      if (s.state.value.version !== String(req.expectedVersion)) {
+        return { ok: false, reason: "conflict", currentVersion: Number(s.state.value.version) };
+      }
+      const expiresAt = now() + (req.terminal ? o.finishedTtlMs : o.activeTtlMs);
+      s.state = {
+        value: { version: String(req.expectedVersion + 1), state: enc.state, outbox: enc.outbox, outboxVersion: String(req.outbox.version) },
+        expiresAt,
+      };
+      const applied = s.applied?.value ?? new Set<string>();
+      applied.add(req.inputId);
+      s.applied = { value: applied, expiresAt };
+      const log = [...(s.log?.value ?? []), enc.log].slice(-o.transitionLogCap);
+      s.log = { value: log, expiresAt };
+      for (const m of req.clearTimers ?? []) timers.delete(m);
+      for (const t of req.timers ?? []) timers.set(t.member, t.dueAt);
+      return { ok: true };
+    },
+
+    async clearOutbox(sessionId, version) {
+      const h = keysOf(sessionId).state?.value;
+      if (h && h.outboxVersion === String(version)) {
+        h.outbox = null;
+        h.outboxVersion = null;
+      }
+    },
+
+    async transitionLog(sessionId) {
+      return decodeLog(sessionId, keysOf(sessionId).log?.value ?? []);
+    },
+
+    async listSessions(limit) {
+      const out: string[] = [];
+      for (const sid of [...sessions.keys()]) {
+        if (out.length >= limit) break;
+        if (keysOf(sid).state) out.push(sid);
+      }
+      return out;
+    },
+
+    async claimDueTimers(at, limit) {
+      if (limit <= 0) return [];
+      // Same order as ZRANGEBYSCORE: score, then member bytes.
+      const due = [...timers.entries()]
+        .filter(([, score]) => score <= at)
+        .sort(([am, as], [bm, bs]) => as - bs || (am < bm ? -1 : am > bm ? 1 : 0))
+        .slice(0, Math.floor(limit))
+        .map(([m]) => m);
+      for (const m of due) timers.delete(m);
+      return due;
+    },
+
+    async ttls(sessionId) {
+      const s = keysOf(sessionId);
+      const out: Record<string, number> = {};
+      for (const name of SESSION_KEY_NAMES) out[name] = pttl(s[name as SessionKeyName]);
+      return out;
+    },
+
+    async close() {},
+  };
+
+  /** PTTL semantics: -2 absent, -1 no expiry, else remaining ms. */
+  function pttl(e: Entry<unknown> | undefined): number {
+    if (!live(e)) return -2;
+    return e.expiresAt === null ? -1 : e.expiresAt - now();
+  }
+}

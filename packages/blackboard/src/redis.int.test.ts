@@ -1,0 +1,154 @@
+import { once } from "node:events";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { Redis } from "ioredis";
+import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { freePort } from "../../../test/setup/infra.js";
+import { checkDurability, connectRedis, durabilityWarnings } from "./connect.js";
+import { createRedisBlackboard } from "./redis.js";
+import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
+
+const redisUrl = inject("redisUrl");
+
+/** Deletes every key under a test prefix, so runs sharing one server leave nothing behind. */
+async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 500);
+    cursor = next;
+    if (keys.length > 0) await redis.del(...keys);
+  } while (cursor !== "0");
+}
+
+runBlackboardConformance("redis", async (opts) => {
+  const redis = await connectRedis(redisUrl, { name: "blackboard-conformance" });
+  const keyPrefix = uniquePrefix("bb");
+  const bb = createRedisBlackboard(redis, { ...opts, keyPrefix });
+  return {
+    bb,
+    async cleanup() {
+      await bb.close();
+      await dropPrefix(redis, keyPrefix);
+      await redis.quit();
+    },
+  };
+});
+
+describe("redis blackboard specifics", () => {
+  let redis: Redis;
+  beforeAll(async () => {
+    redis = await connectRedis(redisUrl, { name: "blackboard-int" });
+  });
+  afterAll(async () => {
+    await redis.quit();
+  });
+  const opts = (keyPrefix: string) => ({ keyPrefix, activeTtlMs: 60_000, finishedTtlMs: 10_000, idempotencyTtlMs: 60_000 });
+
+  it("uses the documented key layout, one hash tag per session", async () => {
+    const kp = uniquePrefix("bb");
+    const bb = createRedisBlackboard(redis, opts(kp));
+    try {
+      const s = testSessionState("sess-layout-1");
+      await bb.create(s);
+      await bb.commit(testCommit(s, "in:a", { timers: [{ member: "t-1", dueAt: 5 }] }));
+      await bb.claimIdempotencyKey("k1", "sess-layout-1");
+      const keys: string[] = [];
+      let cursor = "0";
+      do {
+        const [next, batch] = await redis.scan(cursor, "MATCH", `${kp}:*`);
+        cursor = next;
+        keys.push(...batch);
+      } while (cursor !== "0");
+      expect(keys.sort()).toEqual([`${kp}:idem:k1`, `${kp}:s:{sess-layout-1}:applied`, `${kp}:s:{sess-layout-1}:log`, `${kp}:s:{sess-layout-1}:state`, `${kp}:timers`]);
+      expect(await redis.hget(`${kp}:s:{sess-layout-1}:state`, "version")).toBe("1");
+      expect(await redis.hget(`${kp}:s:{sess-layout-1}:state`, "outbox_version")).toBe("1");
+      expect(await redis.pttl(`${kp}:idem:k1`)).toBeGreaterThan(0);
+    } finally {
+      await dropPrefix(redis, kp);
+    }
+  });
+
+  it("treats a corrupt stored state as an error, not as a missing session", async () => {
+    const kp = uniquePrefix("bb");
+    const bb = createRedisBlackboard(redis, opts(kp));
+    try {
+      await bb.create(testSessionState("sess-corrupt-1"));
+      await redis.hset(`${kp}:s:{sess-corrupt-1}:state`, "state", "{not json");
+      await expect(bb.load("sess-corrupt-1")).rejects.toThrow(/corrupt state of session sess-corrupt-1/);
+      await redis.hset(`${kp}:s:{sess-corrupt-1}:state`, "state", JSON.stringify({ meta: { version: 0 } }));
+      await expect(bb.load("sess-corrupt-1")).rejects.toThrow(/corrupt state/);
+    } finally {
+      await dropPrefix(redis, kp);
+    }
+  });
+
+  it("closes the connection only when it owns it", async () => {
+    const own = await connectRedis(redisUrl, { name: "blackboard-owned" });
+    await createRedisBlackboard(redis, opts(uniquePrefix("bb"))).close();
+    expect(redis.status).toBe("ready");
+    await createRedisBlackboard(own, { ...opts(uniquePrefix("bb")), ownsConnection: true }).close();
+    // quit() resolves on the server's OK; the socket closes just after.
+    if (own.status !== "end") await once(own, "end");
+    expect(own.status).toBe("end");
+  });
+});
+
+describe("connectRedis", () => {
+  it("names the connection", async () => {
+    const r = await connectRedis(redisUrl, { name: "blackboard-named" });
+    try {
+      expect(await r.client("GETNAME")).toBe("blackboard-named");
+    } finally {
+      await r.quit();
+    }
+  });
+
+  it("fails fast with the URL in the message when nothing listens", async () => {
+    const port = await freePort();
+    const t0 = Date.now();
+    await expect(connectRedis(`redis://127.0.0.1:${port}`, { name: "nobody", connectTimeoutMs: 2000 })).rejects.toThrow(
+      `cannot reach Redis at redis://127.0.0.1:${port}`,
+    );
+    expect(Date.now() - t0).toBeLessThan(2500);
+  });
+});
+
+describe("checkDurability", () => {
+  it("reports the server's real settings and the matching warnings", async () => {
+    const redis = await connectRedis(redisUrl, { name: "blackboard-durability" });
+    try {
+      const r = await checkDurability(redis);
+      const [, aof] = (await redis.config("GET", "appendonly")) as [string, string];
+      const [, fsync] = (await redis.config("GET", "appendfsync")) as [string, string];
+      expect(r.configAvailable).toBe(true);
+      expect(r.aof).toBe(aof === "yes");
+      expect(r.appendfsync).toBe(fsync);
+      expect(typeof r.maxmemoryPolicy).toBe("string");
+      expect(r.warnings).toEqual(durabilityWarnings(r));
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it("keeps working when CONFIG is denied, as on managed Redis", async () => {
+    const admin = await connectRedis(redisUrl, { name: "blackboard-acl-admin" });
+    const user = uniquePrefix("bbuser");
+    try {
+      // A throwaway ACL user that may do everything but CONFIG; deleted below.
+      await admin.acl("SETUSER", user, "on", ">pw-for-test", "~*", "&*", "+@all", "-config");
+      const u = new URL(redisUrl);
+      u.username = user;
+      u.password = "pw-for-test";
+      const limited = await connectRedis(u.toString(), { name: "blackboard-acl" });
+      try {
+        const r = await checkDurability(limited);
+        expect(r).toMatchObject({ configAvailable: false, aof: null, appendfsync: null, maxmemoryPolicy: null });
+        expect(r.warnings[0]).toMatch(/durability is unverified/);
+      } finally {
+        await limited.quit();
+      }
+    } finally {
+      await admin.acl("DELUSER", user);
+      await admin.quit();
+    }
+  });
+});

@@ -1,0 +1,160 @@
+import { SessionState } from "@agentmesh/contracts";
+import type { Redis } from "ioredis";
+import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
+import { checkCommit, checkSessionId, keyLayout, resolveOptions, SESSION_KEY_NAMES } from "./keys.js";
+import { CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
+import type { Blackboard, BlackboardOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+
+/** Options of the Redis adapter. */
+export interface RedisBlackboardOptions extends BlackboardOptions {
+  /**
+   * When true, `close()` quits the connection. Default false: the caller created the client,
+   * often shares it (health checks, other stores), and closes it itself.
+   */
+  readonly ownsConnection?: boolean;
+}
+
+type Script = (keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>;
+
+/**
+ * Registers a script with ioredis (EVALSHA, falling back to EVAL when the server's script cache
+ * lost it) and returns a typed caller. Names are namespaced because a client may be shared with
+ * other code that defines its own commands; redefining the same name with the same body is harmless.
+ */
+function defineScript(redis: Redis, name: string, numberOfKeys: number, lua: string): Script {
+  const cmd = `agentmeshBlackboard${name}`;
+  redis.defineCommand(cmd, { numberOfKeys, lua });
+  const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[cmd];
+  if (typeof fn !== "function") throw new Error(`ioredis did not define ${cmd}`);
+  return (keys, args) => fn.call(redis, ...keys, ...args);
+}
+
+/** Creates the Redis blackboard on a connected client (see `connectRedis`). */
+export function createRedisBlackboard(redis: Redis, opts: RedisBlackboardOptions): Blackboard {
+  const o = resolveOptions(opts);
+  const keys = keyLayout(o.keyPrefix);
+  const commitScript = defineScript(redis, "Commit", 4, COMMIT_LUA);
+  const createScript = defineScript(redis, "Create", 3, CREATE_LUA);
+  const clearOutboxScript = defineScript(redis, "ClearOutbox", 1, CLEAR_OUTBOX_LUA);
+  const claimTimersScript = defineScript(redis, "ClaimTimers", 1, CLAIM_TIMERS_LUA);
+  const claimIdemScript = defineScript(redis, "ClaimIdempotency", 1, CLAIM_IDEMPOTENCY_LUA);
+  const k = (sid: string) => ({
+    state: keys.session(sid, "state"),
+    applied: keys.session(sid, "applied"),
+    log: keys.session(sid, "log"),
+  });
+
+  return {
+    async claimIdempotencyKey(key, sessionId) {
+      checkSessionId(sessionId);
+      if (key.length === 0) throw new Error("empty idempotency key");
+      const owner = await claimIdemScript([keys.idempotency(key)], [sessionId, o.idempotencyTtlMs]);
+      return String(owner);
+    },
+
+    async create(state) {
+      const s = k(state.meta.session_id);
+      const json = encode(SessionState, state, `state of session ${state.meta.session_id}`);
+      const r = await createScript([s.state, s.applied, s.log], [state.meta.version, json, o.activeTtlMs]);
+      return Number(r) === 1;
+    },
+
+    async load(sessionId): Promise<LoadedSession | null> {
+      const [version, state, outbox] = await redis.hmget(k(sessionId).state, "version", "state", "outbox");
+      if (state === null || state === undefined) return null;
+      return { state: decodeState(sessionId, state, version ?? null), outbox: decodeOutbox(sessionId, outbox ?? null) };
+    },
+
+    async isApplied(sessionId, inputId) {
+      return (await redis.sismember(k(sessionId).applied, inputId)) === 1;
+    },
+
+    async commit(req: CommitRequest): Promise<CommitResult> {
+      checkCommit(req);
+      const enc = encodeCommit(req.state, req.outbox, req.log);
+      const s = k(req.sessionId);
+      const timers = req.timers ?? [];
+      const args: Array<string | number> = [
+        req.expectedVersion,
+        req.expectedVersion + 1,
+        enc.state,
+        req.inputId,
+        enc.outbox,
+        req.outbox.version,
+        enc.log,
+        o.transitionLogCap,
+        req.terminal ? o.finishedTtlMs : o.activeTtlMs,
+        timers.length,
+        ...timers.flatMap((t) => [t.dueAt, t.member]),
+        ...(req.clearTimers ?? []),
+      ];
+      const reply = (await commitScript([s.state, s.applied, s.log, keys.timers], args)) as unknown[];
+      return parseCommitReply(reply);
+    },
+
+    async clearOutbox(sessionId, version) {
+      await clearOutboxScript([k(sessionId).state], [version]);
+    },
+
+    async transitionLog(sessionId) {
+      return decodeLog(sessionId, await redis.lrange(k(sessionId).log, 0, -1));
+    },
+
+    async listSessions(limit) {
+      if (limit <= 0) return [];
+      const found = new Set<string>();
+      let cursor = "0";
+      // Bounded by `limit`: stop as soon as enough ids are found instead of walking the keyspace.
+      do {
+        const [next, batch] = await redis.scan(cursor, "MATCH", keys.stateGlob, "COUNT", 500);
+        cursor = next;
+        for (const key of batch) {
+          const sid = keys.sessionOfStateKey(key);
+          if (sid !== null) found.add(sid);
+          if (found.size >= limit) return [...found];
+        }
+      } while (cursor !== "0");
+      return [...found];
+    },
+
+    async claimDueTimers(now, limit) {
+      if (limit <= 0) return [];
+      const r = await claimTimersScript([keys.timers], [now, Math.floor(limit)]);
+      return (r as unknown[]).map(String);
+    },
+
+    async ttls(sessionId) {
+      const s = k(sessionId);
+      const pipe = redis.pipeline();
+      for (const name of SESSION_KEY_NAMES) pipe.pttl(s[name]);
+      const replies = (await pipe.exec()) ?? [];
+      const out: Record<string, number> = {};
+      SESSION_KEY_NAMES.forEach((name, i) => {
+        const [err, v] = replies[i] ?? [new Error("no reply"), null];
+        if (err) throw err;
+        out[name] = Number(v);
+      });
+      return out;
+    },
+
+    async close() {
+      if (opts.ownsConnection === true) await redis.quit();
+    },
+  };
+}
+
+/** Maps the commit script's tagged reply onto CommitResult; anything else is our bug. */
+function parseCommitReply(reply: unknown[]): CommitResult {
+  switch (String(reply[0])) {
+    case "ok":
+      return { ok: true };
+    case "missing":
+      return { ok: false, reason: "missing" };
+    case "already_applied":
+      return { ok: false, reason: "already_applied" };
+    case "conflict":
+      return { ok: false, reason: "conflict", currentVersion: Number(reply[1]) };
+    default:
+      throw new Error(`unexpected commit script reply ${JSON.stringify(reply)}`);
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Lua sources of the blackboard's atomic operations. Each runs as one script on the server,
+ * so no other client observes or interleaves with a half-done step. Replies are tables with a
+ * string tag first, because Lua `false` and empty tables do not survive the trip to the client.
+ */
+
+/**
+ * The compare-and-set of one transition.
+ * KEYS: state hash, applied set, log list, timers zset.
+ * ARGV: expectedVersion, newVersion, stateJson, inputId, outboxJson, outboxVersion, logLine,
+ *       logCap, ttlMs, nTimers, then nTimers (due, member) pairs, then members to clear.
+ * Checks, in order: missing session (writes nothing, so no key is created), input already
+ * applied (before the version, so a redelivered input is recognised even after later steps),
+ * version. Clears run before adds, so a member in both ends up scheduled.
+ */
+export const COMMIT_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
+if redis.call('SISMEMBER', KEYS[2], ARGV[4]) == 1 then return {'already_applied'} end
+local cur = redis.call('HGET', KEYS[1], 'version')
+if cur ~= ARGV[1] then return {'conflict', cur or '-1'} end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3], 'outbox', ARGV[5], 'outbox_version', ARGV[6])
+redis.call('SADD', KEYS[2], ARGV[4])
+redis.call('RPUSH', KEYS[3], ARGV[7])
+redis.call('LTRIM', KEYS[3], -tonumber(ARGV[8]), -1)
+local n = tonumber(ARGV[10])
+local clearFrom = 11 + 2 * n
+for i = clearFrom, #ARGV do redis.call('ZREM', KEYS[4], ARGV[i]) end
+for i = 11, clearFrom - 1, 2 do redis.call('ZADD', KEYS[4], ARGV[i], ARGV[i + 1]) end
+for k = 1, 3 do redis.call('PEXPIRE', KEYS[k], ARGV[9]) end
+return {'ok'}
+`;
+
+/**
+ * Creates a session if its state key is absent.
+ * KEYS: state hash, applied set, log list. ARGV: version, stateJson, ttlMs.
+ * Leftover applied/log keys (only possible if someone deleted the state key by hand) are
+ * removed so a new session never inherits another's applied markers.
+ */
+export const CREATE_LUA = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('DEL', KEYS[2], KEYS[3])
+redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+`;
+
+/**
+ * Clears the outbox only if it is still the one written at ARGV[1]: a slow publisher must not
+ * clear the outbox of a later transition it never published. HDEL creates no key.
+ * KEYS: state hash.
+ */
+export const CLEAR_OUTBOX_LUA = `
+if redis.call('HGET', KEYS[1], 'outbox_version') == ARGV[1] then
+  redis.call('HDEL', KEYS[1], 'outbox', 'outbox_version')
+  return 1
+end
+return 0
+`;
+
+/**
+ * Pops up to ARGV[2] timers due at or before ARGV[1], earliest first. Range and removal in one
+ * script, so each member goes to exactly one of many polling coordinators. ZREM runs in chunks
+ * because unpack() of a long list can exceed Lua's stack.
+ * KEYS: timers zset.
+ */
+export const CLAIM_TIMERS_LUA = `
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
+for i = 1, #due, 500 do
+  redis.call('ZREM', KEYS[1], unpack(due, i, math.min(i + 499, #due)))
+end
+return due
+`;
+
+/**
+ * SET NX PX, answering with the owner either way, in one round trip and without a window in
+ * which the key could expire between the SET and the GET.
+ * KEYS: idempotency key. ARGV: sessionId, ttlMs.
+ */
+export const CLAIM_IDEMPOTENCY_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
+return redis.call('GET', KEYS[1])
+`;

@@ -1,0 +1,279 @@
+import { describe, expect, it } from "vitest";
+import type { SessionState } from "@agentmesh/contracts";
+import { testCommit, testSessionState } from "./fixtures.js";
+import type { Blackboard, BlackboardOptions } from "./types.js";
+
+export { testCommit, testSessionState, type TestCommitOptions } from "./fixtures.js";
+
+/** The options the suite asks a factory for; the factory picks the key prefix (unique per call). */
+export type BlackboardTestOptions = Required<Omit<BlackboardOptions, "keyPrefix">>;
+
+/** What a factory hands the suite: a fresh, empty blackboard, and optionally a way to move its clock. */
+export interface BlackboardHarness {
+  readonly bb: Blackboard;
+  /** Moves the blackboard's clock forward; without it the suite waits in real time. */
+  readonly advance?: (ms: number) => Promise<void> | void;
+  cleanup(): Promise<void>;
+}
+
+/** Builds a fresh blackboard honouring `opts` (TTLs, log cap) with an isolated key space. */
+export type BlackboardFactory = (opts: BlackboardTestOptions) => Promise<BlackboardHarness>;
+
+const ACTIVE = 60_000;
+const FINISHED = 10_000; // below ACTIVE, so a terminal TTL is distinguishable from a refreshed active one
+const DEFAULTS: BlackboardTestOptions = { activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000 };
+const SID = "sess-conformance-1";
+const OTHER = "sess-conformance-2";
+
+/**
+ * The blackboard contract, run against every implementation (Redis adapter and in-memory twin),
+ * so the twin cannot drift from the real store the coordinator relies on.
+ */
+export function runBlackboardConformance(name: string, factory: BlackboardFactory): void {
+  /** Runs `body` against a fresh harness and always cleans up. */
+  async function withBb(body: (h: BlackboardHarness) => Promise<void>, over: Partial<BlackboardTestOptions> = {}): Promise<void> {
+    const h = await factory({ ...DEFAULTS, ...over });
+    try {
+      await body(h);
+    } finally {
+      await h.cleanup();
+    }
+  }
+  const wait = async (h: BlackboardHarness, ms: number) => (h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms)));
+  const created = async (bb: Blackboard, sid = SID): Promise<SessionState> => {
+    const s = testSessionState(sid);
+    expect(await bb.create(s)).toBe(true);
+    return s;
+  };
+  const expectAbsent = async (bb: Blackboard, sid: string) => {
+    expect(Object.values(await bb.ttls(sid)).every((t) => t === -2)).toBe(true);
+    expect(await bb.listSessions(100)).not.toContain(sid);
+  };
+
+  describe(`blackboard conformance: ${name}`, () => {
+    it("creates a session and loads it back", () =>
+      withBb(async ({ bb }) => {
+        const s = await created(bb);
+        expect(await bb.load(SID)).toEqual({ state: s, outbox: null });
+        expect(await bb.isApplied(SID, "start:x")).toBe(false);
+        const t = await bb.ttls(SID);
+        expect(t.state).toBeGreaterThan(0);
+        expect(t.state).toBeLessThanOrEqual(ACTIVE);
+        expect([t.applied, t.log]).toEqual([-2, -2]);
+        expect(await bb.listSessions(10)).toEqual([SID]);
+      }));
+
+    it("does not overwrite an existing session on a second create", () =>
+      withBb(async ({ bb }) => {
+        const s = await created(bb);
+        const other = testSessionState(SID, 0, 5);
+        other.data.question = "A different question entirely?";
+        expect(await bb.create(other)).toBe(false);
+        expect((await bb.load(SID))?.state).toEqual(s);
+      }));
+
+    it("loads an unknown session as null without creating a key", () =>
+      withBb(async ({ bb }) => {
+        expect(await bb.load(OTHER)).toBeNull();
+        expect(await bb.transitionLog(OTHER)).toEqual([]);
+        expect(await bb.isApplied(OTHER, "x")).toBe(false);
+        await expectAbsent(bb, OTHER);
+      }));
+
+    it("commits a transition: version, state, outbox, applied marker and log line", () =>
+      withBb(async ({ bb }) => {
+        const req = testCommit(await created(bb), "start:a");
+        expect(await bb.commit(req)).toEqual({ ok: true });
+        expect(await bb.load(SID)).toEqual({ state: req.state, outbox: req.outbox });
+        expect(await bb.isApplied(SID, "start:a")).toBe(true);
+        expect(await bb.transitionLog(SID)).toEqual([req.log]);
+      }));
+
+    it("lets exactly one of two commits from the same version win", () =>
+      withBb(async ({ bb }) => {
+        const s = await created(bb);
+        const rs = await Promise.all([bb.commit(testCommit(s, "in:a")), bb.commit(testCommit(s, "in:b"))]);
+        expect(rs.filter((r) => r.ok)).toHaveLength(1);
+        expect(rs.filter((r) => !r.ok)).toEqual([{ ok: false, reason: "conflict", currentVersion: 1 }]);
+        const winner = rs[0]?.ok ? "in:a" : "in:b";
+        expect((await bb.transitionLog(SID)).map((l) => l.input_id)).toEqual([winner]);
+        expect(await bb.isApplied(SID, winner === "in:a" ? "in:b" : "in:a")).toBe(false);
+      }));
+
+    it("reports an applied input as already_applied, before comparing versions", () =>
+      withBb(async ({ bb }) => {
+        const s0 = await created(bb);
+        const c1 = testCommit(s0, "in:a");
+        expect(await bb.commit(c1)).toEqual({ ok: true });
+        expect(await bb.commit(testCommit(c1.state, "in:a"))).toEqual({ ok: false, reason: "already_applied" });
+        expect(await bb.commit(testCommit(s0, "in:a"))).toEqual({ ok: false, reason: "already_applied" });
+        expect((await bb.load(SID))?.state.meta.version).toBe(1);
+      }));
+
+    it("answers missing for a commit to an unknown session and creates no key", () =>
+      withBb(async ({ bb }) => {
+        const req = testCommit(testSessionState(OTHER), "in:a", { timers: [{ member: "t-missing", dueAt: 1 }] });
+        expect(await bb.commit(req)).toEqual({ ok: false, reason: "missing" });
+        await expectAbsent(bb, OTHER);
+        expect(await bb.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+      }));
+
+    it("rejects a commit whose state version is not expectedVersion + 1, writing nothing", () =>
+      withBb(async ({ bb }) => {
+        const req = testCommit(await created(bb), "in:a");
+        await expect(bb.commit({ ...req, expectedVersion: 1 })).rejects.toThrow(/version/);
+        expect((await bb.load(SID))?.state.meta.version).toBe(0);
+      }));
+
+    it("clears the outbox only when it is still the one written at that version", () =>
+      withBb(async ({ bb }) => {
+        const c1 = testCommit(await created(bb), "in:a");
+        await bb.commit(c1);
+        await bb.clearOutbox(SID, 2);
+        expect((await bb.load(SID))?.outbox).toEqual(c1.outbox);
+        await bb.clearOutbox(SID, 1);
+        expect((await bb.load(SID))?.outbox).toBeNull();
+        const c2 = testCommit(c1.state, "in:b");
+        await bb.commit(c2);
+        await bb.clearOutbox(SID, 1); // a slow publisher of version 1 must not clear version 2's outbox
+        expect(await bb.load(SID)).toEqual({ state: c2.state, outbox: c2.outbox });
+        await bb.clearOutbox(OTHER, 1);
+        await expectAbsent(bb, OTHER);
+      }));
+
+    it("caps the transition log, keeping the newest lines oldest first", () =>
+      withBb(
+        async ({ bb }) => {
+          let s = await created(bb);
+          for (let i = 1; i <= 8; i++) {
+            const c = testCommit(s, `in:${i}`);
+            expect(await bb.commit(c)).toEqual({ ok: true });
+            s = c.state;
+          }
+          expect((await bb.transitionLog(SID)).map((l) => l.version)).toEqual([4, 5, 6, 7, 8]);
+        },
+        { transitionLogCap: 5 },
+      ));
+
+    it("gives an idempotency key to its first claimer", () =>
+      withBb(async ({ bb }) => {
+        expect(await bb.claimIdempotencyKey("client-key-1", SID)).toBe(SID);
+        expect(await bb.claimIdempotencyKey("client-key-1", OTHER)).toBe(SID);
+        expect(await bb.claimIdempotencyKey("client-key-2", OTHER)).toBe(OTHER);
+        const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => bb.claimIdempotencyKey("client-key-3", `sess-racer-${i}`)));
+        expect(new Set(racers).size).toBe(1);
+      }));
+
+    it("adds, moves and clears timers through commits and pops due ones earliest first", () =>
+      withBb(async ({ bb }) => {
+        const s = await created(bb);
+        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-b", dueAt: 200 }, { member: "t-a", dueAt: 100 }, { member: "t-c", dueAt: 300 }] });
+        await bb.commit(c1);
+        expect(await bb.claimDueTimers(99, 10)).toEqual([]);
+        expect(await bb.claimDueTimers(100, 10)).toEqual(["t-a"]);
+        expect(await bb.claimDueTimers(150, 10)).toEqual([]);
+        await bb.commit(testCommit(c1.state, "in:b", { timers: [{ member: "t-b", dueAt: 1000 }], clearTimers: ["t-c"] }));
+        expect(await bb.claimDueTimers(999, 10)).toEqual([]);
+        expect(await bb.claimDueTimers(5000, 10)).toEqual(["t-b"]);
+        expect(await bb.claimDueTimers(5000, 10)).toEqual([]);
+      }));
+
+    it("hands each due timer to exactly one of 20 concurrent claimers", () =>
+      withBb(async ({ bb }) => {
+        const timers = Array.from({ length: 60 }, (_, i) => ({ member: `t-${i}`, dueAt: 1000 + i }));
+        await bb.commit(testCommit(await created(bb), "in:a", { timers: [...timers, { member: "t-later", dueAt: 10_000 }] }));
+        const claimer = async () => {
+          const got: string[] = [];
+          // Bounded, so an implementation that never removes claimed timers fails instead of hanging.
+          for (let round = 0; round < 20; round++) {
+            const batch = await bb.claimDueTimers(2000, 4);
+            if (batch.length === 0) break;
+            got.push(...batch);
+          }
+          return got;
+        };
+        const all = (await Promise.all(Array.from({ length: 20 }, claimer))).flat();
+        expect(all).toHaveLength(60);
+        expect(new Set(all)).toEqual(new Set(timers.map((t) => t.member)));
+        expect(await bb.claimDueTimers(10_000, 100)).toEqual(["t-later"]);
+      }));
+
+    it("lists sessions, bounded by the limit", () =>
+      withBb(async ({ bb }) => {
+        const sids = ["sess-list-1", "sess-list-2", "sess-list-3"];
+        for (const sid of sids) await created(bb, sid);
+        expect(new Set(await bb.listSessions(100))).toEqual(new Set(sids));
+        const two = await bb.listSessions(2);
+        expect(two).toHaveLength(2);
+        expect(sids).toEqual(expect.arrayContaining(two));
+      }));
+
+    it("refreshes the active TTL on every key at each commit", () =>
+      withBb(async (h) => {
+        const c1 = testCommit(await created(h.bb), "in:a");
+        await h.bb.commit(c1);
+        await wait(h, 200);
+        await h.bb.commit(testCommit(c1.state, "in:b"));
+        for (const [key, ttl] of Object.entries(await h.bb.ttls(SID))) {
+          expect(ttl, key).toBeGreaterThan(ACTIVE - 150); // not the 200 ms older TTL of the first commit
+          expect(ttl, key).toBeLessThanOrEqual(ACTIVE);
+        }
+      }));
+
+    it("gives every key the finished TTL on a terminal commit", () =>
+      withBb(async ({ bb }) => {
+        await bb.commit(testCommit(await created(bb), "in:a", { terminal: true }));
+        const ttls = await bb.ttls(SID);
+        expect(Object.keys(ttls).sort()).toEqual(["applied", "log", "state"]);
+        for (const [key, ttl] of Object.entries(ttls)) {
+          expect(ttl, key).toBeGreaterThan(0);
+          expect(ttl, key).toBeLessThanOrEqual(FINISHED);
+        }
+      }));
+
+    it("slides the TTL while a session is active and drops every key once it expires", () =>
+      withBb(
+        async (h) => {
+          const c1 = testCommit(await created(h.bb), "in:a");
+          await h.bb.commit(c1);
+          await h.bb.claimIdempotencyKey("client-key-ttl", SID);
+          await wait(h, 350);
+          await h.bb.commit(testCommit(c1.state, "in:b"));
+          await wait(h, 350); // 700 ms after create, 350 ms after the last commit: still alive
+          expect((await h.bb.load(SID))?.state.meta.version).toBe(2);
+          await wait(h, 700);
+          expect(await h.bb.load(SID)).toBeNull();
+          expect(await h.bb.transitionLog(SID)).toEqual([]);
+          expect(await h.bb.isApplied(SID, "in:a")).toBe(false);
+          await expectAbsent(h.bb, SID);
+          expect(await h.bb.claimIdempotencyKey("client-key-ttl", OTHER)).toBe(OTHER);
+        },
+        { activeTtlMs: 600, finishedTtlMs: 600, idempotencyTtlMs: 600 },
+      ));
+
+    it("applies 100 inputs from 10 racing writers exactly once each", () =>
+      withBb(async ({ bb }) => {
+        await created(bb);
+        let conflicts = 0;
+        const writer = async (w: number) => {
+          for (let i = 0; i < 10; i++) {
+            const input = `in:${w}:${i}`;
+            for (;;) {
+              const loaded = await bb.load(SID);
+              if (!loaded) throw new Error("session vanished");
+              const r = await bb.commit(testCommit(loaded.state, input));
+              if (r.ok) break;
+              if (r.reason !== "conflict") throw new Error(`unexpected ${r.reason}`);
+              conflicts++;
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: 10 }, (_, w) => writer(w)));
+        expect((await bb.load(SID))?.state.meta.version).toBe(100);
+        const log = await bb.transitionLog(SID);
+        expect(log.map((l) => l.version)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        expect(new Set(log.map((l) => l.input_id)).size).toBe(100);
+        expect(conflicts).toBeGreaterThan(0); // the writers really raced
+      }));
+  });
+}

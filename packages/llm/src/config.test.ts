@@ -1,0 +1,67 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ROLES } from "@agentmesh/contracts";
+import { createModelFromConfig, type ModelConfig } from "./config.js";
+import { isModelError, ModelError, toModelFailure } from "./errors.js";
+import { DEFAULT_MAX_HTTP_ATTEMPTS, maxModelRequestsPerCall } from "./openai.js";
+import { startScriptedOpenAIServer, type ScriptedServer } from "./scripted-server.js";
+
+const config: ModelConfig = {
+  roles: {},
+  defaultRole: { model: "m", temperature: 0, tier: "standard" },
+  timeoutMs: 5_000,
+  maxHttpAttempts: 2,
+  prices: { m: { input_per_mtok: 1, output_per_mtok: 1 } },
+};
+const msg = { sender: "orchestrator", receiver: "planner", type: "instruction", content: "Plan", step_id: null } as const;
+const planRequest = {
+  role: "planner",
+  op: "plan",
+  taskId: "t1",
+  system: "s",
+  prompt: "p",
+  input: { message: msg, question: "What is 2 + 2?", feedback: null },
+  schema: ROLES.planner.plan.response,
+  schemaName: "plan",
+};
+
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+describe("createModelFromConfig", () => {
+  it("is the offline engine when no endpoint is configured", async () => {
+    for (const baseURL of [undefined, "", "  "]) {
+      const model = createModelFromConfig({ ...config, baseURL });
+      expect(model.name).toBe("offline");
+    }
+    const reply = await createModelFromConfig(config).complete(planRequest);
+    expect(reply.output.expert_steps[0]).toMatch(/2 \+ 2/);
+  });
+
+  it("is the OpenAI-compatible adapter when an endpoint is set", async () => {
+    server = await startScriptedOpenAIServer({ script: [{ role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["Add"] } }] });
+    const model = createModelFromConfig({ ...config, baseURL: server.url, apiKey: "k" });
+    expect(model.name).toMatch(/^openai-compatible/);
+    expect((await model.complete(planRequest)).output).toEqual({ research_steps: [], expert_steps: ["Add"] });
+    server.assertConsumed();
+  });
+});
+
+describe("call bound and errors", () => {
+  it("documents the bound: two exchanges of maxHttpAttempts each", () => {
+    expect(DEFAULT_MAX_HTTP_ATTEMPTS).toBe(3);
+    expect(maxModelRequestsPerCall()).toBe(6);
+    expect(maxModelRequestsPerCall(1)).toBe(2);
+  });
+
+  it("ModelError takes its default retryability from the contracts' error table", () => {
+    expect(new ModelError("model_rate_limited", "x").retryable).toBe(true);
+    expect(new ModelError("model_refused", "x").retryable).toBe(false);
+    expect(toModelFailure(new ModelError("timeout", "slow"))).toEqual({ code: "timeout", message: "slow", retryable: true });
+    expect(toModelFailure(new TypeError("boom"))).toMatchObject({ code: "internal", retryable: false });
+    expect(isModelError({ name: "ModelError", code: "timeout", retryable: true, message: "m" })).toBe(true);
+    expect(isModelError({ name: "ModelError", code: "unknown_session", retryable: false })).toBe(false);
+  });
+});

@@ -1,0 +1,33 @@
+import { createOfflineModel } from "./offline.js";
+import { createOpenAIModel, type ModelPrice } from "./openai.js";
+import type { ModelPort, RoleModelConfig } from "./types.js";
+
+/** Model settings as a service's config hands them over (it, not this library, reads the env). */
+export interface ModelConfig {
+  /** The OpenAI-compatible endpoint; unset or empty means the offline engine. */
+  readonly baseURL?: string | undefined;
+  readonly apiKey?: string | undefined;
+  readonly roles: Readonly<Record<string, RoleModelConfig>>;
+  readonly defaultRole: RoleModelConfig;
+  readonly timeoutMs: number;
+  readonly maxHttpAttempts: number;
+  readonly prices: Readonly<Record<string, ModelPrice>>;
+  /** Quoted by the offline engine when a question needs a model (how to configure one). */
+  readonly offlineConfigHint?: string;
+}
+
+/** The OpenAI-compatible adapter when an endpoint is configured, else the offline engine. */
+export function createModelFromConfig(config: ModelConfig): ModelPort {
+  if (config.baseURL === undefined || config.baseURL.trim() === "") {
+    return createOfflineModel(config.offlineConfigHint === undefined ? {} : { configHint: config.offlineConfigHint });
+  }
+  return createOpenAIModel({
+    baseURL: config.baseURL,
+    ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
+    roles: config.roles,
+    defaultRole: config.defaultRole,
+    timeoutMs: config.timeoutMs,
+    maxHttpAttempts: config.maxHttpAttempts,
+    prices: config.prices,
+  });
+}

@@ -1,0 +1,188 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { ROLES } from "@agentmesh/contracts";
+import { createOpenAIModel, maxModelRequestsPerCall, type OpenAIModelOptions } from "./openai.js";
+import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "./scripted-server.js";
+import type { ModelRequest } from "./types.js";
+
+const PLAN = { research_steps: ["Find the definition"], expert_steps: ["Define it"] };
+const planSchema = ROLES.planner.plan.response;
+type Plan = typeof PLAN;
+
+let server: ScriptedServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function setup(script: HttpScriptEntry[], opts: Partial<OpenAIModelOptions> = {}, rejectJsonSchema = false) {
+  server = await startScriptedOpenAIServer({ script, host: "127.0.0.1", port: 0, rejectJsonSchema });
+  const sleeps: number[] = [];
+  const model = createOpenAIModel({
+    baseURL: server.url,
+    roles: { expert: { model: "m-strong", temperature: 0.2, tier: "strong" } },
+    defaultRole: { model: "m-fast", temperature: 0, tier: "fast" },
+    timeoutMs: 5_000,
+    sleep: (ms) => {
+      sleeps.push(ms);
+      return Promise.resolve();
+    },
+    ...opts,
+  });
+  return { model, sleeps, server };
+}
+
+const request = (taskId: string, extra: Partial<ModelRequest<Plan>> = {}): ModelRequest<Plan> => ({
+  role: "planner",
+  op: "plan",
+  taskId,
+  system: "You plan.",
+  prompt: "Plan: What is CRISPR?",
+  input: {},
+  schema: planSchema,
+  schemaName: "plan",
+  ...extra,
+});
+
+describe("OpenAI-compatible adapter: structured output", () => {
+  it("sends a strict json_schema response_format with the agentmesh headers", async () => {
+    const { model, server } = await setup([{ role: "planner", op: "plan", output: PLAN, usage: { prompt_tokens: 11, completion_tokens: 7 } }]);
+    const reply = await model.complete(request("s1.1.0.0"));
+    expect(reply.output).toEqual(PLAN);
+    expect(reply).toMatchObject({ model: "m-fast", tier: "fast", usage: { prompt_tokens: 11, completion_tokens: 7, cost_usd: 0, model_calls: 1 } });
+    expect(server.calls).toHaveLength(1);
+    // role, op and taskId are read from the x-agentmesh-* headers.
+    expect(server.calls[0]).toMatchObject({ role: "planner", op: "plan", taskId: "s1.1.0.0", turn: 0, stream: false, responseFormat: "json_schema" });
+    expect(server.calls[0]!.body).toMatchObject({
+      model: "m-fast",
+      temperature: 0,
+      messages: [
+        { role: "system", content: "You plan." },
+        { role: "user", content: "Plan: What is CRISPR?" },
+      ],
+      response_format: {
+        type: "json_schema",
+        json_schema: {
+          name: "plan",
+          strict: true,
+          schema: { type: "object", required: ["research_steps", "expert_steps"], additionalProperties: false },
+        },
+      },
+    });
+    server.assertConsumed();
+  });
+
+  it("uses the role's model, temperature and tier", async () => {
+    const { model, server } = await setup([{ role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" } }]);
+    const reply = await model.complete({ ...request("t"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as ModelRequest<unknown>);
+    expect(reply).toMatchObject({ model: "m-strong", tier: "strong" });
+    expect(server.calls[0]!.body).toMatchObject({ model: "m-strong", temperature: 0.2 });
+  });
+
+  it("falls back to json_object when json_schema is rejected, and remembers it", async () => {
+    const { model, server } = await setup(
+      [
+        { role: "planner", op: "plan", output: PLAN },
+        { role: "planner", op: "plan", output: PLAN },
+      ],
+      {},
+      true,
+    );
+    expect((await model.complete(request("t1"))).output).toEqual(PLAN);
+    expect((await model.complete(request("t2"))).output).toEqual(PLAN);
+    expect(server.calls.map((c) => [c.taskId, c.responseFormat, c.status])).toEqual([
+      ["t1", "json_schema", 400],
+      ["t1", "json_object", 200],
+      ["t2", "json_object", 200],
+    ]);
+    // Without schema support the schema travels in the prompt.
+    const system = (server.calls[1]!.body as { messages: Array<{ content: string }> }).messages[0]!.content;
+    expect(system).toMatch(/^You plan\.\n\nReply with one JSON object[\s\S]*"research_steps"/);
+    server.assertConsumed();
+  });
+
+  it("falls back to prompt + validation when json_object is rejected too", async () => {
+    const { model, server } = await setup(
+      [
+        { role: "planner", op: "plan", status: 400, body: { error: { message: "response_format json_object is not supported", type: "invalid_request_error" } } },
+        { role: "planner", op: "plan", content: `Sure! ${JSON.stringify(PLAN)}` },
+      ],
+      {},
+      true,
+    );
+    expect((await model.complete(request("t1"))).output).toEqual(PLAN);
+    expect(server.calls.map((c) => c.responseFormat)).toEqual(["json_schema", "json_object", null]);
+  });
+
+  it("does not fall back when a mode is configured explicitly", async () => {
+    const { model, server } = await setup([], { structuredMode: "json_schema" }, true);
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({ code: "model_refused", retryable: false });
+    expect(server.calls).toHaveLength(1);
+  });
+
+  it("retries invalid output once with the validation error, then succeeds", async () => {
+    const { model, server } = await setup([
+      { role: "planner", op: "plan", content: "this is not json" },
+      { role: "planner", op: "plan", output: PLAN },
+    ]);
+    const reply = await model.complete(request("t1"));
+    expect(reply.output).toEqual(PLAN);
+    expect(reply.usage.model_calls).toBe(2);
+    expect(server.calls.map((c) => c.turn)).toEqual([0, 1]);
+    const messages = (server.calls[1]!.body as { messages: Array<{ role: string; content: string }> }).messages;
+    expect(messages.slice(2)).toEqual([
+      { role: "assistant", content: "this is not json" },
+      { role: "user", content: expect.stringMatching(/not valid JSON[\s\S]*Reply again/) },
+    ]);
+  });
+
+  it("fails model_invalid_output (retryable) when the output is invalid twice", async () => {
+    const { model, server } = await setup([
+      { role: "planner", op: "plan", content: "nope" },
+      { role: "planner", op: "plan", output: { research_steps: [], expert_steps: [] } },
+    ]);
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "ModelError", code: "model_invalid_output", retryable: true });
+    expect(server.calls).toHaveLength(2);
+  });
+
+  it("costs at most maxModelRequestsPerCall(maxHttpAttempts) requests", async () => {
+    const fail: HttpScriptEntry = { role: "planner", op: "plan", status: 500 };
+    const { model, server } = await setup([fail, fail, { role: "planner", op: "plan", content: "bad" }, fail, fail, { role: "planner", op: "plan", content: "bad again" }], {
+      maxHttpAttempts: 3,
+    });
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({ code: "model_invalid_output" });
+    expect(maxModelRequestsPerCall(3)).toBe(6);
+    expect(server.calls).toHaveLength(maxModelRequestsPerCall(3));
+    server.assertConsumed();
+  });
+
+  it("streams content deltas to onToken and reports usage from the final chunk", async () => {
+    const { model, server } = await setup([{ role: "planner", op: "plan", output: PLAN, usage: { prompt_tokens: 120, completion_tokens: 30 } }]);
+    const deltas: string[] = [];
+    const reply = await model.complete(request("t1", { onToken: (d) => deltas.push(d) }));
+    expect(reply.output).toEqual(PLAN);
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join("")).toBe(JSON.stringify(PLAN));
+    expect(reply.usage).toMatchObject({ prompt_tokens: 120, completion_tokens: 30, model_calls: 1 });
+    expect(server.calls[0]).toMatchObject({ stream: true, body: { stream: true, stream_options: { include_usage: true } } });
+  });
+
+  it("prices usage from the price table, and 0 for unknown models", async () => {
+    const prices = { "m-fast": { input_per_mtok: 2, output_per_mtok: 10 } };
+    const usage = { prompt_tokens: 1000, completion_tokens: 500 };
+    const { model } = await setup(
+      [
+        { role: "planner", op: "plan", output: PLAN, usage },
+        { role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" }, usage },
+      ],
+      { prices },
+    );
+    expect((await model.complete(request("t1"))).usage.cost_usd).toBeCloseTo(0.007, 12);
+    const expert = await model.complete({ ...request("t2"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as ModelRequest<unknown>);
+    expect(expert.usage.cost_usd).toBe(0);
+  });
+
+  it("rejects invalid options at creation, listing the problems", () => {
+    const create = () => createOpenAIModel({ baseURL: "not a url", roles: {}, defaultRole: { model: "", temperature: 0, tier: "fast" }, timeoutMs: 0 });
+    for (const field of [/at baseURL/, /at defaultRole\.model/, /at timeoutMs/]) expect(create).toThrow(field);
+  });
+});

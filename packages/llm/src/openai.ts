@@ -1,0 +1,246 @@
+import OpenAI from "openai";
+import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import { z } from "zod";
+import { Tier, type Usage } from "@agentmesh/contracts";
+import { ModelError } from "./errors.js";
+import { backoffDelay, classifyAttemptError, DEFAULT_BACKOFF, realSleep, sleepUnlessAborted, type BackoffPolicy } from "./retry.js";
+import { parseReply, schemaInstruction, schemaNameFor, toStrictJsonSchema } from "./structured.js";
+import type { ModelPort, ModelReply, ModelRequest, RoleModelConfig } from "./types.js";
+
+/** How structured output is asked for; "auto" starts with json_schema and falls back. */
+export type StructuredMode = "auto" | "json_schema" | "json_object" | "prompt";
+
+/** Price of a model in USD per million tokens. */
+export interface ModelPrice {
+  readonly input_per_mtok: number;
+  readonly output_per_mtok: number;
+}
+
+/** Options of the OpenAI-compatible adapter; validated once, at creation. */
+export interface OpenAIModelOptions {
+  /** The API base, e.g. https://api.openai.com/v1 or http://localhost:11434/v1. */
+  readonly baseURL: string;
+  /** Sent as a bearer token; local servers usually need none. */
+  readonly apiKey?: string;
+  readonly roles: Readonly<Record<string, RoleModelConfig>>;
+  readonly defaultRole: RoleModelConfig;
+  /** Limit for one HTTP attempt, including reading a streamed reply. */
+  readonly timeoutMs: number;
+  /** HTTP attempts per exchange (first try + retries); default 3. */
+  readonly maxHttpAttempts?: number;
+  readonly prices?: Readonly<Record<string, ModelPrice>>;
+  readonly structuredMode?: StructuredMode;
+  /** Injected for tests; the default is a timer. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Backoff tuning; tests pin `random`. */
+  readonly backoff?: Partial<BackoffPolicy>;
+}
+
+/** HTTP attempts per exchange unless configured. */
+export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
+
+/**
+ * The most HTTP requests one `complete()` can send: two exchanges (the first answer and the one
+ * validation retry), each up to `maxHttpAttempts` requests. Format fallbacks (json_schema →
+ * json_object → prompt) are requests within that budget, not extra ones.
+ */
+export function maxModelRequestsPerCall(maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS): number {
+  return 2 * maxHttpAttempts;
+}
+
+const RoleConfig = z.object({ model: z.string().min(1), temperature: z.number().min(0).max(2), tier: Tier });
+const Options = z.object({
+  baseURL: z.url(),
+  apiKey: z.string().optional(),
+  roles: z.record(z.string(), RoleConfig),
+  defaultRole: RoleConfig,
+  timeoutMs: z.number().int().positive(),
+  maxHttpAttempts: z.number().int().min(1).max(10).default(DEFAULT_MAX_HTTP_ATTEMPTS),
+  prices: z.record(z.string(), z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() })).default({}),
+  structuredMode: z.enum(["auto", "json_schema", "json_object", "prompt"]).default("auto"),
+});
+
+type WireMode = Exclude<StructuredMode, "auto">;
+const FALLBACK: Record<WireMode, WireMode | null> = { json_schema: "json_object", json_object: "prompt", prompt: null };
+const MODE_ORDER: readonly WireMode[] = ["json_schema", "json_object", "prompt"];
+
+interface Tally {
+  prompt: number;
+  completion: number;
+  calls: number;
+  model: string;
+}
+
+/** Header values must be visible ASCII; task ids are, but never let a stray byte fail a call. */
+const headerValue = (s: string) => s.replace(/[^\x20-\x7e]/g, "_").slice(0, 200);
+
+/**
+ * The OpenAI-compatible adapter (OpenAI, Azure, vLLM, Ollama, llama.cpp, LM Studio, LiteLLM).
+ * Our retries are the only ones: the client's own are off. See `maxModelRequestsPerCall`.
+ */
+export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
+  const parsed = Options.safeParse(options);
+  if (!parsed.success) throw new Error(`createOpenAIModel: invalid options:\n${z.prettifyError(parsed.error)}`);
+  const opts = Object.freeze(parsed.data);
+  const sleep = options.sleep ?? realSleep;
+  const backoff: BackoffPolicy = { ...DEFAULT_BACKOFF, ...options.backoff };
+  const client = new OpenAI({
+    baseURL: opts.baseURL,
+    // The client insists on a key (or reads OPENAI_API_KEY); local servers ignore it.
+    apiKey: opts.apiKey ?? "not-needed",
+    // Explicit values so the client never falls back to reading the environment.
+    organization: null,
+    project: null,
+    webhookSecret: null,
+    logLevel: "off",
+    maxRetries: 0,
+    // Our own timer (per attempt) fires first; this is only a backstop.
+    timeout: opts.timeoutMs + 5_000,
+  });
+  // The structured-output mode that works for this endpoint; it only ever moves down the list.
+  let mode: WireMode = opts.structuredMode === "auto" ? "json_schema" : opts.structuredMode;
+  const downgrade = (from: WireMode) => {
+    const next = FALLBACK[from];
+    if (next && MODE_ORDER.indexOf(next) > MODE_ORDER.indexOf(mode)) mode = next;
+  };
+
+  function body<T>(req: ModelRequest<T>, cfg: RoleModelConfig, wire: WireMode, conversation: ChatCompletionMessageParam[]): ChatCompletionCreateParamsBase {
+    const system = wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
+    const base: ChatCompletionCreateParamsBase = {
+      model: cfg.model,
+      temperature: cfg.temperature,
+      messages: [{ role: "system", content: system }, ...conversation],
+    };
+    if (wire === "json_schema") {
+      base.response_format = {
+        type: "json_schema",
+        json_schema: { name: schemaNameFor(req.schemaName), strict: true, schema: toStrictJsonSchema(req.schema) },
+      };
+    } else if (wire === "json_object") {
+      base.response_format = { type: "json_object" };
+    }
+    return base;
+  }
+
+  /** One HTTP request; resolves with the assistant's text. */
+  async function send<T>(req: ModelRequest<T>, params: ChatCompletionCreateParamsBase, tally: Tally): Promise<string> {
+    const ctrl = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ctrl.abort();
+    }, opts.timeoutMs);
+    const onAbort = () => ctrl.abort();
+    req.signal?.addEventListener("abort", onAbort, { once: true });
+    const requestOptions = {
+      signal: ctrl.signal,
+      maxRetries: 0,
+      headers: { "x-agentmesh-role": headerValue(req.role), "x-agentmesh-op": headerValue(req.op), "x-agentmesh-task-id": headerValue(req.taskId) },
+    };
+    try {
+      if (req.onToken) {
+        const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+        let content = "";
+        for await (const chunk of stream) {
+          if (chunk.model) tally.model = chunk.model;
+          if (chunk.usage) {
+            tally.prompt += chunk.usage.prompt_tokens;
+            tally.completion += chunk.usage.completion_tokens;
+          }
+          const delta = chunk.choices[0]?.delta?.content;
+          if (delta) {
+            content += delta;
+            forward(req.onToken, delta);
+          }
+        }
+        // The client's stream ends quietly when aborted; a partial reply must not pass as whole.
+        if (ctrl.signal.aborted) throw new Error("the stream was aborted");
+        tally.calls += 1;
+        return content;
+      }
+      const completion = await client.chat.completions.create({ ...params, stream: false }, requestOptions);
+      tally.calls += 1;
+      if (completion.model) tally.model = completion.model;
+      tally.prompt += completion.usage?.prompt_tokens ?? 0;
+      tally.completion += completion.usage?.completion_tokens ?? 0;
+      const message = completion.choices[0]?.message;
+      if (message?.refusal) throw new ModelError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`, false);
+      return message?.content ?? "";
+    } catch (err) {
+      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled", false);
+      if (timedOut) throw new ModelError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`, true);
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** One exchange: up to maxHttpAttempts requests (retries and format fallbacks) for one reply. */
+  async function exchange<T>(req: ModelRequest<T>, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally): Promise<string> {
+    let last: ModelError | undefined;
+    for (let attempt = 1; attempt <= opts.maxHttpAttempts; attempt++) {
+      const wire = mode;
+      try {
+        return await send(req, body(req, cfg, wire, conversation), tally);
+      } catch (err) {
+        const failure = classifyAttemptError(err, wire !== "prompt");
+        if (failure.kind === "fail") throw failure.error;
+        if (failure.kind === "fallback") {
+          if (opts.structuredMode !== "auto" || FALLBACK[wire] === null) throw failure.error;
+          downgrade(wire);
+          // Retryable: the next call starts in the mode that works.
+          last = new ModelError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, true);
+          continue;
+        }
+        last = failure.error;
+        if (attempt === opts.maxHttpAttempts) break;
+        const delay = backoffDelay(attempt, failure.retryAfterMs, backoff);
+        if (delay === null) throw new ModelError(failure.error.code, `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`, true);
+        await sleepUnlessAborted(delay, sleep, req.signal);
+      }
+    }
+    throw last ?? new ModelError("internal", "no HTTP attempt was made", false);
+  }
+
+  return {
+    name: `openai-compatible ${opts.baseURL}`,
+    async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
+      const started = performance.now();
+      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled before it started", false);
+      const cfg = Object.hasOwn(opts.roles, req.role) ? opts.roles[req.role]! : opts.defaultRole;
+      const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model };
+      const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
+      let problem = "";
+      for (let round = 1; round <= 2; round++) {
+        const content = await exchange(req, cfg, conversation, tally);
+        const reply = parseReply(req.schema, content);
+        if (reply.ok) {
+          return { output: reply.value, usage: usageOf(tally, cfg.model, opts.prices), model: tally.model, tier: cfg.tier, latencyMs: Math.round(performance.now() - started) };
+        }
+        problem = reply.problem;
+        // The one validation retry: show the model its reply and what was wrong with it.
+        conversation.push(
+          { role: "assistant", content: content.slice(0, 20_000) },
+          { role: "user", content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.` },
+        );
+      }
+      throw new ModelError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000), true);
+    },
+  };
+}
+
+function forward(onToken: (delta: string) => void, delta: string): void {
+  try {
+    onToken(delta);
+  } catch (err) {
+    throw new ModelError("internal", `the onToken callback threw: ${(err as Error).message}`, false);
+  }
+}
+
+function usageOf(tally: Tally, configured: string, prices: Readonly<Record<string, ModelPrice>>): Usage {
+  // Price by the configured name first: servers often answer with a dated variant of it.
+  const price = (Object.hasOwn(prices, configured) ? prices[configured] : undefined) ?? (Object.hasOwn(prices, tally.model) ? prices[tally.model] : undefined);
+  const cost = price ? (tally.prompt * price.input_per_mtok + tally.completion * price.output_per_mtok) / 1_000_000 : 0;
+  return { prompt_tokens: tally.prompt, completion_tokens: tally.completion, cost_usd: cost, model_calls: tally.calls };
+}

@@ -1,0 +1,130 @@
+import { z } from "zod";
+import { type Tier, type Usage } from "@agentmesh/contracts";
+import { MODEL_ERROR_CODES, ModelError, type ModelErrorCode } from "./errors.js";
+import { createScriptCursor, describeEntries } from "./script-cursor.js";
+import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
+
+/** One scripted answer (or failure) for a role and op. Exactly one of `output`, `error`. */
+export interface ScriptEntry {
+  readonly role: string;
+  readonly op: string;
+  /** The structured output; still validated against the request's schema. */
+  readonly output?: unknown;
+  readonly error?: { readonly code: ModelErrorCode; readonly message: string; readonly retryable?: boolean };
+  /** Wait this long before answering (an abort cuts it short with `cancelled`). */
+  readonly delayMs?: number;
+  /** Reported usage; unset fields are 0, and `model_calls` is 1. */
+  readonly usage?: Partial<Usage>;
+}
+
+/** A call the scripted model received. `entry` is the script index it got, null if unexpected. */
+export interface ScriptedCall {
+  readonly role: string;
+  readonly op: string;
+  readonly taskId: string;
+  readonly entry: number | null;
+}
+
+/** A model that answers from a script; see `createScriptedModel`. */
+export interface ScriptedModel extends ModelPort {
+  /** Every call, in arrival order. */
+  readonly calls: readonly ScriptedCall[];
+  /** Throws, listing them, if any entry was never used or any call was unexpected. */
+  assertConsumed(): void;
+}
+
+/** Options of the scripted model. */
+export interface ScriptedModelOptions {
+  /** Reported as the reply's model (default "scripted"). */
+  readonly model?: string;
+  /** Reported as the reply's tier (default "fast"). */
+  readonly tier?: Tier;
+}
+
+const Entry = z
+  .object({
+    role: z.string().min(1),
+    op: z.string().min(1),
+    output: z.unknown().optional(),
+    error: z.object({ code: z.enum(MODEL_ERROR_CODES), message: z.string(), retryable: z.boolean().optional() }).optional(),
+    delayMs: z.number().int().nonnegative().optional(),
+    usage: z
+      .object({
+        prompt_tokens: z.number().int().nonnegative(),
+        completion_tokens: z.number().int().nonnegative(),
+        cost_usd: z.number().nonnegative(),
+        model_calls: z.number().int().nonnegative(),
+      })
+      .partial()
+      .optional(),
+  })
+  .refine((e) => (e.output !== undefined) !== (e.error !== undefined), "an entry has exactly one of `output` and `error`");
+
+/** Checks a script up front, so a typo fails the test that wrote it, not a later call. */
+export function validateScript<E>(script: readonly E[], schema: z.ZodType, what: string): void {
+  const problems = script.flatMap((entry, i) => {
+    const r = schema.safeParse(entry);
+    return r.success ? [] : [`#${i}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`];
+  });
+  if (problems.length > 0) throw new Error(`${what}: invalid script entries:\n${problems.join("\n")}`);
+}
+
+/**
+ * A model for tests that answers from `script`. Per role+op, the n-th distinct task id gets the
+ * n-th entry and a repeated task id gets the same entry again (a redelivered task replays
+ * identically). A call with no entry left throws `ModelError("internal")` and is recorded.
+ */
+export function createScriptedModel(script: readonly ScriptEntry[], opts: ScriptedModelOptions = {}): ScriptedModel {
+  validateScript(script, Entry, "createScriptedModel");
+  const frozen = script.map((e) => structuredClone(e));
+  const cursor = createScriptCursor(frozen);
+  const calls: ScriptedCall[] = [];
+
+  return {
+    name: "scripted",
+    calls,
+    assertConsumed() {
+      const left = cursor.unconsumed();
+      const unexpected = calls.filter((c) => c.entry === null);
+      if (left.length === 0 && unexpected.length === 0) return;
+      const parts: string[] = [];
+      if (left.length > 0) parts.push(`unconsumed entries:\n${describeEntries(left)}`);
+      if (unexpected.length > 0) parts.push(`unexpected calls:\n${unexpected.map((c) => `  ${c.role}.${c.op} task ${c.taskId}`).join("\n")}`);
+      throw new Error(`scripted model: ${parts.join("\n")}`);
+    },
+    async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
+      const taken = cursor.take(req.role, req.op, req.taskId);
+      calls.push({ role: req.role, op: req.op, taskId: req.taskId, entry: taken?.index ?? null });
+      if (!taken) throw new ModelError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`, false);
+      const { entry, index } = taken;
+      if (entry.delayMs) await delay(entry.delayMs, req.signal);
+      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled", false);
+      if (entry.error) throw new ModelError(entry.error.code, entry.error.message, entry.error.retryable);
+      // A copy, so a caller that mutates its output cannot change what a replay returns.
+      const result = req.schema.safeParse(structuredClone(entry.output));
+      if (!result.success) {
+        throw new ModelError("model_invalid_output", `scripted model: entry #${index} (${req.role}.${req.op}) fails the schema: ${z.prettifyError(result.error)}`, true);
+      }
+      const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 1, ...entry.usage };
+      return { output: result.data, usage, model: opts.model ?? "scripted", tier: opts.tier ?? "fast", latencyMs: entry.delayMs ?? 0 };
+    },
+  };
+}
+
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(new ModelError("cancelled", "the model call was cancelled", false));
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new ModelError("cancelled", "the model call was cancelled", false));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+}

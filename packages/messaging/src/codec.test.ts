@@ -1,0 +1,90 @@
+import { LIMITS, SCHEMA_VERSION, TaskEnvelope, Traceparent } from "@agentmesh/contracts";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { parseNatsUrl, redact } from "./connect.js";
+import { decodeMessage, retryDelayMs } from "./decode.js";
+import { MICRO_NAME, SEMVER } from "./micro.js";
+import { encodeBounded } from "./publisher.js";
+import { childTraceparent, newTraceparent } from "./trace.js";
+
+const enc = (v: unknown) => new TextEncoder().encode(typeof v === "string" ? v : JSON.stringify(v));
+const task = { v: SCHEMA_VERSION, task_id: "abcdefgh.1.0.0", session_id: "abcdefgh", role: "planner", op: "plan", attempt: 0, deadline_at: null, input: {} };
+
+describe("decodeMessage", () => {
+  it("accepts a valid message", () => {
+    expect(decodeMessage(enc(task), TaskEnvelope, "task")).toEqual({ ok: true, value: task });
+  });
+  it("names the first problem: size, JSON, version, schema", () => {
+    const big = new Uint8Array(LIMITS.maxMessageBytes + 1);
+    expect(decodeMessage(big, TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringMatching(/^oversized task/) });
+    expect(decodeMessage(enc("{nope"), TaskEnvelope, "task")).toEqual({ ok: false, reason: "task is not JSON" });
+    expect(decodeMessage(enc({ ...task, v: 2 }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("unsupported schema version 2") });
+    expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("version (none)") });
+    expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("task_id") });
+  });
+});
+
+describe("retryDelayMs", () => {
+  it("doubles from 500 ms, caps at 30 s, and adds at most 250 ms of jitter", () => {
+    expect(retryDelayMs(1, { random: () => 0 })).toBe(500);
+    expect(retryDelayMs(2, { random: () => 0 })).toBe(1000);
+    expect(retryDelayMs(3, { random: () => 0 })).toBe(2000);
+    expect(retryDelayMs(50, { random: () => 0 })).toBe(30_000);
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 1000 }), fc.double({ min: 0, max: 0.999999, noNaN: true }), (n, r) => {
+        const d = retryDelayMs(n, { random: () => r });
+        const base = Math.min(500 * 2 ** Math.min(n - 1, 30), 30_000);
+        return Number.isInteger(d) && d >= base && d < base + Math.min(250, base / 10) + 1 && d > 0;
+      }),
+    );
+  });
+});
+
+describe("encodeBounded", () => {
+  it("allows exactly the limit and refuses one byte more", () => {
+    const overhead = JSON.stringify("").length;
+    expect(encodeBounded("a".repeat(LIMITS.maxMessageBytes - overhead), "x").byteLength).toBe(LIMITS.maxMessageBytes);
+    expect(() => encodeBounded("a".repeat(LIMITS.maxMessageBytes - overhead + 1), "x")).toThrow(/over the 262144-byte limit/);
+  });
+  it("counts bytes, not characters", () => {
+    expect(() => encodeBounded("é".repeat(LIMITS.maxMessageBytes / 2), "x")).toThrow(expect.objectContaining({ code: "payload_too_large" }));
+  });
+});
+
+describe("traceparent", () => {
+  it("generates valid W3C traceparents and continues a trace with a new parent id", () => {
+    for (let i = 0; i < 50; i++) {
+      const tp = newTraceparent();
+      expect(Traceparent.safeParse(tp).success).toBe(true);
+      const child = childTraceparent(tp);
+      expect(Traceparent.safeParse(child).success).toBe(true);
+      expect(child.slice(0, 36)).toBe(tp.slice(0, 36));
+      expect(child.slice(36, 52)).not.toBe(tp.slice(36, 52));
+    }
+    expect(Traceparent.safeParse(childTraceparent("garbage")).success).toBe(true);
+    expect(Traceparent.safeParse(childTraceparent(undefined)).success).toBe(true);
+  });
+});
+
+describe("parseNatsUrl", () => {
+  it("takes credentials out of the URL, since the v3 client ignores them", () => {
+    expect(parseNatsUrl("nats://test:p%40ss@127.0.0.1:4222")).toEqual({ servers: ["127.0.0.1:4222"], user: "test", pass: "p@ss" });
+    expect(parseNatsUrl("127.0.0.1")).toEqual({ servers: ["127.0.0.1:4222"] });
+    expect(parseNatsUrl("nats://a:1, nats://u:p@b:2")).toEqual({ servers: ["a:1", "b:2"], user: "u", pass: "p" });
+    expect(parseNatsUrl("tls://secure.example:4443").servers).toEqual(["tls://secure.example:4443"]);
+    expect(() => parseNatsUrl("")).toThrow(/no NATS URL/);
+  });
+  it("redacts passwords", () => {
+    expect(redact("nats://u:secret@h:1,nats://v:x@k:2")).toBe("nats://u:***@h:1,nats://v:***@k:2");
+    expect(redact("nats://h:1")).toBe("nats://h:1");
+  });
+});
+
+describe("ADR-32 rules", () => {
+  it("accepts SemVer and names without dots only", () => {
+    for (const v of ["0.1.0", "1.2.3-rc.1", "1.0.0+build.7", "10.20.30-alpha.beta+exp.sha.5114f85"]) expect(SEMVER.test(v)).toBe(true);
+    for (const v of ["1.0", "v1.0.0", "01.0.0", "1.0.0-", ""]) expect(SEMVER.test(v)).toBe(false);
+    expect(MICRO_NAME.test("review_plan-2")).toBe(true);
+    expect(MICRO_NAME.test("review.plan")).toBe(false);
+  });
+});

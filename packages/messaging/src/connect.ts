@@ -1,0 +1,103 @@
+import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
+import { AgentmeshError } from "./errors.js";
+import type { Log } from "./log.js";
+
+/** How to reach NATS. */
+export interface ConnectNatsOptions {
+  /** One URL or a comma-separated list; `user:pass@` in a URL is honoured. */
+  readonly url: string;
+  /** Shows in the server's /connz and traces (e.g. `agent-planner-<pod>`). */
+  readonly name: string;
+  /** Keep retrying until the server is up (pods may start before NATS); default false = fail fast. */
+  readonly waitOnFirstConnect?: boolean;
+  /** First-connect timeout per attempt; default 2500 ms. */
+  readonly timeoutMs?: number;
+  /** When given, connection status changes (disconnect, reconnect, errors) are logged. */
+  readonly log?: Log;
+}
+
+/** Server addresses and credentials parsed out of a NATS URL (the v3 client ignores URL credentials). */
+export interface ParsedNatsUrl {
+  readonly servers: string[];
+  readonly user?: string;
+  readonly pass?: string;
+}
+
+/** Splits a NATS URL (or list) into host:port servers and the first credentials found. */
+export function parseNatsUrl(url: string): ParsedNatsUrl {
+  const parts = url.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
+  if (parts.length === 0) throw new AgentmeshError("unavailable", "no NATS URL given", { retryable: false, component: "nats" });
+  let user: string | undefined;
+  let pass: string | undefined;
+  const servers = parts.map((p) => {
+    let u: URL;
+    try {
+      u = new URL(p.includes("://") ? p : `nats://${p}`);
+    } catch {
+      throw new AgentmeshError("unavailable", `malformed NATS URL ${redact(p)}`, { retryable: false, component: "nats" });
+    }
+    if (user === undefined && u.username) {
+      user = decodeURIComponent(u.username);
+      pass = u.password ? decodeURIComponent(u.password) : undefined;
+    }
+    const scheme = u.protocol === "tls:" ? "tls://" : "";
+    return `${scheme}${u.hostname.includes(":") && !u.hostname.startsWith("[") ? `[${u.hostname}]` : u.hostname}:${u.port || "4222"}`;
+  });
+  return { servers, ...(user === undefined ? {} : { user }), ...(pass === undefined ? {} : { pass }) };
+}
+
+/** The URL with its password hidden, for messages and logs. */
+export function redact(url: string): string {
+  return url.replace(/\/\/([^:@/]+):[^@/]*@/g, "//$1:***@");
+}
+
+/**
+ * Connects to NATS with settings suited to long-running services: unlimited reconnects, 1 s
+ * between attempts, a 20 s ping. Fails fast with `unavailable` naming the URL when the server
+ * cannot be reached (unless waitOnFirstConnect).
+ */
+export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnection> {
+  const { servers, user, pass } = parseNatsUrl(opts.url);
+  let nc: NatsConnection;
+  try {
+    nc = await connect({
+      servers,
+      ...(user === undefined ? {} : { user }),
+      ...(pass === undefined ? {} : { pass }),
+      name: opts.name,
+      maxReconnectAttempts: -1,
+      reconnectTimeWait: 1000,
+      pingInterval: 20_000,
+      timeout: opts.timeoutMs ?? 2500,
+      waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
+    });
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    if (err instanceof AuthorizationError) {
+      throw new AgentmeshError("unavailable", `NATS at ${redact(opts.url)} refused our credentials (${why})`, {
+        retryable: false,
+        component: "nats",
+        cause: err,
+      });
+    }
+    throw new AgentmeshError("unavailable", `cannot reach NATS at ${redact(opts.url)} (${why}); is nats-server running with -js?`, {
+      component: "nats",
+      cause: err,
+    });
+  }
+  if (opts.log) watchStatus(nc, opts.log);
+  return nc;
+}
+
+function watchStatus(nc: NatsConnection, log: Log): void {
+  void (async () => {
+    for await (const s of nc.status()) {
+      if (s.type === "ping" || s.type === "update") continue;
+      const level = s.type === "error" || s.type === "disconnect" || s.type === "staleConnection" ? "warn" : "info";
+      log[level]({ nats_status: s.type }, `nats ${s.type}`);
+    }
+  })().catch(() => undefined);
+  void nc.closed().then((err) => {
+    if (err) log.error({ err }, "nats connection closed with an error");
+  });
+}

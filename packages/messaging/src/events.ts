@@ -1,0 +1,48 @@
+import { SessionEvent, type Naming } from "@agentmesh/contracts";
+import { jetstream, type ConsumerMessages } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { decodeMessage } from "./decode.js";
+import { natsFailure } from "./errors.js";
+import type { Log } from "./log.js";
+
+/** Options of followEvents. */
+export interface FollowEventsOptions {
+  /** Ends the iteration when aborted. */
+  readonly signal?: AbortSignal;
+  /** Malformed events are skipped; with a log they are also reported. */
+  readonly log?: Log;
+}
+
+/**
+ * Replays a session's events from the EVENTS stream from the start, then follows live ones,
+ * until the signal aborts or the caller stops iterating. Malformed events are skipped.
+ */
+export async function* followEvents(
+  nc: NatsConnection,
+  naming: Naming,
+  sessionId: string,
+  opts: FollowEventsOptions = {},
+): AsyncGenerator<SessionEvent, void, undefined> {
+  if (opts.signal?.aborted) return;
+  const subject = naming.events(sessionId);
+  let messages: ConsumerMessages;
+  try {
+    // an ordered consumer with a single filter string: the array form needs server 2.10
+    const consumer = await jetstream(nc).consumers.get(naming.streams.events, { filter_subjects: subject });
+    messages = await consumer.consume();
+  } catch (err) {
+    throw natsFailure(err, `cannot follow events of ${sessionId}`);
+  }
+  const onAbort = () => messages.stop();
+  opts.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    for await (const m of messages) {
+      const d = decodeMessage(m.data, SessionEvent, "event");
+      if (d.ok && d.value.session_id === sessionId) yield d.value;
+      else opts.log?.warn({ subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason }, "skipping a malformed event");
+    }
+  } finally {
+    opts.signal?.removeEventListener("abort", onAbort);
+    messages.stop();
+  }
+}

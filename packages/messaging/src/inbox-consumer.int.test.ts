@@ -1,0 +1,102 @@
+import { inputIds, SCHEMA_VERSION, type InboxInput, type Naming } from "@agentmesh/contracts";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startInboxConsumer } from "./inbox-consumer.js";
+import { createPublisher } from "./publisher.js";
+import { connectTest, dropStreams, freshNaming, recordingLog, sessionId, sleep, waitFor } from "./test-support.js";
+import type { InboxHandler } from "./types.js";
+
+let nc: NatsConnection;
+const cleanups: Array<() => Promise<unknown>> = [];
+beforeAll(async () => {
+  nc = await connectTest("messaging-inbox-test");
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await nc.drain();
+});
+
+async function setup(handler: InboxHandler, crash?: (p: string) => void) {
+  const { naming } = await freshNaming(nc);
+  cleanups.push(() => dropStreams(nc, naming));
+  const log = recordingLog();
+  const consumer = await startInboxConsumer(nc, { naming, concurrency: 4, ackWaitMs: 1000, handler, log, ...(crash ? { crash } : {}) });
+  cleanups.push(() => consumer.stop(500));
+  return { naming, consumer, log, publisher: createPublisher(nc, naming, recordingLog()) };
+}
+
+const cancel = (sid: string, id = "c1"): InboxInput => ({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(id), reason: "test" });
+
+async function inboxLeft(naming: Naming): Promise<number> {
+  return (await (await jetstreamManager(nc)).streams.info(naming.streams.inbox)).state.messages;
+}
+
+describe("startInboxConsumer", () => {
+  it("hands valid inputs to the handler and acks on 'ack' after the before-ack crash point", async () => {
+    const got: InboxInput[] = [];
+    const points: string[] = [];
+    const { naming, consumer, publisher } = await setup(async (input) => {
+      got.push(input);
+      points.push("handler");
+      return "ack";
+    }, (p) => points.push(p));
+    const sid = sessionId();
+    await publisher.publishInbox(cancel(sid));
+    await waitFor(() => consumer.stats.processed === 1, 10_000, "processed");
+    expect(got).toEqual([cancel(sid)]);
+    expect(points).toEqual(["handler", "before-ack"]);
+    await waitFor(async () => (await inboxLeft(naming)) === 0, 5000, "acked input removed");
+    expect(consumer.alive()).toBe(true);
+  });
+
+  it("naks 'retry' and a throwing handler with a short delay, then the input comes back", async () => {
+    const deliveries: number[] = [];
+    const { consumer, publisher } = await setup(async (_input, ctx) => {
+      deliveries.push(ctx.deliveryCount);
+      if (ctx.deliveryCount === 1) return "retry";
+      if (ctx.deliveryCount === 2) throw new Error("redis went away");
+      return "ack";
+    });
+    await publisher.publishInbox(cancel(sessionId()));
+    await waitFor(() => consumer.stats.processed === 1, 10_000, "third delivery acked");
+    expect(deliveries).toEqual([1, 2, 3]);
+    expect(consumer.stats).toMatchObject({ processed: 1, failed: 1, redelivered: 2, dropped: 0 });
+  });
+
+  it("terminates malformed, oversized, wrong-version and misrouted inputs once", async () => {
+    let calls = 0;
+    const { naming, consumer } = await setup(async () => {
+      calls++;
+      return "ack";
+    });
+    const js = jetstream(nc);
+    const sid = sessionId();
+    await js.publish(naming.inbox(sid), "]]");
+    await js.publish(naming.inbox(sid), JSON.stringify({ ...cancel(sid), reason: "x".repeat(300 * 1024) }));
+    await js.publish(naming.inbox(sid), JSON.stringify({ ...cancel(sid), v: 0 }));
+    await js.publish(naming.inbox(sid), JSON.stringify(cancel(sessionId())));
+    await waitFor(() => consumer.stats.dropped === 4, 10_000, "four drops");
+    await sleep(1500);
+    expect(consumer.stats.dropped).toBe(4);
+    expect(consumer.stats.redelivered).toBe(0);
+    expect(calls).toBe(0);
+    expect(await inboxLeft(naming)).toBe(0);
+    expect(consumer.alive()).toBe(true);
+  });
+
+  it("heartbeats while a slow handler runs, so the input is delivered once", async () => {
+    const deliveries: number[] = [];
+    const { consumer, publisher } = await setup(async (_i, ctx) => {
+      deliveries.push(ctx.deliveryCount);
+      await sleep(2500);
+      return "ack";
+    });
+    await publisher.publishInbox(cancel(sessionId()));
+    await waitFor(() => consumer.stats.processed === 1, 10_000, "slow input acked");
+    await sleep(1200);
+    expect(deliveries).toEqual([1]);
+  });
+});

@@ -1,0 +1,106 @@
+import { InboxInput, type Naming } from "@agentmesh/contracts";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { decodeMessage, retryDelayMs } from "./decode.js";
+import { AgentmeshError } from "./errors.js";
+import type { Log } from "./log.js";
+import { getDurable, startPullLoop, type InFlight } from "./pull-loop.js";
+import type { CrashHook, InboxHandler, Worker, WorkStats } from "./types.js";
+
+/** Settings of a coordinator's inbox consumer. */
+export interface InboxConsumerOptions {
+  readonly naming: Naming;
+  /** Inbox messages handled at once (different sessions; the CAS serialises one session). */
+  readonly concurrency: number;
+  /** The `coordinator` consumer's ack_wait; working() is sent every third of it. */
+  readonly ackWaitMs: number;
+  readonly handler: InboxHandler;
+  readonly log: Log;
+  readonly crash?: CrashHook;
+}
+
+/** A short retry: an inbox retry is usually a CAS conflict or a brief Redis outage. */
+const inboxRetryDelay = (deliveryCount: number) => retryDelayMs(deliveryCount, { baseMs: 100, capMs: 5000 });
+
+/** Consumes the shared session inbox on the `coordinator` durable consumer. */
+export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumerOptions): Promise<Worker> {
+  const { naming, log, handler } = opts;
+  const crash: CrashHook = opts.crash ?? (() => undefined);
+  const stream = naming.streams.inbox;
+  const durable = naming.consumers.coordinator;
+  const what = { stream, consumer: durable };
+  if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
+    throw new AgentmeshError("internal", `inbox concurrency must be a positive integer, got ${opts.concurrency}`);
+  }
+  const consumer = await getDurable(nc, stream, durable);
+  const info = await consumer.info(true);
+  const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
+  const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
+  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
+
+  async function handle(entry: InFlight): Promise<void> {
+    const m = entry.msg;
+    const deliveryCount = m.info.deliveryCount;
+    if (deliveryCount > 1) counts.redelivered++;
+    const d = decodeMessage(m.data, InboxInput, "inbox input");
+    let reason = d.ok ? null : d.reason;
+    if (d.ok && m.subject !== naming.inbox(d.value.session_id)) {
+      reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
+    }
+    if (!d.ok || reason !== null) {
+      entry.settled = true;
+      m.term();
+      counts.dropped++;
+      log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dropping an inbox message that can never be processed");
+      return;
+    }
+    const input = d.value;
+    const ilog = { ...what, session_id: input.session_id, input_id: input.input_id, kind: input.kind, delivery: deliveryCount };
+    let verdict: "ack" | "retry" | "error";
+    try {
+      verdict = await handler(input, { deliveryCount, signal: entry.controller.signal });
+    } catch (err) {
+      log.error({ ...ilog, err }, "inbox handler threw; nak with delay");
+      verdict = "error";
+    }
+    if (entry.settled) return;
+    if (verdict === "ack") {
+      crash("before-ack");
+      if (entry.settled) return;
+      entry.settled = true;
+      counts.processed++;
+      const acked = await m.ackAck().catch((err: unknown) => {
+        log.warn({ ...ilog, err }, "inbox ack not confirmed; the input may be redelivered (applied markers make that safe)");
+        return null;
+      });
+      if (acked === false) log.warn(ilog, "inbox ack not confirmed; the input may be redelivered");
+      return;
+    }
+    if (verdict === "error") counts.failed++;
+    entry.settled = true;
+    const delay = inboxRetryDelay(deliveryCount);
+    log.debug({ ...ilog, delay_ms: delay, verdict }, "inbox input left for redelivery");
+    m.nak(delay);
+  }
+
+  const loop = startPullLoop({
+    nc,
+    consumer,
+    concurrency: opts.concurrency,
+    heartbeatMs: Math.max(100, Math.floor(ackWaitMs / 3)),
+    log,
+    what,
+    handle,
+  });
+  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs }, "inbox consumer started");
+
+  return {
+    get stats(): WorkStats {
+      return { ...counts, in_flight: loop.inFlight() };
+    },
+    alive: () => loop.alive(),
+    async stop(graceMs) {
+      await loop.stop(graceMs);
+      log.info({ ...what, ...counts }, "inbox consumer stopped");
+    },
+  };
+}

@@ -1,0 +1,125 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  DiscardPolicy,
+  JetStreamApiError,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { AgentmeshError, natsFailure } from "./errors.js";
+import type { ProvisionOptions } from "./types.js";
+
+/** JetStream API error codes we branch on. */
+const API = {
+  streamNotFound: 10059,
+  streamNameInUse: 10058,
+  /** 2.10+ answers a create for an existing consumer with a different config with this. */
+  consumerAlreadyExists: 10148,
+} as const;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+function apiCode(err: unknown): number | null {
+  return err instanceof JetStreamApiError ? err.code : null;
+}
+
+type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[] };
+
+/** Creates the stream, or brings an existing one to `cfg` (safe when another process races us). */
+async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec): Promise<void> {
+  try {
+    await jsm.streams.info(cfg.name);
+  } catch (err) {
+    if (apiCode(err) !== API.streamNotFound) throw err;
+    try {
+      await jsm.streams.add(cfg);
+      return;
+    } catch (addErr) {
+      // another process created it first, with settings that differ from ours
+      if (apiCode(addErr) !== API.streamNameInUse) throw addErr;
+    }
+  }
+  const { name, retention: _r, storage: _s, ...mutable } = cfg;
+  await jsm.streams.update(name, mutable);
+}
+
+/** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
+async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  try {
+    await jsm.consumers.add(stream, cfg);
+  } catch (err) {
+    if (apiCode(err) !== API.consumerAlreadyExists) throw err;
+    const { durable_name, deliver_policy: _d, ack_policy: _a, ...mutable } = cfg;
+    await jsm.consumers.update(stream, durable_name, mutable);
+  }
+}
+
+/**
+ * Creates or updates the INBOX, TASKS, EVENTS and DEAD streams and the durable pull consumers
+ * (`coordinator` on INBOX, one per role on TASKS). Idempotent; two processes may run it at once.
+ */
+export async function provision(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
+  const n = o.naming;
+  const replicas = o.replicas ?? 1;
+  const dup = nanos(o.duplicateWindowMs);
+  for (const [k, v] of Object.entries({ taskAckWaitMs: o.taskAckWaitMs, inboxAckWaitMs: o.inboxAckWaitMs, eventsMaxAgeMs: o.eventsMaxAgeMs, duplicateWindowMs: o.duplicateWindowMs })) {
+    if (!(v > 0)) throw new AgentmeshError("internal", `provision: ${k} must be positive, got ${v}`);
+  }
+  if (o.duplicateWindowMs > o.eventsMaxAgeMs) {
+    throw new AgentmeshError("internal", "provision: duplicateWindowMs must not exceed eventsMaxAgeMs (the server refuses it)");
+  }
+  const workQueue = { retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: replicas, discard: DiscardPolicy.Old };
+  const streams: StreamSpec[] = [
+    { name: n.streams.inbox, subjects: [n.inboxAll], ...workQueue, duplicate_window: dup },
+    { name: n.streams.tasks, subjects: [n.taskAll], ...workQueue, duplicate_window: dup },
+    {
+      name: n.streams.events,
+      subjects: [n.eventsAll],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      num_replicas: replicas,
+      max_age: nanos(o.eventsMaxAgeMs),
+      duplicate_window: dup,
+    },
+    {
+      name: n.streams.dead,
+      // naming has no "all dead letters" subject; deadLetter(">") is the wildcard over roles
+      subjects: [n.deadLetter(">")],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      num_replicas: replicas,
+      max_age: nanos(o.deadMaxAgeMs ?? 7 * DAY_MS),
+      duplicate_window: nanos(Math.min(o.duplicateWindowMs, o.deadMaxAgeMs ?? 7 * DAY_MS)),
+    },
+  ];
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const s of streams) await ensureStream(jsm, s);
+    const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All };
+    await ensureConsumer(jsm, n.streams.inbox, {
+      ...pull,
+      durable_name: n.consumers.coordinator,
+      filter_subject: n.inboxAll,
+      ack_wait: nanos(o.inboxAckWaitMs),
+      max_deliver: o.inboxMaxDeliver,
+      max_ack_pending: o.inboxMaxAckPending ?? 1000,
+    });
+    for (const role of o.roles) {
+      await ensureConsumer(jsm, n.streams.tasks, {
+        ...pull,
+        durable_name: n.consumers.role(role),
+        filter_subject: n.taskFilter(role),
+        ack_wait: nanos(o.taskAckWaitMs),
+        max_deliver: o.taskMaxDeliver,
+        max_ack_pending: o.maxAckPendingPerRole,
+      });
+    }
+  } catch (err) {
+    throw natsFailure(err, `provisioning JetStream for prefix ${n.prefix} failed`);
+  }
+}

@@ -1,0 +1,135 @@
+import {
+  CancelNotice,
+  eventMsgId,
+  InboxInput,
+  LIMITS,
+  SessionEvent,
+  TaskEnvelope,
+  type Naming,
+  type OutboxEntry,
+} from "@agentmesh/contracts";
+import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
+import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
+import type { z } from "zod";
+import { AgentmeshError, natsFailure } from "./errors.js";
+import type { Log } from "./log.js";
+import { buildHeaders, type MessageContext } from "./trace.js";
+
+/** A token-delta event, sent live on core NATS only. */
+export type TokenEvent = Extract<SessionEvent, { type: "token" }>;
+
+/** Publishes every kind of message with its de-dup id and standard headers. */
+export interface Publisher {
+  /** A task on `<p>.task.<role>.<op>`, msg id = task_id. */
+  publishTask(task: TaskEnvelope, ctx?: MessageContext): Promise<void>;
+  /** An inbox input on `<p>.inbox.<sid>`, msg id = input_id. */
+  publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
+  /** A lifecycle event on `<p>.events.<sid>`, msg id = `<sid>:<version>:<index>`. */
+  publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
+  /** A cancel broadcast on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
+  publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
+  /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
+  publishTokens(event: TokenEvent, ctx?: MessageContext): void;
+  /** Publishes a transition's outbox in order (events keep their order). */
+  publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
+}
+
+/** Serialises a message, refusing anything over LIMITS.maxMessageBytes before it reaches the broker. */
+export function encodeBounded(value: unknown, what: string): Uint8Array {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  if (bytes.byteLength > LIMITS.maxMessageBytes) {
+    throw new AgentmeshError(
+      "payload_too_large",
+      `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`,
+    );
+  }
+  return bytes;
+}
+
+function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
+  const r = schema.safeParse(value);
+  if (!r.success) {
+    const why = r.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+    throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${why}`);
+  }
+  return r.data;
+}
+
+/** Creates the publisher for one naming table. */
+export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): Publisher {
+  const js: JetStreamClient = jetstream(nc);
+
+  async function jsPublish(subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs): Promise<void> {
+    try {
+      const ack = await js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
+      if (ack.duplicate) log.debug({ subject, msg_id: msgID }, "duplicate publish ignored by JetStream");
+    } catch (err) {
+      throw natsFailure(err, `publish to ${subject} (stream ${stream}) failed`);
+    }
+  }
+
+  const publisher: Publisher = {
+    async publishTask(task, ctx) {
+      const t = validate(TaskEnvelope, task, "task");
+      const body = encodeBounded(t, `task ${t.task_id}`);
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id });
+      return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
+    },
+
+    async publishInbox(input, ctx) {
+      const i = validate(InboxInput, input, "inbox input");
+      const body = encodeBounded(i, `inbox input ${i.input_id}`);
+      const taskId = i.kind === "result" ? i.task_id : i.kind === "timer" ? (i.task_id ?? undefined) : undefined;
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: i.session_id, taskId });
+      return jsPublish(naming.inbox(i.session_id), naming.streams.inbox, body, i.input_id, h);
+    },
+
+    async publishEvent(event, ctx) {
+      const e = validate(SessionEvent, event, "event");
+      const body = encodeBounded(e, `event ${e.type}`);
+      const taskId = "task_id" in e ? e.task_id : undefined;
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId });
+      return jsPublish(naming.events(e.session_id), naming.streams.events, body, eventMsgId(e.session_id, e.version, e.index), h);
+    },
+
+    async publishCancel(notice, ctx) {
+      const n = validate(CancelNotice, notice, "cancel notice");
+      const body = encodeBounded(n, "cancel notice");
+      try {
+        nc.publish(naming.cancel(n.session_id), body, { headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }) });
+        // a cancel is fire-and-forget, but the caller should know it left this process
+        await nc.flush();
+      } catch (err) {
+        throw natsFailure(err, `cancel broadcast for ${n.session_id} failed`);
+      }
+    },
+
+    publishTokens(event, ctx) {
+      const e = validate(SessionEvent, event, "token event") as TokenEvent;
+      const body = encodeBounded(e, "token event");
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId: e.task_id });
+      nc.publish(naming.tokens(e.session_id), body, { headers: h });
+    },
+
+    async publishOutbox(entries, ctx) {
+      for (const entry of entries) {
+        switch (entry.kind) {
+          case "task":
+            await publisher.publishTask(entry.task, ctx);
+            break;
+          case "event":
+            await publisher.publishEvent(entry.event, ctx);
+            break;
+          case "cancel":
+            await publisher.publishCancel(entry.notice, ctx);
+            break;
+          default: {
+            const never: never = entry;
+            throw new AgentmeshError("internal", `unknown outbox entry ${JSON.stringify(never)}`);
+          }
+        }
+      }
+    },
+  };
+  return publisher;
+}

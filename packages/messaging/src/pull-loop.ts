@@ -1,0 +1,153 @@
+import { JetStreamApiCodes, JetStreamApiError, jetstream, type Consumer, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { AgentmeshError, natsFailure } from "./errors.js";
+import type { Log } from "./log.js";
+
+/** Looks up a provisioned durable consumer; a missing one is `unavailable` (provisioning may still be under way). */
+export async function getDurable(nc: NatsConnection, stream: string, durable: string): Promise<Consumer> {
+  try {
+    return await jetstream(nc).consumers.get(stream, durable);
+  } catch (err) {
+    if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound)) {
+      throw new AgentmeshError("unavailable", `JetStream consumer ${durable} on stream ${stream} does not exist (yet): streams and consumers are provisioned by the coordinator at start-up`, {
+        component: "nats",
+        cause: err,
+      });
+    }
+    throw natsFailure(err, `cannot look up consumer ${durable} on ${stream}`);
+  }
+}
+
+/** One message being worked on. */
+export interface InFlight {
+  readonly msg: JsMsg;
+  /** Aborted by stop() once the grace period is over (handlers may add other reasons). */
+  readonly controller: AbortController;
+  /** Set once the message was acked, nak'd or termed, so no second settlement is attempted. */
+  settled: boolean;
+}
+
+/** A running consume loop. */
+export interface PullLoop {
+  alive(): boolean;
+  inFlight(): number;
+  stop(graceMs: number): Promise<void>;
+}
+
+export interface PullLoopOptions {
+  readonly nc: NatsConnection;
+  readonly consumer: Consumer;
+  readonly concurrency: number;
+  /** working() interval while a message is in flight, so its lease does not expire. */
+  readonly heartbeatMs: number;
+  readonly log: Log;
+  /** Log context (stream, consumer). */
+  readonly what: Record<string, string>;
+  /** Must settle the message; a throw is logged and the message left to redelivery. */
+  handle(entry: InFlight): Promise<void>;
+}
+
+/** Reason given to handlers aborted by stop(). */
+export const SHUTDOWN = Symbol("shutdown");
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Consumes a durable pull consumer with at most `concurrency` messages in flight. The client
+ * only sends its next pull when the iterator advances, so not advancing while all slots are
+ * busy is the backpressure. Missed heartbeats recreate the consume.
+ */
+export function startPullLoop(o: PullLoopOptions): PullLoop {
+  const inflight = new Map<Promise<void>, InFlight>();
+  let stopping = false;
+  let running = false;
+  let current: ConsumerMessages | null = null;
+  let wake: () => void = () => undefined;
+  const woken = new Promise<void>((r) => (wake = r));
+
+  function track(m: JsMsg): void {
+    const entry: InFlight = { msg: m, controller: new AbortController(), settled: false };
+    const hb = setInterval(() => {
+      if (!entry.settled) m.working();
+    }, o.heartbeatMs);
+    const p: Promise<void> = o
+      .handle(entry)
+      .catch((err: unknown) => o.log.error({ ...o.what, err, seq: m.seq }, "message handler failed; leaving it to redelivery"))
+      .finally(() => {
+        clearInterval(hb);
+        inflight.delete(p);
+      });
+    inflight.set(p, entry);
+  }
+
+  function watch(messages: ConsumerMessages): void {
+    void (async () => {
+      for await (const s of messages.status()) {
+        if (s.type === "heartbeats_missed") {
+          o.log.warn({ ...o.what, count: s.count }, "JetStream heartbeats missed; recreating the consume loop");
+          messages.stop();
+          return;
+        }
+        if (s.type === "consumer_deleted" || s.type === "consumer_not_found" || s.type === "stream_not_found") {
+          o.log.error({ ...o.what, status: s.type }, "JetStream consumer or stream is gone; is provisioning done?");
+        }
+      }
+    })().catch(() => undefined);
+  }
+
+  const loop = (async () => {
+    while (!stopping && !o.nc.isClosed()) {
+      let messages: ConsumerMessages;
+      try {
+        messages = await o.consumer.consume({ max_messages: o.concurrency });
+      } catch (err) {
+        o.log.error({ ...o.what, err }, "cannot start consuming; retrying in 1 s");
+        await Promise.race([sleep(1000), woken]);
+        continue;
+      }
+      current = messages;
+      running = true;
+      watch(messages);
+      try {
+        for await (const m of messages) {
+          if (stopping) {
+            // already fetched but never started: hand it back for immediate redelivery elsewhere
+            m.nak();
+            continue;
+          }
+          track(m);
+          while (inflight.size >= o.concurrency && !stopping) await Promise.race([...inflight.keys(), woken]);
+        }
+      } catch (err) {
+        o.log.warn({ ...o.what, err }, "consume loop failed");
+      }
+      running = false;
+      current = null;
+      if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
+    }
+    running = false;
+  })();
+
+  return {
+    alive: () => running && !stopping && !o.nc.isClosed(),
+    inFlight: () => inflight.size,
+    async stop(graceMs) {
+      if (stopping) return;
+      stopping = true;
+      wake();
+      current?.stop();
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...inflight.keys()]), new Promise<void>((r) => (t = setTimeout(r, graceMs)))]);
+      clearTimeout(t);
+      for (const entry of inflight.values()) {
+        entry.controller.abort(SHUTDOWN);
+        if (!entry.settled) {
+          entry.settled = true;
+          // shutdown, not failure: immediate redelivery to a live replica is what we want
+          entry.msg.nak();
+        }
+      }
+      await loop;
+    },
+  };
+}

@@ -1,0 +1,46 @@
+import { randomBytes } from "node:crypto";
+import { HEADERS, SCHEMA_VERSION, Traceparent } from "@agentmesh/contracts";
+import { headers as natsHeaders, Match, type MsgHdrs } from "@nats-io/transport-node";
+
+/** Correlation carried in the headers of every message we publish. */
+export interface MessageContext {
+  /** W3C traceparent to continue; a fresh one is generated when absent or invalid. */
+  readonly traceparent?: string;
+}
+
+function nonZeroHex(bytes: number): string {
+  for (;;) {
+    const h = randomBytes(bytes).toString("hex");
+    // all-zero trace and parent ids are invalid per W3C Trace Context
+    if (/[^0]/.test(h)) return h;
+  }
+}
+
+/** A new sampled W3C traceparent. */
+export function newTraceparent(): string {
+  return `00-${nonZeroHex(16)}-${nonZeroHex(8)}-01`;
+}
+
+/** Continues a trace: same trace id, a new parent id; a fresh trace when `tp` is not valid. */
+export function childTraceparent(tp: string | undefined): string {
+  if (!tp || !Traceparent.safeParse(tp).success) return newTraceparent();
+  const [, trace, , flags] = tp.split("-") as [string, string, string, string];
+  return `00-${trace}-${nonZeroHex(8)}-${flags}`;
+}
+
+/** Builds the standard header set. */
+export function buildHeaders(o: { traceparent?: string | undefined; sessionId?: string | undefined; taskId?: string | undefined }): MsgHdrs {
+  const h = natsHeaders();
+  h.set(HEADERS.traceparent, o.traceparent && Traceparent.safeParse(o.traceparent).success ? o.traceparent : newTraceparent());
+  if (o.sessionId) h.set(HEADERS.sessionId, o.sessionId);
+  if (o.taskId) h.set(HEADERS.taskId, o.taskId);
+  h.set(HEADERS.schemaVersion, String(SCHEMA_VERSION));
+  return h;
+}
+
+/** Reads a header written by any client (NATS header names are case-sensitive by default). */
+export function readHeader(h: MsgHdrs | undefined, name: string): string | undefined {
+  if (!h) return undefined;
+  const v = h.get(name, Match.IgnoreCase);
+  return v === "" ? undefined : v;
+}

@@ -1,0 +1,226 @@
+import { inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { decodeMessage, retryDelayMs } from "./decode.js";
+import { AgentmeshError, toWireError } from "./errors.js";
+import type { Log } from "./log.js";
+import { createPublisher } from "./publisher.js";
+import { getDurable, SHUTDOWN, startPullLoop, type InFlight } from "./pull-loop.js";
+import { childTraceparent, readHeader } from "./trace.js";
+import type { CrashHook, TaskHandler, Worker, WorkStats } from "./types.js";
+
+/** Settings of one role's task worker. */
+export interface WorkerOptions {
+  readonly naming: Naming;
+  readonly role: string;
+  /** Tasks worked at once; also the consume batch, so no task waits in a local buffer for long. */
+  readonly concurrency: number;
+  /** The consumer's ack_wait; working() is sent every third of it. */
+  readonly ackWaitMs: number;
+  /** The consumer's max_deliver; the last delivery reports a failure instead of nak'ing. */
+  readonly maxDeliver: number;
+  readonly handler: TaskHandler;
+  readonly log: Log;
+  readonly crash?: CrashHook;
+  /** Clock for deadlines (tests). */
+  readonly now?: () => number;
+}
+
+/** Longest delay setTimeout accepts (~24.8 days); a farther deadline is simply not armed. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** Consumes one role's tasks, runs the handler and reports each outcome to the session inbox. */
+export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Promise<Worker> {
+  const { naming, role, log, handler } = opts;
+  const clock = opts.now ?? Date.now;
+  const crash: CrashHook = opts.crash ?? (() => undefined);
+  const stream = naming.streams.tasks;
+  const durable = naming.consumers.role(role);
+  const what = { stream, consumer: durable, role };
+  if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
+    throw new AgentmeshError("internal", `worker concurrency must be a positive integer, got ${opts.concurrency}`);
+  }
+
+  const consumer = await getDurable(nc, stream, durable);
+  const { ackWaitMs, maxDeliver } = reconcile(await consumer.info(true), opts, log, what);
+
+  const publisher = createPublisher(nc, naming, log);
+  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
+  const bySession = new Map<string, Set<AbortController>>();
+
+  const cancelSub: Subscription = nc.subscribe(naming.cancelAll, {
+    callback: (err, msg) => {
+      if (err) return;
+      const sid = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
+      const running = bySession.get(sid);
+      if (!running) return;
+      log.info({ ...what, session_id: sid, tasks: running.size }, "cancel notice: aborting in-flight tasks");
+      for (const c of running) c.abort(new AgentmeshError("cancelled", `session ${sid} was cancelled`, { component: role }));
+    },
+  });
+
+  function drop(entry: InFlight, reason: string): void {
+    entry.settled = true;
+    entry.msg.term();
+    counts.dropped++;
+    log.warn({ ...what, subject: entry.msg.subject, seq: entry.msg.seq, reason }, "dropping a task that can never be processed");
+  }
+
+  async function report(entry: InFlight, task: TaskEnvelope, outcome: TaskOutcome): Promise<void> {
+    const m = entry.msg;
+    const traceparent = childTraceparent(readHeader(m.headers, "traceparent"));
+    const input = (o: TaskOutcome): InboxInput => ({
+      v: SCHEMA_VERSION,
+      kind: "result",
+      session_id: task.session_id,
+      input_id: inputIds.result(task.task_id),
+      task_id: task.task_id,
+      role: task.role,
+      op: task.op,
+      outcome: o,
+    });
+    try {
+      try {
+        await publisher.publishInbox(input(outcome), { traceparent });
+      } catch (err) {
+        // an outcome we cannot send is still an outcome: report why instead of looping on it
+        if (!(err instanceof AgentmeshError) || (err.code !== "payload_too_large" && err.code !== "invalid_message")) throw err;
+        outcome = { ok: false, error: toWireError(err, role), provenance: null };
+        await publisher.publishInbox(input(outcome), { traceparent });
+      }
+    } catch (err) {
+      if (entry.settled) return;
+      entry.settled = true;
+      const delay = retryDelayMs(m.info.deliveryCount);
+      log.error({ ...what, task_id: task.task_id, err, delay_ms: delay }, "cannot publish the task outcome; retrying the task later");
+      m.nak(delay);
+      return;
+    }
+    crash("after-result-publish");
+    crash("before-ack");
+    if (entry.settled) return;
+    entry.settled = true;
+    if (outcome.ok) counts.processed++;
+    else counts.failed++;
+    const acked = await m.ackAck().catch((err: unknown) => {
+      log.warn({ ...what, task_id: task.task_id, err }, "ack not confirmed; the task may be redelivered (its result is de-duplicated)");
+      return null;
+    });
+    if (acked === false) log.warn({ ...what, task_id: task.task_id }, "ack not confirmed; the task may be redelivered");
+  }
+
+  async function handle(entry: InFlight): Promise<void> {
+    const m = entry.msg;
+    const deliveryCount = m.info.deliveryCount;
+    if (deliveryCount > 1) counts.redelivered++;
+    const d = decodeMessage(m.data, TaskEnvelope, "task");
+    if (!d.ok) return drop(entry, d.reason);
+    const task = d.value;
+    if (task.role !== role) return drop(entry, `task for role "${task.role}" arrived on the "${role}" consumer`);
+    if (m.subject !== naming.task(task.role, task.op)) return drop(entry, `task for ${task.role}.${task.op} arrived on ${m.subject}`);
+    const tlog = { ...what, task_id: task.task_id, session_id: task.session_id, op: task.op, delivery: deliveryCount };
+
+    const now = clock();
+    if (task.deadline_at !== null && task.deadline_at <= now) {
+      log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
+      const error = wireFailure("deadline_exceeded", `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`, role);
+      return report(entry, task, { ok: false, error, provenance: null });
+    }
+
+    crash("after-fetch");
+    const controller = entry.controller;
+    let running = bySession.get(task.session_id);
+    if (!running) bySession.set(task.session_id, (running = new Set()));
+    running.add(controller);
+    const deadline =
+      task.deadline_at === null || task.deadline_at - now > MAX_TIMER_MS
+        ? undefined
+        : setTimeout(
+            () => controller.abort(new AgentmeshError("deadline_exceeded", `task ${task.task_id} ran past its deadline`, { component: role })),
+            task.deadline_at - now,
+          );
+
+    let outcome: TaskOutcome;
+    try {
+      const result = await handler(task, { deliveryCount, lastDelivery: deliveryCount >= maxDeliver, signal: controller.signal });
+      const checked = TaskOutcome.safeParse(result);
+      outcome = checked.success
+        ? checked.data
+        : { ok: false, error: wireFailure("internal", `the ${role} handler returned an invalid outcome: ${checked.error.issues[0]?.message ?? "?"}`, role), provenance: null };
+    } catch (err) {
+      outcome = { ok: false, error: thrownToWire(err, controller.signal, role), provenance: null };
+    } finally {
+      clearTimeout(deadline);
+      running.delete(controller);
+      if (running.size === 0) bySession.delete(task.session_id);
+    }
+
+    if (entry.settled) return;
+    if (controller.signal.reason === SHUTDOWN) {
+      entry.settled = true;
+      m.nak();
+      return;
+    }
+    if (!outcome.ok && outcome.error.retryable && deliveryCount < maxDeliver) {
+      const delay = retryDelayMs(deliveryCount);
+      log.warn({ ...tlog, code: outcome.error.code, delay_ms: delay, error: outcome.error.message }, "retryable failure; nak with delay");
+      entry.settled = true;
+      m.nak(delay);
+      return;
+    }
+    if (!outcome.ok) log.warn({ ...tlog, code: outcome.error.code, error: outcome.error.message }, "task failed; reporting the failure");
+    return report(entry, task, outcome);
+  }
+
+  const loop = startPullLoop({
+    nc,
+    consumer,
+    concurrency: opts.concurrency,
+    heartbeatMs: Math.max(100, Math.floor(ackWaitMs / 3)),
+    log,
+    what,
+    handle,
+  });
+  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver }, "worker started");
+
+  return {
+    get stats(): WorkStats {
+      return { ...counts, in_flight: loop.inFlight() };
+    },
+    alive: () => loop.alive(),
+    async stop(graceMs) {
+      await loop.stop(graceMs);
+      cancelSub.unsubscribe();
+      log.info({ ...what, ...counts }, "worker stopped");
+    },
+  };
+}
+
+function wireFailure(code: WireError["code"], message: string, component: string): WireError {
+  return toWireError(new AgentmeshError(code, message, { component }));
+}
+
+/** A throw becomes a typed failure; the abort reason wins so a cancel is not mistaken for a bug. */
+function thrownToWire(err: unknown, signal: AbortSignal, role: string): WireError {
+  if (signal.aborted && signal.reason instanceof AgentmeshError) return toWireError(signal.reason, role);
+  if (err instanceof AgentmeshError) return toWireError(err, role);
+  // a handler that throws something untyped may hit a transient fault: let a retry try again
+  return { ...toWireError(err, role), retryable: true };
+}
+
+/** The server's consumer settings win: heartbeats must beat the real ack_wait and the last delivery must be the real last. */
+function reconcile(
+  info: { config: { ack_wait?: number; max_deliver?: number } },
+  opts: WorkerOptions,
+  log: Log,
+  what: Record<string, string>,
+): { ackWaitMs: number; maxDeliver: number } {
+  const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
+  const serverMaxDeliver = info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : opts.maxDeliver;
+  if (serverAckWaitMs !== opts.ackWaitMs || serverMaxDeliver !== opts.maxDeliver) {
+    log.warn(
+      { ...what, ack_wait_ms: opts.ackWaitMs, server_ack_wait_ms: serverAckWaitMs, max_deliver: opts.maxDeliver, server_max_deliver: serverMaxDeliver },
+      "worker settings differ from the provisioned consumer; using the stricter values",
+    );
+  }
+  return { ackWaitMs: Math.min(serverAckWaitMs, opts.ackWaitMs), maxDeliver: Math.min(serverMaxDeliver, opts.maxDeliver) };
+}

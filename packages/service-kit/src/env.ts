@@ -1,0 +1,75 @@
+import { z } from "zod";
+
+/** One environment variable: its schema (with default), what it does, and which services read it. */
+export interface EnvVar {
+  readonly name: string;
+  readonly schema: z.ZodType;
+  /** Default as shown in the README ("—" for none). */
+  readonly default: string;
+  readonly description: string;
+  readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli")[];
+}
+
+const int = (min: number) => z.coerce.number().int().min(min);
+const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v === "true");
+
+/**
+ * Every environment variable agentmesh reads. The README's configuration table is checked
+ * against this list by a test, so the two cannot drift.
+ */
+export const ENV_VARS = [
+  { name: "NATS_URL", schema: z.string().url().default("nats://127.0.0.1:4222"), default: "nats://127.0.0.1:4222", description: "NATS server (JetStream on); credentials in the URL are used", usedBy: ["all"] },
+  { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state", usedBy: ["coordinator", "cli"] },
+  { name: "AGENTMESH_PREFIX", schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/).default("agentmesh"), default: "agentmesh", description: "prefix of every subject, stream and Redis key", usedBy: ["all"] },
+  { name: "LOG_LEVEL", schema: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), default: "info", description: "pino log level", usedBy: ["all"] },
+  { name: "AGENTMESH_LOG_PAYLOADS", schema: flag.default(false), default: "0", description: "log prompts and task payloads (off: they may hold user data)", usedBy: ["agents"] },
+  { name: "AGENTMESH_CRASH_AT", schema: z.string().max(40).optional(), default: "—", description: "fault injection: exit at this named crash point (tests only)", usedBy: ["coordinator", "agents"] },
+  { name: "AGENTMESH_LLM_BASE_URL", schema: z.string().url().optional(), default: "— (offline engine)", description: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_API_KEY", schema: z.string().optional(), default: "—", description: "API key for the endpoint (redacted in logs)", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_MODEL", schema: z.string().min(1).default("gpt-4o-mini"), default: "gpt-4o-mini", description: "default model for every role", usedBy: ["agents"] },
+  { name: "AGENTMESH_ROLE_MODELS", schema: z.string().default(""), default: "—", description: "per-role overrides: `role=model@temperature/tier,…` e.g. `critic=llama3.1@0/fast,expert=qwen2.5:32b@0.2/strong`", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_PRICES", schema: z.string().default(""), default: "—", description: "cost table: `model=input/output` USD per million tokens, comma-separated", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_TIMEOUT_MS", schema: int(1000).default(60_000), default: "60000", description: "one model HTTP request's timeout", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_MAX_ATTEMPTS", schema: int(1).default(3), default: "3", description: "HTTP attempts per model call on 429/5xx (ours; the client's retries are off)", usedBy: ["agents"] },
+  { name: "AGENTMESH_AGENT_CONCURRENCY", schema: int(1).default(4), default: "4", description: "tasks one agent process works at once (pull batch size)", usedBy: ["agents"] },
+  { name: "AGENTMESH_ROLES", schema: z.string().default(""), default: "— (all)", description: "local runner: comma-separated roles to run in this process", usedBy: ["agents"] },
+  { name: "AGENTMESH_TASK_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "task lease; agents heartbeat every third of it", usedBy: ["coordinator", "agents"] },
+  { name: "AGENTMESH_TASK_MAX_DELIVER", schema: int(1).default(5), default: "5", description: "deliveries of one task before a typed failure", usedBy: ["coordinator", "agents"] },
+  { name: "AGENTMESH_TASK_DEADLINE_MS", schema: int(1000).default(300_000), default: "300000", description: "deadline of each awaited task", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_SESSION_DEADLINE_MS", schema: int(1000).default(1_800_000), default: "1800000", description: "wall-clock deadline of a session", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_MAX_STEPS", schema: int(1).default(100), default: "100", description: "default step budget per session", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_MAX_TOKENS", schema: int(1).optional(), default: "— (unlimited)", description: "default token budget per session", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_MAX_COST_USD", schema: z.coerce.number().positive().optional(), default: "— (unlimited)", description: "default cost budget per session (USD)", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_COORDINATOR_CONCURRENCY", schema: int(1).default(16), default: "16", description: "inbox messages one coordinator steps at once", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_SESSION_TTL_MS", schema: int(1000).default(7 * 24 * 3600 * 1000), default: "604800000", description: "sliding TTL of a live session's keys", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_FINISHED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "TTL of a finished session's keys", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_REQUIRE_DURABLE", schema: flag.default(false), default: "0", description: "refuse to start unless Redis has AOF, appendfsync always and no eviction", usedBy: ["coordinator"] },
+] as const satisfies readonly EnvVar[];
+
+export type EnvName = (typeof ENV_VARS)[number]["name"];
+type VarOf<N extends EnvName> = Extract<(typeof ENV_VARS)[number], { name: N }>;
+export type EnvValues<N extends EnvName> = { readonly [K in N]: z.infer<VarOf<K>["schema"]> };
+
+/** A configuration problem; lists every bad variable at once. */
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Parses the named variables from `env`, listing every problem at once; the result is frozen. */
+export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<string, string | undefined>): EnvValues<N> {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const name of names) {
+    const spec = ENV_VARS.find((v) => v.name === name);
+    if (!spec) throw new Error(`unknown env var ${name}`);
+    const raw = env[name];
+    const r = (spec.schema as z.ZodType).safeParse(raw === "" ? undefined : raw);
+    if (r.success) out[name] = r.data;
+    else problems.push(`${name}=${JSON.stringify(raw)}: ${r.error.issues.map((i) => i.message).join("; ")}`);
+  }
+  if (problems.length) throw new ConfigError(problems);
+  return Object.freeze(out) as EnvValues<N>;
+}

@@ -1,0 +1,48 @@
+import type { Logger } from "pino";
+import { ConfigError } from "./env.js";
+
+/** Something running that can be stopped gracefully. */
+export interface Stoppable {
+  stop(graceMs: number): Promise<void>;
+}
+
+/** Formats a start-up failure for a person: one clear line, never a stack trace. */
+export function describeFailure(err: unknown): string {
+  if (err instanceof ConfigError) return err.message;
+  if (err instanceof Error) return err.message;
+  return String(err);
+}
+
+/**
+ * Runs a service until SIGTERM/SIGINT, then stops it within `graceMs`. A start-up failure
+ * prints one clear line and exits 1.
+ */
+export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; start: () => Promise<Stoppable> }): Promise<void> {
+  const grace = opts.graceMs ?? 25_000;
+  let running: Stoppable;
+  try {
+    running = await opts.start();
+  } catch (err) {
+    process.stderr.write(`${opts.name}: ${describeFailure(err)}\n`);
+    opts.log.debug({ err }, "start-up failed");
+    process.exit(1);
+  }
+  opts.log.info("started");
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    opts.log.info({ signal }, "stopping");
+    const hard = setTimeout(() => process.exit(1), grace + 5000);
+    hard.unref();
+    running.stop(grace).then(
+      () => process.exit(0),
+      (err: unknown) => {
+        opts.log.error({ err }, "stop failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGTERM", () => stop("SIGTERM"));
+  process.once("SIGINT", () => stop("SIGINT"));
+}

@@ -1,0 +1,141 @@
+import { LIMITS, type CriticChainData, type CriticChainStep, type OpRequest, type OrchestratorMessage, type RoleName } from "@agentmesh/contracts";
+
+/** The verbatim final fields when the run ends without an answer (seed 004, DESIGN decision). */
+export const COULD_NOT_ANSWER = "The question could not be answered.";
+
+/** A step an agent runs: every step but the initial "input". */
+export type AgentStep = Exclude<CriticChainStep, "input">;
+
+/** Which role and op serve each of the seed's steps. */
+export const STEP_OPS = {
+  planner: { role: "planner", op: "plan" },
+  critic_planner: { role: "critic", op: "review_plan" },
+  researcher: { role: "researcher", op: "research" },
+  critic_researcher: { role: "critic", op: "review_research" },
+  expert: { role: "expert", op: "answer" },
+  critic_expert: { role: "critic", op: "review_answer" },
+  finalizer: { role: "finalizer", op: "finalize" },
+} as const satisfies Record<AgentStep, { role: RoleName; op: string }>;
+
+/** Cuts text to `max` characters; long plans and answers must not overflow a bounded field. */
+export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+/**
+ * The seed's orchestrator message for `step`, built exactly as its message-creation logic says.
+ * `advance` is the seed's "increment research index for a new step"; it is false when the same
+ * step is re-dispatched after an agent failure, so the retry repeats the original message.
+ * Returns the data too because advancing moves `current_research_index`.
+ */
+export function orchestratorMessage(data: CriticChainData, step: AgentStep, advance: boolean): { data: CriticChainData; message: OrchestratorMessage } {
+  const msg = (content: string, step_id: number | null): OrchestratorMessage => ({
+    sender: "orchestrator",
+    receiver: step,
+    type: "instruction",
+    // Only a pathological plan or answer reaches the limit; the agent still gets every field by value.
+    content: clip(content, LIMITS.maxTextChars),
+    step_id,
+  });
+  switch (step) {
+    case "planner":
+      return {
+        data,
+        message:
+          data.critic_planner_decision === "reject"
+            ? msg(data.critic_planner_feedback ?? "", null)
+            : msg(`Develop a logical plan to answer: ${data.question}`, null),
+      };
+    case "researcher": {
+      if (data.critic_researcher_decision === "reject") {
+        return { data, message: msg(data.critic_researcher_feedback ?? "", data.current_research_index) };
+      }
+      const index = advance ? data.current_research_index + 1 : data.current_research_index;
+      const next = { ...data, current_research_index: index };
+      const researchStep = data.research_steps[index];
+      return researchStep !== undefined
+        ? { data: next, message: msg(`Research: ${researchStep}`, index) }
+        : { data: next, message: msg("All research steps completed.", index - 1) };
+    }
+    case "expert":
+      return {
+        data,
+        message:
+          data.critic_expert_decision === "reject"
+            ? msg(data.critic_expert_feedback ?? "", null)
+            : msg(`Perform steps: ${data.expert_steps.join(" ")}`, null),
+      };
+    case "critic_planner": {
+      const logicalPlan = data.research_steps.join("\n") + "\n" + data.expert_steps.join("\n");
+      return { data, message: msg(`Review plan: ${logicalPlan}`, null) };
+    }
+    case "critic_researcher": {
+      const i = data.current_research_index;
+      const researchResult = i < data.research_results.length ? (data.research_results[i] ?? "") : "";
+      return { data, message: msg(`Review research: ${researchResult}`, i) };
+    }
+    case "critic_expert":
+      return { data, message: msg(`Review expert answer: ${data.expert_answer}`, null) };
+    case "finalizer":
+      return { data, message: msg("Generate final answer and reasoning trace", null) };
+  }
+}
+
+/** The request of each step's op: the seed's message plus everything the agent needs, by value. */
+export function taskInput(data: CriticChainData, step: AgentStep, message: OrchestratorMessage): unknown {
+  const { question } = data;
+  const researchStep = data.research_steps[data.current_research_index] ?? "";
+  switch (step) {
+    case "planner":
+      return {
+        message,
+        question,
+        feedback: data.critic_planner_decision === "reject" ? data.critic_planner_feedback : null,
+      } satisfies OpRequest<"planner", "plan">;
+    case "critic_planner":
+      return {
+        message,
+        question,
+        research_steps: data.research_steps,
+        expert_steps: data.expert_steps,
+      } satisfies OpRequest<"critic", "review_plan">;
+    case "researcher":
+      return {
+        message,
+        question,
+        research_step: researchStep,
+        feedback: data.critic_researcher_decision === "reject" ? data.critic_researcher_feedback : null,
+      } satisfies OpRequest<"researcher", "research">;
+    case "critic_researcher":
+      return {
+        message,
+        question,
+        research_step: researchStep,
+        research_result: data.research_results[data.current_research_index] ?? "",
+      } satisfies OpRequest<"critic", "review_research">;
+    case "expert":
+      return {
+        message,
+        question,
+        expert_steps: data.expert_steps,
+        research_steps: data.research_steps,
+        research_results: data.research_results,
+        feedback: data.critic_expert_decision === "reject" ? data.critic_expert_feedback : null,
+      } satisfies OpRequest<"expert", "answer">;
+    case "critic_expert":
+      return {
+        message,
+        question,
+        expert_answer: data.expert_answer,
+        expert_reasoning: data.expert_reasoning,
+      } satisfies OpRequest<"critic", "review_answer">;
+    case "finalizer":
+      return {
+        message,
+        question,
+        expert_answer: data.expert_answer,
+        expert_reasoning: data.expert_reasoning,
+        research_results: data.research_results,
+        error: data.error === null ? null : clip(data.error, 4000),
+        error_component: data.error_component,
+      } satisfies OpRequest<"finalizer", "finalize">;
+  }
+}

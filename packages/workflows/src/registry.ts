@@ -1,0 +1,17 @@
+import type { SessionData, WorkflowName } from "@agentmesh/contracts";
+import { criticChain } from "./critic-chain.js";
+import type { WorkflowDefinition } from "./types.js";
+
+/** Every workflow this runtime can run, by name; each entry is typed against its own data. */
+export const WORKFLOWS = {
+  "critic-chain": criticChain,
+} as const satisfies { readonly [K in WorkflowName]: WorkflowDefinition<Extract<SessionData, { workflow: K }>> };
+
+/**
+ * The definition of a workflow, or null when unknown. The widening to the whole data union is
+ * sound because the runtime hands a definition only data whose `workflow` is its own name.
+ */
+export function getWorkflow(name: string): WorkflowDefinition | null {
+  if (!Object.hasOwn(WORKFLOWS, name)) return null;
+  return WORKFLOWS[name as WorkflowName] as unknown as WorkflowDefinition;
+}

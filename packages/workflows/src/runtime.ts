@@ -1,0 +1,154 @@
+import {
+  SessionId,
+  findOp,
+  isTerminal,
+  wireError,
+  type AwaitedTask,
+  type Budgets,
+  type InboxInput,
+  type Provenance,
+  type SessionOptions,
+  type SessionState,
+  type WireError,
+} from "@agentmesh/contracts";
+import { getWorkflow } from "./registry.js";
+import { applyControl, consume, endByRuntime, openDraft, seal, type Draft } from "./transition.js";
+import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
+
+/** What a new session is made from. */
+export interface CreateSessionArgs {
+  readonly sessionId: string;
+  readonly workflow: string;
+  readonly query: string;
+  readonly options: SessionOptions;
+  readonly now: number;
+  readonly defaults: RuntimeDefaults;
+}
+
+/** The session at version 0, before its `start` input is applied. Throws on an unknown workflow (a caller bug). */
+export function createSession(args: CreateSessionArgs): SessionState {
+  const def = getWorkflow(args.workflow);
+  if (!def) throw new Error(`unknown workflow "${args.workflow}"`);
+  const over = args.options.budgets ?? {};
+  // A client's explicit null lifts a default limit; an absent key keeps it.
+  const pick = <K extends keyof Budgets>(k: K): Budgets[K] => (over[k] === undefined ? args.defaults.budgets[k] : (over[k] as Budgets[K]));
+  const { now } = args;
+  return {
+    meta: {
+      session_id: SessionId.parse(args.sessionId),
+      version: 0,
+      workflow: def.name,
+      workflow_version: def.version,
+      status: "running",
+      awaiting: [],
+      usage: { steps: 0, model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
+      budgets: { max_steps: pick("max_steps"), max_tokens: pick("max_tokens"), max_cost_usd: pick("max_cost_usd"), max_wall_ms: pick("max_wall_ms") },
+      created_at: now,
+      updated_at: now,
+      deadline_at: args.defaults.sessionDeadlineMs === null ? null : now + args.defaults.sessionDeadlineMs,
+      error: null,
+    },
+    data: def.init(args.query, args.options),
+  };
+}
+
+const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop", reason, detail });
+
+/** Spend counts every attempt, failed ones included (the money is gone either way). */
+function addSpend(d: Draft, p: Provenance | null): void {
+  if (!p) return;
+  const u = d.meta.usage;
+  u.model_calls += p.usage.model_calls;
+  u.prompt_tokens += p.usage.prompt_tokens;
+  u.completion_tokens += p.usage.completion_tokens;
+  u.cost_usd += p.usage.cost_usd;
+}
+
+/** Turns an agent's outcome into what the workflow sees; bad output is the agent's retryable fault. */
+function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>): WorkflowInput {
+  const base = { role: task.role, op: task.op, attempt: task.attempt };
+  const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: { ...wireError("invalid_message", message, task.role), retryable: true } });
+  if (input.role !== task.role || input.op !== task.op) {
+    return invalid(`result for ${task.task_id} claims ${input.role}.${input.op}, the task is ${task.role}.${task.op}`);
+  }
+  const { outcome } = input;
+  if (!outcome.ok) return { kind: "failure", ...base, error: outcome.error };
+  const def = findOp(task.role, task.op);
+  if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
+  const parsed = def.response.safeParse(outcome.output);
+  if (!parsed.success) {
+    const issues = parsed.error.issues.map((x) => `${x.path.join(".") || "(root)"}: ${x.message}`).join("; ");
+    return invalid(`${task.role}.${task.op} output is invalid: ${issues}`);
+  }
+  return { kind: "result", ...base, output: parsed.data };
+}
+
+/** Hands the input to the workflow and applies what it decided. */
+function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
+  const decided = d.def.decide(d.data, input);
+  d.data = decided.data;
+  d.events.push(...decided.events);
+  applyControl(d, decided.control);
+  return seal(d);
+}
+
+/**
+ * The single entry point the coordinator calls: applies one inbox input to a session, or says
+ * why it drops it. Pure: the same state, input and context give the same outcome.
+ */
+export function step(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
+  const { meta } = state;
+  if (input.session_id !== meta.session_id) return drop("wrong_session", `input for ${input.session_id} reached ${meta.session_id}`);
+  if (isTerminal(meta.status)) return drop("terminal", `session is ${meta.status}`);
+  const def = getWorkflow(meta.workflow);
+  if (!def || def.name !== state.data.workflow) return drop("invalid", `no workflow "${meta.workflow}" for data of "${state.data.workflow}"`);
+  const d = openDraft(state, def, ctx);
+  switch (input.kind) {
+    case "start":
+      if (meta.version !== 0) return drop("not_applicable", `session already started (version ${meta.version})`);
+      if (input.workflow !== meta.workflow) return drop("invalid", `start names ${input.workflow}, session runs ${meta.workflow}`);
+      return decideAndApply(d, { kind: "start" });
+    case "cancel":
+      endByRuntime(d, "cancelled", wireError("cancelled", input.reason || "cancelled on request", null), true);
+      return seal(d);
+    case "result": {
+      const task = meta.awaiting.find((a) => a.task_id === input.task_id);
+      if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
+      consume(d, task);
+      const { provenance } = input.outcome;
+      addSpend(d, provenance);
+      if (provenance) {
+        const summary = `${task.role}.${task.op} attempt ${task.attempt}: ${input.outcome.ok ? "ok" : `failed (${input.outcome.error.code})`}`;
+        d.events.push({ type: "step", task_id: task.task_id, summary, provenance });
+      }
+      return decideAndApply(d, resultInput(task, input));
+    }
+    case "timer": {
+      if (input.reason === "session_deadline") {
+        if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
+        endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`, null));
+        return seal(d);
+      }
+      if (input.task_id === null) return drop("invalid", "a task deadline that names no task");
+      const task = meta.awaiting.find((a) => a.task_id === input.task_id);
+      if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
+      consume(d, task);
+      // Not retryable for the agent, but the workflow may run the step again as a new attempt.
+      const error: WireError = { ...wireError("deadline_exceeded", `task ${task.task_id} passed its deadline`, task.role), retryable: true };
+      return decideAndApply(d, { kind: "failure", role: task.role, op: task.op, attempt: task.attempt, error });
+    }
+    case "user_reply":
+      if (meta.status !== "awaiting_user") return drop("not_applicable", `session is ${meta.status}, not awaiting_user`);
+      return decideAndApply(d, { kind: "user_reply", text: input.text });
+  }
+}
+
+/** Re-applies logged inputs through step(); dropped inputs leave the state as it was. */
+export function replay(initial: SessionState, inputs: ReadonlyArray<{ readonly input: InboxInput; readonly now: number }>, defaults: RuntimeDefaults): SessionState {
+  let state = initial;
+  for (const { input, now } of inputs) {
+    const outcome = step(state, input, { now, defaults });
+    if (outcome.kind === "apply") state = outcome.state;
+  }
+  return state;
+}

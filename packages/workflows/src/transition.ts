@@ -1,0 +1,198 @@
+import {
+  LIMITS,
+  SCHEMA_VERSION,
+  findOp,
+  isTerminal,
+  taskId,
+  wireError,
+  type AwaitedTask,
+  type CancelNotice,
+  type EventDraft,
+  type OutboxEntry,
+  type SessionData,
+  type SessionEvent,
+  type SessionMeta,
+  type SessionState,
+  type SessionStatus,
+  type TaskEnvelope,
+  type WireError,
+} from "@agentmesh/contracts";
+import { timerMember } from "./timers.js";
+import type { Control, StepContext, StepOutcome, TaskSpec, TimerEntry, WorkflowDefinition } from "./types.js";
+
+/**
+ * One transition being built. step() fills it from the input and the workflow's Control, then
+ * seal() turns it into the new state and the outbox. Local and short-lived, so mutating it is
+ * safe: the caller's SessionState is never touched.
+ */
+export interface Draft {
+  readonly prev: SessionState;
+  readonly ctx: StepContext;
+  readonly def: WorkflowDefinition;
+  meta: SessionMeta;
+  data: SessionData;
+  readonly tasks: TaskEnvelope[];
+  readonly events: EventDraft[];
+  cancel: CancelNotice | null;
+  readonly commands: string[];
+  readonly timers: TimerEntry[];
+  readonly clear: string[];
+}
+
+/** Starts a transition of `prev`; the version it will write is `prev.meta.version + 1`. */
+export function openDraft(prev: SessionState, def: WorkflowDefinition, ctx: StepContext): Draft {
+  const meta: SessionMeta = { ...prev.meta, awaiting: [...prev.meta.awaiting], usage: { ...prev.meta.usage } };
+  return { prev, ctx, def, meta, data: prev.data, tasks: [], events: [], cancel: null, commands: [], timers: [], clear: [] };
+}
+
+const newVersion = (d: Draft) => d.prev.meta.version + 1;
+
+/** Removes an awaited task: its result (or its deadline) has arrived, so its timer goes too. */
+export function consume(d: Draft, task: AwaitedTask): void {
+  d.meta.awaiting = d.meta.awaiting.filter((a) => a.task_id !== task.task_id);
+  d.clear.push(timerMember.task(task.task_id));
+}
+
+/** Ends the session. Agents still working for it are told to stop; `notify` forces the notice. */
+export function end(d: Draft, status: SessionStatus, error: WireError | null, finalAnswer: string, finalTrace: string, notify = false): void {
+  d.meta.status = status;
+  d.meta.error = error;
+  if (error) d.events.push({ type: "error", code: error.code, message: error.message, component: error.component });
+  d.events.push({ type: "complete", status, final_answer: finalAnswer, final_reasoning_trace: finalTrace });
+  const outstanding = d.meta.awaiting;
+  for (const a of outstanding) d.clear.push(timerMember.task(a.task_id));
+  d.meta.awaiting = [];
+  if (d.meta.deadline_at !== null) d.clear.push(timerMember.session(d.meta.session_id));
+  if (notify || outstanding.length > 0) {
+    d.cancel = { v: SCHEMA_VERSION, session_id: d.meta.session_id, reason: (error?.message ?? status).slice(0, 500) };
+  }
+}
+
+/** Ends the session on the runtime's authority; the workflow still writes its final fields. */
+export function endByRuntime(d: Draft, status: SessionStatus, error: WireError, notify = false): void {
+  const aborted = d.def.abort(d.data, error);
+  d.data = aborted.data;
+  end(d, status, error, aborted.final_answer, aborted.final_reasoning_trace, notify);
+  d.commands.push(status === "cancelled" ? "cancel" : `${status} ${error.code}`);
+}
+
+/** The first budget a dispatch of `n` tasks would break, with a message naming it; null when none. */
+export function budgetBreach(meta: SessionMeta, n: number, now: number): { budget: string; message: string } | null {
+  const { budgets: b, usage: u } = meta;
+  if (b.max_steps !== null && u.steps + n > b.max_steps) {
+    return { budget: "max_steps", message: `step budget exhausted: ${u.steps} of max_steps ${b.max_steps} used, ${n} more needed` };
+  }
+  const tokens = u.prompt_tokens + u.completion_tokens;
+  if (b.max_tokens !== null && tokens >= b.max_tokens) {
+    return { budget: "max_tokens", message: `token budget exhausted: ${tokens} tokens used, max_tokens ${b.max_tokens}` };
+  }
+  if (b.max_cost_usd !== null && u.cost_usd >= b.max_cost_usd) {
+    return { budget: "max_cost_usd", message: `cost budget exhausted: ${u.cost_usd} USD spent, max_cost_usd ${b.max_cost_usd}` };
+  }
+  const elapsed = now - meta.created_at;
+  if (b.max_wall_ms !== null && elapsed >= b.max_wall_ms) {
+    return { budget: "max_wall_ms", message: `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${b.max_wall_ms}` };
+  }
+  return null;
+}
+
+const byteLength = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
+
+/** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
+function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
+  const { now, defaults } = d.ctx;
+  const out: TaskEnvelope[] = [];
+  for (const [i, spec] of specs.entries()) {
+    const def = findOp(spec.role, spec.op);
+    if (!def) return wireError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, d.def.name);
+    const parsed = def.request.safeParse(spec.input);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map((x) => `${x.path.join(".") || "(root)"}: ${x.message}`).join("; ");
+      return wireError("internal", `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${issues}`, d.def.name);
+    }
+    const envelope: TaskEnvelope = {
+      v: SCHEMA_VERSION,
+      task_id: taskId(d.meta.session_id, newVersion(d), i, spec.attempt),
+      session_id: d.meta.session_id,
+      role: spec.role,
+      op: spec.op,
+      attempt: spec.attempt,
+      deadline_at: defaults.taskDeadlineMs === null ? null : now + defaults.taskDeadlineMs,
+      input: parsed.data,
+    };
+    // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
+    const size = byteLength(envelope);
+    if (size > LIMITS.maxMessageBytes) {
+      return wireError("payload_too_large", `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`, d.def.name);
+    }
+    out.push(envelope);
+  }
+  return out;
+}
+
+function dispatch(d: Draft, specs: readonly TaskSpec[]): void {
+  const breach = budgetBreach(d.meta, specs.length, d.ctx.now);
+  if (breach) return endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", breach.message, null));
+  if (specs.length === 0 && d.meta.awaiting.length === 0) {
+    // Waiting for nothing would strand the session: no result and no timer could ever wake it.
+    return endByRuntime(d, "failed", wireError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, d.def.name));
+  }
+  const built = envelopes(d, specs);
+  if (!Array.isArray(built)) return endByRuntime(d, "failed", built);
+  for (const [i, task] of built.entries()) {
+    const spec = specs[i] as TaskSpec;
+    d.tasks.push(task);
+    d.meta.awaiting.push({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt, dispatched_at: d.ctx.now, deadline_at: task.deadline_at });
+    if (task.deadline_at !== null) d.timers.push({ member: timerMember.task(task.task_id), dueAt: task.deadline_at });
+    d.events.push({ type: "stage", stage: spec.stage, status: "started", detail: spec.detail.slice(0, 2000) });
+    d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
+  }
+  d.meta.usage.steps += built.length;
+  d.meta.status = "running";
+}
+
+/** Carries out the workflow's Control. */
+export function applyControl(d: Draft, control: Control): void {
+  switch (control.kind) {
+    case "dispatch":
+      return dispatch(d, control.tasks);
+    case "await_user":
+      d.meta.status = "awaiting_user";
+      d.commands.push("await_user");
+      return;
+    case "complete":
+      end(d, "completed", null, control.final_answer, control.final_reasoning_trace);
+      d.commands.push("complete");
+      return;
+    case "fail":
+      end(d, "failed", control.error, control.final_answer, control.final_reasoning_trace);
+      d.commands.push(`fail ${control.error.code}`);
+      return;
+  }
+}
+
+/** Finishes the transition: new version, stamped events, outbox (tasks, events, cancel), timers. */
+export function seal(d: Draft): StepOutcome {
+  const version = newVersion(d);
+  const { now } = d.ctx;
+  const sid = d.meta.session_id;
+  const meta: SessionMeta = { ...d.meta, version, updated_at: now };
+  const events = d.events.map((e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, at: now }) as SessionEvent);
+  const outbox: OutboxEntry[] = [
+    ...d.tasks.map((task): OutboxEntry => ({ kind: "task", task })),
+    ...events.map((event): OutboxEntry => ({ kind: "event", event })),
+    ...(d.cancel ? [{ kind: "cancel", notice: d.cancel } as const] : []),
+  ];
+  const terminal = isTerminal(meta.status);
+  const timers = [...d.timers];
+  // The session deadline is armed once, with the transition that leaves version 0.
+  if (d.prev.meta.version === 0 && !terminal && meta.deadline_at !== null) timers.push({ member: timerMember.session(sid), dueAt: meta.deadline_at });
+  return {
+    kind: "apply",
+    state: { meta, data: d.data },
+    outbox,
+    commands: d.commands,
+    timers,
+    clearTimers: [...new Set(d.clear)],
+  };
+}

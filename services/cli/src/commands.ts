@@ -1,0 +1,146 @@
+import { randomBytes } from "node:crypto";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { SCHEMA_VERSION, SubmitReply, inputIds, naming as makeNaming, type SessionEvent, type WorkflowName } from "@agentmesh/contracts";
+import { AgentmeshError, connectNats, createPublisher, followEvents, listServices, request } from "@agentmesh/messaging";
+import { connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
+import { createLogger } from "@agentmesh/service-kit";
+import type { CliConfig } from "./config.js";
+import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
+
+const quietLog = createLogger({ service: "cli", level: "silent" });
+
+async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
+  const nc = await connectNats({ url: cfg.natsUrl, name: `cli-${process.pid}`, waitOnFirstConnect: false });
+  try {
+    return await fn(nc);
+  } finally {
+    await nc.close();
+  }
+}
+
+export interface AskOptions {
+  readonly workflow: WorkflowName;
+  readonly verbose: boolean;
+  readonly json: boolean;
+  readonly timeoutMs: number;
+  /** Resolves when the user asks to stop (Ctrl-C): the session is cancelled. */
+  readonly interrupted?: Promise<void>;
+}
+
+/**
+ * `agentmesh ask`: follows the session's events (from its first event, so nothing is missed),
+ * submits, prints progress stage by stage and the final answer. Exit code 0 only on completion.
+ */
+export async function ask(cfg: CliConfig, question: string, opts: AskOptions, out: Out): Promise<number> {
+  const naming = makeNaming(cfg.prefix);
+  const sessionId = randomBytes(16).toString("hex");
+  return withNats(cfg, async (nc) => {
+    const stop = new AbortController();
+    const events = followEvents(nc, naming, sessionId, { signal: stop.signal });
+    const reply = SubmitReply.parse(
+      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId }, 15_000).catch((e: unknown) => {
+        if (e instanceof AgentmeshError && e.code === "unavailable") {
+          throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${cfg.natsUrl}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
+        }
+        throw e;
+      }),
+    );
+    if (!reply.ok) {
+      out.err(`agentmesh: ${reply.error.message} [${reply.error.code}]`);
+      stop.abort();
+      return 2;
+    }
+    if (!opts.json) out.line(`session ${reply.session_id} (${opts.workflow})`);
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<"timeout">((r) => { timer = setTimeout(() => r("timeout"), opts.timeoutMs); });
+    let cancelled = false;
+    void opts.interrupted?.then(async () => {
+      cancelled = true;
+      out.err(`\ncancelling session ${reply.session_id} …`);
+      const pub = createPublisher(nc, naming, quietLog);
+      await pub.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: reply.session_id, input_id: inputIds.cancel(`${reply.session_id}-cli`), reason: "cancelled from the CLI (Ctrl-C)" });
+    });
+    const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
+      for await (const e of events) {
+        if (opts.json) out.line(JSON.stringify(e));
+        else {
+          const line = renderEvent(e, opts.verbose);
+          if (line) out.line(line);
+        }
+        if (e.type === "complete") return e;
+      }
+      throw new AgentmeshError("unavailable", "the event stream ended before the session completed");
+    })();
+    try {
+      const done = await Promise.race([follow, timedOut]);
+      if (done === "timeout") {
+        out.err(`agentmesh: no answer within ${Math.round(opts.timeoutMs / 1000)} s; the session goes on. Inspect it: agentmesh inspect ${reply.session_id}`);
+        return 3;
+      }
+      if (!opts.json) out.line(renderFinal(done));
+      if (cancelled || done.status === "cancelled") return 130;
+      return done.status === "completed" ? 0 : 1;
+    } finally {
+      clearTimeout(timer);
+      stop.abort();
+    }
+  });
+}
+
+/** `agentmesh services`: every running service replica, from `$SRV.INFO` and `$SRV.STATS`. */
+export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out): Promise<number> {
+  return withNats(cfg, async (nc) => {
+    const found = await listServices(nc, 1500);
+    if (opts.json) {
+      out.line(JSON.stringify(found, null, 2));
+      return 0;
+    }
+    if (found.length === 0) {
+      out.line(`no agentmesh services answer at ${cfg.natsUrl}`);
+      return 1;
+    }
+    const mine = found.filter((s) => s.info.metadata?.prefix === cfg.prefix);
+    const byName = new Map<string, typeof mine>();
+    for (const s of mine) byName.set(s.info.name, [...(byName.get(s.info.name) ?? []), s]);
+    out.line(`${"service".padEnd(14)}${"replicas".padEnd(10)}${"endpoints".padEnd(44)}work (processed/failed/redelivered/in flight)`);
+    for (const [name, reps] of [...byName.entries()].sort()) {
+      const eps = reps[0]?.info.endpoints.map((e) => e.name).join(",") ?? "";
+      const work = reps.map((r) => {
+        const d = (r.stats?.endpoints[0]?.data ?? {}) as Record<string, number>;
+        return `${d.processed ?? d.applied ?? 0}/${d.failed ?? d.dropped ?? 0}/${d.redelivered ?? 0}/${d.in_flight ?? 0}`;
+      });
+      out.line(`${name.padEnd(14)}${String(reps.length).padEnd(10)}${eps.padEnd(44)}${work.join("  ")}`);
+    }
+    return 0;
+  });
+}
+
+/** `agentmesh inspect <sid>`: the session's state and transition log, from Redis. */
+export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: boolean }, out: Out): Promise<number> {
+  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  try {
+    const bb = createRedisBlackboard(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const loaded = await bb.load(sessionId);
+    if (!loaded) {
+      out.err(`agentmesh: no session ${sessionId} in ${cfg.redisUrl} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`);
+      return 1;
+    }
+    const log = await bb.transitionLog(sessionId);
+    out.line(opts.json ? JSON.stringify({ state: loaded.state, transition_log: log }, null, 2) : renderInspect(loaded.state, log));
+    return 0;
+  } finally {
+    await redis.quit();
+  }
+}
+
+/** `agentmesh cancel <sid>`: a cancel inbox message; the session ends as cancelled. */
+export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promise<number> {
+  const naming = makeNaming(cfg.prefix);
+  return withNats(cfg, async (nc) => {
+    await createPublisher(nc, naming, quietLog).publishInbox({
+      v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-cli`), reason: "cancelled from the CLI",
+    });
+    out.line(`cancel sent to session ${sessionId}`);
+    return 0;
+  });
+}

@@ -1,0 +1,58 @@
+import { Command, InvalidArgumentError } from "commander";
+import { WorkflowName, SessionId } from "@agentmesh/contracts";
+import { describeFailure } from "@agentmesh/service-kit";
+import { loadCliConfig } from "./config.js";
+import { ask, cancel, inspect, services } from "./commands.js";
+import { consoleOut } from "./render.js";
+
+const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
+
+const cfg = () => loadCliConfig(process.env);
+const exit = (code: number) => { process.exitCode = code; };
+const sessionArg = (v: string) => {
+  if (!SessionId.safeParse(v).success) throw new InvalidArgumentError("not a session id (8-64 of A-Z a-z 0-9 _ -)");
+  return v;
+};
+
+program
+  .command("ask")
+  .description("ask a question and follow the session to its answer")
+  .argument("<question>", "the question (3-5000 characters)")
+  .option("-w, --workflow <name>", `workflow (${WorkflowName.options.join(", ")})`, "critic-chain")
+  .option("-v, --verbose", "show each step's model, tokens and latency", false)
+  .option("--json", "print raw events as JSON lines", false)
+  .option("--timeout <seconds>", "give up waiting after this many seconds", "300")
+  .action(async (question: string, o: { workflow: string; verbose: boolean; json: boolean; timeout: string }) => {
+    const wf = WorkflowName.safeParse(o.workflow);
+    if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
+    const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
+    exit(await ask(cfg(), question, { workflow: wf.data, verbose: o.verbose, json: o.json, timeoutMs: Number(o.timeout) * 1000, interrupted }, consoleOut));
+  });
+
+program
+  .command("services")
+  .description("list running services and replicas via $SRV")
+  .option("--json", "raw INFO and STATS replies", false)
+  .action(async (o: { json: boolean }) => exit(await services(cfg(), o, consoleOut)));
+
+program
+  .command("inspect")
+  .description("print a session's state and transition log")
+  .argument("<session>", "session id", sessionArg)
+  .option("--json", "raw JSON", false)
+  .action(async (sid: string, o: { json: boolean }) => exit(await inspect(cfg(), sid, o, consoleOut)));
+
+program
+  .command("cancel")
+  .description("cancel a session")
+  .argument("<session>", "session id", sessionArg)
+  .action(async (sid: string) => exit(await cancel(cfg(), sid, consoleOut)));
+
+try {
+  await program.parseAsync(process.argv);
+} catch (err) {
+  process.stderr.write(`agentmesh: ${describeFailure(err)}\n`);
+  process.exitCode = 1;
+}
+// Open handles (a reconnecting client) must not keep a finished command alive.
+setTimeout(() => process.exit(), 50).unref();

@@ -1,0 +1,62 @@
+import { naming as makeNaming } from "@agentmesh/contracts";
+import { checkDurability, connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
+import { connectNats } from "@agentmesh/messaging";
+import { createLogger, crashHook, runUntilSignalled, type Logger } from "@agentmesh/service-kit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Redis } from "ioredis";
+import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
+import { startCoordinator, type RunningCoordinator } from "./service.js";
+
+/** Warns about a Redis that could lose sessions; in strict mode refuses to start. */
+export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: Logger): Promise<void> {
+  const d = await checkDurability(redis);
+  for (const w of d.warnings) log.warn({ durability: w }, "redis durability");
+  if (cfg.requireDurable && (d.warnings.length > 0 || !d.configAvailable)) {
+    throw new Error(`AGENTMESH_REQUIRE_DURABLE=1 but Redis at ${cfg.redisUrl} is not durable: ${d.warnings.join("; ") || "CONFIG unavailable, cannot verify"}`);
+  }
+}
+
+/** Starts a coordinator from configuration on existing connections (used by main and the local runner). */
+export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: { nc: NatsConnection; redis: Redis; log: Logger }): Promise<RunningCoordinator> {
+  await assertDurable(deps.redis, cfg, deps.log);
+  const bb = createRedisBlackboard(deps.redis, {
+    keyPrefix: cfg.prefix,
+    activeTtlMs: cfg.activeTtlMs,
+    finishedTtlMs: cfg.finishedTtlMs,
+    idempotencyTtlMs: cfg.activeTtlMs,
+  });
+  return startCoordinator({
+    nc: deps.nc,
+    bb,
+    naming: makeNaming(cfg.prefix),
+    log: deps.log,
+    defaults: cfg.defaults,
+    concurrency: cfg.concurrency,
+    taskAckWaitMs: cfg.taskAckWaitMs,
+    taskMaxDeliver: cfg.taskMaxDeliver,
+    crash: crashHook(cfg.crashAt, "coordinator", deps.log),
+  });
+}
+
+/** The coordinator process: config → connections → service → run until SIGTERM. */
+export async function coordinatorMain(env: Record<string, string | undefined>): Promise<void> {
+  let log = createLogger({ service: "coordinator", level: "info" });
+  await runUntilSignalled({
+    name: "coordinator",
+    log,
+    start: async () => {
+      const cfg = loadCoordinatorConfig(env);
+      log = createLogger({ service: "coordinator", level: cfg.logLevel });
+      const nc = await connectNats({ url: cfg.natsUrl, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
+      const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}` });
+      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log });
+      return {
+        async stop(graceMs: number) {
+          await running.stop(graceMs);
+          await nc.drain();
+          await redis.quit();
+        },
+      };
+    },
+  });
+}

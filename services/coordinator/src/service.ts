@@ -1,0 +1,88 @@
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
+import type { Blackboard } from "@agentmesh/blackboard";
+import { createMicroService, createPublisher, provision, startInboxConsumer, type CrashHook, type Worker } from "@agentmesh/messaging";
+import type { RuntimeDefaults } from "@agentmesh/workflows";
+import type { Logger, Stoppable } from "@agentmesh/service-kit";
+import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
+
+export interface CoordinatorServiceOptions {
+  readonly nc: NatsConnection;
+  readonly bb: Blackboard;
+  readonly naming: Naming;
+  readonly log: Logger;
+  readonly defaults: RuntimeDefaults;
+  readonly concurrency: number;
+  readonly taskAckWaitMs: number;
+  readonly taskMaxDeliver: number;
+  readonly crash?: CrashHook;
+  readonly timerPollMs?: number;
+  readonly version?: string;
+}
+
+/** A running coordinator replica. */
+export interface RunningCoordinator extends Stoppable {
+  readonly core: CoordinatorCore;
+  readonly inbox: Worker;
+}
+
+/**
+ * Starts one coordinator replica: provisions streams (idempotent), serves `<p>.submit` as a
+ * micro-service endpoint, consumes the shared inbox, and polls due timers. Any number of
+ * replicas may run at once.
+ */
+export async function startCoordinator(opts: CoordinatorServiceOptions): Promise<RunningCoordinator> {
+  const log = opts.log.child({ role: "coordinator" });
+  await provision(opts.nc, {
+    naming: opts.naming,
+    roles: ROLE_NAMES,
+    taskAckWaitMs: opts.taskAckWaitMs,
+    taskMaxDeliver: opts.taskMaxDeliver,
+    inboxAckWaitMs: 30_000,
+    inboxMaxDeliver: 20,
+    eventsMaxAgeMs: 7 * 24 * 3600 * 1000,
+    duplicateWindowMs: 10 * 60 * 1000,
+    maxAckPendingPerRole: 1000,
+  });
+  const publisher = createPublisher(opts.nc, opts.naming, log);
+  const core = createCoordinatorCore({ bb: opts.bb, publisher, log, defaults: opts.defaults, crash: opts.crash });
+  const inbox = await startInboxConsumer(opts.nc, {
+    naming: opts.naming,
+    concurrency: opts.concurrency,
+    ackWaitMs: 30_000,
+    handler: (input) => core.handleInput(input),
+    log,
+    crash: opts.crash,
+  });
+  const micro = await createMicroService(opts.nc, {
+    name: "coordinator",
+    version: opts.version ?? "0.1.0",
+    description: "Drives sessions: submit, step the workflow, persist, dispatch",
+    metadata: { prefix: opts.naming.prefix, kind: "coordinator" },
+    statsData: () => ({ ...core.stats, ...inbox.stats }),
+  });
+  await micro.addEndpoint("submit", opts.naming.submit, (body: unknown) => core.submit(body), { queue: "coordinators" });
+
+  let timerLoop: NodeJS.Timeout | undefined;
+  let polling = false;
+  const poll = () => {
+    if (polling) return;
+    polling = true;
+    core.fireDueTimers().then(
+      () => { polling = false; },
+      (err: unknown) => { polling = false; log.warn({ err }, "timer poll failed"); },
+    );
+  };
+  timerLoop = setInterval(poll, opts.timerPollMs ?? 500);
+
+  return {
+    core,
+    inbox,
+    async stop(graceMs: number) {
+      if (timerLoop) clearInterval(timerLoop);
+      timerLoop = undefined;
+      await micro.stop();
+      await inbox.stop(graceMs);
+    },
+  };
+}

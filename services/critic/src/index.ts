@@ -1,0 +1,1 @@
+export { critic } from "./definition.js";

@@ -1,0 +1,1 @@
+export { expert } from "./definition.js";

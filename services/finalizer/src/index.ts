@@ -1,0 +1,1 @@
+export { finalizer } from "./definition.js";

@@ -1,0 +1,1 @@
+export { localMain, ALL_AGENTS } from "./local.js";

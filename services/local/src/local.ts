@@ -1,0 +1,43 @@
+import { loadAgentConfig, startAgentsInProcess, type AgentDefinition } from "@agentmesh/agent-kit";
+import { connectRedis } from "@agentmesh/blackboard";
+import { connectNats } from "@agentmesh/messaging";
+import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
+import { planner } from "@agentmesh/planner";
+import { critic } from "@agentmesh/critic";
+import { researcher } from "@agentmesh/researcher";
+import { expert } from "@agentmesh/expert";
+import { finalizer } from "@agentmesh/finalizer";
+import { createLogger, runUntilSignalled } from "@agentmesh/service-kit";
+
+/** Every agent role this build ships. */
+export const ALL_AGENTS: readonly AgentDefinition[] = [planner, critic, researcher, expert, finalizer] as readonly AgentDefinition[];
+
+/**
+ * Runs a coordinator and every agent role in one process for local use. Each role is still its
+ * own NATS micro service with its own durable consumer, exactly as when deployed one per pod.
+ */
+export async function localMain(env: Record<string, string | undefined>): Promise<void> {
+  let log = createLogger({ service: "local", level: "info" });
+  await runUntilSignalled({
+    name: "agentmesh-local",
+    log,
+    start: async () => {
+      const ccfg = loadCoordinatorConfig(env);
+      const acfg = loadAgentConfig(env);
+      log = createLogger({ service: "local", level: ccfg.logLevel });
+      const nc = await connectNats({ url: ccfg.natsUrl, name: `local-${process.pid}`, waitOnFirstConnect: false });
+      const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}` });
+      const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log });
+      const agents = await startAgentsInProcess(ALL_AGENTS, acfg, { nc, log });
+      log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
+      return {
+        async stop(graceMs: number) {
+          await agents.stop(graceMs);
+          await coordinator.stop(graceMs);
+          await nc.drain();
+          await redis.quit();
+        },
+      };
+    },
+  });
+}

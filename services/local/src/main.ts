@@ -1,0 +1,3 @@
+import { localMain } from "./local.js";
+
+await localMain(process.env);

@@ -1,0 +1,1 @@
+export { planner } from "./definition.js";

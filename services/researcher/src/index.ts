@@ -1,0 +1,1 @@
+export { researcher } from "./definition.js";

@@ -1,0 +1,190 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { join } from "node:path";
+import { Redis } from "ioredis";
+import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine } from "@agentmesh/contracts";
+import { createRedisBlackboard, type Blackboard } from "@agentmesh/blackboard";
+import { followEvents, request } from "@agentmesh/messaging";
+
+const root = join(import.meta.dirname, "../..");
+
+export type ServiceName = "coordinator" | "planner" | "critic" | "researcher" | "expert" | "finalizer";
+export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer"] as const;
+
+/** One service as a real OS process. */
+export interface Proc {
+  readonly name: ServiceName;
+  readonly child: ChildProcess;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  output(): string;
+}
+
+export interface ClusterOptions {
+  readonly natsUrl: string;
+  readonly redisUrl: string;
+  readonly prefix: string;
+  /** OpenAI-compatible base URL (the scripted server); unset = offline engine. */
+  readonly llmBaseUrl?: string;
+  readonly extraEnv?: Record<string, string>;
+}
+
+/** A set of service processes sharing one prefix, plus clients to watch them. */
+export class Cluster {
+  readonly procs: Proc[] = [];
+  readonly naming: Naming;
+  private nc!: NatsConnection;
+  private redis!: Redis;
+  bb!: Blackboard;
+
+  constructor(readonly opts: ClusterOptions) {
+    this.naming = makeNaming(opts.prefix);
+  }
+
+  async open(): Promise<void> {
+    const u = new URL(this.opts.natsUrl);
+    this.nc = await connect({ servers: u.host, user: u.username || undefined, pass: u.password || undefined, name: "e2e-harness" });
+    this.redis = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
+    this.bb = createRedisBlackboard(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
+  }
+
+  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+    return {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NATS_URL: this.opts.natsUrl,
+      REDIS_URL: this.opts.redisUrl,
+      AGENTMESH_PREFIX: this.opts.prefix,
+      LOG_LEVEL: "warn",
+      AGENTMESH_TASK_ACK_WAIT_MS: "2000",
+      AGENTMESH_AGENT_CONCURRENCY: "4",
+      ...(this.opts.llmBaseUrl ? { AGENTMESH_LLM_BASE_URL: this.opts.llmBaseUrl, AGENTMESH_LLM_MODEL: "scripted", AGENTMESH_LLM_MAX_ATTEMPTS: "2" } : {}),
+      ...this.opts.extraEnv,
+      ...extra,
+    };
+  }
+
+  /** Spawns one service process (`tsx services/<name>/src/main.ts`). */
+  start(name: ServiceName, extra: Record<string, string> = {}): Proc {
+    const child = spawn(process.execPath, ["--import", "tsx", join(root, "services", name, "src/main.ts")], {
+      cwd: root,
+      env: this.env(extra),
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    child.stdout?.on("data", (b: Buffer) => { out += b.toString(); });
+    child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    const p: Proc = { name, child, exited, output: () => out };
+    this.procs.push(p);
+    return p;
+  }
+
+  /** Starts `coordinators` coordinator replicas and every agent role. */
+  startAll(coordinators = 2, extra: Partial<Record<ServiceName, Record<string, string>>> = {}): void {
+    for (let i = 0; i < coordinators; i++) this.start("coordinator", extra.coordinator);
+    for (const r of AGENT_ROLES) this.start(r, extra[r]);
+  }
+
+  /** Waits until `$SRV.PING.<name>` is answered by `count` replicas of each named service. */
+  async waitReady(want: Partial<Record<ServiceName, number>>, ms = 30_000): Promise<void> {
+    const end = Date.now() + ms;
+    for (;;) {
+      const seen = await this.ping();
+      const missing = Object.entries(want).filter(([n, c]) => (seen.get(n) ?? 0) < (c ?? 1));
+      if (missing.length === 0) return;
+      if (Date.now() > end) {
+        throw new Error(`services not ready: ${missing.map(([n]) => n).join(", ")}\n${this.procs.map((p) => `--- ${p.name}\n${p.output().slice(-2000)}`).join("\n")}`);
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** Counts live replicas per service name of this prefix via `$SRV.PING`. */
+  async ping(): Promise<Map<string, number>> {
+    const inbox = this.nc.subscribe(`_INBOX.e2e.${Math.random().toString(36).slice(2)}`, { timeout: 400 });
+    this.nc.publish("$SRV.PING", "", { reply: inbox.getSubject() });
+    const counts = new Map<string, number>();
+    const stop = setTimeout(() => inbox.unsubscribe(), 400);
+    try {
+      for await (const m of inbox) {
+        const r = m.json<{ name: string; metadata?: Record<string, string> }>();
+        if (r.metadata?.prefix === this.opts.prefix) counts.set(r.name, (counts.get(r.name) ?? 0) + 1);
+      }
+    } catch { /* the subscription timed out: that's the end of replies */ }
+    clearTimeout(stop);
+    return counts;
+  }
+
+  /** Submits a question; returns the session id. */
+  async submit(query: string, sessionId: string, extra: Record<string, unknown> = {}): Promise<string> {
+    const reply = SubmitReply.parse(await request(this.nc, this.naming.submit, { v: SCHEMA_VERSION, query, session_id: sessionId, idempotency_key: sessionId, ...extra }, 10_000));
+    if (!reply.ok) throw new Error(`submit rejected: ${reply.error.code} ${reply.error.message}`);
+    return reply.session_id;
+  }
+
+  /** Raw submit reply (for bad-input tests). */
+  async submitRaw(body: unknown): Promise<SubmitReply> {
+    return SubmitReply.parse(await request(this.nc, this.naming.submit, body, 10_000));
+  }
+
+  /** Waits for a session to reach a terminal status; returns its state, log and events. */
+  async waitDone(sessionId: string, ms = 60_000): Promise<{ state: SessionState; log: TransitionLogLine[]; events: SessionEvent[] }> {
+    const ac = new AbortController();
+    const events: SessionEvent[] = [];
+    const timer = setTimeout(() => ac.abort(), ms);
+    try {
+      for await (const e of followEvents(this.nc, this.naming, sessionId, { signal: ac.signal })) {
+        events.push(e);
+        if (e.type === "complete") break;
+      }
+    } finally {
+      clearTimeout(timer);
+      ac.abort();
+    }
+    const loaded = await this.bb.load(sessionId);
+    if (!loaded || !events.some((e) => e.type === "complete")) {
+      throw new Error(`session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`);
+    }
+    return { state: loaded.state, log: await this.bb.transitionLog(sessionId), events };
+  }
+
+  get natsConnection(): NatsConnection {
+    return this.nc;
+  }
+
+  get redisClient(): Redis {
+    return this.redis;
+  }
+
+  /** SIGTERMs every process and closes the clients. */
+  async close(): Promise<void> {
+    for (const p of this.procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
+    await Promise.race([Promise.all(this.procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 8000))]);
+    for (const p of this.procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
+    await this.nc?.close();
+    this.redis?.disconnect();
+  }
+}
+
+/** The session's result with run-specific values (ids, times) taken out, for comparing runs. */
+export function comparable(state: SessionState): unknown {
+  const { meta, data } = state;
+  return {
+    data,
+    meta: { status: meta.status, version: meta.version, workflow: meta.workflow, usage: meta.usage, error: meta.error, awaiting: meta.awaiting.length },
+  };
+}
+
+/** The transition log reduced to what must be identical between runs (input kinds and commands). */
+export function logShape(log: readonly TransitionLogLine[], sessionId: string): string[] {
+  return log.map((l) => `${l.version} ${l.input_id.replaceAll(sessionId, "<sid>")} -> ${l.status} [${l.commands.map((c) => c.replaceAll(sessionId, "<sid>")).join("; ")}]`);
+}
+
+/** Asserts every transition was applied exactly once: versions 1..n contiguous, input ids unique. */
+export function assertAppliedOnce(log: readonly TransitionLogLine[], finalVersion: number): void {
+  const versions = log.map((l) => l.version);
+  const expected = Array.from({ length: finalVersion }, (_, i) => i + 1);
+  if (JSON.stringify(versions) !== JSON.stringify(expected)) throw new Error(`transition versions not 1..${finalVersion} once each: ${versions.join(",")}`);
+  const ids = log.map((l) => l.input_id);
+  if (new Set(ids).size !== ids.length) throw new Error(`an input was applied twice: ${ids.join(",")}`);
+}
