@@ -11,22 +11,19 @@ RUN apt-get update \
  && npm i -g pnpm@10 \
  && npm cache clean --force
 
-ENV CI=true \
-    NODE_ENV=production \
-    PNPM_HOME=/home/node/.local/share/pnpm
-
 WORKDIR /app
 RUN chown node:node /app
 USER node
 
 # Dependencies first (cached while only sources change): the lockfile is enough to fetch.
-COPY --chown=node:node pnpm-lock.yaml pnpm-workspace.yaml .npmrc ./
-RUN pnpm fetch
+COPY --chown=node:node pnpm-lock.yaml pnpm-workspace.yaml ./
+RUN CI=true pnpm fetch
 
 COPY --chown=node:node . .
 # tsx (the runtime) is a root devDependency, hence --prod=false.
-RUN pnpm install --frozen-lockfile --prod=false
+RUN CI=true pnpm install --frozen-lockfile --prod=false
 
-ENV SERVICE=""
+ENV NODE_ENV=production \
+    SERVICE=""
 ENTRYPOINT ["/usr/bin/tini", "--", "/bin/sh", "/app/deploy/docker/entrypoint.sh"]
 CMD []

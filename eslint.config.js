@@ -35,18 +35,18 @@ function readArchitecture() {
   });
 }
 
+const DEEP_IMPORT = {
+  regex: "^@agentmesh/[^/]+/(?!testing$)",
+  message: "Deep import into another package. Import its front door `@agentmesh/<name>` (or `@agentmesh/<name>/testing` in tests).",
+};
+
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const nodeBuiltins = builtinModules.filter((m) => !m.startsWith("_"));
 
 /** `no-restricted-imports` options for one row of the table (and workflows' purity). */
 function importRules(row, { pure }) {
   const allowed = [row.name, ...row.internal].map(escape).join("|");
-  const patterns = [
-    {
-      regex: "^@agentmesh/[^/]+/(?!testing$)",
-      message: "Deep import into another package. Import its front door `@agentmesh/<name>` (or `@agentmesh/<name>/testing` in tests).",
-    },
-  ];
+  const patterns = [DEEP_IMPORT];
   if (row.external.length === 0) {
     patterns.push({
       regex: `^@agentmesh/(?!(?:${allowed})(?:/|$))`,
@@ -70,7 +70,7 @@ function importRules(row, { pure }) {
 }
 
 const rows = readArchitecture();
-const testFiles = ["**/*.test.ts", "**/testing.ts", "**/testing/**"];
+const testFiles = ["**/*.test.ts", "**/testing.ts", "**/testing/**", "**/test-support.ts"];
 const impure = "Workflows are pure: time, randomness and ids come in the step input (see DESIGN 'Workflows are data').";
 
 const nodeGlobals = Object.fromEntries(
@@ -132,15 +132,20 @@ export default tseslint.config(
   },
   {
     // Tests and their unshipped helpers (test-support.ts) may reach the root package's shared
-    // test infrastructure (test/setup), and test/
-    // (the root package, with no workspace dependencies) reaches a package's front door by
-    // relative path. test/unit/architecture.test.ts still rejects a test that reaches into
-    // another package's files.
-    files: ["test/**/*.ts", "**/*.test.ts", "**/test-support.ts", "**/test-support/**/*.ts"],
+    // test infrastructure (test/setup). test/unit/architecture.test.ts still rejects shipped
+    // code that does, and a test that reaches into another package's files.
+    files: ["**/*.test.ts", "**/test-support.ts", "**/test-support/**/*.ts"],
     rules: { "import-x/no-relative-packages": "off" },
   },
 
   { files: ["**/*.{ts,js,mjs}"], rules: { "max-lines": ["error", { max: 500 }] } },
+
+  // Everywhere (the root's test/, scripts/, bench/ too): front doors only. The blocks below
+  // replace this rule for package folders with one that also carries their table row.
+  {
+    files: ["**/*.{ts,js,mjs}"],
+    rules: { "no-restricted-imports": ["error", { patterns: [DEEP_IMPORT] }] },
+  },
 
   // The dependency table, one block per package folder.
   ...rows.map((row) => ({

@@ -6,6 +6,7 @@
 # `exec` replaces this shell, so node is the process that receives SIGTERM (tini, PID 1,
 # forwards it) and drains. Sources run through tsx's loader: there is no build step.
 set -eu
+cd "$(dirname "$0")/../.."
 
 if [ $# -gt 0 ] && [ -f "services/$1/src/main.ts" ]; then
   service="$1"
@@ -16,7 +17,12 @@ fi
 
 if [ -z "$service" ] || [ ! -f "services/$service/src/main.ts" ]; then
   echo "agentmesh image: name a service with SERVICE=<name> or as the first argument." >&2
-  echo "services: $(ls services | tr '\n' ' ')" >&2
+  printf 'services:' >&2
+  for main in services/*/src/main.ts; do
+    name="${main#services/}"
+    printf ' %s' "${name%%/*}" >&2
+  done
+  echo >&2
   exit 64
 fi
 

@@ -56,6 +56,7 @@ export class Cluster {
       AGENTMESH_PREFIX: this.opts.prefix,
       LOG_LEVEL: "warn",
       AGENTMESH_TASK_ACK_WAIT_MS: "2000",
+      AGENTMESH_INBOX_ACK_WAIT_MS: "2000",
       AGENTMESH_AGENT_CONCURRENCY: "4",
       ...(this.opts.llmBaseUrl ? { AGENTMESH_LLM_BASE_URL: this.opts.llmBaseUrl, AGENTMESH_LLM_MODEL: "scripted", AGENTMESH_LLM_MAX_ATTEMPTS: "2" } : {}),
       ...this.opts.extraEnv,

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { findOp, wireError, type Naming, type TaskEnvelope, type TaskOutcome, type WireError } from "@agentmesh/contracts";
 import { AgentmeshError, createMicroService, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
@@ -99,8 +100,8 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     name: def.role,
     version: opts.version ?? "0.1.0",
     description: def.description,
-    metadata: { prefix: opts.naming.prefix, kind: "agent", model: opts.model.name },
-    statsData: () => ({ ...worker.stats }),
+    metadata: { prefix: opts.naming.prefix, kind: "agent", model: opts.model.name, host: hostname() },
+    statsData: () => ({ ...worker.stats, alive: worker.alive() }),
   });
   for (const op of Object.keys(def.ops)) {
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {

@@ -34,6 +34,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_AGENT_CONCURRENCY", schema: int(1).default(4), default: "4", description: "tasks one agent process works at once (pull batch size)", usedBy: ["agents"] },
   { name: "AGENTMESH_ROLES", schema: z.string().default(""), default: "— (all)", description: "local runner: comma-separated roles to run in this process", usedBy: ["agents"] },
   { name: "AGENTMESH_TASK_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "task lease; agents heartbeat every third of it", usedBy: ["coordinator", "agents"] },
+  { name: "AGENTMESH_INBOX_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "inbox lease; a coordinator that dies mid-step has its message redelivered after this", usedBy: ["coordinator"] },
   { name: "AGENTMESH_TASK_MAX_DELIVER", schema: int(1).default(5), default: "5", description: "deliveries of one task before a typed failure", usedBy: ["coordinator", "agents"] },
   { name: "AGENTMESH_TASK_DEADLINE_MS", schema: int(1000).default(300_000), default: "300000", description: "deadline of each awaited task", usedBy: ["coordinator"] },
   { name: "AGENTMESH_SESSION_DEADLINE_MS", schema: int(1000).default(1_800_000), default: "1800000", description: "wall-clock deadline of a session", usedBy: ["coordinator"] },

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, inputIds, naming as makeNaming, type SessionEvent, type WorkflowName } from "@agentmesh/contracts";
 import { AgentmeshError, connectNats, createPublisher, followEvents, listServices, request } from "@agentmesh/messaging";
@@ -141,6 +142,25 @@ export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promi
       v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-cli`), reason: "cancelled from the CLI",
     });
     out.line(`cancel sent to session ${sessionId}`);
+    return 0;
+  });
+}
+
+/**
+ * `agentmesh health --service <name>`: exit 0 when a replica of `name` on this host answers
+ * `$SRV.STATS` and reports its consume loop alive (a container/pod readiness probe).
+ */
+export async function health(cfg: CliConfig, opts: { service: string; anyHost: boolean }, out: Out): Promise<number> {
+  return withNats(cfg, async (nc) => {
+    const found = (await listServices(nc, 800)).filter(
+      (s) => s.info.name === opts.service && s.info.metadata?.prefix === cfg.prefix && (opts.anyHost || s.info.metadata?.host === hostname()),
+    );
+    const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
+    if (alive.length === 0) {
+      out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${cfg.natsUrl}`);
+      return 1;
+    }
+    out.line(`${opts.service}: ${alive.length} live replica(s)`);
     return 0;
   });
 }

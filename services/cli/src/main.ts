@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
-import { ask, cancel, inspect, services } from "./commands.js";
+import { ask, cancel, health, inspect, services } from "./commands.js";
 import { consoleOut } from "./render.js";
 
 const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
@@ -47,6 +47,13 @@ program
   .description("cancel a session")
   .argument("<session>", "session id", sessionArg)
   .action(async (sid: string) => exit(await cancel(cfg(), sid, consoleOut)));
+
+program
+  .command("health")
+  .description("exit 0 when a live replica of the service runs on this host (readiness probe)")
+  .requiredOption("-s, --service <name>", "service name (coordinator, planner, critic, researcher, expert, finalizer)")
+  .option("--any-host", "accept a replica on any host", false)
+  .action(async (o: { service: string; anyHost: boolean }) => exit(await health(cfg(), o, consoleOut)));
 
 try {
   await program.parseAsync(process.argv);

@@ -11,6 +11,12 @@ export const consoleOut: Out = {
   err: (s) => process.stderr.write(`${s}\n`),
 };
 
+/** First line of a detail, cut to fit one terminal line. */
+const brief = (s: string, max = 90) => {
+  const first = s.split("\n").find((l) => l.trim()) ?? "";
+  return first.length > max ? `${first.slice(0, max - 1)}…` : first;
+};
+
 const STAGE_NAMES: Record<string, string> = {
   planner: "planning",
   critic_planner: "reviewing the plan",
@@ -25,8 +31,8 @@ const STAGE_NAMES: Record<string, string> = {
 export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
   switch (e.type) {
     case "stage":
-      if (e.status === "started") return `  … ${STAGE_NAMES[e.stage] ?? e.stage}${e.detail ? ` (${e.detail})` : ""}`;
-      return `  ✓ ${e.stage}${e.detail ? `: ${e.detail}` : ""}`;
+      if (e.status === "started") return `  … ${STAGE_NAMES[e.stage] ?? e.stage}${verbose && e.detail ? ` (${brief(e.detail)})` : ""}`;
+      return `  ✓ ${e.stage}${e.detail ? `: ${brief(e.detail)}` : ""}`;
     case "step": {
       if (!verbose) return null;
       const p = e.provenance;

@@ -3,7 +3,7 @@ import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
   "NATS_URL", "REDIS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
-  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
 ] as const;
@@ -17,6 +17,7 @@ export interface CoordinatorConfig {
   readonly crashAt: string | undefined;
   readonly concurrency: number;
   readonly taskAckWaitMs: number;
+  readonly inboxAckWaitMs: number;
   readonly taskMaxDeliver: number;
   readonly defaults: RuntimeDefaults;
   readonly activeTtlMs: number;
@@ -35,6 +36,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     crashAt: e.AGENTMESH_CRASH_AT,
     concurrency: e.AGENTMESH_COORDINATOR_CONCURRENCY,
     taskAckWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
+    inboxAckWaitMs: e.AGENTMESH_INBOX_ACK_WAIT_MS,
     taskMaxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     defaults: {
       budgets: {

@@ -33,6 +33,7 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
     defaults: cfg.defaults,
     concurrency: cfg.concurrency,
     taskAckWaitMs: cfg.taskAckWaitMs,
+    inboxAckWaitMs: cfg.inboxAckWaitMs,
     taskMaxDeliver: cfg.taskMaxDeliver,
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
   });

@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
 import type { Blackboard } from "@agentmesh/blackboard";
@@ -14,6 +15,7 @@ export interface CoordinatorServiceOptions {
   readonly defaults: RuntimeDefaults;
   readonly concurrency: number;
   readonly taskAckWaitMs: number;
+  readonly inboxAckWaitMs: number;
   readonly taskMaxDeliver: number;
   readonly crash?: CrashHook;
   readonly timerPollMs?: number;
@@ -38,7 +40,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     roles: ROLE_NAMES,
     taskAckWaitMs: opts.taskAckWaitMs,
     taskMaxDeliver: opts.taskMaxDeliver,
-    inboxAckWaitMs: 30_000,
+    inboxAckWaitMs: opts.inboxAckWaitMs,
     inboxMaxDeliver: 20,
     eventsMaxAgeMs: 7 * 24 * 3600 * 1000,
     duplicateWindowMs: 10 * 60 * 1000,
@@ -49,7 +51,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
   const inbox = await startInboxConsumer(opts.nc, {
     naming: opts.naming,
     concurrency: opts.concurrency,
-    ackWaitMs: 30_000,
+    ackWaitMs: opts.inboxAckWaitMs,
     handler: (input) => core.handleInput(input),
     log,
     crash: opts.crash,
@@ -58,8 +60,8 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     name: "coordinator",
     version: opts.version ?? "0.1.0",
     description: "Drives sessions: submit, step the workflow, persist, dispatch",
-    metadata: { prefix: opts.naming.prefix, kind: "coordinator" },
-    statsData: () => ({ ...core.stats, ...inbox.stats }),
+    metadata: { prefix: opts.naming.prefix, kind: "coordinator", host: hostname() },
+    statsData: () => ({ ...core.stats, ...inbox.stats, alive: inbox.alive() }),
   });
   await micro.addEndpoint("submit", opts.naming.submit, (body: unknown) => core.submit(body), { queue: "coordinators" });
 

@@ -1,0 +1,51 @@
+import { ENV_VARS } from "@agentmesh/service-kit";
+import { ERROR_CODES, naming } from "@agentmesh/contracts";
+
+// The README's tables, generated from the code. test/unit/readme.test.ts checks the README
+// holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
+
+/** Rows of the configuration table. */
+export function envRows(): string[] {
+  return ENV_VARS.map((v) => `| \`${v.name}\` | ${v.default.startsWith("—") ? v.default : `\`${v.default}\``} | ${v.usedBy.join(", ")} | ${v.description} |`);
+}
+
+/** Rows of the error-code table. */
+export function errorRows(): string[] {
+  return Object.entries(ERROR_CODES).map(([code, d]) => `| \`${code}\` | ${d.fault} | ${d.retryable ? "yes" : "no"} | ${d.summary} |`);
+}
+
+/** Rows of the subject table, for the default prefix. */
+export function subjectRows(): string[] {
+  const n = naming("agentmesh");
+  const sid = "SESSIONID";
+  const s = (subject: string) => subject.replace(sid, "<sid>");
+  return [
+    `| submit a query | \`${n.submit}\` | core request/reply, queue group \`coordinators\` |`,
+    `| session inbox | \`${s(n.inbox(sid))}\` | JetStream \`${n.streams.inbox}\`, consumer \`${n.consumers.coordinator}\` |`,
+    `| agent tasks | \`${n.task("<role>", "<op>")}\` | JetStream \`${n.streams.tasks}\` (work queue), consumer \`${n.consumers.role("<role>")}\` |`,
+    `| lifecycle events | \`${s(n.events(sid))}\` | JetStream \`${n.streams.events}\` (replayable) |`,
+    `| token deltas | \`${s(n.tokens(sid))}\` | core NATS |`,
+    `| cancel in-flight work | \`${s(n.cancel(sid))}\` | core NATS |`,
+    `| direct op call (debugging) | \`${n.rpc("<role>", "<op>")}\` | core request/reply |`,
+  ];
+}
+
+/** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
+export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows };
+
+/** The rows between a table's markers in a document; null when the markers are missing. */
+export function tableRows(doc: string, name: string): string[] | null {
+  const m = new RegExp(`<!-- table:${name} -->\\n([\\s\\S]*?)<!-- /table:${name} -->`).exec(doc);
+  if (!m) return null;
+  return (m[1] ?? "").split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what) \|/.test(l));
+}
+
+// `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.
+if (process.argv[1]?.endsWith("doc-tables.ts") && process.argv.includes("--write")) {
+  const { readFileSync, writeFileSync } = await import("node:fs");
+  let doc = readFileSync("README.md", "utf8");
+  for (const [name, rows] of Object.entries(TABLES)) {
+    doc = doc.replace(new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`), (_m, head: string) => `${head}${rows().join("\n")}\n`);
+  }
+  writeFileSync("README.md", doc);
+}
