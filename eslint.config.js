@@ -96,7 +96,7 @@ export default tseslint.config(
     files: ["**/*.ts"],
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ["scripts/*.ts"], defaultProject: "tsconfig.json" },
+        projectService: true,
         tsconfigRootDir: root,
       },
     },

@@ -3,7 +3,6 @@
  * and the kustomize tree in deploy/. The most likely drift is a renamed stream or consumer that
  * KEDA no longer finds, so the ScaledObjects are compared with `naming()` itself.
  */
-import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -66,6 +66,7 @@ export async function agentMain(defs: readonly AgentDefinition[], env: Record<st
     start: async () => {
       const cfg = loadAgentConfig(env);
       log = createLogger({ service, level: cfg.logLevel });
+      log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
       const running = await startAgentsInProcess(defs, cfg, { nc, log });
       return {

@@ -1,0 +1,115 @@
+/** Command-line options of `pnpm bench`. */
+export interface BenchOptions {
+  /** Concurrency levels to run, in order (default 1 and 64). */
+  readonly levels: readonly number[];
+  /** Sessions per level, keyed by concurrency. */
+  readonly sessions: ReadonlyMap<number, number>;
+  /** Untimed sessions run first, so JIT warm-up does not count. */
+  readonly warmup: number;
+  /** Sequential samples per round-trip measurement. */
+  readonly rttSamples: number;
+  /** Give a session up as lost after this long without its `complete` event. */
+  readonly sessionTimeoutMs: number;
+  readonly coordinators: number;
+  readonly agentConcurrency: number;
+  readonly coordinatorConcurrency: number;
+  /** Task and inbox ack wait given to the services (the harness's 2 s is for crash tests). */
+  readonly ackWaitMs: number;
+  readonly out: string;
+  readonly quick: boolean;
+}
+
+const HELP = `usage: pnpm bench [options]
+
+  --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
+  --sessions-1 N          sessions at concurrency 1            (default 40)
+  --sessions-64 N         sessions at concurrency 64           (default 400)
+  --levels 1,64           concurrency levels to run            (default 1,64; other levels use --sessions-<c>)
+  --sessions-<c> N        sessions at concurrency c            (default 40 for c=1, else 400)
+  --warmup N              untimed warm-up sessions             (default 10)
+  --rtt N                 sequential samples per round trip    (default 2000)
+  --timeout-ms MS         a session without 'complete' by then is lost (default 120000)
+  --coordinators N        coordinator processes                (default 2)
+  --agent-concurrency N   AGENTMESH_AGENT_CONCURRENCY          (default 32)
+  --coordinator-concurrency N  AGENTMESH_COORDINATOR_CONCURRENCY (default 32)
+  --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
+  --out PATH              JSON report                          (default .bench/latest.json)
+
+NATS_URL and REDIS_URL (loopback only) select existing servers; otherwise the bench starts its own
+nats-server (JetStream file store) and redis-server (AOF, appendfsync always) on free ports.`;
+
+function positiveInt(flag: string, raw: string | undefined): number {
+  const n = Number(raw);
+  if (raw === undefined || !Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got ${raw ?? "nothing"}`);
+  return n;
+}
+
+/** Parses argv (without node and script); throws with a usage hint on anything unknown. */
+export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
+  const quick = argv.includes("--quick");
+  let levels = [1, 64];
+  const explicit = new Map<number, number>();
+  let warmup = quick ? 3 : 10;
+  let rttSamples = quick ? 200 : 2000;
+  let sessionTimeoutMs = 120_000;
+  let coordinators = 2;
+  let agentConcurrency = 32;
+  let coordinatorConcurrency = 32;
+  let ackWaitMs = 30_000;
+  let out = ".bench/latest.json";
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i]!;
+    const value = () => {
+      const v = argv[++i];
+      if (v === undefined) throw new Error(`${flag} needs a value`);
+      return v;
+    };
+    const perLevel = /^--sessions-(\d+)$/.exec(flag);
+    if (perLevel) {
+      explicit.set(Number(perLevel[1]), positiveInt(flag, value()));
+      continue;
+    }
+    switch (flag) {
+      case "--quick":
+        break;
+      case "--help":
+      case "-h":
+        return "help";
+      case "--levels":
+        levels = value().split(",").map((s) => positiveInt("--levels", s.trim()));
+        break;
+      case "--warmup":
+        warmup = Number(value());
+        if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup needs a non-negative integer");
+        break;
+      case "--rtt":
+        rttSamples = positiveInt(flag, value());
+        break;
+      case "--timeout-ms":
+        sessionTimeoutMs = positiveInt(flag, value());
+        break;
+      case "--coordinators":
+        coordinators = positiveInt(flag, value());
+        break;
+      case "--agent-concurrency":
+        agentConcurrency = positiveInt(flag, value());
+        break;
+      case "--coordinator-concurrency":
+        coordinatorConcurrency = positiveInt(flag, value());
+        break;
+      case "--ack-wait-ms":
+        ackWaitMs = positiveInt(flag, value());
+        break;
+      case "--out":
+        out = value();
+        break;
+      default:
+        throw new Error(`unknown option ${flag}\n\n${HELP}`);
+    }
+  }
+  const sessions = new Map<number, number>();
+  for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
+  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick };
+}
+
+export { HELP };
