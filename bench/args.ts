@@ -17,6 +17,8 @@ export interface BenchOptions {
   readonly ackWaitMs: number;
   readonly out: string;
   readonly quick: boolean;
+  /** When set, every service process writes a V8 CPU profile into this folder when it exits. */
+  readonly cpuProfDir: string | null;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -34,6 +36,8 @@ const HELP = `usage: pnpm bench [options]
   --coordinator-concurrency N  AGENTMESH_COORDINATOR_CONCURRENCY (default 32)
   --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
   --out PATH              JSON report                          (default .bench/latest.json)
+  --cpu-prof DIR          services write V8 CPU profiles to DIR (NODE_OPTIONS=--cpu-prof);
+                          summarise them with: pnpm tsx bench/profile.ts DIR
 
 NATS_URL and REDIS_URL (loopback only) select existing servers; otherwise the bench starts its own
 nats-server (JetStream file store) and redis-server (AOF, appendfsync always) on free ports.`;
@@ -57,6 +61,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let coordinatorConcurrency = 32;
   let ackWaitMs = 30_000;
   let out = ".bench/latest.json";
+  let cpuProfDir: string | null = null;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = () => {
@@ -103,13 +108,16 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--out":
         out = value();
         break;
+      case "--cpu-prof":
+        cpuProfDir = value();
+        break;
       default:
         throw new Error(`unknown option ${flag}\n\n${HELP}`);
     }
   }
   const sessions = new Map<number, number>();
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
-  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick };
+  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir };
 }
 
 export { HELP };

@@ -57,8 +57,8 @@ export type ResolvedOptions = Required<BlackboardOptions>;
 
 /** Validates options; a bad TTL would silently make keys immortal or vanish at once. */
 export function resolveOptions(opts: BlackboardOptions): ResolvedOptions {
-  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, ...opts };
-  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap"] as const) {
+  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, timerLeaseMs: 30_000, ...opts };
+  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap", "timerLeaseMs"] as const) {
     if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`blackboard option ${k} must be a positive integer, got ${String(r[k])}`);
   }
   keyLayout(r.keyPrefix);

@@ -137,8 +137,12 @@ export function createMemoryBlackboard(opts: MemoryBlackboardOptions): Blackboar
         .sort(([am, as], [bm, bs]) => as - bs || (am < bm ? -1 : am > bm ? 1 : 0))
         .slice(0, Math.floor(limit))
         .map(([m]) => m);
-      for (const m of due) timers.delete(m);
+      for (const m of due) timers.set(m, at + o.timerLeaseMs);
       return due;
+    },
+
+    async removeTimers(members) {
+      for (const m of members) timers.delete(m);
     },
 
     async ttls(sessionId) {

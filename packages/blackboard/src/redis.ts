@@ -119,8 +119,12 @@ export function createRedisBlackboard(redis: Redis, opts: RedisBlackboardOptions
 
     async claimDueTimers(now, limit) {
       if (limit <= 0) return [];
-      const r = await claimTimersScript([keys.timers], [now, Math.floor(limit)]);
+      const r = await claimTimersScript([keys.timers], [now, Math.floor(limit), now + o.timerLeaseMs]);
       return (r as unknown[]).map(String);
+    },
+
+    async removeTimers(members) {
+      if (members.length) await redis.zrem(keys.timers, ...members);
     },
 
     async ttls(sessionId) {

@@ -58,16 +58,14 @@ return 0
 `;
 
 /**
- * Pops up to ARGV[2] timers due at or before ARGV[1], earliest first. Range and removal in one
- * script, so each member goes to exactly one of many polling coordinators. ZREM runs in chunks
- * because unpack() of a long list can exceed Lua's stack.
+ * Claims up to ARGV[2] timers due at or before ARGV[1], earliest first, and re-arms each at
+ * ARGV[3] (now + lease). Range and re-arm in one script, so each member goes to exactly one of
+ * many polling coordinators per lease; a claimer that crashes before publishing only delays it.
  * KEYS: timers zset.
  */
 export const CLAIM_TIMERS_LUA = `
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, ARGV[2])
-for i = 1, #due, 500 do
-  redis.call('ZREM', KEYS[1], unpack(due, i, math.min(i + 499, #due)))
-end
+for i = 1, #due do redis.call('ZADD', KEYS[1], 'XX', ARGV[3], due[i]) end
 return due
 `;
 

@@ -21,7 +21,8 @@ export type BlackboardFactory = (opts: BlackboardTestOptions) => Promise<Blackbo
 
 const ACTIVE = 60_000;
 const FINISHED = 10_000; // below ACTIVE, so a terminal TTL is distinguishable from a refreshed active one
-const DEFAULTS: BlackboardTestOptions = { activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000 };
+const LEASE = 60_000;
+const DEFAULTS: BlackboardTestOptions = { activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000, timerLeaseMs: LEASE };
 const SID = "sess-conformance-1";
 const OTHER = "sess-conformance-2";
 
@@ -176,6 +177,19 @@ export function runBlackboardConformance(name: string, factory: BlackboardFactor
         expect(await bb.claimDueTimers(999, 10)).toEqual([]);
         expect(await bb.claimDueTimers(5000, 10)).toEqual(["t-b"]);
         expect(await bb.claimDueTimers(5000, 10)).toEqual([]);
+      }));
+
+    it("a claimed timer comes due again after its lease unless a commit clears it (claimer crashed)", () =>
+      withBb(async ({ bb }) => {
+        const s = await created(bb);
+        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-x", dueAt: 100 }, { member: "t-y", dueAt: 100 }] });
+        await bb.commit(c1);
+        expect(await bb.claimDueTimers(100, 10)).toEqual(["t-x", "t-y"]);
+        expect(await bb.claimDueTimers(100 + LEASE - 1, 10)).toEqual([]);
+        await bb.commit(testCommit(c1.state, "in:b", { clearTimers: ["t-x"] }));
+        expect(await bb.claimDueTimers(100 + LEASE, 10)).toEqual(["t-y"]);
+        await bb.removeTimers(["t-y"]);
+        expect(await bb.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
       }));
 
     it("hands each due timer to exactly one of 20 concurrent claimers", () =>

@@ -47,8 +47,14 @@ export interface Blackboard {
   transitionLog(sessionId: string): Promise<TransitionLogLine[]>;
   /** Session ids known to the store (for `agentmesh sessions`); bounded scan. */
   listSessions(limit: number): Promise<string[]>;
-  /** Claims timers due at or before `now` (atomically: each member is returned to one caller only). */
+  /**
+   * Claims timers due at or before `now`, atomically: each due member goes to one caller and is
+   * re-armed at `now + timerLeaseMs` rather than removed. A claimer that dies before publishing
+   * therefore only delays the timer; a commit's `clearTimers` (or `removeTimers`) ends it.
+   */
   claimDueTimers(now: number, limit: number): Promise<string[]>;
+  /** Removes timer members (e.g. for a timer input dropped because its session is gone). */
+  removeTimers(members: readonly string[]): Promise<void>;
   /** Remaining TTL in ms of each key of a session (-1 = no TTL, -2 = absent). For tests and inspect. */
   ttls(sessionId: string): Promise<Record<string, number>>;
   close(): Promise<void>;
@@ -68,4 +74,6 @@ export interface BlackboardOptions {
    * exercise the cap with a handful of commits; production leaves it unset.
    */
   readonly transitionLogCap?: number;
+  /** How long a claimed timer waits before it comes due again unless cleared (default 30 s). */
+  readonly timerLeaseMs?: number;
 }

@@ -5,7 +5,7 @@ import {
 } from "@agentmesh/contracts";
 import type { Blackboard } from "@agentmesh/blackboard";
 import type { CrashHook } from "@agentmesh/messaging";
-import { createSession, parseTimerMember, step, type RuntimeDefaults } from "@agentmesh/workflows";
+import { createSession, parseTimerMember, step, timerMember, type RuntimeDefaults } from "@agentmesh/workflows";
 import type { Logger } from "@agentmesh/service-kit";
 
 /** The publishing side the coordinator needs (implemented over JetStream by messaging). */
@@ -80,6 +80,12 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     return { v: SCHEMA_VERSION, ok: true, session_id: sessionId, created };
   }
 
+  /** A timer whose input is dropped will never be cleared by a commit: remove it so it stops firing. */
+  async function retireTimer(input: InboxInput): Promise<void> {
+    if (input.kind !== "timer") return;
+    await bb.removeTimers([input.task_id ? timerMember.task(input.task_id) : timerMember.session(input.session_id)]);
+  }
+
   async function flush(sessionId: string, outbox: Outbox): Promise<void> {
     await publisher.publishOutbox(outbox.entries);
     crash("after-publish");
@@ -99,6 +105,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (!loaded) {
         stats.dropped++;
         log.warn({ kind: input.kind }, "dropped: unknown session");
+        await retireTimer(input);
         return "ack";
       }
       if (loaded.outbox) {
@@ -116,6 +123,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (out.kind === "drop") {
         stats.dropped++;
         log.info({ reason: out.reason, detail: out.detail }, "dropped input");
+        await retireTimer(input);
         return "ack";
       }
       const version = out.state.meta.version;

@@ -1,0 +1,111 @@
+import { performance } from "node:perf_hooks";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { SessionEvent, type Naming } from "@agentmesh/contracts";
+
+/** What the bench saw of one session's events. */
+export interface Tracked {
+  readonly sessionId: string;
+  /** Resolves on the first `complete` event. */
+  readonly done: Promise<void>;
+  /** performance.now() when the `complete` event arrived (null until then). */
+  completeAt: number | null;
+  /** Date.now() when the `complete` event arrived, to compare with the events' `at`. */
+  completeEpoch: number | null;
+  complete: Extract<SessionEvent, { type: "complete" }> | null;
+  /** `step` events by session version: role.op and the agent handler's latency_ms. */
+  readonly steps: Map<number, { readonly what: string; readonly latencyMs: number; readonly at: number }>;
+  /** `at` (coordinator clock) of the first event of each version. */
+  readonly versionAt: Map<number, number>;
+  /** Distinct events (version:index) and repeats of one already seen. */
+  events: number;
+  duplicates: number;
+}
+
+/**
+ * Follows every session of a prefix through ONE core subscription to `<p>.events.>` and routes
+ * each event to its session by id. (An ordered JetStream consumer per session costs a consumer
+ * create/delete on the server per session, which at 64 in flight would measure the bench, not
+ * the runtime.) Core delivery only sees what is published after subscribing, so a session must
+ * be tracked before it is submitted. Events are de-duplicated by `version:index`, since a
+ * re-published outbox reaches core subscribers again even when JetStream drops the duplicate.
+ */
+export class EventRouter {
+  private readonly sessions = new Map<string, Tracked & { resolve(): void; seen: Set<string> }>();
+  private readonly sub: Subscription;
+  /** Events of sessions not tracked (e.g. warm-up leftovers), unreadable ones, and mismatches. */
+  untracked = 0;
+  malformed = 0;
+
+  constructor(nc: NatsConnection, naming: Naming) {
+    this.sub = nc.subscribe(naming.eventsAll, { callback: (err, m) => { if (!err) this.onEvent(m.subject, m.data); } });
+  }
+
+  private onEvent(subject: string, data: Uint8Array): void {
+    const now = performance.now();
+    let parsed: SessionEvent;
+    try {
+      const r = SessionEvent.safeParse(JSON.parse(new TextDecoder().decode(data)));
+      if (!r.success || !subject.endsWith(`.${r.data.session_id}`)) {
+        this.malformed++;
+        return;
+      }
+      parsed = r.data;
+    } catch {
+      this.malformed++;
+      return;
+    }
+    const t = this.sessions.get(parsed.session_id);
+    if (!t) {
+      this.untracked++;
+      return;
+    }
+    const key = `${parsed.version}:${parsed.index}`;
+    if (t.seen.has(key)) {
+      t.duplicates++;
+      return;
+    }
+    t.seen.add(key);
+    t.events++;
+    if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
+    if (parsed.type === "step") {
+      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, at: parsed.at });
+    } else if (parsed.type === "complete" && t.complete === null) {
+      t.complete = parsed;
+      t.completeAt = now;
+      t.completeEpoch = Date.now();
+      t.resolve();
+    }
+  }
+
+  /** Starts routing a session's events; call before submitting it. */
+  track(sessionId: string): Tracked {
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => (resolve = r));
+    const t = {
+      sessionId, done, resolve, seen: new Set<string>(),
+      completeAt: null, completeEpoch: null, complete: null,
+      steps: new Map(), versionAt: new Map(), events: 0, duplicates: 0,
+    };
+    this.sessions.set(sessionId, t);
+    return t;
+  }
+
+  forget(sessionId: string): void {
+    this.sessions.delete(sessionId);
+  }
+
+  /** Waits until every completed session among `ids` has its step events for versions 2..final (or `ms` passes). */
+  async settle(ids: readonly string[], ms: number): Promise<void> {
+    const end = performance.now() + ms;
+    const pending = () =>
+      ids.some((id) => {
+        const t = this.sessions.get(id);
+        return t?.complete != null && t.steps.size < t.complete.version - 1;
+      });
+    while (pending() && performance.now() < end) await new Promise((r) => setTimeout(r, 50));
+  }
+
+  close(): void {
+    this.sub.unsubscribe();
+  }
+}

@@ -1,0 +1,155 @@
+import type { LoadProbe, RoundTrips } from "./roundtrips.js";
+import type { LevelResult } from "./sessions.js";
+import { ms, roundSummary, round3, type Summary } from "./stats.js";
+
+/** Everything measured at one concurrency level. */
+export interface LevelReport {
+  readonly level: LevelResult;
+  readonly casConflicts: number;
+  /** Per service: counter deltas over the level (coordinator: applied, conflicts, republished, …). */
+  readonly serviceCounters: Record<string, Record<string, number>>;
+  /** Share of both cores busy during the level, machine-wide (other users included). */
+  readonly machineBusyPct: number;
+  /** CPU time each process used during the level, ms. */
+  readonly cpuMsByProcess: Record<string, number>;
+  readonly probe: LoadProbe;
+}
+
+export interface BenchReport {
+  readonly startedAt: string;
+  readonly finishedAt: string;
+  readonly host: Record<string, unknown>;
+  readonly infra: Record<string, unknown>;
+  readonly settings: Record<string, unknown>;
+  readonly roundTrips: RoundTrips;
+  readonly warmup: { readonly sessions: number; readonly ok: number; readonly problems: LevelResult["problems"] };
+  readonly levels: readonly LevelReport[];
+  readonly rssKiB: Record<string, number | null>;
+  readonly deadProcesses: readonly string[];
+  readonly summary: string;
+  readonly ok: boolean;
+}
+
+const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));
+const lpad = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.length) + s);
+
+function table(head: string[], rows: string[][], leftCols = 1): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const fmt = (r: string[]) => "  " + r.map((c, i) => (i < leftCols ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ");
+  return [fmt(head), ...rows.map(fmt)].join("\n");
+}
+
+/** The one-line summary (also in the JSON). */
+export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt">): string {
+  const parts = r.levels.map(({ level: l, casConflicts }) =>
+    `c=${l.concurrency}: ${l.sessionsPerSecond.toFixed(1)} sessions/s, overhead/step p50 ${ms(l.overheadPerStepMs.p50)} ms p99 ${ms(l.overheadPerStepMs.p99)} ms, ` +
+    `${l.lost} lost ${l.failed} failed, ${casConflicts} CAS conflicts`,
+  );
+  const rt = r.roundTrips;
+  return `bench: ${parts.join(" | ")} | RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
+}
+
+/** The human-readable report for stdout. */
+export function renderReport(r: BenchReport): string {
+  const out: string[] = [];
+  out.push("", "agentmesh bench — critic-chain, offline engine (instant agents), every service its own OS process");
+  out.push(`  infra     ${String(r.infra.source)}: ${String(r.infra.nats)}; ${String(r.infra.redis)}`);
+  out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);
+  out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine)`);
+
+  out.push("", "Round trips, idle, sequential (ms)");
+  const rt: Array<[string, Summary]> = [
+    ["NATS core request/reply (echo)", r.roundTrips.nats_request],
+    ["JetStream publish → ack (file store)", r.roundTrips.js_publish_ack],
+    ["Redis CAS: blackboard commit()", r.roundTrips.redis_cas],
+    ["Redis blackboard load()", r.roundTrips.redis_load],
+    ["Redis PING", r.roundTrips.redis_ping],
+  ];
+  out.push(table(["round trip", "n", "p50", "p90", "p99", "max"], rt.map(([k, s]) => [k, String(s.n), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max)])));
+
+  out.push("", "Sessions (wall = submit → 'complete' event; overhead/step = (wall − Σ agent handler ms) / steps; ms)");
+  out.push(
+    table(
+      ["c", "sessions", "ok", "lost", "failed", "sessions/s", "wall p50", "wall p99", "ovh/step p50", "ovh/step p99", "steps", "Σhandler", "CAS confl."],
+      r.levels.map(({ level: l, casConflicts }) => [
+        String(l.concurrency), String(l.sessions), String(l.ok), String(l.lost), String(l.failed), l.sessionsPerSecond.toFixed(1),
+        ms(l.wallMs.p50), ms(l.wallMs.p99), ms(l.overheadPerStepMs.p50), ms(l.overheadPerStepMs.p99),
+        ms(l.stepsPerSession.p50), ms(l.handlerMsTotal), String(casConflicts),
+      ]),
+      0,
+    ),
+  );
+
+  out.push("", "Where a session's time goes: gap between consecutive transitions, on the coordinators' clock (ms, 1 ms resolution)");
+  const hopKeys = [...new Set(r.levels.flatMap((l) => Object.keys(l.level.hopsMs)))];
+  out.push(table(["segment", ...r.levels.flatMap((l) => [`c=${l.level.concurrency} p50`, "p99"])], hopKeys.map((k) => [k, ...r.levels.flatMap((l) => {
+    const s = l.level.hopsMs[k];
+    return s ? [ms(s.p50), ms(s.p99)] : ["-", "-"];
+  })])));
+
+  out.push("", "Round trips measured while the sessions ran (one NATS request + one CAS every 25 ms; ms)");
+  out.push(table(["c", "NATS req p50", "p99", "Redis CAS p50", "p99", "CPU busy (both cores)"], r.levels.map((l) => [
+    String(l.level.concurrency), ms(l.probe.nats_request.p50), ms(l.probe.nats_request.p99), ms(l.probe.redis_cas.p50), ms(l.probe.redis_cas.p99), `${l.machineBusyPct.toFixed(0)}%`,
+  ]), 0));
+
+  out.push("", "CPU time per session by process (ms of CPU / verified session) and RSS at the end");
+  const procs = Object.keys(r.rssKiB);
+  out.push(table(["process", ...r.levels.map((l) => `c=${l.level.concurrency}`), "RSS MiB"], procs.map((p) => [
+    p,
+    ...r.levels.map((l) => {
+      const c = l.cpuMsByProcess[p];
+      return c === undefined || l.level.ok === 0 ? "-" : (c / l.level.ok).toFixed(2);
+    }),
+    r.rssKiB[p] == null ? "-" : (r.rssKiB[p]! / 1024).toFixed(1),
+  ])));
+
+  out.push("", "Service counters over each level");
+  for (const l of r.levels) {
+    const parts = Object.entries(l.serviceCounters).map(([name, c]) => `${name} ${Object.entries(c).filter(([, v]) => v !== 0).map(([k, v]) => `${k}=${v}`).join(" ") || "-"}`);
+    out.push(`  c=${l.level.concurrency}: ${parts.join("; ")}; duplicate events seen ${l.level.duplicateEvents}`);
+  }
+
+  const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems)];
+  if (problems.length || r.deadProcesses.length) {
+    out.push("", "PROBLEMS");
+    for (const p of problems) out.push(`  ${p.outcome.toUpperCase()} ${p.sessionId}: ${p.reason ?? ""}`);
+    for (const d of r.deadProcesses) out.push(`  PROCESS EXITED during the run: ${d}`);
+  }
+  out.push("", r.summary, "");
+  return out.join("\n");
+}
+
+/** The JSON file: summaries rounded to µs, plus one compact row per session. */
+export function toJson(r: BenchReport): unknown {
+  const rt = Object.fromEntries(Object.entries(r.roundTrips).map(([k, v]) => [k, roundSummary(v as Summary)]));
+  return {
+    ...r,
+    roundTrips: rt,
+    levels: r.levels.map((l) => ({
+      concurrency: l.level.concurrency,
+      sessions: l.level.sessions,
+      ok: l.level.ok,
+      lost: l.level.lost,
+      failed: l.level.failed,
+      elapsedMs: round3(l.level.elapsedMs),
+      sessionsPerSecond: round3(l.level.sessionsPerSecond),
+      wallMs: roundSummary(l.level.wallMs),
+      overheadPerStepMs: roundSummary(l.level.overheadPerStepMs),
+      submitMs: roundSummary(l.level.submitMs),
+      handlerMsTotal: round3(l.level.handlerMsTotal),
+      stepsPerSession: roundSummary(l.level.stepsPerSession),
+      eventsPerSession: roundSummary(l.level.eventsPerSession),
+      duplicateEvents: l.level.duplicateEvents,
+      hopsMs: Object.fromEntries(Object.entries(l.level.hopsMs).map(([k, v]) => [k, roundSummary(v)])),
+      casConflicts: l.casConflicts,
+      serviceCounters: l.serviceCounters,
+      machineBusyPct: round3(l.machineBusyPct),
+      cpuMsByProcess: l.cpuMsByProcess,
+      probe: { nats_request: roundSummary(l.probe.nats_request), redis_cas: roundSummary(l.probe.redis_cas) },
+      problems: l.level.problems,
+      // one row per session: id, outcome, wall ms, overhead/step ms, submit ms, steps, Σ handler ms
+      sessionColumns: ["sessionId", "outcome", "wallMs", "overheadPerStepMs", "submitMs", "steps", "handlerMs"],
+      sessionRows: l.level.results.map((s) => [s.sessionId, s.outcome, s.wallMs === null ? null : round3(s.wallMs), s.overheadPerStepMs === null ? null : round3(s.overheadPerStepMs), s.submitMs === null ? null : round3(s.submitMs), s.steps, round3(s.handlerMs)]),
+    })),
+  };
+}

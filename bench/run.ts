@@ -1,0 +1,254 @@
+// `pnpm bench`: throughput and orchestration overhead of critic-chain with instant (offline)
+// agents, every service its own OS process, on real NATS (JetStream file store) and Redis (AOF).
+// See bench/README.md for what is measured and how to read it.
+import { mkdirSync, writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { jetstreamManager } from "@nats-io/jetstream";
+import { Redis } from "ioredis";
+import { resolveInfra, type Infra } from "../test/setup/infra.js";
+import { uniquePrefix } from "../test/setup/prefix.js";
+import { AGENT_ROLES, Cluster, type ServiceName } from "../test/e2e/harness.js";
+import { HELP, parseArgs, type BenchOptions } from "./args.js";
+import { EventRouter } from "./events.js";
+import { natsConnect } from "./nats.js";
+import { renderReport, summaryLine, toJson, type BenchReport, type LevelReport } from "./report.js";
+import { RoundTripLab } from "./roundtrips.js";
+import { runLevel, type LevelResult } from "./sessions.js";
+import { diffTotals, serviceStats, totalsByService } from "./services.js";
+import { busyPercent, cpuMs, findServerPid, machineCpu, rssKiB } from "./sysinfo.js";
+
+const root = join(import.meta.dirname, "..");
+const log = (s: string) => process.stdout.write(`${s}\n`);
+
+/** Cleanup steps, run last-registered first, once, on success, error and Ctrl-C alike. */
+const cleanups: Array<{ what: string; run: () => Promise<unknown> }> = [];
+let cleaning: Promise<void> | null = null;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const c of cleanups.reverse()) {
+      try {
+        await c.run();
+      } catch (err) {
+        process.stderr.write(`bench: cleanup of ${c.what} failed: ${(err as Error).message}\n`);
+      }
+    }
+  })();
+  return cleaning;
+}
+
+let signals = 0;
+function onSignal(signal: NodeJS.Signals, code: number): void {
+  signals++;
+  if (signals > 1) {
+    process.stderr.write(`bench: second ${signal}, exiting without waiting for cleanup\n`);
+    process.exit(code);
+  }
+  process.stderr.write(`\nbench: ${signal}: stopping every process and server the bench started…\n`);
+  void cleanup().finally(() => process.exit(code));
+}
+process.on("SIGINT", () => onSignal("SIGINT", 130));
+process.on("SIGTERM", () => onSignal("SIGTERM", 143));
+
+/** Process label → pid, for CPU and RSS readings. */
+function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
+  const m = new Map<string, number>();
+  let coord = 0;
+  for (const p of cluster.procs) {
+    if (p.child.pid === undefined) continue;
+    m.set(p.name === "coordinator" ? `coordinator#${++coord}` : p.name, p.child.pid);
+  }
+  const natsPid = findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
+  const redisPid = findServerPid("redis-server", Number(new URL(infra.redisUrl).port));
+  if (natsPid !== null) m.set("nats-server", natsPid);
+  if (redisPid !== null) m.set("redis-server", redisPid);
+  m.set("bench (this process)", process.pid);
+  return m;
+}
+
+async function redisDurability(redis: Redis): Promise<string> {
+  try {
+    const aof = (await redis.config("GET", "appendonly")) as string[];
+    const fsync = (await redis.config("GET", "appendfsync")) as string[];
+    const info = await redis.info("server");
+    const version = /redis_version:(\S+)/.exec(info)?.[1] ?? "?";
+    return `redis ${version} appendonly=${aof[1] ?? "?"} appendfsync=${fsync[1] ?? "?"}`;
+  } catch {
+    return "redis (CONFIG unavailable)";
+  }
+}
+
+/** Deletes the run's streams and keys on servers the bench did not start (its own vanish with their temp dirs). */
+async function purgePrefix(infra: Infra, cluster: Cluster): Promise<void> {
+  const nc = await natsConnect(infra.natsUrl, "bench-purge");
+  const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
+  try {
+    const jsm = await jetstreamManager(nc);
+    for (const s of Object.values(cluster.naming.streams)) await jsm.streams.delete(s).catch(() => undefined);
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `${cluster.naming.keyPrefix}:*`, "COUNT", 1000);
+      if (keys.length) await redis.unlink(...keys);
+      cursor = next;
+    } while (cursor !== "0");
+  } finally {
+    await nc.close();
+    redis.disconnect();
+  }
+}
+
+function progress(c: number): (done: number, total: number, elapsedMs: number) => void {
+  let shown = 0;
+  return (done, total, elapsedMs) => {
+    const step = Math.max(1, Math.ceil(total / 10));
+    if (done === total || done >= shown + step) {
+      shown = done;
+      log(`  c=${c}: ${done}/${total} sessions done (${(done / (elapsedMs / 1000)).toFixed(1)}/s so far)`);
+    }
+  };
+}
+
+async function main(opts: BenchOptions): Promise<number> {
+  const startedAt = new Date().toISOString();
+  const loadavgStart = loadavg().map((x) => x.toFixed(2)).join(" ");
+  log(`bench: resolving NATS and Redis (NATS_URL/REDIS_URL, else testcontainers, else native binaries)…`);
+  const infra = await resolveInfra();
+  cleanups.push({ what: "NATS and Redis", run: () => infra.stop() });
+  const prefix = uniquePrefix("bench");
+  const tag = prefix.slice(5);
+  const extraEnv = {
+    AGENTMESH_AGENT_CONCURRENCY: String(opts.agentConcurrency),
+    AGENTMESH_COORDINATOR_CONCURRENCY: String(opts.coordinatorConcurrency),
+    AGENTMESH_TASK_ACK_WAIT_MS: String(opts.ackWaitMs),
+    AGENTMESH_INBOX_ACK_WAIT_MS: String(opts.ackWaitMs),
+    LOG_LEVEL: "warn",
+    ...(opts.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(root, opts.cpuProfDir)}` } : {}),
+  };
+  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv });
+  // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
+  if (infra.source !== "native") cleanups.push({ what: "the run's streams and keys", run: () => purgePrefix(infra, cluster) });
+  await cluster.open();
+  cleanups.push({ what: "service processes", run: () => cluster.close() });
+  log(`bench: ${infra.source} servers ${infra.natsUrl} ${infra.redisUrl}; prefix ${prefix}`);
+
+  // Coordinators provision the streams and consumers the agents attach to, so they go first.
+  const t0 = Date.now();
+  for (let i = 0; i < opts.coordinators; i++) cluster.start("coordinator");
+  await cluster.waitReady({ coordinator: opts.coordinators }, 120_000);
+  for (const r of AGENT_ROLES) cluster.start(r);
+  const want: Partial<Record<ServiceName, number>> = { coordinator: opts.coordinators };
+  for (const r of AGENT_ROLES) want[r] = 1;
+  await cluster.waitReady(want, 120_000);
+  log(`bench: ${opts.coordinators} coordinators and ${AGENT_ROLES.length} agents up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const pids = processTable(cluster, infra);
+
+  const nc = await natsConnect(infra.natsUrl, "bench");
+  const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
+  cleanups.push({ what: "bench connections", run: async () => { await nc.close(); redis.disconnect(); } });
+  const router = new EventRouter(nc, cluster.naming);
+  cleanups.push({ what: "event subscription", run: async () => router.close() });
+  const natsVersion = nc.info?.version ?? "?";
+  const redisDesc = await redisDurability(redis);
+
+  let warm: LevelResult | null = null;
+  if (opts.warmup > 0) {
+    log(`bench: ${opts.warmup} warm-up sessions (not measured)…`);
+    warm = await runLevel({ cluster, router, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
+  }
+
+  const lab = new RoundTripLab(nc, redis, infra.natsUrl, prefix);
+  cleanups.push({ what: "round-trip stream and keys", run: () => lab.close() });
+  await lab.open();
+  log(`bench: round trips, ${opts.rttSamples} sequential samples each…`);
+  const roundTrips = await lab.measure(opts.rttSamples);
+
+  const levels: LevelReport[] = [];
+  let firstIndex = 0;
+  for (const c of opts.levels) {
+    const n = opts.sessions.get(c)!;
+    log(`bench: concurrency ${c}, ${n} sessions…`);
+    const before = totalsByService(await serviceStats(nc, prefix));
+    const cpuBefore = new Map([...pids].map(([k, pid]) => [k, cpuMs(pid)]));
+    const machineBefore = machineCpu();
+    const probe = lab.probe(25);
+    const level = await runLevel({ cluster, router, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c) });
+    const probed = await probe.stop();
+    const machineAfter = machineCpu();
+    const cpuMsByProcess: Record<string, number> = {};
+    for (const [k, pid] of pids) {
+      const a = cpuBefore.get(k);
+      const b = cpuMs(pid);
+      if (a != null && b != null) cpuMsByProcess[k] = b - a;
+    }
+    const after = totalsByService(await serviceStats(nc, prefix));
+    const serviceCounters = diffTotals(before, after);
+    levels.push({
+      level,
+      casConflicts: serviceCounters.coordinator?.conflicts ?? 0,
+      serviceCounters,
+      machineBusyPct: busyPercent(machineBefore, machineAfter),
+      cpuMsByProcess,
+      probe: probed,
+    });
+    firstIndex += n;
+  }
+
+  const rss: Record<string, number | null> = {};
+  for (const [k, pid] of pids) rss[k] = rssKiB(pid);
+  const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);
+
+  const base = {
+    startedAt,
+    host: { cpus: cpus().length, node: process.version, loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
+    infra: { source: infra.source, nats: `nats-server ${natsVersion} at ${infra.natsUrl} (JetStream, file storage)`, redis: `${redisDesc} at ${infra.redisUrl}` },
+    settings: {
+      prefix,
+      coordinators: opts.coordinators,
+      AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency,
+      AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency,
+      ack_wait_ms: opts.ackWaitMs,
+      LOG_LEVEL: "warn",
+      warmup: opts.warmup,
+      rtt_samples: opts.rttSamples,
+    },
+    roundTrips,
+    warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
+    levels,
+    rssKiB: rss,
+    deadProcesses: dead,
+  };
+  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0);
+  const report: BenchReport = { ...base, finishedAt: new Date().toISOString(), summary: summaryLine(base), ok: bad === 0 && dead.length === 0 };
+
+  log(renderReport(report));
+  const out = resolve(root, opts.out);
+  mkdirSync(dirname(out), { recursive: true });
+  const json = `${JSON.stringify(toJson(report), null, 2)}\n`;
+  writeFileSync(out, json);
+  writeFileSync(join(dirname(out), `bench-${startedAt.replace(/[:.]/g, "-")}.json`), json);
+  log(`bench: wrote ${out}`);
+  if (!report.ok) process.stderr.write(`bench: ${bad} session(s) lost or failed, ${dead.length} process(es) died — see PROBLEMS above\n`);
+  return report.ok ? 0 : 1;
+}
+
+let parsed: BenchOptions | "help";
+try {
+  parsed = parseArgs(process.argv.slice(2));
+} catch (err) {
+  process.stderr.write(`bench: ${(err as Error).message}\n`);
+  process.exit(2);
+}
+if (parsed === "help") {
+  log(HELP);
+  process.exit(0);
+}
+let code = 1;
+try {
+  code = await main(parsed);
+} catch (err) {
+  process.stderr.write(`bench: failed: ${(err as Error).stack ?? String(err)}\n`);
+  code = 1;
+} finally {
+  await cleanup();
+}
+process.exit(code);

@@ -1,0 +1,224 @@
+import { performance } from "node:perf_hooks";
+import { assertAppliedOnce, type Cluster } from "../test/e2e/harness.js";
+import type { EventRouter, Tracked } from "./events.js";
+import { summarize, type Summary } from "./stats.js";
+
+/** The question of session `i` and its exact offline answer (the finalizer repeats the expert's `<expr> = <value>`). */
+export function questionFor(i: number): { question: string; expected: string } {
+  return { question: `What is ${i} * 7 + 0.1?`, expected: `${i} * 7 + 0.1 = ${i * 7}.1` };
+}
+
+/** One session as measured and verified. */
+export interface SessionResult {
+  readonly index: number;
+  readonly sessionId: string;
+  readonly outcome: "ok" | "lost" | "failed";
+  /** Why it is lost or failed (null when ok). */
+  readonly reason: string | null;
+  /** Submit request → `complete` event received, ms. */
+  readonly wallMs: number | null;
+  readonly submitMs: number | null;
+  readonly steps: number;
+  /** Σ provenance.latency_ms of the session's step events. */
+  readonly handlerMs: number;
+  /** (wall − Σ handler) / steps. */
+  readonly overheadPerStepMs: number | null;
+  readonly transitions: number | null;
+  readonly events: number;
+  readonly duplicateEvents: number;
+  /** Gaps between transitions on the coordinators' clock (ms resolution), keyed by the step that closed them. */
+  readonly hops: ReadonlyArray<{ readonly what: string; readonly ms: number }>;
+  /** Submit start → first transition committed, and last transition → `complete` received (ms, wall clock). */
+  readonly headMs: number | null;
+  readonly tailMs: number | null;
+}
+
+export interface LevelResult {
+  readonly concurrency: number;
+  readonly sessions: number;
+  readonly ok: number;
+  readonly lost: number;
+  readonly failed: number;
+  /** First submit → last session settled, ms. */
+  readonly elapsedMs: number;
+  /** Completed-and-verified sessions per second over elapsedMs. */
+  readonly sessionsPerSecond: number;
+  readonly wallMs: Summary;
+  readonly overheadPerStepMs: Summary;
+  readonly submitMs: Summary;
+  readonly handlerMsTotal: number;
+  readonly stepsPerSession: Summary;
+  readonly eventsPerSession: Summary;
+  readonly duplicateEvents: number;
+  /** Transition-to-transition gaps per step kind (role.op), and the head/tail of a session. */
+  readonly hopsMs: Record<string, Summary>;
+  readonly problems: ReadonlyArray<Pick<SessionResult, "sessionId" | "outcome" | "reason">>;
+  readonly results: readonly SessionResult[];
+}
+
+export interface LevelOptions {
+  readonly cluster: Cluster;
+  readonly router: EventRouter;
+  readonly concurrency: number;
+  readonly sessions: number;
+  /** First question index (questions differ across levels). */
+  readonly firstIndex: number;
+  /** Session id stem, unique per run and level. */
+  readonly stem: string;
+  readonly timeoutMs: number;
+  readonly onProgress?: (done: number, total: number, elapsedMs: number) => void;
+}
+
+interface Raw {
+  readonly index: number;
+  readonly sessionId: string;
+  readonly expected: string;
+  readonly tracked: Tracked;
+  submitStartEpoch: number;
+  submitMs: number | null;
+  wallMs: number | null;
+  error: string | null;
+}
+
+/** Runs `sessions` sessions with at most `concurrency` in flight; verifies each against Redis afterwards. */
+export async function runLevel(o: LevelOptions): Promise<LevelResult> {
+  const raws: Raw[] = [];
+  let next = 0;
+  let done = 0;
+  const start = performance.now();
+
+  async function one(i: number): Promise<void> {
+    const index = o.firstIndex + i;
+    const sessionId = `${o.stem}-${String(i).padStart(5, "0")}`;
+    const { question, expected } = questionFor(index);
+    const tracked = o.router.track(sessionId);
+    const raw: Raw = { index, sessionId, expected, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, error: null };
+    raws.push(raw);
+    const t0 = performance.now();
+    try {
+      await o.cluster.submit(question, sessionId);
+      raw.submitMs = performance.now() - t0;
+    } catch (err) {
+      raw.error = `submit failed: ${(err as Error).message}`;
+      return;
+    }
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([tracked.done, new Promise<void>((r) => (timer = setTimeout(r, o.timeoutMs)))]);
+    clearTimeout(timer);
+    if (tracked.completeAt !== null) raw.wallMs = tracked.completeAt - t0;
+  }
+
+  async function worker(): Promise<void> {
+    while (next < o.sessions) {
+      const i = next++;
+      await one(i);
+      done++;
+      o.onProgress?.(done, o.sessions, performance.now() - start);
+    }
+  }
+
+  await Promise.all(Array.from({ length: Math.min(o.concurrency, o.sessions) }, () => worker()));
+  const elapsedMs = performance.now() - start;
+  // Step events of an earlier transition may arrive after `complete` (a coordinator publishes a
+  // transition's task before its events), so give stragglers a moment before counting steps.
+  await o.router.settle(raws.map((r) => r.sessionId), 3000);
+
+  const results: SessionResult[] = [];
+  for (const raw of raws) results.push(await verify(o.cluster, raw));
+  for (const raw of raws) o.router.forget(raw.sessionId);
+  results.sort((a, b) => a.index - b.index);
+  return aggregate(o.concurrency, elapsedMs, results);
+}
+
+/** Checks a session against its events and its Redis state and transition log. */
+async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
+  const t = raw.tracked;
+  const steps = [...t.steps.entries()].sort((a, b) => a[0] - b[0]);
+  const handlerMs = steps.reduce((a, [, s]) => a + s.latencyMs, 0);
+  const hops: Array<{ what: string; ms: number }> = [];
+  for (const [version, s] of steps) {
+    const prev = t.versionAt.get(version - 1);
+    if (prev !== undefined) hops.push({ what: s.what, ms: s.at - prev });
+  }
+  const firstAt = t.versionAt.get(1);
+  const lastAt = t.complete ? t.versionAt.get(t.complete.version) : undefined;
+  const base = {
+    index: raw.index,
+    sessionId: raw.sessionId,
+    wallMs: raw.wallMs,
+    submitMs: raw.submitMs,
+    steps: steps.length,
+    handlerMs,
+    overheadPerStepMs: raw.wallMs !== null && steps.length > 0 ? (raw.wallMs - handlerMs) / steps.length : null,
+    transitions: t.complete?.version ?? null,
+    events: t.events,
+    duplicateEvents: t.duplicates,
+    hops,
+    headMs: firstAt !== undefined ? firstAt - raw.submitStartEpoch : null,
+    tailMs: lastAt !== undefined && t.completeEpoch !== null ? t.completeEpoch - lastAt : null,
+  };
+  const bad = (outcome: "lost" | "failed", reason: string): SessionResult => ({ ...base, outcome, reason });
+
+  if (raw.error) return bad("failed", raw.error);
+  const loaded = await cluster.bb.load(raw.sessionId);
+  if (!t.complete) {
+    const where = loaded ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}` : "Redis has no such session";
+    return bad("lost", `no complete event within the timeout; ${where}`);
+  }
+  if (t.complete.status !== "completed") return bad("failed", `completed with status ${t.complete.status}: ${t.complete.final_answer}`);
+  if (t.complete.final_answer !== raw.expected) return bad("failed", `wrong answer ${JSON.stringify(t.complete.final_answer)}, expected ${JSON.stringify(raw.expected)}`);
+  if (!loaded) return bad("failed", "complete event seen but the session is missing in Redis");
+  const { state } = loaded;
+  const answer = state.data.workflow === "critic-chain" ? state.data.final_answer : null;
+  if (state.meta.status !== "completed" || answer !== raw.expected || state.meta.version !== t.complete.version) {
+    return bad("failed", `Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
+  }
+  try {
+    assertAppliedOnce(await cluster.bb.transitionLog(raw.sessionId), state.meta.version);
+  } catch (err) {
+    return bad("failed", (err as Error).message);
+  }
+  if (steps.length !== state.meta.version - 1) return bad("failed", `saw ${steps.length} step events for ${state.meta.version} transitions`);
+  return { ...base, outcome: "ok", reason: null };
+}
+
+function aggregate(concurrency: number, elapsedMs: number, results: SessionResult[]): LevelResult {
+  const ok = results.filter((r) => r.outcome === "ok");
+  const num = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
+  const hopSamples = new Map<string, number[]>();
+  const add = (k: string, v: number | null) => {
+    if (v === null) return;
+    let a = hopSamples.get(k);
+    if (!a) hopSamples.set(k, (a = []));
+    a.push(v);
+  };
+  for (const r of ok) {
+    add("submit→first transition", r.headMs);
+    const seen = new Map<string, number>();
+    for (const h of r.hops) {
+      const n = (seen.get(h.what) ?? 0) + 1;
+      seen.set(h.what, n);
+      add(n === 1 ? h.what : `${h.what} #${n}`, h.ms);
+    }
+    add("last transition→complete received", r.tailMs);
+  }
+  return {
+    concurrency,
+    sessions: results.length,
+    ok: ok.length,
+    lost: results.filter((r) => r.outcome === "lost").length,
+    failed: results.filter((r) => r.outcome === "failed").length,
+    elapsedMs,
+    sessionsPerSecond: ok.length / (elapsedMs / 1000),
+    wallMs: summarize(num(ok.map((r) => r.wallMs))),
+    overheadPerStepMs: summarize(num(ok.map((r) => r.overheadPerStepMs))),
+    submitMs: summarize(num(results.map((r) => r.submitMs))),
+    handlerMsTotal: ok.reduce((a, r) => a + r.handlerMs, 0),
+    stepsPerSession: summarize(ok.map((r) => r.steps)),
+    eventsPerSession: summarize(ok.map((r) => r.events)),
+    duplicateEvents: results.reduce((a, r) => a + r.duplicateEvents, 0),
+    hopsMs: Object.fromEntries([...hopSamples].map(([k, v]) => [k, summarize(v)])),
+    problems: results.filter((r) => r.outcome !== "ok").map((r) => ({ sessionId: r.sessionId, outcome: r.outcome, reason: r.reason })),
+    results,
+  };
+}

@@ -1,0 +1,44 @@
+// Worker entry of the `calculator` tool (plain JS so it needs no TypeScript loader). mathjs runs
+// here, off the agent's event loop; the pool terminates this worker at the call's deadline.
+import { parentPort } from "node:worker_threads";
+import { all, create } from "mathjs";
+
+// BigNumber with 64 significant digits: 0.1 + 0.2 is exactly 0.3 and an 18-digit by 18-digit
+// product keeps all 36 digits.
+const math = create(all, { number: "BigNumber", precision: 64 });
+const evaluate = math.evaluate;
+
+// mathjs' expression parser never calls JS eval, but these functions reach the parser itself
+// or change the instance (new units, imports); the mathjs security guide disables them.
+const disabled = (name) => () => {
+  throw new Error(`function ${name} is not available in the calculator`);
+};
+math.import(
+  Object.fromEntries(
+    ["import", "createUnit", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
+      "derivative", "resolve", "rationalize", "leafCount", "symbolicEqual", "chain", "help", "parser"].map((n) => [n, disabled(n)]),
+  ),
+  { override: true },
+);
+
+const FORMAT = { precision: 64, lowerExp: -20, upperExp: 65 };
+
+function run({ expression, maxChars }) {
+  let value;
+  try {
+    // a fresh scope per call: `x = 3` in one call is not seen by the next
+    value = evaluate(expression, new Map());
+  } catch (err) {
+    const message = err instanceof RangeError ? "the expression recursed too deeply" : String(err?.message ?? err);
+    return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${message}`.slice(0, 1000) };
+  }
+  const type = math.typeOf(value);
+  const shown = type === "ResultSet" ? value.entries.at(-1) : value;
+  const text = shown === undefined ? "" : math.format(shown, FORMAT);
+  const truncated = text.length > maxChars;
+  return { ok: true, value: { result: truncated ? text.slice(0, maxChars) : text, type, truncated } };
+}
+
+parentPort.on("message", ({ id, payload }) => {
+  parentPort.postMessage({ ...run(payload), id });
+});

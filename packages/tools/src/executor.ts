@@ -1,0 +1,210 @@
+import type { ErrorCode, RoleName } from "@agentmesh/contracts";
+import { backoffDelay, sleep as defaultSleep } from "./backoff.js";
+import { argsDigest } from "./digest.js";
+import { failure, isToolError, toolError, toToolFailure, type ToolFailure } from "./errors.js";
+import { scanDangerous } from "./patterns.js";
+import type { ToolCallRecord } from "./record.js";
+import type { RegisteredTool, ToolRegistry } from "./registry.js";
+
+/** One tool call as an agent asks for it. */
+export interface ToolCallRequest {
+  readonly tool: string;
+  readonly args: unknown;
+  readonly role: RoleName;
+  readonly sessionId: string;
+  readonly taskId: string;
+  /** The caller giving up (task deadline, cancel): stops the current attempt and any retry. */
+  readonly signal?: AbortSignal;
+}
+
+/** The result of a call, success or typed failure, with one record per attempt (or refusal). */
+export type ToolCallResult =
+  | { readonly ok: true; readonly tool: string; readonly output: unknown; readonly records: readonly ToolCallRecord[] }
+  | { readonly ok: false; readonly tool: string; readonly error: ToolFailure; readonly records: readonly ToolCallRecord[] };
+
+/** Counts tool calls per session; the in-memory default can be swapped for a shared store. */
+export interface SessionCallCounter {
+  /** Adds one call to the session and returns the new total. */
+  increment(sessionId: string): number | Promise<number>;
+}
+
+/** Options of a safe executor. */
+export interface SafeExecutorOptions {
+  readonly registry: ToolRegistry;
+  /** Tool calls one session may make (each call counts once, whatever its attempts). Default 50. */
+  readonly maxCallsPerSession?: number;
+  readonly counter?: SessionCallCounter;
+  /** Called with every record as it is made (telemetry, `tool_call` events). */
+  readonly onRecord?: (record: ToolCallRecord) => void;
+  /** Test seams: clock for `startedAt`, the backoff sleep, and jitter's random source. */
+  readonly now?: () => number;
+  readonly sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  readonly random?: () => number;
+}
+
+/** Runs registered tools under validation, role checks, timeouts, retries and a per-session cap. */
+export interface SafeExecutor {
+  /** Never throws for a tool's failure: the result says what happened. */
+  call(req: ToolCallRequest): Promise<ToolCallResult>;
+}
+
+// Validation and permission failures are never retried, even if a tool marks them retryable.
+const NEVER_RETRY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "invalid_tool_input", "invalid_tool_output", "invalid_message", "permission_denied", "tool_not_found",
+  "budget_exceeded", "sandbox_unavailable", "cancelled", "deadline_exceeded",
+]);
+
+/** A bounded in-memory counter (oldest sessions forgotten first), for one process. */
+export function createMemorySessionCounter(maxSessions = 10_000): SessionCallCounter {
+  const counts = new Map<string, number>();
+  return {
+    increment(sessionId) {
+      const n = (counts.get(sessionId) ?? 0) + 1;
+      counts.delete(sessionId);
+      counts.set(sessionId, n);
+      if (counts.size > maxSessions) counts.delete(counts.keys().next().value as string);
+      return n;
+    },
+  };
+}
+
+type Attempt = { ok: true; output: unknown } | { ok: false; failure: ToolFailure };
+
+function zodSummary(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues
+    .slice(0, 5)
+    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`)
+    .join("; ");
+}
+
+function abortFailure(reason: unknown): ToolFailure {
+  return isToolError(reason) ? toToolFailure(reason) : failure("cancelled", "the caller cancelled the tool call");
+}
+
+class SafeExecutorImpl implements SafeExecutor {
+  readonly #opts: SafeExecutorOptions;
+  readonly #counter: SessionCallCounter;
+  readonly #max: number;
+
+  constructor(opts: SafeExecutorOptions) {
+    this.#opts = opts;
+    this.#counter = opts.counter ?? createMemorySessionCounter();
+    this.#max = opts.maxCallsPerSession ?? 50;
+  }
+
+  async call(req: ToolCallRequest): Promise<ToolCallResult> {
+    const records: ToolCallRecord[] = [];
+    const now = this.#opts.now ?? Date.now;
+    let digest: string | null = null;
+    try {
+      digest = argsDigest(req.args);
+    } catch {
+      // a cyclic or non-JSON argument cannot be digested; it is refused below by the schema
+    }
+    const flags = scanDangerous(req.args);
+    const record = (r: Pick<ToolCallRecord, "attempt" | "latencyMs" | "backoffMs"> & { startedAt: number; result: Attempt }): void => {
+      const rec: ToolCallRecord = {
+        tool: req.tool.slice(0, 80),
+        sessionId: req.sessionId,
+        taskId: req.taskId,
+        role: req.role,
+        argsDigest: digest,
+        attempt: r.attempt,
+        startedAt: new Date(r.startedAt).toISOString(),
+        latencyMs: Math.round(r.latencyMs * 1000) / 1000,
+        outcome: r.result.ok ? "ok" : r.result.failure.code,
+        retryable: r.result.ok ? null : r.result.failure.retryable,
+        message: r.result.ok ? null : r.result.failure.message.slice(0, 500),
+        backoffMs: r.backoffMs,
+        flags,
+      };
+      records.push(rec);
+      this.#opts.onRecord?.(rec);
+    };
+    const refuse = (f: ToolFailure): ToolCallResult => {
+      record({ attempt: 0, latencyMs: 0, backoffMs: null, startedAt: now(), result: { ok: false, failure: f } });
+      return { ok: false, tool: req.tool, error: f, records };
+    };
+
+    const tool = this.#opts.registry.get(req.tool);
+    if (!tool) return refuse(failure("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
+    if (!tool.allowedRoles.includes(req.role)) return refuse(failure("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
+    const parsed = tool.input.safeParse(req.args);
+    if (!parsed.success) return refuse(failure("invalid_tool_input", `${tool.name}: ${zodSummary(parsed.error.issues)}`));
+    const used = await this.#counter.increment(req.sessionId);
+    if (used > this.#max) return refuse(failure("budget_exceeded", `session used its ${this.#max} tool calls`));
+
+    const random = this.#opts.random ?? Math.random;
+    const doSleep = this.#opts.sleep ?? defaultSleep;
+    for (let attempt = 1; ; attempt++) {
+      const startedAt = now();
+      const t0 = performance.now();
+      const result = await this.#attempt(tool, parsed.data, req, attempt);
+      const latencyMs = performance.now() - t0;
+      const f = result.ok ? null : result.failure;
+      const retry =
+        f !== null && f.retryable && !NEVER_RETRY.has(f.code) && !tool.retry.nonRetryable.includes(f.code) &&
+        attempt < tool.retry.maxAttempts && !req.signal?.aborted;
+      const backoffMs = retry ? backoffDelay(tool.retry, attempt + 1, random) : null;
+      record({ attempt, latencyMs, backoffMs, startedAt, result });
+      if (result.ok) return { ok: true, tool: tool.name, output: result.output, records };
+      if (backoffMs === null) return { ok: false, tool: tool.name, error: result.failure, records };
+      try {
+        await doSleep(backoffMs, req.signal);
+      } catch (reason) {
+        return { ok: false, tool: tool.name, error: abortFailure(reason ?? req.signal?.reason), records };
+      }
+    }
+  }
+
+  // One attempt: resolves at the tool's answer, its timeout or the caller's abort, whichever is
+  // first. On timeout the tool's signal is aborted so it kills its worker; its late answer is dropped.
+  async #attempt(tool: RegisteredTool, input: unknown, req: ToolCallRequest, attempt: number): Promise<Attempt> {
+    const ac = new AbortController();
+    const deadline = Date.now() + tool.timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<Attempt>((resolve) => {
+      timer = setTimeout(() => {
+        const err = toolError("timeout", `${tool.name} did not finish within ${tool.timeoutMs} ms`);
+        ac.abort(err);
+        resolve({ ok: false, failure: toToolFailure(err) });
+      }, tool.timeoutMs);
+      onAbort = () => {
+        ac.abort(req.signal?.reason);
+        resolve({ ok: false, failure: abortFailure(req.signal?.reason) });
+      };
+      if (req.signal?.aborted) onAbort();
+      else req.signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    const ctx = {
+      signal: ac.signal,
+      sessionId: req.sessionId,
+      taskId: req.taskId,
+      attempt,
+      deadline,
+      idempotencyKey: tool.sideEffects ? req.taskId : undefined,
+    };
+    const run = (async (): Promise<Attempt> => {
+      try {
+        const out: unknown = await tool.execute(input, ctx);
+        const checked = tool.output.safeParse(out);
+        if (checked.success) return { ok: true, output: checked.data };
+        return { ok: false, failure: failure("invalid_tool_output", `${tool.name}: ${zodSummary(checked.error.issues)}`) };
+      } catch (err) {
+        return { ok: false, failure: toToolFailure(err) };
+      }
+    })();
+    try {
+      return await Promise.race([run, stopped]);
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) req.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** Creates the executor that every tool call of an agent goes through. */
+export function createSafeExecutor(opts: SafeExecutorOptions): SafeExecutor {
+  return new SafeExecutorImpl(opts);
+}

@@ -1,0 +1,140 @@
+import { Worker } from "node:worker_threads";
+import { toolError } from "../errors.js";
+import { createWarmPool } from "../warm-pool.js";
+import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
+
+/** Limits of the JavaScript runner. */
+export interface JsRunnerOptions {
+  /** Wall-clock limit of the code (default 2000 ms). */
+  readonly timeLimitMs?: number;
+  /** QuickJS heap cap (default 64 MiB). */
+  readonly memoryLimitBytes?: number;
+  /** QuickJS stack cap (default 512 KiB): deep recursion fails as a RangeError-like InternalError. */
+  readonly stackSizeBytes?: number;
+  /** Cap on stdout + stderr, and separately on the result text (default 64 KiB). */
+  readonly maxOutputBytes?: number;
+  /** Interpreters kept started ahead of calls (default 1). */
+  readonly warm?: number;
+  /** How long after the time limit the worker is terminated if the interrupt has not stopped the code. */
+  readonly killGraceMs?: number;
+}
+
+interface WorkerReply {
+  readonly type: "result";
+  readonly ok: boolean;
+  readonly result: string | null;
+  readonly error: string | null;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly resultTruncated: boolean;
+  readonly limit: "time" | "memory" | "output" | null;
+  readonly durationMs: number;
+}
+
+const WORKER_URL = new URL("./quickjs.worker.mjs", import.meta.url);
+
+function startWorker(): Promise<Worker> {
+  return new Promise((resolve, reject) => {
+    // empty env and a small V8 heap: the worker itself holds nothing worth reaching
+    const w = new Worker(WORKER_URL, {
+      env: {},
+      resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
+    });
+    const onMessage = (m: { type?: string }): void => {
+      if (m.type !== "ready") return;
+      w.off("message", onMessage);
+      w.off("error", onError);
+      w.unref();
+      resolve(w);
+    };
+    const onError = (err: Error): void => reject(toolError("sandbox_unavailable", `QuickJS did not start: ${err.message}`, { cause: err }));
+    w.on("message", onMessage);
+    w.once("error", onError);
+  });
+}
+
+class JsRunnerImpl implements CodeRunner {
+  readonly language = "javascript" as const;
+  readonly #o: Required<Omit<JsRunnerOptions, "warm">>;
+  readonly #pool;
+
+  constructor(opts: JsRunnerOptions) {
+    this.#o = {
+      timeLimitMs: opts.timeLimitMs ?? 2000,
+      memoryLimitBytes: opts.memoryLimitBytes ?? 64 * 1024 * 1024,
+      stackSizeBytes: opts.stackSizeBytes ?? 512 * 1024,
+      maxOutputBytes: opts.maxOutputBytes ?? 64 * 1024,
+      killGraceMs: opts.killGraceMs ?? 100,
+    };
+    this.#pool = createWarmPool<Worker>({ size: opts.warm ?? 1, start: startWorker, dispose: (w) => void w.terminate() });
+  }
+
+  async status(): Promise<SandboxStatus> {
+    return { available: true, detail: "QuickJS compiled to WASM, one fresh interpreter per call in a worker thread; no host objects" };
+  }
+
+  async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
+    const w = await this.#pool.take(opts.signal);
+    const o = this.#o;
+    const started = performance.now();
+    try {
+      const reply = await new Promise<WorkerReply>((resolve, reject) => {
+        const hardKill = setTimeout(() => {
+          reject(toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed`, { retryable: false }));
+        }, o.timeLimitMs + o.killGraceMs);
+        const done = (): void => {
+          clearTimeout(hardKill);
+          opts.signal?.removeEventListener("abort", onAbort);
+        };
+        const onAbort = (): void => {
+          done();
+          reject(opts.signal?.reason as Error);
+        };
+        opts.signal?.addEventListener("abort", onAbort, { once: true });
+        w.once("message", (m: WorkerReply) => {
+          done();
+          resolve(m);
+        });
+        w.once("error", (err: Error) => {
+          done();
+          const oom = (err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
+          reject(oom ? toolError("resource_exhausted", "code ran out of memory") : toolError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }));
+        });
+        w.ref();
+        w.postMessage({ code, timeLimitMs: o.timeLimitMs, memoryLimitBytes: o.memoryLimitBytes, stackSizeBytes: o.stackSizeBytes, maxOutputBytes: o.maxOutputBytes });
+      });
+      const elapsed = Math.round(performance.now() - started);
+      switch (reply.limit) {
+        case "time":
+          throw toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was interrupted after ${elapsed} ms`, { retryable: false });
+        case "memory":
+          throw toolError("resource_exhausted", `code went over its ${o.memoryLimitBytes} byte memory limit`);
+        case "output":
+          throw toolError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
+        case null:
+          break;
+      }
+      return {
+        ok: reply.ok,
+        result: reply.result,
+        error: reply.error,
+        stdout: reply.stdout,
+        stderr: reply.stderr,
+        truncated: reply.resultTruncated,
+        durationMs: Math.round(reply.durationMs),
+      };
+    } finally {
+      // single use: whatever the code did to its interpreter dies with this worker
+      void w.terminate();
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+}
+
+/** Creates the JavaScript runner: QuickJS (WASM) in a worker thread, killed at its deadline. */
+export function createJsRunner(opts: JsRunnerOptions = {}): CodeRunner {
+  return new JsRunnerImpl(opts);
+}
