@@ -116,6 +116,7 @@ async function main(opts: BenchOptions): Promise<number> {
   cleanups.push({ what: "NATS and Redis", run: () => infra.stop() });
   const prefix = uniquePrefix("bench");
   const tag = prefix.slice(5);
+  if (opts.cpuProfDir) mkdirSync(resolve(root, opts.cpuProfDir), { recursive: true });
   const extraEnv = {
     AGENTMESH_AGENT_CONCURRENCY: String(opts.agentConcurrency),
     AGENTMESH_COORDINATOR_CONCURRENCY: String(opts.coordinatorConcurrency),
@@ -141,6 +142,9 @@ async function main(opts: BenchOptions): Promise<number> {
   await cluster.waitReady(want, 120_000);
   log(`bench: ${opts.coordinators} coordinators and ${AGENT_ROLES.length} agents up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const pids = processTable(cluster, infra);
+  /** Measured windows on CLOCK_MONOTONIC in µs (the clock V8 CPU profiles use), for bench/profile.ts. */
+  const windows: Array<{ label: string; startUs: number; endUs: number }> = [];
+  const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 
   const nc = await natsConnect(infra.natsUrl, "bench");
   const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
@@ -171,7 +175,9 @@ async function main(opts: BenchOptions): Promise<number> {
     const cpuBefore = new Map([...pids].map(([k, pid]) => [k, cpuMs(pid)]));
     const machineBefore = machineCpu();
     const probe = lab.probe(25);
+    const startUs = monoUs();
     const level = await runLevel({ cluster, router, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c) });
+    windows.push({ label: `c=${c}`, startUs, endUs: monoUs() });
     const probed = await probe.stop();
     const machineAfter = machineCpu();
     const cpuMsByProcess: Record<string, number> = {};
@@ -193,6 +199,11 @@ async function main(opts: BenchOptions): Promise<number> {
     firstIndex += n;
   }
 
+  if (opts.cpuProfDir) {
+    const dir = resolve(root, opts.cpuProfDir);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "bench-window.json"), `${JSON.stringify({ processes: Object.fromEntries(pids), windows }, null, 2)}\n`);
+  }
   const rss: Record<string, number | null> = {};
   for (const [k, pid] of pids) rss[k] = rssKiB(pid);
   const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);

@@ -1,0 +1,83 @@
+// Summarises the V8 CPU profiles written by `pnpm bench --cpu-prof DIR`:
+//   pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20]
+// Only samples inside the measured window(s) count (bench-window.json, CLOCK_MONOTONIC µs), so
+// start-up (module loading, transpiling) is left out.
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+
+interface CallFrame { functionName: string; url: string; lineNumber: number }
+interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
+interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
+interface BenchWindow { processes: Record<string, number>; windows: Array<{ label: string; startUs: number; endUs: number }> }
+
+/** Where a frame's code lives: a workspace package, an npm package, Node itself, or V8 pseudo-frames. */
+function bucket(f: CallFrame): string {
+  const url = f.url;
+  if (!url) return f.functionName.startsWith("(") ? f.functionName : "(native/V8)";
+  const pkg = /node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (pkg) return pkg[1]!;
+  const ws = /\/((?:packages|services)\/[^/]+)\//.exec(url);
+  if (ws) return ws[1]!;
+  if (url.startsWith("node:")) return "node internals";
+  return url.replace(/^file:\/\//, "");
+}
+
+const frameName = (f: CallFrame) => `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?|work\/main\/)/, "")}:${f.lineNumber + 1}`;
+
+function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolean, top: number): void {
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const self = new Map<string, number>();
+  const selfBucket = new Map<string, number>();
+  const incl = new Map<string, number>();
+  let t = p.startTime;
+  let total = 0;
+  for (let i = 0; i < p.samples.length; i++) {
+    const dt = p.timeDeltas[i] ?? 0;
+    t += dt;
+    if (!inWindow(t)) continue;
+    const node = byId.get(p.samples[i]!);
+    if (!node || node.callFrame.functionName === "(idle)") continue;
+    total += dt;
+    self.set(frameName(node.callFrame), (self.get(frameName(node.callFrame)) ?? 0) + dt);
+    selfBucket.set(bucket(node.callFrame), (selfBucket.get(bucket(node.callFrame)) ?? 0) + dt);
+    const seen = new Set<string>();
+    for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+      const f = byId.get(id)!.callFrame;
+      if (!f.url) continue;
+      const k = frameName(f);
+      if (seen.has(k)) continue;
+      seen.add(k);
+      incl.set(k, (incl.get(k) ?? 0) + dt);
+    }
+  }
+  const pct = (x: number) => `${((100 * x) / Math.max(total, 1)).toFixed(1).padStart(5)}%`;
+  const list = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `    ${pct(v)}  ${k}`).join("\n");
+  console.log(`\n== ${label}: ${(total / 1000).toFixed(0)} ms on CPU in the window`);
+  console.log(`  self time by where the code lives:\n${list(selfBucket, 12)}`);
+  console.log(`  self time by function:\n${list(self, top)}`);
+  console.log(`  inclusive time by function:\n${list(incl, top)}`);
+}
+
+const args = process.argv.slice(2);
+const dir = args.find((a) => !a.startsWith("--"));
+if (!dir) {
+  console.error("usage: pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20]");
+  process.exit(2);
+}
+const wantWindow = args.includes("--window") ? args[args.indexOf("--window") + 1] : undefined;
+const top = args.includes("--top") ? Number(args[args.indexOf("--top") + 1]) : 20;
+const meta = JSON.parse(readFileSync(join(dir, "bench-window.json"), "utf8")) as BenchWindow;
+const windows = meta.windows.filter((w) => !wantWindow || w.label === wantWindow);
+if (windows.length === 0) {
+  console.error(`no window ${wantWindow ?? ""} in bench-window.json (have ${meta.windows.map((w) => w.label).join(", ")})`);
+  process.exit(2);
+}
+const inWindow = (t: number) => windows.some((w) => t >= w.startUs && t <= w.endUs);
+const labelOf = new Map(Object.entries(meta.processes).map(([k, v]) => [v, k]));
+console.log(`windows: ${windows.map((w) => `${w.label} (${((w.endUs - w.startUs) / 1e6).toFixed(1)} s)`).join(", ")}`);
+for (const f of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()) {
+  const pid = Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(f)?.[1]);
+  summarise(`${labelOf.get(pid) ?? `pid ${pid}`} (${f})`, JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile, inWindow, top);
+}
