@@ -41,6 +41,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_MAX_STEPS", schema: int(1).default(100), default: "100", description: "default step budget per session", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_TOKENS", schema: int(1).optional(), default: "— (unlimited)", description: "default token budget per session", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_COST_USD", schema: z.coerce.number().positive().optional(), default: "— (unlimited)", description: "default cost budget per session (USD)", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_MAX_WALL_MS", schema: int(1000).optional(), default: "— (unlimited)", description: "default wall-clock budget per session (ends it as budget_exceeded)", usedBy: ["coordinator"] },
   { name: "AGENTMESH_COORDINATOR_CONCURRENCY", schema: int(1).default(16), default: "16", description: "inbox messages one coordinator steps at once", usedBy: ["coordinator"] },
   { name: "AGENTMESH_SESSION_TTL_MS", schema: int(1000).default(7 * 24 * 3600 * 1000), default: "604800000", description: "sliding TTL of a live session's keys", usedBy: ["coordinator"] },
   { name: "AGENTMESH_FINISHED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "TTL of a finished session's keys", usedBy: ["coordinator"] },

@@ -56,7 +56,8 @@ describe("createSession", () => {
       defaults: { budgets, taskDeadlineMs: null, sessionDeadlineMs: null },
     });
     expect(s.meta.budgets).toEqual({ max_steps: 3, max_tokens: null, max_cost_usd: 1, max_wall_ms: 5000 });
-    expect(s.meta.deadline_at).toBeNull();
+    // No session deadline, but the wall-clock budget arms the session timer.
+    expect(s.meta.deadline_at).toBe(T0 + 5000);
   });
 
   it("refuses an unknown workflow; the registry knows critic-chain only", () => {
@@ -301,6 +302,27 @@ describe("step: budgets", () => {
     h.now = T0 + 1500;
     h.reply(out.plan([], ["e"]));
     expectExceeded(h, "max_wall_ms");
+  });
+
+  it("max_wall_ms ends a session whose agent never answers: the session timer fires at the budget", () => {
+    const h = withBudget({ max_wall_ms: 1500 });
+    const first = h.apply(inputs.start());
+    expect(first.kind === "apply" && first.timers).toContainEqual({ member: `session:${SID}`, dueAt: T0 + 1500 });
+    h.now = T0 + 1500;
+    const o = h.apply(inputs.sessionTimer());
+    expect(o.kind).toBe("apply");
+    expect(h.state.meta.status).toBe("budget_exceeded");
+    expect(h.state.meta.error).toMatchObject({ code: "budget_exceeded", message: expect.stringContaining("max_wall_ms") });
+    expect(o.kind === "apply" && o.outbox.some((e) => e.kind === "cancel")).toBe(true);
+  });
+
+  it("a session deadline earlier than the wall budget fails the session as deadline_exceeded", () => {
+    const h = withBudget({ max_wall_ms: 10 * DEFAULTS.sessionDeadlineMs! });
+    h.apply(inputs.start());
+    h.now = T0 + DEFAULTS.sessionDeadlineMs!;
+    h.apply(inputs.sessionTimer());
+    expect(h.state.meta.status).toBe("failed");
+    expect(h.state.meta.error?.code).toBe("deadline_exceeded");
   });
 
   it("does not stop a run that completes at its last allowed step", () => {

@@ -33,6 +33,9 @@ export function createSession(args: CreateSessionArgs): SessionState {
   // A client's explicit null lifts a default limit; an absent key keeps it.
   const pick = <K extends keyof Budgets>(k: K): Budgets[K] => (over[k] === undefined ? args.defaults.budgets[k] : (over[k] as Budgets[K]));
   const { now } = args;
+  const maxWall = pick("max_wall_ms");
+  // The session timer fires at whichever comes first: the deadline or the wall-clock budget.
+  const limits = [args.defaults.sessionDeadlineMs, maxWall].filter((x): x is number => x !== null && x !== undefined);
   return {
     meta: {
       session_id: SessionId.parse(args.sessionId),
@@ -45,7 +48,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       budgets: { max_steps: pick("max_steps"), max_tokens: pick("max_tokens"), max_cost_usd: pick("max_cost_usd"), max_wall_ms: pick("max_wall_ms") },
       created_at: now,
       updated_at: now,
-      deadline_at: args.defaults.sessionDeadlineMs === null ? null : now + args.defaults.sessionDeadlineMs,
+      deadline_at: limits.length ? now + Math.min(...limits) : null,
       error: null,
     },
     data: def.init(args.query, args.options),
@@ -126,7 +129,13 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
     case "timer": {
       if (input.reason === "session_deadline") {
         if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
-        endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`, null));
+        const wall = meta.budgets.max_wall_ms;
+        const elapsed = d.ctx.now - meta.created_at;
+        if (wall !== null && elapsed >= wall) {
+          endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`, null), true);
+        } else {
+          endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`, null), true);
+        }
         return seal(d);
       }
       if (input.task_id === null) return drop("invalid", "a task deadline that names no task");

@@ -4,7 +4,7 @@ import type { RuntimeDefaults } from "@agentmesh/workflows";
 const NAMES = [
   "NATS_URL", "REDIS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
   "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
-  "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_COORDINATOR_CONCURRENCY",
+  "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
 ] as const;
 
@@ -43,7 +43,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
         max_steps: e.AGENTMESH_MAX_STEPS,
         max_tokens: e.AGENTMESH_MAX_TOKENS ?? null,
         max_cost_usd: e.AGENTMESH_MAX_COST_USD ?? null,
-        max_wall_ms: null,
+        max_wall_ms: e.AGENTMESH_MAX_WALL_MS ?? null,
       },
       taskDeadlineMs: e.AGENTMESH_TASK_DEADLINE_MS,
       sessionDeadlineMs: e.AGENTMESH_SESSION_DEADLINE_MS,

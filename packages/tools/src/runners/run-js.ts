@@ -67,6 +67,8 @@ class JsRunnerImpl implements CodeRunner {
       killGraceMs: opts.killGraceMs ?? 100,
     };
     this.#pool = createWarmPool<Worker>({ size: opts.warm ?? 1, start: startWorker, dispose: (w) => void w.terminate() });
+    // start the first interpreter now so the first call does not pay for it (the worker is unref'd)
+    this.#pool.prime();
   }
 
   async status(): Promise<SandboxStatus> {

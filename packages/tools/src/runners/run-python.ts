@@ -1,0 +1,274 @@
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { toolError } from "../errors.js";
+import { createWarmPool } from "../warm-pool.js";
+import { findBinary, killSandbox, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
+import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
+
+/** Limits and locations of the Python runner. */
+export interface PythonRunnerOptions {
+  /** Wall-clock limit of the code, start-up excluded (default 5000 ms). */
+  readonly timeLimitMs?: number;
+  /** RLIMIT_AS of the sandboxed process (default 1280 MiB; Node and Pyodide need ~1 GiB of it to start). */
+  readonly addressSpaceBytes?: number;
+  /** Cap on stdout + stderr and on the result text (default 64 KiB). */
+  readonly maxOutputBytes?: number;
+  /** Interpreters kept started ahead of calls (default 1). */
+  readonly warm?: number;
+  /** Layer 2: make `js` / `pyodide_js` unimportable (default true). Off only to test the OS boundary alone. */
+  readonly hardenInterpreter?: boolean;
+  /** Start an interpreter from a memory snapshot (~0.7 s instead of ~3 s; default true). */
+  readonly useSnapshot?: boolean;
+  readonly startupTimeoutMs?: number;
+  /** Where the snapshot is kept (a private directory is made inside; default the OS temp dir). */
+  readonly scratchDir?: string;
+  readonly bwrapPath?: string;
+  readonly prlimitPath?: string;
+  readonly nodePath?: string;
+  readonly pyodideDir?: string;
+}
+
+interface Ready {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly lines: AsyncIterator<string>;
+  readonly stderr: () => string;
+}
+
+interface ChildResult {
+  readonly type: "result";
+  readonly ok?: boolean;
+  readonly result?: string | null;
+  readonly error?: string | null;
+  readonly stdout?: string;
+  readonly stderr?: string;
+  readonly durationMs?: number;
+  readonly limit?: "memory" | "output" | null;
+}
+
+const CHILD_SCRIPT = fileURLToPath(new URL("./python-child.mjs", import.meta.url));
+
+function defaultPyodideDir(): string {
+  return dirname(createRequire(import.meta.url).resolve("pyodide/package.json"));
+}
+
+/** Reads newline-separated messages from a child's stdout, capping what it may send in all. */
+function lineReader(child: ChildProcessWithoutNullStreams, maxBytes: number): AsyncIterator<string> {
+  const queue: string[] = [];
+  const waiters: Array<(r: IteratorResult<string>) => void> = [];
+  let buf = "";
+  let total = 0;
+  let ended = false;
+  const push = (line: string): void => {
+    const w = waiters.shift();
+    if (w) w({ value: line, done: false });
+    else queue.push(line);
+  };
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk: string) => {
+    total += chunk.length;
+    if (total > maxBytes) {
+      killSandbox(child);
+      return;
+    }
+    buf += chunk;
+    for (let nl = buf.indexOf("\n"); nl >= 0; nl = buf.indexOf("\n")) {
+      push(buf.slice(0, nl));
+      buf = buf.slice(nl + 1);
+    }
+  });
+  child.stdout.on("close", () => {
+    ended = true;
+    for (const w of waiters.splice(0)) w({ value: undefined, done: true });
+  });
+  return {
+    next: () =>
+      new Promise((resolve) => {
+        const line = queue.shift();
+        if (line !== undefined) resolve({ value: line, done: false });
+        else if (ended) resolve({ value: undefined, done: true });
+        else waiters.push(resolve);
+      }),
+  };
+}
+
+function collectStderr(child: ChildProcessWithoutNullStreams, max = 8192): () => string {
+  let text = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (c: string) => {
+    if (text.length < max) text += c.slice(0, max - text.length);
+  });
+  return () => text.trim();
+}
+
+function setRef(child: ChildProcessWithoutNullStreams, on: boolean): void {
+  for (const h of [child, child.stdin, child.stdout, child.stderr] as Array<{ ref?: () => void; unref?: () => void }>) {
+    if (on) h.ref?.();
+    else h.unref?.();
+  }
+}
+
+class PythonRunnerImpl implements CodeRunner {
+  readonly language = "python" as const;
+  readonly #o;
+  readonly #paths: SandboxPaths | null;
+  readonly #missing: string | null;
+  readonly #pool;
+  #status: Promise<SandboxStatus> | undefined;
+  #snapshot: Promise<string | null> | undefined;
+  #scratch: string | undefined;
+
+  constructor(opts: PythonRunnerOptions) {
+    this.#o = {
+      timeLimitMs: opts.timeLimitMs ?? 5000,
+      addressSpaceBytes: opts.addressSpaceBytes ?? 1280 * 1024 * 1024,
+      maxOutputBytes: opts.maxOutputBytes ?? 64 * 1024,
+      harden: opts.hardenInterpreter ?? true,
+      useSnapshot: opts.useSnapshot ?? true,
+      startupTimeoutMs: opts.startupTimeoutMs ?? 30_000,
+      scratchDir: opts.scratchDir ?? tmpdir(),
+    };
+    const bwrap = opts.bwrapPath ?? findBinary("bwrap");
+    const prlimit = opts.prlimitPath ?? findBinary("prlimit");
+    this.#missing = !bwrap ? "bubblewrap (bwrap) is not installed" : !prlimit ? "prlimit (util-linux) is not installed" : null;
+    this.#paths =
+      bwrap && prlimit
+        ? { bwrap, prlimit, node: opts.nodePath ?? process.execPath, pyodideDir: opts.pyodideDir ?? defaultPyodideDir(), childScript: CHILD_SCRIPT }
+        : null;
+    this.#pool = createWarmPool<Ready>({ size: opts.warm ?? 1, start: () => this.#start(), dispose: (r) => killSandbox(r.child) });
+  }
+
+  status(): Promise<SandboxStatus> {
+    this.#status ??= this.#probe();
+    return this.#status;
+  }
+
+  async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
+    const st = await this.status();
+    if (!st.available) throw toolError("sandbox_unavailable", `Python was not run: ${st.detail}`);
+    const ready = await this.#pool.take(opts.signal);
+    const o = this.#o;
+    const { child } = ready;
+    setRef(child, true);
+    const started = performance.now();
+    let killedAtDeadline = false;
+    const timer = setTimeout(() => {
+      killedAtDeadline = true;
+      killSandbox(child);
+    }, o.timeLimitMs);
+    const onAbort = (): void => killSandbox(child);
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      child.stdin.end(`${JSON.stringify({ code, maxOutputBytes: o.maxOutputBytes })}\n`);
+      const line = await ready.lines.next();
+      const elapsed = Math.round(performance.now() - started);
+      opts.signal?.throwIfAborted();
+      if (killedAtDeadline) throw toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`, { retryable: false });
+      if (line.done) {
+        const why = ready.stderr();
+        if (/memory|allocat/i.test(why)) throw toolError("resource_exhausted", "the Python process ran out of memory");
+        throw toolError("tool_error", `the Python process ended without an answer: ${why.slice(-500) || "no output"}`, { retryable: false });
+      }
+      const r = JSON.parse(line.value) as ChildResult;
+      if (r.limit === "output") throw toolError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
+      if (r.limit === "memory") throw toolError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
+      const result = r.result ?? null;
+      const truncated = result !== null && result.length > o.maxOutputBytes;
+      return {
+        ok: r.ok === true,
+        result: truncated ? result.slice(0, o.maxOutputBytes) : result,
+        error: r.error ? r.error.slice(-2000) : null,
+        stdout: r.stdout ?? "",
+        stderr: r.stderr ?? "",
+        truncated,
+        durationMs: Math.round(r.durationMs ?? elapsed),
+      };
+    } finally {
+      clearTimeout(timer);
+      opts.signal?.removeEventListener("abort", onAbort);
+      // single use: the process and everything the code left in it are gone
+      killSandbox(child);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+    if (this.#scratch) await rm(this.#scratch, { recursive: true, force: true });
+  }
+
+  #spawn(s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds">): ChildProcessWithoutNullStreams {
+    const paths = this.#paths as SandboxPaths;
+    const cpuSeconds = Math.ceil(this.#o.timeLimitMs / 1000) + 15;
+    return spawnSandbox(paths, { ...s, harden: this.#o.harden, addressSpaceBytes: this.#o.addressSpaceBytes, cpuSeconds });
+  }
+
+  // The sandbox is available when a process started under every wall (prlimit, bwrap, the
+  // permission model) can answer. If it cannot, Python is never run at all.
+  async #probe(): Promise<SandboxStatus> {
+    if (!this.#paths) return { available: false, detail: this.#missing ?? "no sandbox" };
+    if (!existsSync(join(this.#paths.pyodideDir, "pyodide.mjs"))) return { available: false, detail: `no Pyodide at ${this.#paths.pyodideDir}` };
+    const child = this.#spawn({ mode: "probe" });
+    const err = collectStderr(child);
+    const lines = lineReader(child, 4096);
+    const timer = setTimeout(() => killSandbox(child), 10_000);
+    try {
+      const line = await lines.next();
+      if (line.done) return { available: false, detail: `the sandbox did not start: ${err().slice(-500) || "no output"}` };
+      const p = JSON.parse(line.value) as { permission?: boolean };
+      if (!p.permission) return { available: false, detail: "Node's permission model is not available in the sandbox" };
+      return { available: true, detail: "Pyodide in a child process under bubblewrap (new user, mount, pid, net namespaces) with Node's permission model, RLIMIT_AS and a kill at the deadline" };
+    } catch (e) {
+      return { available: false, detail: `the sandbox did not start: ${(e as Error).message}` };
+    } finally {
+      clearTimeout(timer);
+      killSandbox(child);
+    }
+  }
+
+  // A snapshot of a freshly started interpreter, made once in the sandbox with no user code.
+  #makeSnapshot(): Promise<string | null> {
+    this.#snapshot ??= (async () => {
+      if (!this.#o.useSnapshot) return null;
+      this.#scratch = await mkdtemp(join(this.#o.scratchDir, "agentmesh-pyodide-"));
+      const child = this.#spawn({ mode: "snapshot", outDir: this.#scratch });
+      child.stdout.resume();
+      child.stderr.resume();
+      const timer = setTimeout(() => killSandbox(child), this.#o.startupTimeoutMs * 2);
+      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
+      clearTimeout(timer);
+      const file = join(this.#scratch, "snapshot.bin");
+      // without a snapshot every interpreter starts cold: slower, same isolation
+      return code === 0 && existsSync(file) ? file : null;
+    })();
+    return this.#snapshot;
+  }
+
+  async #start(): Promise<Ready> {
+    const snapshot = await this.#makeSnapshot();
+    const child = this.#spawn({ mode: "run", snapshot });
+    const stderr = collectStderr(child);
+    const lines = lineReader(child, this.#o.maxOutputBytes * 8 + 1024 * 1024);
+    const timer = setTimeout(() => killSandbox(child), this.#o.startupTimeoutMs);
+    try {
+      const first = await lines.next();
+      if (first.done || !first.value.includes('"ready"')) {
+        killSandbox(child);
+        throw toolError("sandbox_unavailable", `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`);
+      }
+      // a warm process waiting for work must not keep the host process alive
+      setRef(child, false);
+      return { child, lines, stderr };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** Creates the Python runner: Pyodide in a bubblewrap-confined child process, one per call. */
+export function createPythonRunner(opts: PythonRunnerOptions = {}): CodeRunner {
+  return new PythonRunnerImpl(opts);
+}
