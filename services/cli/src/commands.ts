@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, SubmitReply, inputIds, naming as makeNaming, type SessionEvent, type WorkflowName } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type WorkflowName } from "@agentmesh/contracts";
 import { AgentmeshError, connectNats, createPublisher, followEvents, listServices, request } from "@agentmesh/messaging";
 import { connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
 import { createLogger } from "@agentmesh/service-kit";
@@ -163,4 +163,44 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
     out.line(`${opts.service}: ${alive.length} live replica(s)`);
     return 0;
   });
+}
+
+/** A live session is stuck when a deadline passed more than `graceMs` ago and nothing ended it. */
+export function stuckReason(state: SessionState, now: number, graceMs: number): string | null {
+  const m = state.meta;
+  if (isTerminal(m.status)) return null;
+  if (m.deadline_at !== null && now > m.deadline_at + graceMs) return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
+  const late = m.awaiting.find((a) => a.deadline_at !== null && now > a.deadline_at + graceMs);
+  if (late) return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
+  return null;
+}
+
+/**
+ * `agentmesh sessions [--stuck]`: the sessions in Redis (bounded scan), or only the live ones
+ * past a deadline that nothing has ended (the target is always zero; exit 1 when there are any).
+ */
+export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: number; graceMs: number; json: boolean }, out: Out): Promise<number> {
+  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  try {
+    const bb = createRedisBlackboard(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const now = Date.now();
+    const rows: Array<{ session_id: string; workflow: string; status: string; version: number; age_s: number; stuck: string | null }> = [];
+    for (const sid of await bb.listSessions(opts.limit)) {
+      const loaded = await bb.load(sid).catch(() => null);
+      if (!loaded) continue;
+      const m = loaded.state.meta;
+      const stuck = stuckReason(loaded.state, now, opts.graceMs);
+      if (opts.stuck && !stuck) continue;
+      rows.push({ session_id: sid, workflow: m.workflow, status: m.status, version: m.version, age_s: Math.round((now - m.created_at) / 1000), stuck });
+    }
+    rows.sort((a, b) => a.age_s - b.age_s);
+    if (opts.json) out.line(JSON.stringify(rows, null, 2));
+    else {
+      out.line(`${rows.length} ${opts.stuck ? "stuck " : ""}session(s) under prefix ${cfg.prefix}`);
+      for (const r of rows) out.line(`  ${r.session_id}  ${r.workflow.padEnd(13)} ${r.status.padEnd(16)} v${String(r.version).padEnd(4)} ${String(r.age_s).padStart(6)} s${r.stuck ? `  STUCK: ${r.stuck}` : ""}`);
+    }
+    return opts.stuck && rows.length > 0 ? 1 : 0;
+  } finally {
+    await redis.quit();
+  }
 }

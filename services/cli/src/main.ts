@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
-import { ask, cancel, health, inspect, services } from "./commands.js";
+import { ask, cancel, health, inspect, services, sessions } from "./commands.js";
 import { consoleOut } from "./render.js";
 
 const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
@@ -47,6 +47,16 @@ program
   .description("cancel a session")
   .argument("<session>", "session id", sessionArg)
   .action(async (sid: string) => exit(await cancel(cfg(), sid, consoleOut)));
+
+program
+  .command("sessions")
+  .description("list sessions; with --stuck only live sessions past a deadline (exit 1 if any)")
+  .option("--stuck", "only sessions past their deadline that nothing has ended", false)
+  .option("--limit <n>", "scan at most this many sessions", "1000")
+  .option("--grace <seconds>", "how long past a deadline counts as stuck", "60")
+  .option("--json", "raw JSON", false)
+  .action(async (o: { stuck: boolean; limit: string; grace: string; json: boolean }) =>
+    exit(await sessions(cfg(), { stuck: o.stuck, limit: Number(o.limit), graceMs: Number(o.grace) * 1000, json: o.json }, consoleOut)));
 
 program
   .command("health")

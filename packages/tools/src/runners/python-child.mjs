@@ -44,40 +44,45 @@ const py = await loadPyodide({
 
 // Runs the code as a module body and returns repr() of a trailing expression, like a REPL line.
 py.runPython(`
-import ast as _ast, builtins as _builtins, inspect as _inspect
-async def _sandbox_run(src):
-    g = {"__name__": "__main__", "__builtins__": _builtins}
-    tree = _ast.parse(src, "<sandbox>", "exec")
-    last = _ast.Expression(tree.body.pop().value) if tree.body and isinstance(tree.body[-1], _ast.Expr) else None
-    flags = _ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
-    r = eval(compile(tree, "<sandbox>", "exec", flags=flags), g)
-    if _inspect.iscoroutine(r):
-        await r
-    if last is None:
-        return None
-    r = eval(compile(last, "<sandbox>", "eval", flags=flags), g)
-    if _inspect.iscoroutine(r):
-        r = await r
-    return None if r is None else repr(r)
+def _make_runner():
+    import ast, builtins, inspect
+    async def run(src):
+        g = {"__name__": "__main__", "__builtins__": builtins}
+        tree = ast.parse(src, "<sandbox>", "exec")
+        last = ast.Expression(tree.body.pop().value) if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        flags = ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
+        r = eval(compile(tree, "<sandbox>", "exec", flags=flags), g)
+        if inspect.iscoroutine(r):
+            await r
+        if last is None:
+            return None
+        r = eval(compile(last, "<sandbox>", "eval", flags=flags), g)
+        if inspect.iscoroutine(r):
+            r = await r
+        return None if r is None else repr(r)
+    return run
+_sandbox_run = _make_runner()
 `);
 const sandboxRun = py.globals.get("_sandbox_run");
-py.runPython("del _sandbox_run, _ast, _builtins, _inspect");
+py.runPython("del _sandbox_run, _make_runner");
 
 // Second layer only (the boundary is the OS sandbox): take away the modules that bridge Python
 // to the JS host, so `import js` fails instead of reaching a confined but real Node.
 if (hardening === "harden") {
   py.runPython(`
-import sys
-_DENY = {"js", "pyodide_js", "pyodide", "_pyodide", "_pyodide_core", "micropip"}
-class _DenyBridge:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in _DENY:
-            raise ImportError(f"module {name!r} is not available in the sandbox")
-        return None
-sys.meta_path.insert(0, _DenyBridge())
-for _m in [m for m in sys.modules if m.partition(".")[0] in _DENY]:
-    del sys.modules[_m]
-del sys, _m, _DENY, _DenyBridge
+def _deny_bridges():
+    import sys
+    deny = frozenset({"js", "pyodide_js", "pyodide", "_pyodide", "_pyodide_core", "micropip"})
+    class DenyBridge:
+        def find_spec(self, name, path=None, target=None):
+            if name.partition(".")[0] in deny:
+                raise ImportError(f"module {name!r} is not available in the sandbox")
+            return None
+    sys.meta_path.insert(0, DenyBridge())
+    for m in [m for m in sys.modules if m.partition(".")[0] in deny]:
+        del sys.modules[m]
+_deny_bridges()
+del _deny_bridges
 `);
 }
 

@@ -1,0 +1,31 @@
+import { describe, expect, test } from "vitest";
+import { testSessionState } from "@agentmesh/blackboard/testing";
+import type { SessionState } from "@agentmesh/contracts";
+import { stuckReason } from "./commands.js";
+
+const T = 1_700_000_000_000;
+const with_ = (patch: Partial<SessionState["meta"]>): SessionState => {
+  const s = testSessionState("stucktest0000001", 3, T);
+  return { ...s, meta: { ...s.meta, ...patch } };
+};
+const task = (deadline_at: number | null) => ({ task_id: "stucktest0000001.3.0.0", role: "planner", op: "plan", attempt: 0, dispatched_at: T, deadline_at });
+
+describe("agentmesh sessions --stuck", () => {
+  test("a live session past its deadline plus grace is stuck; within grace it is not", () => {
+    const s = with_({ status: "running", deadline_at: T + 1000 });
+    expect(stuckReason(s, T + 1000 + 60_000, 60_000)).toBeNull();
+    expect(stuckReason(s, T + 1000 + 60_001, 60_000)).toMatch(/session deadline passed/);
+  });
+
+  test("an awaited task past its deadline plus grace is stuck", () => {
+    const s = with_({ status: "running", deadline_at: null, awaiting: [task(T + 500)] });
+    expect(stuckReason(s, T + 500 + 1001, 1000)).toMatch(/planner\.plan .* past its deadline/);
+    expect(stuckReason(with_({ status: "running", deadline_at: null, awaiting: [task(null)] }), T + 10 ** 9, 1000)).toBeNull();
+  });
+
+  test("a finished session is never stuck, whatever its deadlines say", () => {
+    for (const status of ["completed", "failed", "cancelled", "budget_exceeded"] as const) {
+      expect(stuckReason(with_({ status, deadline_at: T, awaiting: [task(T)] }), T + 10 ** 9, 0)).toBeNull();
+    }
+  });
+});
