@@ -36,7 +36,7 @@ const HELP = `usage: pnpm bench [options]
   --coordinator-concurrency N  AGENTMESH_COORDINATOR_CONCURRENCY (default 32)
   --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
   --out PATH              JSON report                          (default .bench/latest.json)
-  --cpu-prof DIR          services write V8 CPU profiles to DIR (NODE_OPTIONS=--cpu-prof);
+  --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
 
 NATS_URL and REDIS_URL (loopback only) select existing servers; otherwise the bench starts its own

@@ -97,6 +97,25 @@ async function purgePrefix(infra: Infra, cluster: Cluster): Promise<void> {
   }
 }
 
+/** waitReady, but fails at once when a service process exits instead of waiting out the timeout. */
+async function ready(cluster: Cluster, want: Partial<Record<ServiceName, number>>): Promise<void> {
+  let stop = false;
+  const died = (async () => {
+    for (;;) {
+      const dead = cluster.procs.find((p) => p.child.exitCode !== null || p.child.signalCode !== null);
+      if (dead) throw new Error(`${dead.name} exited (${dead.child.exitCode ?? dead.child.signalCode}) during start-up:\n${dead.output().slice(-2000)}`);
+      if (stop) return;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  try {
+    await Promise.race([cluster.waitReady(want, 120_000), died]);
+  } finally {
+    stop = true;
+    await died.catch(() => undefined);
+  }
+}
+
 function progress(c: number): (done: number, total: number, elapsedMs: number) => void {
   let shown = 0;
   return (done, total, elapsedMs) => {
@@ -123,7 +142,7 @@ async function main(opts: BenchOptions): Promise<number> {
     AGENTMESH_TASK_ACK_WAIT_MS: String(opts.ackWaitMs),
     AGENTMESH_INBOX_ACK_WAIT_MS: String(opts.ackWaitMs),
     LOG_LEVEL: "warn",
-    ...(opts.cpuProfDir ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${resolve(root, opts.cpuProfDir)}` } : {}),
+    ...(opts.cpuProfDir ? { NODE_OPTIONS: `--import=${join(root, "bench/cpu-prof.mjs")}`, BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
   const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv });
   // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
@@ -135,11 +154,11 @@ async function main(opts: BenchOptions): Promise<number> {
   // Coordinators provision the streams and consumers the agents attach to, so they go first.
   const t0 = Date.now();
   for (let i = 0; i < opts.coordinators; i++) cluster.start("coordinator");
-  await cluster.waitReady({ coordinator: opts.coordinators }, 120_000);
+  await ready(cluster, { coordinator: opts.coordinators });
   for (const r of AGENT_ROLES) cluster.start(r);
   const want: Partial<Record<ServiceName, number>> = { coordinator: opts.coordinators };
   for (const r of AGENT_ROLES) want[r] = 1;
-  await cluster.waitReady(want, 120_000);
+  await ready(cluster, want);
   log(`bench: ${opts.coordinators} coordinators and ${AGENT_ROLES.length} agents up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const pids = processTable(cluster, infra);
   /** Measured windows on CLOCK_MONOTONIC in µs (the clock V8 CPU profiles use), for bench/profile.ts. */

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type WorkflowName } from "@agentmesh/contracts";
-import { AgentmeshError, connectNats, createPublisher, followEvents, listServices, request } from "@agentmesh/messaging";
+import { AgentmeshError, connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
 import { connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
@@ -203,4 +203,28 @@ export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: nu
   } finally {
     await redis.quit();
   }
+}
+
+/** `agentmesh dead-letters [--redrive <seq>|--redrive-all]`: tasks no agent finished within their deliveries. */
+export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all: boolean; json: boolean }, out: Out): Promise<number> {
+  const naming = makeNaming(cfg.prefix);
+  return withNats(cfg, async (nc) => {
+    const list = await listDeadLetters(nc, naming, 1000);
+    const targets = opts.all ? list.map((d) => d.seq) : opts.redrive;
+    if (targets.length === 0) {
+      if (opts.json) out.line(JSON.stringify(list, null, 2));
+      else {
+        out.line(`${list.length} dead letter(s) in ${naming.streams.dead}`);
+        for (const d of list) out.line(`  #${d.seq}  ${d.at}  ${d.originalSubject}  task ${d.taskId ?? "?"}  after ${d.deliveries} deliveries`);
+      }
+      return 0;
+    }
+    let missing = 0;
+    for (const seq of targets) {
+      const d = await redriveDeadLetter(nc, naming, seq);
+      if (d) out.line(`re-driven #${seq} → ${d.originalSubject} (task ${d.taskId ?? "?"})`);
+      else { missing++; out.err(`agentmesh: no dead letter #${seq}`); }
+    }
+    return missing ? 1 : 0;
+  });
 }

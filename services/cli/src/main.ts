@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
-import { ask, cancel, health, inspect, services, sessions } from "./commands.js";
+import { ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
 import { consoleOut } from "./render.js";
 
 const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
@@ -57,6 +57,15 @@ program
   .option("--json", "raw JSON", false)
   .action(async (o: { stuck: boolean; limit: string; grace: string; json: boolean }) =>
     exit(await sessions(cfg(), { stuck: o.stuck, limit: Number(o.limit), graceMs: Number(o.grace) * 1000, json: o.json }, consoleOut)));
+
+program
+  .command("dead-letters")
+  .description("list tasks no agent finished within their deliveries; re-drive them")
+  .option("--redrive <seq...>", "re-publish these dead letters to their task subjects")
+  .option("--redrive-all", "re-publish every dead letter", false)
+  .option("--json", "raw JSON", false)
+  .action(async (o: { redrive?: string[]; redriveAll: boolean; json: boolean }) =>
+    exit(await deadLetters(cfg(), { redrive: (o.redrive ?? []).map(Number).filter(Number.isInteger), all: o.redriveAll, json: o.json }, consoleOut)));
 
 program
   .command("health")

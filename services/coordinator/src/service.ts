@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
 import type { Blackboard } from "@agentmesh/blackboard";
-import { createMicroService, createPublisher, provision, startInboxConsumer, type CrashHook, type Worker } from "@agentmesh/messaging";
+import { createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, type CrashHook, type Worker } from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
 import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
@@ -56,6 +56,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     log,
     crash: opts.crash,
   });
+  const deadLetters = await startDeadLetterMover(opts.nc, { naming: opts.naming, log });
   const micro = await createMicroService(opts.nc, {
     name: "coordinator",
     version: opts.version ?? "0.1.0",
@@ -85,6 +86,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
       timerLoop = undefined;
       await micro.stop();
       await inbox.stop(graceMs);
+      await deadLetters.stop();
     },
   };
 }
