@@ -18,6 +18,8 @@ export interface ComputePoolOptions {
   readonly url: URL;
   readonly size?: number;
   readonly resourceLimits?: ResourceLimits;
+  /** Start the workers now, so the first call does not pay for loading its libraries. */
+  readonly warm?: boolean;
 }
 
 type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; code: string; message: string };
@@ -40,6 +42,7 @@ class ComputePoolImpl implements ComputePool {
 
   constructor(opts: ComputePoolOptions) {
     this.#opts = opts;
+    if (opts.warm) for (let i = 0; i < (opts.size ?? 2); i++) this.#release(this.#spawn());
   }
 
   async run(payload: unknown, signal: AbortSignal): Promise<unknown> {
@@ -104,15 +107,7 @@ class ComputePoolImpl implements ComputePool {
           return s;
         }
       }
-      if (this.#slots.size < (this.#opts.size ?? 2)) {
-        const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits });
-        const slot: Slot = { worker, busy: true };
-        // a worker that dies while idle is simply forgotten; a fresh one is started when needed
-        worker.on("error", () => this.#drop(slot));
-        worker.on("exit", () => this.#drop(slot));
-        this.#slots.add(slot);
-        return slot;
-      }
+      if (this.#slots.size < (this.#opts.size ?? 2)) return this.#spawn();
       await new Promise<void>((resolve, reject) => {
         const onAbort = (): void => reject(signal.reason as Error);
         signal.addEventListener("abort", onAbort, { once: true });
@@ -122,6 +117,16 @@ class ComputePoolImpl implements ComputePool {
         });
       });
     }
+  }
+
+  #spawn(): Slot {
+    const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits });
+    const slot: Slot = { worker, busy: true };
+    // a worker that dies while idle is simply forgotten; a fresh one is started when needed
+    worker.on("error", () => this.#drop(slot));
+    worker.on("exit", () => this.#drop(slot));
+    this.#slots.add(slot);
+    return slot;
   }
 
   #release(slot: Slot): void {

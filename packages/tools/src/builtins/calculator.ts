@@ -21,6 +21,7 @@ export function createCalculatorTool(opts: CalculatorOptions): { tool: ToolDefin
   const pool = createComputePool({
     url: new URL("./calculator.worker.mjs", import.meta.url),
     size: opts.workers ?? 1,
+    warm: true,
     resourceLimits: { maxOldGenerationSizeMb: opts.maxHeapMb ?? 128, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
   });
   const maxChars = opts.maxResultChars ?? 10_000;
