@@ -78,6 +78,6 @@ const inWindow = (t: number) => windows.some((w) => t >= w.startUs && t <= w.end
 const labelOf = new Map(Object.entries(meta.processes).map(([k, v]) => [v, k]));
 console.log(`windows: ${windows.map((w) => `${w.label} (${((w.endUs - w.startUs) / 1e6).toFixed(1)} s)`).join(", ")}`);
 for (const f of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()) {
-  const pid = Number(/^CPU\.\d+\.\d+\.(\d+)\./.exec(f)?.[1]);
+  const pid = Number(/^CPU\.(?:\d+\.\d+\.)?(\d+)\./.exec(f)?.[1]);
   summarise(`${labelOf.get(pid) ?? `pid ${pid}`} (${f})`, JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile, inWindow, top);
 }

@@ -228,3 +228,20 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
     return missing ? 1 : 0;
   });
 }
+
+/** `agentmesh answer <sid> "<text>"`: a person's reply to a paused session (a `user_reply` inbox message). */
+export async function answer(cfg: CliConfig, sessionId: string, text: string, out: Out): Promise<number> {
+  const t = text.trim();
+  if (t.length === 0 || t.length > 5000) {
+    out.err("agentmesh: the answer must be 1-5000 characters");
+    return 2;
+  }
+  const naming = makeNaming(cfg.prefix);
+  return withNats(cfg, async (nc) => {
+    await createPublisher(nc, naming, quietLog).publishInbox({
+      v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(randomBytes(8).toString("hex")), text: t,
+    });
+    out.line(`answer sent to session ${sessionId}`);
+    return 0;
+  });
+}

@@ -1,2 +1,2 @@
-export { ask, services, inspect, cancel, health, sessions, stuckReason, deadLetters } from "./commands.js";
+export { ask, answer, services, inspect, cancel, health, sessions, stuckReason, deadLetters } from "./commands.js";
 export { loadCliConfig, type CliConfig } from "./config.js";

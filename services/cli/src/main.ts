@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from "commander";
 import { WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
-import { ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
+import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
 import { consoleOut } from "./render.js";
 
 const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
@@ -47,6 +47,13 @@ program
   .description("cancel a session")
   .argument("<session>", "session id", sessionArg)
   .action(async (sid: string) => exit(await cancel(cfg(), sid, consoleOut)));
+
+program
+  .command("answer")
+  .description("answer a session that is waiting for a person")
+  .argument("<session>", "session id", sessionArg)
+  .argument("<text>", "your answer (1-5000 characters)")
+  .action(async (sid: string, text: string) => exit(await answer(cfg(), sid, text, consoleOut)));
 
 program
   .command("sessions")

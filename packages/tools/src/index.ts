@@ -1,0 +1,46 @@
+// @agentmesh/tools: the tool registry, the safe executor every tool call goes through, the
+// sandboxed code runners and the built-in tools.
+export {
+  createToolRegistry,
+  defineTool,
+  DEFAULT_RETRY_POLICY,
+  MAX_ATTEMPTS,
+  type RegisteredTool,
+  type RetryPolicy,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolDescription,
+  type ToolRegistry,
+  type ToolRegistryOptions,
+} from "./registry.js";
+export {
+  createSafeExecutor,
+  createMemorySessionCounter,
+  type SafeExecutor,
+  type SafeExecutorOptions,
+  type SessionCallCounter,
+  type ToolCallRequest,
+  type ToolCallResult,
+} from "./executor.js";
+export { ToolCallRecord } from "./record.js";
+export { toolError, isToolError, type ToolError, type ToolErrorOptions, type ToolFailure } from "./errors.js";
+export { argsDigest, canonicalJson } from "./digest.js";
+export { DANGEROUS_PATTERNS, scanDangerous } from "./patterns.js";
+export { createJsRunner, type JsRunnerOptions } from "./runners/run-js.js";
+export { createPythonRunner, type PythonRunnerOptions } from "./runners/run-python.js";
+export type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./runners/types.js";
+export { builtinTools, DEFAULT_TOOL_ROLES, type BuiltinTools, type BuiltinToolsOptions, type BuiltinToolName } from "./builtins/builtin-tools.js";
+export { createCalculatorTool, type CalculatorOptions } from "./builtins/calculator.js";
+export { createFileReadTool, type FileReadOptions } from "./builtins/file-read.js";
+export { createCorpusSearchTool, type CorpusSearchOptions } from "./builtins/corpus-search.js";
+export { createRunJsTool, createRunPythonTool, type CodeToolOptions } from "./builtins/code-tools.js";
+export {
+  createBraveWebSearch,
+  createOfflineWebSearch,
+  createWebSearchTool,
+  type BraveWebSearchOptions,
+  type WebSearchHit,
+  type WebSearchProvider,
+  type WebSearchToolOptions,
+} from "./builtins/web-search.js";
+export type { ComputePool } from "./compute-pool.js";
