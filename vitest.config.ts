@@ -27,7 +27,7 @@ export default defineConfig({
           include: ["test/e2e/**/*.test.ts"],
           globalSetup: ["test/setup/global-setup.ts"],
           testTimeout: 120_000,
-          hookTimeout: 60_000,
+          hookTimeout: 120_000,
           fileParallelism: false,
         },
       },

@@ -30,6 +30,16 @@ export interface BenchReport {
   readonly ok: boolean;
 }
 
+/** CPU ms all processes of this run (services, servers, bench) used during a level. */
+export function ownCpuMs(l: LevelReport): number {
+  return Object.values(l.cpuMsByProcess).reduce((a, b) => a + b, 0);
+}
+
+/** This run's processes' CPU as a share of the whole machine during a level (100 = every core). */
+export function ownSharePct(l: LevelReport, cores: number): number {
+  return (100 * ownCpuMs(l)) / (l.level.elapsedMs * cores);
+}
+
 const pad = (s: string, n: number) => (s.length >= n ? s : s + " ".repeat(n - s.length));
 const lpad = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.length) + s);
 
@@ -55,7 +65,7 @@ export function renderReport(r: BenchReport): string {
   out.push("", "agentmesh bench — critic-chain, offline engine (instant agents), every service its own OS process");
   out.push(`  infra     ${String(r.infra.source)}: ${String(r.infra.nats)}; ${String(r.infra.redis)}`);
   out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);
-  out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine)`);
+  out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`);
 
   out.push("", "Round trips, idle, sequential (ms)");
   const rt: Array<[string, Summary]> = [
@@ -88,8 +98,10 @@ export function renderReport(r: BenchReport): string {
   })])));
 
   out.push("", "Round trips measured while the sessions ran (one NATS request + one CAS every 25 ms; ms)");
-  out.push(table(["c", "NATS req p50", "p99", "Redis CAS p50", "p99", "CPU busy (both cores)"], r.levels.map((l) => [
-    String(l.level.concurrency), ms(l.probe.nats_request.p50), ms(l.probe.nats_request.p99), ms(l.probe.redis_cas.p50), ms(l.probe.redis_cas.p99), `${l.machineBusyPct.toFixed(0)}%`,
+  const cores = Number(r.host.cpus) || 1;
+  out.push(table(["c", "NATS req p50", "p99", "Redis CAS p50", "p99", "machine CPU busy", "of it this run's processes"], r.levels.map((l) => [
+    String(l.level.concurrency), ms(l.probe.nats_request.p50), ms(l.probe.nats_request.p99), ms(l.probe.redis_cas.p50), ms(l.probe.redis_cas.p99),
+    `${l.machineBusyPct.toFixed(0)}%`, `${ownSharePct(l, cores).toFixed(0)}%`,
   ]), 0));
 
   out.push("", "CPU time per session by process (ms of CPU / verified session) and RSS at the end");
@@ -101,7 +113,7 @@ export function renderReport(r: BenchReport): string {
       return c === undefined || l.level.ok === 0 ? "-" : (c / l.level.ok).toFixed(2);
     }),
     r.rssKiB[p] == null ? "-" : (r.rssKiB[p]! / 1024).toFixed(1),
-  ])));
+  ]).concat([["total", ...r.levels.map((l) => (l.level.ok === 0 ? "-" : (ownCpuMs(l) / l.level.ok).toFixed(2))), (Object.values(r.rssKiB).reduce<number>((a, b) => a + (b ?? 0), 0) / 1024).toFixed(1)]])));
 
   out.push("", "Service counters over each level");
   for (const l of r.levels) {
@@ -144,6 +156,8 @@ export function toJson(r: BenchReport): unknown {
       casConflicts: l.casConflicts,
       serviceCounters: l.serviceCounters,
       machineBusyPct: round3(l.machineBusyPct),
+      ownCpuSharePct: round3(ownSharePct(l, Number(r.host.cpus) || 1)),
+      cpuMsPerSession: l.level.ok === 0 ? null : round3(ownCpuMs(l) / l.level.ok),
       cpuMsByProcess: l.cpuMsByProcess,
       probe: { nats_request: roundSummary(l.probe.nats_request), redis_cas: roundSummary(l.probe.redis_cas) },
       problems: l.level.problems,

@@ -1,6 +1,7 @@
 // `pnpm bench`: throughput and orchestration overhead of critic-chain with instant (offline)
 // agents, every service its own OS process, on real NATS (JetStream file store) and Redis (AOF).
 // See bench/README.md for what is measured and how to read it.
+import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -64,6 +65,17 @@ function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
   if (redisPid !== null) m.set("redis-server", redisPid);
   m.set("bench (this process)", process.pid);
   return m;
+}
+
+/** The commit measured, with "+dirty" when the work tree has changes (other people's included). */
+function gitRevision(): string {
+  try {
+    const sha = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" }).trim() !== "";
+    return dirty ? `${sha}+dirty` : sha;
+  } catch {
+    return "unknown";
+  }
 }
 
 async function redisDurability(redis: Redis): Promise<string> {
@@ -195,16 +207,21 @@ async function main(opts: BenchOptions): Promise<number> {
     const machineBefore = machineCpu();
     const probe = lab.probe(25);
     const startUs = monoUs();
-    const level = await runLevel({ cluster, router, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c) });
-    windows.push({ label: `c=${c}`, startUs, endUs: monoUs() });
-    const probed = await probe.stop();
-    const machineAfter = machineCpu();
+    let machineAfter = machineBefore;
     const cpuMsByProcess: Record<string, number> = {};
-    for (const [k, pid] of pids) {
-      const a = cpuBefore.get(k);
-      const b = cpuMs(pid);
-      if (a != null && b != null) cpuMsByProcess[k] = b - a;
-    }
+    const timedEnd = () => {
+      windows.push({ label: `c=${c}`, startUs, endUs: monoUs() });
+      machineAfter = machineCpu();
+      for (const [k, pid] of pids) {
+        const a = cpuBefore.get(k);
+        const b = cpuMs(pid);
+        if (a != null && b != null) cpuMsByProcess[k] = b - a;
+      }
+    };
+    const level = await runLevel({
+      cluster, router, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c), onTimedEnd: timedEnd,
+    });
+    const probed = await probe.stop();
     const after = totalsByService(await serviceStats(nc, prefix));
     const serviceCounters = diffTotals(before, after);
     levels.push({
@@ -229,7 +246,7 @@ async function main(opts: BenchOptions): Promise<number> {
 
   const base = {
     startedAt,
-    host: { cpus: cpus().length, node: process.version, loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
+    host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
     infra: { source: infra.source, nats: `nats-server ${natsVersion} at ${infra.natsUrl} (JetStream, file storage)`, redis: `${redisDesc} at ${infra.redisUrl}` },
     settings: {
       prefix,

@@ -67,6 +67,8 @@ export interface LevelOptions {
   readonly stem: string;
   readonly timeoutMs: number;
   readonly onProgress?: (done: number, total: number, elapsedMs: number) => void;
+  /** Called once the last session settled, before stragglers are awaited and sessions verified. */
+  readonly onTimedEnd?: () => void;
 }
 
 interface Raw {
@@ -119,6 +121,7 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
 
   await Promise.all(Array.from({ length: Math.min(o.concurrency, o.sessions) }, () => worker()));
   const elapsedMs = performance.now() - start;
+  o.onTimedEnd?.();
   // Step events of an earlier transition may arrive after `complete` (a coordinator publishes a
   // transition's task before its events), so give stragglers a moment before counting steps.
   await o.router.settle(raws.map((r) => r.sessionId), 3000);

@@ -87,7 +87,7 @@ export class Cluster {
   }
 
   /** Waits until `$SRV.PING.<name>` is answered by `count` replicas of each named service. */
-  async waitReady(want: Partial<Record<ServiceName, number>>, ms = 30_000): Promise<void> {
+  async waitReady(want: Partial<Record<ServiceName, number>>, ms = 90_000): Promise<void> {
     const end = Date.now() + ms;
     for (;;) {
       const seen = await this.ping();

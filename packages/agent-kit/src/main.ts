@@ -1,5 +1,5 @@
 import { naming as makeNaming } from "@agentmesh/contracts";
-import { connectNats } from "@agentmesh/messaging";
+import { AgentmeshError, connectNats } from "@agentmesh/messaging";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
 import { createLogger, crashHook, runUntilSignalled, type Logger, type Stoppable } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -20,6 +20,22 @@ function modelFrom(cfg: AgentConfig): ModelPort {
   });
 }
 
+/**
+ * Agents may start before any coordinator has provisioned the streams (pods start in any
+ * order): wait for the role's consumer to exist instead of exiting, saying why every 5 s.
+ */
+async function untilProvisioned<T>(log: Logger, role: string, start: () => Promise<T>): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (!(err instanceof AgentmeshError && err.code === "unavailable")) throw err;
+      if (attempt % 5 === 0) log.warn({ role, msg_detail: err.message }, "waiting for a coordinator to provision the streams");
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  }
+}
+
 /** Starts the given roles on one connection; each is still its own NATS service and consumer. */
 export async function startAgentsInProcess(
   defs: readonly AgentDefinition[],
@@ -36,7 +52,7 @@ export async function startAgentsInProcess(
   const agents: RunningAgent[] = [];
   for (const def of wanted) {
     agents.push(
-      await startAgent(def, {
+      await untilProvisioned(deps.log, def.role, () => startAgent(def, {
         nc: deps.nc,
         naming,
         model,
@@ -46,7 +62,7 @@ export async function startAgentsInProcess(
         maxDeliver: cfg.maxDeliver,
         crash,
         logPayloads: cfg.logPayloads,
-      }),
+      })),
     );
   }
   return {

@@ -112,23 +112,23 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): P
     },
 
     async publishOutbox(entries, ctx) {
-      for (const entry of entries) {
+      // Each publish starts synchronously, so entries reach the connection in order; their acks
+      // are awaited together rather than one round trip after another.
+      const pending = entries.map((entry) => {
         switch (entry.kind) {
           case "task":
-            await publisher.publishTask(entry.task, ctx);
-            break;
+            return publisher.publishTask(entry.task, ctx);
           case "event":
-            await publisher.publishEvent(entry.event, ctx);
-            break;
+            return publisher.publishEvent(entry.event, ctx);
           case "cancel":
-            await publisher.publishCancel(entry.notice, ctx);
-            break;
+            return publisher.publishCancel(entry.notice, ctx);
           default: {
             const never: never = entry;
-            throw new AgentmeshError("internal", `unknown outbox entry ${JSON.stringify(never)}`);
+            return Promise.reject(new AgentmeshError("internal", `unknown outbox entry ${JSON.stringify(never)}`));
           }
         }
-      }
+      });
+      await Promise.all(pending);
     },
   };
   return publisher;

@@ -62,7 +62,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     version: opts.version ?? "0.1.0",
     description: "Drives sessions: submit, step the workflow, persist, dispatch",
     metadata: { prefix: opts.naming.prefix, kind: "coordinator", host: hostname() },
-    statsData: () => ({ ...core.stats, ...inbox.stats, alive: inbox.alive() }),
+    statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() }),
   });
   await micro.addEndpoint("submit", opts.naming.submit, (body: unknown) => core.submit(body), { queue: "coordinators" });
 
