@@ -7,3 +7,4 @@ export {
   type ScriptedServer,
   type ScriptedServerOptions,
 } from "./scripted-server.js";
+export { runModelConformance, type ConformanceAnswer, type ModelFactory } from "./conformance.js";

@@ -1,0 +1,21 @@
+import { createOpenAIModel } from "./openai.js";
+import { runModelConformance } from "./conformance.js";
+import { createScriptedModel } from "./scripted.js";
+import { startScriptedOpenAIServer } from "./scripted-server.js";
+
+runModelConformance("scripted model (the in-memory twin)", async (answers) => ({
+  model: createScriptedModel(answers.map((a) => ({ ...a }))),
+  async close() {},
+}));
+
+runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
+  const server = await startScriptedOpenAIServer({ script: answers.map((a) => ({ ...a })) });
+  const model = createOpenAIModel({
+    baseURL: server.url,
+    roles: {},
+    defaultRole: { model: "scripted", temperature: 0, tier: "standard" },
+    timeoutMs: 10_000,
+    maxHttpAttempts: 1,
+  });
+  return { model, close: () => server.close() };
+});
