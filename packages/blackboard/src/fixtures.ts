@@ -17,6 +17,8 @@ export function testSessionState(sessionId: string, version = 0, at = 1_700_000_
       updated_at: at + version,
       deadline_at: null,
       error: null,
+      paused_ms: 0,
+      pause: null,
     },
     data: {
       workflow: "critic-chain",
@@ -63,7 +65,7 @@ export function testCommit(prev: SessionState, inputId: string, o: TestCommitOpt
   const at = prev.meta.updated_at + 1;
   const state: SessionState = {
     meta: { ...prev.meta, version, status, updated_at: at, usage: { ...prev.meta.usage, steps: prev.meta.usage.steps + 1 } },
-    data: { ...prev.data, research_results: [...prev.data.research_results.slice(-19), `result of ${inputId}`] },
+    data: prev.data.workflow === "critic-chain" ? { ...prev.data, research_results: [...prev.data.research_results.slice(-19), `result of ${inputId}`] } : prev.data,
   };
   const outbox: Outbox = {
     version,

@@ -4,6 +4,8 @@ export * from "./headers.js";
 export * from "./ids.js";
 export * from "./errors.js";
 export * from "./provenance.js";
+export * from "./blackboard.js";
+export * from "./blackboard-state.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";

@@ -5,6 +5,7 @@ import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { WorkflowName } from "./workflows.js";
+import { StrategyProfile } from "./blackboard.js";
 
 const V = z.literal(SCHEMA_VERSION);
 const Ms = z.number().int().nonnegative();
@@ -22,6 +23,8 @@ export type Budgets = z.infer<typeof Budgets>;
 export const SessionOptions = z.object({
   retry_limit: z.number().int().min(1).max(20).optional(),
   budgets: Budgets.partial().optional(),
+  /** blackboard: the strategy profile (default CONSERVATIVE); other workflows ignore it. */
+  strategy_profile: StrategyProfile.optional(),
 });
 export type SessionOptions = z.infer<typeof SessionOptions>;
 

@@ -1,5 +1,21 @@
 import { z } from "zod";
 import { LIMITS } from "./limits.js";
+import {
+  CriticReport,
+  ExecuteRequest,
+  ListToolsRequest,
+  MemoryState,
+  MemoryUpdateRequest,
+  PerceiveRequest,
+  PerceptionSnapshot,
+  Plan,
+  PlanRequest,
+  ReportRequest,
+  RetrievalBundle,
+  RetrieveRequest,
+  StepResult,
+  ToolList,
+} from "./blackboard.js";
 
 const Text = z.string().max(LIMITS.maxTextChars);
 const Steps = z.array(z.string().min(1).max(2000)).max(LIMITS.maxListItems);
@@ -54,6 +70,7 @@ export const ROLES = {
       z.object({ message: OrchestratorMessage, question: Text, expert_answer: Text, expert_reasoning: Text }),
       CriticVerdict,
     ),
+    report: op("Score a blackboard step result: quality, hallucination risk, issues, acceptability, human escalation", ReportRequest, CriticReport),
   },
   researcher: {
     research: op(
@@ -95,6 +112,22 @@ export const ROLES = {
       }),
       z.object({ final_answer: Text, final_reasoning_trace: Text }),
     ),
+  },
+  perception: {
+    perceive: op("Extract entities, intent, constraints and sub-goals from the query or a step result", PerceiveRequest, PerceptionSnapshot),
+  },
+  memory: {
+    update: op("Fold a perception, a step outcome or a person's reply into the memory given by value", MemoryUpdateRequest, MemoryState),
+  },
+  retriever: {
+    retrieve: op("Retrieve context from session memory, the corpus and the web", RetrieveRequest, RetrievalBundle),
+  },
+  decision: {
+    plan: op("Plan (or rewrite) a bounded list of tool steps ending in summarize", PlanRequest, Plan),
+  },
+  executor: {
+    execute: op("Run one plan step with one strategy (tool, rag, web) under the safe executor", ExecuteRequest, StepResult),
+    list_tools: op("List the tools the executor can run, for the planner", ListToolsRequest, ToolList),
   },
 } as const;
 

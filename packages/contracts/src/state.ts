@@ -4,6 +4,7 @@ import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Budgets } from "./messages.js";
 import { LIMITS } from "./limits.js";
+import { BlackboardData } from "./blackboard-state.js";
 
 /** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
 export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
@@ -17,6 +18,8 @@ export const AwaitedTask = z.object({
   role: z.string().max(40),
   op: z.string().max(40),
   attempt: z.number().int().nonnegative(),
+  /** The workflow's own label for the task (e.g. which strategy of a fan-out), handed back with its result. */
+  tag: z.string().max(64).optional(),
   dispatched_at: z.number().int().nonnegative(),
   deadline_at: z.number().int().nonnegative().nullable(),
 });
@@ -46,6 +49,19 @@ export const SessionMeta = z.object({
   updated_at: z.number().int().nonnegative(),
   deadline_at: z.number().int().nonnegative().nullable(),
   error: WireError.nullable(),
+  /**
+   * Time spent waiting for a person (`awaiting_user`), excluded from the wall clock: the
+   * wall-clock budget counts `now - created_at - paused_ms`, and the deadline moves by as much.
+   */
+  paused_ms: z.number().int().nonnegative().default(0),
+  /**
+   * While waiting for a person: since when, and how much of the session deadline was left. The
+   * deadline (`deadline_at`) is null meanwhile and re-armed that far after the reply.
+   */
+  pause: z
+    .object({ since: z.number().int().nonnegative(), deadline_left_ms: z.number().int().nonnegative().nullable() })
+    .nullable()
+    .default(null),
 });
 export type SessionMeta = z.infer<typeof SessionMeta>;
 
@@ -84,7 +100,7 @@ export const CriticChainData = z.object({
 export type CriticChainData = z.infer<typeof CriticChainData>;
 
 /** Workflow data, a union keyed by `workflow`. */
-export const SessionData = z.discriminatedUnion("workflow", [CriticChainData]);
+export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData]);
 export type SessionData = z.infer<typeof SessionData>;
 
 /** The whole session as stored on the blackboard. */

@@ -182,7 +182,7 @@ describe("offline engine: critics and finalizer", () => {
   });
 
   it("answers every critic-chain op the contracts define", () => {
-    expect(listOps().map((o) => `${o.role}.${o.op}`)).toEqual([
+    expect(listOps().map((o) => `${o.role}.${o.op}`)).toEqual(expect.arrayContaining([
       "planner.plan",
       "critic.review_plan",
       "critic.review_research",
@@ -190,7 +190,7 @@ describe("offline engine: critics and finalizer", () => {
       "researcher.research",
       "expert.answer",
       "finalizer.finalize",
-    ]);
+    ]));
   });
 });
 

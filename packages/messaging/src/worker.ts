@@ -153,6 +153,11 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       running.delete(controller);
       if (running.size === 0) bySession.delete(task.session_id);
     }
+    // A failure returned after the signal was aborted is the abort's doing: report its reason
+    // (deadline passed, session cancelled), as for a throw, not e.g. the model port's "cancelled".
+    if (!outcome.ok && controller.signal.aborted && controller.signal.reason instanceof AgentmeshError) {
+      outcome = { ...outcome, error: toWireError(controller.signal.reason, role) };
+    }
 
     if (entry.settled) return;
     if (controller.signal.reason === SHUTDOWN) {

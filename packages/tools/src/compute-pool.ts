@@ -120,7 +120,8 @@ class ComputePoolImpl implements ComputePool {
   }
 
   #spawn(): Slot {
-    const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits });
+    // plain .mjs entries: no loader hooks (tsx, vitest) are inherited from the host process
+    const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits, execArgv: [] });
     const slot: Slot = { worker, busy: true };
     // a worker that dies while idle is simply forgotten; a fresh one is started when needed
     worker.on("error", () => this.#drop(slot));

@@ -3,8 +3,6 @@
 export {
   createToolRegistry,
   defineTool,
-  DEFAULT_RETRY_POLICY,
-  MAX_ATTEMPTS,
   type RegisteredTool,
   type RetryPolicy,
   type ToolContext,
@@ -24,8 +22,7 @@ export {
 } from "./executor.js";
 export { ToolCallRecord } from "./record.js";
 export { toolError, isToolError, type ToolError, type ToolErrorOptions, type ToolFailure } from "./errors.js";
-export { argsDigest, canonicalJson } from "./digest.js";
-export { DANGEROUS_PATTERNS, scanDangerous } from "./patterns.js";
+export { argsDigest } from "./digest.js";
 export { createJsRunner, type JsRunnerOptions } from "./runners/run-js.js";
 export { createPythonRunner, type PythonRunnerOptions } from "./runners/run-python.js";
 export type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./runners/types.js";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { isTerminal, type AwaitedTask, type InboxInput, type SessionState } from "@agentmesh/contracts";
+import { isTerminal, type AwaitedTask, type InboxInput } from "@agentmesh/contracts";
 import { createSession, replay, step } from "./runtime.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
-import { DEFAULTS, QUESTION, SID, T0, checkApplied, failure, failureFor, inputs, out, resultFor } from "./testing.js";
+import { DEFAULTS, QUESTION, SID, T0, asCriticChain, checkApplied, failure, failureFor, inputs, out, resultFor } from "./testing.js";
 import type { StepOutcome } from "./types.js";
 
 type Verdict = "approve" | "reject" | "retryable" | "fatal" | "timeout";
@@ -49,7 +49,7 @@ function answer(task: AwaitedTask, verdict: Verdict, n: number, sc: Script): Inb
 /** Drives one session by the script, like a coordinator with scripted agents would. */
 function run(sc: Script) {
   const initial = createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: { retry_limit: sc.retryLimit }, now: T0, defaults: DEFAULTS });
-  let state: SessionState = initial;
+  let state = asCriticChain(initial);
   let now = T0;
   const log: Array<{ input: InboxInput; now: number }> = [];
   const outcomes: StepOutcome[] = [];
@@ -62,7 +62,7 @@ function run(sc: Script) {
     if (o.kind === "apply") {
       checkApplied(o);
       expect(o.state.meta.version).toBe(state.meta.version + 1);
-      state = o.state;
+      state = asCriticChain(o.state);
       applied++;
     }
     return o;
@@ -106,7 +106,8 @@ describe("critic-chain under random verdicts", () => {
       }),
       { numRuns: 300 },
     );
-  });
+    // 300 full sessions, each re-validated against the contracts: seconds of CPU on a busy 2-core box.
+  }, 120_000);
 
   it("completes with the research results in plan order when every critic approves", () => {
     fc.assert(

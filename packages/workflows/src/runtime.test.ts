@@ -41,6 +41,8 @@ describe("createSession", () => {
       updated_at: T0,
       deadline_at: T0 + 3_600_000,
       error: null,
+      paused_ms: 0,
+      pause: null,
     });
     expect(s.data).toEqual(WORKFLOWS["critic-chain"].init(QUESTION, {}));
   });

@@ -12,7 +12,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
-import { applyControl, consume, endByRuntime, openDraft, seal, type Draft } from "./transition.js";
+import { activeElapsed, applyControl, consume, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
 import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
 
 /** What a new session is made from. */
@@ -50,12 +50,19 @@ export function createSession(args: CreateSessionArgs): SessionState {
       updated_at: now,
       deadline_at: limits.length ? now + Math.min(...limits) : null,
       error: null,
+      paused_ms: 0,
+      pause: null,
     },
     data: def.init(args.query, args.options),
   };
 }
 
 const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop", reason, detail });
+
+/** What the workflow learns of the awaited task an input answers. */
+function taskRef(task: AwaitedTask, now: number) {
+  return { role: task.role, op: task.op, attempt: task.attempt, ...(task.tag === undefined ? {} : { tag: task.tag }), elapsed_ms: Math.max(0, now - task.dispatched_at) };
+}
 
 /** Spend counts every attempt, failed ones included (the money is gone either way). */
 function addSpend(d: Draft, p: Provenance | null): void {
@@ -68,14 +75,16 @@ function addSpend(d: Draft, p: Provenance | null): void {
 }
 
 /** Turns an agent's outcome into what the workflow sees; bad output is the agent's retryable fault. */
-function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>): WorkflowInput {
-  const base = { role: task.role, op: task.op, attempt: task.attempt };
+function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>, now: number): WorkflowInput {
+  const base = taskRef(task, now);
   const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: { ...wireError("invalid_message", message, task.role), retryable: true } });
   if (input.role !== task.role || input.op !== task.op) {
     return invalid(`result for ${task.task_id} claims ${input.role}.${input.op}, the task is ${task.role}.${task.op}`);
   }
   const { outcome } = input;
-  if (!outcome.ok) return { kind: "failure", ...base, error: outcome.error };
+  // A task past its deadline is one fault whoever notices first, the agent or the deadline timer
+  // (see "timer" below): not retryable by the agent, but the workflow may run the step again.
+  if (!outcome.ok) return { kind: "failure", ...base, error: outcome.error.code === "deadline_exceeded" ? { ...outcome.error, retryable: true } : outcome.error };
   const def = findOp(task.role, task.op);
   if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
   const parsed = def.response.safeParse(outcome.output);
@@ -124,13 +133,18 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
         const summary = `${task.role}.${task.op} attempt ${task.attempt}: ${input.outcome.ok ? "ok" : `failed (${input.outcome.error.code})`}`;
         d.events.push({ type: "step", task_id: task.task_id, summary, provenance });
       }
-      return decideAndApply(d, resultInput(task, input));
+      return decideAndApply(d, resultInput(task, input, d.ctx.now));
     }
     case "timer": {
       if (input.reason === "session_deadline") {
+        if (meta.pause !== null) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
         if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
+        // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
+        if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {
+          return drop("not_applicable", `stale session timer: the deadline moved to ${meta.deadline_at} while the session waited for a person`);
+        }
         const wall = meta.budgets.max_wall_ms;
-        const elapsed = d.ctx.now - meta.created_at;
+        const elapsed = activeElapsed(meta, d.ctx.now);
         if (wall !== null && elapsed >= wall) {
           endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`, null), true);
         } else {
@@ -144,10 +158,11 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
       consume(d, task);
       // Not retryable for the agent, but the workflow may run the step again as a new attempt.
       const error: WireError = { ...wireError("deadline_exceeded", `task ${task.task_id} passed its deadline`, task.role), retryable: true };
-      return decideAndApply(d, { kind: "failure", role: task.role, op: task.op, attempt: task.attempt, error });
+      return decideAndApply(d, { kind: "failure", ...taskRef(task, d.ctx.now), error });
     }
     case "user_reply":
       if (meta.status !== "awaiting_user") return drop("not_applicable", `session is ${meta.status}, not awaiting_user`);
+      resume(d);
       return decideAndApply(d, { kind: "user_reply", text: input.text });
   }
 }

@@ -10,6 +10,7 @@ import {
   inputIds,
   type AwaitedTask,
   type Budgets,
+  type CriticChainData,
   type InboxInput,
   type Provenance,
   type SessionEvent,
@@ -105,6 +106,15 @@ export const inputs = {
 
 type Applied = Extract<StepOutcome, { kind: "apply" }>;
 
+/** A session running critic-chain, so tests read its data without narrowing the union each time. */
+export type CriticChainSession = SessionState & { data: CriticChainData };
+
+/** Narrows a session to critic-chain; throws (failing the test) for any other workflow's data. */
+export function asCriticChain(s: SessionState): CriticChainSession {
+  if (s.data.workflow !== "critic-chain") throw new Error(`expected critic-chain data, got ${s.data.workflow}`);
+  return s as CriticChainSession;
+}
+
 /** Throws unless every part of an applied outcome is what the contracts allow. */
 export function checkApplied(o: Applied): void {
   SessionState.parse(o.state);
@@ -121,7 +131,7 @@ export function checkApplied(o: Applied): void {
 /** Drives one session, recording every input with its time like the transition log does. */
 export function harness(opts: { options?: SessionOptions; defaults?: RuntimeDefaults; query?: string; stepMs?: number } = {}) {
   const defaults = opts.defaults ?? DEFAULTS;
-  const initial = createSession({ sessionId: SID, workflow: "critic-chain", query: opts.query ?? QUESTION, options: opts.options ?? {}, now: T0, defaults });
+  const initial = asCriticChain(createSession({ sessionId: SID, workflow: "critic-chain", query: opts.query ?? QUESTION, options: opts.options ?? {}, now: T0, defaults }));
   const h = {
     defaults,
     initial,
@@ -137,7 +147,7 @@ export function harness(opts: { options?: SessionOptions; defaults?: RuntimeDefa
       h.last = outcome;
       if (outcome.kind === "apply") {
         checkApplied(outcome);
-        h.state = outcome.state;
+        h.state = asCriticChain(outcome.state);
       }
       return outcome;
     },

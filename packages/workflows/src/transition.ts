@@ -53,6 +53,52 @@ export function consume(d: Draft, task: AwaitedTask): void {
   d.clear.push(timerMember.task(task.task_id));
 }
 
+/** Active time of a session: wall clock since creation minus the time it waited for a person. */
+export function activeElapsed(meta: SessionMeta, now: number): number {
+  const waiting = meta.pause === null ? 0 : Math.max(0, now - meta.pause.since);
+  return now - meta.created_at - meta.paused_ms - waiting;
+}
+
+/** Removes the session deadline from the timer set, and any re-arm of it this transition made. */
+function disarmSession(d: Draft): void {
+  const member = timerMember.session(d.meta.session_id);
+  const armed = d.timers.findIndex((t) => t.member === member);
+  if (armed >= 0) d.timers.splice(armed, 1);
+  d.clear.push(member);
+}
+
+/**
+ * Stops the wall clock while the session waits for a person: the deadline is put aside (what
+ * was left of it is kept) and its timer cleared, so it cannot end a session nobody is working on.
+ */
+function pause(d: Draft, question: string): void {
+  const m = d.meta;
+  m.status = "awaiting_user";
+  if (m.pause === null) {
+    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now) };
+    if (m.deadline_at !== null) disarmSession(d);
+    m.deadline_at = null;
+  }
+  d.events.push({ type: "stage", stage: "awaiting_user", status: "started", detail: question.slice(0, 2000) });
+  d.commands.push("await_user");
+}
+
+/** Restarts the wall clock when a person answered: the pause is added to `paused_ms` and the deadline re-armed that much later. */
+export function resume(d: Draft): void {
+  const m = d.meta;
+  const p = m.pause;
+  if (p === null) return;
+  const waited = Math.max(0, d.ctx.now - p.since);
+  m.paused_ms += waited;
+  m.pause = null;
+  m.status = "running";
+  if (p.deadline_left_ms !== null) {
+    m.deadline_at = d.ctx.now + p.deadline_left_ms;
+    d.timers.push({ member: timerMember.session(m.session_id), dueAt: m.deadline_at });
+  }
+  d.commands.push(`resume after ${waited} ms`);
+}
+
 /** Ends the session. Agents still working for it are told to stop; `notify` forces the notice. */
 export function end(d: Draft, status: SessionStatus, error: WireError | null, finalAnswer: string, finalTrace: string, notify = false): void {
   d.meta.status = status;
@@ -62,7 +108,12 @@ export function end(d: Draft, status: SessionStatus, error: WireError | null, fi
   const outstanding = d.meta.awaiting;
   for (const a of outstanding) d.clear.push(timerMember.task(a.task_id));
   d.meta.awaiting = [];
-  if (d.meta.deadline_at !== null) d.clear.push(timerMember.session(d.meta.session_id));
+  if (d.meta.pause !== null) {
+    d.meta.paused_ms += Math.max(0, d.ctx.now - d.meta.pause.since);
+    d.meta.pause = null;
+  } else if (d.meta.deadline_at !== null) {
+    disarmSession(d);
+  }
   if (notify || outstanding.length > 0) {
     d.cancel = { v: SCHEMA_VERSION, session_id: d.meta.session_id, reason: (error?.message ?? status).slice(0, 500) };
   }
@@ -89,7 +140,7 @@ export function budgetBreach(meta: SessionMeta, n: number, now: number): { budge
   if (b.max_cost_usd !== null && u.cost_usd >= b.max_cost_usd) {
     return { budget: "max_cost_usd", message: `cost budget exhausted: ${u.cost_usd} USD spent, max_cost_usd ${b.max_cost_usd}` };
   }
-  const elapsed = now - meta.created_at;
+  const elapsed = activeElapsed(meta, now);
   if (b.max_wall_ms !== null && elapsed >= b.max_wall_ms) {
     return { budget: "max_wall_ms", message: `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${b.max_wall_ms}` };
   }
@@ -110,6 +161,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       const issues = parsed.error.issues.map((x) => `${x.path.join(".") || "(root)"}: ${x.message}`).join("; ");
       return wireError("internal", `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${issues}`, d.def.name);
     }
+    const ms = spec.deadlineMs === undefined ? defaults.taskDeadlineMs : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
     const envelope: TaskEnvelope = {
       v: SCHEMA_VERSION,
       task_id: taskId(d.meta.session_id, newVersion(d), i, spec.attempt),
@@ -117,7 +169,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       role: spec.role,
       op: spec.op,
       attempt: spec.attempt,
-      deadline_at: defaults.taskDeadlineMs === null ? null : now + defaults.taskDeadlineMs,
+      deadline_at: ms === null ? null : now + ms,
       input: parsed.data,
     };
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
@@ -130,9 +182,23 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
   return out;
 }
 
-function dispatch(d: Draft, specs: readonly TaskSpec[]): void {
+/** Stops awaiting every outstanding task: its timer goes, and a late result is dropped as not awaited. */
+function abandonOutstanding(d: Draft): void {
+  for (const a of d.meta.awaiting) {
+    d.clear.push(timerMember.task(a.task_id));
+    d.commands.push(`abandon ${a.task_id}`);
+  }
+  d.meta.awaiting = [];
+}
+
+function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void {
   const breach = budgetBreach(d.meta, specs.length, d.ctx.now);
   if (breach) return endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", breach.message, null));
+  // Backstop for a session timer that was lost or retired: no new work after the deadline.
+  if (d.meta.deadline_at !== null && d.ctx.now >= d.meta.deadline_at) {
+    return endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${d.meta.deadline_at})`, null), true);
+  }
+  if (abandon) abandonOutstanding(d);
   if (specs.length === 0 && d.meta.awaiting.length === 0) {
     // Waiting for nothing would strand the session: no result and no timer could ever wake it.
     return endByRuntime(d, "failed", wireError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, d.def.name));
@@ -142,7 +208,15 @@ function dispatch(d: Draft, specs: readonly TaskSpec[]): void {
   for (const [i, task] of built.entries()) {
     const spec = specs[i] as TaskSpec;
     d.tasks.push(task);
-    d.meta.awaiting.push({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt, dispatched_at: d.ctx.now, deadline_at: task.deadline_at });
+    d.meta.awaiting.push({
+      task_id: task.task_id,
+      role: task.role,
+      op: task.op,
+      attempt: task.attempt,
+      ...(spec.tag === undefined ? {} : { tag: spec.tag }),
+      dispatched_at: d.ctx.now,
+      deadline_at: task.deadline_at,
+    });
     if (task.deadline_at !== null) d.timers.push({ member: timerMember.task(task.task_id), dueAt: task.deadline_at });
     d.events.push({ type: "stage", stage: spec.stage, status: "started", detail: spec.detail.slice(0, 2000) });
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
@@ -155,11 +229,9 @@ function dispatch(d: Draft, specs: readonly TaskSpec[]): void {
 export function applyControl(d: Draft, control: Control): void {
   switch (control.kind) {
     case "dispatch":
-      return dispatch(d, control.tasks);
+      return dispatch(d, control.tasks, control.abandon ?? false);
     case "await_user":
-      d.meta.status = "awaiting_user";
-      d.commands.push("await_user");
-      return;
+      return pause(d, control.question);
     case "complete":
       end(d, "completed", null, control.final_answer, control.final_reasoning_trace);
       d.commands.push("complete");

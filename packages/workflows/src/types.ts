@@ -15,20 +15,44 @@ export interface TaskSpec {
   readonly stage: string;
   /** One line for that `stage started` event. */
   readonly detail: string;
+  /** The workflow's own label, kept with the awaited task and handed back with its result (e.g. a fan-out's strategy). */
+  readonly tag?: string;
+  /** The task's own deadline (ms after dispatch), when shorter than the runtime default: a fan-out's join deadline. */
+  readonly deadlineMs?: number;
 }
 
 /** What a workflow decides after an input: control flow as data, never an exception. */
 export type Control =
-  | { readonly kind: "dispatch"; readonly tasks: readonly TaskSpec[] }
+  | {
+      readonly kind: "dispatch";
+      /** Empty while other tasks are still awaited means "keep waiting". */
+      readonly tasks: readonly TaskSpec[];
+      /**
+       * Stop awaiting every task still outstanding (a fan-out joined at its deadline): their
+       * timers are cleared and a late result is dropped as not awaited.
+       */
+      readonly abandon?: boolean;
+    }
   | { readonly kind: "await_user"; readonly question: string }
   | { readonly kind: "complete"; readonly final_answer: string; readonly final_reasoning_trace: string }
   | { readonly kind: "fail"; readonly error: WireError; readonly final_answer: string; readonly final_reasoning_trace: string };
 
+/** What the runtime knows of the awaited task an input answers. */
+interface TaskRef {
+  readonly role: string;
+  readonly op: string;
+  readonly attempt: number;
+  /** The TaskSpec's tag, when it had one. */
+  readonly tag?: string;
+  /** Time from dispatch to this input (set by the runtime for every result, failure and deadline). */
+  readonly elapsed_ms?: number;
+}
+
 /** Inputs a workflow sees, after the runtime matched results to awaited tasks. */
 export type WorkflowInput =
   | { readonly kind: "start" }
-  | { readonly kind: "result"; readonly role: string; readonly op: string; readonly attempt: number; readonly output: unknown }
-  | { readonly kind: "failure"; readonly role: string; readonly op: string; readonly attempt: number; readonly error: WireError }
+  | (TaskRef & { readonly kind: "result"; readonly output: unknown })
+  | (TaskRef & { readonly kind: "failure"; readonly error: WireError })
   | { readonly kind: "user_reply"; readonly text: string };
 
 /** What a workflow leaves behind when the runtime ends a session it did not choose to end. */

@@ -80,10 +80,15 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     return { v: SCHEMA_VERSION, ok: true, session_id: sessionId, created };
   }
 
-  /** A timer whose input is dropped will never be cleared by a commit: remove it so it stops firing. */
-  async function retireTimer(input: InboxInput): Promise<void> {
+  /**
+   * A timer whose input is dropped will never be cleared by a commit: remove it so it stops
+   * firing. A session timer is removed only when its session is gone or finished: a stale one
+   * (the session paused, then resumed with a re-armed deadline) shares the member of the live one.
+   */
+  async function retireTimer(input: InboxInput, why: "unknown_session" | string): Promise<void> {
     if (input.kind !== "timer") return;
-    await bb.removeTimers([input.task_id ? timerMember.task(input.task_id) : timerMember.session(input.session_id)]);
+    if (input.task_id) await bb.removeTimers([timerMember.task(input.task_id)]);
+    else if (why === "unknown_session" || why === "terminal") await bb.removeTimers([timerMember.session(input.session_id)]);
   }
 
   async function flush(sessionId: string, outbox: Outbox): Promise<void> {
@@ -105,7 +110,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (!loaded) {
         stats.dropped++;
         log.warn({ kind: input.kind }, "dropped: unknown session");
-        await retireTimer(input);
+        await retireTimer(input, "unknown_session");
         return "ack";
       }
       if (loaded.outbox) {
@@ -123,7 +128,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (out.kind === "drop") {
         stats.dropped++;
         log.info({ reason: out.reason, detail: out.detail }, "dropped input");
-        await retireTimer(input);
+        await retireTimer(input, out.reason);
         return "ack";
       }
       const version = out.state.meta.version;

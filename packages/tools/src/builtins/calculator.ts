@@ -33,7 +33,7 @@ export function createCalculatorTool(opts: CalculatorOptions): { tool: ToolDefin
     input: Input,
     output: Output,
     allowedRoles: opts.allowedRoles,
-    timeoutMs: opts.timeoutMs ?? 3000,
+    timeoutMs: opts.timeoutMs ?? 5000,
     // the same expression gives the same answer: a timeout will not go better the second time
     retry: { nonRetryable: ["timeout"] },
     async execute(input, ctx) {

@@ -9,7 +9,7 @@ import { parentPort } from "node:worker_threads";
 import { newQuickJSWASMModule, RELEASE_SYNC } from "quickjs-emscripten";
 
 // A fresh WASM instance per worker (hence per call): not even the interpreter's linear memory
-// is shared with an earlier call.
+// is shared with an earlier call. (V8 caches the compiled code per process, so this is cheap.)
 const QuickJS = await newQuickJSWASMModule(RELEASE_SYNC);
 
 const CONSOLE_SHIM = `(function (emit) {
@@ -52,17 +52,19 @@ function run({ code, timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputByt
   emit.dispose();
 
   const finish = (ok, value, error, resultTruncated = false) => {
+    // past the deadline is a timeout even if the code's last act (a getter run while the result
+    // was serialised) was interrupted and swallowed
     const timedOut = Date.now() > deadline;
     const memory = typeof error === "string" && /out of memory/i.test(error);
     return {
       type: "result",
       ok,
       result: value,
-      error: error ?? null,
+      error: error === null || error === undefined ? null : String(error).slice(0, 4000),
       stdout: out[0].join("\n"),
       stderr: out[1].join("\n"),
       resultTruncated,
-      limit: overflow ? "output" : memory ? "memory" : !ok && timedOut ? "time" : null,
+      limit: overflow ? "output" : memory ? "memory" : timedOut ? "time" : null,
       durationMs: performance.now() - started,
     };
   };
@@ -109,12 +111,15 @@ function run({ code, timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputByt
 }
 
 parentPort.on("message", (job) => {
+  const t0 = Date.now();
   let reply;
   try {
     reply = run(job);
   } catch (err) {
-    const msg = String(err?.message ?? err);
-    reply = { type: "result", ok: false, result: null, error: msg, stdout: "", stderr: "", resultTruncated: false, limit: /out of memory/i.test(msg) ? "memory" : null, durationMs: 0 };
+    // the interpreter itself failed (e.g. a guest getter looping while its error was read)
+    const msg = String(err?.message ?? err).slice(0, 4000);
+    const limit = /out of memory/i.test(msg) ? "memory" : Date.now() - t0 > job.timeLimitMs ? "time" : null;
+    reply = { type: "result", ok: false, result: null, error: msg, stdout: "", stderr: "", resultTruncated: false, limit, durationMs: Date.now() - t0 };
   }
   parentPort.postMessage(reply);
 });

@@ -38,6 +38,8 @@ function startWorker(): Promise<Worker> {
     // empty env and a small V8 heap: the worker itself holds nothing worth reaching
     const w = new Worker(WORKER_URL, {
       env: {},
+      // a plain .mjs entry: no loader hooks (tsx, vitest) inherited from the host process
+      execArgv: [],
       resourceLimits: { maxOldGenerationSizeMb: 64, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },
     });
     const onMessage = (m: { type?: string }): void => {
@@ -78,7 +80,7 @@ class JsRunnerImpl implements CodeRunner {
   async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
     const w = await this.#pool.take(opts.signal);
     const o = this.#o;
-    const started = performance.now();
+    let started = performance.now();
     try {
       const reply = await new Promise<WorkerReply>((resolve, reject) => {
         const hardKill = setTimeout(() => {
@@ -103,6 +105,8 @@ class JsRunnerImpl implements CodeRunner {
           reject(oom ? toolError("resource_exhausted", "code ran out of memory") : toolError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }));
         });
         w.ref();
+        started = performance.now();
+        opts.onStart?.();
         w.postMessage({ code, timeLimitMs: o.timeLimitMs, memoryLimitBytes: o.memoryLimitBytes, stackSizeBytes: o.stackSizeBytes, maxOutputBytes: o.maxOutputBytes });
       });
       const elapsed = Math.round(performance.now() - started);

@@ -1,12 +1,12 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { toolError } from "../errors.js";
 import { createWarmPool } from "../warm-pool.js";
+import { ensureSnapshot } from "./snapshot.js";
 import { findBinary, killSandbox, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
 
@@ -22,10 +22,10 @@ export interface PythonRunnerOptions {
   readonly warm?: number;
   /** Layer 2: make `js` / `pyodide_js` unimportable (default true). Off only to test the OS boundary alone. */
   readonly hardenInterpreter?: boolean;
-  /** Start an interpreter from a memory snapshot (~0.7 s instead of ~3 s; default true). */
+  /** Start interpreters from a memory snapshot (~1 s instead of ~3-4 s; default true). */
   readonly useSnapshot?: boolean;
   readonly startupTimeoutMs?: number;
-  /** Where the snapshot is kept (a private directory is made inside; default the OS temp dir). */
+  /** Where the snapshot is cached, in a private (0700) directory made inside (default the OS temp dir). */
   readonly scratchDir?: string;
   readonly bwrapPath?: string;
   readonly prlimitPath?: string;
@@ -33,9 +33,15 @@ export interface PythonRunnerOptions {
   readonly pyodideDir?: string;
 }
 
+interface Lines {
+  next(): Promise<IteratorResult<string>>;
+  /** True once the child sent more than it may and was killed for it. */
+  overflowed(): boolean;
+}
+
 interface Ready {
   readonly child: ChildProcessWithoutNullStreams;
-  readonly lines: AsyncIterator<string>;
+  readonly lines: Lines;
   readonly stderr: () => string;
 }
 
@@ -57,7 +63,7 @@ function defaultPyodideDir(): string {
 }
 
 /** Reads newline-separated messages from a child's stdout, capping what it may send in all. */
-function lineReader(child: ChildProcessWithoutNullStreams, maxBytes: number): AsyncIterator<string> {
+function lineReader(child: ChildProcessWithoutNullStreams, maxBytes: number): Lines {
   const queue: string[] = [];
   const waiters: Array<(r: IteratorResult<string>) => void> = [];
   let buf = "";
@@ -70,6 +76,7 @@ function lineReader(child: ChildProcessWithoutNullStreams, maxBytes: number): As
   };
   child.stdout.setEncoding("utf8");
   child.stdout.on("data", (chunk: string) => {
+    if (total > maxBytes) return;
     total += chunk.length;
     if (total > maxBytes) {
       killSandbox(child);
@@ -86,6 +93,7 @@ function lineReader(child: ChildProcessWithoutNullStreams, maxBytes: number): As
     for (const w of waiters.splice(0)) w({ value: undefined, done: true });
   });
   return {
+    overflowed: () => total > maxBytes,
     next: () =>
       new Promise((resolve) => {
         const line = queue.shift();
@@ -120,7 +128,6 @@ class PythonRunnerImpl implements CodeRunner {
   readonly #pool;
   #status: Promise<SandboxStatus> | undefined;
   #snapshot: Promise<string | null> | undefined;
-  #scratch: string | undefined;
 
   constructor(opts: PythonRunnerOptions) {
     this.#o = {
@@ -154,7 +161,6 @@ class PythonRunnerImpl implements CodeRunner {
     const o = this.#o;
     const { child } = ready;
     setRef(child, true);
-    const started = performance.now();
     let killedAtDeadline = false;
     const timer = setTimeout(() => {
       killedAtDeadline = true;
@@ -162,12 +168,15 @@ class PythonRunnerImpl implements CodeRunner {
     }, o.timeLimitMs);
     const onAbort = (): void => killSandbox(child);
     opts.signal?.addEventListener("abort", onAbort, { once: true });
+    const started = performance.now();
+    opts.onStart?.();
     try {
       child.stdin.end(`${JSON.stringify({ code, maxOutputBytes: o.maxOutputBytes })}\n`);
       const line = await ready.lines.next();
       const elapsed = Math.round(performance.now() - started);
       opts.signal?.throwIfAborted();
       if (killedAtDeadline) throw toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`, { retryable: false });
+      if (ready.lines.overflowed()) throw toolError("resource_exhausted", "the Python process wrote more output than allowed");
       if (line.done) {
         const why = ready.stderr();
         if (/memory|allocat/i.test(why)) throw toolError("resource_exhausted", "the Python process ran out of memory");
@@ -197,7 +206,6 @@ class PythonRunnerImpl implements CodeRunner {
 
   async close(): Promise<void> {
     await this.#pool.close();
-    if (this.#scratch) await rm(this.#scratch, { recursive: true, force: true });
   }
 
   #spawn(s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds">): ChildProcessWithoutNullStreams {
@@ -229,21 +237,15 @@ class PythonRunnerImpl implements CodeRunner {
     }
   }
 
-  // A snapshot of a freshly started interpreter, made once in the sandbox with no user code.
   #makeSnapshot(): Promise<string | null> {
-    this.#snapshot ??= (async () => {
-      if (!this.#o.useSnapshot) return null;
-      this.#scratch = await mkdtemp(join(this.#o.scratchDir, "agentmesh-pyodide-"));
-      const child = this.#spawn({ mode: "snapshot", outDir: this.#scratch });
-      child.stdout.resume();
-      child.stderr.resume();
-      const timer = setTimeout(() => killSandbox(child), this.#o.startupTimeoutMs * 2);
-      const code = await new Promise<number | null>((resolve) => child.once("close", resolve));
-      clearTimeout(timer);
-      const file = join(this.#scratch, "snapshot.bin");
-      // without a snapshot every interpreter starts cold: slower, same isolation
-      return code === 0 && existsSync(file) ? file : null;
-    })();
+    this.#snapshot ??= this.#o.useSnapshot
+      ? ensureSnapshot(
+          this.#o.scratchDir,
+          { nodeVersion: process.version, pyodideDir: (this.#paths as SandboxPaths).pyodideDir, childScript: CHILD_SCRIPT },
+          (outDir) => this.#spawn({ mode: "snapshot", outDir }),
+          this.#o.startupTimeoutMs * 2,
+        ).catch(() => null)
+      : Promise.resolve(null);
     return this.#snapshot;
   }
 

@@ -86,7 +86,12 @@ export function spawnSandbox(p: SandboxPaths, s: SandboxSpawn): ChildProcessWith
     `--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0",
     "--", p.bwrap, ...bwrapArgs(p, s), "--", realpathSync(p.node), ...nodeArgs(s),
   ];
-  return spawn(p.prlimit, args, { env: {}, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  const child = spawn(p.prlimit, args, { env: {}, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  // a failed spawn or a write to a process that already died must not become an uncaught
+  // 'error' event: the caller sees the closed stdout and reports that instead
+  child.on("error", () => undefined);
+  child.stdin.on("error", () => undefined);
+  return child;
 }
 
 /** SIGKILLs the sandbox's process group; the sandboxed node dies with bwrap (--die-with-parent). */

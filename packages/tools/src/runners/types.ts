@@ -24,6 +24,8 @@ export interface SandboxStatus {
 export interface RunOptions {
   /** Stops the run at once (the executor's deadline, a cancel): the interpreter is killed. */
   readonly signal?: AbortSignal;
+  /** Called when the code is handed to a started interpreter: its time limit runs from here. */
+  readonly onStart?: () => void;
 }
 
 /** A code runner with a real isolation boundary. */

@@ -1,0 +1,80 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { createSafeExecutor } from "../executor.js";
+import { createToolRegistry } from "../registry.js";
+import { createCalculatorTool } from "./calculator.js";
+
+// a generous limit for the ordinary calls (the worker loads mathjs on start), a tight one for the runaway
+const calc = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 10_000 });
+const exec = createSafeExecutor({ registry: createToolRegistry([calc.tool]) });
+const tight = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 2000 });
+const tightExec = createSafeExecutor({ registry: createToolRegistry([tight.tool]) });
+afterAll(() => Promise.all([calc.pool.close(), tight.pool.close()]));
+
+const evaluate = (expression: string) => exec.call({ tool: "calculator", args: { expression }, role: "expert", sessionId: `s-${expression}`, taskId: "t" });
+
+// each worker loads mathjs (~2 s on a busy 2-core machine) before its first answer
+describe("calculator", { timeout: 30_000 }, () => {
+  it("is exact for decimals: 0.1 + 0.2 is 0.3", async () => {
+    expect(await evaluate("0.1 + 0.2")).toMatchObject({ ok: true, output: { result: "0.3" } });
+    expect(await evaluate("0.3 - 0.1")).toMatchObject({ ok: true, output: { result: "0.2" } });
+  });
+
+  it("keeps every digit of 18-digit products, identical to exact integer arithmetic", async () => {
+    const pairs: Array<[bigint, bigint]> = [
+      [123456789012345678n, 987654321098765432n],
+      [999999999999999999n, 999999999999999999n],
+      [-314159265358979323n, 271828182845904523n],
+    ];
+    for (const [a, b] of pairs) {
+      const r = await evaluate(`${a} * ${b}`);
+      expect(r).toMatchObject({ ok: true, output: { result: (a * b).toString() } });
+    }
+  });
+
+  it("handles functions, matrices and units, with a fresh scope per call", async () => {
+    expect(await evaluate("sqrt(16) + 2^10")).toMatchObject({ ok: true, output: { result: "1028" } });
+    expect(await evaluate("det([1, 2; 3, 4])")).toMatchObject({ ok: true, output: { result: "-2" } });
+    expect(await evaluate("x = 3; x^2")).toMatchObject({ ok: true, output: { result: "9" } });
+    expect(await evaluate("x + 1")).toMatchObject({ ok: false, error: { code: "invalid_tool_input" } });
+  });
+
+  it("has no way to reach the parser, imports or new units", async () => {
+    for (const e of ["import({evil: 1})", "evaluate(\"1+1\")", "parse(\"1\")", "createUnit(\"foo\")", "simplify(\"x+x\")", "compile(\"1\")"]) {
+      const r = await evaluate(e);
+      expect(r, e).toMatchObject({ ok: false, error: { code: "invalid_tool_input" } });
+      expect(r.records).toHaveLength(1);
+    }
+  });
+
+  it("answers bad expressions with a typed error, never a crash", async () => {
+    expect(await evaluate("1 +")).toMatchObject({ ok: false, error: { code: "invalid_tool_input", retryable: false } });
+    expect(await evaluate("f(x) = f(x + 1); f(1)")).toMatchObject({ ok: false, error: { code: "invalid_tool_input" } });
+  });
+
+  it("a matrix too big for its worker fails as resource_exhausted or timeout, and the next call works", async () => {
+    const r = await evaluate("zeros(30000, 30000)");
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(["resource_exhausted", "timeout"]).toContain(r.error.code);
+    expect(await evaluate("1 + 1")).toMatchObject({ ok: true, output: { result: "2" } });
+  });
+
+  it("runs heavy work off the event loop and kills it at the deadline (main thread keeps ticking)", async () => {
+    let last = performance.now();
+    let maxGap = 0;
+    const tick = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 50);
+    await tightExec.call({ tool: "calculator", args: { expression: "1" }, role: "expert", sessionId: "warm", taskId: "t" });
+    const t0 = performance.now();
+    // an exact 200x200 determinant takes ~20 s of synchronous mathjs work
+    const r = await tightExec.call({ tool: "calculator", args: { expression: "det(ones(200, 200) + diag(ones(200)))" }, role: "expert", sessionId: "heavy", taskId: "t" });
+    const elapsed = performance.now() - t0;
+    clearInterval(tick);
+    expect(r).toMatchObject({ ok: false, error: { code: "timeout" } });
+    expect(r.records).toHaveLength(1);
+    expect(elapsed).toBeLessThan(2000 * 1.2);
+    expect(maxGap).toBeLessThan(200);
+  });
+});

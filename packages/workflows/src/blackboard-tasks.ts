@@ -1,0 +1,199 @@
+import {
+  BLACKBOARD_LIMITS,
+  SUMMARIZE_TOOL,
+  type BlackboardData,
+  type ExecutionStrategy,
+  type ExecutorLimits,
+  type MemoryEvent,
+  type OpRequest,
+  type PlanStep,
+  type RetrievalSource,
+} from "@agentmesh/contracts";
+import { CAPS, currentStep, deriveQuery, latestRetrieval, querySnapshot } from "./blackboard-data.js";
+import { retrievalSources } from "./blackboard-strategy.js";
+import { clip } from "./critic-chain-messages.js";
+import type { TaskSpec } from "./types.js";
+
+/** Attempts of one agent task (perception, memory, retriever, decision, critic) before its failure counts. */
+export const AGENT_MAX_ATTEMPTS = 3;
+/** Questions the critic may put to a person in one session; later requests for input are noted, not asked. */
+export const MAX_HUMAN_QUESTIONS = 3;
+/** What the executor applies to one tool call: 3 attempts of at most 5 s (seed). */
+export const EXECUTOR_LIMITS: ExecutorLimits = { max_attempts: BLACKBOARD_LIMITS.maxToolAttempts, timeout_ms: BLACKBOARD_LIMITS.maxToolTimeoutMs };
+/**
+ * Deadline of one strategy task, and so the join deadline of a parallel round: every attempt at
+ * its timeout plus room for backoff and transport. The summarize step may call a model, so it
+ * keeps the runtime's task deadline instead.
+ */
+export const JOIN_DEADLINE_MS = EXECUTOR_LIMITS.max_attempts * EXECUTOR_LIMITS.timeout_ms + 5000;
+
+/** The registry tool each strategy runs. */
+export const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
+
+/** A bug of ours: the data lacks what the phase needs, or an output the runtime validated does not parse. */
+export class BlackboardFault extends Error {}
+
+function need<T>(value: T | null | undefined, what: string): T {
+  if (value === null || value === undefined) throw new BlackboardFault(`no ${what} on the blackboard`);
+  return value;
+}
+
+/** Parses an agent output the runtime already validated against the same schema. */
+export function parseOutput<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, output: unknown, what: string): T {
+  const parsed = schema.safeParse(output);
+  if (!parsed.success) throw new BlackboardFault(`${what} output does not match its schema`);
+  return parsed.data;
+}
+
+const spec = (role: string, op: string, input: unknown, attempt: number, stage: string, detail: string, extra: Partial<TaskSpec> = {}): TaskSpec => ({
+  role,
+  op,
+  input,
+  attempt,
+  stage,
+  detail: attempt === 0 ? detail : `attempt ${attempt}: ${detail}`,
+  ...extra,
+});
+
+const stepLabel = (index: number, step: PlanStep) => `step ${index + 1} (${step.tool}): ${clip(step.description, 120)}`;
+
+export function perceiveQueryTask(data: BlackboardData, attempt: number): TaskSpec {
+  const input: OpRequest<"perception", "perceive"> = { kind: "query", query: data.question };
+  return spec("perception", "perceive", input, attempt, "perception", "Analyse the question");
+}
+
+export function listToolsTask(attempt: number): TaskSpec {
+  const input: OpRequest<"executor", "list_tools"> = { max_tools: BLACKBOARD_LIMITS.maxTools };
+  return spec("executor", "list_tools", input, attempt, "tools", "List the tools the executor can run");
+}
+
+/** What the memory agent folds in, by phase: the query's perception, the step's outcome, or a person's reply. */
+function memoryEvent(data: BlackboardData): MemoryEvent {
+  switch (data.phase) {
+    case "remember_query":
+      return { kind: "perception", snapshot: need(querySnapshot(data), "perception of the query") };
+    case "remember_step": {
+      const at = need(currentStep(data), "current step");
+      const result = need(data.step_outcome, "step outcome");
+      // Only a successful result reaches the critic, so only then is the last report this step's.
+      const critic = result.ok ? (data.critic_reports.at(-1)?.report ?? null) : null;
+      return { kind: "step", step_index: at.index, step: at.step, result, critic };
+    }
+    case "remember_reply":
+      return { kind: "user_reply", question_for_human: need(data.question_for_human, "question for the person"), text: need(data.user_replies.at(-1), "reply") };
+    case "intake":
+    case "retrieve":
+    case "plan":
+    case "execute":
+    case "perceive_result":
+    case "critique":
+    case "awaiting_user":
+    case "done":
+      throw new BlackboardFault(`no memory update in phase ${data.phase}`);
+  }
+}
+
+export function memoryTask(data: BlackboardData, attempt: number): TaskSpec {
+  const event = memoryEvent(data);
+  const input: OpRequest<"memory", "update"> = { question: data.question, memory: data.memory, event };
+  return spec("memory", "update", input, attempt, "memory", `Update memory with the ${event.kind.replace("_", " ")}`);
+}
+
+/** What the retriever searches with: a query derived from the question, and the profile's sources. */
+export function retrievalQuery(data: BlackboardData): { query: string; strategies: RetrievalSource[] } {
+  return { query: deriveQuery(data.question, BLACKBOARD_LIMITS.retrieverQueryMaxChars), strategies: retrievalSources(data.strategy_profile) };
+}
+
+export function retrieveTask(data: BlackboardData, attempt: number): TaskSpec {
+  const input: OpRequest<"retriever", "retrieve"> = { ...retrievalQuery(data), memory: data.memory, max_items: BLACKBOARD_LIMITS.maxRetrievedItems };
+  return spec("retriever", "retrieve", input, attempt, "retriever", `Retrieve context (${input.strategies.join(", ")})`);
+}
+
+export function planTask(data: BlackboardData, attempt: number): TaskSpec {
+  const rewrite = data.rewrite_request;
+  const previous = rewrite ? data.plan_versions.at(-1) : undefined;
+  const input: OpRequest<"decision", "plan"> = {
+    question: data.question,
+    perception: need(querySnapshot(data), "perception of the query"),
+    retrieval: latestRetrieval(data),
+    memory: data.memory,
+    tools: data.tools ?? [],
+    max_steps: data.limits.max_steps,
+    strategy_profile: data.strategy_profile,
+    previous_plan: previous ? { steps: previous.steps, rationale: previous.rationale } : null,
+    failed_step_index: rewrite ? rewrite.failed_step_index : null,
+    rewrite_suggestion: rewrite ? rewrite.suggestion : null,
+  };
+  const detail = rewrite
+    ? `Rewrite the plan (${data.rewrite_count}/${data.limits.max_rewrites}) after step ${rewrite.failed_step_index + 1}`
+    : `Plan at most ${data.limits.max_steps} steps`;
+  return spec("decision", "plan", input, attempt, "decision", detail);
+}
+
+/** One strategy of the current step. Its tag names the strategy; the attempt is the step's retry count. */
+export function executeTask(data: BlackboardData, strategy: ExecutionStrategy): TaskSpec {
+  const at = need(currentStep(data), "current step");
+  const summarize = at.step.tool === SUMMARIZE_TOOL;
+  const input: OpRequest<"executor", "execute"> = {
+    question: data.question,
+    step_index: at.index,
+    step: at.step,
+    strategy,
+    query: strategy === "tool" ? null : deriveQuery(at.step.description, BLACKBOARD_LIMITS.retrieverQueryMaxChars),
+    limits: EXECUTOR_LIMITS,
+    context: summarize
+      ? { results: data.accepted_results.slice(-(BLACKBOARD_LIMITS.maxPlanSteps - 1)), retrieval: latestRetrieval(data), user_replies: data.user_replies.slice(-CAPS.user_replies) }
+      : null,
+  };
+  const tool = strategy === "tool" ? at.step.tool : STRATEGY_TOOL[strategy];
+  return spec("executor", "execute", input, data.step_retries, "executor", `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`, {
+    tag: strategy,
+    ...(summarize ? {} : { deadlineMs: JOIN_DEADLINE_MS }),
+  });
+}
+
+export function perceiveResultTask(data: BlackboardData, attempt: number): TaskSpec {
+  const at = need(currentStep(data), "current step");
+  const input: OpRequest<"perception", "perceive"> = {
+    kind: "step_result",
+    query: data.question,
+    step_index: at.index,
+    step: at.step,
+    result: need(data.step_outcome, "step outcome"),
+  };
+  return spec("perception", "perceive", input, attempt, "perception", `Analyse the result of ${stepLabel(at.index, at.step)}`);
+}
+
+export function critiqueTask(data: BlackboardData, attempt: number): TaskSpec {
+  const at = need(currentStep(data), "current step");
+  const input: OpRequest<"critic", "report"> = {
+    question: data.question,
+    step_index: at.index,
+    step: at.step,
+    is_final_step: at.last,
+    result: need(data.step_outcome, "step outcome"),
+    perception: data.step_perception,
+    retrieval: latestRetrieval(data),
+  };
+  return spec("critic", "report", input, attempt, "critic", `Review ${stepLabel(at.index, at.step)}`);
+}
+
+/** The task of an agent op in the current phase, rebuilt from the data (for a retry of a failed attempt). */
+export function agentTask(data: BlackboardData, role: string, op: string, attempt: number): TaskSpec | null {
+  switch (`${role}.${op}`) {
+    case "perception.perceive":
+      return data.phase === "intake" ? perceiveQueryTask(data, attempt) : perceiveResultTask(data, attempt);
+    case "executor.list_tools":
+      return listToolsTask(attempt);
+    case "memory.update":
+      return memoryTask(data, attempt);
+    case "retriever.retrieve":
+      return retrieveTask(data, attempt);
+    case "decision.plan":
+      return planTask(data, attempt);
+    case "critic.report":
+      return critiqueTask(data, attempt);
+    default:
+      return null;
+  }
+}
