@@ -1,0 +1,2 @@
+// Test helpers of @agentmesh/messaging: never imported by production code.
+export { runBusConformance, type BusFactory } from "./bus-conformance.js";
