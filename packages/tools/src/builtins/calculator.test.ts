@@ -76,5 +76,10 @@ describe("calculator", { timeout: 30_000 }, () => {
     expect(r.records).toHaveLength(1);
     expect(elapsed).toBeLessThan(2000 * 1.2);
     expect(maxGap).toBeLessThan(200);
+    // the worker was killed, not abandoned: this process burns no CPU on the determinant any more
+    const before = process.cpuUsage();
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const used = process.cpuUsage(before);
+    expect((used.user + used.system) / 1000).toBeLessThan(300);
   });
 });
