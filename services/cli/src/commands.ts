@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type WorkflowName } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
 import { AgentmeshError, connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
 import { connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
 import { createLogger } from "@agentmesh/service-kit";
@@ -21,6 +21,8 @@ async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T
 
 export interface AskOptions {
   readonly workflow: WorkflowName;
+  /** Blackboard strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK); ignored by other workflows. */
+  readonly strategy?: StrategyProfile;
   readonly verbose: boolean;
   readonly json: boolean;
   readonly timeoutMs: number;
@@ -39,7 +41,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     const stop = new AbortController();
     const events = followEvents(nc, naming, sessionId, { signal: stop.signal });
     const reply = SubmitReply.parse(
-      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId }, 15_000).catch((e: unknown) => {
+      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: opts.strategy ? { strategy_profile: opts.strategy } : {} }, 15_000).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
           throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${cfg.natsUrl}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
         }

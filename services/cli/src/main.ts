@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
-import { WorkflowName, SessionId } from "@agentmesh/contracts";
+import { StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
 import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
@@ -19,14 +19,17 @@ program
   .description("ask a question and follow the session to its answer")
   .argument("<question>", "the question (3-5000 characters)")
   .option("-w, --workflow <name>", `workflow (${WorkflowName.options.join(", ")})`, "critic-chain")
+  .option("-s, --strategy <profile>", `blackboard strategy profile (${StrategyProfile.options.join(", ")})`)
   .option("-v, --verbose", "show each step's model, tokens and latency", false)
   .option("--json", "print raw events as JSON lines", false)
   .option("--timeout <seconds>", "give up waiting after this many seconds", "300")
-  .action(async (question: string, o: { workflow: string; verbose: boolean; json: boolean; timeout: string }) => {
+  .action(async (question: string, o: { workflow: string; strategy?: string; verbose: boolean; json: boolean; timeout: string }) => {
     const wf = WorkflowName.safeParse(o.workflow);
     if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
+    const strategy = o.strategy === undefined ? undefined : StrategyProfile.safeParse(o.strategy.toUpperCase());
+    if (strategy && !strategy.success) throw new Error(`unknown strategy profile "${o.strategy}" (known: ${StrategyProfile.options.join(", ")})`);
     const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-    exit(await ask(cfg(), question, { workflow: wf.data, verbose: o.verbose, json: o.json, timeoutMs: Number(o.timeout) * 1000, interrupted }, consoleOut));
+    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), verbose: o.verbose, json: o.json, timeoutMs: Number(o.timeout) * 1000, interrupted }, consoleOut));
   });
 
 program
