@@ -8,7 +8,7 @@ import { followEvents, request } from "@agentmesh/messaging";
 
 const root = join(import.meta.dirname, "../..");
 
-export type ServiceName = "coordinator" | "planner" | "critic" | "researcher" | "expert" | "finalizer";
+export type ServiceName = "coordinator" | "planner" | "critic" | "researcher" | "expert" | "finalizer" | "perception" | "memory" | "retriever" | "decision" | "executor";
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer"] as const;
 
 /** One service as a real OS process. */

@@ -1,10 +1,12 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { findOp, wireError, type Naming, type TaskEnvelope, type TaskOutcome, type WireError } from "@agentmesh/contracts";
+import { ZERO_USAGE, findOp, wireError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
 import { AgentmeshError, createMicroService, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
-import { isModelError, type ModelPort } from "@agentmesh/llm";
+import type { ModelPort } from "@agentmesh/llm";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
-import type { AgentDefinition, OpPrompt } from "./definition.js";
+import { isHandler, type AgentDefinition, type HandlerContext, type HandlerModelCall, type OpSpec } from "./definition.js";
+import { toOpFailure } from "./errors.js";
+import { contractVersion, type PromptContract } from "./prompts.js";
 
 export interface AgentOptions {
   readonly nc: NatsConnection;
@@ -17,6 +19,8 @@ export interface AgentOptions {
   readonly crash?: CrashHook;
   readonly logPayloads?: boolean;
   readonly version?: string;
+  /** Prompt contracts by id (loaded at start-up); every contract the role's ops name must be here. */
+  readonly prompts?: ReadonlyMap<string, PromptContract>;
 }
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
@@ -24,57 +28,118 @@ export interface RunningAgent extends Stoppable {
   readonly worker: Worker;
 }
 
-type AnyPrompt = OpPrompt<unknown, unknown>;
+/** Options of an op runner. */
+export interface OpRunnerOptions {
+  readonly log: Logger;
+  readonly logPayloads?: boolean;
+  readonly crash?: CrashHook;
+  readonly prompts?: ReadonlyMap<string, PromptContract>;
+}
 
-/** Runs one op of a role against the model: validate, call, validate, report with provenance. */
-export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: { log: Logger; logPayloads?: boolean; crash?: CrashHook }) {
+/** The task fields an op runs from (a direct `nats req` call has no session of its own). */
+export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & { readonly session_id?: string };
+
+type AnyOp = OpSpec<unknown, unknown>;
+const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
+const addUsage = (a: Usage, b: Usage): Usage => ({
+  prompt_tokens: a.prompt_tokens + b.prompt_tokens,
+  completion_tokens: a.completion_tokens + b.completion_tokens,
+  cost_usd: a.cost_usd + b.cost_usd,
+  model_calls: a.model_calls + b.model_calls,
+});
+
+/** The contract an op names, or null; a missing one is a start-up error (see `checkContracts`). */
+function contractOf(op: AnyOp, prompts: ReadonlyMap<string, PromptContract> | undefined): PromptContract | null {
+  if (!op.contract) return null;
+  const c = prompts?.get(op.contract);
+  if (!c) throw new Error(`prompt contract ${op.contract} is not loaded`);
+  return c;
+}
+
+/** Throws when an op names a prompt contract that was not loaded: found at start-up, not on the first task. */
+export function checkContracts(def: AgentDefinition, prompts: ReadonlyMap<string, PromptContract> | undefined): void {
+  const missing = Object.values(def.ops as Record<string, AnyOp>).flatMap((op) => (op.contract && !prompts?.has(op.contract) ? [op.contract] : []));
+  if (missing.length) throw new Error(`${def.role}: prompt contract(s) not found: ${missing.join(", ")} (expected prompts/<id>.v<N>.json)`);
+}
+
+/** A prompt op's system text: the contract's instructions, then the op's own. */
+function systemOf(contract: PromptContract | null, own: string | undefined): string {
+  return [contract?.system, own].filter((s): s is string => typeof s === "string" && s.length > 0).join("\n\n");
+}
+
+/**
+ * Runs one op of a role: validate the input, run the prompt through the model or the handler,
+ * validate the output against the contracts' response schema, report with provenance.
+ */
+export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpRunnerOptions) {
   const fail = (error: WireError): TaskOutcome => ({ ok: false, error, provenance: null });
-  return async function runOp(task: Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input">, signal: AbortSignal): Promise<TaskOutcome> {
+  return async function runOp(task: OpTask, signal: AbortSignal): Promise<TaskOutcome> {
     const spec = findOp(task.role, task.op);
-    const prompt = (def.ops as Record<string, AnyPrompt | undefined>)[task.op];
-    if (task.role !== def.role || !spec || !prompt) return fail(wireError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`, def.role));
+    const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
+    if (task.role !== def.role || !spec || !op) return fail(wireError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`, def.role));
     const parsed = spec.request.safeParse(task.input);
     if (!parsed.success) {
       return fail(wireError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, def.role));
     }
     const log = opts.log.child({ taskId: task.task_id, op: task.op });
-    const rendered = prompt.render(parsed.data);
-    if (opts.logPayloads) log.debug({ system: prompt.system, prompt: rendered }, "model request");
+    const started = performance.now();
+    let usage: Usage = ZERO_USAGE;
+    let modelName = "none";
+    let tier: Tier = "fast";
     try {
-      const reply = await model.complete({
-        role: task.role,
-        op: task.op,
-        taskId: task.task_id,
-        system: prompt.system,
-        prompt: rendered,
-        input: parsed.data,
-        schema: spec.response,
-        schemaName: `${task.role}_${task.op}`,
-        signal,
-      });
-      opts.crash?.("after-model");
-      log.info({ model: reply.model, latencyMs: Math.round(reply.latencyMs), summary: prompt.summarize(reply.output) }, "op done");
-      return {
-        ok: true,
-        output: reply.output,
-        provenance: {
+      const contract = contractOf(op, opts.prompts);
+      const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
+        if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
+        const reply = await model.complete({
           role: task.role,
           op: task.op,
-          model: reply.model,
-          tier: reply.tier,
-          prompt_version: prompt.promptVersion,
-          attempt: task.attempt,
-          usage: reply.usage,
-          latency_ms: Math.round(reply.latencyMs * 1000) / 1000,
-        },
+          taskId: task.task_id,
+          system: c.system ?? systemOf(contract, undefined),
+          prompt: c.prompt,
+          input: c.input ?? parsed.data,
+          schema: c.schema,
+          schemaName: c.schemaName,
+          signal,
+        });
+        usage = addUsage(usage, reply.usage);
+        modelName = reply.model;
+        tier = reply.tier;
+        return reply.output;
       };
-    } catch (err) {
-      if (isModelError(err)) {
-        log.warn({ code: err.code, retryable: err.retryable, msg: err.message }, "model call failed");
-        return fail({ code: err.code, message: err.message, retryable: err.retryable, component: def.role });
+      let output: unknown;
+      let promptVersion: string;
+      if (isHandler(op)) {
+        const ctx: HandlerContext = { taskId: task.task_id, sessionId: task.session_id ?? task.task_id.split(".")[0] ?? "", attempt: task.attempt, signal, log, prompt: contract, complete: call };
+        const raw = await op.run(parsed.data, ctx);
+        const checked = spec.response.safeParse(raw);
+        if (!checked.success) {
+          return fail(wireError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${checked.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, def.role));
+        }
+        output = checked.data;
+        promptVersion = contract ? contractVersion(contract) : op.version;
+      } else {
+        output = await call({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}` });
+        promptVersion = contract ? contractVersion(contract) : (op.promptVersion ?? "unversioned");
       }
-      log.error({ err }, "op crashed");
-      return fail(wireError("internal", `bug in ${def.role}.${task.op}: ${(err as Error)?.message ?? String(err)}`, def.role));
+      opts.crash?.("after-model");
+      const latencyMs = performance.now() - started;
+      log.info({ model: modelName, latencyMs: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
+      const provenance: Provenance = {
+        role: task.role,
+        op: task.op,
+        model: modelName,
+        tier,
+        prompt_version: promptVersion.slice(0, 40),
+        attempt: task.attempt,
+        usage,
+        latency_ms: round3(latencyMs),
+      };
+      return { ok: true, output, provenance };
+    } catch (err) {
+      const { error, typed } = toOpFailure(err, def.role, task.op);
+      if (typed) log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
+      else log.error({ err }, "op crashed");
+      return fail(error);
     }
   };
 }
@@ -84,8 +149,9 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: { l
  * (stats carry the JetStream work counts; each op is also callable directly for debugging).
  */
 export async function startAgent(def: AgentDefinition, opts: AgentOptions): Promise<RunningAgent> {
+  checkContracts(def, opts.prompts);
   const log = opts.log.child({ role: def.role });
-  const runOp = createOpRunner(def, opts.model, { log, logPayloads: opts.logPayloads, crash: opts.crash });
+  const runOp = createOpRunner(def, opts.model, { log, logPayloads: opts.logPayloads, crash: opts.crash, prompts: opts.prompts });
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
     role: def.role,
@@ -105,9 +171,9 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
   });
   for (const op of Object.keys(def.ops)) {
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {
-      const body = (data ?? {}) as { input?: unknown; task_id?: string };
+      const body = (data ?? {}) as { input?: unknown; task_id?: string; session_id?: string };
       const outcome = await runOp(
-        { task_id: body.task_id ?? "direct0000.0.0.0", role: def.role, op, attempt: 0, input: body.input ?? data },
+        { task_id: body.task_id ?? "direct0000.0.0.0", session_id: body.session_id ?? "direct0000", role: def.role, op, attempt: 0, input: body.input ?? data },
         AbortSignal.timeout(opts.ackWaitMs),
       );
       if (!outcome.ok) throw new AgentmeshError(outcome.error.code, outcome.error.message, { retryable: outcome.error.retryable, component: def.role });

@@ -5,7 +5,7 @@ const NAMES = [
   "NATS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_LOG_PAYLOADS", "AGENTMESH_CRASH_AT",
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
-  "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER",
+  "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR",
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
@@ -28,6 +28,8 @@ export interface AgentConfig {
   readonly roles: readonly string[];
   readonly ackWaitMs: number;
   readonly maxDeliver: number;
+  /** Folder of prompt-contract overrides; each replaces the built-in contract of the same id. */
+  readonly promptsDir: string | undefined;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -59,5 +61,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     roles: e.AGENTMESH_ROLES.split(",").map((s) => s.trim()).filter(Boolean),
     ackWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
     maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
+    promptsDir: e.AGENTMESH_PROMPTS_DIR,
   });
 }

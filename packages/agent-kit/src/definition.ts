@@ -1,22 +1,90 @@
 import type { OpName, OpRequest, OpResponse, RoleName } from "@agentmesh/contracts";
+import type { ModelRequest } from "@agentmesh/llm";
+import type { Logger } from "@agentmesh/service-kit";
+import type { PromptContract } from "./prompts.js";
+
+/** The instructions of a prompt op: written inline, or taken from a versioned JSON prompt contract. */
+type Instructions =
+  | {
+      /** Bumped whenever the instructions change; recorded in every step's provenance. */
+      readonly promptVersion: string;
+      readonly system: string;
+      readonly contract?: undefined;
+    }
+  | {
+      /**
+       * Id of a prompt contract (`prompts/<role>.<op>.v<N>.json`, overridable by configuration).
+       * Its instructions are prepended to `system`, and its `<id>/v<N>` is the recorded prompt version.
+       */
+      readonly contract: string;
+      /** Op-specific instructions after the contract's (e.g. the output rules). */
+      readonly system?: string;
+      readonly promptVersion?: undefined;
+    };
 
 /** How one op talks to a model: its instructions, prompt rendering and a one-line summary. */
-export interface OpPrompt<Req, Res> {
-  /** Bumped whenever the instructions change; recorded in every step's provenance. */
-  readonly promptVersion: string;
-  readonly system: string;
+export type OpPrompt<Req, Res> = Instructions & {
+  readonly kind?: "prompt";
   render(input: Req): string;
+  summarize(output: Res): string;
+};
+
+/** A structured model call made from inside a handler op (e.g. the executor's summarize step). */
+export interface HandlerModelCall<T> {
+  readonly schema: ModelRequest<T>["schema"];
+  readonly schemaName: string;
+  readonly prompt: string;
+  /** Defaults to the op's prompt contract, if it has one. */
+  readonly system?: string;
+  /** The structured input the model (offline engine, scripted model) reads; defaults to the task input. */
+  readonly input?: unknown;
+}
+
+/** What a handler op gets besides its validated input. */
+export interface HandlerContext {
+  readonly taskId: string;
+  readonly sessionId: string;
+  readonly attempt: number;
+  /** Aborted at the task deadline, on a session cancel or at shutdown: stop tool and model calls. */
+  readonly signal: AbortSignal;
+  readonly log: Logger;
+  /** The op's prompt contract, when it names one. */
+  readonly prompt: PromptContract | null;
+  /** Calls the model port; usage and model are added to the step's provenance. */
+  complete<T>(call: HandlerModelCall<T>): Promise<T>;
+}
+
+/**
+ * An op that does deterministic work instead of (or before) a model call: the safe executor, a
+ * pure fold, a search. Its output is validated against the contracts' response schema like a
+ * model's; a thrown typed error (see `opError`) becomes a typed failure, retried per its code.
+ */
+export interface OpHandler<Req, Res> {
+  readonly kind: "handler";
+  /** Version of the handler's logic, recorded as the prompt version when no contract is named. */
+  readonly version: string;
+  /** Id of the prompt contract documenting the op (and used by its model calls, if any). */
+  readonly contract?: string;
+  run(input: Req, ctx: HandlerContext): Promise<Res>;
   summarize(output: Res): string;
 }
 
-/** An agent role: the prompts of each of its ops. The schemas come from the contracts' registry. */
+/** One op of a role: a model prompt, or a handler. */
+export type OpSpec<Req, Res> = OpPrompt<Req, Res> | OpHandler<Req, Res>;
+
+/** An agent role: each of its ops, as a prompt or a handler. The schemas come from the contracts' registry. */
 export interface AgentDefinition<R extends RoleName = RoleName> {
   readonly role: R;
   readonly description: string;
-  readonly ops: { readonly [O in OpName<R>]: OpPrompt<OpRequest<R, O>, OpResponse<R, O>> };
+  readonly ops: { readonly [O in OpName<R>]: OpSpec<OpRequest<R, O>, OpResponse<R, O>> };
 }
 
 /** Identity helper that type-checks an agent definition against the role registry. */
 export function defineAgent<R extends RoleName>(def: AgentDefinition<R>): AgentDefinition<R> {
   return def;
+}
+
+/** True for a handler op. */
+export function isHandler<Req, Res>(op: OpSpec<Req, Res>): op is OpHandler<Req, Res> {
+  return op.kind === "handler";
 }

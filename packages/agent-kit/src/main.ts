@@ -5,7 +5,17 @@ import { createLogger, crashHook, runUntilSignalled, type Logger, type Stoppable
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
 import { loadAgentConfig, type AgentConfig } from "./config.js";
-import { startAgent, type RunningAgent } from "./agent.js";
+import { checkContracts, startAgent, type RunningAgent } from "./agent.js";
+import { loadPromptContracts, type PromptContract } from "./prompts.js";
+
+/** What an agent process runs: its roles, and what to close when it stops (tool workers, sandboxes). */
+export interface AgentSetup {
+  readonly agents: readonly AgentDefinition[];
+  close?(): Promise<void>;
+}
+
+/** Roles whose ops need dependencies (tools, a corpus) build them from the environment at start. */
+export type AgentSetupFactory = (env: Record<string, string | undefined>, log: Logger) => AgentSetup | Promise<AgentSetup>;
 
 /** Builds the model port from configuration: the OpenAI-compatible adapter, or the offline engine. */
 function modelFrom(cfg: AgentConfig): ModelPort {
@@ -40,7 +50,7 @@ async function untilProvisioned<T>(log: Logger, role: string, start: () => Promi
 export async function startAgentsInProcess(
   defs: readonly AgentDefinition[],
   cfg: AgentConfig,
-  deps: { nc: NatsConnection; log: Logger; model?: ModelPort },
+  deps: { nc: NatsConnection; log: Logger; model?: ModelPort; prompts?: ReadonlyMap<string, PromptContract> },
 ): Promise<Stoppable & { agents: RunningAgent[] }> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
   const unknown = cfg.roles.filter((r) => !defs.some((d) => d.role === r));
@@ -48,6 +58,9 @@ export async function startAgentsInProcess(
   const model = deps.model ?? modelFrom(cfg);
   const crash = crashHook(cfg.crashAt, "agent", deps.log);
   const naming = makeNaming(cfg.prefix);
+  const prompts = deps.prompts ?? loadPromptContracts({ overrideDir: cfg.promptsDir });
+  // every role's contracts are checked before any role starts taking tasks
+  for (const def of wanted) checkContracts(def, prompts);
   deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
   const agents: RunningAgent[] = [];
   for (const def of wanted) {
@@ -62,6 +75,7 @@ export async function startAgentsInProcess(
         maxDeliver: cfg.maxDeliver,
         crash,
         logPayloads: cfg.logPayloads,
+        prompts,
       })),
     );
   }
@@ -73,8 +87,11 @@ export async function startAgentsInProcess(
   };
 }
 
-/** The whole `main.ts` of an agent service: config → connection → agents → run until SIGTERM. */
-export async function agentMain(defs: readonly AgentDefinition[], env: Record<string, string | undefined>, service: string): Promise<void> {
+/**
+ * The whole `main.ts` of an agent service: config → dependencies → connection → agents → run
+ * until SIGTERM. `setup` is the roles, or a factory that builds them (and their tools) from the env.
+ */
+export async function agentMain(setup: readonly AgentDefinition[] | AgentSetupFactory, env: Record<string, string | undefined>, service: string): Promise<void> {
   let log = createLogger({ service, level: "info" });
   await runUntilSignalled({
     name: service,
@@ -82,15 +99,22 @@ export async function agentMain(defs: readonly AgentDefinition[], env: Record<st
     start: async () => {
       const cfg = loadAgentConfig(env);
       log = createLogger({ service, level: cfg.logLevel });
-      log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
-      const running = await startAgentsInProcess(defs, cfg, { nc, log });
-      return {
-        async stop(graceMs: number) {
-          await running.stop(graceMs);
-          await nc.drain();
-        },
-      };
+      const built: AgentSetup = typeof setup === "function" ? await setup(env, log) : { agents: setup };
+      try {
+        log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
+        const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
+        const running = await startAgentsInProcess(built.agents, cfg, { nc, log });
+        return {
+          async stop(graceMs: number) {
+            await running.stop(graceMs);
+            await nc.drain();
+            await built.close?.();
+          },
+        };
+      } catch (err) {
+        await built.close?.();
+        throw err;
+      }
     },
   });
 }

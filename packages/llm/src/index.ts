@@ -11,3 +11,4 @@ export {
 export { createOfflineModel, DEFAULT_CONFIG_HINT, type OfflineModelOptions } from "./offline.js";
 export { createModelFromConfig, type ModelConfig } from "./config.js";
 export { toStrictJsonSchema } from "./structured.js";
+export { SummaryDraft, numberedSources } from "./offline-answer.js";

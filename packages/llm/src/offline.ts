@@ -2,6 +2,8 @@ import { findOp, LIMITS, type OpRequest, type OpResponse } from "@agentmesh/cont
 import { CALC_PRECISION, sameNumber } from "./calc.js";
 import { classifyQuestion, type QuestionKind } from "./classify.js";
 import { ModelError } from "./errors.js";
+import { decide, perceive } from "./offline-blackboard.js";
+import { reportOffline, summarizeOffline } from "./offline-answer.js";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
 
 /** Options for the offline engine. */
@@ -167,16 +169,22 @@ function finalize(input: OpRequest<"finalizer", "finalize">): OpResponse<"finali
 type Handler = (input: never, hint: string) => unknown;
 const HANDLERS: Record<string, Record<string, Handler>> = {
   planner: { plan },
-  critic: { review_plan: reviewPlan, review_research: reviewResearch, review_answer: reviewAnswer },
+  critic: { review_plan: reviewPlan, review_research: reviewResearch, review_answer: reviewAnswer, report: reportOffline },
   researcher: { research },
   expert: { answer },
   finalizer: { finalize },
+  // blackboard: memory.update, retriever.retrieve and executor.list_tools are handlers (no model)
+  perception: { perceive },
+  decision: { plan: decide },
+  // the executor asks the model only for its summarize step
+  executor: { execute: summarizeOffline },
 };
 
 /**
  * The offline engine: the default model when no endpoint is configured. It answers the
- * critic-chain ops heuristically and deterministically (no clock, no randomness): exact
- * arithmetic, greetings, vague-query detection, and an honest "needs a language model" otherwise.
+ * critic-chain and blackboard ops heuristically and deterministically (no clock, no randomness):
+ * exact arithmetic, greetings, vague-query detection, corpus answers quoted with citations, and
+ * an honest "needs a language model" otherwise.
  */
 export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
   const hint = opts.configHint ?? DEFAULT_CONFIG_HINT;

@@ -1,0 +1,1 @@
+export { decision } from "./definition.js";

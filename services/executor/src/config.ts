@@ -1,0 +1,24 @@
+import { parseEnv } from "@agentmesh/service-kit";
+
+const NAMES = ["AGENTMESH_CORPUS_DIR", "AGENTMESH_FILE_ROOTS", "AGENTMESH_WEB_SEARCH_URL", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_TEST_TOOLS"] as const;
+
+/** The executor's tool configuration. */
+export interface ExecutorConfig {
+  readonly corpusDir: string;
+  /** Folders `file_read` may read; empty = no `file_read`. */
+  readonly fileRoots: readonly string[];
+  readonly webSearch: { readonly baseUrl: string; readonly apiKey: string } | null;
+  /** Registers `test_flaky` and `test_slow` (end-to-end tests only). */
+  readonly testTools: boolean;
+}
+
+/** Reads the executor's configuration from an environment, listing every problem at once. */
+export function loadExecutorConfig(env: Record<string, string | undefined>): ExecutorConfig {
+  const e = parseEnv(NAMES, env);
+  return Object.freeze({
+    corpusDir: e.AGENTMESH_CORPUS_DIR,
+    fileRoots: Object.freeze(e.AGENTMESH_FILE_ROOTS.split(",").map((s) => s.trim()).filter(Boolean)),
+    webSearch: e.AGENTMESH_WEB_SEARCH_KEY ? { baseUrl: e.AGENTMESH_WEB_SEARCH_URL, apiKey: e.AGENTMESH_WEB_SEARCH_KEY } : null,
+    testTools: e.AGENTMESH_TEST_TOOLS,
+  });
+}

@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ROLES, type OpRequest, type PlanStep } from "@agentmesh/contracts";
+import { createLogger } from "@agentmesh/service-kit";
+import { argsObject, executeStep, listTools } from "./execute.js";
+import { createExecutorTools, type ExecutorTools } from "./tools.js";
+
+const log = createLogger({ service: "test", level: "silent" });
+let dir: string;
+let tools: ExecutorTools;
+
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "exec-corpus-"));
+  writeFileSync(join(dir, "redis.md"), "# Redis\n\nWith the append-only file enabled, Redis logs every write command to a file.");
+  tools = createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, testTools: true }, log);
+});
+afterAll(async () => {
+  await tools?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const ctx = () => ({ sessionId: `s${Math.random().toString(36).slice(2, 10)}`, taskId: "t.1.0.0", signal: new AbortController().signal });
+const step = (tool: string, args: PlanStep["args"]): PlanStep => ({ description: `Run ${tool} now`, tool, args, expected_outcome: "" });
+const request = (s: PlanStep, over: Partial<OpRequest<"executor", "execute">> = {}): OpRequest<"executor", "execute"> => ({
+  question: "What is asked?",
+  step_index: 0,
+  step: s,
+  strategy: "tool",
+  query: null,
+  limits: { max_attempts: 3, timeout_ms: 5000 },
+  context: null,
+  ...over,
+});
+const run = (req: OpRequest<"executor", "execute">) => executeStep(req, (c) => tools.call(c), ctx());
+
+describe("executor.execute (tool strategies)", () => {
+  it("runs the step's tool with its named arguments and states the value", async () => {
+    const r = await run(request(step("calculator", [{ name: "expression", value: "123456789 * 987654321" }])));
+    expect(r).toMatchObject({ ok: true, tool: "calculator", output: "121932631112635269", attempts: 1, records: [{ tool: "calculator", outcome: "ok", attempt: 1 }] });
+    expect(r.records[0]?.args_digest).toMatch(/^[0-9a-f]{64}$/);
+    expect(ROLES.executor.execute.response.safeParse(r).success).toBe(true);
+  }, 30_000);
+
+  it("records every attempt of a flaky tool: two failures, then success", async () => {
+    const r = await run(request(step("test_flaky", [{ name: "text", value: "hello" }])));
+    expect(r).toMatchObject({ ok: true, output: '{"echo":"hello"}', attempts: 3 });
+    expect(r.records.map((x) => `${x.attempt}:${x.outcome}`)).toEqual(["1:tool_error", "2:tool_error", "3:ok"]);
+  });
+
+  it("turns a tool that times out on every attempt into an ok:false result, not a task failure", async () => {
+    const r = await run(request(step("test_slow", [{ name: "text", value: "ping" }])));
+    expect(r).toMatchObject({ ok: false, output: null, error: { code: "timeout", retryable: true }, attempts: 3 });
+    expect(r.records.map((x) => `${x.attempt}:${x.outcome}`)).toEqual(["1:timeout", "2:timeout", "3:timeout"]);
+    expect(ROLES.executor.execute.response.safeParse(r).success).toBe(true);
+  });
+
+  it("applies the step's limits: fewer attempts than the tool allows", async () => {
+    const r = await run(request(step("test_flaky", [{ name: "text", value: "x" }]), { limits: { max_attempts: 2, timeout_ms: 3000 } }));
+    expect(r).toMatchObject({ ok: false, error: { code: "tool_error" }, attempts: 2 });
+  });
+
+  it("refuses unknown tools and bad arguments before any attempt (attempt 0)", async () => {
+    expect(await run(request(step("no_such_tool", [])))).toMatchObject({ ok: false, error: { code: "tool_not_found" }, attempts: 0, records: [{ attempt: 0 }] });
+    expect(await run(request(step("calculator", [{ name: "expr", value: "1+1" }])))).toMatchObject({ ok: false, error: { code: "invalid_tool_input" }, attempts: 0 });
+  });
+
+  it("rag searches the corpus with the strategy query and returns citations; web without a provider fails typed", async () => {
+    const rag = await run(request(step("calculator", []), { strategy: "rag", query: "redis append-only file" }));
+    expect(rag).toMatchObject({ ok: true, tool: "corpus_search", citations: [{ path: "redis.md" }] });
+    expect(rag.output).toContain("[1] redis.md: # Redis With the append-only file enabled");
+    const web = await run(request(step("calculator", []), { strategy: "web", query: "redis" }));
+    expect(web).toMatchObject({ ok: false, tool: "web_search", error: { code: "tool_unavailable", retryable: false } });
+  }, 30_000);
+
+  it("maps argument pairs to an object, a null value meaning not given", () => {
+    expect(argsObject([{ name: "query", value: "x" }, { name: "limit", value: null }, { name: "n", value: 2 }])).toEqual({ query: "x", n: 2 });
+  });
+});
+
+describe("executor.list_tools", () => {
+  it("lists the tools the executor role may call, schemas within 3000 characters", () => {
+    const list = listTools(tools.registry, 16);
+    expect(list.map((t) => t.name)).toEqual(["calculator", "corpus_search", "run_js", "run_python", "test_flaky", "test_slow", "web_search"]);
+    for (const t of list) expect(JSON.stringify(t.input_schema).length).toBeLessThanOrEqual(3000);
+    expect(list[0]?.input_schema).not.toHaveProperty("$schema");
+    expect(ROLES.executor.list_tools.response.safeParse({ tools: list }).success).toBe(true);
+    expect(listTools(tools.registry, 2)).toHaveLength(2);
+  });
+});

@@ -1,0 +1,2 @@
+export { createExecutor } from "./definition.js";
+export { loadExecutorConfig, type ExecutorConfig } from "./config.js";

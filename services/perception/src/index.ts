@@ -1,0 +1,1 @@
+export { perception } from "./definition.js";

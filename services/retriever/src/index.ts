@@ -1,0 +1,2 @@
+export { createRetriever } from "./definition.js";
+export { loadRetrieverConfig, type RetrieverConfig } from "./config.js";
