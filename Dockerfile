@@ -6,7 +6,7 @@ FROM node:20-bookworm-slim
 # tini runs as PID 1: it forwards SIGTERM to node (the entrypoint `exec`s into node) and reaps
 # any child processes that tools leave behind. `docker run --init` is then unnecessary.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tini \
+ && apt-get install -y --no-install-recommends tini bubblewrap \
  && rm -rf /var/lib/apt/lists/* \
  && npm i -g pnpm@10 \
  && npm cache clean --force
