@@ -150,7 +150,8 @@ export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promi
 
 /**
  * `agentmesh health --service <name>`: exit 0 when a replica of `name` on this host answers
- * `$SRV.STATS` and reports its consume loop alive (a container/pod readiness probe).
+ * `$SRV.STATS` (so its NATS connection works) and reports itself alive: its consume loop runs
+ * and, for a coordinator, Redis is reachable (a container/pod readiness probe).
  */
 export async function health(cfg: CliConfig, opts: { service: string; anyHost: boolean }, out: Out): Promise<number> {
   return withNats(cfg, async (nc) => {

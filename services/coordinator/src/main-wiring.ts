@@ -36,6 +36,7 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
     inboxAckWaitMs: cfg.inboxAckWaitMs,
     taskMaxDeliver: cfg.taskMaxDeliver,
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
+    storeReady: () => deps.redis.status === "ready",
   });
 }
 

@@ -19,6 +19,8 @@ export interface CoordinatorServiceOptions {
   readonly taskMaxDeliver: number;
   readonly crash?: CrashHook;
   readonly timerPollMs?: number;
+  /** Whether the store answers (readiness); e.g. the Redis client's status is "ready". */
+  readonly storeReady?: () => boolean;
   readonly version?: string;
 }
 
@@ -62,7 +64,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     version: opts.version ?? "0.1.0",
     description: "Drives sessions: submit, step the workflow, persist, dispatch",
     metadata: { prefix: opts.naming.prefix, kind: "coordinator", host: hostname() },
-    statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() }),
+    statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() && (opts.storeReady?.() ?? true), store_ready: opts.storeReady?.() ?? true }),
   });
   await micro.addEndpoint("submit", opts.naming.submit, (body: unknown) => core.submit(body), { queue: "coordinators" });
 
