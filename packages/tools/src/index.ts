@@ -41,3 +41,4 @@ export {
   type WebSearchToolOptions,
 } from "./builtins/web-search.js";
 export type { ComputePool } from "./compute-pool.js";
+export { clipText } from "./text.js";

@@ -8,7 +8,7 @@ import {
   type ToolInfo,
   type ToolPerformanceRecord,
 } from "@agentmesh/contracts";
-import type { ToolCallResult, ToolRegistry } from "@agentmesh/tools";
+import { clipText as clip, type ToolCallResult, type ToolRegistry } from "@agentmesh/tools";
 import type { ExecutorCall } from "./tools.js";
 
 type ExecuteRequest = OpRequest<"executor", "execute">;
@@ -18,17 +18,6 @@ type Ctx = { readonly sessionId: string; readonly taskId: string; readonly signa
 const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
 const WEB_QUERY_MAX = 400;
 
-/**
- * Flattens whitespace and clips to `max` characters at a word boundary when one is near, with an
- * ellipsis. The retriever clips passages the same way, so one passage cited by both is one source.
- */
-export function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= max) return flat;
-  const cut = flat.slice(0, max - 1);
-  const space = cut.lastIndexOf(" ");
-  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-}
 
 /** A plan step's argument pairs as the tool's input object (a null value means "not given"). */
 export function argsObject(args: readonly ToolArg[]): Record<string, unknown> {

@@ -1,7 +1,7 @@
 import { SUMMARIZE_TOOL, type Citation, type OpRequest, type StepResult } from "@agentmesh/contracts";
 import type { HandlerContext } from "@agentmesh/agent-kit";
 import { SummaryDraft, numberedSources } from "@agentmesh/llm";
-import { clip } from "./execute.js";
+import { clipText as clip } from "@agentmesh/tools";
 
 type ExecuteRequest = OpRequest<"executor", "execute">;
 

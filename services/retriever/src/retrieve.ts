@@ -1,7 +1,8 @@
 import { opError } from "@agentmesh/agent-kit";
 import { BLACKBOARD_LIMITS, type MemoryState, type OpRequest, type RetrievalBundle } from "@agentmesh/contracts";
 import type { ToolCallResult } from "@agentmesh/tools";
-import { clip, contentWords, coverage, firstSentence } from "./text.js";
+import { clipText as clip } from "@agentmesh/tools";
+import { contentWords, coverage, firstSentence } from "./text.js";
 
 type Item = RetrievalBundle["items"][number];
 type Request = OpRequest<"retriever", "retrieve">;

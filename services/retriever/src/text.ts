@@ -1,3 +1,5 @@
+import { clipText as clip } from "@agentmesh/tools";
+
 // Just enough text handling to rank retrieved passages: words, a crude stem, term coverage.
 
 const STOP = new Set(
@@ -33,14 +35,6 @@ export function coverage(terms: readonly string[], words: readonly string[]): nu
   return hit.length / terms.length;
 }
 
-/** Flattens whitespace and clips to `max` characters, at a word boundary when one is near. */
-export function clip(text: string, max: number): string {
-  const flat = text.replace(/\s+/g, " ").trim();
-  if (flat.length <= max) return flat;
-  const cut = flat.slice(0, max - 1);
-  const space = cut.lastIndexOf(" ");
-  return `${space > max * 0.6 ? cut.slice(0, space) : cut}…`;
-}
 
 /** The first sentence of a text (or its first `max` characters). */
 export function firstSentence(text: string, max: number): string {
