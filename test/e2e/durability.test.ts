@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import { freePort, reachable } from "../setup/infra.js";
+import { freePort, startRedis } from "../setup/infra.js";
 import { uniquePrefix } from "../setup/prefix.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -15,10 +15,8 @@ async function redis(args: string[]): Promise<string> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "agentmesh-dur-"));
   dirs.push(dir);
-  servers.push(spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...args], { stdio: "ignore" }));
-  const url = `redis://127.0.0.1:${port}`;
-  for (let i = 0; i < 100 && !(await reachable(url, 200)); i++) await new Promise((r) => setTimeout(r, 50));
-  return url;
+  servers.push(await startRedis(port, dir, args));
+  return `redis://127.0.0.1:${port}`;
 }
 
 /** Runs a coordinator until it prints `until` or exits; returns its exit code (null if still running) and output. */

@@ -72,13 +72,9 @@ export async function startNats(port: number, dir: string): Promise<ChildProcess
   return p;
 }
 
-/** Starts redis-server with AOF and appendfsync always in `dir`; resolves when ready. */
-export async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const p = spawn(
-    "redis-server",
-    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always"],
-    { stdio: ["ignore", "pipe", "pipe"] },
-  );
+/** Starts redis-server in `dir` (by default AOF with appendfsync always); resolves when ready. */
+export async function startRedis(port: number, dir: string, persistence: readonly string[] = ["--appendonly", "yes", "--appendfsync", "always"]): Promise<ChildProcess> {
+  const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence], { stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(p, /Ready to accept connections/);
   return p;
 }

@@ -1,19 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { freePort } from "../../../test/setup/infra.js";
 
 const root = join(import.meta.dirname, "../../..");
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => resolve(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
 
 const cli = (env: Record<string, string>, ...args: string[]) =>
   spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), ...args], {
