@@ -71,8 +71,8 @@ export function renderReport(r: BenchReport): string {
   const rt: Array<[string, Summary]> = [
     ["NATS core request/reply (echo)", r.roundTrips.nats_request],
     ["JetStream publish → ack (file store)", r.roundTrips.js_publish_ack],
-    ["Redis CAS: blackboard commit()", r.roundTrips.redis_cas],
-    ["Redis blackboard load()", r.roundTrips.redis_load],
+    ["Redis CAS: session store commit()", r.roundTrips.redis_cas],
+    ["Redis session store load()", r.roundTrips.redis_load],
     ["Redis PING", r.roundTrips.redis_ping],
   ];
   out.push(table(["round trip", "n", "p50", "p90", "p99", "max"], rt.map(([k, s]) => [k, String(s.n), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max)])));

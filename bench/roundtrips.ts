@@ -3,8 +3,8 @@ import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStre
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import type { SessionState } from "@agentmesh/contracts";
-import { createRedisBlackboard, type Blackboard } from "@agentmesh/blackboard";
-import { testCommit, testSessionState } from "@agentmesh/blackboard/testing";
+import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
+import { testCommit, testSessionState } from "@agentmesh/session-store/testing";
 import { natsConnect } from "./nats.js";
 import { summarize, type Summary } from "./stats.js";
 
@@ -14,9 +14,9 @@ export interface RoundTrips {
   readonly nats_request: Summary;
   /** JetStream publish of a ~0.5 KB message with a msg id to a file-store stream, until its ack. */
   readonly js_publish_ack: Summary;
-  /** The blackboard's `commit()`: the one compare-and-set script of a transition (EVALSHA). */
+  /** The session store's `commit()`: the one compare-and-set script of a transition (EVALSHA). */
   readonly redis_cas: Summary;
-  /** The blackboard's `load()` (state + outbox), which precedes every CAS. */
+  /** The session store's `load()` (state + outbox), which precedes every CAS. */
   readonly redis_load: Summary;
   /** Redis PING: the floor of any Redis round trip. */
   readonly redis_ping: Summary;
@@ -37,7 +37,7 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 }
 
 /**
- * A throwaway echo service, JetStream stream and blackboard session under the run's prefix
+ * A throwaway echo service, JetStream stream and session-store session under the run's prefix
  * (subjects `<p>.rtt.echo` and `<p>.rttjs.>`, keys `<p>rtt:*`), disjoint from the cluster's.
  */
 export class RoundTripLab {
@@ -45,7 +45,7 @@ export class RoundTripLab {
   private echo!: Subscription;
   private js!: JetStreamClient;
   private jsm!: JetStreamManager;
-  private bb!: Blackboard;
+  private store!: SessionStore;
   private state!: SessionState;
   private seq = 0;
   private readonly echoSubject: string;
@@ -80,9 +80,9 @@ export class RoundTripLab {
       duplicate_window: 60_000_000_000,
     });
     this.js = jetstream(this.nc);
-    this.bb = createRedisBlackboard(this.redis, { keyPrefix: this.keyPrefix, activeTtlMs: 3_600_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+    this.store = createRedisSessionStore(this.redis, { keyPrefix: this.keyPrefix, activeTtlMs: 3_600_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
     this.state = testSessionState(this.sid);
-    if (!(await this.bb.create(this.state))) throw new Error(`round-trip session ${this.sid} already exists`);
+    if (!(await this.store.create(this.state))) throw new Error(`round-trip session ${this.sid} already exists`);
   }
 
   private natsRequest(): Promise<number> {
@@ -97,7 +97,7 @@ export class RoundTripLab {
   private async cas(): Promise<number> {
     const c = testCommit(this.state, `rtt:${++this.seq}`);
     const t = performance.now();
-    const r = await this.bb.commit(c);
+    const r = await this.store.commit(c);
     const dt = performance.now() - t;
     if (!r.ok) throw new Error(`round-trip CAS failed: ${r.reason}`);
     this.state = c.state;
@@ -117,7 +117,7 @@ export class RoundTripLab {
       nats_request: summarize(await run(() => this.natsRequest())),
       js_publish_ack: summarize(await run(() => this.jsPublish())),
       redis_cas: summarize(await run(() => this.cas())),
-      redis_load: summarize(await run(() => timed(() => this.bb.load(this.sid)))),
+      redis_load: summarize(await run(() => timed(() => this.store.load(this.sid)))),
       redis_ping: summarize(await run(() => timed(() => this.redis.ping()))),
     };
   }

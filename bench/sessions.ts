@@ -163,7 +163,7 @@ async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
   const bad = (outcome: "lost" | "failed", reason: string): SessionResult => ({ ...base, outcome, reason });
 
   if (raw.error) return bad("failed", raw.error);
-  const loaded = await cluster.bb.load(raw.sessionId);
+  const loaded = await cluster.store.load(raw.sessionId);
   if (!t.complete) {
     const where = loaded ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}` : "Redis has no such session";
     return bad("lost", `no complete event within the timeout; ${where}`);
@@ -177,7 +177,7 @@ async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
     return bad("failed", `Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
   }
   try {
-    assertAppliedOnce(await cluster.bb.transitionLog(raw.sessionId), state.meta.version);
+    assertAppliedOnce(await cluster.store.transitionLog(raw.sessionId), state.meta.version);
   } catch (err) {
     return bad("failed", (err as Error).message);
   }

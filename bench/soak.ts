@@ -83,11 +83,11 @@ try {
   let ok = 0;
   const problems: string[] = [];
   for (const s of sessions) {
-    const loaded = await cluster.bb.load(s.id);
+    const loaded = await cluster.store.load(s.id);
     const answer = loaded?.state.data.workflow === "critic-chain" ? loaded.state.data.final_answer : null;
     if (!loaded || loaded.state.meta.status !== "completed") { problems.push(`${s.id}: ${loaded ? loaded.state.meta.status : "missing"}`); continue; }
     if (answer !== s.expected) { problems.push(`${s.id}: wrong answer ${answer}`); continue; }
-    try { assertAppliedOnce(await cluster.bb.transitionLog(s.id), loaded.state.meta.version); } catch (e) { problems.push(`${s.id}: ${(e as Error).message}`); continue; }
+    try { assertAppliedOnce(await cluster.store.transitionLog(s.id), loaded.state.meta.version); } catch (e) { problems.push(`${s.id}: ${(e as Error).message}`); continue; }
     ok++;
   }
   const walls = summarize(sessions.map((s) => s.wall()).filter((x): x is number => x !== null));

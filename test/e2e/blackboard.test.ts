@@ -23,7 +23,7 @@ let cluster: Cluster;
 let coordinators: Proc[] = [];
 
 beforeAll(async () => {
-  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("bb") });
+  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("store") });
   await cluster.open();
   // Coordinators first: they provision the streams and consumers the agents attach to.
   coordinators = [cluster.start("coordinator"), cluster.start("coordinator")];
@@ -63,7 +63,7 @@ const attemptsOf = (data: BlackboardData, tool: string) => data.tool_performance
 async function waitStatus(sid: string, status: string, ms: number): Promise<SessionState> {
   const end = Date.now() + ms;
   for (;;) {
-    const loaded = await cluster.bb.load(sid);
+    const loaded = await cluster.store.load(sid);
     if (loaded?.state.meta.status === status) return loaded.state;
     if (Date.now() > end) throw new Error(`session ${sid} is ${loaded?.state.meta.status ?? "missing"}, not ${status}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-1500)}`).join("\n")}`);
     await new Promise((r) => setTimeout(r, 200));
@@ -139,7 +139,7 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
     for (const c of coordinators) c.child.kill("SIGKILL");
     await Promise.all(coordinators.map((c) => c.exited));
     await new Promise((r) => setTimeout(r, 500));
-    expect((await cluster.bb.load(sid))?.state.meta.status).toBe("awaiting_user");
+    expect((await cluster.store.load(sid))?.state.meta.status).toBe("awaiting_user");
     coordinators = [cluster.start("coordinator")];
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 

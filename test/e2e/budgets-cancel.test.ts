@@ -85,7 +85,7 @@ describe("cancel", () => {
     const death = await Promise.race([c0.exited, sleep(30_000).then(() => null)]);
     expect(death?.signal, c0.output().slice(-1500)).toBe("SIGKILL");
     expect(c0.output()).toContain("dying at after-load");
-    expect((await cluster.bb.load(sid))?.state.meta.version).toBe(0); // created, start not applied
+    expect((await cluster.store.load(sid))?.state.meta.version).toBe(0); // created, start not applied
 
     // Replacements come up while the dead coordinator's lease on the start has not run out.
     const startedAt = Date.now();
@@ -93,7 +93,7 @@ describe("cancel", () => {
     cluster.start("coordinator");
     await cluster.waitReady({ coordinator: 2 }, 45_000);
     const ready = Date.now() - startedAt;
-    expect((await cluster.bb.load(sid))?.state.meta.version, `replacements took ${ready} ms, the start came back first`).toBe(0);
+    expect((await cluster.store.load(sid))?.state.meta.version, `replacements took ${ready} ms, the start came back first`).toBe(0);
     // The cancel reaches the inbox, behind the start, before the start was processed.
     const publisher = createPublisher(cluster.natsConnection, cluster.naming, createLogger({ service: "e2e", level: "silent" }));
     await publisher.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-test`), reason: "cancelled before it started" });
@@ -113,9 +113,9 @@ describe("cancel", () => {
     const inboxMessages = async () => (await jsm.streams.info(cluster.naming.streams.inbox)).state.messages;
     expect(await inboxMessages()).toBe(1);
     await waitFor("the start input to be redelivered, dropped and acked", async () => (await inboxMessages()) === 0, INBOX_ACK_WAIT_MS + 15_000, 250);
-    const after = await cluster.bb.transitionLog(sid);
+    const after = await cluster.store.transitionLog(sid);
     expect(after).toHaveLength(1);
-    expect((await cluster.bb.load(sid))?.state.meta.version).toBe(1);
+    expect((await cluster.store.load(sid))?.state.meta.version).toBe(1);
     const reply = await submitted;
     if (!(reply instanceof Error)) expect(reply).toBe(sid);
   }, 120_000);
@@ -165,8 +165,8 @@ describe("cancel", () => {
       expect(late.at).toBeGreaterThan(cancel!.at);
       expect(late.body).toMatchObject({ outcome: { ok: false, error: { code: "cancelled" } } });
       await sleep(1500);
-      expect(await cluster.bb.transitionLog(sid)).toHaveLength(2);
-      expect((await cluster.bb.load(sid))?.state.meta.version).toBe(2);
+      expect(await cluster.store.transitionLog(sid)).toHaveLength(2);
+      expect((await cluster.store.load(sid))?.state.meta.version).toBe(2);
       expect(proxy.callsOf(sid)).toHaveLength(1); // not retried either
       if (process.env.E2E_DEBUG) console.log(`cancel→end ${cancelToEnd} ms, cancel→abort ${aborted - cancel!.at} ms`);
     } finally {
@@ -239,7 +239,7 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     const aborted = await waitFor("the planner's HTTP request to be aborted", () => call.abortedAt ?? undefined, 5000, 20);
     expect(aborted - terminal(r.log).now).toBeLessThan(1000);
     await sleep(1500);
-    expect(await cluster.bb.transitionLog(sid)).toHaveLength(2);
+    expect(await cluster.store.transitionLog(sid)).toHaveLength(2);
     if (process.env.E2E_DEBUG) console.log(`wall: ended ${late} ms after exhaustion, aborted ${aborted - terminal(r.log).now} ms after the end`);
   });
 });

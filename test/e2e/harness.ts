@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine } from "@agentmesh/contracts";
-import { createRedisBlackboard, type Blackboard } from "@agentmesh/blackboard";
+import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
 import { followEvents, request } from "@agentmesh/messaging";
 
 const root = join(import.meta.dirname, "../..");
@@ -34,7 +34,7 @@ export class Cluster {
   readonly naming: Naming;
   private nc!: NatsConnection;
   private redis!: Redis;
-  bb!: Blackboard;
+  store!: SessionStore;
 
   constructor(readonly opts: ClusterOptions) {
     this.naming = makeNaming(opts.prefix);
@@ -44,7 +44,7 @@ export class Cluster {
     const u = new URL(this.opts.natsUrl);
     this.nc = await connect({ servers: u.host, user: u.username || undefined, pass: u.password || undefined, name: "e2e-harness" });
     this.redis = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
-    this.bb = createRedisBlackboard(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
+    this.store = createRedisSessionStore(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
   }
 
   env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
@@ -142,11 +142,11 @@ export class Cluster {
       clearTimeout(timer);
       ac.abort();
     }
-    const loaded = await this.bb.load(sessionId);
+    const loaded = await this.store.load(sessionId);
     if (!loaded || !events.some((e) => e.type === "complete")) {
       throw new Error(`session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`);
     }
-    return { state: loaded.state, log: await this.bb.transitionLog(sessionId), events };
+    return { state: loaded.state, log: await this.store.transitionLog(sessionId), events };
   }
 
   get natsConnection(): NatsConnection {

@@ -89,7 +89,7 @@ describe("server restarts mid-session: the session completes, every transition o
 
     await kill(nats);
     const downAt = Date.now();
-    const before = await cluster.bb.load(sid);
+    const before = await cluster.store.load(sid);
     // The session is mid-way: planner and plan critic done, research awaited.
     expect(before?.state.meta.version).toBe(3);
     await sleep(2500);

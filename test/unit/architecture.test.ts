@@ -276,14 +276,14 @@ describe("the table's checks reject forbidden dependencies", () => {
   });
 
   it("rejects a forbidden package.json dependency", () => {
-    const bad = { ...ok, devDependencies: { "@agentmesh/blackboard": "workspace:*" } };
+    const bad = { ...ok, devDependencies: { "@agentmesh/session-store": "workspace:*" } };
     expect(checkManifest(workflows, bad)).toHaveLength(1);
     expect(checkManifest(contracts, { name: "@agentmesh/contracts", dependencies: { zod: "4", pino: "10" } })).toHaveLength(1);
     expect(checkManifest(workflows, { ...ok, name: "@agentmesh/flows" })).toHaveLength(1);
   });
 
   it("rejects forbidden, deep, undeclared and cross-package imports", () => {
-    expect(checkImports(workflows, ok, at("@agentmesh/blackboard"), entries, testOnly)).toHaveLength(1);
+    expect(checkImports(workflows, ok, at("@agentmesh/session-store"), entries, testOnly)).toHaveLength(1);
     expect(checkImports(workflows, ok, at("@agentmesh/llm/testing", "packages/workflows/src/a.test.ts"), entries, testOnly)).toHaveLength(1);
     expect(checkImports(workflows, ok, at("@agentmesh/contracts/src/subjects.js"), entries, testOnly)).toHaveLength(1);
     expect(checkImports(workflows, ok, at("../../contracts/src/index.js", "packages/workflows/src/a.ts"), entries, testOnly)).toHaveLength(1);

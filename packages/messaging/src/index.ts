@@ -16,7 +16,6 @@ export {
 } from "./micro.js";
 export { request, listServices, type ServiceSummary, type ServiceInfo, type ServiceStats } from "./request.js";
 export { followEvents, type FollowEventsOptions } from "./events.js";
-export { createNatsBus, createMemoryBus, type Bus } from "./bus.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {
   ProvisionOptions,

@@ -3,7 +3,7 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
 import { AgentmeshError, connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
-import { connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
+import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
 import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
@@ -21,7 +21,7 @@ async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T
 
 export interface AskOptions {
   readonly workflow: WorkflowName;
-  /** Blackboard strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK); ignored by other workflows. */
+  /** SessionStore strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK); ignored by other workflows. */
   readonly strategy?: StrategyProfile;
   readonly verbose: boolean;
   readonly json: boolean;
@@ -122,13 +122,13 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
 export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: boolean }, out: Out): Promise<number> {
   const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
   try {
-    const bb = createRedisBlackboard(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
-    const loaded = await bb.load(sessionId);
+    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const loaded = await store.load(sessionId);
     if (!loaded) {
       out.err(`agentmesh: no session ${sessionId} in ${cfg.redisUrl} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`);
       return 1;
     }
-    const log = await bb.transitionLog(sessionId);
+    const log = await store.transitionLog(sessionId);
     out.line(opts.json ? JSON.stringify({ state: loaded.state, transition_log: log }, null, 2) : renderInspect(loaded.state, log));
     return 0;
   } finally {
@@ -185,11 +185,11 @@ export function stuckReason(state: SessionState, now: number, graceMs: number): 
 export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: number; graceMs: number; json: boolean }, out: Out): Promise<number> {
   const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
   try {
-    const bb = createRedisBlackboard(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
     const now = Date.now();
     const rows: Array<{ session_id: string; workflow: string; status: string; version: number; age_s: number; stuck: string | null }> = [];
-    for (const sid of await bb.listSessions(opts.limit)) {
-      const loaded = await bb.load(sid).catch(() => null);
+    for (const sid of await store.listSessions(opts.limit)) {
+      const loaded = await store.load(sid).catch(() => null);
       if (!loaded) continue;
       const m = loaded.state.meta;
       const stuck = stuckReason(loaded.state, now, opts.graceMs);

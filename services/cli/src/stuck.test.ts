@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { testSessionState } from "@agentmesh/blackboard/testing";
+import { testSessionState } from "@agentmesh/session-store/testing";
 import type { SessionState } from "@agentmesh/contracts";
 import { stuckReason } from "./commands.js";
 

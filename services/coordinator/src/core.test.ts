@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { SCHEMA_VERSION, inputIds, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
-import { createMemoryBlackboard } from "@agentmesh/blackboard";
+import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
 import { createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
@@ -24,10 +24,10 @@ function recorder() {
 }
 
 function setup(now = { t: 1_700_000_000_000 }) {
-  const bb = createMemoryBlackboard({ keyPrefix: "t", activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000, timerLeaseMs: 10_000, now: () => now.t });
+  const store = createInMemorySessionStore({ keyPrefix: "t", activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000, timerLeaseMs: 10_000, now: () => now.t });
   const rec = recorder();
-  const core = createCoordinatorCore({ bb, publisher: rec.publisher, log, defaults: { ...DEFAULTS, taskDeadlineMs: 1000 }, now: () => now.t });
-  return { bb, rec, core, now };
+  const core = createCoordinatorCore({ store, publisher: rec.publisher, log, defaults: { ...DEFAULTS, taskDeadlineMs: 1000 }, now: () => now.t });
+  return { store, rec, core, now };
 }
 
 /** Answers a critic-chain task the way a happy agent would. */
@@ -50,41 +50,41 @@ async function submit(core: ReturnType<typeof setup>["core"], rec: ReturnType<ty
   return start;
 }
 
-describe("coordinator core (in-memory blackboard twin)", () => {
+describe("coordinator core (in-in-memory session store twin)", () => {
   test("drives a session to completion, one transition per input", async () => {
-    const { core, rec, bb } = setup();
+    const { core, rec, store } = setup();
     expect(await core.handleInput(await submit(core, rec))).toBe("ack");
     for (let i = 0; i < 10 && rec.tasks().length > i; i++) expect(await core.handleInput(answer(rec.tasks()[i]!))).toBe("ack");
-    const s = await bb.load(SID);
+    const s = await store.load(SID);
     expect(s?.state.meta.status).toBe("completed");
     expect(s?.outbox).toBeNull();
-    expect((await bb.transitionLog(SID)).map((l) => l.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect((await store.transitionLog(SID)).map((l) => l.version)).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   test("a submit retried with the same idempotency key returns the same session and creates nothing new", async () => {
-    const { core, rec, bb } = setup();
+    const { core, rec, store } = setup();
     const a = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: SID, idempotency_key: "same" });
     const b = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: "othersession0001", idempotency_key: "same" });
     expect(a.ok && b.ok && a.session_id === b.session_id).toBe(true);
     expect(b.ok && b.created).toBe(false);
-    expect(await bb.listSessions(10)).toEqual([SID]);
+    expect(await store.listSessions(10)).toEqual([SID]);
     expect(rec.inbox.map((i) => i.input_id)).toEqual([inputIds.start(SID), inputIds.start(SID)]);
   });
 
   test("a publish that fails after the CAS is repaired by redelivery: stored outbox re-published, not re-stepped", async () => {
-    const { core, rec, bb } = setup();
+    const { core, rec, store } = setup();
     const start = await submit(core, rec);
     rec.failNextPublish();
     await expect(core.handleInput(start)).rejects.toThrow("broker unreachable");
-    const pending = await bb.load(SID);
+    const pending = await store.load(SID);
     expect(pending?.state.meta.version).toBe(1);
     expect(pending?.outbox?.entries.some((e) => e.kind === "task")).toBe(true);
     expect(rec.tasks()).toHaveLength(0);
     // JetStream redelivers the unacked message.
     expect(await core.handleInput(start)).toBe("ack");
     expect(rec.tasks()).toHaveLength(1);
-    expect((await bb.load(SID))?.state.meta.version).toBe(1);
-    expect((await bb.load(SID))?.outbox).toBeNull();
+    expect((await store.load(SID))?.state.meta.version).toBe(1);
+    expect((await store.load(SID))?.outbox).toBeNull();
     expect(core.stats.duplicates).toBe(1);
     expect(core.stats.republished).toBe(1);
   });
@@ -92,24 +92,24 @@ describe("coordinator core (in-memory blackboard twin)", () => {
   test("two coordinators stepping the same session race through CAS: each input applies once", async () => {
     const shared = { t: 1_700_000_000_000 };
     const a = setup(shared);
-    const bCore = createCoordinatorCore({ bb: a.bb, publisher: a.rec.publisher, log, defaults: DEFAULTS, now: () => shared.t });
+    const bCore = createCoordinatorCore({ store: a.store, publisher: a.rec.publisher, log, defaults: DEFAULTS, now: () => shared.t });
     const start = await submit(a.core, a.rec);
     const results = await Promise.all([a.core.handleInput(start), bCore.handleInput(start)]);
     expect(results).toEqual(["ack", "ack"]);
-    expect((await a.bb.transitionLog(SID)).map((l) => l.input_id)).toEqual([inputIds.start(SID)]);
+    expect((await a.store.transitionLog(SID)).map((l) => l.input_id)).toEqual([inputIds.start(SID)]);
     expect(a.core.stats.applied + bCore.stats.applied).toBe(1);
   });
 
   test("late, duplicate and unknown-session inputs are dropped without touching state", async () => {
-    const { core, rec, bb } = setup();
+    const { core, rec, store } = setup();
     await core.handleInput(await submit(core, rec));
     const task = rec.tasks()[0]!;
-    const before = await bb.load(SID);
+    const before = await store.load(SID);
     const bogus = answer({ ...task, task_id: `${SID}.1.0.7` });
     expect(await core.handleInput(bogus)).toBe("ack");
     expect(await core.handleInput(answer({ ...task, session_id: "ghostsession0001", task_id: "ghostsession0001.1.0.0" }))).toBe("ack");
-    expect(await bb.load(SID)).toEqual(before);
-    expect(await bb.listSessions(10)).toEqual([SID]);
+    expect(await store.load(SID)).toEqual(before);
+    expect(await store.listSessions(10)).toEqual([SID]);
     expect(core.stats.dropped).toBe(2);
   });
 
@@ -136,7 +136,7 @@ describe("coordinator core (in-memory blackboard twin)", () => {
   test("result and deadline racing at deadline ± 5 ms, 200 times: exactly one of them applies", async () => {
     let resultWins = 0;
     for (let i = 0; i < 200; i++) {
-      const { core, rec, bb, now } = setup();
+      const { core, rec, store, now } = setup();
       await core.handleInput(await submit(core, rec));
       const task = rec.tasks()[0]!;
       const offset = (i % 11) - 5; // -5 … +5 ms around the deadline
@@ -147,7 +147,7 @@ describe("coordinator core (in-memory blackboard twin)", () => {
       // Deliver in arrival order: the result arrives at deadline + offset, the timer at the deadline.
       const order = offset < 0 || !timer ? [res, timer] : [timer, res];
       for (const m of order) if (m) await core.handleInput(m);
-      const log = await bb.transitionLog(SID);
+      const log = await store.transitionLog(SID);
       const applied = log.map((l) => l.input_id);
       expect(fired).toBe(offset >= 0 ? 1 : 0);
       const resultApplied = applied.includes(inputIds.result(task.task_id));

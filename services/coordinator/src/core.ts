@@ -3,7 +3,7 @@ import {
   SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, wireError,
   type InboxInput, type Outbox, type SubmitReply,
 } from "@agentmesh/contracts";
-import type { Blackboard } from "@agentmesh/blackboard";
+import type { SessionStore } from "@agentmesh/session-store";
 import type { CrashHook } from "@agentmesh/messaging";
 import { createSession, parseTimerMember, step, timerMember, type RuntimeDefaults } from "@agentmesh/workflows";
 import type { Logger } from "@agentmesh/service-kit";
@@ -15,7 +15,7 @@ export interface CoordinatorPublisher {
 }
 
 export interface CoordinatorCoreDeps {
-  readonly bb: Blackboard;
+  readonly store: SessionStore;
   readonly publisher: CoordinatorPublisher;
   readonly log: Logger;
   readonly defaults: RuntimeDefaults;
@@ -44,7 +44,7 @@ const MAX_CAS_ATTEMPTS = 25;
  * fire due timers. It keeps no per-session state between calls.
  */
 export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
-  const { bb, publisher, defaults } = deps;
+  const { store, publisher, defaults } = deps;
   const now = deps.now ?? Date.now;
   const crash = deps.crash ?? (() => {});
   const newSessionId = deps.newSessionId ?? (() => randomUUID().replaceAll("-", ""));
@@ -68,9 +68,9 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;
     const proposed = req.session_id ?? newSessionId();
-    const sessionId = await bb.claimIdempotencyKey(req.idempotency_key ?? proposed, proposed);
+    const sessionId = await store.claimIdempotencyKey(req.idempotency_key ?? proposed, proposed);
     const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults });
-    const created = await bb.create(state);
+    const created = await store.create(state);
     await publisher.publishInbox({
       v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
       workflow: req.workflow, query: query.query, options: req.options,
@@ -87,14 +87,14 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    */
   async function retireTimer(input: InboxInput, why: "unknown_session" | string): Promise<void> {
     if (input.kind !== "timer") return;
-    if (input.task_id) await bb.removeTimers([timerMember.task(input.task_id)]);
-    else if (why === "unknown_session" || why === "terminal") await bb.removeTimers([timerMember.session(input.session_id)]);
+    if (input.task_id) await store.removeTimers([timerMember.task(input.task_id)]);
+    else if (why === "unknown_session" || why === "terminal") await store.removeTimers([timerMember.session(input.session_id)]);
   }
 
   async function flush(sessionId: string, outbox: Outbox): Promise<void> {
     await publisher.publishOutbox(outbox.entries);
     crash("after-publish");
-    await bb.clearOutbox(sessionId, outbox.version);
+    await store.clearOutbox(sessionId, outbox.version);
   }
 
   /**
@@ -105,7 +105,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     const sid = input.session_id;
     const log = deps.log.child({ sessionId: sid, inputId: input.input_id });
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const loaded = await bb.load(sid);
+      const loaded = await store.load(sid);
       crash("after-load");
       if (!loaded) {
         stats.dropped++;
@@ -118,7 +118,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         stats.republished++;
         await flush(sid, loaded.outbox);
       }
-      if (await bb.isApplied(sid, input.input_id)) {
+      if (await store.isApplied(sid, input.input_id)) {
         stats.duplicates++;
         log.debug("already applied");
         return "ack";
@@ -133,7 +133,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       }
       const version = out.state.meta.version;
       const outbox: Outbox = { version, entries: [...out.outbox] };
-      const res = await bb.commit({
+      const res = await store.commit({
         sessionId: sid,
         expectedVersion: loaded.state.meta.version,
         state: out.state,
@@ -161,7 +161,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
 
   /** Claims due deadlines and turns each into a timer inbox message (fires once across coordinators). */
   async function fireDueTimers(limit = 100): Promise<number> {
-    const members = await bb.claimDueTimers(now(), limit);
+    const members = await store.claimDueTimers(now(), limit);
     for (const member of members) {
       const t = parseTimerMember(member);
       if (!t) {

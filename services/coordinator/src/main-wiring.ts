@@ -1,5 +1,5 @@
 import { naming as makeNaming } from "@agentmesh/contracts";
-import { checkDurability, connectRedis, createRedisBlackboard } from "@agentmesh/blackboard";
+import { checkDurability, connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
 import { createLogger, crashHook, runUntilSignalled, type Logger } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -19,7 +19,7 @@ export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: L
 /** Starts a coordinator from configuration on existing connections (used by main and the local runner). */
 export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: { nc: NatsConnection; redis: Redis; log: Logger }): Promise<RunningCoordinator> {
   await assertDurable(deps.redis, cfg, deps.log);
-  const bb = createRedisBlackboard(deps.redis, {
+  const store = createRedisSessionStore(deps.redis, {
     keyPrefix: cfg.prefix,
     activeTtlMs: cfg.activeTtlMs,
     finishedTtlMs: cfg.finishedTtlMs,
@@ -27,7 +27,7 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
   });
   return startCoordinator({
     nc: deps.nc,
-    bb,
+    store,
     naming: makeNaming(cfg.prefix),
     log: deps.log,
     defaults: cfg.defaults,

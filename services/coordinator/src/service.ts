@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
-import type { Blackboard } from "@agentmesh/blackboard";
+import type { SessionStore } from "@agentmesh/session-store";
 import { createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, type CrashHook, type Worker } from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
@@ -9,7 +9,7 @@ import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
 
 export interface CoordinatorServiceOptions {
   readonly nc: NatsConnection;
-  readonly bb: Blackboard;
+  readonly store: SessionStore;
   readonly naming: Naming;
   readonly log: Logger;
   readonly defaults: RuntimeDefaults;
@@ -49,7 +49,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     maxAckPendingPerRole: 1000,
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const core = createCoordinatorCore({ bb: opts.bb, publisher, log, defaults: opts.defaults, crash: opts.crash });
+  const core = createCoordinatorCore({ store: opts.store, publisher, log, defaults: opts.defaults, crash: opts.crash });
   const inbox = await startInboxConsumer(opts.nc, {
     naming: opts.naming,
     concurrency: opts.concurrency,

@@ -1,5 +1,5 @@
 import { loadAgentConfig, startAgentsInProcess, type AgentDefinition } from "@agentmesh/agent-kit";
-import { connectRedis } from "@agentmesh/blackboard";
+import { connectRedis } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
 import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
 import { planner } from "@agentmesh/planner";

@@ -1,5 +1,5 @@
 /**
- * Lua sources of the blackboard's atomic operations. Each runs as one script on the server,
+ * Lua sources of the session store's atomic operations. Each runs as one script on the server,
  * so no other client observes or interleaves with a half-done step. Replies are tables with a
  * string tag first, because Lua `false` and empty tables do not survive the trip to the client.
  */

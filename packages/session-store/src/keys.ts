@@ -1,5 +1,5 @@
 import { LIMITS, SessionId } from "@agentmesh/contracts";
-import type { BlackboardOptions, CommitRequest } from "./types.js";
+import type { SessionStoreOptions, CommitRequest } from "./types.js";
 
 /** The names `ttls()` reports, one per key a session can have. */
 export const SESSION_KEY_NAMES = ["state", "applied", "log"] as const;
@@ -30,7 +30,7 @@ const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 export function keyLayout(keyPrefix: string): KeyLayout {
   if (keyPrefix.length === 0 || /[{}\s]/.test(keyPrefix)) {
     // Braces in the prefix would move the hash tag away from the session id.
-    throw new Error(`invalid blackboard key prefix ${JSON.stringify(keyPrefix)}: must be non-empty, without braces or spaces`);
+    throw new Error(`invalid session-store key prefix ${JSON.stringify(keyPrefix)}: must be non-empty, without braces or spaces`);
   }
   const head = `${keyPrefix}:s:{`;
   return {
@@ -53,13 +53,13 @@ export function checkSessionId(sessionId: string): string {
 }
 
 /** Options with defaults applied and numbers checked once, at construction. */
-export type ResolvedOptions = Required<BlackboardOptions>;
+export type ResolvedOptions = Required<SessionStoreOptions>;
 
 /** Validates options; a bad TTL would silently make keys immortal or vanish at once. */
-export function resolveOptions(opts: BlackboardOptions): ResolvedOptions {
+export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
   const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, timerLeaseMs: 30_000, ...opts };
   for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap", "timerLeaseMs"] as const) {
-    if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`blackboard option ${k} must be a positive integer, got ${String(r[k])}`);
+    if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`session-store option ${k} must be a positive integer, got ${String(r[k])}`);
   }
   keyLayout(r.keyPrefix);
   return r;

@@ -3,10 +3,10 @@ import type { Redis } from "ioredis";
 import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
 import { checkCommit, checkSessionId, keyLayout, resolveOptions, SESSION_KEY_NAMES } from "./keys.js";
 import { CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
-import type { Blackboard, BlackboardOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+import type { SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
 
 /** Options of the Redis adapter. */
-export interface RedisBlackboardOptions extends BlackboardOptions {
+export interface RedisSessionStoreOptions extends SessionStoreOptions {
   /**
    * When true, `close()` quits the connection. Default false: the caller created the client,
    * often shares it (health checks, other stores), and closes it itself.
@@ -29,8 +29,8 @@ function defineScript(redis: Redis, name: string, numberOfKeys: number, lua: str
   return (keys, args) => fn.call(redis, ...keys, ...args);
 }
 
-/** Creates the Redis blackboard on a connected client (see `connectRedis`). */
-export function createRedisBlackboard(redis: Redis, opts: RedisBlackboardOptions): Blackboard {
+/** Creates the Redis session store on a connected client (see `connectRedis`). */
+export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOptions): SessionStore {
   const o = resolveOptions(opts);
   const keys = keyLayout(o.keyPrefix);
   const commitScript = defineScript(redis, "Commit", 4, COMMIT_LUA);

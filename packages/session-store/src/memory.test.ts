@@ -1,47 +1,47 @@
 import { describe, expect, it } from "vitest";
 import { LIMITS } from "@agentmesh/contracts";
-import { createMemoryBlackboard } from "./memory.js";
+import { createInMemorySessionStore } from "./memory.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
 import { keyLayout } from "./keys.js";
 import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
 
 runBlackboardConformance("memory", async (opts) => {
   let clock = 1_000_000;
-  const bb = createMemoryBlackboard({ ...opts, keyPrefix: "unit", now: () => clock });
+  const store = createInMemorySessionStore({ ...opts, keyPrefix: "unit", now: () => clock });
   return {
-    bb,
+    store,
     advance: (ms) => {
       clock += ms;
     },
-    cleanup: () => bb.close(),
+    cleanup: () => store.close(),
   };
 });
 
-describe("memory blackboard specifics", () => {
+describe("in-memory session store specifics", () => {
   it("keeps LIMITS.transitionLogCap lines by default", async () => {
-    const bb = createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
     let s = testSessionState("sess-capdefault");
-    await bb.create(s);
+    await store.create(s);
     for (let i = 0; i < LIMITS.transitionLogCap + 3; i++) {
       const c = testCommit(s, `in:${i}`);
-      await bb.commit(c);
+      await store.commit(c);
       s = c.state;
     }
-    const log = await bb.transitionLog(s.meta.session_id);
+    const log = await store.transitionLog(s.meta.session_id);
     expect(log).toHaveLength(LIMITS.transitionLogCap);
     expect(log[0]?.version).toBe(4);
   });
 
   it("stores copies, so a caller mutating its state cannot change the stored one", async () => {
-    const bb = createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
     const s = testSessionState("sess-copy-001");
-    await bb.create(s);
+    await store.create(s);
     s.data.question = "mutated after create";
-    expect((await bb.load("sess-copy-001"))?.state.data.question).not.toBe("mutated after create");
+    expect((await store.load("sess-copy-001"))?.state.data.question).not.toBe("mutated after create");
   });
 
   it("rejects invalid options and session ids", () => {
-    expect(() => createMemoryBlackboard({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 })).toThrow(/activeTtlMs/);
+    expect(() => createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 })).toThrow(/activeTtlMs/);
     expect(() => keyLayout("bad{prefix}")).toThrow(/prefix/);
     expect(() => keyLayout("kp").session("no}tag", "state")).toThrow(/session id/);
   });

@@ -31,8 +31,8 @@ export interface LoadedSession {
   readonly outbox: Outbox | null;
 }
 
-/** The blackboard port: the system of record for sessions. The coordinator is its only writer. */
-export interface Blackboard {
+/** The session store port: the system of record for sessions. The coordinator is its only writer. */
+export interface SessionStore {
   /** SET NX of an idempotency key; returns the session id that owns the key (ours or an earlier one). */
   claimIdempotencyKey(key: string, sessionId: string): Promise<string>;
   /** Creates the session at its initial version if absent; false when it already existed. */
@@ -60,7 +60,7 @@ export interface Blackboard {
   close(): Promise<void>;
 }
 
-export interface BlackboardOptions {
+export interface SessionStoreOptions {
   /** Key prefix; every key is `<keyPrefix>:...`. */
   readonly keyPrefix: string;
   /** Sliding TTL of a live session's keys (ms). */

@@ -1,10 +1,10 @@
 import { SessionState } from "@agentmesh/contracts";
 import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
 import { checkCommit, checkSessionId, resolveOptions, SESSION_KEY_NAMES, type SessionKeyName } from "./keys.js";
-import type { Blackboard, BlackboardOptions, CommitResult } from "./types.js";
+import type { SessionStore, SessionStoreOptions, CommitResult } from "./types.js";
 
 /** Options of the in-memory twin; `now` drives TTLs so tests can move time. */
-export interface MemoryBlackboardOptions extends BlackboardOptions {
+export interface InMemorySessionStoreOptions extends SessionStoreOptions {
   /** Clock for TTLs (epoch ms). Default `Date.now`. */
   readonly now?: () => number;
 }
@@ -31,12 +31,12 @@ interface SessionKeys {
 }
 
 /**
- * Creates the in-memory blackboard: the same semantics as the Redis adapter (it passes the same
+ * Creates the in-in-memory session store: the same semantics as the Redis adapter (it passes the same
  * conformance suite), for unit tests and single-process local runs. Every method does all its
  * work before its first await, so each call is atomic with respect to the others, as a Lua
  * script is. Values are stored as JSON strings so callers can never mutate stored state.
  */
-export function createMemoryBlackboard(opts: MemoryBlackboardOptions): Blackboard {
+export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): SessionStore {
   const o = resolveOptions(opts);
   const now = opts.now ?? Date.now;
   const sessions = new Map<string, SessionKeys>();

@@ -4,7 +4,7 @@ import type { Redis } from "ioredis";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { freePort } from "../../../test/setup/infra.js";
 import { checkDurability, connectRedis, durabilityWarnings } from "./connect.js";
-import { createRedisBlackboard } from "./redis.js";
+import { createRedisSessionStore } from "./redis.js";
 import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
 
 const redisUrl = inject("redisUrl");
@@ -20,23 +20,23 @@ async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
 }
 
 runBlackboardConformance("redis", async (opts) => {
-  const redis = await connectRedis(redisUrl, { name: "blackboard-conformance" });
-  const keyPrefix = uniquePrefix("bb");
-  const bb = createRedisBlackboard(redis, { ...opts, keyPrefix });
+  const redis = await connectRedis(redisUrl, { name: "session-store-conformance" });
+  const keyPrefix = uniquePrefix("store");
+  const store = createRedisSessionStore(redis, { ...opts, keyPrefix });
   return {
-    bb,
+    store,
     async cleanup() {
-      await bb.close();
+      await store.close();
       await dropPrefix(redis, keyPrefix);
       await redis.quit();
     },
   };
 });
 
-describe("redis blackboard specifics", () => {
+describe("redis session store specifics", () => {
   let redis: Redis;
   beforeAll(async () => {
-    redis = await connectRedis(redisUrl, { name: "blackboard-int" });
+    redis = await connectRedis(redisUrl, { name: "session-store-int" });
   });
   afterAll(async () => {
     await redis.quit();
@@ -44,13 +44,13 @@ describe("redis blackboard specifics", () => {
   const opts = (keyPrefix: string) => ({ keyPrefix, activeTtlMs: 60_000, finishedTtlMs: 10_000, idempotencyTtlMs: 60_000 });
 
   it("uses the documented key layout, one hash tag per session", async () => {
-    const kp = uniquePrefix("bb");
-    const bb = createRedisBlackboard(redis, opts(kp));
+    const kp = uniquePrefix("store");
+    const store = createRedisSessionStore(redis, opts(kp));
     try {
       const s = testSessionState("sess-layout-1");
-      await bb.create(s);
-      await bb.commit(testCommit(s, "in:a", { timers: [{ member: "t-1", dueAt: 5 }] }));
-      await bb.claimIdempotencyKey("k1", "sess-layout-1");
+      await store.create(s);
+      await store.commit(testCommit(s, "in:a", { timers: [{ member: "t-1", dueAt: 5 }] }));
+      await store.claimIdempotencyKey("k1", "sess-layout-1");
       const keys: string[] = [];
       let cursor = "0";
       do {
@@ -68,24 +68,24 @@ describe("redis blackboard specifics", () => {
   });
 
   it("treats a corrupt stored state as an error, not as a missing session", async () => {
-    const kp = uniquePrefix("bb");
-    const bb = createRedisBlackboard(redis, opts(kp));
+    const kp = uniquePrefix("store");
+    const store = createRedisSessionStore(redis, opts(kp));
     try {
-      await bb.create(testSessionState("sess-corrupt-1"));
+      await store.create(testSessionState("sess-corrupt-1"));
       await redis.hset(`${kp}:s:{sess-corrupt-1}:state`, "state", "{not json");
-      await expect(bb.load("sess-corrupt-1")).rejects.toThrow(/corrupt state of session sess-corrupt-1/);
+      await expect(store.load("sess-corrupt-1")).rejects.toThrow(/corrupt state of session sess-corrupt-1/);
       await redis.hset(`${kp}:s:{sess-corrupt-1}:state`, "state", JSON.stringify({ meta: { version: 0 } }));
-      await expect(bb.load("sess-corrupt-1")).rejects.toThrow(/corrupt state/);
+      await expect(store.load("sess-corrupt-1")).rejects.toThrow(/corrupt state/);
     } finally {
       await dropPrefix(redis, kp);
     }
   });
 
   it("closes the connection only when it owns it", async () => {
-    const own = await connectRedis(redisUrl, { name: "blackboard-owned" });
-    await createRedisBlackboard(redis, opts(uniquePrefix("bb"))).close();
+    const own = await connectRedis(redisUrl, { name: "session-store-owned" });
+    await createRedisSessionStore(redis, opts(uniquePrefix("store"))).close();
     expect(redis.status).toBe("ready");
-    await createRedisBlackboard(own, { ...opts(uniquePrefix("bb")), ownsConnection: true }).close();
+    await createRedisSessionStore(own, { ...opts(uniquePrefix("store")), ownsConnection: true }).close();
     // quit() resolves on the server's OK; the socket closes just after.
     if (own.status !== "end") await once(own, "end");
     expect(own.status).toBe("end");
@@ -94,9 +94,9 @@ describe("redis blackboard specifics", () => {
 
 describe("connectRedis", () => {
   it("names the connection", async () => {
-    const r = await connectRedis(redisUrl, { name: "blackboard-named" });
+    const r = await connectRedis(redisUrl, { name: "session-store-named" });
     try {
-      expect(await r.client("GETNAME")).toBe("blackboard-named");
+      expect(await r.client("GETNAME")).toBe("session-store-named");
     } finally {
       await r.quit();
     }
@@ -114,7 +114,7 @@ describe("connectRedis", () => {
 
 describe("checkDurability", () => {
   it("reports the server's real settings and the matching warnings", async () => {
-    const redis = await connectRedis(redisUrl, { name: "blackboard-durability" });
+    const redis = await connectRedis(redisUrl, { name: "session-store-durability" });
     try {
       const r = await checkDurability(redis);
       const [, aof] = (await redis.config("GET", "appendonly")) as [string, string];
@@ -130,7 +130,7 @@ describe("checkDurability", () => {
   });
 
   it("keeps working when CONFIG is denied, as on managed Redis", async () => {
-    const admin = await connectRedis(redisUrl, { name: "blackboard-acl-admin" });
+    const admin = await connectRedis(redisUrl, { name: "session-store-acl-admin" });
     const user = uniquePrefix("bbuser");
     try {
       // A throwaway ACL user that may do everything but CONFIG; deleted below.
@@ -138,7 +138,7 @@ describe("checkDurability", () => {
       const u = new URL(redisUrl);
       u.username = user;
       u.password = "pw-for-test";
-      const limited = await connectRedis(u.toString(), { name: "blackboard-acl" });
+      const limited = await connectRedis(u.toString(), { name: "session-store-acl" });
       try {
         const r = await checkDurability(limited);
         expect(r).toMatchObject({ configAvailable: false, aof: null, appendfsync: null, maxmemoryPolicy: null });

@@ -1,0 +1,294 @@
+import { describe, expect, it } from "vitest";
+import type { SessionState } from "@agentmesh/contracts";
+import { testCommit, testSessionState } from "./fixtures.js";
+import type { SessionStore, SessionStoreOptions } from "./types.js";
+
+export { testCommit, testSessionState, type TestCommitOptions } from "./fixtures.js";
+export { createInMemorySessionStore, type InMemorySessionStoreOptions } from "./memory.js";
+
+/** The options the suite asks a factory for; the factory picks the key prefix (unique per call). */
+export type SessionStoreTestOptions = Required<Omit<SessionStoreOptions, "keyPrefix">>;
+
+/** What a factory hands the suite: a fresh, empty session store, and optionally a way to move its clock. */
+export interface SessionStoreHarness {
+  readonly store: SessionStore;
+  /** Moves the session store's clock forward; without it the suite waits in real time. */
+  readonly advance?: (ms: number) => Promise<void> | void;
+  cleanup(): Promise<void>;
+}
+
+/** Builds a fresh session store honouring `opts` (TTLs, log cap) with an isolated key space. */
+export type SessionStoreFactory = (opts: SessionStoreTestOptions) => Promise<SessionStoreHarness>;
+
+const ACTIVE = 60_000;
+const FINISHED = 10_000; // below ACTIVE, so a terminal TTL is distinguishable from a refreshed active one
+const LEASE = 60_000;
+const DEFAULTS: SessionStoreTestOptions = { activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000, timerLeaseMs: LEASE };
+const SID = "sess-conformance-1";
+const OTHER = "sess-conformance-2";
+
+/**
+ * The session store contract, run against every implementation (Redis adapter and in-memory twin),
+ * so the twin cannot drift from the real store the coordinator relies on.
+ */
+export function runBlackboardConformance(name: string, factory: SessionStoreFactory): void {
+  /** Runs `body` against a fresh harness and always cleans up. */
+  async function withBb(body: (h: SessionStoreHarness) => Promise<void>, over: Partial<SessionStoreTestOptions> = {}): Promise<void> {
+    const h = await factory({ ...DEFAULTS, ...over });
+    try {
+      await body(h);
+    } finally {
+      await h.cleanup();
+    }
+  }
+  const wait = async (h: SessionStoreHarness, ms: number) => (h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms)));
+  const created = async (store: SessionStore, sid = SID): Promise<SessionState> => {
+    const s = testSessionState(sid);
+    expect(await store.create(s)).toBe(true);
+    return s;
+  };
+  const expectAbsent = async (store: SessionStore, sid: string) => {
+    expect(Object.values(await store.ttls(sid)).every((t) => t === -2)).toBe(true);
+    expect(await store.listSessions(100)).not.toContain(sid);
+  };
+
+  describe(`session-store conformance: ${name}`, () => {
+    it("creates a session and loads it back", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        expect(await store.load(SID)).toEqual({ state: s, outbox: null });
+        expect(await store.isApplied(SID, "start:x")).toBe(false);
+        const t = await store.ttls(SID);
+        expect(t.state).toBeGreaterThan(0);
+        expect(t.state).toBeLessThanOrEqual(ACTIVE);
+        expect([t.applied, t.log]).toEqual([-2, -2]);
+        expect(await store.listSessions(10)).toEqual([SID]);
+      }));
+
+    it("does not overwrite an existing session on a second create", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        const other = testSessionState(SID, 0, 5);
+        other.data.question = "A different question entirely?";
+        expect(await store.create(other)).toBe(false);
+        expect((await store.load(SID))?.state).toEqual(s);
+      }));
+
+    it("loads an unknown session as null without creating a key", () =>
+      withBb(async ({ store }) => {
+        expect(await store.load(OTHER)).toBeNull();
+        expect(await store.transitionLog(OTHER)).toEqual([]);
+        expect(await store.isApplied(OTHER, "x")).toBe(false);
+        await expectAbsent(store, OTHER);
+      }));
+
+    it("commits a transition: version, state, outbox, applied marker and log line", () =>
+      withBb(async ({ store }) => {
+        const req = testCommit(await created(store), "start:a");
+        expect(await store.commit(req)).toEqual({ ok: true });
+        expect(await store.load(SID)).toEqual({ state: req.state, outbox: req.outbox });
+        expect(await store.isApplied(SID, "start:a")).toBe(true);
+        expect(await store.transitionLog(SID)).toEqual([req.log]);
+      }));
+
+    it("lets exactly one of two commits from the same version win", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        const rs = await Promise.all([store.commit(testCommit(s, "in:a")), store.commit(testCommit(s, "in:b"))]);
+        expect(rs.filter((r) => r.ok)).toHaveLength(1);
+        expect(rs.filter((r) => !r.ok)).toEqual([{ ok: false, reason: "conflict", currentVersion: 1 }]);
+        const winner = rs[0]?.ok ? "in:a" : "in:b";
+        expect((await store.transitionLog(SID)).map((l) => l.input_id)).toEqual([winner]);
+        expect(await store.isApplied(SID, winner === "in:a" ? "in:b" : "in:a")).toBe(false);
+      }));
+
+    it("reports an applied input as already_applied, before comparing versions", () =>
+      withBb(async ({ store }) => {
+        const s0 = await created(store);
+        const c1 = testCommit(s0, "in:a");
+        expect(await store.commit(c1)).toEqual({ ok: true });
+        expect(await store.commit(testCommit(c1.state, "in:a"))).toEqual({ ok: false, reason: "already_applied" });
+        expect(await store.commit(testCommit(s0, "in:a"))).toEqual({ ok: false, reason: "already_applied" });
+        expect((await store.load(SID))?.state.meta.version).toBe(1);
+      }));
+
+    it("answers missing for a commit to an unknown session and creates no key", () =>
+      withBb(async ({ store }) => {
+        const req = testCommit(testSessionState(OTHER), "in:a", { timers: [{ member: "t-missing", dueAt: 1 }] });
+        expect(await store.commit(req)).toEqual({ ok: false, reason: "missing" });
+        await expectAbsent(store, OTHER);
+        expect(await store.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+      }));
+
+    it("rejects a commit whose state version is not expectedVersion + 1, writing nothing", () =>
+      withBb(async ({ store }) => {
+        const req = testCommit(await created(store), "in:a");
+        await expect(store.commit({ ...req, expectedVersion: 1 })).rejects.toThrow(/version/);
+        expect((await store.load(SID))?.state.meta.version).toBe(0);
+      }));
+
+    it("clears the outbox only when it is still the one written at that version", () =>
+      withBb(async ({ store }) => {
+        const c1 = testCommit(await created(store), "in:a");
+        await store.commit(c1);
+        await store.clearOutbox(SID, 2);
+        expect((await store.load(SID))?.outbox).toEqual(c1.outbox);
+        await store.clearOutbox(SID, 1);
+        expect((await store.load(SID))?.outbox).toBeNull();
+        const c2 = testCommit(c1.state, "in:b");
+        await store.commit(c2);
+        await store.clearOutbox(SID, 1); // a slow publisher of version 1 must not clear version 2's outbox
+        expect(await store.load(SID)).toEqual({ state: c2.state, outbox: c2.outbox });
+        await store.clearOutbox(OTHER, 1);
+        await expectAbsent(store, OTHER);
+      }));
+
+    it("caps the transition log, keeping the newest lines oldest first", () =>
+      withBb(
+        async ({ store }) => {
+          let s = await created(store);
+          for (let i = 1; i <= 8; i++) {
+            const c = testCommit(s, `in:${i}`);
+            expect(await store.commit(c)).toEqual({ ok: true });
+            s = c.state;
+          }
+          expect((await store.transitionLog(SID)).map((l) => l.version)).toEqual([4, 5, 6, 7, 8]);
+        },
+        { transitionLogCap: 5 },
+      ));
+
+    it("gives an idempotency key to its first claimer", () =>
+      withBb(async ({ store }) => {
+        expect(await store.claimIdempotencyKey("client-key-1", SID)).toBe(SID);
+        expect(await store.claimIdempotencyKey("client-key-1", OTHER)).toBe(SID);
+        expect(await store.claimIdempotencyKey("client-key-2", OTHER)).toBe(OTHER);
+        const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => store.claimIdempotencyKey("client-key-3", `sess-racer-${i}`)));
+        expect(new Set(racers).size).toBe(1);
+      }));
+
+    it("adds, moves and clears timers through commits and pops due ones earliest first", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-b", dueAt: 200 }, { member: "t-a", dueAt: 100 }, { member: "t-c", dueAt: 300 }] });
+        await store.commit(c1);
+        expect(await store.claimDueTimers(99, 10)).toEqual([]);
+        expect(await store.claimDueTimers(100, 10)).toEqual(["t-a"]);
+        expect(await store.claimDueTimers(150, 10)).toEqual([]);
+        await store.commit(testCommit(c1.state, "in:b", { timers: [{ member: "t-b", dueAt: 1000 }], clearTimers: ["t-c"] }));
+        expect(await store.claimDueTimers(999, 10)).toEqual([]);
+        expect(await store.claimDueTimers(5000, 10)).toEqual(["t-b"]);
+        expect(await store.claimDueTimers(5000, 10)).toEqual([]);
+      }));
+
+    it("a claimed timer comes due again after its lease unless a commit clears it (claimer crashed)", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-x", dueAt: 100 }, { member: "t-y", dueAt: 100 }] });
+        await store.commit(c1);
+        expect(await store.claimDueTimers(100, 10)).toEqual(["t-x", "t-y"]);
+        expect(await store.claimDueTimers(100 + LEASE - 1, 10)).toEqual([]);
+        await store.commit(testCommit(c1.state, "in:b", { clearTimers: ["t-x"] }));
+        expect(await store.claimDueTimers(100 + LEASE, 10)).toEqual(["t-y"]);
+        await store.removeTimers(["t-y"]);
+        expect(await store.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+      }));
+
+    it("hands each due timer to exactly one of 20 concurrent claimers", () =>
+      withBb(async ({ store }) => {
+        const timers = Array.from({ length: 60 }, (_, i) => ({ member: `t-${i}`, dueAt: 1000 + i }));
+        await store.commit(testCommit(await created(store), "in:a", { timers: [...timers, { member: "t-later", dueAt: 10_000 }] }));
+        const claimer = async () => {
+          const got: string[] = [];
+          // Bounded, so an implementation that never removes claimed timers fails instead of hanging.
+          for (let round = 0; round < 20; round++) {
+            const batch = await store.claimDueTimers(2000, 4);
+            if (batch.length === 0) break;
+            got.push(...batch);
+          }
+          return got;
+        };
+        const all = (await Promise.all(Array.from({ length: 20 }, claimer))).flat();
+        expect(all).toHaveLength(60);
+        expect(new Set(all)).toEqual(new Set(timers.map((t) => t.member)));
+        expect(await store.claimDueTimers(10_000, 100)).toEqual(["t-later"]);
+      }));
+
+    it("lists sessions, bounded by the limit", () =>
+      withBb(async ({ store }) => {
+        const sids = ["sess-list-1", "sess-list-2", "sess-list-3"];
+        for (const sid of sids) await created(store, sid);
+        expect(new Set(await store.listSessions(100))).toEqual(new Set(sids));
+        const two = await store.listSessions(2);
+        expect(two).toHaveLength(2);
+        expect(sids).toEqual(expect.arrayContaining(two));
+      }));
+
+    it("refreshes the active TTL on every key at each commit", () =>
+      withBb(async (h) => {
+        const c1 = testCommit(await created(h.store), "in:a");
+        await h.store.commit(c1);
+        await wait(h, 200);
+        await h.store.commit(testCommit(c1.state, "in:b"));
+        for (const [key, ttl] of Object.entries(await h.store.ttls(SID))) {
+          expect(ttl, key).toBeGreaterThan(ACTIVE - 150); // not the 200 ms older TTL of the first commit
+          expect(ttl, key).toBeLessThanOrEqual(ACTIVE);
+        }
+      }));
+
+    it("gives every key the finished TTL on a terminal commit", () =>
+      withBb(async ({ store }) => {
+        await store.commit(testCommit(await created(store), "in:a", { terminal: true }));
+        const ttls = await store.ttls(SID);
+        expect(Object.keys(ttls).sort()).toEqual(["applied", "log", "state"]);
+        for (const [key, ttl] of Object.entries(ttls)) {
+          expect(ttl, key).toBeGreaterThan(0);
+          expect(ttl, key).toBeLessThanOrEqual(FINISHED);
+        }
+      }));
+
+    it("slides the TTL while a session is active and drops every key once it expires", () =>
+      withBb(
+        async (h) => {
+          const c1 = testCommit(await created(h.store), "in:a");
+          await h.store.commit(c1);
+          await h.store.claimIdempotencyKey("client-key-ttl", SID);
+          await wait(h, 350);
+          await h.store.commit(testCommit(c1.state, "in:b"));
+          await wait(h, 350); // 700 ms after create, 350 ms after the last commit: still alive
+          expect((await h.store.load(SID))?.state.meta.version).toBe(2);
+          await wait(h, 700);
+          expect(await h.store.load(SID)).toBeNull();
+          expect(await h.store.transitionLog(SID)).toEqual([]);
+          expect(await h.store.isApplied(SID, "in:a")).toBe(false);
+          await expectAbsent(h.store, SID);
+          expect(await h.store.claimIdempotencyKey("client-key-ttl", OTHER)).toBe(OTHER);
+        },
+        { activeTtlMs: 600, finishedTtlMs: 600, idempotencyTtlMs: 600 },
+      ));
+
+    it("applies 100 inputs from 10 racing writers exactly once each", () =>
+      withBb(async ({ store }) => {
+        await created(store);
+        let conflicts = 0;
+        const writer = async (w: number) => {
+          for (let i = 0; i < 10; i++) {
+            const input = `in:${w}:${i}`;
+            for (;;) {
+              const loaded = await store.load(SID);
+              if (!loaded) throw new Error("session vanished");
+              const r = await store.commit(testCommit(loaded.state, input));
+              if (r.ok) break;
+              if (r.reason !== "conflict") throw new Error(`unexpected ${r.reason}`);
+              conflicts++;
+            }
+          }
+        };
+        await Promise.all(Array.from({ length: 10 }, (_, w) => writer(w)));
+        expect((await store.load(SID))?.state.meta.version).toBe(100);
+        const log = await store.transitionLog(SID);
+        expect(log.map((l) => l.version)).toEqual(Array.from({ length: 100 }, (_, i) => i + 1));
+        expect(new Set(log.map((l) => l.input_id)).size).toBe(100);
+        expect(conflicts).toBeGreaterThan(0); // the writers really raced
+      }));
+  });
+}
