@@ -4,7 +4,7 @@
 // lint and test/unit/architecture.test.ts cannot disagree. Typed rules use the TypeScript
 // project service over the root tsconfig.json (one program for the repo, which keeps a full run
 // fast on two cores).
-import { readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { builtinModules } from "node:module";
 import { join } from "node:path";
 import js from "@eslint/js";
@@ -28,11 +28,23 @@ function readArchitecture() {
     cells.push(line.split("|").slice(1, -1).map((c) => c.trim()));
   }
   const names = new Set(cells.map((c) => c[0].replaceAll("`", "").split("/").pop()));
-  return cells.map((c) => {
+  return cells.flatMap((c) => {
     const dir = c[0].replaceAll("`", "");
     const deps = [...c[2].matchAll(/`([^`]+)`/g)].map((m) => m[1]);
-    return { dir, name: dir.split("/").pop(), internal: deps.filter((d) => names.has(d)), external: deps.filter((d) => !names.has(d)) };
+    const row = { internal: deps.filter((d) => names.has(d)), external: deps.filter((d) => !names.has(d)) };
+    // The `services/<role>` row stands for every role folder (a folder of services/ with a role.ts).
+    if (dir === ROLE_ROW) return roleFolders().map((d) => ({ ...row, dir: d, name: d.split("/").pop() }));
+    return [{ ...row, dir, name: dir.split("/").pop() }];
   });
+}
+
+const ROLE_ROW = "services/<role>";
+
+/** The role folders: `services/<name>/role.ts` exists. */
+function roleFolders() {
+  return readdirSync(join(root, "services"))
+    .filter((n) => existsSync(join(root, "services", n, "role.ts")))
+    .map((n) => `services/${n}`);
 }
 
 const DEEP_IMPORT = {

@@ -2,13 +2,13 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine, type RoleName } from "@agentmesh/contracts";
 import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
 import { followEvents, request } from "@agentmesh/messaging";
 
 const root = join(import.meta.dirname, "../..");
 
-export type ServiceName = "coordinator" | "planner" | "critic" | "researcher" | "expert" | "finalizer" | "perception" | "memory" | "retriever" | "decision" | "executor";
+export type ServiceName = "coordinator" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer"] as const;
 
 /** One service as a real OS process. */
@@ -64,9 +64,10 @@ export class Cluster {
     };
   }
 
-  /** Spawns one service process (`tsx services/<name>/src/main.ts`). */
+  /** Spawns one service process: `tsx services/<name>/src/main.ts`, or for a role `tsx services/agent/src/main.ts <role>`. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "services", name, "src/main.ts")], {
+    const entry = name === "coordinator" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
+    const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
       cwd: root,
       env: this.env(extra),
       stdio: ["ignore", "pipe", "pipe"],

@@ -211,7 +211,17 @@ function exportEntries(manifest: Manifest): string[] {
   return Object.keys(e).some((k) => k.startsWith(".")) ? Object.keys(e) : ["."];
 }
 
-const rows = parseTable(readFileSync(join(ROOT, "ARCHITECTURE.md"), "utf8"));
+/** The `services/<role>` row stands for every role folder: a folder of services/ with a role.ts. */
+const ROLE_ROW = "services/<role>";
+const isRoleFolder = (dir: string): boolean => existsSync(join(ROOT, dir, "role.ts"));
+const roleFolders = readdirSync(join(ROOT, "services"))
+  .map((n) => `services/${n}`)
+  .filter(isRoleFolder);
+const rows = parseTable(readFileSync(join(ROOT, "ARCHITECTURE.md"), "utf8")).flatMap((r) =>
+  r.dir === ROLE_ROW ? roleFolders.map((dir) => ({ ...r, dir, name: dir.split("/").pop() ?? "" })) : [r],
+);
+/** A role folder is not a package: it resolves its dependencies through the repository root's package.json. */
+const manifestDir = (dir: string): string => (isRoleFolder(dir) ? "." : dir);
 const folders = WORKSPACE_DIRS.flatMap((d) =>
   readdirSync(join(ROOT, d))
     .filter((n) => !n.startsWith(".") && statSync(join(ROOT, d, n)).isDirectory())
@@ -247,16 +257,21 @@ describe("ARCHITECTURE.md dependency table", () => {
     for (const row of rows) expect(() => visit(row.name, [])).not.toThrow();
   });
 
-  it.each(rows.map((r) => [r.dir, r] as const))("%s: package.json dependencies follow the table", (_dir, row) => {
+  it.each(rows.filter((r) => !isRoleFolder(r.dir)).map((r) => [r.dir, r] as const))("%s: package.json dependencies follow the table", (_dir, row) => {
     if (!existsSync(join(ROOT, row.dir, "package.json"))) return; // reported by the first test
     expect(checkManifest(row, readManifest(row.dir))).toEqual([]);
   });
 
+  it("every role folder is a plain folder (no package.json): the agent process loads it by name", () => {
+    expect(roleFolders.length).toBeGreaterThan(0);
+    for (const dir of roleFolders) expect(existsSync(join(ROOT, dir, "package.json")), dir).toBe(false);
+  });
+
   it.each(rows.map((r) => [r.dir, r] as const))("%s: imports follow the table", (_dir, row) => {
-    if (!existsSync(join(ROOT, row.dir, "package.json"))) return;
-    const manifest = readManifest(row.dir);
+    if (!existsSync(join(ROOT, manifestDir(row.dir), "package.json"))) return;
+    const manifest = readManifest(manifestDir(row.dir));
     const imports = sourceFiles(join(ROOT, row.dir)).flatMap(importsOf);
-    const production = productionFiles(row.dir, manifest, imports);
+    const production = isRoleFolder(row.dir) ? new Set(imports.map((i) => i.file).filter((f) => !TEST_FILE.test(f))) : productionFiles(row.dir, manifest, imports);
     expect(checkImports(row, manifest, imports, exportsOf, (f) => !production.has(f))).toEqual([]);
   });
 });

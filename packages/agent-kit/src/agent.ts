@@ -96,7 +96,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           taskId: task.task_id,
           system: c.system ?? systemOf(contract, undefined),
           prompt: c.prompt,
-          input: c.input ?? parsed.data,
+          input: parsed.data,
           schema: c.schema,
           schemaName: c.schemaName,
           signal,
@@ -119,7 +119,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         promptVersion = contract ? contractVersion(contract) : op.version;
       } else {
         output = await call({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}` });
-        promptVersion = contract ? contractVersion(contract) : (op.promptVersion ?? "unversioned");
+        promptVersion = contract ? contractVersion(contract) : "unversioned";
       }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;

@@ -3,31 +3,33 @@ import type { ModelRequest } from "@agentmesh/llm";
 import type { Logger } from "@agentmesh/service-kit";
 import type { PromptContract } from "./prompts.js";
 
-/** The instructions of a prompt op: written inline, or taken from a versioned JSON prompt contract. */
-type Instructions =
-  | {
-      /** Bumped whenever the instructions change; recorded in every step's provenance. */
-      readonly promptVersion: string;
-      readonly system: string;
-      readonly contract?: undefined;
-    }
-  | {
-      /**
-       * Id of a prompt contract (`prompts/<role>.<op>.v<N>.json`, overridable by configuration).
-       * Its instructions are prepended to `system`, and its `<id>/v<N>` is the recorded prompt version.
-       */
-      readonly contract: string;
-      /** Op-specific instructions after the contract's (e.g. the output rules). */
-      readonly system?: string;
-      readonly promptVersion?: undefined;
-    };
+/** What an op's offline behaviour gets besides its validated input. */
+export interface OfflineContext {
+  /** How to configure a real model, for answers that say one is needed. */
+  readonly configHint: string;
+  readonly signal: AbortSignal | undefined;
+}
 
-/** How one op talks to a model: its instructions, prompt rendering and a one-line summary. */
-export type OpPrompt<Req, Res> = Instructions & {
+/**
+ * An op's offline behaviour: the deterministic answer the offline engine gives when no model
+ * endpoint is configured, typed by the op's own schemas. An op without one answers `needs_model`.
+ */
+export type OfflineBehaviour<Req, Res> = (input: Req, ctx: OfflineContext) => Res | Promise<Res>;
+
+/** How one op talks to a model: its prompt file, prompt rendering, one-line summary and offline behaviour. */
+export interface OpPrompt<Req, Res> {
   readonly kind?: "prompt";
+  /**
+   * Id of the op's prompt file (`<role>.<op>.v<N>.json` in the role's folder, overridable by
+   * configuration). Its instructions are the system prompt; `<id>/v<N>` is the recorded prompt version.
+   */
+  readonly contract: string;
+  /** Op-specific instructions after the prompt file's (e.g. output rules). */
+  readonly system?: string;
   render(input: Req): string;
   summarize(output: Res): string;
-};
+  readonly offline?: OfflineBehaviour<Req, Res>;
+}
 
 /** A structured model call made from inside a handler op (e.g. the executor's summarize step). */
 export interface HandlerModelCall<T> {
@@ -36,8 +38,6 @@ export interface HandlerModelCall<T> {
   readonly prompt: string;
   /** Defaults to the op's prompt contract, if it has one. */
   readonly system?: string;
-  /** The structured input the model (offline engine, scripted model) reads; defaults to the task input. */
-  readonly input?: unknown;
 }
 
 /** What a handler op gets besides its validated input. */
@@ -67,6 +67,8 @@ export interface OpHandler<Req, Res> {
   readonly contract?: string;
   run(input: Req, ctx: HandlerContext): Promise<Res>;
   summarize(output: Res): string;
+  /** The offline answer to the model call the handler makes (`ctx.complete`), if it makes one. */
+  readonly offline?: OfflineBehaviour<Req, unknown>;
 }
 
 /** One op of a role: a model prompt, or a handler. */

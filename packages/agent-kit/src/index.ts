@@ -1,6 +1,16 @@
-export { defineAgent, type AgentDefinition, type OpPrompt, type OpHandler, type HandlerContext, type HandlerModelCall } from "./definition.js";
+export {
+  defineAgent,
+  type AgentDefinition,
+  type OpPrompt,
+  type OpHandler,
+  type HandlerContext,
+  type HandlerModelCall,
+  type OfflineBehaviour,
+  type OfflineContext,
+} from "./definition.js";
 export { startAgent, createOpRunner, type AgentOptions, type RunningAgent } from "./agent.js";
 export { loadAgentConfig, type AgentConfig } from "./config.js";
-export { agentMain, startAgentsInProcess, type AgentSetup, type AgentSetupFactory } from "./main.js";
+export { startAgentsInProcess, defineRoleSetup, setUpRole, type AgentSetup, type AgentSetupFactory, type RoleModule } from "./main.js";
+export { offlineHandlersOf } from "./offline.js";
 export { opError } from "./errors.js";
-export { PromptContract, loadPromptContracts } from "./prompts.js";
+export { PromptContract, loadPromptContracts, type LoadedContract } from "./prompts.js";

@@ -1,12 +1,13 @@
-import { naming as makeNaming } from "@agentmesh/contracts";
-import { AgentmeshError, connectNats } from "@agentmesh/messaging";
+import { naming as makeNaming, type RoleName } from "@agentmesh/contracts";
+import { AgentmeshError } from "@agentmesh/messaging";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
-import { createLogger, crashHook, runUntilSignalled, type Logger, type Stoppable } from "@agentmesh/service-kit";
+import { crashHook, type Logger, type Stoppable } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
-import { loadAgentConfig, type AgentConfig } from "./config.js";
+import type { AgentConfig } from "./config.js";
 import { checkContracts, startAgent, type RunningAgent } from "./agent.js";
 import { loadPromptContracts, type PromptContract } from "./prompts.js";
+import { offlineHandlersOf } from "./offline.js";
 
 /** What an agent process runs: its roles, and what to close when it stops (tool workers, sandboxes). */
 export interface AgentSetup {
@@ -17,9 +18,26 @@ export interface AgentSetup {
 /** Roles whose ops need dependencies (tools, a corpus) build them from the environment at start. */
 export type AgentSetupFactory = (env: Record<string, string | undefined>, log: Logger) => AgentSetup | Promise<AgentSetup>;
 
+/**
+ * What a role folder's `role.ts` exports by default: the role's definition, or (for a role whose
+ * ops need tools or a corpus) a factory that builds its definition from the environment.
+ */
+export type RoleModule = AgentDefinition | { readonly role: RoleName; readonly setup: AgentSetupFactory };
+
+/** A role whose definition is built at start-up from the environment (its tools, its corpus). */
+export function defineRoleSetup(role: RoleName, setup: AgentSetupFactory): RoleModule {
+  return { role, setup };
+}
+
+/** The definitions a role module provides in this environment, and what to close at stop. */
+export async function setUpRole(mod: RoleModule, env: Record<string, string | undefined>, log: Logger): Promise<AgentSetup> {
+  return "setup" in mod ? mod.setup(env, log) : { agents: [mod] };
+}
+
 /** Builds the model port from configuration: the OpenAI-compatible adapter, or the offline engine. */
-function modelFrom(cfg: AgentConfig): ModelPort {
+function modelFrom(cfg: AgentConfig, defs: readonly AgentDefinition[]): ModelPort {
   return createModelFromConfig({
+    offlineHandlers: offlineHandlersOf(defs),
     baseURL: cfg.llm.baseURL,
     apiKey: cfg.llm.apiKey,
     roles: cfg.llm.roles,
@@ -50,15 +68,22 @@ async function untilProvisioned<T>(log: Logger, role: string, start: () => Promi
 export async function startAgentsInProcess(
   defs: readonly AgentDefinition[],
   cfg: AgentConfig,
-  deps: { nc: NatsConnection; log: Logger; model?: ModelPort; prompts?: ReadonlyMap<string, PromptContract> },
+  deps: {
+    nc: NatsConnection;
+    log: Logger;
+    model?: ModelPort;
+    /** The loaded prompt files; by default read from `promptDirs` (the roles' folders) and the configured override folder. */
+    prompts?: ReadonlyMap<string, PromptContract>;
+    promptDirs?: readonly string[];
+  },
 ): Promise<Stoppable & { agents: RunningAgent[] }> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
   const unknown = cfg.roles.filter((r) => !defs.some((d) => d.role === r));
   if (unknown.length) throw new Error(`AGENTMESH_ROLES names unknown roles: ${unknown.join(", ")}`);
-  const model = deps.model ?? modelFrom(cfg);
+  const model = deps.model ?? modelFrom(cfg, wanted);
   const crash = crashHook(cfg.crashAt, "agent", deps.log);
   const naming = makeNaming(cfg.prefix);
-  const prompts = deps.prompts ?? loadPromptContracts({ overrideDir: cfg.promptsDir });
+  const prompts = deps.prompts ?? loadPromptContracts({ builtinDirs: deps.promptDirs ?? [], overrideDir: cfg.promptsDir });
   // every role's contracts are checked before any role starts taking tasks
   for (const def of wanted) checkContracts(def, prompts);
   deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
@@ -85,36 +110,4 @@ export async function startAgentsInProcess(
       await Promise.all(agents.map((a) => a.stop(graceMs)));
     },
   };
-}
-
-/**
- * The whole `main.ts` of an agent service: config → dependencies → connection → agents → run
- * until SIGTERM. `setup` is the roles, or a factory that builds them (and their tools) from the env.
- */
-export async function agentMain(setup: readonly AgentDefinition[] | AgentSetupFactory, env: Record<string, string | undefined>, service: string): Promise<void> {
-  let log = createLogger({ service, level: "info" });
-  await runUntilSignalled({
-    name: service,
-    log,
-    start: async () => {
-      const cfg = loadAgentConfig(env);
-      log = createLogger({ service, level: cfg.logLevel });
-      const built: AgentSetup = typeof setup === "function" ? await setup(env, log) : { agents: setup };
-      try {
-        log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
-        const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
-        const running = await startAgentsInProcess(built.agents, cfg, { nc, log });
-        return {
-          async stop(graceMs: number) {
-            await running.stop(graceMs);
-            await nc.drain();
-            await built.close?.();
-          },
-        };
-      } catch (err) {
-        await built.close?.();
-        throw err;
-      }
-    },
-  });
 }

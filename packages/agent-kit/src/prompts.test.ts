@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { BUILTIN_PROMPTS_DIR, contractVersion, loadPromptContracts } from "./prompts.js";
+import { contractVersion, loadPromptContracts } from "./prompts.js";
 
 const dirs: string[] = [];
 const folder = (files: Record<string, unknown>): string => {
@@ -24,22 +24,17 @@ describe("prompt contracts", () => {
       "decision.plan.v1.json": contract("decision.plan", 1),
       "notes.md": "ignored",
     });
-    const plain = loadPromptContracts({ builtinDir: builtin });
+    const plain = loadPromptContracts({ builtinDirs: [builtin] });
     expect(plain.get("perception.perceive")?.system).toBe("line one\nline two");
     const override = folder({ "decision.plan.v1.json": contract("decision.plan", 1, "my own planner rules") });
-    const merged = loadPromptContracts({ builtinDir: builtin, overrideDir: override });
+    const merged = loadPromptContracts({ builtinDirs: [builtin], overrideDir: override });
     expect(merged.get("decision.plan")?.system).toBe("my own planner rules");
     expect(contractVersion(merged.get("perception.perceive")!)).toBe("perception.perceive/v2");
   });
 
   it("refuse a file whose name and content disagree, a malformed file, and a missing override folder", () => {
-    expect(() => loadPromptContracts({ builtinDir: folder({ "memory.update.v1.json": contract("memory.update", 2) }) })).toThrow(/file name says memory.update v1/);
-    expect(() => loadPromptContracts({ builtinDir: folder({ "memory.update.v1.json": "{ not json" }) })).toThrow(/invalid prompt contracts/);
-    expect(() => loadPromptContracts({ builtinDir: folder({}), overrideDir: "/nonexistent/prompts" })).toThrow(/does not exist/);
-  });
-
-  it("ship one for every blackboard component that has a prompt", () => {
-    const shipped = loadPromptContracts({ builtinDir: BUILTIN_PROMPTS_DIR });
-    for (const id of ["perception.perceive", "memory.update", "retriever.retrieve", "decision.plan", "executor.execute"]) expect(shipped.has(id), id).toBe(true);
+    expect(() => loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": contract("memory.update", 2) })] })).toThrow(/file name says memory.update v1/);
+    expect(() => loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": "{ not json" })] })).toThrow(/invalid prompt contracts/);
+    expect(() => loadPromptContracts({ builtinDirs: [folder({})], overrideDir: "/nonexistent/prompts" })).toThrow(/does not exist/);
   });
 });

@@ -1,6 +1,5 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { z } from "zod";
 
 /**
@@ -17,9 +16,6 @@ export const PromptContract = z.object({
   system: z.union([z.string().min(1), z.array(z.string()).min(1)]).transform((s) => (Array.isArray(s) ? s.join("\n") : s)),
 });
 export type PromptContract = z.infer<typeof PromptContract>;
-
-/** The prompt contracts shipped with agentmesh: `prompts/` at the repository root. */
-export const BUILTIN_PROMPTS_DIR = fileURLToPath(new URL("../../../prompts/", import.meta.url));
 
 const FILE = /^([a-z][a-z0-9_]*\.[a-z][a-z0-9_]*)\.v(\d+)\.json$/;
 
@@ -55,12 +51,13 @@ function loadFolder(dir: string): Map<string, LoadedContract> {
 }
 
 /**
- * Loads the prompt contracts: the built-in folder, then the override folder (configuration),
- * whose contract for an id replaces the built-in one whatever the versions. Read once at start-up.
+ * Loads the prompt contracts: the built-in folders (each role's own folder), then the override
+ * folder (configuration), whose contract for an id replaces the built-in one whatever the
+ * versions. Read once at start-up.
  */
-export function loadPromptContracts(opts: { builtinDir?: string; overrideDir?: string | undefined } = {}): ReadonlyMap<string, LoadedContract> {
-  const builtinDir = opts.builtinDir ?? BUILTIN_PROMPTS_DIR;
-  const all = existsSync(builtinDir) ? loadFolder(builtinDir) : new Map<string, LoadedContract>();
+export function loadPromptContracts(opts: { builtinDirs: readonly string[]; overrideDir?: string | undefined }): ReadonlyMap<string, LoadedContract> {
+  const all = new Map<string, LoadedContract>();
+  for (const dir of opts.builtinDirs) for (const [id, c] of loadFolder(dir)) all.set(id, c);
   if (opts.overrideDir !== undefined) {
     if (!existsSync(opts.overrideDir)) throw new Error(`the prompt override folder ${opts.overrideDir} does not exist`);
     for (const [id, c] of loadFolder(opts.overrideDir)) all.set(id, c);

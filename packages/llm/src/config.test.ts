@@ -36,8 +36,11 @@ describe("createModelFromConfig", () => {
       const model = createModelFromConfig({ ...config, baseURL });
       expect(model.name).toBe("offline");
     }
-    const reply = await createModelFromConfig(config).complete(planRequest);
+    // the offline behaviours it answers with are the ones injected (each role brings its own)
+    const handlers = new Map([["planner.plan", () => ({ research_steps: [], expert_steps: ["Evaluate 2 + 2 exactly"] })]]);
+    const reply = await createModelFromConfig({ ...config, offlineHandlers: handlers }).complete(planRequest);
     expect(reply.output.expert_steps[0]).toMatch(/2 \+ 2/);
+    await expect(createModelFromConfig(config).complete(planRequest)).rejects.toMatchObject({ code: "needs_model" });
   });
 
   it("is the OpenAI-compatible adapter when an endpoint is set", async () => {

@@ -1,4 +1,4 @@
-import { createOfflineModel } from "./offline.js";
+import { createOfflineModel, type OfflineHandler } from "./offline.js";
 import { createOpenAIModel, type ModelPrice } from "./openai.js";
 import type { ModelPort, RoleModelConfig } from "./types.js";
 
@@ -14,12 +14,17 @@ export interface ModelConfig {
   readonly prices: Readonly<Record<string, ModelPrice>>;
   /** Quoted by the offline engine when a question needs a model (how to configure one). */
   readonly offlineConfigHint?: string;
+  /** The offline behaviours of the roles this process runs, keyed `<role>.<op>`. */
+  readonly offlineHandlers?: ReadonlyMap<string, OfflineHandler>;
 }
 
 /** The OpenAI-compatible adapter when an endpoint is configured, else the offline engine. */
 export function createModelFromConfig(config: ModelConfig): ModelPort {
   if (config.baseURL === undefined || config.baseURL.trim() === "") {
-    return createOfflineModel(config.offlineConfigHint === undefined ? {} : { configHint: config.offlineConfigHint });
+    return createOfflineModel({
+      ...(config.offlineConfigHint === undefined ? {} : { configHint: config.offlineConfigHint }),
+      ...(config.offlineHandlers === undefined ? {} : { handlers: config.offlineHandlers }),
+    });
   }
   return createOpenAIModel({
     baseURL: config.baseURL,

@@ -8,7 +8,6 @@ export {
   type ModelPrice,
   type StructuredMode,
 } from "./openai.js";
-export { createOfflineModel, DEFAULT_CONFIG_HINT, type OfflineModelOptions } from "./offline.js";
+export { createOfflineModel, offlineKey, DEFAULT_CONFIG_HINT, type OfflineHandler, type OfflineModelOptions } from "./offline.js";
 export { createModelFromConfig, type ModelConfig } from "./config.js";
 export { toStrictJsonSchema } from "./structured.js";
-export { SummaryDraft, numberedSources } from "./offline-answer.js";

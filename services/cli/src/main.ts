@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError } from "commander";
-import { StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
+import { ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
 import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
@@ -80,7 +80,7 @@ program
 program
   .command("health")
   .description("exit 0 when a live replica of the service runs on this host (readiness probe)")
-  .requiredOption("-s, --service <name>", "service name (coordinator, planner, critic, researcher, expert, finalizer)")
+  .requiredOption("-s, --service <name>", `service name (${["coordinator", ...ROLE_NAMES].join(", ")})`)
   .option("--any-host", "accept a replica on any host", false)
   .action(async (o: { service: string; anyHost: boolean }) => exit(await health(cfg(), o, consoleOut)));
 

@@ -1,1 +1,1 @@
-export { localMain, ALL_AGENTS } from "./local.js";
+export { localMain } from "./local.js";

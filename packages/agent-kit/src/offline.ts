@@ -1,0 +1,25 @@
+import { findOp } from "@agentmesh/contracts";
+import { DEFAULT_CONFIG_HINT, ModelError, offlineKey, type OfflineHandler } from "@agentmesh/llm";
+import type { AgentDefinition, OpSpec } from "./definition.js";
+
+/**
+ * The offline behaviours of the given roles, as the offline engine's handlers. Each handler
+ * re-reads its input through the op's request schema, so a role's offline code receives exactly
+ * the type its schema declares.
+ */
+export function offlineHandlersOf(defs: readonly AgentDefinition[], configHint: string = DEFAULT_CONFIG_HINT): Map<string, OfflineHandler> {
+  const handlers = new Map<string, OfflineHandler>();
+  for (const def of defs) {
+    for (const [name, op] of Object.entries(def.ops as Record<string, OpSpec<unknown, unknown>>)) {
+      const offline = op.offline;
+      const spec = findOp(def.role, name);
+      if (!offline || !spec) continue;
+      handlers.set(offlineKey(def.role, name), (raw, signal) => {
+        const input = spec.request.safeParse(raw);
+        if (!input.success) throw new ModelError("internal", `offline engine: the input for ${def.role}.${name} failed its schema: ${input.error.message}`);
+        return offline(input.data, { configHint, signal });
+      });
+    }
+  }
+  return handlers;
+}

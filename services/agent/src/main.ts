@@ -1,0 +1,29 @@
+import { loadAgentConfig } from "@agentmesh/agent-kit";
+import { connectNats } from "@agentmesh/messaging";
+import { createLogger, runUntilSignalled } from "@agentmesh/service-kit";
+import { loadRoles } from "./roles.js";
+import { startRoles } from "./run.js";
+
+// Wiring only: the roles named on the command line (or SERVICE) → config → NATS → run until SIGTERM.
+const names = process.argv.slice(2).length ? process.argv.slice(2) : [process.env.SERVICE ?? ""].filter(Boolean);
+const service = names.join("+") || "agent";
+let log = createLogger({ service, level: "info" });
+await runUntilSignalled({
+  name: service,
+  log,
+  start: async () => {
+    if (names.length === 0) throw new Error("name the role(s) to run: agent <role> [<role>…] or SERVICE=<role>");
+    const cfg = loadAgentConfig(process.env);
+    log = createLogger({ service, level: cfg.logLevel });
+    const roles = await loadRoles(names);
+    log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
+    const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
+    const running = await startRoles(roles, process.env, { nc, log, cfg });
+    return {
+      async stop(graceMs: number) {
+        await running.stop(graceMs);
+        await nc.drain();
+      },
+    };
+  },
+});

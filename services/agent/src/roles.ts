@@ -1,0 +1,39 @@
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { RoleName } from "@agentmesh/contracts";
+import type { RoleModule } from "@agentmesh/agent-kit";
+
+/** A role folder, loaded: `services/<role>/` with its `role.ts` and prompt files. */
+export interface LoadedRole {
+  readonly role: RoleName;
+  /** The role's folder: its prompt files are read from here. */
+  readonly dir: string;
+  readonly module: RoleModule;
+}
+
+/** The folder of a role: `services/<role>/`, beside this package. */
+export function roleDir(role: RoleName): string {
+  return fileURLToPath(new URL(`../../${role}/`, import.meta.url));
+}
+
+/**
+ * Loads the role folders of the named roles (every role in the registry when `names` is empty).
+ * A name outside the registry, a missing folder or a `role.ts` whose default export serves
+ * another role is an error naming the role.
+ */
+export async function loadRoles(names: readonly string[]): Promise<LoadedRole[]> {
+  const unknown = names.filter((n) => !RoleName.safeParse(n).success);
+  if (unknown.length) throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
+  const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
+  const loaded: LoadedRole[] = [];
+  for (const role of wanted) {
+    const dir = roleDir(role);
+    const file = new URL(`../../${role}/role.ts`, import.meta.url);
+    if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts)`);
+    const imported = (await import(file.href)) as { default?: RoleModule };
+    const module = imported.default;
+    if (!module || module.role !== role) throw new Error(`role ${role}: services/${role}/role.ts must export default the ${role} role (defineAgent or defineRoleSetup)`);
+    loaded.push({ role, dir, module });
+  }
+  return loaded;
+}

@@ -1,1 +1,0 @@
-export { critic } from "./definition.js";

@@ -1,1 +1,0 @@
-export { decision } from "./definition.js";

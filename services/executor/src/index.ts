@@ -1,2 +1,0 @@
-export { createExecutor } from "./definition.js";
-export { loadExecutorConfig, type ExecutorConfig } from "./config.js";

@@ -1,1 +1,0 @@
-export { expert } from "./definition.js";

@@ -1,1 +1,0 @@
-export { finalizer } from "./definition.js";

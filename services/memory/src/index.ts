@@ -1,1 +1,0 @@
-export { memory } from "./definition.js";

@@ -1,1 +1,0 @@
-export { perception } from "./definition.js";

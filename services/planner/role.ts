@@ -1,0 +1,38 @@
+import { defineAgent } from "@agentmesh/agent-kit";
+import type { OpRequest, OpResponse } from "@agentmesh/contracts";
+import { classifyQuestion, clip } from "@agentmesh/offline-kit";
+
+/** Offline: one expert step that says what the offline engine can do with the question. */
+function planOffline(input: OpRequest<"planner", "plan">): OpResponse<"planner", "plan"> {
+  const q = classifyQuestion(input.question);
+  const step = (() => {
+    switch (q.kind) {
+      case "arithmetic":
+        return q.calc.ok
+          ? `Evaluate the expression ${q.calc.expression} exactly with arbitrary-precision decimal arithmetic and state the exact value.`
+          : `Explain why the expression ${q.calc.expression} cannot be evaluated: ${q.calc.reason}.`;
+      case "greeting":
+        return "Reply to the greeting and explain what can be answered without a language model.";
+      case "vague":
+        return "Ask the user to restate the query as one specific question; it is too vague to answer.";
+      case "needs_model":
+        return "Explain that answering this question needs a language model and how to configure one; do not guess an answer.";
+    }
+  })();
+  return { research_steps: [], expert_steps: [clip(step, 2000)] };
+}
+
+/** The planner: turns a question into research steps and expert steps (seed 004). */
+export default defineAgent({
+  role: "planner",
+  description: "Develops a logical plan: research steps and expert steps",
+  ops: {
+    plan: {
+      contract: "planner.plan",
+      render: (i) =>
+        [`Question: ${i.question}`, `Instruction: ${i.message.content}`, i.feedback ? `Critic feedback to address: ${i.feedback}` : ""].filter(Boolean).join("\n\n"),
+      summarize: (o) => `${o.research_steps.length} research step(s), ${o.expert_steps.length} expert step(s)`,
+      offline: planOffline,
+    },
+  },
+});

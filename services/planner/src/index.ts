@@ -1,1 +1,0 @@
-export { planner } from "./definition.js";

@@ -1,1 +1,0 @@
-export { researcher } from "./definition.js";

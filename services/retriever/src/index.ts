@@ -1,2 +1,0 @@
-export { createRetriever } from "./definition.js";
-export { loadRetrieverConfig, type RetrieverConfig } from "./config.js";
