@@ -2,5 +2,4 @@ export { defineAgent, type AgentDefinition, type OpPrompt, type OpHandler, type 
 export { startAgent, createOpRunner, type AgentOptions, type RunningAgent } from "./agent.js";
 export { loadAgentConfig, type AgentConfig } from "./config.js";
 export { agentMain, startAgentsInProcess, type AgentSetup, type AgentSetupFactory } from "./main.js";
-export { opError } from "./errors.js";
 export { PromptContract, loadPromptContracts } from "./prompts.js";

@@ -1,5 +1,5 @@
-import { naming as makeNaming } from "@agentmesh/contracts";
-import { AgentmeshError, connectNats } from "@agentmesh/messaging";
+import { AgentmeshError, naming as makeNaming } from "@agentmesh/contracts";
+import { connectNats } from "@agentmesh/messaging";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
 import { createLogger, crashHook, runUntilSignalled, type Logger, type Stoppable } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";

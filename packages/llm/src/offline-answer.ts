@@ -3,7 +3,7 @@ import { z } from "zod";
 import { sameNumber } from "./calc.js";
 import { classifyQuestion } from "./classify.js";
 import { ambiguityOf, clipText, contentWords, coverage, intentOf, sentencesOf } from "./blackboard-text.js";
-import { ModelError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 
 // The offline engine's summarize step (executor.execute on the `summarize` step) and critic.report.
 
@@ -54,7 +54,7 @@ function bestExcerpt(passage: string, terms: readonly string[], max: number): st
 /** executor.execute for the summarize step: the last calculator value, or quoted passages with [n] references. */
 export function summarizeOffline(input: OpRequest<"executor", "execute">): SummaryDraft {
   const ctx = input.context;
-  if (!ctx) throw new ModelError("internal", "offline engine: the summarize step came without its context");
+  if (!ctx) throw new AgentmeshError("internal", "offline engine: the summarize step came without its context");
   const q = classifyQuestion(input.question);
   const parts: string[] = [];
   const cited: Citation[] = [];

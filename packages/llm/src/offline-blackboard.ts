@@ -11,7 +11,7 @@ import {
 } from "@agentmesh/contracts";
 import { classifyQuestion } from "./classify.js";
 import { clipText, constraintsOf, entitiesOf, intentOf, keywordQuery, suspiciousPatterns } from "./blackboard-text.js";
-import { ModelError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 
 // The offline engine's perception and decision heuristics for the blackboard workflow.
 
@@ -162,7 +162,7 @@ function fit(steps: PlanStep[], max: number): PlanStep[] {
 }
 
 const needsModel = (what: string) =>
-  new ModelError("needs_model", `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`);
+  new AgentmeshError("needs_model", `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`);
 
 /** A tool the question names by its registry name (e.g. "use test_flaky to ..."). */
 function namedTool(question: string, tools: readonly ToolInfo[], usable: Usable): ToolInfo | null {

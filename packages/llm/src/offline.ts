@@ -1,7 +1,7 @@
 import { findOp, LIMITS, type OpRequest, type OpResponse } from "@agentmesh/contracts";
 import { CALC_PRECISION, sameNumber } from "./calc.js";
 import { classifyQuestion, type QuestionKind } from "./classify.js";
-import { ModelError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 import { decide, perceive } from "./offline-blackboard.js";
 import { reportOffline, summarizeOffline } from "./offline-answer.js";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
@@ -198,15 +198,15 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
 }
 
 function completeOffline<T>(req: ModelRequest<T>, hint: string): ModelReply<T> {
-  if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled before it started");
+  if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
   const handler = Object.hasOwn(HANDLERS, req.role) && Object.hasOwn(HANDLERS[req.role]!, req.op) ? HANDLERS[req.role]![req.op] : undefined;
   const def = findOp(req.role, req.op);
-  if (!handler || !def) throw new ModelError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
+  if (!handler || !def) throw new AgentmeshError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
   const input = def.request.safeParse(req.input);
-  if (!input.success) throw new ModelError("internal", `offline engine: the input for ${req.role}.${req.op} failed its schema: ${input.error.message}`);
+  if (!input.success) throw new AgentmeshError("internal", `offline engine: the input for ${req.role}.${req.op} failed its schema: ${input.error.message}`);
   const raw = handler(input.data as never, hint);
   const output = req.schema.safeParse(raw);
-  if (!output.success) throw new ModelError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${output.error.message}`);
+  if (!output.success) throw new AgentmeshError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${output.error.message}`);
   return {
     output: output.data,
     usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },
