@@ -1,5 +1,4 @@
-import { opError } from "@agentmesh/agent-kit";
-import { SUMMARIZE_TOOL, type OpRequest, type OpResponse, type PlanStep, type ToolArg, type ToolInfo } from "@agentmesh/contracts";
+import { AgentmeshError, SUMMARIZE_TOOL, type OpRequest, type OpResponse, type PlanStep, type ToolArg, type ToolInfo } from "@agentmesh/contracts";
 import { classifyQuestion, clipText, keywordQuery } from "@agentmesh/offline-kit";
 
 // The decision agent's offline behaviour: arithmetic → calculator, lookups → corpus_search.
@@ -75,7 +74,7 @@ function fit(steps: PlanStep[], max: number): PlanStep[] {
 }
 
 const needsModel = (what: string) =>
-  opError("needs_model", `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`);
+  new AgentmeshError("needs_model", `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`);
 
 /** A tool the question names by its registry name (e.g. "use test_flaky to ..."). */
 function namedTool(question: string, tools: readonly ToolInfo[], usable: Usable): ToolInfo | null {

@@ -1,6 +1,5 @@
-import { Citation, type OpRequest, type SummarizeContext } from "@agentmesh/contracts";
+import { AgentmeshError, Citation, type OpRequest, type SummarizeContext } from "@agentmesh/contracts";
 import { z } from "zod";
-import { opError } from "@agentmesh/agent-kit";
 import { classifyQuestion, clipText, contentWords, coverage, sentencesOf } from "@agentmesh/offline-kit";
 
 // The summarize step's draft, its numbered sources and its offline behaviour.
@@ -52,7 +51,7 @@ function bestExcerpt(passage: string, terms: readonly string[], max: number): st
 /** executor.execute for the summarize step: the last calculator value, or quoted passages with [n] references. */
 export function summarizeOffline(input: OpRequest<"executor", "execute">): SummaryDraft {
   const ctx = input.context;
-  if (!ctx) throw opError("internal", "offline engine: the summarize step came without its context");
+  if (!ctx) throw new AgentmeshError("internal", "offline engine: the summarize step came without its context");
   const q = classifyQuestion(input.question);
   const parts: string[] = [];
   const cited: Citation[] = [];

@@ -1,5 +1,5 @@
 import { existsSync } from "node:fs";
-import type { ExecutorLimits, RoleName } from "@agentmesh/contracts";
+import { AgentmeshError, type ExecutorLimits, type RoleName } from "@agentmesh/contracts";
 import type { Logger } from "@agentmesh/service-kit";
 import {
   DEFAULT_TOOL_ROLES,
@@ -10,7 +10,6 @@ import {
   createSafeExecutor,
   createToolRegistry,
   defineTool,
-  toolError,
   type BuiltinToolName,
   type SafeExecutor,
   type ToolCallResult,
@@ -56,7 +55,7 @@ function testTools(): ToolDefinition[] {
     timeoutMs: 3000,
     retry: { initialIntervalMs: 100, maximumIntervalMs: 400 },
     execute(input, ctx) {
-      if (ctx.attempt < 3) return Promise.reject(toolError("tool_error", `test_flaky fails attempt ${ctx.attempt} on purpose`));
+      if (ctx.attempt < 3) return Promise.reject(new AgentmeshError("tool_error", `test_flaky fails attempt ${ctx.attempt} on purpose`));
       return Promise.resolve({ echo: input.text });
     },
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { EMPTY_MEMORY, ROLES, type MemoryState, type OpRequest } from "@agentmesh/contracts";
+import { AgentmeshError, EMPTY_MEMORY, ROLES, type MemoryState, type OpRequest } from "@agentmesh/contracts";
 import type { ToolCallResult } from "@agentmesh/tools";
 import { fromMemory, rankHits, retrieve, type ToolCaller } from "./retrieve.js";
 
@@ -9,7 +9,7 @@ const HITS = [
   { path: "jetstream.md", passage: "JetStream is the persistence layer of NATS.", score: 3 },
 ];
 const ok = (tool: string, output: unknown): ToolCallResult => ({ ok: true, tool, output, records: [] });
-const fail = (tool: string, code: "tool_unavailable" | "tool_error", retryable: boolean): ToolCallResult => ({ ok: false, tool, error: { code, message: `${code}!`, retryable, fault: "upstream" }, records: [] });
+const fail = (tool: string, code: "tool_unavailable" | "tool_error", retryable: boolean): ToolCallResult => ({ ok: false, tool, error: new AgentmeshError(code, `${code}!`, { retryable }), records: [] });
 
 function caller(answers: Record<string, ToolCallResult>): ToolCaller & { calls: Array<{ tool: string; args: unknown }> } {
   const calls: Array<{ tool: string; args: unknown }> = [];

@@ -1,5 +1,4 @@
-import { opError } from "@agentmesh/agent-kit";
-import { BLACKBOARD_LIMITS, type MemoryState, type OpRequest, type RetrievalBundle } from "@agentmesh/contracts";
+import { AgentmeshError, BLACKBOARD_LIMITS, type MemoryState, type OpRequest, type RetrievalBundle } from "@agentmesh/contracts";
 import type { ToolCallResult } from "@agentmesh/tools";
 import { clipText as clip } from "@agentmesh/tools";
 import { contentWords, coverage, firstSentence } from "./text.js";
@@ -62,7 +61,7 @@ function rankWeb(query: string, hits: readonly WebHit[]): Item[] {
 
 /** A failed search: a transient failure fails the task (it is retried); anything else is a gap, noted. */
 function failed(result: Extract<ToolCallResult, { ok: false }>, what: string, gaps: string[]): void {
-  if (result.error.retryable) throw opError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
+  if (result.error.retryable) throw new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
   gaps.push(clip(`${what} is unavailable (${result.error.code}): ${result.error.message}`, 300));
 }
 

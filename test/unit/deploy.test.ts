@@ -121,7 +121,9 @@ describe("docker-compose.yml", () => {
     expect(svc.image).toBe("agentmesh:local");
     const env = map(svc.environment, `${name} environment`);
     expect(env.SERVICE).toBe(name);
-    expect(existsSync(join(ROOT, "services", name, "src", "main.ts")), `services/${name}/src/main.ts`).toBe(true);
+    // the image's entrypoint runs a package's src/main.ts, or a role folder through services/agent
+    const entry = name === "coordinator" ? join("services", name, "src", "main.ts") : join("services", name, "role.ts");
+    expect(existsSync(join(ROOT, entry)), entry).toBe(true);
     expect(env.NATS_URL).toBe("nats://nats:4222");
     if (name === "coordinator") {
       expect(env.REDIS_URL).toBe("redis://redis:6379");

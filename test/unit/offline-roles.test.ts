@@ -202,7 +202,7 @@ describe("offline engine: failures", () => {
   const req = { taskId: "t", system: "", prompt: "", schema: z.object({}), schemaName: "x" };
 
   it("an unknown role or op needs a model", async () => {
-    await expect(model.complete({ ...req, role: "router", op: "route", input: {} })).rejects.toMatchObject({ name: "ModelError", code: "needs_model", retryable: false });
+    await expect(model.complete({ ...req, role: "router", op: "route", input: {} })).rejects.toMatchObject({ name: "AgentmeshError", code: "needs_model", retryable: false });
     await expect(model.complete({ ...req, role: "planner", op: "toString", input: {} })).rejects.toMatchObject({ code: "needs_model" });
   });
 

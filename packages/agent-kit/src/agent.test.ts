@@ -1,10 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { EMPTY_MEMORY, ZERO_USAGE, type OpRequest } from "@agentmesh/contracts";
-import { ModelError, type ModelPort, type ModelRequest } from "@agentmesh/llm";
+import { AgentmeshError, EMPTY_MEMORY, ZERO_USAGE, type OpRequest } from "@agentmesh/contracts";
+import type { ModelPort, ModelRequest } from "@agentmesh/llm";
 import { createLogger } from "@agentmesh/service-kit";
 import { checkContracts, createOpRunner } from "./agent.js";
 import { defineAgent, type HandlerContext } from "./definition.js";
-import { opError } from "./errors.js";
 import type { PromptContract } from "./prompts.js";
 
 const log = createLogger({ service: "test", level: "silent" });
@@ -91,12 +90,12 @@ describe("handler ops", () => {
   });
 
   it("turn thrown typed errors into typed failures, retryable per code; anything else is a bug", async () => {
-    const cases: Array<[() => never, { code: string; retryable: boolean }]> = [
-      [() => { throw opError("tool_error", "search down"); }, { code: "tool_error", retryable: true }],
-      [() => { throw opError("tool_error", "bad index", { retryable: false }); }, { code: "tool_error", retryable: false }],
-      [() => { throw new ModelError("needs_model", "no model"); }, { code: "needs_model", retryable: false }],
-      [() => { throw Object.assign(new Error("slow"), { name: "ToolError", code: "timeout", retryable: true }); }, { code: "timeout", retryable: true }],
-      [() => { throw new TypeError("x is undefined"); }, { code: "internal", retryable: false }],
+    const cases: Array<[() => never, { code: string; retryable: boolean; message?: string }]> = [
+      [() => { throw new AgentmeshError("tool_error", "search down"); }, { code: "tool_error", retryable: true }],
+      [() => { throw new AgentmeshError("tool_error", "bad index", { retryable: false }); }, { code: "tool_error", retryable: false }],
+      [() => { throw new AgentmeshError("needs_model", "no model"); }, { code: "needs_model", retryable: false }],
+      [() => { throw new AgentmeshError("timeout", "slow"); }, { code: "timeout", retryable: true }],
+      [() => { throw new TypeError("x is undefined"); }, { code: "internal", retryable: false, message: "bug in memory.update: x is undefined" }],
     ];
     for (const [thrower, expected] of cases) {
       const agent = handlerAgent(async () => thrower());

@@ -1,11 +1,10 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { ZERO_USAGE, findOp, wireError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
-import { AgentmeshError, createMicroService, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
+import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
+import { createMicroService, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
 import type { ModelPort } from "@agentmesh/llm";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
 import { isHandler, type AgentDefinition, type HandlerContext, type HandlerModelCall, type OpSpec } from "./definition.js";
-import { toOpFailure } from "./errors.js";
 import { contractVersion, type PromptContract } from "./prompts.js";
 
 export interface AgentOptions {
@@ -76,10 +75,10 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
   return async function runOp(task: OpTask, signal: AbortSignal): Promise<TaskOutcome> {
     const spec = findOp(task.role, task.op);
     const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
-    if (task.role !== def.role || !spec || !op) return fail(wireError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`, def.role));
+    if (task.role !== def.role || !spec || !op) return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
     const parsed = spec.request.safeParse(task.input);
     if (!parsed.success) {
-      return fail(wireError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, def.role));
+      return fail(new AgentmeshError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`).toWire(def.role));
     }
     const log = opts.log.child({ taskId: task.task_id, op: task.op });
     const started = performance.now();
@@ -113,7 +112,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         const raw = await op.run(parsed.data, ctx);
         const checked = spec.response.safeParse(raw);
         if (!checked.success) {
-          return fail(wireError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${checked.error.issues.slice(0, 5).map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`, def.role));
+          return fail(new AgentmeshError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`).toWire(def.role));
         }
         output = checked.data;
         promptVersion = contract ? contractVersion(contract) : op.version;
@@ -136,10 +135,11 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       };
       return { ok: true, output, provenance };
     } catch (err) {
-      const { error, typed } = toOpFailure(err, def.role, task.op);
-      if (typed) log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
+      // a typed error (ours, the model port's, a tool's) keeps its code and retryability; anything else is a bug
+      const error = AgentmeshError.from(err, `bug in ${def.role}.${task.op}`);
+      if (err instanceof AgentmeshError) log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
       else log.error({ err }, "op crashed");
-      return fail(error);
+      return fail(error.toWire(def.role));
     }
   };
 }
@@ -176,7 +176,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
         { task_id: body.task_id ?? "direct0000.0.0.0", session_id: body.session_id ?? "direct0000", role: def.role, op, attempt: 0, input: body.input ?? data },
         AbortSignal.timeout(opts.ackWaitMs),
       );
-      if (!outcome.ok) throw new AgentmeshError(outcome.error.code, outcome.error.message, { retryable: outcome.error.retryable, component: def.role });
+      if (!outcome.ok) throw AgentmeshError.fromWire(outcome.error);
       return outcome;
     });
   }

@@ -57,7 +57,7 @@ export interface HandlerContext {
 /**
  * An op that does deterministic work instead of (or before) a model call: the safe executor, a
  * pure fold, a search. Its output is validated against the contracts' response schema like a
- * model's; a thrown typed error (see `opError`) becomes a typed failure, retried per its code.
+ * model's; a thrown `AgentmeshError` becomes a typed failure, retried per its code.
  */
 export interface OpHandler<Req, Res> {
   readonly kind: "handler";

@@ -12,5 +12,4 @@ export { startAgent, createOpRunner, type AgentOptions, type RunningAgent } from
 export { loadAgentConfig, type AgentConfig } from "./config.js";
 export { startAgentsInProcess, defineRoleSetup, setUpRole, type AgentSetup, type AgentSetupFactory, type RoleModule } from "./main.js";
 export { offlineHandlersOf } from "./offline.js";
-export { opError } from "./errors.js";
 export { PromptContract, loadPromptContracts, type LoadedContract } from "./prompts.js";

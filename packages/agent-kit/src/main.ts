@@ -1,5 +1,4 @@
-import { naming as makeNaming, type RoleName } from "@agentmesh/contracts";
-import { AgentmeshError } from "@agentmesh/messaging";
+import { AgentmeshError, naming as makeNaming, type RoleName } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
 import { crashHook, type Logger, type Stoppable } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";

@@ -1,5 +1,5 @@
-import { findOp } from "@agentmesh/contracts";
-import { DEFAULT_CONFIG_HINT, ModelError, offlineKey, type OfflineHandler } from "@agentmesh/llm";
+import { AgentmeshError, findOp, formatZodError } from "@agentmesh/contracts";
+import { DEFAULT_CONFIG_HINT, offlineKey, type OfflineHandler } from "@agentmesh/llm";
 import type { AgentDefinition, OpSpec } from "./definition.js";
 
 /**
@@ -16,7 +16,7 @@ export function offlineHandlersOf(defs: readonly AgentDefinition[], configHint: 
       if (!offline || !spec) continue;
       handlers.set(offlineKey(def.role, name), (raw, signal) => {
         const input = spec.request.safeParse(raw);
-        if (!input.success) throw new ModelError("internal", `offline engine: the input for ${def.role}.${name} failed its schema: ${input.error.message}`);
+        if (!input.success) throw new AgentmeshError("internal", `offline engine: the input for ${def.role}.${name} failed its schema: ${formatZodError(input.error)}`);
         return offline(input.data, { configHint, signal });
       });
     }

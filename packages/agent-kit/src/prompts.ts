@@ -1,5 +1,6 @@
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
+import { formatZodError } from "@agentmesh/contracts";
 import { z } from "zod";
 
 /**
@@ -36,7 +37,7 @@ function loadFolder(dir: string): Map<string, LoadedContract> {
     try {
       parsed = PromptContract.parse(JSON.parse(readFileSync(file, "utf8")));
     } catch (err) {
-      problems.push(`${file}: ${err instanceof z.ZodError ? err.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") : (err as Error).message}`);
+      problems.push(`${file}: ${err instanceof z.ZodError ? formatZodError(err) : (err as Error).message}`);
       continue;
     }
     if (parsed.id !== m[1] || parsed.version !== Number(m[2])) {

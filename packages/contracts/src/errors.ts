@@ -46,7 +46,86 @@ export const WireError = z.object({
 });
 export type WireError = z.infer<typeof WireError>;
 
-/** Builds a wire error with the code's default retryability. */
-export function wireError(code: ErrorCode, message: string, component: string | null = null): WireError {
-  return { code, message: message.slice(0, 4000), retryable: ERROR_CODES[code].retryable, component };
+const MAX_MESSAGE = 4000;
+const MAX_COMPONENT = 100;
+
+/** Options of an AgentmeshError beyond its code and message. */
+export interface AgentmeshErrorOptions {
+  /**
+   * Overrides the code's retryability where it varies with the case: e.g. a `timeout` of code that
+   * was killed (running it again times out again) or a `tool_error` on HTTP 429 versus 400.
+   */
+  readonly retryable?: boolean;
+  /** Which component failed: an agent role, a tool, "nats", "redis". */
+  readonly component?: string | null;
+  readonly cause?: unknown;
+}
+
+/**
+ * The one error class of agentmesh: a closed code (whose table entry says who is at fault and
+ * whether a retry can help), the component that failed, and its wire form `WireError`.
+ */
+export class AgentmeshError extends Error {
+  override readonly name = "AgentmeshError";
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+  readonly component: string | null;
+
+  constructor(code: ErrorCode, message: string, opts: AgentmeshErrorOptions = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.code = code;
+    this.retryable = opts.retryable ?? ERROR_CODES[code].retryable;
+    this.component = opts.component ?? null;
+  }
+
+  /** Who is at fault, from the code table. */
+  get fault(): Fault {
+    return ERROR_CODES[this.code].fault;
+  }
+
+  /** The wire form, cut to fit; `component` names who reported the error when it names none itself. */
+  toWire(component: string | null = null): WireError {
+    const c = this.component ?? component;
+    return { code: this.code, message: this.message.slice(0, MAX_MESSAGE), retryable: this.retryable, component: c === null ? null : c.slice(0, MAX_COMPONENT) };
+  }
+
+  /** Rebuilds an error from its wire form; a value that is not a `WireError` becomes `internal`. */
+  static fromWire(wire: unknown): AgentmeshError {
+    const parsed = WireError.safeParse(wire);
+    if (!parsed.success) return new AgentmeshError("internal", `malformed wire error: ${formatZodError(parsed.error)}`);
+    const { code, message, retryable, component } = parsed.data;
+    return new AgentmeshError(code, message, { retryable, component });
+  }
+
+  /**
+   * Anything thrown, as an AgentmeshError: ours as it is, anything else `internal` (a bug, not
+   * retried), its message after `context` when given (e.g. "bug in planner.plan").
+   */
+  static from(err: unknown, context?: string): AgentmeshError {
+    if (err instanceof AgentmeshError) return err;
+    const what = err instanceof Error ? err.message || err.name : typeof err === "string" ? err : `non-error thrown: ${safeString(err)}`;
+    return new AgentmeshError("internal", context === undefined ? what : `${context}: ${what}`, err === undefined ? {} : { cause: err });
+  }
+}
+
+function safeString(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
+/**
+ * Every problem of a failed parse on one line, in `z.prettifyError`'s words
+ * ("Invalid input: expected string, received number → at a.b; …"), cut to `max` characters.
+ */
+export function formatZodError(err: z.ZodError, max = 1000): string {
+  const line = z
+    .prettifyError(err)
+    .replace(/\n\s*→ at /g, " → at ")
+    .replace(/\n✖ /g, "; ")
+    .replace(/^✖ /, "")
+    .replace(/\s*\n\s*/g, " ");
+  return line.length <= max ? line : `${line.slice(0, max - 1)}…`;
 }

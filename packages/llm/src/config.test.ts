@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ROLES } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelConfig } from "./config.js";
-import { isModelError, ModelError, toModelFailure } from "./errors.js";
 import { DEFAULT_MAX_HTTP_ATTEMPTS, maxModelRequestsPerCall } from "./openai.js";
 import { startScriptedOpenAIServer, type ScriptedServer } from "./scripted-server.js";
 
@@ -52,19 +51,10 @@ describe("createModelFromConfig", () => {
   });
 });
 
-describe("call bound and errors", () => {
+describe("call bound", () => {
   it("documents the bound: two exchanges of maxHttpAttempts each", () => {
     expect(DEFAULT_MAX_HTTP_ATTEMPTS).toBe(3);
     expect(maxModelRequestsPerCall()).toBe(6);
     expect(maxModelRequestsPerCall(1)).toBe(2);
-  });
-
-  it("ModelError takes its default retryability from the contracts' error table", () => {
-    expect(new ModelError("model_rate_limited", "x").retryable).toBe(true);
-    expect(new ModelError("model_refused", "x").retryable).toBe(false);
-    expect(toModelFailure(new ModelError("timeout", "slow"))).toEqual({ code: "timeout", message: "slow", retryable: true });
-    expect(toModelFailure(new TypeError("boom"))).toMatchObject({ code: "internal", retryable: false });
-    expect(isModelError({ name: "ModelError", code: "timeout", retryable: true, message: "m" })).toBe(true);
-    expect(isModelError({ name: "ModelError", code: "unknown_session", retryable: false })).toBe(false);
   });
 });

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ROLES } from "@agentmesh/contracts";
-import { isModelError } from "./errors.js";
+import { AgentmeshError, ROLES } from "@agentmesh/contracts";
 import type { ModelPort, ModelRequest } from "./types.js";
 
 /** One scripted answer, in the form every model twin understands. */
@@ -75,7 +74,7 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
         const t0 = Date.now();
         setTimeout(() => ac.abort(), 100);
         const err = await model.complete(request(plan.response, "planner", "plan", "sessconf0003.1.0.0", ac.signal)).then(() => null, (e: unknown) => e);
-        expect(isModelError(err) && err.code).toBe("cancelled");
+        expect(err instanceof AgentmeshError && err.code).toBe("cancelled");
         expect(Date.now() - t0).toBeLessThan(2000);
       } finally {
         await close();

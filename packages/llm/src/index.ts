@@ -1,5 +1,4 @@
-export type { ModelPort, ModelReply, ModelRequest, ModelFailure, RoleModelConfig } from "./types.js";
-export { ModelError, MODEL_ERROR_CODES, isModelError, toModelFailure, type ModelErrorCode } from "./errors.js";
+export type { ModelPort, ModelReply, ModelRequest, RoleModelConfig } from "./types.js";
 export {
   createOpenAIModel,
   maxModelRequestsPerCall,

@@ -1,4 +1,4 @@
-import { ModelError } from "./errors.js";
+import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
 
 /**
@@ -40,12 +40,12 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
   return {
     name: "offline",
     async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
-      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled before it started");
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
       const handler = handlers.get(offlineKey(req.role, req.op));
-      if (!handler) throw new ModelError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
+      if (!handler) throw new AgentmeshError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
       const raw = await handler(req.input, req.signal);
       const output = req.schema.safeParse(raw);
-      if (!output.success) throw new ModelError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${output.error.message}`);
+      if (!output.success) throw new AgentmeshError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${formatZodError(output.error)}`);
       return {
         output: output.data,
         usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },

@@ -63,7 +63,7 @@ describe("OpenAI-compatible adapter: retries and failures", () => {
 
   it("a permanent 500 costs exactly maxHttpAttempts requests, then model_error", async () => {
     const { model, sleeps, server } = await setup([status(500), status(500), status(500), OK]);
-    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "ModelError", code: "model_error", retryable: true });
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "AgentmeshError", code: "model_error", retryable: true });
     expect(server.calls).toHaveLength(3);
     expect(sleeps).toHaveLength(2);
     // The answer after the three failures was never reached.

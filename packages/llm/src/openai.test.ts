@@ -140,7 +140,7 @@ describe("OpenAI-compatible adapter: structured output", () => {
       { role: "planner", op: "plan", content: "nope" },
       { role: "planner", op: "plan", output: { research_steps: [], expert_steps: [] } },
     ]);
-    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "ModelError", code: "model_invalid_output", retryable: true });
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "AgentmeshError", code: "model_invalid_output", retryable: true });
     expect(server.calls).toHaveLength(2);
   });
 

@@ -1,8 +1,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
-import { Tier, type Usage } from "@agentmesh/contracts";
-import { ModelError } from "./errors.js";
+import { AgentmeshError, formatZodError, Tier, type Usage } from "@agentmesh/contracts";
 import { backoffDelay, classifyAttemptError, DEFAULT_BACKOFF, realSleep, sleepUnlessAborted, type BackoffPolicy } from "./retry.js";
 import { parseReply, schemaInstruction, schemaNameFor, toStrictJsonSchema } from "./structured.js";
 import type { ModelPort, ModelReply, ModelRequest, RoleModelConfig } from "./types.js";
@@ -80,7 +79,7 @@ const headerValue = (s: string) => s.replace(/[^\x20-\x7e]/g, "_").slice(0, 200)
  */
 export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   const parsed = Options.safeParse(options);
-  if (!parsed.success) throw new Error(`createOpenAIModel: invalid options:\n${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new Error(`createOpenAIModel: invalid options: ${formatZodError(parsed.error)}`);
   const opts = Object.freeze(parsed.data);
   const sleep = options.sleep ?? realSleep;
   const backoff: BackoffPolicy = { ...DEFAULT_BACKOFF, ...options.backoff };
@@ -164,11 +163,11 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       tally.prompt += completion.usage?.prompt_tokens ?? 0;
       tally.completion += completion.usage?.completion_tokens ?? 0;
       const message = completion.choices[0]?.message;
-      if (message?.refusal) throw new ModelError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`, false);
+      if (message?.refusal) throw new AgentmeshError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`);
       return message?.content ?? "";
     } catch (err) {
-      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled", false);
-      if (timedOut) throw new ModelError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`, true);
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
+      if (timedOut) throw new AgentmeshError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`);
       throw err;
     } finally {
       clearTimeout(timer);
@@ -178,7 +177,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
 
   /** One exchange: up to maxHttpAttempts requests (retries and format fallbacks) for one reply. */
   async function exchange<T>(req: ModelRequest<T>, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally): Promise<string> {
-    let last: ModelError | undefined;
+    let last: AgentmeshError | undefined;
     for (let attempt = 1; attempt <= opts.maxHttpAttempts; attempt++) {
       const wire = mode;
       try {
@@ -190,24 +189,24 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
           if (opts.structuredMode !== "auto" || FALLBACK[wire] === null) throw failure.error;
           downgrade(wire);
           // Retryable: the next call starts in the mode that works.
-          last = new ModelError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, true);
+          last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`);
           continue;
         }
         last = failure.error;
         if (attempt === opts.maxHttpAttempts) break;
         const delay = backoffDelay(attempt, failure.retryAfterMs, backoff);
-        if (delay === null) throw new ModelError(failure.error.code, `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`, true);
+        if (delay === null) throw new AgentmeshError(failure.error.code, `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`, { retryable: true });
         await sleepUnlessAborted(delay, sleep, req.signal);
       }
     }
-    throw last ?? new ModelError("internal", "no HTTP attempt was made", false);
+    throw last ?? new AgentmeshError("internal", "no HTTP attempt was made");
   }
 
   return {
     name: `openai-compatible ${opts.baseURL}`,
     async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
       const started = performance.now();
-      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled before it started", false);
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
       const cfg = Object.hasOwn(opts.roles, req.role) ? opts.roles[req.role]! : opts.defaultRole;
       const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model };
       const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
@@ -225,7 +224,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
           { role: "user", content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.` },
         );
       }
-      throw new ModelError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000), true);
+      throw new AgentmeshError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000));
     },
   };
 }
@@ -234,7 +233,7 @@ function forward(onToken: (delta: string) => void, delta: string): void {
   try {
     onToken(delta);
   } catch (err) {
-    throw new ModelError("internal", `the onToken callback threw: ${(err as Error).message}`, false);
+    throw new AgentmeshError("internal", `the onToken callback threw: ${(err as Error).message}`);
   }
 }
 

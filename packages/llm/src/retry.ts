@@ -1,14 +1,14 @@
 import { APIError, APIConnectionError, APIConnectionTimeoutError } from "openai";
-import { isModelError, ModelError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 
 /** What one failed HTTP attempt means for the next one. */
 export type AttemptFailure =
   /** Another attempt may help (429, 5xx, connection error, timeout). */
-  | { readonly kind: "retry"; readonly error: ModelError; readonly retryAfterMs: number | null }
+  | { readonly kind: "retry"; readonly error: AgentmeshError; readonly retryAfterMs: number | null }
   /** The server rejected our `response_format`; try the next, simpler structured-output mode. */
-  | { readonly kind: "fallback"; readonly error: ModelError }
+  | { readonly kind: "fallback"; readonly error: AgentmeshError }
   /** Nothing another attempt can fix (auth, bad request, cancellation, our own bug). */
-  | { readonly kind: "fail"; readonly error: ModelError };
+  | { readonly kind: "fail"; readonly error: AgentmeshError };
 
 const RESPONSE_FORMAT_PROBLEM = /response_format|json_schema|json_object|structured output|guided_json|grammar/i;
 
@@ -31,32 +31,32 @@ export function retryAfterMs(headers: Headers | undefined, now: () => number = D
  * "our request is wrong".
  */
 export function classifyAttemptError(err: unknown, formatSent: boolean): AttemptFailure {
-  if (isModelError(err)) return err.retryable ? { kind: "retry", error: err, retryAfterMs: null } : { kind: "fail", error: err };
+  if (err instanceof AgentmeshError) return err.retryable ? { kind: "retry", error: err, retryAfterMs: null } : { kind: "fail", error: err };
   if (err instanceof APIConnectionTimeoutError) {
-    return { kind: "retry", error: new ModelError("timeout", "the model endpoint did not answer in time", true), retryAfterMs: null };
+    return { kind: "retry", error: new AgentmeshError("timeout", "the model endpoint did not answer in time"), retryAfterMs: null };
   }
   if (err instanceof APIConnectionError) {
-    return { kind: "retry", error: new ModelError("model_error", `could not reach the model endpoint: ${causeOf(err)}`, true), retryAfterMs: null };
+    return { kind: "retry", error: new AgentmeshError("model_error", `could not reach the model endpoint: ${causeOf(err)}`), retryAfterMs: null };
   }
   if (err instanceof APIError && typeof err.status === "number") {
     const status = err.status;
     const detail = `${err.message}`.slice(0, 1000);
     if (status === 429) {
-      return { kind: "retry", error: new ModelError("model_rate_limited", `the model endpoint rate-limited us: ${detail}`, true), retryAfterMs: retryAfterMs(err.headers) };
+      return { kind: "retry", error: new AgentmeshError("model_rate_limited", `the model endpoint rate-limited us: ${detail}`), retryAfterMs: retryAfterMs(err.headers) };
     }
     if (status >= 500 || status === 408 || status === 409) {
-      return { kind: "retry", error: new ModelError("model_error", `the model endpoint failed: ${detail}`, true), retryAfterMs: retryAfterMs(err.headers) };
+      return { kind: "retry", error: new AgentmeshError("model_error", `the model endpoint failed: ${detail}`), retryAfterMs: retryAfterMs(err.headers) };
     }
     if (formatSent && (status === 400 || status === 422) && RESPONSE_FORMAT_PROBLEM.test(`${detail} ${err.param ?? ""}`)) {
-      return { kind: "fallback", error: new ModelError("model_refused", `the model endpoint rejected the response format: ${detail}`, false) };
+      return { kind: "fallback", error: new AgentmeshError("model_refused", `the model endpoint rejected the response format: ${detail}`) };
     }
     // 400 (not about the format), 401, 403, 404, 422 and the rest: the request itself is wrong
     // (auth, model name, parameters); repeating it cannot help.
-    return { kind: "fail", error: new ModelError("model_refused", `the model endpoint rejected the request: ${detail}`, false) };
+    return { kind: "fail", error: new AgentmeshError("model_refused", `the model endpoint rejected the request: ${detail}`) };
   }
   // Anything else came from parsing or streaming a response; a fresh attempt may succeed.
   const message = err instanceof Error ? err.message : String(err);
-  return { kind: "retry", error: new ModelError("model_error", `the model call failed: ${message}`, true), retryAfterMs: null };
+  return { kind: "retry", error: new AgentmeshError("model_error", `the model call failed: ${message}`), retryAfterMs: null };
 }
 
 function causeOf(err: Error): string {
@@ -90,10 +90,10 @@ export function backoffDelay(attempt: number, retryAfter: number | null, policy:
 /** Sleeps via `sleep`, but gives up as soon as `signal` aborts. */
 export async function sleepUnlessAborted(ms: number, sleep: (ms: number) => Promise<void>, signal: AbortSignal | undefined): Promise<void> {
   if (!signal) return sleep(ms);
-  if (signal.aborted) throw new ModelError("cancelled", "the model call was cancelled", false);
+  if (signal.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
   let onAbort: () => void = () => undefined;
   const aborted = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new ModelError("cancelled", "the model call was cancelled while waiting to retry", false));
+    onAbort = () => reject(new AgentmeshError("cancelled", "the model call was cancelled while waiting to retry"));
     signal.addEventListener("abort", onAbort, { once: true });
   });
   try {

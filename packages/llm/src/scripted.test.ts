@@ -49,7 +49,7 @@ describe("createScriptedModel", () => {
   it("replays a scripted error identically too", async () => {
     const model = createScriptedModel([{ role: "expert", op: "answer", error: { code: "model_rate_limited", message: "slow down" } }]);
     for (let i = 0; i < 2; i++) {
-      await expect(model.complete(req("expert", "answer", "t1"))).rejects.toMatchObject({ name: "ModelError", code: "model_rate_limited", retryable: true, message: "slow down" });
+      await expect(model.complete(req("expert", "answer", "t1"))).rejects.toMatchObject({ name: "AgentmeshError", code: "model_rate_limited", retryable: true, message: "slow down" });
     }
   });
 

@@ -1,8 +1,11 @@
 import { z } from "zod";
-import { type Tier, type Usage } from "@agentmesh/contracts";
-import { MODEL_ERROR_CODES, ModelError, type ModelErrorCode } from "./errors.js";
+import { AgentmeshError, ErrorCode, formatZodError, type Tier, type Usage } from "@agentmesh/contracts";
 import { createScriptCursor, describeEntries } from "./script-cursor.js";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
+
+/** The codes a model call fails with, so a script can fail only as a real model port can. */
+const ModelErrorCode = ErrorCode.extract(["model_error", "model_rate_limited", "model_invalid_output", "model_refused", "needs_model", "timeout", "cancelled", "internal"]);
+type ModelErrorCode = z.infer<typeof ModelErrorCode>;
 
 /** One scripted answer (or failure) for a role and op. Exactly one of `output`, `error`. */
 export interface ScriptEntry {
@@ -46,7 +49,7 @@ const Entry = z
     role: z.string().min(1),
     op: z.string().min(1),
     output: z.unknown().optional(),
-    error: z.object({ code: z.enum(MODEL_ERROR_CODES), message: z.string(), retryable: z.boolean().optional() }).optional(),
+    error: z.object({ code: ModelErrorCode, message: z.string(), retryable: z.boolean().optional() }).optional(),
     delayMs: z.number().int().nonnegative().optional(),
     usage: z
       .object({
@@ -64,7 +67,7 @@ const Entry = z
 export function validateScript<E>(script: readonly E[], schema: z.ZodType, what: string): void {
   const problems = script.flatMap((entry, i) => {
     const r = schema.safeParse(entry);
-    return r.success ? [] : [`#${i}: ${z.prettifyError(r.error).replace(/\n/g, "; ")}`];
+    return r.success ? [] : [`#${i}: ${formatZodError(r.error)}`];
   });
   if (problems.length > 0) throw new Error(`${what}: invalid script entries:\n${problems.join("\n")}`);
 }
@@ -72,7 +75,7 @@ export function validateScript<E>(script: readonly E[], schema: z.ZodType, what:
 /**
  * A model for tests that answers from `script`. Per role+op, the n-th distinct task id gets the
  * n-th entry and a repeated task id gets the same entry again (a redelivered task replays
- * identically). A call with no entry left throws `ModelError("internal")` and is recorded.
+ * identically). A call with no entry left throws `AgentmeshError("internal")` and is recorded.
  */
 export function createScriptedModel(script: readonly ScriptEntry[], opts: ScriptedModelOptions = {}): ScriptedModel {
   validateScript(script, Entry, "createScriptedModel");
@@ -95,15 +98,15 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
     async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
       const taken = cursor.take(req.role, req.op, req.taskId);
       calls.push({ role: req.role, op: req.op, taskId: req.taskId, entry: taken?.index ?? null });
-      if (!taken) throw new ModelError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`, false);
+      if (!taken) throw new AgentmeshError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`);
       const { entry, index } = taken;
       if (entry.delayMs) await delay(entry.delayMs, req.signal);
-      if (req.signal?.aborted) throw new ModelError("cancelled", "the model call was cancelled", false);
-      if (entry.error) throw new ModelError(entry.error.code, entry.error.message, entry.error.retryable);
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
+      if (entry.error) throw new AgentmeshError(entry.error.code, entry.error.message, { retryable: entry.error.retryable });
       // A copy, so a caller that mutates its output cannot change what a replay returns.
       const result = req.schema.safeParse(structuredClone(entry.output));
       if (!result.success) {
-        throw new ModelError("model_invalid_output", `scripted model: entry #${index} (${req.role}.${req.op}) fails the schema: ${z.prettifyError(result.error)}`, true);
+        throw new AgentmeshError("model_invalid_output", `scripted model: entry #${index} (${req.role}.${req.op}) fails the schema: ${formatZodError(result.error)}`);
       }
       const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 1, ...entry.usage };
       return { output: result.data, usage, model: opts.model ?? "scripted", tier: opts.tier ?? "fast", latencyMs: entry.delayMs ?? 0 };
@@ -114,12 +117,12 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(new ModelError("cancelled", "the model call was cancelled", false));
+      reject(new AgentmeshError("cancelled", "the model call was cancelled"));
       return;
     }
     const onAbort = () => {
       clearTimeout(timer);
-      reject(new ModelError("cancelled", "the model call was cancelled", false));
+      reject(new AgentmeshError("cancelled", "the model call was cancelled"));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);

@@ -1,3 +1,4 @@
+import { formatZodError } from "@agentmesh/contracts";
 import { z } from "zod";
 
 type JsonSchema = Record<string, unknown>;
@@ -131,7 +132,7 @@ export function parseReply<T>(schema: z.ZodType<T>, content: string): ParsedRepl
   }
   const result = schema.safeParse(normaliseNulls(schema, json));
   if (result.success) return { ok: true, value: result.data };
-  return { ok: false, problem: `The reply does not match the schema:\n${z.prettifyError(result.error)}`.slice(0, 4000) };
+  return { ok: false, problem: `The reply does not match the schema: ${formatZodError(result.error, 3900)}` };
 }
 
 /** The instruction that describes the schema in the prompt, for servers without schema support. */

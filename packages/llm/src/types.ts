@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { ErrorCode, Tier, Usage } from "@agentmesh/contracts";
+import type { Tier, Usage } from "@agentmesh/contracts";
 
 /** One structured call to a model on behalf of an agent task. */
 export interface ModelRequest<T> {
@@ -42,11 +42,4 @@ export interface RoleModelConfig {
   readonly model: string;
   readonly temperature: number;
   readonly tier: Tier;
-}
-
-/** A failed model call, typed; `retryable` says whether another attempt can help. */
-export interface ModelFailure {
-  readonly code: Extract<ErrorCode, "model_error" | "model_rate_limited" | "model_invalid_output" | "model_refused" | "needs_model" | "timeout" | "cancelled" | "internal">;
-  readonly message: string;
-  readonly retryable: boolean;
 }

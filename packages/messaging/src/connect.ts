@@ -1,5 +1,5 @@
 import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 import type { Log } from "./log.js";
 
 /** How to reach NATS. */

@@ -1,4 +1,4 @@
-import { LIMITS, SCHEMA_VERSION } from "@agentmesh/contracts";
+import { formatZodError, LIMITS, SCHEMA_VERSION } from "@agentmesh/contracts";
 import type { z } from "zod";
 
 /** An inbound message, checked: a typed value, or why it can never be processed. */
@@ -23,10 +23,7 @@ export function decodeMessage<S extends z.ZodType>(data: Uint8Array, schema: S, 
     return { ok: false, reason: `${what} has unsupported schema version ${JSON.stringify(v) ?? "(none)"}, expected ${SCHEMA_VERSION}` };
   }
   const r = schema.safeParse(raw);
-  if (!r.success) {
-    const why = r.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
-    return { ok: false, reason: `invalid ${what}: ${why}` };
-  }
+  if (!r.success) return { ok: false, reason: `invalid ${what}: ${formatZodError(r.error)}` };
   return { ok: true, value: r.data };
 }
 

@@ -1,62 +1,23 @@
-import { ERROR_CODES, ErrorCode, WireError } from "@agentmesh/contracts";
+import { AgentmeshError, ErrorCode } from "@agentmesh/contracts";
 import { TimeoutError, RequestError, NoRespondersError } from "@nats-io/transport-node";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { AgentmeshError, fromWireError, natsFailure, toWireError } from "./errors.js";
+import { natsFailure, thrownError } from "./errors.js";
 import { serviceErrorCode } from "./micro.js";
 
-describe("AgentmeshError", () => {
-  it("takes retryability and fault from the code table unless told otherwise", () => {
-    for (const code of ErrorCode.options) {
-      const e = new AgentmeshError(code, "m");
-      expect(e.retryable).toBe(ERROR_CODES[code].retryable);
-      expect(e.fault).toBe(ERROR_CODES[code].fault);
-      expect(e).toBeInstanceOf(Error);
-      expect(e.name).toBe("AgentmeshError");
-    }
-    expect(new AgentmeshError("internal", "m", { retryable: true }).retryable).toBe(true);
-  });
-});
-
-describe("wire conversion", () => {
-  it("round-trips every code, keeping message, retryability and component", () => {
-    for (const code of ErrorCode.options) {
-      for (const retryable of [true, false]) {
-        const e = new AgentmeshError(code, `boom ${code}`, { retryable, component: "critic" });
-        const w = toWireError(e);
-        expect(WireError.parse(w)).toEqual(w);
-        const back = fromWireError(w);
-        expect(back).toBeInstanceOf(AgentmeshError);
-        expect({ code: back.code, message: back.message, retryable: back.retryable, component: back.component }).toEqual({
-          code, message: `boom ${code}`, retryable, component: "critic",
-        });
-      }
-    }
-  });
-
+describe("errors on the transport", () => {
   it("classifies foreign errors by who is at fault", () => {
     const zerr = z.object({ a: z.string() }).safeParse({ a: 1 }).error;
-    expect(toWireError(zerr)).toMatchObject({ code: "invalid_message", retryable: false });
-    expect(toWireError(zerr).message).toContain("a:");
-    expect(toWireError(new TimeoutError())).toMatchObject({ code: "timeout", retryable: true });
-    expect(toWireError(new RequestError("no responders", { cause: new NoRespondersError("x.y") }))).toMatchObject({ code: "unavailable", retryable: true });
-    expect(toWireError(new DOMException("stop", "AbortError"))).toMatchObject({ code: "cancelled", retryable: false });
-    expect(toWireError(new TypeError("x is undefined"), "planner")).toEqual({ code: "internal", message: "x is undefined", retryable: false, component: "planner" });
-    expect(toWireError("plain string")).toMatchObject({ code: "internal", message: "plain string" });
-    expect(toWireError({ weird: true }).message).toContain('{"weird":true}');
-  });
-
-  it("bounds message and component so the result always fits WireError", () => {
-    const w = toWireError(new AgentmeshError("tool_error", "x".repeat(10_000), { component: "c".repeat(500) }));
-    expect(w.message).toHaveLength(4000);
-    expect(w.component).toHaveLength(100);
-    expect(WireError.safeParse(w).success).toBe(true);
-  });
-
-  it("turns a malformed wire error into `internal` instead of throwing", () => {
-    const e = fromWireError({ code: "nope", message: 1 } as unknown as WireError);
-    expect(e.code).toBe("internal");
-    expect(e.message).toMatch(/malformed wire error/);
+    expect(thrownError(zerr)).toMatchObject({ code: "invalid_message", retryable: false });
+    expect(thrownError(zerr).message).toContain("→ at a");
+    expect(thrownError(new TimeoutError())).toMatchObject({ code: "timeout", retryable: true });
+    expect(thrownError(new RequestError("no responders", { cause: new NoRespondersError("x.y") }))).toMatchObject({ code: "unavailable", retryable: true });
+    expect(thrownError(new DOMException("stop", "AbortError"))).toMatchObject({ code: "cancelled", retryable: false });
+    expect(thrownError(new TypeError("x is undefined")).toWire("planner")).toEqual({ code: "internal", message: "x is undefined", retryable: false, component: "planner" });
+    expect(thrownError("plain string")).toMatchObject({ code: "internal", message: "plain string" });
+    expect(thrownError({ weird: true }).message).toContain('{"weird":true}');
+    const ours = new AgentmeshError("tool_error", "down", { retryable: false });
+    expect(thrownError(ours)).toBe(ours);
   });
 
   it("wraps NATS failures: timeouts stay timeouts, the rest is `unavailable`", () => {

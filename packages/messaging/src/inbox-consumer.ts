@@ -1,7 +1,6 @@
-import { InboxInput, type Naming } from "@agentmesh/contracts";
+import { AgentmeshError, InboxInput, type Naming } from "@agentmesh/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeMessage, retryDelayMs } from "./decode.js";
-import { AgentmeshError } from "./errors.js";
 import type { Log } from "./log.js";
 import { getDurable, startPullLoop, type InFlight } from "./pull-loop.js";
 import type { CrashHook, InboxHandler, Worker, WorkStats } from "./types.js";

@@ -1,6 +1,5 @@
 // The one front door of @agentmesh/messaging: NATS, JetStream work queues, `$SRV`, headers, wire errors.
 export type { Log } from "./log.js";
-export { AgentmeshError, toWireError, fromWireError, type AgentmeshErrorOptions } from "./errors.js";
 export { connectNats, type ConnectNatsOptions } from "./connect.js";
 export { provision } from "./provision.js";
 export { createPublisher, type Publisher, type TokenEvent } from "./publisher.js";

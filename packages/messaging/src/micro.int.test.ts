@@ -1,9 +1,9 @@
+import { AgentmeshError } from "@agentmesh/contracts";
 import { Ajv } from "ajv";
 import formats from "ajv-formats";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { AgentmeshError } from "./errors.js";
 import { createMicroService, SERVICE_ERROR, SERVICE_ERROR_CODE } from "./micro.js";
 import { createPublisher } from "./publisher.js";
 import { listServices, request } from "./request.js";

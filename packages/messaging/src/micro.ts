@@ -1,6 +1,6 @@
-import { ERROR_CODES, LIMITS, type ErrorCode } from "@agentmesh/contracts";
+import { AgentmeshError, ERROR_CODES, LIMITS, type ErrorCode } from "@agentmesh/contracts";
 import { headers as natsHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
-import { AgentmeshError, toWireError } from "./errors.js";
+import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
 
 /** ADR-32 name rule for services and endpoints. */
@@ -156,7 +156,7 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
         const result = await handler(parseBody(m), m.headers);
         m.respond(JSON.stringify(result ?? null));
       } catch (err) {
-        const w = toWireError(err, opts.name);
+        const w = thrownError(err).toWire(opts.name);
         const status = serviceErrorCode(w.code);
         ep.num_errors++;
         ep.last_error = `${status}:${w.message}`;

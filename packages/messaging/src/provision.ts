@@ -1,3 +1,4 @@
+import { AgentmeshError } from "@agentmesh/contracts";
 import {
   AckPolicy,
   DeliverPolicy,
@@ -11,7 +12,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, natsFailure } from "./errors.js";
+import { natsFailure } from "./errors.js";
 import type { ProvisionOptions } from "./types.js";
 
 /** JetStream API error codes we branch on. */

@@ -1,8 +1,7 @@
-import { HEADERS, SCHEMA_VERSION, taskId, type SessionEvent } from "@agentmesh/contracts";
+import { AgentmeshError, HEADERS, SCHEMA_VERSION, taskId, type SessionEvent } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { AgentmeshError } from "./errors.js";
 import { followEvents } from "./events.js";
 import { createPublisher } from "./publisher.js";
 import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, streamMessages, waitFor } from "./test-support.js";

@@ -1,6 +1,8 @@
 import {
+  AgentmeshError,
   CancelNotice,
   eventMsgId,
+  formatZodError,
   InboxInput,
   LIMITS,
   SessionEvent,
@@ -11,7 +13,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
-import { AgentmeshError, natsFailure } from "./errors.js";
+import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
 
@@ -48,10 +50,7 @@ export function encodeBounded(value: unknown, what: string): Uint8Array {
 
 function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
   const r = schema.safeParse(value);
-  if (!r.success) {
-    const why = r.error.issues.slice(0, 5).map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
-    throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${why}`);
-  }
+  if (!r.success) throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${formatZodError(r.error)}`);
   return r.data;
 }
 

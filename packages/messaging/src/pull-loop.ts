@@ -1,6 +1,7 @@
+import { AgentmeshError } from "@agentmesh/contracts";
 import { JetStreamApiCodes, JetStreamApiError, jetstream, type Consumer, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, natsFailure } from "./errors.js";
+import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 
 /** Looks up a provisioned durable consumer; a missing one is `unavailable` (provisioning may still be under way). */

@@ -1,7 +1,7 @@
-import { WireError, type ErrorCode } from "@agentmesh/contracts";
+import { AgentmeshError, WireError, type ErrorCode } from "@agentmesh/contracts";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
-import { AgentmeshError, fromWireError, natsFailure } from "./errors.js";
+import { natsFailure } from "./errors.js";
 import { SERVICE_ERROR, SERVICE_ERROR_CODE } from "./micro.js";
 import { encodeBounded } from "./publisher.js";
 import { buildHeaders, readHeader, type MessageContext } from "./trace.js";
@@ -29,7 +29,7 @@ function serviceError(m: Msg, subject: string): AgentmeshError | null {
   if (status === undefined) return null;
   try {
     const w = WireError.safeParse(JSON.parse(m.string()));
-    if (w.success) return fromWireError(w.data);
+    if (w.success) return AgentmeshError.fromWire(w.data);
   } catch {
     // a service other than ours: fall back to the headers
   }

@@ -1,9 +1,8 @@
-import { HEADERS, InboxInput, naming as makeNaming, SCHEMA_VERSION, taskId, type Naming, type TaskOutcome } from "@agentmesh/contracts";
+import { AgentmeshError, HEADERS, InboxInput, naming as makeNaming, SCHEMA_VERSION, taskId, type Naming, type TaskOutcome } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Match, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { AgentmeshError } from "./errors.js";
 import { createPublisher } from "./publisher.js";
 import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, sleep, streamMessages, waitFor } from "./test-support.js";
 import type { TaskHandler, Worker } from "./types.js";

@@ -1,7 +1,7 @@
-import { inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { decodeMessage, retryDelayMs } from "./decode.js";
-import { AgentmeshError, toWireError } from "./errors.js";
+import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
 import { createPublisher } from "./publisher.js";
 import { getDurable, SHUTDOWN, startPullLoop, type InFlight } from "./pull-loop.js";
@@ -84,7 +84,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       } catch (err) {
         // an outcome we cannot send is still an outcome: report why instead of looping on it
         if (!(err instanceof AgentmeshError) || (err.code !== "payload_too_large" && err.code !== "invalid_message")) throw err;
-        outcome = { ok: false, error: toWireError(err, role), provenance: null };
+        outcome = { ok: false, error: err.toWire(role), provenance: null };
         await publisher.publishInbox(input(outcome), { traceparent });
       }
     } catch (err) {
@@ -145,7 +145,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       const checked = TaskOutcome.safeParse(result);
       outcome = checked.success
         ? checked.data
-        : { ok: false, error: wireFailure("internal", `the ${role} handler returned an invalid outcome: ${checked.error.issues[0]?.message ?? "?"}`, role), provenance: null };
+        : { ok: false, error: wireFailure("internal", `the ${role} handler returned an invalid outcome: ${formatZodError(checked.error)}`, role), provenance: null };
     } catch (err) {
       outcome = { ok: false, error: thrownToWire(err, controller.signal, role), provenance: null };
     } finally {
@@ -156,7 +156,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     // A failure returned after the signal was aborted is the abort's doing: report its reason
     // (deadline passed, session cancelled), as for a throw, not e.g. the model port's "cancelled".
     if (!outcome.ok && controller.signal.aborted && controller.signal.reason instanceof AgentmeshError) {
-      outcome = { ...outcome, error: toWireError(controller.signal.reason, role) };
+      outcome = { ...outcome, error: controller.signal.reason.toWire(role) };
     }
 
     if (entry.settled) return;
@@ -201,15 +201,15 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
 }
 
 function wireFailure(code: WireError["code"], message: string, component: string): WireError {
-  return toWireError(new AgentmeshError(code, message, { component }));
+  return new AgentmeshError(code, message, { component }).toWire();
 }
 
 /** A throw becomes a typed failure; the abort reason wins so a cancel is not mistaken for a bug. */
 function thrownToWire(err: unknown, signal: AbortSignal, role: string): WireError {
-  if (signal.aborted && signal.reason instanceof AgentmeshError) return toWireError(signal.reason, role);
-  if (err instanceof AgentmeshError) return toWireError(err, role);
+  if (signal.aborted && signal.reason instanceof AgentmeshError) return signal.reason.toWire(role);
+  if (err instanceof AgentmeshError) return err.toWire(role);
   // a handler that throws something untyped may hit a transient fault: let a retry try again
-  return { ...toWireError(err, role), retryable: true };
+  return { ...thrownError(err).toWire(role), retryable: true };
 }
 
 /** The server's consumer settings win: heartbeats must beat the real ack_wait and the last delivery must be the real last. */

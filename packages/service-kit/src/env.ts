@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { formatZodError } from "@agentmesh/contracts";
 
 /** One environment variable: its schema (with default), what it does, and which services read it. */
 export interface EnvVar {
@@ -76,7 +77,7 @@ export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<str
     const raw = env[name];
     const r = (spec.schema as z.ZodType).safeParse(raw === "" ? undefined : raw);
     if (r.success) out[name] = r.data;
-    else problems.push(`${name}=${JSON.stringify(raw)}: ${r.error.issues.map((i) => i.message).join("; ")}`);
+    else problems.push(`${name}=${JSON.stringify(raw)}: ${formatZodError(r.error)}`);
   }
   if (problems.length) throw new ConfigError(problems);
   return Object.freeze(out) as EnvValues<N>;

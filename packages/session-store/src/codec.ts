@@ -1,4 +1,4 @@
-import { Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+import { formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
 import type { z } from "zod";
 
 /** Parses and validates one stored JSON value; a corrupt value is an error naming where it was. */
@@ -10,7 +10,7 @@ function decode<S extends z.ZodType>(schema: S, raw: string, what: string): z.in
     throw new Error(`corrupt ${what}: not JSON (${(e as Error).message})`);
   }
   const r = schema.safeParse(json);
-  if (!r.success) throw new Error(`corrupt ${what}: ${issues(r.error)}`);
+  if (!r.success) throw new Error(`corrupt ${what}: ${formatZodError(r.error)}`);
   return r.data;
 }
 
@@ -41,12 +41,8 @@ export function decodeLog(sessionId: string, lines: readonly string[]): Transiti
  */
 export function encode<S extends z.ZodType>(schema: S, value: z.infer<S>, what: string): string {
   const r = schema.safeParse(value);
-  if (!r.success) throw new Error(`refusing to store invalid ${what}: ${issues(r.error)}`);
+  if (!r.success) throw new Error(`refusing to store invalid ${what}: ${formatZodError(r.error)}`);
   return JSON.stringify(value);
-}
-
-function issues(err: z.ZodError): string {
-  return err.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ");
 }
 
 /** Encodes the three JSON values of a commit. */

@@ -1,5 +1,5 @@
 import { Worker, type ResourceLimits } from "node:worker_threads";
-import { toolError } from "./errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 
 /**
  * Worker threads for a trusted tool's synchronous CPU work (a mathjs evaluation, a BM25 index),
@@ -61,18 +61,18 @@ class ComputePoolImpl implements ComputePool {
           if (m.id !== id) return;
           cleanup();
           if (m.ok) resolve(m.value);
-          else reject(toolError(WORKER_CODES.has(m.code as WorkerCode) ? (m.code as WorkerCode) : "tool_error", m.message, { retryable: false }));
+          else reject(new AgentmeshError(WORKER_CODES.has(m.code as WorkerCode) ? (m.code as WorkerCode) : "tool_error", m.message, { retryable: false }));
         };
         const onError = (err: Error): void => {
           cleanup();
           this.#drop(slot);
           const oom = (err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
-          reject(oom ? toolError("resource_exhausted", "the computation ran out of memory") : toolError("tool_error", err.message, { cause: err }));
+          reject(oom ? new AgentmeshError("resource_exhausted", "the computation ran out of memory") : new AgentmeshError("tool_error", err.message, { cause: err }));
         };
         const onExit = (code: number): void => {
           cleanup();
           this.#drop(slot);
-          reject(toolError("tool_error", `worker exited (${code})`));
+          reject(new AgentmeshError("tool_error", `worker exited (${code})`));
         };
         const onAbort = (): void => {
           cleanup();
@@ -100,7 +100,7 @@ class ComputePoolImpl implements ComputePool {
   async #acquire(signal: AbortSignal): Promise<Slot> {
     for (;;) {
       signal.throwIfAborted();
-      if (this.#closed) throw toolError("tool_unavailable", "the tool was closed");
+      if (this.#closed) throw new AgentmeshError("tool_unavailable", "the tool was closed");
       for (const s of this.#slots) {
         if (!s.busy) {
           s.busy = true;

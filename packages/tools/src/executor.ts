@@ -1,7 +1,6 @@
-import type { ErrorCode, RoleName } from "@agentmesh/contracts";
+import { AgentmeshError, formatZodError, type ErrorCode, type RoleName } from "@agentmesh/contracts";
 import { backoffDelay, sleep as defaultSleep } from "./backoff.js";
 import { argsDigest } from "./digest.js";
-import { failure, isToolError, toolError, toToolFailure, type ToolFailure } from "./errors.js";
 import { scanDangerous } from "./patterns.js";
 import type { ToolCallRecord } from "./record.js";
 import type { RegisteredTool, ToolRegistry } from "./registry.js";
@@ -20,7 +19,7 @@ export interface ToolCallRequest {
 /** The result of a call, success or typed failure, with one record per attempt (or refusal). */
 export type ToolCallResult =
   | { readonly ok: true; readonly tool: string; readonly output: unknown; readonly records: readonly ToolCallRecord[] }
-  | { readonly ok: false; readonly tool: string; readonly error: ToolFailure; readonly records: readonly ToolCallRecord[] };
+  | { readonly ok: false; readonly tool: string; readonly error: AgentmeshError; readonly records: readonly ToolCallRecord[] };
 
 /** Counts tool calls per session; the in-memory default can be swapped for a shared store. */
 export interface SessionCallCounter {
@@ -68,17 +67,16 @@ export function createMemorySessionCounter(maxSessions = 10_000): SessionCallCou
   };
 }
 
-type Attempt = { ok: true; output: unknown } | { ok: false; failure: ToolFailure };
+type Attempt = { ok: true; output: unknown } | { ok: false; failure: AgentmeshError };
 
-function zodSummary(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
-  return issues
-    .slice(0, 5)
-    .map((i) => `${i.path.length ? i.path.map(String).join(".") : "(root)"}: ${i.message}`)
-    .join("; ");
+/** What a tool threw: its typed error as it is; anything else is the tool failing (`tool_error`, worth a retry). */
+function toolFailure(err: unknown): AgentmeshError {
+  if (err instanceof AgentmeshError) return err;
+  return new AgentmeshError("tool_error", err instanceof Error ? err.message || err.name : String(err), { cause: err });
 }
 
-function abortFailure(reason: unknown): ToolFailure {
-  return isToolError(reason) ? toToolFailure(reason) : failure("cancelled", "the caller cancelled the tool call");
+function abortFailure(reason: unknown): AgentmeshError {
+  return reason instanceof AgentmeshError ? reason : new AgentmeshError("cancelled", "the caller cancelled the tool call");
 }
 
 class SafeExecutorImpl implements SafeExecutor {
@@ -121,18 +119,18 @@ class SafeExecutorImpl implements SafeExecutor {
       records.push(rec);
       this.#opts.onRecord?.(rec);
     };
-    const refuse = (f: ToolFailure): ToolCallResult => {
+    const refuse = (f: AgentmeshError): ToolCallResult => {
       record({ attempt: 0, latencyMs: 0, backoffMs: null, startedAt: now(), result: { ok: false, failure: f } });
       return { ok: false, tool: req.tool, error: f, records };
     };
 
     const tool = this.#opts.registry.get(req.tool);
-    if (!tool) return refuse(failure("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
-    if (!tool.allowedRoles.includes(req.role)) return refuse(failure("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
+    if (!tool) return refuse(new AgentmeshError("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
+    if (!tool.allowedRoles.includes(req.role)) return refuse(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
     const parsed = tool.input.safeParse(req.args);
-    if (!parsed.success) return refuse(failure("invalid_tool_input", `${tool.name}: ${zodSummary(parsed.error.issues)}`));
+    if (!parsed.success) return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
     const used = await this.#counter.increment(req.sessionId);
-    if (used > this.#max) return refuse(failure("budget_exceeded", `session used its ${this.#max} tool calls`));
+    if (used > this.#max) return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
 
     const random = this.#opts.random ?? Math.random;
     const doSleep = this.#opts.sleep ?? defaultSleep;
@@ -166,9 +164,9 @@ class SafeExecutorImpl implements SafeExecutor {
     let onAbort: (() => void) | undefined;
     const stopped = new Promise<Attempt>((resolve) => {
       timer = setTimeout(() => {
-        const err = toolError("timeout", `${tool.name} did not finish within ${tool.timeoutMs} ms`);
+        const err = new AgentmeshError("timeout", `${tool.name} did not finish within ${tool.timeoutMs} ms`);
         ac.abort(err);
-        resolve({ ok: false, failure: toToolFailure(err) });
+        resolve({ ok: false, failure: err });
       }, tool.timeoutMs);
       onAbort = () => {
         ac.abort(req.signal?.reason);
@@ -190,9 +188,9 @@ class SafeExecutorImpl implements SafeExecutor {
         const out: unknown = await tool.execute(input, ctx);
         const checked = tool.output.safeParse(out);
         if (checked.success) return { ok: true, output: checked.data };
-        return { ok: false, failure: failure("invalid_tool_output", `${tool.name}: ${zodSummary(checked.error.issues)}`) };
+        return { ok: false, failure: new AgentmeshError("invalid_tool_output", `${tool.name}: ${formatZodError(checked.error)}`) };
       } catch (err) {
-        return { ok: false, failure: toToolFailure(err) };
+        return { ok: false, failure: toolFailure(err) };
       }
     })();
     try {

@@ -21,7 +21,6 @@ export {
   type ToolCallResult,
 } from "./executor.js";
 export { ToolCallRecord } from "./record.js";
-export { toolError, isToolError, type ToolError, type ToolErrorOptions, type ToolFailure } from "./errors.js";
 export { argsDigest } from "./digest.js";
 export { createJsRunner, type JsRunnerOptions } from "./runners/run-js.js";
 export { createPythonRunner, type PythonRunnerOptions } from "./runners/run-python.js";

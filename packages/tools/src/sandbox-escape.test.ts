@@ -9,8 +9,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { AgentmeshError } from "@agentmesh/contracts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isToolError } from "./errors.js";
 import { scanDangerous } from "./patterns.js";
 import { createJsRunner } from "./runners/run-js.js";
 import { createPythonRunner } from "./runners/run-python.js";
@@ -67,7 +67,7 @@ async function attempt(runner: CodeRunner, code: string, onStart?: () => void): 
     return { kind: "ran", r, ms: performance.now() - started };
   } catch (e) {
     // an untyped throw would be a bug in the runner: let it fail the test
-    if (!isToolError(e)) throw e;
+    if (!(e instanceof AgentmeshError)) throw e;
     return { kind: "failed", code: e.code, message: e.message, ms: performance.now() - (started || t0) };
   }
 }

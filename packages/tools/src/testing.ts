@@ -1,8 +1,7 @@
 // Test helpers for packages that use tools: a tool that follows a script, and a web search
 // provider with fixed answers. Not for production wiring.
-import type { ErrorCode, RoleName } from "@agentmesh/contracts";
+import { AgentmeshError, type ErrorCode, type RoleName } from "@agentmesh/contracts";
 import { z } from "zod";
-import { toolError } from "./errors.js";
 import { defineTool, type RetryPolicy, type ToolContext, type ToolDefinition } from "./registry.js";
 import type { WebSearchHit, WebSearchProvider } from "./builtins/web-search.js";
 
@@ -49,7 +48,7 @@ export function scriptedTool(opts: ScriptedToolOptions): ToolDefinition & { read
           });
         });
       }
-      if ("fail" in step) throw toolError(step.fail, step.message ?? `scripted ${step.fail}`, step.retryable === undefined ? {} : { retryable: step.retryable });
+      if ("fail" in step) throw new AgentmeshError(step.fail, step.message ?? `scripted ${step.fail}`, { retryable: step.retryable });
       return step.output;
     },
   });

@@ -1,7 +1,7 @@
 import {
   ExecutionStrategy,
   ROLES,
-  wireError,
+  AgentmeshError,
   type BlackboardData,
   type EventDraft,
   type Intent,
@@ -74,7 +74,7 @@ function failWith(data: BlackboardData, error: WireError, component: string, wha
 
 /** A fault of ours (an input the runtime should never have passed on, data that lacks what a phase needs). */
 const internal = (data: BlackboardData, message: string, events: EventDraft[] = []): Decided =>
-  failWith(data, wireError("internal", `blackboard: ${message}`, "blackboard"), "blackboard", "an internal error stopped the session", events);
+  failWith(data, new AgentmeshError("internal", `blackboard: ${message}`, { component: "blackboard" }).toWire(), "blackboard", "an internal error stopped the session", events);
 
 /** Limits ran out: the session completes with a clear message instead of an answer. */
 function giveUp(data: BlackboardData, reason: string, events: EventDraft[]): Decided {

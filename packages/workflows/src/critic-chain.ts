@@ -1,4 +1,4 @@
-import { LIMITS, ROLES, wireError, type CriticChainData, type CriticVerdict, type EventDraft, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, LIMITS, ROLES, type CriticChainData, type CriticVerdict, type EventDraft, type WireError } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER, STEP_OPS, clip, orchestratorMessage, taskInput, type AgentStep } from "./critic-chain-messages.js";
 import type { Control, WorkflowDefinition, WorkflowInput } from "./types.js";
 
@@ -43,7 +43,7 @@ function retryLimitExit(data: CriticChainData, events: EventDraft[]): Decided {
 
 /** A fault of ours (an input the runtime should never have passed on): fail loudly, never guess. */
 function internal(data: CriticChainData, message: string, events: EventDraft[]): Decided {
-  const error = wireError("internal", `critic-chain: ${message}`, "critic-chain");
+  const error = new AgentmeshError("internal", `critic-chain: ${message}`, { component: "critic-chain" }).toWire();
   const ended = { ...data, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, error: error.message, error_component: "critic-chain" };
   return { data: ended, control: { kind: "fail", error, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER }, events };
 }

@@ -2,7 +2,8 @@ import {
   SessionId,
   findOp,
   isTerminal,
-  wireError,
+  AgentmeshError,
+  formatZodError,
   type AwaitedTask,
   type Budgets,
   type InboxInput,
@@ -77,7 +78,7 @@ function addSpend(d: Draft, p: Provenance | null): void {
 /** Turns an agent's outcome into what the workflow sees; bad output is the agent's retryable fault. */
 function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>, now: number): WorkflowInput {
   const base = taskRef(task, now);
-  const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: { ...wireError("invalid_message", message, task.role), retryable: true } });
+  const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: new AgentmeshError("invalid_message", message, { component: task.role, retryable: true }).toWire() });
   if (input.role !== task.role || input.op !== task.op) {
     return invalid(`result for ${task.task_id} claims ${input.role}.${input.op}, the task is ${task.role}.${task.op}`);
   }
@@ -89,8 +90,7 @@ function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "resu
   if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
   const parsed = def.response.safeParse(outcome.output);
   if (!parsed.success) {
-    const issues = parsed.error.issues.map((x) => `${x.path.join(".") || "(root)"}: ${x.message}`).join("; ");
-    return invalid(`${task.role}.${task.op} output is invalid: ${issues}`);
+    return invalid(`${task.role}.${task.op} output is invalid: ${formatZodError(parsed.error)}`);
   }
   return { kind: "result", ...base, output: parsed.data };
 }
@@ -121,7 +121,7 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
       if (input.workflow !== meta.workflow) return drop("invalid", `start names ${input.workflow}, session runs ${meta.workflow}`);
       return decideAndApply(d, { kind: "start" });
     case "cancel":
-      endByRuntime(d, "cancelled", wireError("cancelled", input.reason || "cancelled on request", null), true);
+      endByRuntime(d, "cancelled", new AgentmeshError("cancelled", input.reason || "cancelled on request").toWire(), true);
       return seal(d);
     case "result": {
       const task = meta.awaiting.find((a) => a.task_id === input.task_id);
@@ -146,9 +146,9 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
         const wall = meta.budgets.max_wall_ms;
         const elapsed = activeElapsed(meta, d.ctx.now);
         if (wall !== null && elapsed >= wall) {
-          endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`, null), true);
+          endByRuntime(d, "budget_exceeded", new AgentmeshError("budget_exceeded", `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`).toWire(), true);
         } else {
-          endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`, null), true);
+          endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`).toWire(), true);
         }
         return seal(d);
       }
@@ -157,7 +157,7 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
       if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
       consume(d, task);
       // Not retryable for the agent, but the workflow may run the step again as a new attempt.
-      const error: WireError = { ...wireError("deadline_exceeded", `task ${task.task_id} passed its deadline`, task.role), retryable: true };
+      const error: WireError = new AgentmeshError("deadline_exceeded", `task ${task.task_id} passed its deadline`, { component: task.role, retryable: true }).toWire();
       return decideAndApply(d, { kind: "failure", ...taskRef(task, d.ctx.now), error });
     }
     case "user_reply":

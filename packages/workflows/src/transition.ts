@@ -4,7 +4,8 @@ import {
   findOp,
   isTerminal,
   taskId,
-  wireError,
+  AgentmeshError,
+  formatZodError,
   type AwaitedTask,
   type CancelNotice,
   type EventDraft,
@@ -155,11 +156,11 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
   const out: TaskEnvelope[] = [];
   for (const [i, spec] of specs.entries()) {
     const def = findOp(spec.role, spec.op);
-    if (!def) return wireError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, d.def.name);
+    if (!def) return new AgentmeshError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, { component: d.def.name }).toWire();
     const parsed = def.request.safeParse(spec.input);
     if (!parsed.success) {
-      const issues = parsed.error.issues.map((x) => `${x.path.join(".") || "(root)"}: ${x.message}`).join("; ");
-      return wireError("internal", `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${issues}`, d.def.name);
+      const why = `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${formatZodError(parsed.error)}`;
+      return new AgentmeshError("internal", why, { component: d.def.name }).toWire();
     }
     const ms = spec.deadlineMs === undefined ? defaults.taskDeadlineMs : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
     const envelope: TaskEnvelope = {
@@ -175,7 +176,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
     const size = byteLength(envelope);
     if (size > LIMITS.maxMessageBytes) {
-      return wireError("payload_too_large", `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`, d.def.name);
+      return new AgentmeshError("payload_too_large", `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`, { component: d.def.name }).toWire();
     }
     out.push(envelope);
   }
@@ -193,15 +194,15 @@ function abandonOutstanding(d: Draft): void {
 
 function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void {
   const breach = budgetBreach(d.meta, specs.length, d.ctx.now);
-  if (breach) return endByRuntime(d, "budget_exceeded", wireError("budget_exceeded", breach.message, null));
+  if (breach) return endByRuntime(d, "budget_exceeded", new AgentmeshError("budget_exceeded", breach.message).toWire());
   // Backstop for a session timer that was lost or retired: no new work after the deadline.
   if (d.meta.deadline_at !== null && d.ctx.now >= d.meta.deadline_at) {
-    return endByRuntime(d, "failed", wireError("deadline_exceeded", `the session passed its deadline (${d.meta.deadline_at})`, null), true);
+    return endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session passed its deadline (${d.meta.deadline_at})`).toWire(), true);
   }
   if (abandon) abandonOutstanding(d);
   if (specs.length === 0 && d.meta.awaiting.length === 0) {
     // Waiting for nothing would strand the session: no result and no timer could ever wake it.
-    return endByRuntime(d, "failed", wireError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, d.def.name));
+    return endByRuntime(d, "failed", new AgentmeshError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, { component: d.def.name }).toWire());
   }
   const built = envelopes(d, specs);
   if (!Array.isArray(built)) return endByRuntime(d, "failed", built);

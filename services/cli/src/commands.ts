@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
-import { AgentmeshError, connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
+import { AgentmeshError, SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
+import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
-  SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, wireError,
+  SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
   type InboxInput, type Outbox, type SubmitReply,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
@@ -53,7 +53,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version", message: string): SubmitReply => {
     stats.rejected++;
     deps.log.info({ code, msg: message }, "submit rejected");
-    return { v: SCHEMA_VERSION, ok: false, error: wireError(code, message, "coordinator") };
+    return { v: SCHEMA_VERSION, ok: false, error: new AgentmeshError(code, message, { component: "coordinator" }).toWire() };
   };
 
   /** Validates a query, creates the session once per idempotency key, and kicks it off. */
@@ -63,7 +63,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       return reject("unsupported_version", `schema version ${JSON.stringify(v)} is not supported (expected ${SCHEMA_VERSION})`);
     }
     const parsed = SubmitRequest.safeParse(body);
-    if (!parsed.success) return reject("invalid_message", `bad submit request: ${parsed.error.issues.map((i) => `${i.path.join(".") || "body"}: ${i.message}`).join("; ")}`);
+    if (!parsed.success) return reject("invalid_message", `bad submit request: ${formatZodError(parsed.error)}`);
     const query = checkQuery(parsed.data.query);
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;

@@ -28,7 +28,7 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 const read = (p: string) => readConfined([root], p, 1000);
 
 async function failsWith(p: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
-  await expect(p).rejects.toMatchObject({ name: "ToolError", code, ...(message ? { message: expect.stringMatching(message) as unknown } : {}) });
+  await expect(p).rejects.toMatchObject({ name: "AgentmeshError", code, ...(message ? { message: expect.stringMatching(message) as unknown } : {}) });
 }
 
 describe("file_read", () => {

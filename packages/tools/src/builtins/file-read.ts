@@ -1,9 +1,8 @@
-import type { RoleName } from "@agentmesh/contracts";
+import { AgentmeshError, type RoleName } from "@agentmesh/contracts";
 import { constants, realpathSync, type Stats } from "node:fs";
 import { lstat, open, realpath, stat } from "node:fs/promises";
 import { isAbsolute, join, relative, sep } from "node:path";
 import { z } from "zod";
-import { toolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../registry.js";
 
 /** Options of the `file_read` tool. */
@@ -31,7 +30,7 @@ export interface OpenHooks {
 }
 
 const inside = (root: string, p: string): boolean => p === root || p.startsWith(root.endsWith(sep) ? root : root + sep);
-const denied = (why: string) => toolError("permission_denied", why);
+const denied = (why: string) => new AgentmeshError("permission_denied", why);
 
 function errno(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException).code;
@@ -65,7 +64,7 @@ export async function readConfined(
     try {
       st = await lstat(at);
     } catch (err) {
-      if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw toolError("invalid_tool_input", `no such file: ${requested}`);
+      if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
       throw denied(`cannot inspect the path (${errno(err) ?? "error"})`);
     }
     if (st.isSymbolicLink()) throw denied("the path goes through a symbolic link, which is not followed");
@@ -78,12 +77,12 @@ export async function readConfined(
     fh = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
     if (errno(err) === "ELOOP") throw denied("the file is a symbolic link, which is not followed");
-    if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw toolError("invalid_tool_input", `no such file: ${requested}`);
+    if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
     throw denied(`cannot open the file (${errno(err) ?? "error"})`);
   }
   try {
     const st = await fh.stat();
-    if (!st.isFile()) throw toolError("invalid_tool_input", "not a regular file");
+    if (!st.isFile()) throw new AgentmeshError("invalid_tool_input", "not a regular file");
     // the check that matters: where is the file we actually hold?
     let real: string;
     let again: Stats;

@@ -1,6 +1,5 @@
-import type { RoleName } from "@agentmesh/contracts";
+import { AgentmeshError, type RoleName } from "@agentmesh/contracts";
 import { z } from "zod";
-import { isToolError, toolError } from "../errors.js";
 import { defineTool, type ToolDefinition } from "../registry.js";
 
 /** One web search result. Its text is untrusted data from the web, never instructions. */
@@ -10,7 +9,7 @@ export interface WebSearchHit {
   readonly snippet: string;
 }
 
-/** A web search backend. Throws `ToolError`s: `tool_unavailable`, `tool_error` (retryable or not). */
+/** A web search backend. Throws `AgentmeshError`s: `tool_unavailable`, `tool_error` (retryable or not). */
 export interface WebSearchProvider {
   readonly name: string;
   search(query: string, opts: { readonly count: number; readonly signal: AbortSignal }): Promise<WebSearchHit[]>;
@@ -57,7 +56,7 @@ async function readCapped(res: Response, max: number): Promise<string> {
     total += value.byteLength;
     if (total > max) {
       await reader.cancel();
-      throw toolError("tool_error", `web search response is over ${max} bytes`, { retryable: false });
+      throw new AgentmeshError("tool_error", `web search response is over ${max} bytes`, { retryable: false });
     }
     chunks.push(value);
   }
@@ -79,26 +78,26 @@ export function createBraveWebSearch(opts: BraveWebSearchOptions): WebSearchProv
         res = await doFetch(url, { headers: { Accept: "application/json", "X-Subscription-Token": opts.apiKey }, signal });
       } catch (err) {
         if (signal.aborted) throw signal.reason as Error;
-        throw toolError("tool_error", `web search request failed: ${(err as Error).message}`, { cause: err });
+        throw new AgentmeshError("tool_error", `web search request failed: ${(err as Error).message}`, { cause: err });
       }
       if (res.status === 401 || res.status === 403) {
         await res.body?.cancel();
-        throw toolError("tool_unavailable", `web search provider refused the API key (HTTP ${res.status})`);
+        throw new AgentmeshError("tool_unavailable", `web search provider refused the API key (HTTP ${res.status})`);
       }
       if (!res.ok) {
         await res.body?.cancel();
         // rate limits and server errors pass; other client errors will not improve on retry
-        throw toolError("tool_error", `web search provider answered HTTP ${res.status}`, { retryable: res.status === 429 || res.status >= 500 });
+        throw new AgentmeshError("tool_error", `web search provider answered HTTP ${res.status}`, { retryable: res.status === 429 || res.status >= 500 });
       }
       let body: unknown;
       try {
         body = JSON.parse(await readCapped(res, max));
       } catch (err) {
-        if (isToolError(err)) throw err;
-        throw toolError("tool_error", "web search provider sent invalid JSON", { retryable: false });
+        if (err instanceof AgentmeshError) throw err;
+        throw new AgentmeshError("tool_error", "web search provider sent invalid JSON", { retryable: false });
       }
       const parsed = BraveResponse.safeParse(body);
-      if (!parsed.success) throw toolError("tool_error", "web search provider sent an unexpected response", { retryable: false });
+      if (!parsed.success) throw new AgentmeshError("tool_error", "web search provider sent an unexpected response", { retryable: false });
       return (parsed.data.web?.results ?? [])
         .filter((r) => /^https?:\/\//i.test(r.url))
         .slice(0, count)
@@ -112,7 +111,7 @@ export function createOfflineWebSearch(): WebSearchProvider {
   return {
     name: "offline",
     async search() {
-      throw toolError("tool_unavailable", "no web search provider is configured");
+      throw new AgentmeshError("tool_unavailable", "no web search provider is configured");
     },
   };
 }

@@ -1,5 +1,5 @@
 import { Worker } from "node:worker_threads";
-import { toolError } from "../errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 import { createWarmPool } from "../warm-pool.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
 
@@ -49,7 +49,7 @@ function startWorker(): Promise<Worker> {
       w.unref();
       resolve(w);
     };
-    const onError = (err: Error): void => reject(toolError("sandbox_unavailable", `QuickJS did not start: ${err.message}`, { cause: err }));
+    const onError = (err: Error): void => reject(new AgentmeshError("sandbox_unavailable", `QuickJS did not start: ${err.message}`, { cause: err }));
     w.on("message", onMessage);
     w.once("error", onError);
   });
@@ -84,7 +84,7 @@ class JsRunnerImpl implements CodeRunner {
     try {
       const reply = await new Promise<WorkerReply>((resolve, reject) => {
         const hardKill = setTimeout(() => {
-          reject(toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed`, { retryable: false }));
+          reject(new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed`, { retryable: false }));
         }, o.timeLimitMs + o.killGraceMs);
         const done = (): void => {
           clearTimeout(hardKill);
@@ -102,7 +102,7 @@ class JsRunnerImpl implements CodeRunner {
         w.once("error", (err: Error) => {
           done();
           const oom = (err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
-          reject(oom ? toolError("resource_exhausted", "code ran out of memory") : toolError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }));
+          reject(oom ? new AgentmeshError("resource_exhausted", "code ran out of memory") : new AgentmeshError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }));
         });
         w.ref();
         started = performance.now();
@@ -112,11 +112,11 @@ class JsRunnerImpl implements CodeRunner {
       const elapsed = Math.round(performance.now() - started);
       switch (reply.limit) {
         case "time":
-          throw toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was interrupted after ${elapsed} ms`, { retryable: false });
+          throw new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was interrupted after ${elapsed} ms`, { retryable: false });
         case "memory":
-          throw toolError("resource_exhausted", `code went over its ${o.memoryLimitBytes} byte memory limit`);
+          throw new AgentmeshError("resource_exhausted", `code went over its ${o.memoryLimitBytes} byte memory limit`);
         case "output":
-          throw toolError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
+          throw new AgentmeshError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
         case null:
           break;
       }

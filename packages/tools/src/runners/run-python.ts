@@ -4,7 +4,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { toolError } from "../errors.js";
+import { AgentmeshError } from "@agentmesh/contracts";
 import { createWarmPool } from "../warm-pool.js";
 import { ensureSnapshot } from "./snapshot.js";
 import { findBinary, killSandbox, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
@@ -156,7 +156,7 @@ class PythonRunnerImpl implements CodeRunner {
 
   async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
     const st = await this.status();
-    if (!st.available) throw toolError("sandbox_unavailable", `Python was not run: ${st.detail}`);
+    if (!st.available) throw new AgentmeshError("sandbox_unavailable", `Python was not run: ${st.detail}`);
     const ready = await this.#pool.take(opts.signal);
     const o = this.#o;
     const { child } = ready;
@@ -175,16 +175,16 @@ class PythonRunnerImpl implements CodeRunner {
       const line = await ready.lines.next();
       const elapsed = Math.round(performance.now() - started);
       opts.signal?.throwIfAborted();
-      if (killedAtDeadline) throw toolError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`, { retryable: false });
-      if (ready.lines.overflowed()) throw toolError("resource_exhausted", "the Python process wrote more output than allowed");
+      if (killedAtDeadline) throw new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`, { retryable: false });
+      if (ready.lines.overflowed()) throw new AgentmeshError("resource_exhausted", "the Python process wrote more output than allowed");
       if (line.done) {
         const why = ready.stderr();
-        if (/memory|allocat/i.test(why)) throw toolError("resource_exhausted", "the Python process ran out of memory");
-        throw toolError("tool_error", `the Python process ended without an answer: ${why.slice(-500) || "no output"}`, { retryable: false });
+        if (/memory|allocat/i.test(why)) throw new AgentmeshError("resource_exhausted", "the Python process ran out of memory");
+        throw new AgentmeshError("tool_error", `the Python process ended without an answer: ${why.slice(-500) || "no output"}`, { retryable: false });
       }
       const r = JSON.parse(line.value) as ChildResult;
-      if (r.limit === "output") throw toolError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
-      if (r.limit === "memory") throw toolError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
+      if (r.limit === "output") throw new AgentmeshError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
+      if (r.limit === "memory") throw new AgentmeshError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
       const result = r.result ?? null;
       const truncated = result !== null && result.length > o.maxOutputBytes;
       return {
@@ -259,7 +259,7 @@ class PythonRunnerImpl implements CodeRunner {
       const first = await lines.next();
       if (first.done || !first.value.includes('"ready"')) {
         killSandbox(child);
-        throw toolError("sandbox_unavailable", `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`);
+        throw new AgentmeshError("sandbox_unavailable", `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`);
       }
       // a warm process waiting for work must not keep the host process alive
       setRef(child, false);

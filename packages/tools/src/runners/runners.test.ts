@@ -59,7 +59,7 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
       const broken = createPythonRunner(opts);
       try {
         expect(await broken.status()).toMatchObject({ available: false });
-        await expect(broken.run("print('should never run')")).rejects.toMatchObject({ name: "ToolError", code: "sandbox_unavailable", retryable: false });
+        await expect(broken.run("print('should never run')")).rejects.toMatchObject({ name: "AgentmeshError", code: "sandbox_unavailable", retryable: false });
       } finally {
         await broken.close();
       }

@@ -1,4 +1,4 @@
-/** What a piece of code did inside a sandbox. Limits hit are not results: they are thrown `ToolError`s. */
+/** What a piece of code did inside a sandbox. Limits hit are not results: they are thrown `AgentmeshError`s. */
 export interface CodeRunResult {
   /** False when the code raised (the exception is in `error`). */
   readonly ok: boolean;
@@ -32,7 +32,7 @@ export interface RunOptions {
 export interface CodeRunner {
   readonly language: "javascript" | "python";
   /**
-   * Runs `code` in a fresh interpreter that nothing else has used. Throws a `ToolError`:
+   * Runs `code` in a fresh interpreter that nothing else has used. Throws an `AgentmeshError`:
    * `timeout` (time limit), `resource_exhausted` (memory or output cap), `sandbox_unavailable`.
    */
   run(code: string, opts?: RunOptions): Promise<CodeRunResult>;
