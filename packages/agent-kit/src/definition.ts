@@ -1,5 +1,5 @@
 import type { OpName, OpRequest, OpResponse, RoleName } from "@agentmesh/contracts";
-import type { ModelRequest } from "@agentmesh/llm";
+import type { SchemaRequest } from "@agentmesh/llm";
 import type { Logger } from "@agentmesh/service-kit";
 import type { PromptContract } from "./prompts.js";
 
@@ -31,7 +31,7 @@ export type OpPrompt<Req, Res> = Instructions & {
 
 /** A structured model call made from inside a handler op (e.g. the executor's summarize step). */
 export interface HandlerModelCall<T> {
-  readonly schema: ModelRequest<T>["schema"];
+  readonly schema: SchemaRequest<T>["schema"];
   readonly schemaName: string;
   readonly prompt: string;
   /** Defaults to the op's prompt contract, if it has one. */

@@ -47,3 +47,12 @@ export function toModelFailure(err: unknown): ModelFailure {
   const message = err instanceof Error ? err.message : String(err);
   return { code: "internal", message: `unexpected model failure: ${message}`, retryable: false };
 }
+
+/** Hands a streamed delta to the caller's `onToken`; a callback that throws is a bug on the caller's side (`internal`). */
+export function forwardDelta(onToken: (delta: string) => void, delta: string): void {
+  try {
+    onToken(delta);
+  } catch (err) {
+    throw new ModelError("internal", `the onToken callback threw: ${(err as Error).message}`, false);
+  }
+}

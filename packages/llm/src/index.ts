@@ -1,4 +1,15 @@
-export type { ModelPort, ModelReply, ModelRequest, ModelFailure, RoleModelConfig } from "./types.js";
+export type {
+  ModelPort,
+  ModelReply,
+  ModelRequest,
+  ModelMode,
+  SchemaRequest,
+  StructuredRequest,
+  JsonObjectRequest,
+  TextRequest,
+  ModelFailure,
+  RoleModelConfig,
+} from "./types.js";
 export { ModelError, MODEL_ERROR_CODES, isModelError, toModelFailure, type ModelErrorCode } from "./errors.js";
 export {
   createOpenAIModel,
