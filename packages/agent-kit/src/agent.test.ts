@@ -20,6 +20,7 @@ function recordingModel(answer: (req: ModelRequest<unknown>) => unknown): ModelP
     calls,
     async complete<T>(req: ModelRequest<T>) {
       calls.push(req as ModelRequest<unknown>);
+      if (req.mode === "text") throw new Error("the recording model answers schema requests only");
       return { output: req.schema.parse(answer(req as ModelRequest<unknown>)), usage: { ...ZERO_USAGE, prompt_tokens: 10, completion_tokens: 5, model_calls: 1 }, model: "m1", tier: "standard" as const, latencyMs: 2 };
     },
   };

@@ -1,5 +1,5 @@
 import type { OpName, OpRequest, OpResponse, RoleName } from "@agentmesh/contracts";
-import type { ModelRequest } from "@agentmesh/llm";
+import type { SchemaRequest } from "@agentmesh/llm";
 import type { Logger } from "@agentmesh/service-kit";
 import type { PromptContract } from "./prompts.js";
 
@@ -33,7 +33,7 @@ export interface OpPrompt<Req, Res> {
 
 /** A structured model call made from inside a handler op (e.g. the executor's summarize step). */
 export interface HandlerModelCall<T> {
-  readonly schema: ModelRequest<T>["schema"];
+  readonly schema: SchemaRequest<T>["schema"];
   readonly schemaName: string;
   readonly prompt: string;
   /** Defaults to the op's prompt contract, if it has one. */

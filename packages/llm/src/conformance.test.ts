@@ -3,10 +3,10 @@ import { runModelConformance } from "./conformance.js";
 import { createScriptedModel } from "./scripted.js";
 import { startScriptedOpenAIServer } from "./scripted-server.js";
 
-runModelConformance("scripted model (the in-memory twin)", async (answers) => ({
-  model: createScriptedModel(answers.map((a) => ({ ...a }))),
-  async close() {},
-}));
+runModelConformance("scripted model (the in-memory twin)", async (answers) => {
+  const model = createScriptedModel(answers.map((a) => ({ ...a })));
+  return { model, requests: () => model.calls.length, async close() {} };
+});
 
 runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
   const server = await startScriptedOpenAIServer({ script: answers.map((a) => ({ ...a })) });
@@ -17,5 +17,5 @@ runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
     timeoutMs: 10_000,
     maxHttpAttempts: 1,
   });
-  return { model, close: () => server.close() };
+  return { model, requests: () => server.calls.length, close: () => server.close() };
 });

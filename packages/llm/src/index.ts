@@ -1,4 +1,14 @@
-export type { ModelPort, ModelReply, ModelRequest, RoleModelConfig } from "./types.js";
+export type {
+  ModelPort,
+  ModelReply,
+  ModelRequest,
+  ModelMode,
+  SchemaRequest,
+  StructuredRequest,
+  JsonObjectRequest,
+  TextRequest,
+  RoleModelConfig,
+} from "./types.js";
 export {
   createOpenAIModel,
   maxModelRequestsPerCall,

@@ -1,4 +1,6 @@
 import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
+import { z } from "zod";
+import { forwardDelta } from "./stream.js";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
 
 /**
@@ -44,10 +46,12 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
       const handler = handlers.get(offlineKey(req.role, req.op));
       if (!handler) throw new AgentmeshError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
       const raw = await handler(req.input, req.signal);
-      const output = req.schema.safeParse(raw);
+      // free text (mode "text") is a string, delivered as one delta; the other modes are validated like a model's reply
+      const output = (req.mode === "text" ? z.string() : req.schema).safeParse(raw);
       if (!output.success) throw new AgentmeshError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${formatZodError(output.error)}`);
+      if (req.mode === "text" && req.onToken && typeof output.data === "string") forwardDelta(req.onToken, output.data);
       return {
-        output: output.data,
+        output: output.data as T,
         usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },
         model: "offline",
         tier: "fast",

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createOpenAIModel, type OpenAIModelOptions } from "./openai.js";
 import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "./scripted-server.js";
-import type { ModelRequest } from "./types.js";
+import type { StructuredRequest } from "./types.js";
 
 const schema = z.object({ answer: z.string() });
 const OK: HttpScriptEntry = { role: "expert", op: "answer", output: { answer: "42" } };
@@ -33,7 +33,7 @@ async function setup(script: HttpScriptEntry[], opts: Partial<OpenAIModelOptions
   return { model, sleeps, server };
 }
 
-const request = (taskId: string, extra: Partial<ModelRequest<{ answer: string }>> = {}): ModelRequest<{ answer: string }> => ({
+const request = (taskId: string, extra: Partial<StructuredRequest<{ answer: string }>> = {}): StructuredRequest<{ answer: string }> => ({
   role: "expert",
   op: "answer",
   taskId,

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ROLES } from "@agentmesh/contracts";
 import { createOpenAIModel, maxModelRequestsPerCall, type OpenAIModelOptions } from "./openai.js";
 import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "./scripted-server.js";
-import type { ModelRequest } from "./types.js";
+import type { JsonObjectRequest, StructuredRequest } from "./types.js";
 
 const PLAN = { research_steps: ["Find the definition"], expert_steps: ["Define it"] };
 const planSchema = ROLES.planner.plan.response;
@@ -31,7 +31,7 @@ async function setup(script: HttpScriptEntry[], opts: Partial<OpenAIModelOptions
   return { model, sleeps, server };
 }
 
-const request = (taskId: string, extra: Partial<ModelRequest<Plan>> = {}): ModelRequest<Plan> => ({
+const request = (taskId: string, extra: Partial<StructuredRequest<Plan>> = {}): StructuredRequest<Plan> => ({
   role: "planner",
   op: "plan",
   taskId,
@@ -73,7 +73,7 @@ describe("OpenAI-compatible adapter: structured output", () => {
 
   it("uses the role's model, temperature and tier", async () => {
     const { model, server } = await setup([{ role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" } }]);
-    const reply = await model.complete({ ...request("t"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as ModelRequest<unknown>);
+    const reply = await model.complete({ ...request("t"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as StructuredRequest<unknown>);
     expect(reply).toMatchObject({ model: "m-strong", tier: "strong" });
     expect(server.calls[0]!.body).toMatchObject({ model: "m-strong", temperature: 0.2 });
   });
@@ -177,12 +177,98 @@ describe("OpenAI-compatible adapter: structured output", () => {
       { prices },
     );
     expect((await model.complete(request("t1"))).usage.cost_usd).toBeCloseTo(0.007, 12);
-    const expert = await model.complete({ ...request("t2"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as ModelRequest<unknown>);
+    const expert = await model.complete({ ...request("t2"), role: "expert", op: "answer", schema: ROLES.expert.answer.response } as StructuredRequest<unknown>);
     expect(expert.usage.cost_usd).toBe(0);
   });
 
   it("rejects invalid options at creation, listing the problems", () => {
     const create = () => createOpenAIModel({ baseURL: "not a url", roles: {}, defaultRole: { model: "", temperature: 0, tier: "fast" }, timeoutMs: 0 });
     for (const field of [/at baseURL/, /at defaultRole\.model/, /at timeoutMs/]) expect(create).toThrow(field);
+  });
+});
+
+describe("OpenAI-compatible adapter: json_object and text modes", () => {
+  const jsonObject = (taskId: string): JsonObjectRequest<Plan> => ({ ...request(taskId), mode: "json_object" });
+  const systemOf = (body: unknown) => (body as { messages: Array<{ content: string }> }).messages[0]!.content;
+  const text = (taskId: string, onToken?: (d: string) => void) =>
+    ({ mode: "text", role: "writer", op: "draft", taskId, system: "You write.", prompt: "Write.", input: {}, ...(onToken ? { onToken } : {}) }) as const;
+
+  it("json_object: sends response_format json_object with the schema in the prompt, and validates once", async () => {
+    const { model, server } = await setup([{ role: "planner", op: "plan", output: PLAN }]);
+    const reply = await model.complete(jsonObject("t1"));
+    expect(reply.output).toEqual(PLAN);
+    expect(server.calls).toHaveLength(1);
+    expect(server.calls[0]).toMatchObject({ responseFormat: "json_object", stream: false, body: { response_format: { type: "json_object" } } });
+    expect(systemOf(server.calls[0]!.body)).toMatch(/^You plan\.\n\nReply with one JSON object[\s\S]*"research_steps"/);
+  });
+
+  it("json_object: invalid output is not retried — one request, model_invalid_output not retryable", async () => {
+    const { model, server } = await setup([
+      { role: "planner", op: "plan", content: "this is not json" },
+      { role: "planner", op: "plan", output: PLAN },
+    ]);
+    await expect(model.complete(jsonObject("t1"))).rejects.toMatchObject({
+      code: "model_invalid_output",
+      retryable: false,
+      message: expect.stringMatching(/not valid JSON/),
+    });
+    expect(server.calls.map((c) => c.turn)).toEqual([0]);
+    expect(maxModelRequestsPerCall(3, "json_object")).toBe(3);
+  });
+
+  it("json_object: 5xx is still retried at the HTTP level", async () => {
+    const { model, server } = await setup([{ role: "planner", op: "plan", status: 503 }, { role: "planner", op: "plan", output: PLAN }]);
+    expect((await model.complete(jsonObject("t1"))).output).toEqual(PLAN);
+    expect(server.calls.map((c) => c.status)).toEqual([503, 200]);
+  });
+
+  it("json_object: a server that rejects json_object fails the call (not retryable) and later calls send prompt-only", async () => {
+    const rejected: HttpScriptEntry = { role: "planner", op: "plan", status: 400, body: { error: { message: "response_format json_object is not supported", type: "invalid_request_error" } } };
+    const { model, server } = await setup([rejected, { role: "planner", op: "plan", output: PLAN }]);
+    await expect(model.complete(jsonObject("t1"))).rejects.toMatchObject({ code: "model_refused", retryable: false });
+    expect(server.calls).toHaveLength(1);
+    expect((await model.complete(jsonObject("t2"))).output).toEqual(PLAN);
+    expect(server.calls.map((c) => c.responseFormat)).toEqual(["json_object", null]);
+  });
+
+  it("text: streams with include_usage, no response_format and no schema, and returns the text with its usage", async () => {
+    const { model, server } = await setup([{ role: "writer", op: "draft", content: "Hello there, this is a streamed draft.", usage: { prompt_tokens: 9, completion_tokens: 8 } }]);
+    const deltas: string[] = [];
+    const reply = await model.complete(text("t1", (d) => deltas.push(d)));
+    const output: string = reply.output;
+    expect(output).toBe("Hello there, this is a streamed draft.");
+    expect(deltas).toEqual(["Hello there, thi", "s is a streamed ", "draft."]);
+    expect(reply.usage).toMatchObject({ prompt_tokens: 9, completion_tokens: 8, model_calls: 1 });
+    expect(server.calls).toHaveLength(1);
+    expect(server.calls[0]).toMatchObject({ stream: true, responseFormat: null, body: { stream: true, stream_options: { include_usage: true } } });
+    expect(systemOf(server.calls[0]!.body)).toBe("You write.");
+  });
+
+  it("text: streams even without onToken, and tolerates a server that sends no usage", async () => {
+    const { model, server } = await setup([{ role: "writer", op: "draft", content: "plain", omitUsage: true }]);
+    const reply = await model.complete(text("t1"));
+    expect(reply).toMatchObject({ output: "plain", usage: { prompt_tokens: 0, completion_tokens: 0, model_calls: 1 } });
+    expect(server.calls[0]).toMatchObject({ stream: true });
+  });
+
+  it("text: a 429 before the stream starts is retried; a stream that breaks after deltas is not", async () => {
+    const { model, server } = await setup([
+      { role: "writer", op: "draft", status: 429 },
+      { role: "writer", op: "draft", content: "retried fine" },
+      { role: "writer", op: "draft", content: "x".repeat(64), chunkDelayMs: 2_000 },
+      { role: "writer", op: "draft", content: "never sent" },
+    ], { timeoutMs: 300 });
+    const first: string[] = [];
+    expect((await model.complete(text("t1", (d) => first.push(d)))).output).toBe("retried fine");
+    expect(first).toEqual(["retried fine"]);
+    const second: string[] = [];
+    await expect(model.complete(text("t2", (d) => second.push(d)))).rejects.toMatchObject({ code: "timeout", retryable: true });
+    expect(second).toEqual(["x".repeat(16)]);
+    expect(server.calls.map((c) => [c.taskId, c.status])).toEqual([
+      ["t1", 429],
+      ["t1", 200],
+      ["t2", 200],
+    ]);
+    expect(maxModelRequestsPerCall(3, "text")).toBe(3);
   });
 });

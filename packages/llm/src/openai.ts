@@ -2,9 +2,10 @@ import OpenAI from "openai";
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
 import { AgentmeshError, formatZodError, Tier, type Usage } from "@agentmesh/contracts";
+import { forwardDelta } from "./stream.js";
 import { backoffDelay, classifyAttemptError, DEFAULT_BACKOFF, realSleep, sleepUnlessAborted, type BackoffPolicy } from "./retry.js";
 import { parseReply, schemaInstruction, schemaNameFor, toStrictJsonSchema } from "./structured.js";
-import type { ModelPort, ModelReply, ModelRequest, RoleModelConfig } from "./types.js";
+import type { ModelMode, ModelPort, ModelReply, ModelRequest, RoleModelConfig, SchemaRequest, StructuredRequest, TextRequest } from "./types.js";
 
 /** How structured output is asked for; "auto" starts with json_schema and falls back. */
 export type StructuredMode = "auto" | "json_schema" | "json_object" | "prompt";
@@ -28,6 +29,7 @@ export interface OpenAIModelOptions {
   /** HTTP attempts per exchange (first try + retries); default 3. */
   readonly maxHttpAttempts?: number;
   readonly prices?: Readonly<Record<string, ModelPrice>>;
+  /** Structured output's format; json_object requests send json_object unless this (or "auto", once rejected) is "prompt". */
   readonly structuredMode?: StructuredMode;
   /** Injected for tests; the default is a timer. */
   readonly sleep?: (ms: number) => Promise<void>;
@@ -39,12 +41,13 @@ export interface OpenAIModelOptions {
 export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
 
 /**
- * The most HTTP requests one `complete()` can send: two exchanges (the first answer and the one
- * validation retry), each up to `maxHttpAttempts` requests. Format fallbacks (json_schema →
- * json_object → prompt) are requests within that budget, not extra ones.
+ * The most HTTP requests one `complete()` can send. Structured: two exchanges (the first answer
+ * and the one validation retry), each up to `maxHttpAttempts` requests; format fallbacks
+ * (json_schema → json_object → prompt) are requests within that budget, not extra ones.
+ * json_object and text: one exchange, so `maxHttpAttempts` (one request when the server answers).
  */
-export function maxModelRequestsPerCall(maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS): number {
-  return 2 * maxHttpAttempts;
+export function maxModelRequestsPerCall(maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS, mode: ModelMode = "structured"): number {
+  return mode === "structured" ? 2 * maxHttpAttempts : maxHttpAttempts;
 }
 
 const RoleConfig = z.object({ model: z.string().min(1), temperature: z.number().min(0).max(2), tier: Tier });
@@ -62,12 +65,22 @@ const Options = z.object({
 type WireMode = Exclude<StructuredMode, "auto">;
 const FALLBACK: Record<WireMode, WireMode | null> = { json_schema: "json_object", json_object: "prompt", prompt: null };
 const MODE_ORDER: readonly WireMode[] = ["json_schema", "json_object", "prompt"];
+/** What one request asks for: a structured-output format, or plain text. */
+type Wire = WireMode | "text";
 
 interface Tally {
   prompt: number;
   completion: number;
   calls: number;
   model: string;
+  /** Characters already handed to `onToken` in text mode. */
+  delivered: number;
+}
+
+/** How one exchange picks its wire format, and whether a rejected format may fall back within it. */
+interface ExchangePlan {
+  readonly wire: () => Wire;
+  readonly fallback: boolean;
 }
 
 /** Header values must be visible ASCII; task ids are, but never let a stray byte fail a call. */
@@ -79,7 +92,7 @@ const headerValue = (s: string) => s.replace(/[^\x20-\x7e]/g, "_").slice(0, 200)
  */
 export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   const parsed = Options.safeParse(options);
-  if (!parsed.success) throw new Error(`createOpenAIModel: invalid options: ${formatZodError(parsed.error)}`);
+  if (!parsed.success) throw new Error(`createOpenAIModel: invalid options:\n${formatZodError(parsed.error)}`);
   const opts = Object.freeze(parsed.data);
   const sleep = options.sleep ?? realSleep;
   const backoff: BackoffPolicy = { ...DEFAULT_BACKOFF, ...options.backoff };
@@ -103,13 +116,15 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     if (next && MODE_ORDER.indexOf(next) > MODE_ORDER.indexOf(mode)) mode = next;
   };
 
-  function body<T>(req: ModelRequest<T>, cfg: RoleModelConfig, wire: WireMode, conversation: ChatCompletionMessageParam[]): ChatCompletionCreateParamsBase {
-    const system = wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
+  function body(req: ModelRequest, cfg: RoleModelConfig, wire: Wire, conversation: ChatCompletionMessageParam[]): ChatCompletionCreateParamsBase {
+    // Without json_schema support the schema travels in the system prompt.
+    const system = req.mode === "text" || wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
     const base: ChatCompletionCreateParamsBase = {
       model: cfg.model,
       temperature: cfg.temperature,
       messages: [{ role: "system", content: system }, ...conversation],
     };
+    if (req.mode === "text") return base;
     if (wire === "json_schema") {
       base.response_format = {
         type: "json_schema",
@@ -122,7 +137,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   }
 
   /** One HTTP request; resolves with the assistant's text. */
-  async function send<T>(req: ModelRequest<T>, params: ChatCompletionCreateParamsBase, tally: Tally): Promise<string> {
+  async function send(req: ModelRequest, params: ChatCompletionCreateParamsBase, tally: Tally): Promise<string> {
     const ctrl = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -137,19 +152,22 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       headers: { "x-agentmesh-role": headerValue(req.role), "x-agentmesh-op": headerValue(req.op), "x-agentmesh-task-id": headerValue(req.taskId) },
     };
     try {
-      if (req.onToken) {
+      if (req.onToken || req.mode === "text") {
+        const text = req.mode === "text";
         const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
         let content = "";
         for await (const chunk of stream) {
           if (chunk.model) tally.model = chunk.model;
+          // Servers that ignore `include_usage` send none; the call then reports 0 tokens.
           if (chunk.usage) {
             tally.prompt += chunk.usage.prompt_tokens;
             tally.completion += chunk.usage.completion_tokens;
           }
-          const delta = chunk.choices[0]?.delta?.content;
-          if (delta) {
-            content += delta;
-            forward(req.onToken, delta);
+          const delta = chunk.choices[0]?.delta;
+          if (delta?.content) {
+            content += delta.content;
+            if (req.onToken) forwardDelta(req.onToken, delta.content);
+            if (text) tally.delivered += delta.content.length;
           }
         }
         // The client's stream ends quietly when aborted; a partial reply must not pass as whole.
@@ -163,11 +181,11 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       tally.prompt += completion.usage?.prompt_tokens ?? 0;
       tally.completion += completion.usage?.completion_tokens ?? 0;
       const message = completion.choices[0]?.message;
-      if (message?.refusal) throw new AgentmeshError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`);
+      if (message?.refusal) throw new AgentmeshError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`, { retryable: false });
       return message?.content ?? "";
     } catch (err) {
-      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
-      if (timedOut) throw new AgentmeshError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`);
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+      if (timedOut) throw new AgentmeshError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`, { retryable: true });
       throw err;
     } finally {
       clearTimeout(timer);
@@ -176,65 +194,84 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   }
 
   /** One exchange: up to maxHttpAttempts requests (retries and format fallbacks) for one reply. */
-  async function exchange<T>(req: ModelRequest<T>, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally): Promise<string> {
+  async function exchange(req: ModelRequest, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally, plan: ExchangePlan): Promise<string> {
     let last: AgentmeshError | undefined;
     for (let attempt = 1; attempt <= opts.maxHttpAttempts; attempt++) {
-      const wire = mode;
+      const wire = plan.wire();
       try {
         return await send(req, body(req, cfg, wire, conversation), tally);
       } catch (err) {
-        const failure = classifyAttemptError(err, wire !== "prompt");
+        const failure = classifyAttemptError(err, wire === "json_schema" || wire === "json_object");
         if (failure.kind === "fail") throw failure.error;
         if (failure.kind === "fallback") {
-          if (opts.structuredMode !== "auto" || FALLBACK[wire] === null) throw failure.error;
+          if (opts.structuredMode !== "auto" || wire === "text" || FALLBACK[wire] === null) throw failure.error;
           downgrade(wire);
+          // A json_object call is one request: it fails, and later calls start in the mode that works.
+          if (!plan.fallback) throw new AgentmeshError(failure.error.code, `${failure.error.message}; later calls send ${mode}`, { retryable: false });
           // Retryable: the next call starts in the mode that works.
-          last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`);
+          last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, { retryable: true });
           continue;
         }
         last = failure.error;
-        if (attempt === opts.maxHttpAttempts) break;
+        // Deltas already handed to onToken cannot be taken back: a broken text stream is not repeated here.
+        if (attempt === opts.maxHttpAttempts || tally.delivered > 0) break;
         const delay = backoffDelay(attempt, failure.retryAfterMs, backoff);
         if (delay === null) throw new AgentmeshError(failure.error.code, `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`, { retryable: true });
         await sleepUnlessAborted(delay, sleep, req.signal);
       }
     }
-    throw last ?? new AgentmeshError("internal", "no HTTP attempt was made");
+    throw last ?? new AgentmeshError("internal", "no HTTP attempt was made", { retryable: false });
   }
 
-  return {
-    name: `openai-compatible ${opts.baseURL}`,
-    async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
-      const started = performance.now();
-      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
-      const cfg = Object.hasOwn(opts.roles, req.role) ? opts.roles[req.role]! : opts.defaultRole;
-      const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model };
-      const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
-      let problem = "";
-      for (let round = 1; round <= 2; round++) {
-        const content = await exchange(req, cfg, conversation, tally);
-        const reply = parseReply(req.schema, content);
-        if (reply.ok) {
-          return { output: reply.value, usage: usageOf(tally, cfg.model, opts.prices), model: tally.model, tier: cfg.tier, latencyMs: Math.round(performance.now() - started) };
-        }
-        problem = reply.problem;
-        // The one validation retry: show the model its reply and what was wrong with it.
-        conversation.push(
-          { role: "assistant", content: content.slice(0, 20_000) },
-          { role: "user", content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.` },
-        );
+  /** Structured: the best format the endpoint supports, validated, with one validation retry. */
+  async function structured<T>(req: StructuredRequest<T>, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally): Promise<T> {
+    let problem = "";
+    for (let round = 1; round <= 2; round++) {
+      const content = await exchange(req, cfg, conversation, tally, { wire: () => mode, fallback: true });
+      const reply = parseReply(req.schema, content);
+      if (reply.ok) return reply.value;
+      problem = reply.problem;
+      // The one validation retry: show the model its reply and what was wrong with it.
+      conversation.push(
+        { role: "assistant", content: content.slice(0, 20_000) },
+        { role: "user", content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.` },
+      );
+    }
+    throw new AgentmeshError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000), { retryable: true });
+  }
+
+  function complete<T>(req: SchemaRequest<T>): Promise<ModelReply<T>>;
+  function complete(req: TextRequest): Promise<ModelReply<string>>;
+  async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
+    const started = performance.now();
+    if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started", { retryable: false });
+    const cfg = Object.hasOwn(opts.roles, req.role) ? opts.roles[req.role]! : opts.defaultRole;
+    const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model, delivered: 0 };
+    const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
+    const reply = (output: unknown): ModelReply<unknown> => ({
+      output,
+      usage: usageOf(tally, cfg.model, opts.prices),
+      model: tally.model,
+      tier: cfg.tier,
+      latencyMs: Math.round(performance.now() - started),
+    });
+    switch (req.mode) {
+      case "text":
+        return reply(await exchange(req, cfg, conversation, tally, { wire: () => "text", fallback: false }));
+      case "json_object": {
+        // json_object unless the endpoint is known to lack it; one exchange either way.
+        const content = await exchange(req, cfg, conversation, tally, { wire: () => (mode === "prompt" ? "prompt" : "json_object"), fallback: false });
+        const parsed = parseReply(req.schema, content);
+        if (!parsed.ok) throw new AgentmeshError("model_invalid_output", `the model's output failed validation (json_object mode, not retried): ${parsed.problem}`.slice(0, 4000), { retryable: false });
+        return reply(parsed.value);
       }
-      throw new AgentmeshError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000));
-    },
-  };
-}
-
-function forward(onToken: (delta: string) => void, delta: string): void {
-  try {
-    onToken(delta);
-  } catch (err) {
-    throw new AgentmeshError("internal", `the onToken callback threw: ${(err as Error).message}`);
+      case undefined:
+      case "structured":
+        return reply(await structured(req, cfg, conversation, tally));
+    }
   }
+
+  return { name: `openai-compatible ${opts.baseURL}`, complete };
 }
 
 function usageOf(tally: Tally, configured: string, prices: Readonly<Record<string, ModelPrice>>): Usage {

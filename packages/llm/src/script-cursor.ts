@@ -68,3 +68,13 @@ function pairKey(role: string, op: string): string {
 export function describeEntries<E extends Addressed>(entries: ReadonlyArray<Taken<E>>): string {
   return entries.map(({ index, entry }) => `  #${index} ${entry.role}.${entry.op}`).join("\n");
 }
+
+/** Characters per streamed delta: fixed, so a stream is deterministic yet still needs reassembly. */
+const PIECE_CHARS = 16;
+
+/** How both twins cut a reply into streamed deltas. */
+export function streamPieces(content: string): string[] {
+  const pieces: string[] = [];
+  for (let i = 0; i < content.length; i += PIECE_CHARS) pieces.push(content.slice(i, i + PIECE_CHARS));
+  return pieces;
+}

@@ -86,6 +86,27 @@ describe("scripted OpenAI-compatible server", () => {
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } });
   });
 
+  it("omitUsage leaves usage out of a completion and of a stream, even when asked for", async () => {
+    const s = await start([
+      { role: "expert", op: "answer", content: "a", omitUsage: true },
+      { role: "expert", op: "answer", content: "b", omitUsage: true },
+    ]);
+    expect(await (await post(s, task("t1"), chat())).json()).not.toHaveProperty("usage");
+    const events = (await (await post(s, task("t2"), chat(undefined, { stream: true, stream_options: { include_usage: true } }))).text()).split("\n\n").filter(Boolean);
+    expect(events.at(-1)).toBe("data: [DONE]");
+    expect(events.slice(0, -1).map((e) => JSON.parse(e.slice("data: ".length)) as object).filter((c) => "usage" in c)).toEqual([]);
+  });
+
+  it("paces streamed deltas chunkDelayMs apart", async () => {
+    const s = await start([{ role: "expert", op: "answer", content: "y".repeat(64), chunkDelayMs: 100 }]);
+    const started = performance.now();
+    const events = (await (await post(s, task("t1"), chat(undefined, { stream: true }))).text()).split("\n\n").filter(Boolean);
+    // Four 16-character deltas, three pauses between them.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice("data: ".length)) as { choices: Array<{ delta: { content?: string } }> });
+    expect(chunks.map((c) => c.choices[0]?.delta.content).filter(Boolean)).toEqual(Array(4).fill("y".repeat(16)));
+  });
+
   it("records an unexpected call, answers it with a 400, and assertConsumed reports it", async () => {
     const s = await start([]);
     const res = await post(s, task("t1"), chat());

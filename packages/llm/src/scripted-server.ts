@@ -1,15 +1,17 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import { createScriptCursor, describeEntries } from "./script-cursor.js";
+import { createScriptCursor, describeEntries, streamPieces } from "./script-cursor.js";
 import { validateScript } from "./scripted.js";
 
 /**
  * One scripted HTTP reply for a role and op. Exactly one of:
  * - `output`: an object, sent as the assistant's content (JSON);
- * - `content`: raw assistant text (e.g. invalid JSON, to exercise the validation retry);
+ * - `content`: raw assistant text (a text-mode reply, or invalid JSON to exercise validation);
  * - `status`: an HTTP error response (429, 500, 400, …) with an optional body and Retry-After.
- * `delayMs` may accompany any of them and holds the response back that long.
+ * `delayMs` may accompany any of them and holds the response back that long. A request with
+ * `stream: true` gets server-sent events: the reply in 16-character deltas (`chunkDelayMs` apart),
+ * then a usage chunk when `stream_options.include_usage` asks for it and `omitUsage` is unset.
  *
  * Answers (`output`, `content`) are bound to a conversation turn of a task: per role+op the n-th
  * distinct (task id, turn) gets the n-th answer, and the same (task id, turn) asked again gets
@@ -27,7 +29,11 @@ export interface HttpScriptEntry {
   readonly body?: unknown;
   readonly retryAfterSec?: number;
   readonly delayMs?: number;
+  /** Pause between streamed deltas, so a client can abort mid-stream. */
+  readonly chunkDelayMs?: number;
   readonly usage?: { readonly prompt_tokens?: number; readonly completion_tokens?: number };
+  /** Send no usage at all, like servers that ignore `include_usage`. */
+  readonly omitUsage?: boolean;
 }
 
 /** One HTTP request the server received on /v1/chat/completions. */
@@ -83,7 +89,9 @@ const Entry = z
     body: z.unknown().optional(),
     retryAfterSec: z.number().nonnegative().optional(),
     delayMs: z.number().int().nonnegative().optional(),
+    chunkDelayMs: z.number().int().nonnegative().optional(),
     usage: z.object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative() }).partial().optional(),
+    omitUsage: z.boolean().optional(),
   })
   .refine((e) => [e.output, e.content, e.status].filter((x) => x !== undefined).length === 1, "an entry has exactly one of `output`, `content`, `status`");
 
@@ -170,13 +178,33 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
       return;
     }
     const content = entry.content ?? JSON.stringify(entry.output);
-    const usage = {
-      prompt_tokens: entry.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(parsed.messages).length / 4),
-      completion_tokens: entry.usage?.completion_tokens ?? Math.ceil(content.length / 4),
-    };
+    const usage = entry.omitUsage
+      ? null
+      : {
+          prompt_tokens: entry.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(parsed.messages).length / 4),
+          completion_tokens: entry.usage?.completion_tokens ?? Math.ceil(content.length / 4),
+        };
     const id = `chatcmpl-scripted-${++sequence}`;
-    if (stream) sendStream(res, id, parsed.model, content, usage, parsed.stream_options?.include_usage === true);
+    if (stream) await sendStream(res, { id, model: parsed.model, content, usage: parsed.stream_options?.include_usage === true ? usage : null, chunkDelayMs: entry.chunkDelayMs ?? 0 });
     else sendCompletion(res, id, parsed.model, content, usage);
+  }
+
+  /** Server-sent events as OpenAI streams them: role, content pieces, finish, usage, [DONE]. */
+  async function sendStream(res: ServerResponse, reply: { id: string; model: string; content: string; usage: TokenUsage | null; chunkDelayMs: number }): Promise<void> {
+    if (res.destroyed) return;
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+      res.write(`data: ${JSON.stringify({ id: reply.id, object: "chat.completion.chunk", created: 0, model: reply.model, choices, ...extra })}\n\n`);
+    chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
+    for (const [i, piece] of streamPieces(reply.content).entries()) {
+      // The client hung up (an abort): stop streaming.
+      if (i > 0 && reply.chunkDelayMs > 0 && !(await wait(reply.chunkDelayMs, res))) return;
+      if (res.destroyed) return;
+      chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+    }
+    chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
+    if (reply.usage) chunk([], { usage: usageBody(reply.usage) });
+    res.end("data: [DONE]\n\n");
   }
 
   /** Resolves true after `ms`, or false as soon as the client disconnects. */
@@ -266,29 +294,14 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 type TokenUsage = { prompt_tokens: number; completion_tokens: number };
 const usageBody = (u: TokenUsage) => ({ ...u, total_tokens: u.prompt_tokens + u.completion_tokens });
 
-function sendCompletion(res: ServerResponse, id: string, model: string, content: string, usage: TokenUsage): void {
+function sendCompletion(res: ServerResponse, id: string, model: string, content: string, usage: TokenUsage | null): void {
   sendJson(res, 200, {
     id,
     object: "chat.completion",
     created: 0,
     model,
     choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" }],
-    usage: usageBody(usage),
+    ...(usage ? { usage: usageBody(usage) } : {}),
   });
 }
 
-/** Server-sent events as OpenAI streams them: role, content pieces, finish, usage, [DONE]. */
-function sendStream(res: ServerResponse, id: string, model: string, content: string, usage: TokenUsage, includeUsage: boolean): void {
-  if (res.destroyed) return;
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-    res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created: 0, model, choices, ...extra })}\n\n`);
-  chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
-  // Fixed-size pieces keep the stream deterministic while still exercising reassembly.
-  for (let i = 0; i < content.length; i += 16) {
-    chunk([{ index: 0, delta: { content: content.slice(i, i + 16) }, logprobs: null, finish_reason: null }]);
-  }
-  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
-  if (includeUsage) chunk([], { usage: usageBody(usage) });
-  res.end("data: [DONE]\n\n");
-}

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createScriptedModel, type ScriptEntry } from "./scripted.js";
-import type { ModelRequest } from "./types.js";
+import type { StructuredRequest } from "./types.js";
 
 const schema = z.object({ n: z.number() });
-const req = (role: string, op: string, taskId: string, extra: Partial<ModelRequest<{ n: number }>> = {}): ModelRequest<{ n: number }> => ({
+const req = (role: string, op: string, taskId: string, extra: Partial<StructuredRequest<{ n: number }>> = {}): StructuredRequest<{ n: number }> => ({
   role,
   op,
   taskId,
@@ -28,9 +28,9 @@ describe("createScriptedModel", () => {
     expect((await model.complete(req("critic", "review_plan", "c"))).output).toEqual({ n: 10 });
     model.assertConsumed();
     expect(model.calls).toEqual([
-      { role: "planner", op: "plan", taskId: "a", entry: 0 },
-      { role: "planner", op: "plan", taskId: "b", entry: 2 },
-      { role: "critic", op: "review_plan", taskId: "c", entry: 1 },
+      { role: "planner", op: "plan", taskId: "a", mode: "structured", entry: 0 },
+      { role: "planner", op: "plan", taskId: "b", mode: "structured", entry: 2 },
+      { role: "critic", op: "review_plan", taskId: "c", mode: "structured", entry: 1 },
     ]);
   });
 
@@ -108,8 +108,36 @@ describe("createScriptedModel", () => {
     await expect(model.complete(req("planner", "plan", "b", { signal: ctrl.signal }))).rejects.toMatchObject({ code: "cancelled" });
   });
 
+  it("json_object: a reply that is not JSON or fails the schema is model_invalid_output, not retryable (structured: retryable)", async () => {
+    const model = createScriptedModel([
+      { role: "planner", op: "plan", content: "{ nope" },
+      { role: "planner", op: "plan", output: { n: "x" } },
+      { role: "planner", op: "plan", content: "{ nope" },
+      { role: "planner", op: "plan", content: '{"n": 3}' },
+    ]);
+    await expect(model.complete({ ...req("planner", "plan", "a"), mode: "json_object" as const })).rejects.toMatchObject({ code: "model_invalid_output", retryable: false, message: expect.stringMatching(/not valid JSON/) });
+    await expect(model.complete({ ...req("planner", "plan", "b"), mode: "json_object" as const })).rejects.toMatchObject({ code: "model_invalid_output", retryable: false });
+    await expect(model.complete(req("planner", "plan", "c"))).rejects.toMatchObject({ code: "model_invalid_output", retryable: true });
+    expect((await model.complete({ ...req("planner", "plan", "d"), mode: "json_object" as const })).output).toEqual({ n: 3 });
+    expect(model.calls.map((c) => c.mode)).toEqual(["json_object", "json_object", "structured", "json_object"]);
+  });
+
+  it("text: streams the reply in 16-character deltas and returns it whole; an `output` entry is its JSON text", async () => {
+    const model = createScriptedModel([
+      { role: "writer", op: "draft", content: "a".repeat(20) + "b".repeat(20) },
+      { role: "writer", op: "draft", output: { n: 1 } },
+    ]);
+    const deltas: string[] = [];
+    const text = { mode: "text", role: "writer", op: "draft", system: "", prompt: "", input: {}, onToken: (d: string) => deltas.push(d) } as const;
+    const reply = await model.complete({ ...text, taskId: "a" });
+    expect(reply.output).toBe("a".repeat(20) + "b".repeat(20));
+    expect(deltas).toEqual(["a".repeat(16), "aaaabbbbbbbbbbbb", "b".repeat(8)]);
+    expect((await model.complete({ ...text, taskId: "b" })).output).toBe('{"n":1}');
+  });
+
   it("rejects an ill-formed script up front", () => {
-    expect(() => createScriptedModel([{ role: "planner", op: "plan" } as ScriptEntry])).toThrow(/exactly one of `output` and `error`/);
+    expect(() => createScriptedModel([{ role: "planner", op: "plan" } as ScriptEntry])).toThrow(/exactly one of `output`, `content` and `error`/);
+    expect(() => createScriptedModel([{ role: "planner", op: "plan", output: {}, content: "{}" }])).toThrow(/exactly one of/);
     expect(() => createScriptedModel([{ role: "planner", op: "plan", output: {}, error: { code: "timeout", message: "x" } }])).toThrow(/#0/);
     expect(() => createScriptedModel([{ role: "p", op: "o", error: { code: "nope" as "timeout", message: "x" } }])).toThrow(/invalid script/);
   });

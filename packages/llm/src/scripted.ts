@@ -1,21 +1,30 @@
 import { z } from "zod";
 import { AgentmeshError, ErrorCode, formatZodError, type Tier, type Usage } from "@agentmesh/contracts";
-import { createScriptCursor, describeEntries } from "./script-cursor.js";
-import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
+import { forwardDelta } from "./stream.js";
 
 /** The codes a model call fails with, so a script can fail only as a real model port can. */
 const ModelErrorCode = ErrorCode.extract(["model_error", "model_rate_limited", "model_invalid_output", "model_refused", "needs_model", "timeout", "cancelled", "internal"]);
 type ModelErrorCode = z.infer<typeof ModelErrorCode>;
+import { createScriptCursor, describeEntries, streamPieces } from "./script-cursor.js";
+import { parseReply } from "./structured.js";
+import type { ModelMode, ModelPort, ModelReply, ModelRequest, SchemaRequest, TextRequest } from "./types.js";
 
-/** One scripted answer (or failure) for a role and op. Exactly one of `output`, `error`. */
+/**
+ * One scripted answer (or failure) for a role and op. Exactly one of `output`, `content`, `error`.
+ * A text-mode request gets `content`, or `output` as JSON text, as the scripted HTTP server sends it.
+ */
 export interface ScriptEntry {
   readonly role: string;
   readonly op: string;
   /** The structured output; still validated against the request's schema. */
   readonly output?: unknown;
+  /** The raw reply text: a text-mode answer, or (e.g. invalid) JSON that a schema request parses. */
+  readonly content?: string;
   readonly error?: { readonly code: ModelErrorCode; readonly message: string; readonly retryable?: boolean };
   /** Wait this long before answering (an abort cuts it short with `cancelled`). */
   readonly delayMs?: number;
+  /** Wait this long between streamed deltas (an abort cuts it short with `cancelled`). */
+  readonly chunkDelayMs?: number;
   /** Reported usage; unset fields are 0, and `model_calls` is 1. */
   readonly usage?: Partial<Usage>;
 }
@@ -25,6 +34,7 @@ export interface ScriptedCall {
   readonly role: string;
   readonly op: string;
   readonly taskId: string;
+  readonly mode: ModelMode;
   readonly entry: number | null;
 }
 
@@ -49,8 +59,10 @@ const Entry = z
     role: z.string().min(1),
     op: z.string().min(1),
     output: z.unknown().optional(),
+    content: z.string().optional(),
     error: z.object({ code: ModelErrorCode, message: z.string(), retryable: z.boolean().optional() }).optional(),
     delayMs: z.number().int().nonnegative().optional(),
+    chunkDelayMs: z.number().int().nonnegative().optional(),
     usage: z
       .object({
         prompt_tokens: z.number().int().nonnegative(),
@@ -61,7 +73,7 @@ const Entry = z
       .partial()
       .optional(),
   })
-  .refine((e) => (e.output !== undefined) !== (e.error !== undefined), "an entry has exactly one of `output` and `error`");
+  .refine((e) => [e.output, e.content, e.error].filter((x) => x !== undefined).length === 1, "an entry has exactly one of `output`, `content` and `error`");
 
 /** Checks a script up front, so a typo fails the test that wrote it, not a later call. */
 export function validateScript<E>(script: readonly E[], schema: z.ZodType, what: string): void {
@@ -76,12 +88,56 @@ export function validateScript<E>(script: readonly E[], schema: z.ZodType, what:
  * A model for tests that answers from `script`. Per role+op, the n-th distinct task id gets the
  * n-th entry and a repeated task id gets the same entry again (a redelivered task replays
  * identically). A call with no entry left throws `AgentmeshError("internal")` and is recorded.
+ * Modes behave as the HTTP adapter's do, except that one entry is one reply: a structured request
+ * whose entry fails its schema fails `model_invalid_output` (retryable) without a validation retry.
  */
 export function createScriptedModel(script: readonly ScriptEntry[], opts: ScriptedModelOptions = {}): ScriptedModel {
   validateScript(script, Entry, "createScriptedModel");
   const frozen = script.map((e) => structuredClone(e));
   const cursor = createScriptCursor(frozen);
   const calls: ScriptedCall[] = [];
+
+  /** Hands the reply to `onToken` delta by delta, as a streaming endpoint would. */
+  async function stream(req: ModelRequest, entry: ScriptEntry, content: string): Promise<void> {
+    for (const [i, piece] of streamPieces(content).entries()) {
+      if (i > 0 && entry.chunkDelayMs) await delay(entry.chunkDelayMs, req.signal);
+      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+      if (req.onToken) forwardDelta(req.onToken, piece);
+    }
+  }
+
+  /** A schema request's output: the entry's `output` (a copy) or its `content` parsed as JSON, validated. */
+  function validated(req: SchemaRequest<unknown>, entry: ScriptEntry, index: number): unknown {
+    // One reply, no validation retry: json_object says so to the caller, structured leaves it to the task's retry.
+    const retryable = req.mode !== "json_object";
+    const where = `scripted model: entry #${index} (${req.role}.${req.op})`;
+    if (entry.content !== undefined) {
+      const parsed = parseReply(req.schema, entry.content);
+      if (!parsed.ok) throw new AgentmeshError("model_invalid_output", `${where}: ${parsed.problem}`, { retryable: retryable });
+      return parsed.value;
+    }
+    // A copy, so a caller that mutates its output cannot change what a replay returns.
+    const result = req.schema.safeParse(structuredClone(entry.output));
+    if (!result.success) throw new AgentmeshError("model_invalid_output", `${where} fails the schema: ${formatZodError(result.error)}`, { retryable: retryable });
+    return result.data;
+  }
+
+  function complete<T>(req: SchemaRequest<T>): Promise<ModelReply<T>>;
+  function complete(req: TextRequest): Promise<ModelReply<string>>;
+  async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
+    const taken = cursor.take(req.role, req.op, req.taskId);
+    calls.push({ role: req.role, op: req.op, taskId: req.taskId, mode: req.mode ?? "structured", entry: taken?.index ?? null });
+    if (!taken) throw new AgentmeshError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`, { retryable: false });
+    const { entry, index } = taken;
+    if (entry.delayMs) await delay(entry.delayMs, req.signal);
+    if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+    if (entry.error) throw new AgentmeshError(entry.error.code, entry.error.message, { retryable: entry.error.retryable });
+    const content = entry.content ?? JSON.stringify(entry.output);
+    if (req.mode === "text" || req.onToken) await stream(req, entry, content);
+    const output = req.mode === "text" ? content : validated(req, entry, index);
+    const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 1, ...entry.usage };
+    return { output, usage, model: opts.model ?? "scripted", tier: opts.tier ?? "fast", latencyMs: entry.delayMs ?? 0 };
+  }
 
   return {
     name: "scripted",
@@ -95,34 +151,19 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
       if (unexpected.length > 0) parts.push(`unexpected calls:\n${unexpected.map((c) => `  ${c.role}.${c.op} task ${c.taskId}`).join("\n")}`);
       throw new Error(`scripted model: ${parts.join("\n")}`);
     },
-    async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
-      const taken = cursor.take(req.role, req.op, req.taskId);
-      calls.push({ role: req.role, op: req.op, taskId: req.taskId, entry: taken?.index ?? null });
-      if (!taken) throw new AgentmeshError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`);
-      const { entry, index } = taken;
-      if (entry.delayMs) await delay(entry.delayMs, req.signal);
-      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
-      if (entry.error) throw new AgentmeshError(entry.error.code, entry.error.message, { retryable: entry.error.retryable });
-      // A copy, so a caller that mutates its output cannot change what a replay returns.
-      const result = req.schema.safeParse(structuredClone(entry.output));
-      if (!result.success) {
-        throw new AgentmeshError("model_invalid_output", `scripted model: entry #${index} (${req.role}.${req.op}) fails the schema: ${formatZodError(result.error)}`);
-      }
-      const usage: Usage = { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 1, ...entry.usage };
-      return { output: result.data, usage, model: opts.model ?? "scripted", tier: opts.tier ?? "fast", latencyMs: entry.delayMs ?? 0 };
-    },
+    complete,
   };
 }
 
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      reject(new AgentmeshError("cancelled", "the model call was cancelled"));
+      reject(new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false }));
       return;
     }
     const onAbort = () => {
       clearTimeout(timer);
-      reject(new AgentmeshError("cancelled", "the model call was cancelled"));
+      reject(new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false }));
     };
     const timer = setTimeout(() => {
       signal?.removeEventListener("abort", onAbort);
