@@ -29,7 +29,7 @@ const STAGE_NAMES: Record<string, string> = {
 };
 
 /** A tool call's arguments on one line. */
-const argsLine = (args: Record<string, unknown>, truncated: boolean) => brief(`${JSON.stringify(args)}${truncated ? " (cut)" : ""}`, 70);
+const argsLine = (args: Record<string, unknown>, truncated: boolean) => `${brief(JSON.stringify(args), 70)}${truncated ? " (cut)" : ""}`;
 
 function stageLine(e: Extract<SessionEvent, { type: "stage" }>, verbose: boolean): string {
   const about = e.description ? `: ${brief(e.description)}` : "";
