@@ -1,5 +1,5 @@
 import { ENV_VARS } from "@agentmesh/service-kit";
-import { ERROR_CODES, naming } from "@agentmesh/contracts";
+import { ERROR_CODES, SessionEvent, naming } from "@agentmesh/contracts";
 
 // The README's tables, generated from the code. test/unit/readme.test.ts checks the README
 // holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
@@ -30,14 +30,23 @@ export function subjectRows(): string[] {
   ];
 }
 
+/** Rows of the event table: each type of the SessionEvent union and its own fields (the stamp every event has left out). */
+export function eventRows(): string[] {
+  const stamp = new Set(["v", "session_id", "version", "index", "at", "type"]);
+  return SessionEvent.options.map((o) => {
+    const fields = Object.keys(o.shape).filter((k) => !stamp.has(k));
+    return `| \`${o.shape.type.value}\` | ${fields.map((f) => `\`${f}\``).join(", ")} |`;
+  });
+}
+
 /** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
-export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows };
+export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows, events: eventRows };
 
 /** The rows between a table's markers in a document; null when the markers are missing. */
 export function tableRows(doc: string, name: string): string[] | null {
   const m = new RegExp(`<!-- table:${name} -->\\n([\\s\\S]*?)<!-- /table:${name} -->`).exec(doc);
   if (!m) return null;
-  return (m[1] ?? "").split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what) \|/.test(l));
+  return (m[1] ?? "").split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
 }
 
 // `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.

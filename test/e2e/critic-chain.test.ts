@@ -45,7 +45,7 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     expect(state.meta.version).toBe(10);
     assertAppliedOnce(log, state.meta.version);
 
-    const stages = events.filter((e) => e.type === "stage" && e.status === "completed").map((e) => (e.type === "stage" ? e.stage : ""));
+    const stages = events.filter((e) => e.type === "stage" && e.status === "completed").map((e) => (e.type === "stage" ? e.name : ""));
     expect(stages).toEqual(["planner", "critic_planner", "researcher", "critic_researcher", "researcher", "critic_researcher", "expert", "critic_expert", "finalizer"]);
     const steps = events.filter((e) => e.type === "step");
     expect(steps).toHaveLength(9);
@@ -117,7 +117,7 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     expect(state.data.final_answer).toContain("Doudna");
     assertAppliedOnce(log, state.meta.version);
     expect(state.meta.version).toBe(14); // 10 of the happy path + 2 × (planner, critic)
-    const planStages = events.filter((e) => e.type === "stage" && e.status === "started" && e.stage === "planner");
+    const planStages = events.filter((e) => e.type === "stage" && e.status === "running" && e.name === "planner");
     expect(planStages).toHaveLength(3);
     llm.assertConsumed();
   });

@@ -169,9 +169,9 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(state.data.retry_count).toBe(2);
     expect(state.data.final_answer).toBe(COULD_NOT_ANSWER);
     expect(state.data.final_reasoning_trace).toBe(COULD_NOT_ANSWER);
-    const failures = events.filter((e) => e.type === "stage" && e.status === "completed" && e.stage === "planner");
+    const failures = events.filter((e) => e.type === "stage" && e.status === "failed" && e.name === "planner");
     expect(failures).toHaveLength(2);
-    for (const f of failures) expect(f.type === "stage" && f.detail).toMatch(/failed \(model_error: the model endpoint failed/);
+    for (const f of failures) expect(f.type === "stage" && f.description).toMatch(/failed \(model_error: the model endpoint failed/);
 
     // The bound: every HTTP request of each task attempt, counted at the model endpoint.
     const calls = proxy.callsOf(sid);
@@ -205,8 +205,8 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(state.data.retry_count).toBe(1);
     expect(state.data.error).toBeNull();
     expect(state.data.final_answer).toContain("Doudna");
-    const failed = events.find((e) => e.type === "stage" && e.stage === "planner" && e.status === "completed");
-    expect(failed?.type === "stage" && failed.detail).toMatch(/^failed \(deadline_exceeded: /);
+    const failed = events.find((e) => e.type === "stage" && e.name === "planner" && e.status === "failed");
+    expect(failed?.type === "stage" && failed.description).toMatch(/^failed \(deadline_exceeded: /);
     // The slow call was abandoned at the deadline, not waited out.
     const [slow, retry] = proxy.callsOf(sid).filter((c) => c.role === "planner");
     expect(slow?.taskId).toBe(`${sid}.1.0.0`);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SCHEMA_VERSION } from "./limits.js";
+import { LIMITS, SCHEMA_VERSION } from "./limits.js";
 import { SessionId } from "./subjects.js";
 import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
@@ -14,13 +14,52 @@ const Base = {
   at: z.number().int().nonnegative(),
 };
 
+const jsonLength = (v: unknown) => JSON.stringify(v).length;
+const JsonObject = z.record(z.string(), z.unknown());
+/** A tool call's id, unique within its session: it ties a `tool_result` (and a `code_result`) to its `tool_call`. */
+const CallId = z.string().min(1).max(200);
+const Tool = z.string().min(1).max(80);
+
+/** A stage runs, then completes or fails (seed 002; DESIGN keeps the seed's three values). */
+export const StageStatus = z.enum(["running", "completed", "failed"]);
+export type StageStatus = z.infer<typeof StageStatus>;
+
+/** The seed's agent types (seed 002, supervisor): what the router picks and handoffs name. */
+export const SupervisorAgent = z.enum(["chat", "research", "code", "writing", "data"]);
+export type SupervisorAgent = z.infer<typeof SupervisorAgent>;
+/** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
+export const LOW_ROUTING_CONFIDENCE = 0.5;
+
+/** Keys one of which a Vega-Lite spec's top level has: a single view's mark or a composition. */
+const VEGA_LITE_VIEWS = ["mark", "layer", "concat", "hconcat", "vconcat", "facet", "repeat"];
+
 /** Lifecycle events on `<p>.events.<sid>` (replayable) and token deltas on `<p>.tokens.<sid>`. */
 export const SessionEvent = z.discriminatedUnion("type", [
-  z.object({ ...Base, type: z.literal("stage"), stage: z.string().max(40), status: z.enum(["started", "completed"]), detail: z.string().max(2000) }),
+  z.object({ ...Base, type: z.literal("stage"), name: z.string().min(1).max(40), description: z.string().max(2000), status: StageStatus }),
   z.object({ ...Base, type: z.literal("step"), task_id: z.string(), summary: z.string().max(2000), provenance: Provenance }),
   z.object({ ...Base, type: z.literal("token"), task_id: z.string(), delta: z.string().max(4000) }),
-  z.object({ ...Base, type: z.literal("tool_call"), task_id: z.string(), tool: z.string().max(80), args_digest: z.string().max(128) }),
-  z.object({ ...Base, type: z.literal("tool_result"), task_id: z.string(), tool: z.string().max(80), ok: z.boolean(), latency_ms: z.number().nonnegative() }),
+  z.object({
+    ...Base,
+    type: z.literal("tool_call"),
+    id: CallId,
+    /** The task that carries the call out (its `step` event names the same task). */
+    task_id: z.string().max(200),
+    tool: Tool,
+    /** The arguments as the workflow dispatched them, at most `LIMITS.maxToolArgsChars` of JSON. */
+    args: JsonObject.refine((a) => jsonLength(a) <= LIMITS.maxToolArgsChars, `the arguments are over ${LIMITS.maxToolArgsChars} characters of JSON`),
+    /** True when `args` was cut to fit. */
+    args_truncated: z.boolean(),
+  }),
+  z.object({
+    ...Base,
+    type: z.literal("tool_result"),
+    id: CallId,
+    tool: Tool,
+    ok: z.boolean(),
+    /** The output (or the failure) as text, cut to a preview. */
+    content: z.string().max(LIMITS.toolResultPreviewChars),
+    latency_ms: z.number().nonnegative(),
+  }),
   z.object({ ...Base, type: z.literal("error"), code: ErrorCode, message: z.string().max(4000), component: z.string().max(100).nullable() }),
   z.object({
     ...Base,
@@ -28,6 +67,66 @@ export const SessionEvent = z.discriminatedUnion("type", [
     status: SessionStatus,
     final_answer: z.string(),
     final_reasoning_trace: z.string(),
+  }),
+  z
+    .object({
+      ...Base,
+      type: z.literal("routing"),
+      agent: SupervisorAgent,
+      confidence: z.number().min(0).max(1),
+      reason: z.string().max(1000),
+      is_low_confidence: z.boolean(),
+    })
+    .refine((e) => e.is_low_confidence === e.confidence < LOW_ROUTING_CONFIDENCE, {
+      message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
+      path: ["is_low_confidence"],
+    }),
+  z
+    .object({
+      ...Base,
+      type: z.literal("handoff"),
+      source_agent: SupervisorAgent,
+      target_agent: SupervisorAgent,
+      task_description: z.string().min(1).max(2000),
+      context: z.string().max(2000).nullable(),
+    })
+    .refine((e) => e.source_agent !== e.target_agent, { message: "an agent does not hand off to itself", path: ["target_agent"] }),
+  z
+    .object({
+      ...Base,
+      type: z.literal("source"),
+      title: z.string().min(1).max(300),
+      /** A web page; null for a corpus file. */
+      url: z.url().max(2000).nullable(),
+      /** A corpus file; null for a web page. */
+      path: z.string().min(1).max(300).nullable(),
+      snippet: z.string().max(500),
+    })
+    .refine((e) => e.url !== null || e.path !== null, { message: "a source needs a url or a path", path: ["url"] }),
+  z.object({
+    ...Base,
+    type: z.literal("code_result"),
+    /** The `tool_call` that ran the code. */
+    id: CallId,
+    language: z.enum(["javascript", "python"]),
+    /** 0 when the code ran to its end, 1 when it raised; null when a limit stopped it. */
+    exit_code: z.number().int().nullable(),
+    stdout: z.string().max(LIMITS.maxCodeOutputChars),
+    stderr: z.string().max(LIMITS.maxCodeOutputChars),
+    /** The value of the last expression, as text; null if none. */
+    result: z.string().max(2000).nullable(),
+    /** True when stdout, stderr or the result was cut (by the sandbox or to fit this event). */
+    truncated: z.boolean(),
+    duration_ms: z.number().nonnegative(),
+  }),
+  z.object({
+    ...Base,
+    type: z.literal("visualization"),
+    /** A Vega-Lite spec (data inline), at most `LIMITS.maxVisualizationSpecChars` of JSON. */
+    spec: JsonObject.refine((s) => VEGA_LITE_VIEWS.some((k) => k in s), `a Vega-Lite spec has one of ${VEGA_LITE_VIEWS.join(", ")}`).refine(
+      (s) => jsonLength(s) <= LIMITS.maxVisualizationSpecChars,
+      `the spec is over ${LIMITS.maxVisualizationSpecChars} characters of JSON`,
+    ),
   }),
 ]);
 export type SessionEvent = z.infer<typeof SessionEvent>;

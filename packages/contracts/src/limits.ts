@@ -13,6 +13,14 @@ export const LIMITS = {
   maxListItems: 20,
   /** Transition-log lines kept per session. */
   transitionLogCap: 1000,
+  /** A `tool_call` event's arguments, as JSON (characters); longer ones are cut and marked `args_truncated`. */
+  maxToolArgsChars: 4000,
+  /** A `tool_result` event's preview of the tool's output (characters, seed 002). */
+  toolResultPreviewChars: 500,
+  /** A `code_result` event's stdout and stderr, each (characters). */
+  maxCodeOutputChars: 4000,
+  /** A `visualization` event's Vega-Lite spec, as JSON (characters). */
+  maxVisualizationSpecChars: 32_000,
 } as const;
 
 /** Current envelope schema version; a message with another `v` is rejected. */

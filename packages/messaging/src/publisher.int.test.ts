@@ -25,7 +25,7 @@ async function setup() {
 }
 
 const stage = (sid: string, version: number, index: number): SessionEvent => ({
-  v: SCHEMA_VERSION, session_id: sid, version, index, at: 1_700_000_000_000 + version, type: "stage", stage: "planner", status: "started", detail: `v${version}.${index}`,
+  v: SCHEMA_VERSION, session_id: sid, version, index, at: 1_700_000_000_000 + version, type: "stage", name: "planner", status: "running", description: `v${version}.${index}`,
 });
 
 describe("createPublisher", () => {

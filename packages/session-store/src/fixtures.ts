@@ -69,7 +69,7 @@ export function testCommit(prev: SessionState, inputId: string, o: TestCommitOpt
   };
   const outbox: Outbox = {
     version,
-    entries: [{ kind: "event", event: { v: 1, session_id: sid, version, index: 0, at, type: "stage", stage: "planner", status: "started", detail: inputId } }],
+    entries: [{ kind: "event", event: { v: 1, session_id: sid, version, index: 0, at, type: "stage", name: "planner", status: "running", description: inputId } }],
   };
   const log: TransitionLogLine = { version, input_id: inputId, input: { kind: "test", id: inputId }, now: at, commands: [`dispatch:${inputId}`], status };
   return {

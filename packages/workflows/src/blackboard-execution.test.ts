@@ -116,7 +116,7 @@ describe("EXPLORATORY: parallel strategies", () => {
       // The deadline's latency is the time from dispatch to the join.
       ["web", "web_search", "deadline_exceeded", 3000, 0, 1],
     ]);
-    expect(eventsOf(h.last!)).toContainEqual(expect.objectContaining({ type: "stage", stage: "executor", status: "completed", detail: "chose tool (calculator)" }));
+    expect(eventsOf(h.last!)).toContainEqual(expect.objectContaining({ type: "stage", name: "executor", status: "completed", description: "chose tool (calculator)" }));
   });
 
   it("runs the summarize step as a tool only, without rag or web", () => {

@@ -6,12 +6,14 @@ import {
   type StepResult,
   type StepResultRecord,
   type ToolPerformanceEntry,
+  type EventDraft,
   type WireError,
 } from "@agentmesh/contracts";
 import { CAPS, append, currentStep, traced } from "./blackboard-data.js";
 import { MODE_STRATEGIES, STRATEGY_PRIORITY } from "./blackboard-strategy.js";
-import { BlackboardFault, STRATEGY_TOOL, executeTask } from "./blackboard-tasks.js";
+import { BlackboardFault, STRATEGY_TOOL, executeTask, toolCallId } from "./blackboard-tasks.js";
 import { clip } from "./critic-chain-messages.js";
+import { toolResult } from "./events.js";
 import type { TaskSpec } from "./types.js";
 
 /**
@@ -121,4 +123,23 @@ function join(data: BlackboardData, round: ExecutionRound): RoundStep {
     `Step ${at.index + 1} (${at.step.tool}) run ${data.step_retries + 1}: ${round.results.map(describe).join("; ")}${late}; ${verdict}.`,
   );
   return { kind: "joined", data: next, chosen, abandon: round.pending.length > 0 };
+}
+
+const resultEvent = (data: BlackboardData, strategy: ExecutionStrategy, r: StepResult): EventDraft =>
+  toolResult(toolCallId(data, strategy), r.tool, r.ok, r.ok ? (r.output ?? "") : `${r.error?.code ?? "error"}: ${r.error?.message ?? ""}`, r.latency_ms);
+
+/**
+ * The `tool_result` events of one strategy's outcome: its own, and one for each strategy a join
+ * at the deadline abandons, so every `tool_call` of the round gets its result. `data` is the
+ * session before the outcome was folded in.
+ */
+export function toolResults(data: BlackboardData, strategy: ExecutionStrategy, result: StepResult, step: RoundStep, elapsedMs: number): EventDraft[] {
+  const events = [resultEvent(data, strategy, result)];
+  if (step.kind !== "joined" || !step.abandon) return events;
+  for (const other of data.round?.pending ?? []) {
+    if (other === strategy) continue;
+    const abandoned = failedStrategy(data, other, { code: "deadline_exceeded", message: "abandoned at the join deadline", retryable: true, component: "executor" }, elapsedMs);
+    events.push(resultEvent(data, other, abandoned));
+  }
+  return events;
 }

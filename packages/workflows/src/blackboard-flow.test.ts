@@ -191,7 +191,7 @@ describe("retries and rewrites up to their limits", () => {
     const long = bbOut.plan(["calculator", "calculator", "calculator", "calculator", "calculator", "calculator", "calculator"]);
     const o = planned(h, long);
     expect(h.state.data.plan_versions[0]?.steps.map((s) => s.tool)).toEqual(["calculator", "calculator", "calculator", "calculator", "summarize"]);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ stage: "decision", detail: expect.stringContaining("cut from 8 to 5 steps") }));
+    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ name: "decision", status: "completed", description: expect.stringContaining("cut from 8 to 5 steps") }));
   });
 
   it("walks a multi-step plan in order, each step's accepted result kept for the summary", () => {
@@ -284,7 +284,7 @@ describe("typed agent failures", () => {
     h.answer("executor.list_tools", bbOut.tools());
     const o = h.answer("perception.perceive", { ...bbOut.perception(), confidence: 1.7 });
     expect(tasksOf(o).map((t) => [t.op, t.attempt])).toEqual([["perceive", 1]]);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", stage: "perception", detail: expect.stringContaining("invalid_message") }));
+    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", name: "perception", status: "failed", description: expect.stringContaining("invalid_message") }));
   });
 });
 

@@ -31,7 +31,7 @@ describe("human input: pause", () => {
     expect(o.commands).toEqual(["await_user"]);
     expect(o.clearTimers).toContain(`session:${SID}`);
     expect(o.timers).toEqual([]);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", stage: "awaiting_user", status: "started", detail: QUESTION }));
+    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", name: "awaiting_user", status: "running", description: QUESTION }));
   });
 
   it("does not end a paused session when a session-deadline timer fires", () => {

@@ -45,13 +45,24 @@ export function parseOutput<T>(schema: { safeParse(v: unknown): { success: true;
   return parsed.data;
 }
 
-const spec = (role: string, op: string, input: unknown, attempt: number, stage: string, detail: string, extra: Partial<TaskSpec> = {}): TaskSpec => ({
+/** The stage each agent op runs as; its failure is reported under the same name. */
+export const AGENT_STAGE: Readonly<Record<string, string>> = {
+  "perception.perceive": "perception",
+  "executor.list_tools": "tools",
+  "memory.update": "memory",
+  "retriever.retrieve": "retriever",
+  "decision.plan": "decision",
+  "executor.execute": "executor",
+  "critic.report": "critic",
+};
+
+const spec = (role: string, op: string, input: unknown, attempt: number, description: string, extra: Partial<TaskSpec> = {}): TaskSpec => ({
   role,
   op,
   input,
   attempt,
-  stage,
-  detail: attempt === 0 ? detail : `attempt ${attempt}: ${detail}`,
+  stage: AGENT_STAGE[`${role}.${op}`] ?? role,
+  description: attempt === 0 ? description : `attempt ${attempt}: ${description}`,
   ...extra,
 });
 
@@ -59,12 +70,12 @@ const stepLabel = (index: number, step: PlanStep) => `step ${index + 1} (${step.
 
 export function perceiveQueryTask(data: BlackboardData, attempt: number): TaskSpec {
   const input: OpRequest<"perception", "perceive"> = { kind: "query", query: data.question };
-  return spec("perception", "perceive", input, attempt, "perception", "Analyse the question");
+  return spec("perception", "perceive", input, attempt, "Analyse the question");
 }
 
 export function listToolsTask(attempt: number): TaskSpec {
   const input: OpRequest<"executor", "list_tools"> = { max_tools: BLACKBOARD_LIMITS.maxTools };
-  return spec("executor", "list_tools", input, attempt, "tools", "List the tools the executor can run");
+  return spec("executor", "list_tools", input, attempt, "List the tools the executor can run");
 }
 
 /** What the memory agent folds in, by phase: the query's perception, the step's outcome, or a person's reply. */
@@ -96,7 +107,7 @@ function memoryEvent(data: BlackboardData): MemoryEvent {
 export function memoryTask(data: BlackboardData, attempt: number): TaskSpec {
   const event = memoryEvent(data);
   const input: OpRequest<"memory", "update"> = { question: data.question, memory: data.memory, event };
-  return spec("memory", "update", input, attempt, "memory", `Update memory with the ${event.kind.replace("_", " ")}`);
+  return spec("memory", "update", input, attempt, `Update memory with the ${event.kind.replace("_", " ")}`);
 }
 
 /** What the retriever searches with: a query derived from the question, and the profile's sources. */
@@ -106,7 +117,7 @@ export function retrievalQuery(data: BlackboardData): { query: string; strategie
 
 export function retrieveTask(data: BlackboardData, attempt: number): TaskSpec {
   const input: OpRequest<"retriever", "retrieve"> = { ...retrievalQuery(data), memory: data.memory, max_items: BLACKBOARD_LIMITS.maxRetrievedItems };
-  return spec("retriever", "retrieve", input, attempt, "retriever", `Retrieve context (${input.strategies.join(", ")})`);
+  return spec("retriever", "retrieve", input, attempt, `Retrieve context (${input.strategies.join(", ")})`);
 }
 
 export function planTask(data: BlackboardData, attempt: number): TaskSpec {
@@ -127,7 +138,7 @@ export function planTask(data: BlackboardData, attempt: number): TaskSpec {
   const detail = rewrite
     ? `Rewrite the plan (${data.rewrite_count}/${data.limits.max_rewrites}) after step ${rewrite.failed_step_index + 1}`
     : `Plan at most ${data.limits.max_steps} steps`;
-  return spec("decision", "plan", input, attempt, "decision", detail);
+  return spec("decision", "plan", input, attempt, detail);
 }
 
 /** One strategy of the current step. Its tag names the strategy; the attempt is the step's retry count. */
@@ -146,10 +157,22 @@ export function executeTask(data: BlackboardData, strategy: ExecutionStrategy): 
       : null,
   };
   const tool = strategy === "tool" ? at.step.tool : STRATEGY_TOOL[strategy];
-  return spec("executor", "execute", input, data.step_retries, "executor", `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`, {
+  // The arguments as the executor reads them: the step's own (a null value is "not given"), or the strategy's query.
+  const args = input.query === null ? Object.fromEntries(at.step.args.filter((a) => a.value !== null).map((a) => [a.name, a.value])) : { query: input.query };
+  return spec("executor", "execute", input, data.step_retries, `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`, {
     tag: strategy,
+    toolCall: { id: toolCallId(data, strategy), tool, args },
     ...(summarize ? {} : { deadlineMs: JOIN_DEADLINE_MS }),
   });
+}
+
+/**
+ * The id of the tool call one strategy of the current step makes: plan version, step, run of the
+ * step and strategy, so it is unique in the session and known again when the result comes back.
+ */
+export function toolCallId(data: BlackboardData, strategy: ExecutionStrategy): string {
+  const at = need(currentStep(data), "current step");
+  return `p${at.plan.version}.s${at.index}.r${data.step_retries}.${strategy}`;
 }
 
 export function perceiveResultTask(data: BlackboardData, attempt: number): TaskSpec {
@@ -161,7 +184,7 @@ export function perceiveResultTask(data: BlackboardData, attempt: number): TaskS
     step: at.step,
     result: need(data.step_outcome, "step outcome"),
   };
-  return spec("perception", "perceive", input, attempt, "perception", `Analyse the result of ${stepLabel(at.index, at.step)}`);
+  return spec("perception", "perceive", input, attempt, `Analyse the result of ${stepLabel(at.index, at.step)}`);
 }
 
 export function critiqueTask(data: BlackboardData, attempt: number): TaskSpec {
@@ -175,7 +198,7 @@ export function critiqueTask(data: BlackboardData, attempt: number): TaskSpec {
     perception: data.step_perception,
     retrieval: latestRetrieval(data),
   };
-  return spec("critic", "report", input, attempt, "critic", `Review ${stepLabel(at.index, at.step)}`);
+  return spec("critic", "report", input, attempt, `Review ${stepLabel(at.index, at.step)}`);
 }
 
 /** The task of an agent op in the current phase, rebuilt from the data (for a retry of a failed attempt). */

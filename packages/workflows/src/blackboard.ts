@@ -10,10 +10,11 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { CAPS, append, currentStep, initialData, querySnapshot, rememberReply, traced, withPlan } from "./blackboard-data.js";
-import { failedStrategy, onStrategy, representativeFailure, startStep } from "./blackboard-execution.js";
+import { failedStrategy, onStrategy, representativeFailure, startStep, toolResults } from "./blackboard-execution.js";
 import { collectCitations, failedStepAction, finalAnswer, giveUpAnswer, reasoningTrace, recoverFrom, verdictOf, withReply } from "./blackboard-policy.js";
 import {
   AGENT_MAX_ATTEMPTS,
+  AGENT_STAGE,
   BlackboardFault,
   agentTask,
   critiqueTask,
@@ -27,6 +28,7 @@ import {
   retrieveTask,
 } from "./blackboard-tasks.js";
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
+import { stage } from "./events.js";
 import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: BlackboardData; readonly control: Control; readonly events: readonly EventDraft[] };
@@ -35,7 +37,8 @@ type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 /** Intents answered without retrieval: arithmetic goes straight to the calculator, small talk needs no sources. */
 export const NO_RETRIEVAL_INTENTS: readonly Intent[] = ["arithmetic", "conversation"];
 
-const completed = (stage: string, detail: string): EventDraft => ({ type: "stage", stage, status: "completed", detail: clip(detail, 2000) });
+const completed = (name: string, description: string): EventDraft => stage(name, "completed", description);
+const failed = (name: string, description: string): EventDraft => stage(name, "failed", description);
 const dispatch = (data: BlackboardData, tasks: readonly TaskSpec[], events: readonly EventDraft[], abandon = false): Decided => ({
   data,
   control: abandon ? { kind: "dispatch", tasks, abandon } : { kind: "dispatch", tasks },
@@ -81,7 +84,7 @@ function giveUp(data: BlackboardData, reason: string, events: EventDraft[]): Dec
   const ended = traced(closePlan(data, "abandoned"), `Gave up: ${reason}`);
   const answer = giveUpAnswer(reason);
   const trace = reasoningTrace(ended);
-  events.push(completed("coordinator", `gave up: ${reason}`));
+  events.push(failed("coordinator", `gave up: ${reason}`));
   return { data: { ...ended, phase: "done", final_answer: answer, final_reasoning_trace: trace }, control: { kind: "complete", final_answer: answer, final_reasoning_trace: trace }, events };
 }
 
@@ -202,6 +205,7 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
   // All strategies of a round share one deadline, so any of them missing it means the join deadline passed.
   const deadlinePassed = input.kind === "failure" && input.error.code === "deadline_exceeded";
   const step = onStrategy(data, strategy.data, result, deadlinePassed);
+  events.push(...toolResults(data, strategy.data, result, step, input.elapsed_ms ?? 0));
   if (step.kind === "wait") return dispatch(step.data, step.tasks, events);
   const joined = step.data;
   if (step.chosen) {
@@ -211,7 +215,7 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
   }
   const results = joined.round?.results ?? [];
   const action = failedStepAction(joined, results);
-  events.push(completed("executor", `every strategy failed; next: ${action.kind}`));
+  events.push(failed("executor", `every strategy failed; next: ${action.kind}`));
   return toMemory({ ...joined, step_outcome: representativeFailure(results), next_action: action }, "remember_step", events, step.abandon);
 }
 
@@ -342,17 +346,17 @@ function onTask(data: BlackboardData, input: TaskInput): Decided {
   if (error.retryable && input.attempt + 1 < AGENT_MAX_ATTEMPTS) {
     const again = agentTask(data, input.role, input.op, input.attempt + 1);
     if (!again) return internal(data, `cannot rebuild ${key}`);
-    events.push(completed(again.stage, `failed (${error.code}: ${clip(error.message, 300)}); attempt ${input.attempt + 2} of ${AGENT_MAX_ATTEMPTS}`));
+    events.push(failed(again.stage, `failed (${error.code}: ${clip(error.message, 300)}); attempt ${input.attempt + 2} of ${AGENT_MAX_ATTEMPTS}`));
     return dispatch(data, [again], events);
   }
-  events.push(completed(input.role, `failed (${error.code}: ${clip(error.message, 300)})`));
+  events.push(failed(AGENT_STAGE[key] ?? input.role, `failed (${error.code}: ${clip(error.message, 300)})`));
   return exhausted(data, key, error, events);
 }
 
 function onUserReply(data: BlackboardData, text: string): Decided {
   if (data.phase !== "awaiting_user") return internal(data, `a reply from a person in phase ${data.phase}`);
   const next = traced({ ...data, user_replies: append(data.user_replies, [text], CAPS.user_replies) }, `The person answered: ${clip(text, 300)}`);
-  return toMemory(next, "remember_reply", [completed("human", clip(text, 300))]);
+  return toMemory(next, "remember_reply", [completed("awaiting_user", clip(text, 300))]);
 }
 
 function decide(data: BlackboardData, input: WorkflowInput): Decided {

@@ -82,14 +82,14 @@ describe("critic-chain happy path with three research steps", () => {
     expect(eventsOf(done).at(-1)).toMatchObject({ type: "complete", status: "completed", final_answer: "CRISPR is gene editing", final_reasoning_trace: "researched then answered" });
   });
 
-  it("emits stage events: completed for the applied step (critics with their decision), started for the dispatched one", () => {
+  it("emits stage events: completed for the applied step (critics with their decision), running for the dispatched one", () => {
     const h = harness();
     h.apply(inputs.start());
     h.reply(out.plan(["r1"], ["e1"]));
     const stages = eventsOf(h.reply(out.reject("too vague"))).filter((e) => e.type === "stage");
     expect(stages).toEqual([
-      expect.objectContaining({ stage: "critic_planner", status: "completed", detail: "reject: too vague (retries 1/5)" }),
-      expect.objectContaining({ stage: "planner", status: "started", detail: "too vague" }),
+      expect.objectContaining({ name: "critic_planner", status: "completed", description: "reject: too vague (retries 1/5)" }),
+      expect.objectContaining({ name: "planner", status: "running", description: "too vague" }),
     ]);
   });
 });
@@ -190,8 +190,8 @@ describe("critic-chain agent failures", () => {
     expect(again.input.message).toEqual({ sender: "orchestrator", receiver: "researcher", type: "instruction", content: "Research: r1", step_id: 0 });
     expect(data(h)).toMatchObject({ retry_count: 1, current_research_index: 0, current_step: "researcher" });
     expect(first.attempt).toBe(0);
-    const stage = eventsOf(o).find((e) => e.type === "stage" && e.status === "completed");
-    expect(stage).toMatchObject({ stage: "researcher", detail: expect.stringContaining("model_rate_limited") });
+    const stage = eventsOf(o).find((e) => e.type === "stage" && e.status === "failed");
+    expect(stage).toMatchObject({ name: "researcher", description: expect.stringContaining("model_rate_limited") });
   });
 
   it("ends with the verbatim final fields when retryable failures reach the limit", () => {

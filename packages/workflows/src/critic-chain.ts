@@ -1,29 +1,23 @@
 import { AgentmeshError, LIMITS, ROLES, type CriticChainData, type CriticVerdict, type EventDraft, type WireError } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER, STEP_OPS, clip, orchestratorMessage, taskInput, type AgentStep } from "./critic-chain-messages.js";
+import { stage } from "./events.js";
 import type { Control, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: CriticChainData; readonly control: Control; readonly events: readonly EventDraft[] };
 
-const DETAIL_MAX = 2000;
-const stage = (name: string, status: "started" | "completed", detail: string): EventDraft => ({
-  type: "stage",
-  stage: name,
-  status,
-  detail: clip(detail, DETAIL_MAX),
-});
 const retries = (d: CriticChainData) => `retries ${d.retry_count}/${d.retry_limit}`;
 
 /**
  * Step execution (seed: "Set Current Step", "Send Message"): current_step = next_step = `step`,
- * the seed's message, and one task. The runtime emits `stage started` when it really dispatches.
+ * the seed's message, and one task. The runtime emits `stage running` when it really dispatches.
  */
 function execute(data: CriticChainData, step: AgentStep, attempt: number, advance: boolean, events: EventDraft[]): Decided {
   const built = orchestratorMessage({ ...data, current_step: step, next_step: step }, step, advance);
   const { role, op } = STEP_OPS[step];
-  const detail = attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`;
+  const description = attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`;
   return {
     data: built.data,
-    control: { kind: "dispatch", tasks: [{ role, op, attempt, input: taskInput(built.data, step, built.message), stage: step, detail }] },
+    control: { kind: "dispatch", tasks: [{ role, op, attempt, input: taskInput(built.data, step, built.message), stage: step, description }] },
     events,
   };
 }
@@ -170,19 +164,19 @@ function onFailure(data: CriticChainData, step: AgentStep, attempt: number, erro
   if (error.retryable) {
     // DESIGN decision: a retryable failure counts one retry, then the same step runs again.
     const counted = { ...data, retry_count: data.retry_count + 1 };
-    events.push(stage(step, "completed", `failed (${why}); ${retries(counted)}`));
+    events.push(stage(step, "failed", `failed (${why}); ${retries(counted)}`));
     if (counted.retry_count >= counted.retry_limit) return retryLimitExit(counted, events);
     return execute(counted, step, attempt + 1, false, events);
   }
   if (step === "finalizer") {
     const failed = { ...data, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, error: error.message, error_component: step };
-    events.push(stage(step, "completed", `failed (${why})`));
+    events.push(stage(step, "failed", `failed (${why})`));
     const err: WireError = { ...error, component: error.component ?? step };
     return { data: failed, control: { kind: "fail", error: err, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER }, events };
   }
   // Seed: "Error Handler --> Finalizer", with the component that failed named by its step.
   const errored = { ...data, error: error.message, error_component: step, next_step: "finalizer" as const };
-  events.push(stage(step, "completed", `failed (${why}); handing over to the finalizer`));
+  events.push(stage(step, "failed", `failed (${why}); handing over to the finalizer`));
   events.push({ type: "error", code: error.code, message: error.message, component: step });
   return execute(errored, "finalizer", 0, false, events);
 }

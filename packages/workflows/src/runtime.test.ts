@@ -81,7 +81,7 @@ describe("step: the first transition", () => {
     expect(h.state.meta.usage.steps).toBe(1);
     expect(h.state.meta.awaiting).toEqual([{ task_id: task.task_id, role: "planner", op: "plan", attempt: 0, dispatched_at: T0, deadline_at: T0 + 60_000 }]);
     expect(o.outbox.map((e) => e.kind)).toEqual(["task", "event"]);
-    expect(eventsOf(o)).toEqual([{ v: 1, session_id: SID, version: 1, index: 0, at: T0, type: "stage", stage: "planner", status: "started", detail: expect.any(String) }]);
+    expect(eventsOf(o)).toEqual([{ v: 1, session_id: SID, version: 1, index: 0, at: T0, type: "stage", name: "planner", status: "running", description: expect.any(String) }]);
     expect(o.commands).toEqual([`dispatch planner.plan ${task.task_id}`]);
     expect(o.timers).toEqual([
       { member: `task:${task.task_id}`, dueAt: T0 + 60_000 },
@@ -163,7 +163,7 @@ describe("step: results", () => {
     expect([again.role, again.attempt]).toEqual(["planner", 1]);
     expect(h.state.data.retry_count).toBe(1);
     expect(h.state.meta.usage.model_calls).toBe(1);
-    expect(eventsOf(o).find((e) => e.type === "stage" && e.status === "completed")).toMatchObject({ detail: expect.stringContaining("invalid_message") });
+    expect(eventsOf(o).find((e) => e.type === "stage" && e.status === "failed")).toMatchObject({ description: expect.stringContaining("invalid_message") });
   });
 
   it("treats a result claiming another op than the task's as invalid", () => {
@@ -223,7 +223,7 @@ describe("step: timers", () => {
     expect([again.role, again.attempt, again.task_id]).toEqual(["planner", 1, `${SID}.2.0.1`]);
     expect(h.state.data.retry_count).toBe(1);
     expect(o.clearTimers).toContain(`task:${planner.task_id}`);
-    expect(eventsOf(o).find((e) => e.type === "stage")).toMatchObject({ detail: expect.stringContaining("deadline_exceeded") });
+    expect(eventsOf(o).find((e) => e.type === "stage")).toMatchObject({ status: "failed", description: expect.stringContaining("deadline_exceeded") });
     // The first attempt's result is now late.
     expect(h.send(resultFor(planner, out.plan([], ["e"])))).toMatchObject({ kind: "drop", reason: "not_awaited" });
   });
@@ -270,7 +270,7 @@ describe("step: budgets", () => {
     expect(h.state.meta.awaiting).toEqual([]);
     expect(h.state.meta.error).toMatchObject({ code: "budget_exceeded", message: expect.stringContaining(budget) });
     expect(eventsOf(o).filter((e) => e.type !== "step" && !(e.type === "stage" && e.status === "completed")).map((e) => e.type)).toEqual(["error", "complete"]);
-    expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "started")).toBe(false);
+    expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "running")).toBe(false);
     expect(eventsOf(o).at(-1)).toMatchObject({ status: "budget_exceeded" });
   }
 
@@ -354,7 +354,7 @@ describe("step: our own faults", () => {
     expect(tasksOf(o)).toEqual([]);
     expect(h.state.meta).toMatchObject({ status: "failed", awaiting: [], error: { code: "internal", message: expect.stringContaining("researcher.research") } });
     expect(h.state.meta.usage.steps).toBe(4);
-    expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "started")).toBe(false);
+    expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "running")).toBe(false);
   });
 
   it("fails with payload_too_large rather than publish a task the broker would refuse", () => {

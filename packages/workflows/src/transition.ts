@@ -18,6 +18,7 @@ import {
   type TaskEnvelope,
   type WireError,
 } from "@agentmesh/contracts";
+import { boundedArgs, stage } from "./events.js";
 import { timerMember } from "./timers.js";
 import type { Control, StepContext, StepOutcome, TaskSpec, TimerEntry, WorkflowDefinition } from "./types.js";
 
@@ -80,7 +81,7 @@ function pause(d: Draft, question: string): void {
     if (m.deadline_at !== null) disarmSession(d);
     m.deadline_at = null;
   }
-  d.events.push({ type: "stage", stage: "awaiting_user", status: "started", detail: question.slice(0, 2000) });
+  d.events.push(stage("awaiting_user", "running", question));
   d.commands.push("await_user");
 }
 
@@ -219,7 +220,8 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
       deadline_at: task.deadline_at,
     });
     if (task.deadline_at !== null) d.timers.push({ member: timerMember.task(task.task_id), dueAt: task.deadline_at });
-    d.events.push({ type: "stage", stage: spec.stage, status: "started", detail: spec.detail.slice(0, 2000) });
+    d.events.push(stage(spec.stage, "running", spec.description));
+    if (spec.toolCall) d.events.push({ type: "tool_call", id: spec.toolCall.id, task_id: task.task_id, tool: spec.toolCall.tool, ...boundedArgs(spec.toolCall.args) });
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
   }
   d.meta.usage.steps += built.length;

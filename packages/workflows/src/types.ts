@@ -1,3 +1,4 @@
+import type { ToolCallSpec } from "./events.js";
 import type { EventDraft, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
@@ -9,12 +10,14 @@ export interface TaskSpec {
   readonly attempt: number;
   /**
    * The workflow's own name for the step (e.g. critic-chain's "critic_planner"). The runtime, not
-   * the workflow, emits the `stage started` event, so a task that a budget or a bad input stops
-   * is never announced as started.
+   * the workflow, emits the `stage running` event, so a task that a budget or a bad input stops
+   * is never announced as running.
    */
   readonly stage: string;
-  /** One line for that `stage started` event. */
-  readonly detail: string;
+  /** One line for that `stage running` event. */
+  readonly description: string;
+  /** The tool call this task carries out: announced by the runtime as a `tool_call` event, with the task's id, when the task is really dispatched. */
+  readonly toolCall?: ToolCallSpec;
   /** The workflow's own label, kept with the awaited task and handed back with its result (e.g. a fan-out's strategy). */
   readonly tag?: string;
   /** The task's own deadline (ms after dispatch), when shorter than the runtime default: a fan-out's join deadline. */

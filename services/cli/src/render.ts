@@ -25,14 +25,29 @@ const STAGE_NAMES: Record<string, string> = {
   expert: "answering",
   critic_expert: "reviewing the answer",
   finalizer: "finalizing",
+  awaiting_user: "waiting for your answer",
 };
+
+/** A tool call's arguments on one line. */
+const argsLine = (args: Record<string, unknown>, truncated: boolean) => `${brief(JSON.stringify(args), 70)}${truncated ? " (cut)" : ""}`;
+
+function stageLine(e: Extract<SessionEvent, { type: "stage" }>, verbose: boolean): string {
+  const about = e.description ? `: ${brief(e.description)}` : "";
+  switch (e.status) {
+    case "running":
+      return `  … ${STAGE_NAMES[e.name] ?? e.name}${verbose && e.description ? ` (${brief(e.description)})` : ""}`;
+    case "completed":
+      return `  ✓ ${e.name}${about}`;
+    case "failed":
+      return `  ✗ ${e.name}${about || " failed"}`;
+  }
+}
 
 /** One progress line per event worth showing; null for events a person need not see. */
 export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
   switch (e.type) {
     case "stage":
-      if (e.status === "started") return `  … ${STAGE_NAMES[e.stage] ?? e.stage}${verbose && e.detail ? ` (${brief(e.detail)})` : ""}`;
-      return `  ✓ ${e.stage}${e.detail ? `: ${brief(e.detail)}` : ""}`;
+      return stageLine(e, verbose);
     case "step": {
       if (!verbose) return null;
       const p = e.provenance;
@@ -41,13 +56,28 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
     case "token":
       return null;
     case "tool_call":
-      return verbose ? `    tool ${e.tool} called` : null;
+      return verbose ? `    tool ${e.tool} ${argsLine(e.args, e.args_truncated)}` : null;
     case "tool_result":
-      return verbose ? `    tool ${e.tool} ${e.ok ? "ok" : "failed"} in ${Math.round(e.latency_ms)} ms` : null;
+      return verbose ? `    tool ${e.tool} ${e.ok ? "ok" : "failed"} in ${Math.round(e.latency_ms)} ms${e.content ? `: ${brief(e.content, 70)}` : ""}` : null;
     case "error":
       return `  ✗ ${e.component ? `${e.component}: ` : ""}${e.message} [${e.code}]`;
     case "complete":
       return null;
+    case "routing":
+      return `  → ${e.agent} agent (confidence ${e.confidence}${e.is_low_confidence ? ", low" : ""})${e.reason ? `: ${brief(e.reason)}` : ""}`;
+    case "handoff":
+      return `  → handoff ${e.source_agent} → ${e.target_agent}: ${brief(e.task_description)}`;
+    case "source":
+      return `    source: ${brief(e.title, 60)} (${e.url ?? e.path ?? ""})`;
+    case "code_result": {
+      const exit = e.exit_code === null ? "stopped by a limit" : `exit ${e.exit_code}`;
+      const shown = verbose ? (e.stdout || e.stderr || e.result || "") : "";
+      return `    ${e.language} ran: ${exit}, ${Math.round(e.duration_ms)} ms${shown ? `: ${brief(shown, 70)}` : ""}`;
+    }
+    case "visualization": {
+      const title = typeof e.spec.title === "string" ? e.spec.title : "untitled";
+      return `    chart "${brief(title, 60)}" (Vega-Lite; --json prints the spec)`;
+    }
   }
 }
 
