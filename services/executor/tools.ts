@@ -113,7 +113,7 @@ function executorRoles(): Partial<Record<BuiltinToolName, readonly RoleName[]>> 
 /** Builds the executor's tools from configuration. Folders that do not exist are left out, with a warning. */
 export function createExecutorTools(cfg: ExecutorConfig, log: Logger): ExecutorTools {
   const corpusDir = existsSync(cfg.corpusDir) ? cfg.corpusDir : undefined;
-  if (!corpusDir) log.warn({ corpusDir: cfg.corpusDir }, "the corpus folder does not exist: no corpus_search");
+  if (!corpusDir) log.warn({ corpus_dir: cfg.corpusDir }, "the corpus folder does not exist: no corpus_search");
   const fileRoots = cfg.fileRoots.filter((r) => {
     if (existsSync(r)) return true;
     log.warn({ root: r }, "a file_read root does not exist; left out");

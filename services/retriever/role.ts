@@ -42,7 +42,7 @@ export function createRetriever(cfg: RetrieverConfig, log: Logger): AgentSetup {
     tools.push(corpus.tool);
     closers.push(() => corpus.pool.close());
   } else {
-    log.warn({ corpusDir: cfg.corpusDir }, "the corpus folder does not exist: retrieval runs without the corpus");
+    log.warn({ corpus_dir: cfg.corpusDir }, "the corpus folder does not exist: retrieval runs without the corpus");
   }
   const provider = cfg.webSearch ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl }) : createOfflineWebSearch();
   tools.push(createWebSearchTool({ provider, allowedRoles: ["retriever"] }));

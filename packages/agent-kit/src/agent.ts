@@ -80,7 +80,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     if (!parsed.success) {
       return fail(new AgentmeshError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`).toWire(def.role));
     }
-    const log = opts.log.child({ taskId: task.task_id, op: task.op });
+    const log = opts.log.child({ task_id: task.task_id, op: task.op });
     const started = performance.now();
     let usage: Usage = ZERO_USAGE;
     let modelName = "none";
@@ -122,7 +122,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
-      log.info({ model: modelName, latencyMs: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
+      log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
       const provenance: Provenance = {
         role: task.role,
         op: task.op,

@@ -76,7 +76,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       workflow: req.workflow, query: query.query, options: req.options,
     });
     stats.submitted++;
-    deps.log.info({ sessionId, created, workflow: req.workflow }, "session submitted");
+    deps.log.info({ session_id: sessionId, created, workflow: req.workflow }, "session submitted");
     return { v: SCHEMA_VERSION, ok: true, session_id: sessionId, created };
   }
 
@@ -103,7 +103,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    */
   async function handleInput(input: InboxInput): Promise<"ack" | "retry"> {
     const sid = input.session_id;
-    const log = deps.log.child({ sessionId: sid, inputId: input.input_id });
+    const log = deps.log.child({ session_id: sid, input_id: input.input_id });
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       const loaded = await store.load(sid);
       crash("after-load");
