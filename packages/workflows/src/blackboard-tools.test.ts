@@ -1,23 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS, type ExecutionStrategy, type InboxInput, type SessionEvent } from "@agentmesh/contracts";
+import { LIMITS, type ExecutionStrategy, type SessionEvent } from "@agentmesh/contracts";
 import { bbHarness, bbOut, drive, goodAgents, type BbHarness, type Script } from "./blackboard-testkit.js";
-import { eventsOf, failure, resultFor } from "./testing.js";
-import type { StepOutcome } from "./types.js";
+import { eventsOf, failure, recordEvents as record, resultFor } from "./testing.js";
 
 type ToolCall = Extract<SessionEvent, { type: "tool_call" }>;
 type ToolResult = Extract<SessionEvent, { type: "tool_result" }>;
-
-/** Records every event a harness's session emits from now on. */
-function record(h: { send(input: InboxInput): StepOutcome }): SessionEvent[] {
-  const events: SessionEvent[] = [];
-  const send = h.send;
-  h.send = (input) => {
-    const o = send(input);
-    events.push(...eventsOf(o));
-    return o;
-  };
-  return events;
-}
 
 const calls = (events: readonly SessionEvent[]) => events.filter((e): e is ToolCall => e.type === "tool_call");
 const results = (events: readonly SessionEvent[]) => events.filter((e): e is ToolResult => e.type === "tool_result");

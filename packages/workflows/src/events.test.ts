@@ -1,25 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS, SessionEvent, type InboxInput } from "@agentmesh/contracts";
+import { LIMITS, SessionEvent } from "@agentmesh/contracts";
 import { blackboard } from "./blackboard.js";
 import { CORPUS_QUESTION, bbHarness, bbOut, drive, goodAgents, type Script } from "./blackboard-testkit.js";
 import { boundedArgs } from "./events.js";
-import { DEFAULTS, eventsOf, failure, harness, inputs, out } from "./testing.js";
+import { DEFAULTS, eventsOf, failure, harness, inputs, out, recordEvents as record } from "./testing.js";
 import { applyControl, openDraft, seal } from "./transition.js";
-import type { StepOutcome } from "./types.js";
 
 type Stage = Extract<SessionEvent, { type: "stage" }>;
-
-/** Records every event a harness's session emits from now on. */
-function record(h: { send(input: InboxInput): StepOutcome }): SessionEvent[] {
-  const events: SessionEvent[] = [];
-  const send = h.send;
-  h.send = (input) => {
-    const o = send(input);
-    events.push(...eventsOf(o));
-    return o;
-  };
-  return events;
-}
 
 const stagesOf = (events: readonly SessionEvent[]) => events.filter((e): e is Stage => e.type === "stage");
 const trail = (events: readonly SessionEvent[]) => stagesOf(events).map((e) => `${e.name} ${e.status}`);

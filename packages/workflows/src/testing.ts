@@ -189,3 +189,15 @@ export function onlyTask(o: StepOutcome): TaskEnvelope & { input: Record<string,
   if (tasks.length !== 1) throw new Error(`expected one task, got ${tasks.length}`);
   return tasks[0] as never;
 }
+
+/** Records every event a harness's session emits from now on (wraps its `send`). */
+export function recordEvents(h: { send(input: InboxInput): StepOutcome }): SessionEvent[] {
+  const events: SessionEvent[] = [];
+  const send = h.send;
+  h.send = (input) => {
+    const o = send(input);
+    events.push(...eventsOf(o));
+    return o;
+  };
+  return events;
+}
