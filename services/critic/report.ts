@@ -1,5 +1,6 @@
 import type { CriticReport, OpRequest } from "@agentmesh/contracts";
-import { ambiguityOf, classifyQuestion, clipText, contentWords, coverage, intentOf, numbersIn, sameNumber, sentencesOf } from "@agentmesh/offline-kit";
+import { ambiguityOf, classifyQuestion, clipText, contentWords, coverage, intentOf, numbersIn, sentencesOf } from "@agentmesh/offline-kit";
+import { sameNumber } from "@agentmesh/tools";
 
 // The critic's offline `report` (blackboard): scores by rule, from the same inputs the prompt shows.
 

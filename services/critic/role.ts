@@ -1,6 +1,7 @@
 import { defineAgent } from "@agentmesh/agent-kit";
 import type { OpRequest, OpResponse } from "@agentmesh/contracts";
-import { classifyQuestion, clip, numbersIn, plural, quote, sameNumber } from "@agentmesh/offline-kit";
+import { classifyQuestion, clip, numbersIn, plural, quote } from "@agentmesh/offline-kit";
+import { sameNumber } from "@agentmesh/tools";
 import { reportOffline } from "./report.js";
 
 type Verdict = OpResponse<"critic", "review_plan">;

@@ -1,6 +1,7 @@
 import { defineAgent, type OfflineContext } from "@agentmesh/agent-kit";
 import { LIMITS, type OpRequest, type OpResponse } from "@agentmesh/contracts";
-import { CALC_PRECISION, classifyQuestion, clip, plural, quote, type QuestionKind } from "@agentmesh/offline-kit";
+import { classifyQuestion, clip, plural, quote, type QuestionKind } from "@agentmesh/offline-kit";
+import { CALC_PRECISION } from "@agentmesh/tools";
 
 const FUNCTIONS_HELP = "numbers, + - * / ^ % mod, parentheses, pi, e and sqrt, cbrt, abs, exp, ln, log, log10, log2, floor, ceil, round, sin, cos, tan, asin, acos, atan";
 

@@ -1,4 +1,4 @@
-import { CALC_NAMES, evaluateExact, type CalcResult } from "./calc.js";
+import { CALC_NAMES, evaluateExact, type CalcResult } from "@agentmesh/tools";
 
 /** What the offline engine makes of a question. */
 export type QuestionKind =

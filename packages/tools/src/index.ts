@@ -27,6 +27,7 @@ export { createPythonRunner, type PythonRunnerOptions } from "./runners/run-pyth
 export type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./runners/types.js";
 export { builtinTools, DEFAULT_TOOL_ROLES, type BuiltinTools, type BuiltinToolsOptions, type BuiltinToolName } from "./builtins/builtin-tools.js";
 export { createCalculatorTool, type CalculatorOptions } from "./builtins/calculator.js";
+export { CALC_NAMES, CALC_PRECISION, evaluateExact, sameNumber, type CalcResult } from "./builtins/exact.mjs";
 export { createFileReadTool, type FileReadOptions } from "./builtins/file-read.js";
 export { createCorpusSearchTool, type CorpusSearchOptions } from "./builtins/corpus-search.js";
 export { createRunJsTool, createRunPythonTool, type CodeToolOptions } from "./builtins/code-tools.js";

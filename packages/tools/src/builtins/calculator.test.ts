@@ -2,6 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { createSafeExecutor } from "../executor.js";
 import { createToolRegistry } from "../registry.js";
 import { createCalculatorTool } from "./calculator.js";
+import { evaluateExact } from "./exact.mjs";
 
 // a generous limit for the ordinary calls (the worker loads mathjs on start), a tight one for the runaway
 const calc = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 10_000 });
@@ -29,6 +30,16 @@ describe("calculator", { timeout: 30_000 }, () => {
       const r = await evaluate(`${a} * ${b}`);
       expect(r).toMatchObject({ ok: true, output: { result: (a * b).toString() } });
     }
+  });
+
+  it("evaluates plain arithmetic with the one exact evaluator: the same value as evaluateExact, and its refusals hold", async () => {
+    for (const e of ["2^64", "1/3", "12.5 * (3 + 4)", "-7 mod 3", "10^100"]) {
+      const exact = evaluateExact(e);
+      if (!exact.ok) throw new Error(`${e}: ${exact.reason}`);
+      expect(await evaluate(e), e).toMatchObject({ ok: true, output: { result: exact.value, type: "BigNumber" } });
+    }
+    expect(await evaluate("1/0")).toMatchObject({ ok: false, error: { code: "invalid_tool_input", message: expect.stringContaining("division by zero") } });
+    expect(await evaluate("10^10^10")).toMatchObject({ ok: false, error: { code: "invalid_tool_input", message: expect.stringContaining("too large") } });
   });
 
   it("handles functions, matrices and units, with a fresh scope per call", async () => {

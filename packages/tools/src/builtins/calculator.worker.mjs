@@ -2,6 +2,7 @@
 // here, off the agent's event loop; the pool terminates this worker at the call's deadline.
 import { parentPort } from "node:worker_threads";
 import { all, create } from "mathjs";
+import { evaluateExact } from "./exact.mjs";
 
 // BigNumber with 64 significant digits: 0.1 + 0.2 is exactly 0.3 and an 18-digit by 18-digit
 // product keeps all 36 digits.
@@ -23,7 +24,15 @@ math.import(
 
 const FORMAT = { precision: 64, lowerExp: -20, upperExp: 65 };
 
+const clip = (text, maxChars) => ({ result: text.length > maxChars ? text.slice(0, maxChars) : text, truncated: text.length > maxChars });
+
 function run({ expression, maxChars }) {
+  // Plain arithmetic goes through the one exact evaluator (the same the offline roles use), so the
+  // tool and an offline answer agree digit for digit and its refusals (1/0, 10^10^10) hold here too.
+  const exact = evaluateExact(expression);
+  if (exact.ok) return { ok: true, value: { ...clip(exact.value, maxChars), type: "BigNumber" } };
+  if (exact.arithmetic) return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${exact.reason}`.slice(0, 1000) };
+  // Anything else (units, matrices, other functions) is mathjs' full expression language.
   let value;
   try {
     // a fresh scope per call: `x = 3` in one call is not seen by the next
@@ -35,8 +44,7 @@ function run({ expression, maxChars }) {
   const type = math.typeOf(value);
   const shown = type === "ResultSet" ? value.entries.at(-1) : value;
   const text = shown === undefined ? "" : math.format(shown, FORMAT);
-  const truncated = text.length > maxChars;
-  return { ok: true, value: { result: truncated ? text.slice(0, maxChars) : text, type, truncated } };
+  return { ok: true, value: { ...clip(text, maxChars), type } };
 }
 
 parentPort.on("message", ({ id, payload }) => {
