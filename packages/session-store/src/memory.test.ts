@@ -3,9 +3,9 @@ import { LIMITS } from "@agentmesh/contracts";
 import { createInMemorySessionStore } from "./memory.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
 import { keyLayout } from "./keys.js";
-import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
+import { runSessionStoreConformance, testCommit, testSessionState } from "./testing.js";
 
-runBlackboardConformance("memory", async (opts) => {
+runSessionStoreConformance("in-memory", async (opts) => {
   let clock = 1_000_000;
   const store = createInMemorySessionStore({ ...opts, keyPrefix: "unit", now: () => clock });
   return {

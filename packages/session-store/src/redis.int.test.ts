@@ -5,7 +5,7 @@ import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { freePort } from "../../../test/setup/infra.js";
 import { checkDurability, connectRedis, durabilityWarnings } from "./connect.js";
 import { createRedisSessionStore } from "./redis.js";
-import { runBlackboardConformance, testCommit, testSessionState } from "./testing.js";
+import { runSessionStoreConformance, testCommit, testSessionState } from "./testing.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -19,7 +19,7 @@ async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
   } while (cursor !== "0");
 }
 
-runBlackboardConformance("redis", async (opts) => {
+runSessionStoreConformance("redis", async (opts) => {
   const redis = await connectRedis(redisUrl, { name: "session-store-conformance" });
   const keyPrefix = uniquePrefix("store");
   const store = createRedisSessionStore(redis, { ...opts, keyPrefix });

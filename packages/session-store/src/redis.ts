@@ -22,7 +22,7 @@ type Script = (keys: readonly string[], args: ReadonlyArray<string | number>) =>
  * other code that defines its own commands; redefining the same name with the same body is harmless.
  */
 function defineScript(redis: Redis, name: string, numberOfKeys: number, lua: string): Script {
-  const cmd = `agentmeshBlackboard${name}`;
+  const cmd = `agentmeshSessionStore${name}`;
   redis.defineCommand(cmd, { numberOfKeys, lua });
   const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[cmd];
   if (typeof fn !== "function") throw new Error(`ioredis did not define ${cmd}`);

@@ -31,7 +31,7 @@ const OTHER = "sess-conformance-2";
  * The session store contract, run against every implementation (Redis adapter and in-memory twin),
  * so the twin cannot drift from the real store the coordinator relies on.
  */
-export function runBlackboardConformance(name: string, factory: SessionStoreFactory): void {
+export function runSessionStoreConformance(name: string, factory: SessionStoreFactory): void {
   /** Runs `body` against a fresh harness and always cleans up. */
   async function withBb(body: (h: SessionStoreHarness) => Promise<void>, over: Partial<SessionStoreTestOptions> = {}): Promise<void> {
     const h = await factory({ ...DEFAULTS, ...over });
