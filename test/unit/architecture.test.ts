@@ -336,3 +336,15 @@ describe("the table's checks reject forbidden dependencies", () => {
     expect(info.importedFiles.map((f) => f.fileName)).toEqual(["a", "b", "c", "d", "e"]);
   });
 });
+
+describe("every test file runs", () => {
+  it("each *.test.ts in packages/, services/ and test/ belongs to a vitest project", async () => {
+    const { default: config } = (await import("../../vitest.config.js")) as { default: { test: { projects: Array<{ test: { include: string[]; exclude?: string[] } }> } } };
+    const { matchesGlob } = await import("node:path");
+    const projects = config.test.projects.map((p) => p.test);
+    const files = ["packages", "services", "test"].flatMap((d) => sourceFiles(join(ROOT, d))).map((f) => relative(ROOT, f).split(sep).join("/")).filter((f) => TEST_FILE.test(f));
+    expect(files.length).toBeGreaterThan(50);
+    const orphans = files.filter((f) => !projects.some((p) => p.include.some((g) => matchesGlob(f, g)) && !(p.exclude ?? []).some((g) => matchesGlob(f, g))));
+    expect(orphans, "test files no vitest project runs").toEqual([]);
+  });
+});

@@ -17,7 +17,7 @@ export const ERROR_CODES = {
   budget_exceeded: { fault: "caller", retryable: false, summary: "a session budget (steps, tokens, cost, wall clock) ran out" },
   model_error: { fault: "upstream", retryable: true, summary: "the model endpoint failed" },
   model_rate_limited: { fault: "upstream", retryable: true, summary: "the model endpoint rate-limited us" },
-  model_invalid_output: { fault: "upstream", retryable: true, summary: "the model's output failed validation twice" },
+  model_invalid_output: { fault: "upstream", retryable: true, summary: "the model's output failed validation (twice in structured mode; once, not retried, in json_object mode)" },
   model_refused: { fault: "upstream", retryable: false, summary: "the model endpoint rejected the request (auth, bad model name)" },
   needs_model: { fault: "upstream", retryable: false, summary: "the offline engine cannot answer this; a model is needed" },
   tool_error: { fault: "upstream", retryable: true, summary: "a tool failed" },

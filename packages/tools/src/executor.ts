@@ -33,7 +33,7 @@ export interface SafeExecutorOptions {
   /** Tool calls one session may make (each call counts once, whatever its attempts). Default 50. */
   readonly maxCallsPerSession?: number;
   readonly counter?: SessionCallCounter;
-  /** Called with every record as it is made (telemetry, `tool_call` events). */
+  /** Called with every record as it is made (telemetry, logs). */
   readonly onRecord?: (record: ToolCallRecord) => void;
   /** Test seams: clock for `startedAt`, the backoff sleep, and jitter's random source. */
   readonly now?: () => number;
