@@ -1,4 +1,4 @@
-import { parseEnv, parsePrices, parseRoleModels, ConfigError } from "@agentmesh/service-kit";
+import { parseEnv, parsePrices, parseRoleModels, configError } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
@@ -41,7 +41,7 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
   const problems: string[] = [];
   try { roles = parseRoleModels(e.AGENTMESH_ROLE_MODELS, defaultRole); } catch (err) { problems.push((err as Error).message); roles = {}; }
   try { prices = parsePrices(e.AGENTMESH_LLM_PRICES); } catch (err) { problems.push((err as Error).message); prices = {}; }
-  if (problems.length) throw new ConfigError(problems);
+  if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
     prefix: e.AGENTMESH_PREFIX,

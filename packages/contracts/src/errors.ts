@@ -7,6 +7,7 @@ export type Fault = z.infer<typeof Fault>;
 /** The closed set of error codes. Each has a fault class and says whether a retry can help. */
 export const ERROR_CODES = {
   invalid_query: { fault: "caller", retryable: false, summary: "the query is empty, not text, or outside 3-5000 characters" },
+  invalid_config: { fault: "caller", retryable: false, summary: "the service configuration (environment) is invalid; every problem is listed" },
   invalid_message: { fault: "caller", retryable: false, summary: "a message failed its schema" },
   payload_too_large: { fault: "caller", retryable: false, summary: "a message is over the 256 KB limit" },
   unsupported_version: { fault: "caller", retryable: false, summary: "the message schema version is not supported" },

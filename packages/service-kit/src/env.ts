@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { formatZodError } from "@agentmesh/contracts";
+import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
 
 /** One environment variable: its schema (with default), what it does, and which services read it. */
 export interface EnvVar {
@@ -59,12 +59,9 @@ export type EnvName = (typeof ENV_VARS)[number]["name"];
 type VarOf<N extends EnvName> = Extract<(typeof ENV_VARS)[number], { name: N }>;
 export type EnvValues<N extends EnvName> = { readonly [K in N]: z.infer<VarOf<K>["schema"]> };
 
-/** A configuration problem; lists every bad variable at once. */
-export class ConfigError extends Error {
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
-    this.name = "ConfigError";
-  }
+/** The error for bad configuration: every problem listed at once, code `invalid_config`. */
+export function configError(problems: readonly string[]): AgentmeshError {
+  return new AgentmeshError("invalid_config", `invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
 }
 
 /** Parses the named variables from `env`, listing every problem at once; the result is frozen. */
@@ -79,6 +76,6 @@ export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<str
     if (r.success) out[name] = r.data;
     else problems.push(`${name}=${JSON.stringify(raw)}: ${formatZodError(r.error)}`);
   }
-  if (problems.length) throw new ConfigError(problems);
+  if (problems.length) throw configError(problems);
   return Object.freeze(out) as EnvValues<N>;
 }

@@ -1,5 +1,4 @@
 import type { Logger } from "pino";
-import { ConfigError } from "./env.js";
 
 /** Something running that can be stopped gracefully. */
 export interface Stoppable {
@@ -8,7 +7,6 @@ export interface Stoppable {
 
 /** Formats a start-up failure for a person: one clear line, never a stack trace. */
 export function describeFailure(err: unknown): string {
-  if (err instanceof ConfigError) return err.message;
   if (err instanceof Error) return err.message;
   return String(err);
 }

@@ -11,7 +11,7 @@ import {
 } from "@agentmesh/contracts";
 import { CAPS, append, currentStep, traced } from "./blackboard-data.js";
 import { MODE_STRATEGIES, STRATEGY_PRIORITY } from "./blackboard-strategy.js";
-import { BlackboardFault, STRATEGY_TOOL, executeTask, toolCallId } from "./blackboard-tasks.js";
+import { blackboardFault, STRATEGY_TOOL, executeTask, toolCallId } from "./blackboard-tasks.js";
 import { clip } from "./critic-chain-messages.js";
 import { toolResult } from "./events.js";
 import type { TaskSpec } from "./types.js";
@@ -43,7 +43,7 @@ export function representativeFailure(results: readonly StepResult[]): StepResul
  */
 export function startStep(data: BlackboardData): { data: BlackboardData; tasks: TaskSpec[] } {
   const at = currentStep(data);
-  if (!at) throw new BlackboardFault("no current step on the blackboard");
+  if (!at) throw blackboardFault("no current step on the blackboard");
   const mode = at.step.tool === SUMMARIZE_TOOL ? "tool_only" : data.limits.execution;
   const order = MODE_STRATEGIES[mode];
   const first = mode === "parallel" ? [...order] : order.slice(0, 1);
@@ -55,7 +55,7 @@ export function startStep(data: BlackboardData): { data: BlackboardData; tasks: 
 /** A strategy task that failed as a task (agent failure, deadline): recorded like a failed tool call. */
 export function failedStrategy(data: BlackboardData, strategy: ExecutionStrategy, error: WireError, elapsedMs: number): StepResult {
   const at = currentStep(data);
-  if (!at) throw new BlackboardFault("no current step on the blackboard");
+  if (!at) throw blackboardFault("no current step on the blackboard");
   const tool = strategy === "tool" ? at.step.tool : STRATEGY_TOOL[strategy];
   return {
     strategy,
@@ -84,7 +84,7 @@ const describe = (r: StepResult) => (r.ok ? `${r.strategy} ok in ${Math.round(r.
  */
 export function onStrategy(data: BlackboardData, strategy: ExecutionStrategy, result: StepResult, deadlinePassed: boolean): RoundStep {
   const round = data.round;
-  if (!round || !round.pending.includes(strategy)) throw new BlackboardFault(`no pending ${strategy} strategy in the round`);
+  if (!round || !round.pending.includes(strategy)) throw blackboardFault(`no pending ${strategy} strategy in the round`);
   const updated: ExecutionRound = { ...round, pending: round.pending.filter((s) => s !== strategy), results: [...round.results, { ...result, strategy }] };
   switch (round.mode) {
     case "parallel":
@@ -106,7 +106,7 @@ export function onStrategy(data: BlackboardData, strategy: ExecutionStrategy, re
 /** Ends a round: picks the best result, records every result and its tool calls, abandons what is still out. */
 function join(data: BlackboardData, round: ExecutionRound): RoundStep {
   const at = currentStep(data);
-  if (!at) throw new BlackboardFault("no current step on the blackboard");
+  if (!at) throw blackboardFault("no current step on the blackboard");
   const chosen = bestResult(round.results);
   const where = { plan_version: at.plan.version, step_index: at.index };
   const records: StepResultRecord[] = round.results.map((result) => ({ ...where, retry: data.step_retries, chosen: result === chosen, result }));

@@ -1,4 +1,5 @@
 import {
+  AgentmeshError,
   BLACKBOARD_LIMITS,
   SUMMARIZE_TOOL,
   type BlackboardData,
@@ -31,17 +32,17 @@ export const JOIN_DEADLINE_MS = EXECUTOR_LIMITS.max_attempts * EXECUTOR_LIMITS.t
 export const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
 
 /** A bug of ours: the data lacks what the phase needs, or an output the runtime validated does not parse. */
-export class BlackboardFault extends Error {}
+export const blackboardFault = (message: string): AgentmeshError => new AgentmeshError("internal", message);
 
 function need<T>(value: T | null | undefined, what: string): T {
-  if (value === null || value === undefined) throw new BlackboardFault(`no ${what} on the blackboard`);
+  if (value === null || value === undefined) throw blackboardFault(`no ${what} on the blackboard`);
   return value;
 }
 
 /** Parses an agent output the runtime already validated against the same schema. */
 export function parseOutput<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, output: unknown, what: string): T {
   const parsed = schema.safeParse(output);
-  if (!parsed.success) throw new BlackboardFault(`${what} output does not match its schema`);
+  if (!parsed.success) throw blackboardFault(`${what} output does not match its schema`);
   return parsed.data;
 }
 
@@ -100,7 +101,7 @@ function memoryEvent(data: BlackboardData): MemoryEvent {
     case "critique":
     case "awaiting_user":
     case "done":
-      throw new BlackboardFault(`no memory update in phase ${data.phase}`);
+      throw blackboardFault(`no memory update in phase ${data.phase}`);
   }
 }
 

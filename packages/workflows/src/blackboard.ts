@@ -15,7 +15,7 @@ import { collectCitations, failedStepAction, finalAnswer, giveUpAnswer, reasonin
 import {
   AGENT_MAX_ATTEMPTS,
   AGENT_STAGE,
-  BlackboardFault,
+  blackboardFault,
   agentTask,
   critiqueTask,
   listToolsTask,
@@ -134,7 +134,7 @@ function act(data: BlackboardData, action: NextAction, events: EventDraft[]): De
       return execute(traced({ ...data, step_retries: data.step_retries + 1 }, `Retry ${data.step_retries + 1}/${data.limits.max_retries}: ${action.reason}`), events);
     case "rewrite": {
       const at = currentStep(data);
-      if (!at) throw new BlackboardFault("no current step on the blackboard");
+      if (!at) throw blackboardFault("no current step on the blackboard");
       const count = data.rewrite_count + 1;
       const next = traced(
         { ...data, phase: "plan", rewrite_count: count, rewrite_request: { failed_step_index: at.index, suggestion: action.suggestion } },
@@ -158,7 +158,7 @@ function act(data: BlackboardData, action: NextAction, events: EventDraft[]): De
 function advance(data: BlackboardData, events: EventDraft[]): Decided {
   const at = currentStep(data);
   const result = data.step_outcome;
-  if (!at || !result || !result.ok) throw new BlackboardFault("no accepted step result on the blackboard");
+  if (!at || !result || !result.ok) throw blackboardFault("no accepted step result on the blackboard");
   if (at.last) return complete(data, result, events);
   const accepted = {
     plan_version: at.plan.version,
@@ -222,7 +222,7 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
 function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): Decided {
   const report = parseOutput(ROLES.critic.report.response, output, "critic.report");
   const at = currentStep(data);
-  if (!at) throw new BlackboardFault("no current step on the blackboard");
+  if (!at) throw blackboardFault("no current step on the blackboard");
   const action = verdictOf(data, report);
   const record = { plan_version: at.plan.version, step_index: at.index, retry: data.step_retries, report };
   const skipped = report.requires_human_input && action.kind !== "ask_human" ? "; the person was not asked again (question limit reached)" : "";
@@ -235,7 +235,7 @@ function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): 
 /** After the person's answer is in memory: go on if the step was acceptable, else recover with the answer as advice. */
 function afterReply(data: BlackboardData, events: EventDraft[]): Decided {
   const asked = data.next_action;
-  if (asked?.kind !== "ask_human") throw new BlackboardFault("no pending question on the blackboard");
+  if (asked?.kind !== "ask_human") throw blackboardFault("no pending question on the blackboard");
   if (asked.acceptable) return advance(data, events);
   const suggestion = withReply(asked.rewrite_suggestion, asked.question, data.user_replies.at(-1) ?? "");
   const at = currentStep(data);
@@ -248,7 +248,7 @@ function afterMemory(data: BlackboardData, events: EventDraft[]): Decided {
     case "remember_query":
       return afterQueryMemory(data, events);
     case "remember_step":
-      if (!data.next_action) throw new BlackboardFault("no next action on the blackboard");
+      if (!data.next_action) throw blackboardFault("no next action on the blackboard");
       return act(data, data.next_action, events);
     case "remember_reply":
       return afterReply(data, events);
@@ -276,7 +276,7 @@ function onResult(data: BlackboardData, input: Extract<TaskInput, { kind: "resul
         return afterIntake(traced({ ...data, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) }, `Perception of the question: ${about}${flags}.`), events);
       }
       const at = currentStep(data);
-      if (!at) throw new BlackboardFault("no current step on the blackboard");
+      if (!at) throw blackboardFault("no current step on the blackboard");
       const record = { source: "step_result" as const, plan_version: at.plan.version, step_index: at.index, snapshot };
       const next = { ...data, phase: "critique" as const, step_perception: snapshot, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) };
       return dispatch(next, [critiqueTask(next, 0)], events);
@@ -373,7 +373,7 @@ function decide(data: BlackboardData, input: WorkflowInput): Decided {
     }
   } catch (e) {
     // Missing state is our bug; never guess past it.
-    if (e instanceof BlackboardFault) return internal(data, e.message);
+    if (e instanceof AgentmeshError && e.code === "internal") return internal(data, e.message);
     throw e;
   }
 }
