@@ -11,10 +11,6 @@ export interface LoadedRole {
   readonly module: RoleModule;
 }
 
-/** The folder of a role: `services/<role>/`, beside this package. */
-export function roleDir(role: RoleName): string {
-  return fileURLToPath(new URL(`../../${role}/`, import.meta.url));
-}
 
 /**
  * Loads the role folders of the named roles (every role in the registry when `names` is empty).
@@ -27,8 +23,10 @@ export async function loadRoles(names: readonly string[]): Promise<LoadedRole[]>
   const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
   const loaded: LoadedRole[] = [];
   for (const role of wanted) {
-    const dir = roleDir(role);
-    const file = new URL(`../../${role}/role.ts`, import.meta.url);
+    // `services/<role>/`, beside this package
+    const folder = new URL(`../../${role}/`, import.meta.url);
+    const dir = fileURLToPath(folder);
+    const file = new URL("role.ts", folder);
     if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts)`);
     const imported = (await import(file.href)) as { default?: RoleModule };
     const module = imported.default;
