@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { redactUrls } from "./redact.js";
 
 /** Who is at fault, which decides whether a retry can help and how it is reported. */
 export const Fault = z.enum(["caller", "upstream", "timeout", "internal"]);
@@ -72,8 +73,9 @@ export class AgentmeshError extends Error {
   readonly retryable: boolean;
   readonly component: string | null;
 
+  /** `message` is kept with any URL credentials in it hidden (`redactUrls`): errors travel and get printed. */
   constructor(code: ErrorCode, message: string, opts: AgentmeshErrorOptions = {}) {
-    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    super(redactUrls(message), opts.cause === undefined ? undefined : { cause: opts.cause });
     this.code = code;
     this.retryable = opts.retryable ?? ERROR_CODES[code].retryable;
     this.component = opts.component ?? null;

@@ -3,6 +3,7 @@ export * from "./subjects.js";
 export * from "./headers.js";
 export * from "./ids.js";
 export * from "./errors.js";
+export * from "./redact.js";
 export * from "./provenance.js";
 export * from "./blackboard.js";
 export * from "./blackboard-state.js";

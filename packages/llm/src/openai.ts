@@ -1,7 +1,7 @@
 import OpenAI from "openai";
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
-import { AgentmeshError, formatZodError, Tier, type Usage } from "@agentmesh/contracts";
+import { AgentmeshError, formatZodError, redactUrls, Tier, type Usage } from "@agentmesh/contracts";
 import { forwardDelta } from "./stream.js";
 import { backoffDelay, classifyAttemptError, DEFAULT_BACKOFF, realSleep, sleepUnlessAborted, type BackoffPolicy } from "./retry.js";
 import { parseReply, schemaInstruction, schemaNameFor, toStrictJsonSchema } from "./structured.js";
@@ -271,7 +271,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     }
   }
 
-  return { name: `openai-compatible ${opts.baseURL}`, complete };
+  return { name: `openai-compatible ${redactUrls(opts.baseURL)}`, complete };
 }
 
 function usageOf(tally: Tally, configured: string, prices: Readonly<Record<string, ModelPrice>>): Usage {

@@ -1,5 +1,5 @@
 import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError } from "@agentmesh/contracts";
+import { AgentmeshError, redactUrls } from "@agentmesh/contracts";
 import type { Log } from "./log.js";
 
 /** How to reach NATS. */
@@ -46,9 +46,9 @@ export function parseNatsUrl(url: string): ParsedNatsUrl {
   return { servers, ...(user === undefined ? {} : { user }), ...(pass === undefined ? {} : { pass }) };
 }
 
-/** The URL with its password hidden, for messages and logs. */
+/** The URL (or list) with its credentials hidden, for messages and logs: passwords and bare tokens. */
 export function redact(url: string): string {
-  return url.replace(/\/\/([^:@/]+):[^@/]*@/g, "//$1:***@");
+  return redactUrls(url);
 }
 
 /**

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
+import { AgentmeshError, REDACTED, formatZodError, secretsOfUrl } from "@agentmesh/contracts";
 
 /** One environment variable: its schema (with default), what it does, and which services read it. */
 export interface EnvVar {
@@ -9,6 +9,11 @@ export interface EnvVar {
   readonly default: string;
   readonly description: string;
   readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli")[];
+  /**
+   * What of its value is secret: `value` the whole of it (an API key), `url` the credentials in
+   * it (`user:pass@`). Secret values are never echoed in errors and are redacted from logs.
+   */
+  readonly secret?: "value" | "url";
 }
 
 const int = (min: number) => z.coerce.number().int().min(min);
@@ -19,14 +24,15 @@ const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v
  * against this list by a test, so the two cannot drift.
  */
 export const ENV_VARS = [
-  { name: "NATS_URL", schema: z.string().url().default("nats://127.0.0.1:4222"), default: "nats://127.0.0.1:4222", description: "NATS server (JetStream on); credentials in the URL are used", usedBy: ["all"] },
-  { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state", usedBy: ["coordinator", "cli"] },
+  { name: "NATS_URL", schema: z.string().url().default("nats://127.0.0.1:4222"), default: "nats://127.0.0.1:4222", description: "NATS server (JetStream on); credentials in the URL are used", usedBy: ["all"], secret: "url" },
+  { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state; `redis://user:pass@host:port` logs in as that ACL user (deploy/redis/README.md), `rediss://` uses TLS", usedBy: ["coordinator", "cli"], secret: "url" },
+  { name: "REDIS_TLS_CA", schema: z.string().min(1).optional(), default: "— (system CAs)", description: "file with the CA certificate(s) that sign the Redis server's TLS certificate (`rediss://` URLs)", usedBy: ["coordinator", "cli"] },
   { name: "AGENTMESH_PREFIX", schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/).default("agentmesh"), default: "agentmesh", description: "prefix of every subject, stream and Redis key", usedBy: ["all"] },
   { name: "LOG_LEVEL", schema: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), default: "info", description: "pino log level", usedBy: ["all"] },
   { name: "AGENTMESH_LOG_PAYLOADS", schema: flag.default(false), default: "0", description: "log prompts and task payloads (off: they may hold user data)", usedBy: ["agents"] },
   { name: "AGENTMESH_CRASH_AT", schema: z.string().max(40).optional(), default: "—", description: "fault injection: exit at this named crash point (tests only)", usedBy: ["coordinator", "agents"] },
-  { name: "AGENTMESH_LLM_BASE_URL", schema: z.string().url().optional(), default: "— (offline engine)", description: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama", usedBy: ["agents"] },
-  { name: "AGENTMESH_LLM_API_KEY", schema: z.string().optional(), default: "—", description: "API key for the endpoint (redacted in logs)", usedBy: ["agents"] },
+  { name: "AGENTMESH_LLM_BASE_URL", schema: z.string().url().optional(), default: "— (offline engine)", description: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama", usedBy: ["agents"], secret: "url" },
+  { name: "AGENTMESH_LLM_API_KEY", schema: z.string().optional(), default: "—", description: "API key for the endpoint (redacted in logs)", usedBy: ["agents"], secret: "value" },
   { name: "AGENTMESH_LLM_MODEL", schema: z.string().min(1).default("gpt-4o-mini"), default: "gpt-4o-mini", description: "default model for every role", usedBy: ["agents"] },
   { name: "AGENTMESH_ROLE_MODELS", schema: z.string().default(""), default: "—", description: "per-role overrides: `role=model@temperature/tier,…` e.g. `critic=llama3.1@0/fast,expert=qwen2.5:32b@0.2/strong`", usedBy: ["agents"] },
   { name: "AGENTMESH_LLM_PRICES", schema: z.string().default(""), default: "—", description: "cost table: `model=input/output` USD per million tokens, comma-separated", usedBy: ["agents"] },
@@ -37,8 +43,8 @@ export const ENV_VARS = [
   { name: "AGENTMESH_PROMPTS_DIR", schema: z.string().min(1).optional(), default: "— (each role's own folder)", description: "folder of prompt-file overrides (`<role>.<op>.v<N>.json`); each replaces the built-in contract of the same role.op", usedBy: ["agents"] },
   { name: "AGENTMESH_CORPUS_DIR", schema: z.string().min(1).default("corpus"), default: "corpus", description: "folder of documents `corpus_search` ranks (retriever, executor); missing folder = no corpus_search", usedBy: ["agents"] },
   { name: "AGENTMESH_FILE_ROOTS", schema: z.string().default(""), default: "— (no file_read)", description: "executor: comma-separated folders `file_read` may read", usedBy: ["agents"] },
-  { name: "AGENTMESH_WEB_SEARCH_URL", schema: z.string().url().default("https://api.search.brave.com"), default: "https://api.search.brave.com", description: "base URL of a Brave-Search-compatible web search API (retriever, executor)", usedBy: ["agents"] },
-  { name: "AGENTMESH_WEB_SEARCH_KEY", schema: z.string().optional(), default: "— (no web search)", description: "API key of the web search API; unset = web search answers `tool_unavailable` and the retriever skips the web", usedBy: ["agents"] },
+  { name: "AGENTMESH_WEB_SEARCH_URL", schema: z.string().url().default("https://api.search.brave.com"), default: "https://api.search.brave.com", description: "base URL of a Brave-Search-compatible web search API (retriever, executor)", usedBy: ["agents"], secret: "url" },
+  { name: "AGENTMESH_WEB_SEARCH_KEY", schema: z.string().optional(), default: "— (no web search)", description: "API key of the web search API; unset = web search answers `tool_unavailable` and the retriever skips the web", usedBy: ["agents"], secret: "value" },
   { name: "AGENTMESH_TEST_TOOLS", schema: flag.default(false), default: "0", description: "executor: also register the test-only tools `test_flaky` and `test_slow` (tests only)", usedBy: ["agents"] },
   { name: "AGENTMESH_TASK_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "task lease; agents heartbeat every third of it", usedBy: ["coordinator", "agents"] },
   { name: "AGENTMESH_INBOX_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "inbox lease; a coordinator that dies mid-step has its message redelivered after this", usedBy: ["coordinator"] },
@@ -64,6 +70,30 @@ export function configError(problems: readonly string[]): AgentmeshError {
   return new AgentmeshError("invalid_config", `invalid configuration:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
 }
 
+/**
+ * The secret values in `env` (every variable of the table marked `secret`): API keys whole, and
+ * the passwords and tokens in URLs. Give them to `createLogger` and `describeFailure`.
+ */
+export function secretsOf(env: Record<string, string | undefined>): readonly string[] {
+  const out = new Set<string>();
+  for (const v of ENV_VARS as readonly EnvVar[]) {
+    const raw = env[v.name];
+    if (!raw || v.secret === undefined) continue;
+    if (v.secret === "value") out.add(raw);
+    else for (const s of secretsOfUrl(raw)) out.add(s);
+  }
+  return [...out];
+}
+
+/** A variable's value as an error may show it: never a secret value, URLs without credentials. */
+function shown(spec: EnvVar, raw: string | undefined): string {
+  if (raw === undefined) return "undefined";
+  if (spec.secret === "value") return `<${raw.length} characters, not shown>`;
+  // An invalid URL may not parse into userinfo and host: hide everything up to its last `@`.
+  if (spec.secret === "url") return JSON.stringify(raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^]*@/i, (_m, scheme: string | undefined) => `${scheme ?? ""}${REDACTED}@`));
+  return JSON.stringify(raw);
+}
+
 /** Parses the named variables from `env`, listing every problem at once; the result is frozen. */
 export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<string, string | undefined>): EnvValues<N> {
   const out: Record<string, unknown> = {};
@@ -74,7 +104,7 @@ export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<str
     const raw = env[name];
     const r = (spec.schema as z.ZodType).safeParse(raw === "" ? undefined : raw);
     if (r.success) out[name] = r.data;
-    else problems.push(`${name}=${JSON.stringify(raw)}: ${formatZodError(r.error)}`);
+    else problems.push(`${name}=${shown(spec, raw)}: ${formatZodError(r.error)}`);
   }
   if (problems.length) throw configError(problems);
   return Object.freeze(out) as EnvValues<N>;

@@ -1,27 +1,30 @@
 import type { Logger } from "pino";
+import { redactText } from "@agentmesh/contracts";
 
 /** Something running that can be stopped gracefully. */
 export interface Stoppable {
   stop(graceMs: number): Promise<void>;
 }
 
-/** Formats a start-up failure for a person: one clear line, never a stack trace. */
-export function describeFailure(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return String(err);
+/**
+ * Formats a start-up failure for a person: one clear line, never a stack trace, never a secret
+ * (URL credentials and each of `secrets`, e.g. `secretsOf(env)`, are redacted).
+ */
+export function describeFailure(err: unknown, secrets: readonly string[] = []): string {
+  return redactText(err instanceof Error ? err.message : String(err), secrets);
 }
 
 /**
  * Runs a service until SIGTERM/SIGINT, then stops it within `graceMs`. A start-up failure
  * prints one clear line and exits 1.
  */
-export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; start: () => Promise<Stoppable> }): Promise<void> {
+export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; secrets?: readonly string[]; start: () => Promise<Stoppable> }): Promise<void> {
   const grace = opts.graceMs ?? 25_000;
   let running: Stoppable;
   try {
     running = await opts.start();
   } catch (err) {
-    process.stderr.write(`${opts.name}: ${describeFailure(err)}\n`);
+    process.stderr.write(`${opts.name}: ${describeFailure(err, opts.secrets)}\n`);
     opts.log.debug({ err }, "start-up failed");
     process.exit(1);
   }

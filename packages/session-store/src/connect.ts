@@ -1,4 +1,5 @@
 import { Redis } from "ioredis";
+import { redactUrls } from "@agentmesh/contracts";
 
 /** Options of `connectRedis`. */
 export interface ConnectRedisOptions {
@@ -13,15 +14,9 @@ export interface ConnectRedisOptions {
   readonly onError?: (err: Error) => void;
 }
 
-/** The URL without its password, for messages and logs. */
+/** The URL without its credentials, for messages and logs. */
 export function redactRedisUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString().replace(/\/$/, "");
-  } catch {
-    return "<unparseable Redis URL>";
-  }
+  return redactUrls(url);
 }
 
 /**

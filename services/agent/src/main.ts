@@ -1,22 +1,25 @@
 import { loadAgentConfig } from "@agentmesh/agent-kit";
 import { connectNats } from "@agentmesh/messaging";
-import { createLogger, runUntilSignalled } from "@agentmesh/service-kit";
+import { redactUrls } from "@agentmesh/contracts";
+import { createLogger, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
 import { loadRoles } from "./roles.js";
 import { startRoles } from "./run.js";
 
 // Wiring only: the roles named on the command line (or SERVICE) → config → NATS → run until SIGTERM.
 const names = process.argv.slice(2).length ? process.argv.slice(2) : [process.env.SERVICE ?? ""].filter(Boolean);
 const service = names.join("+") || "agent";
-let log = createLogger({ service, level: "info" });
+const secrets = secretsOf(process.env);
+let log = createLogger({ service, level: "info", secrets });
 await runUntilSignalled({
   name: service,
   log,
+  secrets,
   start: async () => {
     if (names.length === 0) throw new Error("name the role(s) to run: agent <role> [<role>…] or SERVICE=<role>");
     const cfg = loadAgentConfig(process.env);
-    log = createLogger({ service, level: cfg.logLevel });
+    log = createLogger({ service, level: cfg.logLevel, secrets });
     const roles = await loadRoles(names);
-    log.info({ nats: cfg.natsUrl }, "connecting (waits for NATS to come up)");
+    log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
     const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
     const running = await startRoles(roles, process.env, { nc, log, cfg });
     return {

@@ -1,7 +1,7 @@
-import { naming as makeNaming } from "@agentmesh/contracts";
+import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
-import { createLogger, crashHook, runUntilSignalled, type Logger } from "@agentmesh/service-kit";
+import { createLogger, crashHook, runUntilSignalled, secretsOf, type Logger } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
@@ -12,7 +12,7 @@ export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: L
   const d = await checkDurability(redis);
   for (const w of d.warnings) log.warn({ durability: w }, "redis durability");
   if (cfg.requireDurable && (d.warnings.length > 0 || !d.configAvailable)) {
-    throw new Error(`AGENTMESH_REQUIRE_DURABLE=1 but Redis at ${cfg.redisUrl} is not durable: ${d.warnings.join("; ") || "CONFIG unavailable, cannot verify"}`);
+    throw new Error(`AGENTMESH_REQUIRE_DURABLE=1 but Redis at ${redactUrls(cfg.redisUrl)} is not durable: ${d.warnings.join("; ") || "CONFIG unavailable, cannot verify"}`);
   }
 }
 
@@ -42,14 +42,16 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
 
 /** The coordinator process: config → connections → service → run until SIGTERM. */
 export async function coordinatorMain(env: Record<string, string | undefined>): Promise<void> {
-  let log = createLogger({ service: "coordinator", level: "info" });
+  const secrets = secretsOf(env);
+  let log = createLogger({ service: "coordinator", level: "info", secrets });
   await runUntilSignalled({
     name: "coordinator",
     log,
+    secrets,
     start: async () => {
       const cfg = loadCoordinatorConfig(env);
-      log = createLogger({ service: "coordinator", level: cfg.logLevel });
-      log.info({ nats: cfg.natsUrl, redis: cfg.redisUrl }, "connecting (waits for NATS to come up)");
+      log = createLogger({ service: "coordinator", level: cfg.logLevel, secrets });
+      log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}` });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log });

@@ -3,7 +3,7 @@ import { loadRoles, startRoles } from "@agentmesh/agent";
 import { connectRedis } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
 import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
-import { createLogger, runUntilSignalled } from "@agentmesh/service-kit";
+import { createLogger, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
 
 /**
  * Runs a coordinator and every agent role of the registry in one process for local use. Each
@@ -11,14 +11,16 @@ import { createLogger, runUntilSignalled } from "@agentmesh/service-kit";
  * deployed one per pod; roles with tools (retriever, executor) build them here too.
  */
 export async function localMain(env: Record<string, string | undefined>): Promise<void> {
-  let log = createLogger({ service: "local", level: "info" });
+  const secrets = secretsOf(env);
+  let log = createLogger({ service: "local", level: "info", secrets });
   await runUntilSignalled({
     name: "agentmesh-local",
     log,
+    secrets,
     start: async () => {
       const ccfg = loadCoordinatorConfig(env);
       const acfg = loadAgentConfig(env);
-      log = createLogger({ service: "local", level: ccfg.logLevel });
+      log = createLogger({ service: "local", level: ccfg.logLevel, secrets });
       const roles = await loadRoles([]);
       const nc = await connectNats({ url: ccfg.natsUrl, name: `local-${process.pid}`, waitOnFirstConnect: false });
       const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}` });
