@@ -43,4 +43,51 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
     expect(r.status).not.toBe(0);
     expect(r.stderr).toContain("not a session id");
   });
+
+  test("--timeout that is not a positive number of seconds is an error, before anything connects", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    for (const t of ["abc", "0", "-3"]) {
+      const r = cli({ NATS_URL: url }, "ask", "--timeout", t, "What is 2 + 2?");
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain("--timeout must be a number of seconds");
+      expect(r.stderr).not.toContain("cannot reach NATS");
+    }
+  }, 60_000);
+
+  test("a question or answer with control or bidi characters is refused; no error echoes them raw", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    const q = cli({ NATS_URL: url }, "ask", "What is \u001b]0;pwned\u0007 2 + 2?");
+    expect(q.status).toBe(1);
+    expect(q.stderr).toContain("the question contains a control character (U+001B)");
+    const a = cli({ NATS_URL: url }, "answer", "abcdefgh12345678", "yes \u202eplease");
+    expect(a.status).toBe(1);
+    expect(a.stderr).toContain("the answer contains a bidi override character (U+202E)");
+    const bad = cli({ NATS_URL: url }, "inspect", "\u001b[2J\u001b]8;;https://evil.example\u0007x");
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("not a session id");
+    for (const r of [q, a, bad]) expect(r.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
+  }, 60_000);
+});
+
+describe("the CLI prints no credentials", () => {
+  test("NATS password and token", async () => {
+    const port = await freePort();
+    for (const url of [`nats://cli:nats-pw-31337@127.0.0.1:${port}`, `nats://tok3n-31337-secret@127.0.0.1:${port}`]) {
+      const r = cli({ NATS_URL: url }, "ask", "What is 2 + 2?");
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain(`cannot reach NATS at nats://`);
+      expect(r.stderr + r.stdout).not.toMatch(/31337/);
+    }
+  }, 60_000);
+
+  test("Redis password, also when the URL is invalid", async () => {
+    const port = await freePort();
+    const r = cli({ REDIS_URL: `redis://inspect:redis-pw-31337@127.0.0.1:${port}` }, "inspect", "abcdefgh12345678");
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`cannot reach Redis at redis://inspect:***@127.0.0.1:${port}`);
+    const bad = cli({ REDIS_URL: "redis://inspect:pw/31337@bad host" }, "sessions");
+    expect(bad.status).toBe(1);
+    expect(bad.stderr).toContain("REDIS_URL");
+    for (const x of [r, bad]) expect(x.stderr + x.stdout).not.toMatch(/31337/);
+  }, 60_000);
 });

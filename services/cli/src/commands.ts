@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, SCHEMA_VERSION, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
+import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
 import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
@@ -43,7 +43,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     const reply = SubmitReply.parse(
       await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: opts.strategy ? { strategy_profile: opts.strategy } : {} }, 15_000).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
-          throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${cfg.natsUrl}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
+          throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
         }
         throw e;
       }),
@@ -99,7 +99,7 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
       return 0;
     }
     if (found.length === 0) {
-      out.line(`no agentmesh services answer at ${cfg.natsUrl}`);
+      out.line(`no agentmesh services answer at ${redactUrls(cfg.natsUrl)}`);
       return 1;
     }
     const mine = found.filter((s) => s.info.metadata?.prefix === cfg.prefix);
@@ -125,7 +125,7 @@ export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: b
     const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
     const loaded = await store.load(sessionId);
     if (!loaded) {
-      out.err(`agentmesh: no session ${sessionId} in ${cfg.redisUrl} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`);
+      out.err(`agentmesh: no session ${sessionId} in ${redactUrls(cfg.redisUrl)} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`);
       return 1;
     }
     const log = await store.transitionLog(sessionId);
@@ -160,7 +160,7 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
     );
     const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
     if (alive.length === 0) {
-      out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${cfg.natsUrl}`);
+      out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${redactUrls(cfg.natsUrl)}`);
       return 1;
     }
     out.line(`${opts.service}: ${alive.length} live replica(s)`);

@@ -1,12 +1,19 @@
 import { Command, InvalidArgumentError } from "commander";
 import { ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
-import { describeFailure } from "@agentmesh/service-kit";
+import { describeFailure, secretsOf } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
 import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
-import { consoleOut } from "./render.js";
+import { checkTypedText, createTerminalOut, parseCount, parseSeconds, terminalText } from "./text.js";
 
-const program = new Command("agentmesh").description("Run and watch agentmesh multi-agent sessions").showHelpAfterError();
+const secrets = secretsOf(process.env);
+const program = new Command("agentmesh")
+  .description("Run and watch agentmesh multi-agent sessions")
+  .showHelpAfterError()
+  // commander echoes what was typed in its own errors: that passes the same cleaning.
+  .configureOutput({ writeOut: (s) => process.stdout.write(terminalText(s, secrets)), writeErr: (s) => process.stderr.write(terminalText(s, secrets)) });
 
+// Everything printed goes through here: control and bidi characters stripped, secrets redacted.
+const consoleOut = createTerminalOut({ stdout: (s) => process.stdout.write(s), stderr: (s) => process.stderr.write(s) }, secrets);
 const cfg = () => loadCliConfig(process.env);
 const exit = (code: number) => { process.exitCode = code; };
 const sessionArg = (v: string) => {
@@ -28,8 +35,10 @@ program
     if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
     const strategy = o.strategy === undefined ? undefined : StrategyProfile.safeParse(o.strategy.toUpperCase());
     if (strategy && !strategy.success) throw new Error(`unknown strategy profile "${o.strategy}" (known: ${StrategyProfile.options.join(", ")})`);
+    const timeoutMs = parseSeconds("timeout", o.timeout) * 1000;
+    checkTypedText("question", question);
     const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), verbose: o.verbose, json: o.json, timeoutMs: Number(o.timeout) * 1000, interrupted }, consoleOut));
+    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), verbose: o.verbose, json: o.json, timeoutMs, interrupted }, consoleOut));
   });
 
 program
@@ -56,7 +65,7 @@ program
   .description("answer a session that is waiting for a person")
   .argument("<session>", "session id", sessionArg)
   .argument("<text>", "your answer (1-5000 characters)")
-  .action(async (sid: string, text: string) => exit(await answer(cfg(), sid, text, consoleOut)));
+  .action(async (sid: string, text: string) => exit(await answer(cfg(), sid, checkTypedText("answer", text), consoleOut)));
 
 program
   .command("sessions")
@@ -66,7 +75,7 @@ program
   .option("--grace <seconds>", "how long past a deadline counts as stuck", "60")
   .option("--json", "raw JSON", false)
   .action(async (o: { stuck: boolean; limit: string; grace: string; json: boolean }) =>
-    exit(await sessions(cfg(), { stuck: o.stuck, limit: Number(o.limit), graceMs: Number(o.grace) * 1000, json: o.json }, consoleOut)));
+    exit(await sessions(cfg(), { stuck: o.stuck, limit: parseCount("limit", o.limit), graceMs: parseSeconds("grace", o.grace, { allowZero: true }) * 1000, json: o.json }, consoleOut)));
 
 program
   .command("dead-letters")
@@ -87,7 +96,7 @@ program
 try {
   await program.parseAsync(process.argv);
 } catch (err) {
-  process.stderr.write(`agentmesh: ${describeFailure(err)}\n`);
+  consoleOut.err(`agentmesh: ${describeFailure(err, secrets)}`);
   process.exitCode = 1;
 }
 // Open handles (a reconnecting client) must not keep a finished command alive.

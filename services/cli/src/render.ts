@@ -6,11 +6,6 @@ export interface Out {
   err(s: string): void;
 }
 
-export const consoleOut: Out = {
-  line: (s) => process.stdout.write(`${s}\n`),
-  err: (s) => process.stderr.write(`${s}\n`),
-};
-
 /** First line of a detail, cut to fit one terminal line. */
 const brief = (s: string, max = 90) => {
   const first = s.split("\n").find((l) => l.trim()) ?? "";
