@@ -65,6 +65,7 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
     const bad = cli({ NATS_URL: url }, "inspect", "\u001b[2J\u001b]8;;https://evil.example\u0007x");
     expect(bad.status).not.toBe(0);
     expect(bad.stderr).toContain("not a session id");
+    // eslint-disable-next-line no-control-regex -- finding control characters is the point
     for (const r of [q, a, bad]) expect(r.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e]/);
   }, 60_000);
 });

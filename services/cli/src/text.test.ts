@@ -6,6 +6,7 @@ import { checkTypedText, createTerminalOut, parseCount, parseSeconds, terminalSa
 const ESC = "\u001b";
 /** Escape sequences a hostile model or web page could plant: colour, clear screen, OSC 8 link, title, 8-bit CSI, CR overwrite, bell. */
 const HOSTILE = `${ESC}[31mred${ESC}[0m ${ESC}[2J${ESC}]8;;https://evil.example${ESC}\\link${ESC}]8;;${ESC}\\ ${ESC}]0;pwned\u0007 \u009b2J ok\rFAKE \u202eevil\u202c`;
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
 const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
 
 function captured(secrets: readonly string[] = []) {
