@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { naming, ROLE_NAMES } from "@agentmesh/contracts";
 import { checkDeploy, COMPOSE_FILE, DeployConfig, K8S_OUTPUT, PREFIX, renderDeploy } from "../../scripts/render-deploy.js";
+import { renderCompose } from "../../scripts/redis-acl.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const read = (path: string): string => readFileSync(join(ROOT, path), "utf8");
@@ -109,6 +110,13 @@ describe("docker-compose.yml", () => {
     expect(list(redis.volumes, "redis volumes").length).toBeGreaterThan(0);
   });
 
+  it("runs Redis with the ACL users generated from the session store's key layout (pnpm redis:acl --compose)", () => {
+    const current = read("docker-compose.yml");
+    expect(renderCompose(current, "agentmesh"), "run pnpm redis:acl --compose").toBe(current);
+    const args = argv(map(services.redis, "redis").command);
+    for (const kind of ["coordinator", "gateway", "inspect"]) expect(hasPair(args, "--user", kind), kind).toBe(true);
+  });
+
   it("publishes ports on loopback only", () => {
     for (const [name, svc] of Object.entries(services)) {
       for (const port of list(at(svc, "ports") ?? [], `${name} ports`)) expect(String(port), name).toMatch(/^127\.0\.0\.1:/);
@@ -126,7 +134,8 @@ describe("docker-compose.yml", () => {
     expect(existsSync(join(ROOT, entry)), entry).toBe(true);
     expect(env.NATS_URL).toBe("nats://nats:4222");
     if (name === "coordinator") {
-      expect(env.REDIS_URL).toBe("redis://redis:6379");
+      // logs in as the generated coordinator ACL user (scripts/redis-acl.ts)
+      expect(env.REDIS_URL).toBe("redis://coordinator:${REDIS_PASSWORD_COORDINATOR:-agentmesh-dev-coordinator}@redis:6379");
     } else {
       expect(env.AGENTMESH_LLM_BASE_URL).toBe("${AGENTMESH_LLM_BASE_URL:-}");
       expect(env.AGENTMESH_LLM_API_KEY).toBe("${AGENTMESH_LLM_API_KEY:-}");

@@ -1,5 +1,6 @@
+import { readFileSync } from "node:fs";
 import { Redis } from "ioredis";
-import { redactUrls } from "@agentmesh/contracts";
+import { AgentmeshError, redactUrls } from "@agentmesh/contracts";
 
 /** Options of `connectRedis`. */
 export interface ConnectRedisOptions {
@@ -12,7 +13,28 @@ export interface ConnectRedisOptions {
    * it errors are swallowed here; either way an unhandled 'error' event cannot crash the process.
    */
   readonly onError?: (err: Error) => void;
+  /**
+   * File with the CA certificate(s) that sign the server's certificate, for a `rediss://` URL
+   * whose server is not signed by a public CA (REDIS_TLS_CA). The host name is verified too.
+   */
+  readonly tlsCaFile?: string;
 }
+
+/** The TLS options for `url`: none for `redis://`, the system CAs or `tlsCaFile` for `rediss://`. */
+function tlsOptions(url: string, where: string, caFile: string | undefined): { tls: { ca: Buffer } } | Record<string, never> {
+  if (caFile === undefined) return {};
+  if (!/^rediss:\/\//i.test(url)) {
+    throw new AgentmeshError("invalid_config", `REDIS_TLS_CA is set but REDIS_URL ${where} does not use TLS; use a rediss:// URL`);
+  }
+  try {
+    return { tls: { ca: readFileSync(caFile) } };
+  } catch (e) {
+    throw new AgentmeshError("invalid_config", `cannot read the Redis TLS CA file ${caFile}: ${(e as Error).message}`);
+  }
+}
+
+/** True for the server's replies to a wrong or missing user/password. */
+const isAuthError = (err: Error) => /WRONGPASS|NOAUTH|invalid username-password|user is disabled|NOPERM/i.test(err.message);
 
 /** The URL without its credentials, for messages and logs. */
 export function redactRedisUrl(url: string): string {
@@ -29,6 +51,7 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
   const timeoutMs = opts.connectTimeoutMs ?? 3000;
   const where = redactRedisUrl(url);
   const redis = new Redis(url, {
+    ...tlsOptions(url, where, opts.tlsCaFile),
     lazyConnect: true,
     connectionName: opts.name,
     connectTimeout: timeoutMs,
@@ -54,7 +77,10 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
     redis.disconnect();
     // connect() itself only says "Connection is closed."; the listener saw the real cause.
     const cause = (lastError as Error | null) ?? (e as Error);
-    throw new Error(`cannot reach Redis at ${where}: ${cause.message}`, { cause });
+    if (isAuthError(cause)) {
+      throw new AgentmeshError("unavailable", `Redis at ${where} refused our credentials (${cause.message}); check the user and password in REDIS_URL`, { retryable: false, component: "redis", cause });
+    }
+    throw new AgentmeshError("unavailable", `cannot reach Redis at ${where}: ${cause.message}`, { component: "redis", cause });
   } finally {
     clearTimeout(timer);
   }

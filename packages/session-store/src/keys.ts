@@ -19,6 +19,11 @@ export interface KeyLayout {
   readonly timers: string;
   /** SCAN pattern matching every session's state key. */
   readonly stateGlob: string;
+  /**
+   * Glob patterns that together match every key of this layout, one per kind of key. The Redis
+   * ACL users (`acl.ts`) are derived from them: a new kind of key needs its pattern here.
+   */
+  readonly globs: { readonly sessions: string; readonly idempotency: string; readonly timers: string };
   /** Extracts the session id from a state key (null when it does not match). */
   sessionOfStateKey(key: string): string | null;
 }
@@ -38,6 +43,7 @@ export function keyLayout(keyPrefix: string): KeyLayout {
     idempotency: (key) => `${keyPrefix}:idem:${key}`,
     timers: `${keyPrefix}:timers`,
     stateGlob: `${globEscape(head)}*}:state`,
+    globs: { sessions: `${globEscape(head)}*`, idempotency: `${globEscape(`${keyPrefix}:idem:`)}*`, timers: globEscape(`${keyPrefix}:timers`) },
     sessionOfStateKey(key) {
       if (!key.startsWith(head) || !key.endsWith("}:state")) return null;
       const sid = key.slice(head.length, -"}:state".length);

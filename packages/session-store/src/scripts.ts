@@ -78,3 +78,15 @@ export const CLAIM_IDEMPOTENCY_LUA = `
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return ARGV[1] end
 return redis.call('GET', KEYS[1])
 `;
+
+/**
+ * Every command the scripts call, lower-case, read from their source: Redis checks a script's
+ * calls against the caller's ACL, so the coordinator's ACL user (`acl.ts`) is built from this.
+ */
+export const SCRIPT_COMMANDS: readonly string[] = [
+  ...new Set(
+    [COMMIT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA].flatMap((lua) =>
+      [...lua.matchAll(/redis\.p?call\(\s*['"]([A-Za-z]+)['"]/g)].map((m) => (m[1] ?? "").toLowerCase()),
+    ),
+  ),
+].sort();

@@ -120,7 +120,7 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
 
 /** `agentmesh inspect <sid>`: the session's state and transition log, from Redis. */
 export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: boolean }, out: Out): Promise<number> {
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
   try {
     const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
     const loaded = await store.load(sessionId);
@@ -183,7 +183,7 @@ export function stuckReason(state: SessionState, now: number, graceMs: number): 
  * past a deadline that nothing has ended (the target is always zero; exit 1 when there are any).
  */
 export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: number; graceMs: number; json: boolean }, out: Out): Promise<number> {
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
   try {
     const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
     const now = Date.now();

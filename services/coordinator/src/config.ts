@@ -2,7 +2,7 @@ import { parseEnv } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
-  "NATS_URL", "REDIS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
+  "NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
   "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
@@ -12,6 +12,8 @@ const NAMES = [
 export interface CoordinatorConfig {
   readonly natsUrl: string;
   readonly redisUrl: string;
+  /** CA file for a `rediss://` server (REDIS_TLS_CA). */
+  readonly redisTlsCa: string | undefined;
   readonly prefix: string;
   readonly logLevel: string;
   readonly crashAt: string | undefined;
@@ -31,6 +33,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   return Object.freeze({
     natsUrl: e.NATS_URL,
     redisUrl: e.REDIS_URL,
+    redisTlsCa: e.REDIS_TLS_CA,
     prefix: e.AGENTMESH_PREFIX,
     logLevel: e.LOG_LEVEL,
     crashAt: e.AGENTMESH_CRASH_AT,

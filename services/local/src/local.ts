@@ -23,7 +23,7 @@ export async function localMain(env: Record<string, string | undefined>): Promis
       log = createLogger({ service: "local", level: ccfg.logLevel, secrets });
       const roles = await loadRoles([]);
       const nc = await connectNats({ url: ccfg.natsUrl, name: `local-${process.pid}`, waitOnFirstConnect: false });
-      const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}` });
+      const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
       const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log });
       const agents = await startRoles(roles, env, { nc, log, cfg: acfg });
       log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
