@@ -5,6 +5,7 @@ import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine, type RoleName } from "@agentmesh/contracts";
 import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
 import { followEvents, request } from "@agentmesh/messaging";
+import { SecretScan } from "./secret-scan.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -35,6 +36,8 @@ export class Cluster {
   private nc!: NatsConnection;
   private redis!: Redis;
   store!: SessionStore;
+  /** Secrets planted in every service's env; `close()` fails when any output or event shows one. */
+  readonly secrets = new SecretScan();
 
   constructor(readonly opts: ClusterOptions) {
     this.naming = makeNaming(opts.prefix);
@@ -69,7 +72,7 @@ export class Cluster {
     const entry = name === "coordinator" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
     const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
       cwd: root,
-      env: this.env(extra),
+      env: this.secrets.plant(name, this.env(extra)),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -120,13 +123,16 @@ export class Cluster {
   /** Submits a question; returns the session id. */
   async submit(query: string, sessionId: string, extra: Record<string, unknown> = {}): Promise<string> {
     const reply = SubmitReply.parse(await request(this.nc, this.naming.submit, { v: SCHEMA_VERSION, query, session_id: sessionId, idempotency_key: sessionId, ...extra }, 10_000));
+    this.secrets.record(`submit reply ${sessionId}`, JSON.stringify(reply));
     if (!reply.ok) throw new Error(`submit rejected: ${reply.error.code} ${reply.error.message}`);
     return reply.session_id;
   }
 
   /** Raw submit reply (for bad-input tests). */
   async submitRaw(body: unknown): Promise<SubmitReply> {
-    return SubmitReply.parse(await request(this.nc, this.naming.submit, body, 10_000));
+    const reply = SubmitReply.parse(await request(this.nc, this.naming.submit, body, 10_000));
+    this.secrets.record("submit reply", JSON.stringify(reply));
+    return reply;
   }
 
   /** Waits for a session to reach a terminal status; returns its state, log and events. */
@@ -144,10 +150,13 @@ export class Cluster {
       ac.abort();
     }
     const loaded = await this.store.load(sessionId);
+    this.secrets.record(`events of ${sessionId}`, JSON.stringify(events));
     if (!loaded || !events.some((e) => e.type === "complete")) {
       throw new Error(`session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`);
     }
-    return { state: loaded.state, log: await this.store.transitionLog(sessionId), events };
+    const log = await this.store.transitionLog(sessionId);
+    this.secrets.record(`state and log of ${sessionId}`, JSON.stringify({ state: loaded.state, log }));
+    return { state: loaded.state, log, events };
   }
 
   get natsConnection(): NatsConnection {
@@ -158,13 +167,15 @@ export class Cluster {
     return this.redis;
   }
 
-  /** SIGTERMs every process and closes the clients. */
+  /** SIGTERMs every process and closes the clients; then fails when anything showed a planted secret. */
   async close(): Promise<void> {
     for (const p of this.procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGTERM");
     await Promise.race([Promise.all(this.procs.map((p) => p.exited)), new Promise((r) => setTimeout(r, 8000))]);
     for (const p of this.procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
     await this.nc?.close();
     this.redis?.disconnect();
+    for (const p of this.procs) this.secrets.record(`output of ${p.name} ${p.child.pid ?? ""}`, p.output());
+    this.secrets.check();
   }
 }
 
