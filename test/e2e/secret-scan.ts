@@ -18,7 +18,7 @@ export function findSecrets(texts: Iterable<{ readonly where: string; readonly t
   for (const { where, text } of texts) {
     for (const s of secrets) {
       for (let i = text.indexOf(s); i >= 0; i = text.indexOf(s, i + s.length)) {
-        const excerpt = text.slice(Math.max(0, i - 80), i + s.length + 80).split(s).join(mask(s));
+        const excerpt = secrets.reduce((t, x) => t.split(x).join(mask(x)), text.slice(Math.max(0, i - 80), i + s.length + 80));
         hits.push({ where, secret: mask(s), excerpt });
       }
     }
