@@ -49,6 +49,11 @@ describe("createModelFromConfig", () => {
     expect((await model.complete(planRequest)).output).toEqual({ research_steps: [], expert_steps: ["Add"] });
     server.assertConsumed();
   });
+
+  it("names itself without the endpoint's credentials (the name is in logs and $SRV metadata)", () => {
+    const model = createModelFromConfig({ ...config, baseURL: "http://user:llm-pw-31337@127.0.0.1:1/v1", apiKey: "k" });
+    expect(model.name).toBe("openai-compatible http://user:***@127.0.0.1:1/v1");
+  });
 });
 
 describe("call bound", () => {
