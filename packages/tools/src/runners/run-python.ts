@@ -100,7 +100,9 @@ function readAnswer(line: string, key: Buffer, maxOutputBytes: number): ChildRes
   const r = parsed.data;
   if ((r.result?.length ?? 0) > maxOutputBytes + 1) throw protocolViolation("the result is over the cap");
   if ((r.error?.length ?? 0) > MAX_ERROR_CHARS) throw protocolViolation("the error text is over the cap");
-  if (Buffer.byteLength(r.stdout ?? "") + Buffer.byteLength(r.stderr ?? "") > maxOutputBytes) throw protocolViolation("the output is over the cap");
+  // the child caps the bytes written; decoded, each byte is at most one UTF-16 unit (a bad byte
+  // becomes one U+FFFD), so the lengths bound it without penalising invalid UTF-8
+  if ((r.stdout?.length ?? 0) + (r.stderr?.length ?? 0) > maxOutputBytes) throw protocolViolation("the output is over the cap");
   return r;
 }
 
