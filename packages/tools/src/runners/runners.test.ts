@@ -125,7 +125,7 @@ describe("run_python: a bounded number of sandboxes", { timeout: 60_000 }, () =>
 
 describe("run_python: the child's output is hostile", { timeout: 60_000 }, () => {
   // the interpreter layer off, as if guest code had reached the child's JS (and so its fd 1)
-  const open = createPythonRunner({ timeLimitMs: 3000, warm: 0, hardenInterpreter: false });
+  const open = createPythonRunner({ timeLimitMs: 8000, warm: 0, hardenInterpreter: false });
   afterAll(() => open.close());
   const exec = createSafeExecutor({ registry: createToolRegistry([createRunPythonTool({ runner: open, allowedRoles: ["expert"] })]) });
   const forge = (prefix: string, body: string) =>
@@ -138,6 +138,15 @@ describe("run_python: the child's output is hostile", { timeout: 60_000 }, () =>
       expect(r, code).toMatchObject({ ok: false, error: { code: "tool_error", retryable: false, message: expect.stringMatching(/result protocol/) as unknown } });
       expect(r.records).toHaveLength(1);
     }
+  });
+});
+
+describe("run_python: output that is not UTF-8", { timeout: 60_000 }, () => {
+  it("900 invalid bytes under a 1000-byte cap are output (900 replacement characters), not a protocol violation", async () => {
+    if (!(await python.status()).available) return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    const r = await python.run("import sys\nsys.stdout.buffer.write(b'\\xff' * 900)\nsys.stdout.flush()\n'ok'");
+    expect(r).toMatchObject({ ok: true, result: "'ok'" });
+    expect(r.stdout).toHaveLength(900);
   });
 });
 

@@ -303,7 +303,9 @@ const fdWrite = (body: string, after = "js.process.exit(0)") => py(["import js, 
 const FORGED = "json.dumps({'type': 'result', 'ok': True, 'result': \"'forged'\", 'stdout': 'x' * 1000000}) + '\\n'";
 const SMALL = "json.dumps({'type': 'result', 'ok': True, 'result': \"'forged'\"}) + '\\n'";
 const FORGE: EscapeCase[] = [
-  { name: "forged answer without a MAC (ok: true, 1 MB of stdout)", lang: "py-open", code: () => fdWrite(FORGED), check: violation },
+  // moving 1 MB from Python through JS into the pipe can take seconds on a loaded machine: killed
+  // at the deadline is contained too (runners.test.ts asserts the violation itself, with room)
+  { name: "forged answer without a MAC (ok: true, 1 MB of stdout)", lang: "py-open", code: () => fdWrite(FORGED), check: either(violation, failed("timeout")) },
   { name: "forged answer with a made-up MAC", lang: "py-open", code: () => fdWrite(`'${"0f".repeat(32)} ' + ${SMALL}`), check: violation },
   { name: "forged answer, then the run goes on and the runner answers too", lang: "py-open", code: () => fdWrite(SMALL, "'real'"), check: violation },
   { name: "a non-JSON line where the answer goes", lang: "py-open", code: () => fdWrite("'garbage\\n'"), check: violation },
