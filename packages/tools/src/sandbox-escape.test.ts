@@ -14,18 +14,58 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { scanDangerous } from "./patterns.js";
 import { createJsRunner } from "./runners/run-js.js";
 import { createPythonRunner } from "./runners/run-python.js";
-import type { CodeRunner } from "./runners/types.js";
+import { findBinary, killSandbox, spawnSandbox } from "./runners/sandbox-process.js";
+import type { CodeRunner, RunOptions } from "./runners/types.js";
 import { ESCAPE_CASES, type Lang, type Outcome, type Targets } from "./test-support/escape-cases.js";
 
 const ENV_CANARY = `env-canary-${randomBytes(8).toString("hex")}`;
 const FILE_CANARY = `file-canary-${randomBytes(8).toString("hex")}`;
-const LIMITS: Record<Lang, number> = { js: 1000, py: 2000, "py-open": 1500 };
+const LIMITS: Record<Lang, number> = { js: 1000, py: 2000, "py-open": 3000, os: 2000 };
+
+type Runner = Pick<CodeRunner, "run" | "close" | "status">;
+
+/**
+ * Runs `sh -c <code>` under the Python sandbox's OS wall (bwrap, seccomp, rlimits, the uid drop
+ * as root) in place of node: a stand-in for native code that got past every interpreter layer.
+ */
+function createShellRunner(limitMs: number): Runner {
+  const bwrap = findBinary("bwrap");
+  const prlimit = findBinary("prlimit");
+  const paths = bwrap && prlimit ? { bwrap, prlimit, setpriv: findBinary("setpriv"), node: process.execPath, pyodideDir: "/nonexistent", childScript: "/nonexistent" } : null;
+  return {
+    status: () => Promise.resolve(paths ? { available: true, detail: "a shell under the OS wall" } : { available: false, detail: "no bubblewrap" }),
+    close: () => Promise.resolve(),
+    run(code: string, opts: RunOptions = {}) {
+      if (!paths) return Promise.reject(new AgentmeshError("sandbox_unavailable", "no bubblewrap"));
+      const child = spawnSandbox(paths, { mode: "run", harden: true, addressSpaceBytes: 1280 * 2 ** 20, cpuSeconds: 10, hostUid: 2_000_000_900, command: ["/bin/sh", "-c", code] });
+      opts.onStart?.();
+      const t0 = performance.now();
+      let out = "";
+      let err = "";
+      child.stdout.on("data", (d: Buffer) => (out = (out + d.toString()).slice(0, 65536)));
+      child.stderr.on("data", (d: Buffer) => (err = (err + d.toString()).slice(0, 65536)));
+      let killed = false;
+      const timer = setTimeout(() => {
+        killed = true;
+        killSandbox(child);
+      }, limitMs);
+      return new Promise((resolve, reject) =>
+        child.on("close", (exit) => {
+          clearTimeout(timer);
+          const ms = performance.now() - t0;
+          if (killed) reject(new AgentmeshError("timeout", `killed after ${Math.round(ms)} ms`, { retryable: false }));
+          else resolve({ ok: exit === 0, result: null, error: exit === 0 ? null : `exit ${exit}`, stdout: out, stderr: err, truncated: false, durationMs: ms });
+        }),
+      );
+    },
+  };
+}
 
 let dir: string;
 let server: Server;
 let connections = 0;
 let targets: Targets;
-let runners: Record<Lang, CodeRunner> | undefined;
+let runners: Record<Lang, Runner> | undefined;
 let pythonAvailable = false;
 
 beforeAll(async () => {
@@ -49,12 +89,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function runnerFor(lang: Lang): CodeRunner {
+function runnerFor(lang: Lang): Runner {
   if (!runners) throw new Error("the escape suite's runners were not made");
   return runners[lang];
 }
 
-async function attempt(runner: CodeRunner, code: string, onStart?: () => void): Promise<Outcome> {
+async function attempt(runner: Runner, code: string, onStart?: () => void): Promise<Outcome> {
   let started = 0;
   const t0 = performance.now();
   try {
@@ -68,7 +108,7 @@ async function attempt(runner: CodeRunner, code: string, onStart?: () => void): 
   } catch (e) {
     // an untyped throw would be a bug in the runner: let it fail the test
     if (!(e instanceof AgentmeshError)) throw e;
-    return { kind: "failed", code: e.code, message: e.message, ms: performance.now() - (started || t0) };
+    return { kind: "failed", code: e.code, message: e.message, retryable: e.retryable, ms: performance.now() - (started || t0) };
   }
 }
 
@@ -127,6 +167,7 @@ describe("sandbox escape suite", { timeout: 30_000 }, () => {
       js: createJsRunner({ timeLimitMs: LIMITS.js, memoryLimitBytes: 16 * 1024 * 1024, warm: 2 }),
       py: createPythonRunner({ timeLimitMs: LIMITS.py, warm: 1 }),
       "py-open": createPythonRunner({ timeLimitMs: LIMITS["py-open"], warm: 1, hardenInterpreter: false }),
+      os: createShellRunner(LIMITS.os),
     };
     const st = await runners.py.status();
     pythonAvailable = st.available;
@@ -135,8 +176,9 @@ describe("sandbox escape suite", { timeout: 30_000 }, () => {
     console.info(`[sandbox-escape] python sandbox: ${st.available ? "available" : "UNAVAILABLE"} (${st.detail})`);
   }, 60_000);
 
-  it("has at least 40 cases, 20 of them written to dodge the dangerous-pattern list", () => {
-    expect(ESCAPE_CASES.length).toBeGreaterThanOrEqual(40);
+  it("has at least 120 cases, 20 of them written to dodge the dangerous-pattern list", () => {
+    expect(ESCAPE_CASES.length).toBeGreaterThanOrEqual(120);
+    console.info(`[sandbox-escape] ${ESCAPE_CASES.length} cases: ${(["js", "py", "py-open", "os"] as const).map((l) => `${l} ${ESCAPE_CASES.filter((c) => c.lang === l).length}`).join(", ")}`);
     const evasive = ESCAPE_CASES.filter((c) => c.evasive);
     expect(evasive.length).toBeGreaterThanOrEqual(20);
     const t = { canaryPath: "/tmp/x/canary.txt", pwnedPath: "/tmp/x/pwned.txt", port: 1, hostCwd: "/w" };

@@ -1,13 +1,17 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AgentmeshError } from "@agentmesh/contracts";
+import { z } from "zod";
 import { createWarmPool } from "../warm-pool.js";
 import { ensureSnapshot } from "./snapshot.js";
-import { findBinary, killSandbox, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
+import { deniedSyscallCount, seccompArch } from "./seccomp.js";
+import { findBinary, killSandbox, SANDBOX_NPROC, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
+import { createSlots, defaultSandboxSlots, type Slot } from "./slots.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
 
 /** Limits and locations of the Python runner. */
@@ -20,6 +24,13 @@ export interface PythonRunnerOptions {
   readonly maxOutputBytes?: number;
   /** Interpreters kept started ahead of calls (default 1). */
   readonly warm?: number;
+  /**
+   * Sandboxed processes alive at once, warm ones included (default: as many RLIMIT_AS-sized
+   * processes as memory holds, 1 to 4). Calls beyond it queue; their signal still ends the wait.
+   */
+  readonly maxProcesses?: number;
+  /** When the host runs as root, sandbox number i runs as host uid `sandboxUidBase + i` (default 2_000_000_000). */
+  readonly sandboxUidBase?: number;
   /** Layer 2: make `js` / `pyodide_js` unimportable (default true). Off only to test the OS boundary alone. */
   readonly hardenInterpreter?: boolean;
   /** Start interpreters from a memory snapshot (~1 s instead of ~3-4 s; default true). */
@@ -29,6 +40,7 @@ export interface PythonRunnerOptions {
   readonly scratchDir?: string;
   readonly bwrapPath?: string;
   readonly prlimitPath?: string;
+  readonly setprivPath?: string;
   readonly nodePath?: string;
   readonly pyodideDir?: string;
 }
@@ -45,15 +57,53 @@ interface Ready {
   readonly stderr: () => string;
 }
 
-interface ChildResult {
-  readonly type: "result";
-  readonly ok?: boolean;
-  readonly result?: string | null;
-  readonly error?: string | null;
-  readonly stdout?: string;
-  readonly stderr?: string;
-  readonly durationMs?: number;
-  readonly limit?: "memory" | "output" | null;
+// What the child may answer. Anything else, or a line without the run's MAC, is a protocol
+// violation: guest code that reached the child's JS could have written it.
+const ChildResult = z
+  .object({
+    type: z.literal("result"),
+    ok: z.boolean().optional(),
+    result: z.string().nullable().optional(),
+    error: z.string().nullable().optional(),
+    stdout: z.string().optional(),
+    stderr: z.string().optional(),
+    durationMs: z.number().finite().nonnegative().optional(),
+    limit: z.enum(["memory", "output"]).nullable().optional(),
+  })
+  .strict();
+type ChildResult = z.infer<typeof ChildResult>;
+
+const MAX_ERROR_CHARS = 4000;
+
+function protocolViolation(why: string): AgentmeshError {
+  return new AgentmeshError("tool_error", `the Python sandbox broke its result protocol (${why}); nothing it sent was used`, { retryable: false });
+}
+
+/**
+ * Checks the child's answer line `<hex HMAC-SHA256 under key> <json>` and its content against
+ * the caps, so that neither a forged line nor an oversized one gets through.
+ */
+function readAnswer(line: string, key: Buffer, maxOutputBytes: number): ChildResult {
+  const sp = line.indexOf(" ");
+  const mac = sp === 64 ? Buffer.from(line.slice(0, 64), "hex") : Buffer.alloc(0);
+  if (mac.length !== 32) throw protocolViolation("the answer carries no MAC");
+  const body = line.slice(65);
+  if (!timingSafeEqual(mac, createHmac("sha256", key).update(body, "utf8").digest())) throw protocolViolation("the answer's MAC is wrong");
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch {
+    throw protocolViolation("the answer is not JSON");
+  }
+  const parsed = ChildResult.safeParse(json);
+  if (!parsed.success) throw protocolViolation("the answer does not have the expected shape");
+  const r = parsed.data;
+  if ((r.result?.length ?? 0) > maxOutputBytes + 1) throw protocolViolation("the result is over the cap");
+  if ((r.error?.length ?? 0) > MAX_ERROR_CHARS) throw protocolViolation("the error text is over the cap");
+  // the child caps the bytes written; decoded, each byte is at most one UTF-16 unit (a bad byte
+  // becomes one U+FFFD), so the lengths bound it without penalising invalid UTF-8
+  if ((r.stdout?.length ?? 0) + (r.stderr?.length ?? 0) > maxOutputBytes) throw protocolViolation("the output is over the cap");
+  return r;
 }
 
 const CHILD_SCRIPT = fileURLToPath(new URL("./python-child.mjs", import.meta.url));
@@ -126,6 +176,8 @@ class PythonRunnerImpl implements CodeRunner {
   readonly #paths: SandboxPaths | null;
   readonly #missing: string | null;
   readonly #pool;
+  readonly #slots;
+  readonly #uidBase: number;
   #status: Promise<SandboxStatus> | undefined;
   #snapshot: Promise<string | null> | undefined;
 
@@ -141,11 +193,23 @@ class PythonRunnerImpl implements CodeRunner {
     };
     const bwrap = opts.bwrapPath ?? findBinary("bwrap");
     const prlimit = opts.prlimitPath ?? findBinary("prlimit");
-    this.#missing = !bwrap ? "bubblewrap (bwrap) is not installed" : !prlimit ? "prlimit (util-linux) is not installed" : null;
+    const setpriv = opts.setprivPath ?? findBinary("setpriv");
+    const root = process.getuid?.() === 0;
+    this.#missing = !bwrap
+      ? "bubblewrap (bwrap) is not installed"
+      : !prlimit
+        ? "prlimit (util-linux) is not installed"
+        : root && !setpriv
+          ? "setpriv (util-linux) is not installed; as root the sandbox needs it to drop to an unprivileged uid"
+          : !seccompArch()
+            ? `there is no seccomp filter for the ${process.arch} architecture`
+            : null;
     this.#paths =
-      bwrap && prlimit
-        ? { bwrap, prlimit, node: opts.nodePath ?? process.execPath, pyodideDir: opts.pyodideDir ?? defaultPyodideDir(), childScript: CHILD_SCRIPT }
+      bwrap && prlimit && !this.#missing
+        ? { bwrap, prlimit, setpriv, node: opts.nodePath ?? process.execPath, pyodideDir: opts.pyodideDir ?? defaultPyodideDir(), childScript: CHILD_SCRIPT }
         : null;
+    this.#slots = createSlots(opts.maxProcesses ?? defaultSandboxSlots(this.#o.addressSpaceBytes));
+    this.#uidBase = opts.sandboxUidBase ?? 2_000_000_000;
     this.#pool = createWarmPool<Ready>({ size: opts.warm ?? 1, start: () => this.#start(), dispose: (r) => killSandbox(r.child) });
   }
 
@@ -171,7 +235,9 @@ class PythonRunnerImpl implements CodeRunner {
     const started = performance.now();
     opts.onStart?.();
     try {
-      child.stdin.end(`${JSON.stringify({ code, maxOutputBytes: o.maxOutputBytes })}\n`);
+      // a fresh key per run: only the runner's code in the child learns it, never the guest's
+      const key = randomBytes(32);
+      child.stdin.end(`${JSON.stringify({ code, maxOutputBytes: o.maxOutputBytes, key: key.toString("hex") })}\n`);
       const line = await ready.lines.next();
       const elapsed = Math.round(performance.now() - started);
       opts.signal?.throwIfAborted();
@@ -182,7 +248,7 @@ class PythonRunnerImpl implements CodeRunner {
         if (/memory|allocat/i.test(why)) throw new AgentmeshError("resource_exhausted", "the Python process ran out of memory");
         throw new AgentmeshError("tool_error", `the Python process ended without an answer: ${why.slice(-500) || "no output"}`, { retryable: false });
       }
-      const r = JSON.parse(line.value) as ChildResult;
+      const r = readAnswer(line.value, key, o.maxOutputBytes);
       if (r.limit === "output") throw new AgentmeshError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
       if (r.limit === "memory") throw new AgentmeshError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
       const result = r.result ?? null;
@@ -194,7 +260,7 @@ class PythonRunnerImpl implements CodeRunner {
         stdout: r.stdout ?? "",
         stderr: r.stderr ?? "",
         truncated,
-        durationMs: Math.round(r.durationMs ?? elapsed),
+        durationMs: Math.round(Math.min(r.durationMs ?? elapsed, elapsed)),
       };
     } finally {
       clearTimeout(timer);
@@ -208,10 +274,22 @@ class PythonRunnerImpl implements CodeRunner {
     await this.#pool.close();
   }
 
-  #spawn(s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds">): ChildProcessWithoutNullStreams {
+  // Every sandboxed process holds a slot from before it starts until it has exited, so no more
+  // than maxProcesses exist at once; the slot number picks its host uid.
+  async #spawn(s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds" | "hostUid">, signal?: AbortSignal): Promise<ChildProcessWithoutNullStreams> {
+    const slot: Slot = await this.#slots.acquire(signal);
     const paths = this.#paths as SandboxPaths;
     const cpuSeconds = Math.ceil(this.#o.timeLimitMs / 1000) + 15;
-    return spawnSandbox(paths, { ...s, harden: this.#o.harden, addressSpaceBytes: this.#o.addressSpaceBytes, cpuSeconds });
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawnSandbox(paths, { ...s, harden: this.#o.harden, addressSpaceBytes: this.#o.addressSpaceBytes, cpuSeconds, hostUid: this.#uidBase + slot.slot });
+    } catch (e) {
+      slot.release();
+      throw e;
+    }
+    if (child.pid === undefined) slot.release();
+    else child.once("close", () => slot.release());
+    return child;
   }
 
   // The sandbox is available when a process started under every wall (prlimit, bwrap, the
@@ -219,7 +297,12 @@ class PythonRunnerImpl implements CodeRunner {
   async #probe(): Promise<SandboxStatus> {
     if (!this.#paths) return { available: false, detail: this.#missing ?? "no sandbox" };
     if (!existsSync(join(this.#paths.pyodideDir, "pyodide.mjs"))) return { available: false, detail: `no Pyodide at ${this.#paths.pyodideDir}` };
-    const child = this.#spawn({ mode: "probe" });
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = await this.#spawn({ mode: "probe" });
+    } catch (e) {
+      return { available: false, detail: `the sandbox did not start: ${(e as Error).message}` };
+    }
     const err = collectStderr(child);
     const lines = lineReader(child, 4096);
     const timer = setTimeout(() => killSandbox(child), 10_000);
@@ -228,7 +311,11 @@ class PythonRunnerImpl implements CodeRunner {
       if (line.done) return { available: false, detail: `the sandbox did not start: ${err().slice(-500) || "no output"}` };
       const p = JSON.parse(line.value) as { permission?: boolean };
       if (!p.permission) return { available: false, detail: "Node's permission model is not available in the sandbox" };
-      return { available: true, detail: "Pyodide in a child process under bubblewrap (new user, mount, pid, net namespaces) with Node's permission model, RLIMIT_AS and a kill at the deadline" };
+      const uid = process.getuid?.() === 0 ? `, as host uid ${this.#uidBase}+ with RLIMIT_NPROC ${SANDBOX_NPROC}` : "";
+      return {
+        available: true,
+        detail: `Pyodide in a child process under bubblewrap (new user, mount, pid, net namespaces; a size-capped tmpfs) with a seccomp filter (${deniedSyscallCount()} syscalls denied, namespaces in clone, sockets but AF_UNIX), Node's permission model without code generation from strings, RLIMIT_AS, RLIMIT_FSIZE${uid} and a kill at the deadline`,
+      };
     } catch (e) {
       return { available: false, detail: `the sandbox did not start: ${(e as Error).message}` };
     } finally {
@@ -251,13 +338,13 @@ class PythonRunnerImpl implements CodeRunner {
 
   async #start(): Promise<Ready> {
     const snapshot = await this.#makeSnapshot();
-    const child = this.#spawn({ mode: "run", snapshot });
+    const child = await this.#spawn({ mode: "run", snapshot });
     const stderr = collectStderr(child);
     const lines = lineReader(child, this.#o.maxOutputBytes * 8 + 1024 * 1024);
     const timer = setTimeout(() => killSandbox(child), this.#o.startupTimeoutMs);
     try {
       const first = await lines.next();
-      if (first.done || !first.value.includes('"ready"')) {
+      if (first.done || first.value !== '{"type":"ready"}') {
         killSandbox(child);
         throw new AgentmeshError("sandbox_unavailable", `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`);
       }

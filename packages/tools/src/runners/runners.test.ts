@@ -4,6 +4,7 @@ import { createSafeExecutor } from "../executor.js";
 import { createToolRegistry } from "../registry.js";
 import { createJsRunner } from "./run-js.js";
 import { createPythonRunner } from "./run-python.js";
+import { createSlots, defaultSandboxSlots } from "./slots.js";
 
 const js = createJsRunner({ timeLimitMs: 1000, maxOutputBytes: 1000 });
 const python = createPythonRunner({ timeLimitMs: 3000, maxOutputBytes: 1000 });
@@ -64,6 +65,88 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
         await broken.close();
       }
     }
+  });
+});
+
+describe("run_python: one interpreter's state is not the next one's", { timeout: 60_000 }, () => {
+  it("random is reseeded per call: two calls draw different numbers (the snapshot froze the seed)", async () => {
+    if (!(await python.status()).available) return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    const draw = "import random\n(random.random(), random.getrandbits(64))";
+    const [a, b] = [await python.run(draw), await python.run(draw)];
+    expect(a).toMatchObject({ ok: true });
+    expect(b).toMatchObject({ ok: true });
+    expect(a.result).not.toEqual(b.result);
+  });
+});
+
+describe("run_python: a bounded number of sandboxes", { timeout: 60_000 }, () => {
+  it("slots are numbered, handed out in order, and a waiter whose signal aborts leaves the line", async () => {
+    const slots = createSlots(2);
+    const a = await slots.acquire();
+    const b = await slots.acquire();
+    expect([a.slot, b.slot].sort()).toEqual([0, 1]);
+    const order: number[] = [];
+    const c = slots.acquire().then((s) => (order.push(1), s));
+    const ac = new AbortController();
+    const d = slots.acquire(ac.signal);
+    const e = slots.acquire().then((s) => (order.push(3), s));
+    ac.abort(new Error("deadline"));
+    await expect(d).rejects.toThrow("deadline");
+    b.release();
+    b.release(); // twice is once
+    a.release();
+    const [sc, se] = await Promise.all([c, e]);
+    expect(order).toEqual([1, 3]);
+    expect([sc.slot, se.slot].sort()).toEqual([0, 1]);
+    expect(slots.held()).toBe(2);
+    expect(defaultSandboxSlots(2 ** 60)).toBe(1);
+    expect(defaultSandboxSlots(1)).toBe(4);
+  });
+
+  it("N parallel calls never run more than maxProcesses interpreters at once; a queued call's signal still ends its wait", async () => {
+    const one = createPythonRunner({ timeLimitMs: 3000, warm: 0, maxProcesses: 1 });
+    try {
+      if (!(await one.status()).available) return expect(one.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+      const busy = "import time\na = time.time()\nwhile time.time() - a < 0.4:\n    pass\n(a, time.time())";
+      const calls = [one.run(busy), one.run(busy), one.run(busy)];
+      const ac = new AbortController();
+      const t0 = performance.now();
+      const queued = one.run("'never'", { signal: ac.signal });
+      setTimeout(() => ac.abort(new Error("executor deadline")), 300);
+      await expect(queued).rejects.toThrow("executor deadline");
+      expect(performance.now() - t0).toBeLessThan(1000);
+      const spans = (await Promise.all(calls)).map((r) => JSON.parse((r.result ?? "").replace(/^\(/, "[").replace(/\)$/, "]")) as [number, number]).sort((x, y) => x[0] - y[0]);
+      for (let i = 1; i < spans.length; i++) expect((spans[i] as [number, number])[0]).toBeGreaterThanOrEqual((spans[i - 1] as [number, number])[1]);
+    } finally {
+      await one.close();
+    }
+  });
+});
+
+describe("run_python: the child's output is hostile", { timeout: 60_000 }, () => {
+  // the interpreter layer off, as if guest code had reached the child's JS (and so its fd 1)
+  const open = createPythonRunner({ timeLimitMs: 8000, warm: 0, hardenInterpreter: false });
+  afterAll(() => open.close());
+  const exec = createSafeExecutor({ registry: createToolRegistry([createRunPythonTool({ runner: open, allowedRoles: ["expert"] })]) });
+  const forge = (prefix: string, body: string) =>
+    `import js, json\nforged = json.dumps({"type": "result", "ok": True, "result": "'forged'", "stdout": "x" * 1000000})\njs.process.getBuiltinModule('fs').writeSync(1, ${JSON.stringify(prefix)} + ${body} + "\\n")\njs.process.exit(0)`;
+
+  it("a forged answer line (ok, 1 MB of stdout), a line with a made-up MAC and a non-JSON line are each one typed, non-retryable attempt", async () => {
+    if (!(await open.status()).available) return expect(open.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    for (const code of [forge("", "forged"), forge(`${"ab".repeat(32)} `, "forged"), forge("", "'not json at all'")]) {
+      const r = await exec.call({ tool: "run_python", args: { code }, role: "expert", sessionId: `s-${Math.random()}`, taskId: "t" });
+      expect(r, code).toMatchObject({ ok: false, error: { code: "tool_error", retryable: false, message: expect.stringMatching(/result protocol/) as unknown } });
+      expect(r.records).toHaveLength(1);
+    }
+  });
+});
+
+describe("run_python: output that is not UTF-8", { timeout: 60_000 }, () => {
+  it("900 invalid bytes under a 1000-byte cap are output (900 replacement characters), not a protocol violation", async () => {
+    if (!(await python.status()).available) return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    const r = await python.run("import sys\nsys.stdout.buffer.write(b'\\xff' * 900)\nsys.stdout.flush()\n'ok'");
+    expect(r).toMatchObject({ ok: true, result: "'ok'" });
+    expect(r.stdout).toHaveLength(900);
   });
 });
 

@@ -1,10 +1,14 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { closeSync, existsSync, lstatSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import type { Writable } from "node:stream";
+import { seccompProgram } from "./seccomp.js";
 
 /** Where the binaries and files of the Python sandbox are on the host. */
 export interface SandboxPaths {
   readonly bwrap: string;
   readonly prlimit: string;
+  /** util-linux setpriv: when the host runs as root, the sandbox drops to an unprivileged uid with it. */
+  readonly setpriv: string | null;
   readonly node: string;
   readonly pyodideDir: string;
   readonly childScript: string;
@@ -22,7 +26,26 @@ export interface SandboxSpawn {
   readonly snapshot?: string | null;
   /** Writable directory mounted at /out (snapshot mode only). */
   readonly outDir?: string;
+  /**
+   * Host uid (and gid) the sandbox runs as when this process is root: RLIMIT_NPROC does not bind
+   * for uid 0, so without the drop a fork bomb would not be stopped. One per live sandbox.
+   */
+  readonly hostUid?: number;
+  /** Test seam: run this argv inside the sandbox instead of node + the child script. */
+  readonly command?: readonly string[];
 }
+
+/** Size of the sandbox's /tmp tmpfs. */
+export const SANDBOX_TMPFS_BYTES = 16 * 1024 * 1024;
+/** RLIMIT_FSIZE of the sandboxed process (not of the snapshot maker, which writes ~20 MB to /out). */
+export const SANDBOX_FSIZE_BYTES = 8 * 1024 * 1024;
+/** RLIMIT_NPROC of the sandbox's uid: node's own threads (~12) with room, far below a fork bomb. */
+export const SANDBOX_NPROC = 48;
+
+// Descriptors the sandbox chain (setpriv → prlimit → bwrap) inherits: the seccomp program, then
+// the snapshot. The Pyodide files, the child script and node are bound by path: the unprivileged
+// uid must be able to read them (a world-readable install, as node_modules usually is).
+const FD_SECCOMP = 3;
 
 const BIN_DIRS = ["/usr/bin", "/bin", "/usr/local/bin", "/usr/sbin", "/sbin"];
 
@@ -42,10 +65,11 @@ const SYSTEM_DIRS = ["/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
  * has no network interface but its own empty loopback, no environment, no capabilities, runs as
  * uid 65534, and dies with its parent.
  */
-export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn): string[] {
+export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn, fds: BoundFds): string[] {
   const a = [
-    "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
+    "--unshare-all", "--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534",
     "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--hostname", "sandbox",
+    "--seccomp", String(FD_SECCOMP),
     "--ro-bind", "/usr", "/usr",
   ];
   for (const d of SYSTEM_DIRS) {
@@ -60,11 +84,25 @@ export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn): string[] {
   }
   const node = realpathSync(p.node);
   if (!node.startsWith("/usr/")) a.push("--ro-bind", node, node);
-  a.push("--ro-bind", realpathSync(p.pyodideDir), "/sandbox/pyodide", "--ro-bind", realpathSync(p.childScript), "/sandbox/child.mjs");
-  if (s.snapshot) a.push("--ro-bind", s.snapshot, "/sandbox/snapshot.bin");
+  if (!s.command) a.push("--ro-bind", realpathSync(p.pyodideDir), "/sandbox/pyodide", "--ro-bind", realpathSync(p.childScript), "/sandbox/child.mjs");
+  for (const [fd, dest] of fds.binds) a.push("--ro-bind-data", String(fd), dest);
   if (s.outDir) a.push("--bind", s.outDir, "/out");
-  a.push("--tmpfs", "/tmp", "--dev", "/dev", "--chdir", "/tmp");
+  a.push("--size", String(SANDBOX_TMPFS_BYTES), "--tmpfs", "/tmp", "--dev", "/dev", "--chdir", "/tmp");
   return a;
+}
+
+/** Files bound into the sandbox by descriptor: [fd in the child, destination]. */
+interface BoundFds {
+  readonly binds: ReadonlyArray<readonly [number, string]>;
+  /** Host descriptors to hand over (index = child fd - FD_SECCOMP - 1) and close after spawning. */
+  readonly host: readonly number[];
+}
+
+// The snapshot is handed over as a descriptor and copied in (`--ro-bind-data`): it lives in a
+// private 0700 cache that the unprivileged uid the sandbox runs as cannot open by path.
+function openBinds(s: SandboxSpawn): BoundFds {
+  if (!s.snapshot) return { binds: [], host: [] };
+  return { binds: [[FD_SECCOMP + 1, "/sandbox/snapshot.bin"]], host: [openSync(s.snapshot, "r")] };
 }
 
 /**
@@ -75,22 +113,49 @@ export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn): string[] {
  */
 export function nodeArgs(s: SandboxSpawn): string[] {
   const a = ["--disable-wasm-trap-handler", "--experimental-permission", "--allow-fs-read=/sandbox/", "--no-warnings", "--max-old-space-size=256"];
+  // no eval / new Function in the child once it runs guest code: JS reached from Python (through
+  // some JsProxy or a WASM import) cannot compile anything; Pyodide itself does not need it
   if (s.mode === "snapshot") a.push("--allow-fs-write=/out/");
+  else a.push("--disallow-code-generation-from-strings");
   a.push("/sandbox/child.mjs", s.mode, s.harden ? "harden" : "open");
   return a;
 }
 
-/** Starts one sandboxed process (prlimit → bwrap → node), in its own process group with an empty env. */
+/**
+ * Starts one sandboxed process ([setpriv →] prlimit → bwrap → node), in its own process group
+ * with an empty env. Throws if the seccomp filter has no table for this architecture.
+ */
 export function spawnSandbox(p: SandboxPaths, s: SandboxSpawn): ChildProcessWithoutNullStreams {
-  const args = [
-    `--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0",
-    "--", p.bwrap, ...bwrapArgs(p, s), "--", realpathSync(p.node), ...nodeArgs(s),
+  const filter = seccompProgram();
+  if (!filter) throw new Error(`no seccomp filter for the ${process.arch} architecture`);
+  const root = process.getuid?.() === 0;
+  const drop = root && s.mode !== "snapshot";
+  if (drop && (!p.setpriv || s.hostUid === undefined)) throw new Error("running as root, the sandbox needs setpriv and a uid to drop to");
+  const fds = openBinds(s);
+  // RLIMIT_FSIZE is set inside, by the sandbox's own prlimit: bwrap itself must still write the
+  // ~20 MB snapshot into the sandbox's root before it starts the process
+  const inner = [
+    ...(s.mode === "snapshot" ? [] : [p.prlimit, `--fsize=${SANDBOX_FSIZE_BYTES}`, "--"]),
+    ...(s.command ? s.command : [realpathSync(p.node), ...nodeArgs(s)]),
   ];
-  const child = spawn(p.prlimit, args, { env: {}, stdio: ["pipe", "pipe", "pipe"], detached: true });
+  const limits = [`--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0"];
+  // RLIMIT_NPROC counts every process of the real uid: only meaningful for a uid of our own
+  if (drop) limits.push(`--nproc=${SANDBOX_NPROC}`);
+  const chain = [p.prlimit, ...limits, "--", p.bwrap, ...bwrapArgs(p, s, fds), "--", ...inner];
+  const argv = drop ? [p.setpriv as string, `--reuid=${s.hostUid}`, `--regid=${s.hostUid}`, "--clear-groups", "--", ...chain] : chain;
+  let child: ChildProcessWithoutNullStreams;
+  try {
+    child = spawn(argv[0] as string, argv.slice(1), { env: {}, stdio: ["pipe", "pipe", "pipe", "pipe", ...fds.host], detached: true }) as ChildProcessWithoutNullStreams;
+  } finally {
+    for (const fd of fds.host) closeSync(fd);
+  }
   // a failed spawn or a write to a process that already died must not become an uncaught
   // 'error' event: the caller sees the closed stdout and reports that instead
   child.on("error", () => undefined);
   child.stdin.on("error", () => undefined);
+  const seccompPipe = child.stdio[FD_SECCOMP] as Writable | null;
+  seccompPipe?.on("error", () => undefined);
+  seccompPipe?.end(filter);
   return child;
 }
 

@@ -46,7 +46,7 @@ async function trustedFile(file: string): Promise<boolean> {
 export async function ensureSnapshot(
   scratchDir: string,
   key: SnapshotKey,
-  make: (outDir: string) => ChildProcessWithoutNullStreams,
+  make: (outDir: string) => Promise<ChildProcessWithoutNullStreams>,
   timeoutMs: number,
 ): Promise<string | null> {
   const uid = process.getuid?.() ?? "user";
@@ -56,7 +56,7 @@ export async function ensureSnapshot(
   if (await trustedFile(file)) return file;
   const work = await mkdtemp(join(cache, "make-"));
   try {
-    const child = make(work);
+    const child = await make(work);
     child.stdout.resume();
     child.stderr.resume();
     const timer = setTimeout(() => killSandbox(child), timeoutMs);

@@ -5,70 +5,10 @@
 // (a secret in a host file, a secret in the host env, the host's cwd), a loopback listener that
 // must see no connection, and a host file that must never be written.
 import { expect } from "vitest";
-import type { CodeRunResult } from "../runners/types.js";
+import { OS_CASES } from "./escape-cases-os.js";
+import { allRefused, contained, either, failed, killed, never, py, raised, text, tries, value, violation, type EscapeCase, type Targets } from "./escape-checks.js";
 
-/** What a run came to: the code ran (maybe raising), or the runner refused / killed it. */
-export type Outcome =
-  | { readonly kind: "ran"; readonly r: CodeRunResult; readonly ms: number }
-  | { readonly kind: "failed"; readonly code: string; readonly message: string; readonly ms: number };
-
-/** Host facts the payloads aim at. */
-export interface Targets {
-  readonly canaryPath: string;
-  readonly pwnedPath: string;
-  readonly port: number;
-  readonly hostCwd: string;
-}
-
-/** `js` QuickJS; `py` Pyodide with both walls; `py-open` the OS wall alone (`import js` allowed). */
-export type Lang = "js" | "py" | "py-open";
-
-/** One escape attempt. */
-export interface EscapeCase {
-  readonly name: string;
-  readonly lang: Lang;
-  readonly code: (t: Targets) => string;
-  /** Written to dodge the seed's dangerous-pattern list; the suite checks that it does. */
-  readonly evasive?: boolean;
-  /** A runaway: must end as timeout / resource_exhausted within the limit + 20%. */
-  readonly runaway?: boolean;
-  readonly check: (o: Outcome, t: Targets) => void;
-}
-
-const text = (o: Outcome): string => (o.kind === "ran" ? `${o.r.result ?? ""}\n${o.r.error ?? ""}\n${o.r.stdout}\n${o.r.stderr}` : o.message);
-
-/** The code ran and its last expression was exactly `v`. */
-const value = (v: string | null) => (o: Outcome) => {
-  expect(o.kind === "ran" && o.r.ok ? o.r.result : o).toEqual(v);
-};
-/** The code ran and raised an error matching `re`. */
-const raised = (re: RegExp) => (o: Outcome) => {
-  expect(o.kind === "ran" && !o.r.ok, text(o)).toBe(true);
-  expect(text(o)).toMatch(re);
-};
-/** The runner refused or stopped it with one of these codes. */
-const failed = (...codes: string[]) => (o: Outcome) => {
-  expect(o.kind === "failed" ? o.code : `ran: ${text(o).slice(0, 300)}`).toSatisfy((c: string) => codes.includes(c));
-};
-/** Ran or failed, anything but a leak (the suite checks leaks for every case). */
-const contained = () => () => undefined;
-/** Whatever happened, `re` is not in what came back. */
-const never = (re: RegExp) => (o: Outcome) => {
-  expect(text(o)).not.toMatch(re);
-};
-const either = (...checks: Array<(o: Outcome) => void>) => (o: Outcome) => {
-  const errors: unknown[] = [];
-  for (const c of checks) {
-    try {
-      c(o);
-      return;
-    } catch (e) {
-      errors.push(e);
-    }
-  }
-  throw errors[0] as Error;
-};
-const killed = failed("timeout", "resource_exhausted");
+export type { Lang, Outcome, Targets } from "./escape-checks.js";
 
 const JS: EscapeCase[] = [
   { name: "host globals are absent", lang: "js", evasive: true, code: () => "[typeof process, typeof require, typeof module, typeof Buffer, typeof global, typeof fetch, typeof setTimeout, typeof setInterval, typeof XMLHttpRequest, typeof WebSocket, typeof WebAssembly].join()", check: value(Array(11).fill("undefined").join()) },
@@ -106,7 +46,6 @@ const JS: EscapeCase[] = [
   { name: "deep recursion", lang: "js", evasive: true, code: () => "const f = () => f(); f()", check: raised(/stack overflow|RangeError|InternalError/) },
 ];
 
-const py = (lines: string[]) => lines.join("\n");
 const JSFINDER_BYPASS = (t: Targets) =>
   py([
     "mp = getattr(__builtins__, '__imp' + 'ort__')('sys').meta_path",
@@ -124,22 +63,6 @@ const JSFINDER_BYPASS = (t: Targets) =>
     "            out.append(type(e).__name__ + ': ' + str(e)[:80])",
     "out",
   ]);
-
-// Several attempts in one Python case share one interpreter start (the costly part); each
-// attempt is caught on its own and reported, so one refusal does not hide the next.
-const tries = (attempts: string[]) =>
-  py([
-    "out = []",
-    ...attempts.flatMap((a) => ["try:", `    out.append(str(${a})[:200])`, "except BaseException as e:", "    out.append(type(e).__name__ + ': ' + str(e)[:120])"]),
-    "out",
-  ]);
-/** Every attempt in a `tries` case was refused with an error matching `re`. */
-const allRefused = (n: number, re: RegExp) => (o: Outcome) => {
-  expect(o.kind === "ran" && o.r.ok, text(o)).toBe(true);
-  const items = o.kind === "ran" ? (o.r.result ?? "").slice(1, -1).split(/', '|", "|', "|", '/) : [];
-  expect(items, text(o)).toHaveLength(n);
-  for (const item of items) expect(item, text(o)).toMatch(re);
-};
 
 const PY: EscapeCase[] = [
   {
@@ -213,7 +136,8 @@ const OPEN: EscapeCase[] = [
     name: "import js / pyodide run_js: the host env is empty",
     lang: "py-open",
     code: () => tries(["list(__import__('js').Object.keys(__import__('js').process.env))", "__import__('pyodide.code', fromlist=['run_js']).run_js('Object.keys(process.env).join()')"]),
-    check: (o) => expect(o.kind === "ran" && o.r.ok && /^\["\[('PWD')?\]", '(PWD)?'\]$/.test(o.r.result ?? ""), text(o)).toBe(true),
+    // (run_js cannot compile anything at all: code generation from strings is off)
+    check: (o) => expect(o.kind === "ran" && o.r.ok && /^\["\[('PWD')?\]", '(PWD)?|JsException: EvalError: Code generation from strings disallowed[^']*'\]$/.test(o.r.result ?? ""), text(o)).toBe(true),
   },
   {
     name: "import js: Node fs reads the canary, lists /, writes outside",
@@ -241,5 +165,224 @@ const OPEN: EscapeCase[] = [
   { name: "import js: kill the sandbox's parent", lang: "py-open", code: () => "import js\njs.process.kill(js.process.ppid, 9)\n'still here'", check: contained() },
 ];
 
+
+// Routes from Python to the JS host that a review and an attack run found, and their cousins.
+const ROUTES: EscapeCase[] = [
+  {
+    name: "ctypes -> emscripten_run_script_string evaluates JS in the host (reaches process)",
+    lang: "py",
+    code: () =>
+      tries([
+        "getattr(__builtins__, '__imp' + 'ort__')('cty' + 'pes')",
+        "(lambda c: (setattr(c.CDLL(None).emscripten_run_script_string, 'restype', c.c_char_p), c.CDLL(None).emscripten_run_script_string(b\"typeof process === 'object' ? 'PROCESS:' + Object.keys(process.env).join() : 'none'\"))[1])(getattr(__builtins__, '__imp' + 'ort__')('cty' + 'pes'))",
+      ]),
+    check: (o) => {
+      never(/PROCESS:/)(o);
+      allRefused(2, /ImportError/)(o);
+    },
+  },
+  {
+    name: "_ctypes through the builtin importer, importlib and a cleared sys.modules",
+    lang: "py",
+    code: () =>
+      tries([
+        "__import__('_imp').create_builtin(type('S', (), {'name': '_cty' + 'pes'})())",
+        "__import__('importlib.machinery', fromlist=['x']).BuiltinImporter.create_module(type('S', (), {'name': '_cty' + 'pes'})())",
+        "(__import__('sys').modules.pop('_ctypes', None), __import__('sys').meta_path.clear(), __import__('_ctypes'))[2]",
+        "__import__('importlib').import_module('ctypes.util')",
+      ]),
+    check: allRefused(4, /ImportError|ModuleNotFoundError/),
+  },
+  {
+    name: "asyncio loop method __globals__ -> a JsProxy -> Function('return process')",
+    lang: "py",
+    code: () =>
+      py([
+        "import asyncio",
+        "loop = asyncio.get_event_loop()",
+        "proxies = []",
+        "for name in dir(loop):",
+        "    f = getattr(getattr(loop, name, None), '__func__', None)",
+        "    for v in (getattr(f, '__globals__', None) or {}).values():",
+        "        if type(v).__name__.startswith('Js'):",
+        "            proxies.append(v)",
+        "out = [len(proxies) > 0]",
+        "for p in proxies[:3]:",
+        "    for attempt in (lambda: p.constructor('return typeof pro' + 'cess')(), lambda: p.constructor('return this')().process, lambda: getattr(p, 'pro' + 'cess')):",
+        "        try:",
+        "            out.append(str(attempt())[:80])",
+        "        except BaseException as e:",
+        "            out.append(type(e).__name__ + ': ' + str(e)[:60])",
+        "out",
+      ]),
+    check: (o) => {
+      expect(o.kind === "ran" && o.r.ok, text(o)).toBe(true);
+      never(/'object'|\[object process\]|<JsProxy/)(o);
+      expect(text(o)).toMatch(/EvalError|Code generation from strings disallowed|undefined|None/);
+    },
+  },
+  {
+    name: "every JsProxy in the object graph: none compiles code or reaches process",
+    lang: "py",
+    code: () =>
+      py([
+        "import gc",
+        "found, reached = 0, []",
+        "for obj in gc.get_objects():",
+        "    if not type(obj).__name__.startswith('Js'):",
+        "        continue",
+        "    found += 1",
+        "    for attempt in (lambda: obj.constructor.constructor('return globalThis.pro' + 'cess')(), lambda: getattr(obj, 'pro' + 'cess')):",
+        "        try:",
+        "            r = attempt()",
+        "            if r is not None and str(r) != 'undefined':",
+        "                reached.append(str(r)[:60])",
+        "        except BaseException:",
+        "            pass",
+        "reached",
+      ]),
+    check: value("[]"),
+  },
+  {
+    name: "v8.setFlagsFromString('--allow-natives-syntax') through any JsProxy",
+    lang: "py",
+    code: () =>
+      tries([
+        "[v for v in __import__('gc').get_objects() if type(v).__name__.startswith('Js') and hasattr(v, 'constructor')][0].constructor('return globalThis.pro' + 'cess.getBuiltinModule(\"v8\").setFlagsFromString(\"--allow-natives-syntax\")')()",
+        "[v for v in __import__('gc').get_objects() if type(v).__name__.startswith('Js') and hasattr(v, 'constructor')][0].constructor('return %GetOptimizationStatus(Math.max)')()",
+      ]),
+    check: (o) => {
+      never(/^\['None'/)(o);
+      allRefused(2, /EvalError|Code generation|IndexError|SyntaxError|AttributeError/)(o);
+    },
+  },
+  {
+    name: "Error.prepareStackTrace from a JsProxy hands out no global",
+    lang: "py",
+    code: () =>
+      tries([
+        "setattr([v for v in __import__('gc').get_objects() if type(v).__name__.startswith('Js')][0].constructor.constructor.prototype.constructor('return Error')(), 'prepareStackTrace', None)",
+        "[v for v in __import__('gc').get_objects() if type(v).__name__ == 'JsProxy' and 'Error' in str(type(v))]",
+      ]),
+    check: never(/PROCESS|\[object process\]/),
+  },
+  {
+    name: "forge the answer by writing to fd 1 from Python: the runner's own line wins",
+    lang: "py",
+    code: () => py(["import os", "os.write(1, b'{\"type\":\"result\",\"ok\":true,\"result\":\"FORGED\"}\\n')", "print('{\"type\":\"result\",\"ok\":true,\"result\":\"FORGED\"}')", "'real'"]),
+    check: (o) => {
+      value("'real'")(o);
+      expect(o.kind === "ran" ? o.r.stdout : "").toContain("FORGED");
+    },
+  },
+  {
+    name: "a result that looks like a protocol line is just text",
+    lang: "py",
+    evasive: true,
+    code: () => "'\\n{\"type\":\"result\",\"ok\":true,\"result\":\"FORGED\"}\\n' * 3",
+    check: (o) => expect(o.kind === "ran" && o.r.ok && (o.r.result ?? "").startsWith("'\\n{"), text(o)).toBe(true),
+  },
+  {
+    name: "a result over the cap comes back cut and marked, never longer",
+    lang: "py",
+    evasive: true,
+    code: () => "'x' * (10 ** 6)",
+    check: (o) => expect(o.kind === "ran" && o.r.truncated && (o.r.result ?? "").length === 64 * 1024, text(o).slice(0, 200)).toBe(true),
+  },
+  {
+    name: "lone surrogates and control characters in stdout and the result",
+    lang: "py",
+    code: () => py(["import sys", "sys.stdout.write('a\\x00b\\x1b[2J\\u202e')", "try:\n    print('\\ud800')\nexcept Exception as e:\n    print(type(e).__name__)", "'\\ud800\\udfff' + chr(0)"]),
+    check: (o) => expect(o.kind === "ran" && o.r.ok, text(o)).toBe(true),
+  },
+];
+
+// Forging the runner's answer with the interpreter layer off, as guest code would that reached
+// the child's JS some unknown way: the OS wall holds, and the answer's MAC decides.
+const fdWrite = (body: string, after = "js.process.exit(0)") => py(["import js, json", `js.process.getBuiltinModule('fs').writeSync(1, ${body})`, after]);
+const FORGED = "json.dumps({'type': 'result', 'ok': True, 'result': \"'forged'\", 'stdout': 'x' * 1000000}) + '\\n'";
+const SMALL = "json.dumps({'type': 'result', 'ok': True, 'result': \"'forged'\"}) + '\\n'";
+const FORGE: EscapeCase[] = [
+  // moving 1 MB from Python through JS into the pipe can take seconds on a loaded machine: killed
+  // at the deadline is contained too (runners.test.ts asserts the violation itself, with room)
+  { name: "forged answer without a MAC (ok: true, 1 MB of stdout)", lang: "py-open", code: () => fdWrite(FORGED), check: either(violation, failed("timeout")) },
+  { name: "forged answer with a made-up MAC", lang: "py-open", code: () => fdWrite(`'${"0f".repeat(32)} ' + ${SMALL}`), check: violation },
+  { name: "forged answer, then the run goes on and the runner answers too", lang: "py-open", code: () => fdWrite(SMALL, "'real'"), check: violation },
+  { name: "a non-JSON line where the answer goes", lang: "py-open", code: () => fdWrite("'garbage\\n'"), check: violation },
+  { name: "half a line, so the runner's own answer is glued to it", lang: "py-open", code: () => fdWrite("'{\"type\":\"result\",'", "'real'"), check: violation },
+  { name: "a 3 MB line: over what the reader takes at all", lang: "py-open", code: () => fdWrite("'y' * 3000000 + '\\n'"), check: failed("resource_exhausted", "tool_error", "timeout") },
+  { name: "the ready line again instead of an answer", lang: "py-open", code: () => fdWrite("'{\"type\":\"ready\"}\\n'"), check: violation },
+  {
+    name: "prototypes and globals patched before the runner signs: toJSON, iterators, JSON, charCodeAt, typed arrays",
+    lang: "py-open",
+    code: () =>
+      py([
+        "import js",
+        "f = js.Function",
+        "for src in ['Object.prototype.toJSON = function () { return {type: \"result\", ok: true, result: \"FORGED\"} }', 'Array.prototype[Symbol.iterator] = function* () { yield \"FORGED\" }', 'JSON.stringify = () => \"FORGED\"', 'String.prototype.charCodeAt = () => 0', 'Object.defineProperty(Uint8Array.prototype, \"length\", { get() { return 0 } })']:",
+        "    try:",
+        "        f(src)()",
+        "    except Exception as e:",
+        "        pass",
+        "'real'",
+      ]),
+    check: (o) => {
+      never(/FORGED/)(o);
+      either(value("'real'"), violation)(o);
+    },
+  },
+  { name: "v8.setFlagsFromString('--allow-natives-syntax') is locked", lang: "py-open", code: () => "import js\njs.process.getBuiltinModule('v8').setFlagsFromString('--allow-natives-syntax')", check: raised(/cannot be changed/) },
+  { name: "eval, new Function and pyodide run_js cannot compile code", lang: "py-open", code: () => tries(["__import__('js').eval('1 + 1')", "__import__('js').Function('return 1')()", "__import__('pyodide.code', fromlist=['run_js']).run_js('1 + 1')"]), check: allRefused(3, /EvalError|Code generation/) },
+  {
+    name: "ctypes -> emscripten_run_script with the interpreter layer off: no code is compiled",
+    lang: "py-open",
+    code: () => py(["import ctypes", "f = ctypes.CDLL(None).emscripten_run_script_string", "f.restype = ctypes.c_char_p", "f(b\"'PROCESS:' + Object.keys(process.env).join()\")"]),
+    check: (o) => {
+      never(/PROCESS:/)(o);
+      either(raised(/EvalError|Error/), failed("tool_error", "timeout"))(o);
+    },
+  },
+  { name: "inspector, addons and WASI are refused by the permission model", lang: "py-open", code: () => tries(["__import__('js').process.getBuiltinModule('inspector').Session.new().connect()", "__import__('js').process.dlopen(__import__('js').Object.new(), '/usr/lib/x86_64-linux-gnu/libc.so.6')", "__import__('js').process.getBuiltinModule('wasi').WASI.new(__import__('js').Object.fromEntries([['version', 'preview1']]))"]), check: allRefused(3, /restricted|ERR_ACCESS_DENIED|addons is disabled/) },
+  { name: "/proc and the host's environ from Node fs", lang: "py-open", code: () => tries(["__import__('js').process.getBuiltinModule('fs').readFileSync('/proc/self/environ', 'utf8')", "__import__('js').process.getBuiltinModule('fs').readdirSync('/proc').to_py()"]), check: allRefused(2, /restricted|ERR_ACCESS_DENIED/) },
+  { name: "setuid and chroot from Node", lang: "py-open", code: () => tries(["__import__('js').process.setuid(0)", "__import__('js').process.setgid(0)", "__import__('js').process.chdir('/')"]), check: (o) => never(/^\['None', 'None'/)(o) },
+];
+
+// Ordinary escape routes inside Pyodide with both walls up.
+const PY_MORE: EscapeCase[] = [
+  { name: "the filesystem is Pyodide's own: / holds no host or sandbox directories", lang: "py", code: () => "import os\nsorted(os.listdir('/'))", check: never(/'work'|'root'|'sandbox'|'usr'|'etc'/) },
+  { name: "walking up from the cwd stays in the in-memory filesystem", lang: "py", code: () => "import os\nfor _ in range(20):\n    os.chdir('..')\n[os.getcwd(), sorted(os.listdir('.'))]", check: never(/'work'|'sandbox'|'usr'/) },
+  { name: "the child script and the snapshot are not visible from Python", lang: "py", code: () => tries(["open('/sandbox/child.mjs').read()", "open('/sandbox/snapshot.bin', 'rb').read(4)", "open('/usr/bin/node', 'rb').read(4)"]), check: allRefused(3, /FileNotFoundError/) },
+  { name: "/proc/self/environ, maps, status and /proc/1/cmdline", lang: "py", code: () => tries(["open('/proc/self/environ').read()", "open('/proc/self/maps').read()", "open('/proc/self/status').read()", "open('/proc/1/cmdline').read()"]), check: (o) => never(/TOOLS_ESCAPE|node|bwrap|Uid:/)(o) },
+  { name: "pathlib walk of / finds no canary", lang: "py", code: () => "import pathlib\nsum(1 for p in pathlib.Path('/').rglob('canary*'))", check: value("0") },
+  { name: "a file written to /tmp is the interpreter's memory, gone next call", lang: "py", code: () => "open('/tmp/x', 'w').write('y' * 1000)", check: value("1000") },
+  { name: "writing 2 GB to a file is a memory limit, not a host disk", lang: "py", runaway: true, code: () => "f = open('/tmp/big', 'wb')\nwhile True:\n    f.write(b'z' * 10**7)", check: either(killed, raised(/MemoryError|OSError|No space/)) },
+  { name: "urllib to the loopback listener", lang: "py", code: (t) => `import urllib.request\nurllib.request.urlopen('http://127.0.0.1:${t.port}/', timeout=1).read()`, check: either(raised(/Error/), failed("timeout")) },
+  { name: "http.client to the loopback listener", lang: "py", code: (t) => `import http.client\nc = http.client.HTTPConnection('127.0.0.1', ${t.port}, timeout=1)\nc.request('GET', '/')`, check: either(raised(/Error/), failed("timeout")) },
+  { name: "sockets: AF_INET, AF_INET6, AF_UNIX, socketpair, UDP", lang: "py", code: (t) => tries([`__import__('socket').socket().connect(('127.0.0.1', ${t.port}))`, `__import__('socket').socket(__import__('socket').AF_INET6).connect(('::1', ${t.port}))`, "__import__('socket').socket(__import__('socket').AF_UNIX).connect('/tmp/s')", "__import__('socket').socketpair()", `__import__('socket').socket(type=__import__('socket').SOCK_DGRAM).sendto(b'x', ('127.0.0.1', ${t.port}))`]), check: (o) => never(/'1'\]$/)(o) },
+  { name: "asyncio.open_connection to the loopback listener", lang: "py", code: (t) => `import asyncio\nawait asyncio.wait_for(asyncio.open_connection('127.0.0.1', ${t.port}), 1)`, check: either(raised(/Error/), failed("tool_error")) },
+  { name: "pyodide.http / pyfetch are not importable", lang: "py", code: () => tries(["__import__('pyodide.http', fromlist=['pyfetch'])", "__import__('pyodide.ffi', fromlist=['JsProxy'])"]), check: allRefused(2, /ImportError/) },
+  { name: "fork, exec, spawn, posix_spawn", lang: "py", code: () => tries(["__import__('os').fork()", "__import__('os').execv('/bin/sh', ['sh'])", "__import__('os').spawnv(0, '/bin/sh', ['sh'])", "__import__('os').posix_spawn('/bin/sh', ['sh'], {})"]), check: allRefused(4, /AttributeError|OSError|NotImplementedError/) },
+  { name: "subprocess.Popen and multiprocessing", lang: "py", code: () => tries(["__import__('subprocess').Popen(['id'])", "__import__('multiprocessing').Process(target=print).start()"]), check: (o) => never(/uid=/)(o) },
+  { name: "threads cannot start", lang: "py", code: () => tries(["__import__('threading').Thread(target=print).start()", "__import__('_thread').start_new_thread(print, ())"]), check: allRefused(2, /RuntimeError|Error/) },
+  { name: "signals: kill the parent, pid 1, the group", lang: "py", code: () => tries(["__import__('os').kill(__import__('os').getppid(), 9)", "__import__('os').kill(1, 9)", "__import__('os').killpg(0, 9)"]), check: contained() },
+  { name: "signal handlers and alarms", lang: "py", code: () => tries(["__import__('signal').alarm(1)", "__import__('signal').signal(14, lambda *a: None)", "__import__('signal').setitimer(0, 0.1)"]), check: contained() },
+  { name: "os.abort() ends the process: a typed failure", lang: "py", code: () => "import os\nos.abort()", check: either(failed("tool_error"), raised(/Error/)) },
+  { name: "os._exit(3) ends the process: a typed failure", lang: "py", code: () => "import os\nos._exit(3)", check: either(failed("tool_error"), raised(/Error|SystemExit/)) },
+  { name: "sys.exit is the code's own error", lang: "py", code: () => "import sys\nsys.exit('bye')", check: either(raised(/SystemExit|bye/), failed("tool_error", "resource_exhausted")) },
+  { name: "identity: uname, uid, pid, hostname show nothing of the host", lang: "py", code: () => "import os, socket\n[os.uname().nodename, os.getuid(), socket.gethostname()]", check: never(/work|root@|agentmesh/) },
+  { name: "input() has no stdin", lang: "py", code: () => "input()", check: raised(/EOFError|OSError|Error/) },
+  { name: "CPU runaway: itertools.count", lang: "py", runaway: true, code: () => "import itertools\nfor i in itertools.count():\n    pass", check: failed("timeout") },
+  { name: "catastrophic regex", lang: "py", runaway: true, code: () => "import re\nre.match(r'(a+)+$', 'a' * 40 + 'b')", check: failed("timeout") },
+  { name: "a huge power", lang: "py", evasive: true, runaway: true, code: () => "x = 7 ** (10 ** 9)", check: either(killed, raised(/MemoryError|ValueError|Overflow/)) },
+  { name: "deeply nested literal", lang: "py", code: () => "eval('[' * 200000 + ']' * 200000)", check: either(raised(/MemoryError|RecursionError|SyntaxError|too many nested/), failed("tool_error", "resource_exhausted", "timeout")) },
+  { name: "stderr flood", lang: "py", runaway: true, code: () => "import sys\nwhile True:\n    sys.stderr.write('e' * 1000)", check: failed("resource_exhausted") },
+  { name: "flood without newlines", lang: "py", evasive: true, runaway: true, code: () => "while True:\n    print('n' * 100000, end='')", check: failed("resource_exhausted") },
+  { name: "asyncio busy loop", lang: "py", runaway: true, code: () => "import asyncio\nwhile True:\n    await asyncio.sleep(0)", check: failed("timeout") },
+  { name: "sleeping past the limit", lang: "py", runaway: true, code: () => "import time\ntime.sleep(100)", check: failed("timeout") },
+  { name: "a self-referencing garbage storm", lang: "py", evasive: true, runaway: true, code: () => "while True:\n    a = []\n    a.append(a)\n    b = [a] * 1000", check: failed("timeout") },
+  { name: "a sleep inside the limit completes (the limit runs from the start of the code)", lang: "py", code: () => "import time\ntime.sleep(1)\n'slept'", check: value("'slept'") },
+];
+
+
 /** Every case, JS first. */
-export const ESCAPE_CASES: readonly EscapeCase[] = [...JS, ...PY, ...OPEN];
+export const ESCAPE_CASES: readonly EscapeCase[] = [...JS, ...PY, ...ROUTES, ...PY_MORE, ...OPEN, ...FORGE, ...OS_CASES];
