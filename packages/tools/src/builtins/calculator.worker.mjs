@@ -7,26 +7,38 @@ import { evaluateExact } from "./exact.mjs";
 // BigNumber with 64 significant digits: 0.1 + 0.2 is exactly 0.3 and an 18-digit by 18-digit
 // product keeps all 36 digits.
 const math = create(all, { number: "BigNumber", precision: 64 });
+// Our own handles, kept before the expression language loses them below.
 const evaluate = math.evaluate;
+const setConfig = math.config;
+const BASELINE = Object.freeze(setConfig());
+const BASELINE_JSON = JSON.stringify(BASELINE);
 
-// mathjs' expression parser never calls JS eval, but these functions reach the parser itself
-// or change the instance (new units, imports); the mathjs security guide disables them.
+// The worker serves every session, so no call may change what a later one computes. mathjs'
+// expression parser never calls JS eval, but these functions reach the parser itself or change
+// the shared instance: `config` (number type, precision), new units, imports. The mathjs security
+// guide disables them by overriding them in the instance the expressions see.
 const disabled = (name) => () => {
   throw new Error(`function ${name} is not available in the calculator`);
 };
 math.import(
   Object.fromEntries(
-    ["import", "createUnit", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
+    ["import", "createUnit", "config", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
       "derivative", "resolve", "rationalize", "leafCount", "symbolicEqual", "chain", "help", "parser"].map((n) => [n, disabled(n)]),
   ),
   { override: true },
 );
+
+// Defence in depth for a route not known today: every call starts from the baseline config.
+function resetConfig() {
+  if (JSON.stringify(setConfig()) !== BASELINE_JSON) setConfig(BASELINE);
+}
 
 const FORMAT = { precision: 64, lowerExp: -20, upperExp: 65 };
 
 const clip = (text, maxChars) => ({ result: text.length > maxChars ? text.slice(0, maxChars) : text, truncated: text.length > maxChars });
 
 function run({ expression, maxChars }) {
+  resetConfig();
   // Plain arithmetic goes through the one exact evaluator (the same the offline roles use), so the
   // tool and an offline answer agree digit for digit and its refusals (1/0, 10^10^10) hold here too.
   const exact = evaluateExact(expression);
