@@ -63,7 +63,7 @@ describe("calculator", { timeout: 30_000 }, () => {
   it("no call changes what a later call computes: config, units, imports and assignments stay in their own call", async () => {
     // one worker serves every session here (the pool's default size is 1), as in production
     // matrices, units and det() are evaluated by mathjs itself (plain arithmetic never reaches it)
-    const probes = ["[0.1 + 0.2]", "[sqrt(2)]", "5 cm to inch", "[pi]", "det([2, 1; 1, 3]) / 7"];
+    const probes = ["[0.1 + 0.2]", "[sqrt(2)]", "5 cm to inch", "[pi]", "det([2, 1; 1, 3]) / 7", "[sin(pi / 6)]", "[cos(pi)]"];
     const baseline = new Map<string, string>();
     for (const e of probes) {
       const r = await evaluate(e);
@@ -71,6 +71,9 @@ describe("calculator", { timeout: 30_000 }, () => {
       baseline.set(e, (r.output as { result: string }).result);
     }
     expect(baseline.get("[0.1 + 0.2]")).toBe("[0.3]");
+    // mathjs' own functions still see the instance's config (BigNumber pi, 64 digits)
+    expect(baseline.get("[sin(pi / 6)]")).toBe("[0.5]");
+    expect(baseline.get("[cos(pi)]")).toBe("[-1]");
     expect(baseline.get("[sqrt(2)]")).toMatch(/^\[1\.4142135623730950488016887242096980785696718753769480731766797\d+\]$/);
     const payloads = [
       'config({number: "number"})',

@@ -15,18 +15,23 @@ const BASELINE_JSON = JSON.stringify(BASELINE);
 
 // The worker serves every session, so no call may change what a later one computes. mathjs'
 // expression parser never calls JS eval, but these functions reach the parser itself or change
-// the shared instance: `config` (number type, precision), new units, imports. The mathjs security
-// guide disables them by overriding them in the instance the expressions see.
+// the shared instance (new units, imports); the mathjs security guide disables them by
+// overriding them in the instance the expressions see.
 const disabled = (name) => () => {
   throw new Error(`function ${name} is not available in the calculator`);
 };
 math.import(
   Object.fromEntries(
-    ["import", "createUnit", "config", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
+    ["import", "createUnit", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
       "derivative", "resolve", "rationalize", "leafCount", "symbolicEqual", "chain", "help", "parser"].map((n) => [n, disabled(n)]),
   ),
   { override: true },
 );
+
+// `config` (number type, precision) cannot be overridden the same way: mathjs' own lazily built
+// functions and constants read the instance's config through that name (pi turns into a plain
+// number). The parser looks a name up in the scope first, so each call's scope shadows it.
+const scope = () => new Map([["config", disabled("config")]]);
 
 // Defence in depth for a route not known today: every call starts from the baseline config.
 function resetConfig() {
@@ -48,7 +53,7 @@ function run({ expression, maxChars }) {
   let value;
   try {
     // a fresh scope per call: `x = 3` in one call is not seen by the next
-    value = evaluate(expression, new Map());
+    value = evaluate(expression, scope());
   } catch (err) {
     const message = err instanceof RangeError ? "the expression recursed too deeply" : String(err?.message ?? err);
     return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${message}`.slice(0, 1000) };

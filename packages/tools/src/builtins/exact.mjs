@@ -29,7 +29,7 @@ const refuse = (name) => () => {
 // expression anyway; disabling them means a future change that does compile cannot reach them.
 math.import(
   Object.fromEntries(
-    ["import", "createUnit", "config", "evaluate", "parse", "compile", "simplify", "derivative", "resolve", "reviver", "chain"].map((n) => [n, refuse(n)]),
+    ["import", "createUnit", "evaluate", "parse", "compile", "simplify", "derivative", "resolve", "reviver", "chain"].map((n) => [n, refuse(n)]),
   ),
   { override: true },
 );
