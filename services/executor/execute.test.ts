@@ -15,12 +15,11 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "exec-corpus-"));
   writeFileSync(join(dir, "redis.md"), "# Redis\n\nWith the append-only file enabled, Redis logs every write command to a file.");
   tools = createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, testTools: true }, log);
-  // The calculator's worker loads mathjs first (seconds on a busy machine, over a call's 5 s):
-  // call until it answers, so no test's first call is that cold start.
-  for (let i = 0; i < 10; i++) {
-    const warm = await tools.call({ tool: "calculator", args: { expression: "[1]" }, sessionId: `warm${i}`, taskId: "t", signal: new AbortController().signal, limits: { max_attempts: 1, timeout_ms: 5000 }, policy: {} });
-    if (warm.ok) break;
-  }
+  // The calculator's worker loads mathjs first (seconds on a busy machine, over a call's 5 s, and a
+  // call that times out kills the loading worker): warm it through the tool itself, without a deadline.
+  const calculator = tools.registry.get("calculator");
+  if (!calculator) throw new Error("the executor has no calculator");
+  await calculator.execute({ expression: "[1]" }, { signal: new AbortController().signal, sessionId: "warm", taskId: "t", attempt: 1, deadline: Date.now() + 60_000, idempotencyKey: undefined });
 }, 90_000);
 afterAll(async () => {
   await tools?.close();
