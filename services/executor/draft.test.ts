@@ -20,6 +20,7 @@ function summarizeRequest(question: string, context: SummarizeContext): OpReques
     strategy: "tool",
     query: null,
     limits: { max_attempts: 3, timeout_ms: 5000 },
+    policy: { listed: [], banned: [] },
     context,
   };
 }

@@ -65,6 +65,7 @@ function records(result: ToolCallResult, tool: string): ToolPerformanceRecord[] 
     latency_ms: r.latencyMs,
     outcome: r.outcome,
     attempt: r.attempt,
+    ...(r.flags.length > 0 ? { flags: r.flags } : {}),
   }));
 }
 
@@ -81,8 +82,11 @@ export async function executeStep(req: ExecuteRequest, call: (c: ExecutorCall) =
       : req.strategy === "rag"
         ? [STRATEGY_TOOL.rag, { query: clip(query, 500), limit: 5 }]
         : [STRATEGY_TOOL.web, { query: clip(query, WEB_QUERY_MAX), count: 5 }];
+  // The step's own tool is the planner's choice: only among the tools it was shown, never a banned
+  // one. The rag and web tools are the workflow's choice, so only a ban stops them.
+  const policy = req.strategy === "tool" ? { listed: req.policy.listed, banned: req.policy.banned } : { banned: req.policy.banned };
   const started = performance.now();
-  const result = await call({ tool, args, sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal, limits: req.limits });
+  const result = await call({ tool, args, sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal, limits: req.limits, policy });
   const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
   const recs = records(result, tool);
   const attempts = recs.filter((r) => r.attempt > 0).length;

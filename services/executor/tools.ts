@@ -11,6 +11,7 @@ import {
   createToolRegistry,
   defineTool,
   type BuiltinToolName,
+  type CallPolicy,
   type SafeExecutor,
   type ToolCallResult,
   type ToolDefinition,
@@ -27,6 +28,8 @@ export interface ExecutorCall {
   readonly taskId: string;
   readonly signal: AbortSignal;
   readonly limits: ExecutorLimits;
+  /** The session's tool policy for this call (refused before any attempt when it says no). */
+  readonly policy: CallPolicy;
 }
 
 /** The executor's tools: the registry (for list_tools) and the call path through the safe executor. */
@@ -131,7 +134,7 @@ export function createExecutorTools(cfg: ExecutorConfig, log: Logger): ExecutorT
   const executorFor = limitedExecutors(registry, defs);
   return {
     registry,
-    call: (req) => executorFor(req.limits).call({ tool: req.tool, args: req.args, role: "executor", sessionId: req.sessionId, taskId: req.taskId, signal: req.signal }),
+    call: (req) => executorFor(req.limits).call({ tool: req.tool, args: req.args, role: "executor", sessionId: req.sessionId, taskId: req.taskId, signal: req.signal, policy: req.policy }),
     close: () => builtin.close(),
   };
 }

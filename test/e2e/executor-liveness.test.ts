@@ -36,6 +36,7 @@ describe("the executor agent stays responsive while a sandboxed runaway runs to 
       strategy: "tool",
       query: null,
       limits: { max_attempts: 1, timeout_ms: 3000 },
+      policy: { listed: ["run_js"], banned: [] },
       context: null,
     };
     const pings: number[] = [];

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { ErrorCode } from "./errors.js";
+import { ToolFlags } from "./tool-flags.js";
 
 /**
  * The blackboard workflow's heuristic limits (seed 001), enforced by the schemas below so an
@@ -186,6 +187,8 @@ export const ToolPerformanceRecord = z.object({
   latency_ms: z.number().nonnegative(),
   outcome: z.union([z.literal("ok"), ErrorCode]),
   attempt: z.number().int().min(0).max(L.maxToolAttempts),
+  /** The seed's dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
+  flags: ToolFlags.min(1).optional(),
 });
 export type ToolPerformanceRecord = z.infer<typeof ToolPerformanceRecord>;
 
@@ -216,6 +219,18 @@ export const ExecutorLimits = z.object({
   timeout_ms: z.number().int().min(L.minToolTimeoutMs).max(L.maxToolTimeoutMs),
 });
 export type ExecutorLimits = z.infer<typeof ExecutorLimits>;
+
+/**
+ * The session's tool policy, which the executor enforces on every call: the planner chooses only
+ * among the tools it was shown (`listed`, from `executor.list_tools`) and never a tool the
+ * session's memory banned. A plan naming anything else is refused before any attempt, so a
+ * prompt that talks the planner into another tool gets no call.
+ */
+export const ToolPolicy = z.object({
+  listed: z.array(ToolName).max(L.maxTools),
+  banned: z.array(ToolName).max(L.maxBannedTools),
+});
+export type ToolPolicy = z.infer<typeof ToolPolicy>;
 
 /** An accepted earlier step, for the summarize step. */
 export const AcceptedResult = z.object({
@@ -315,6 +330,8 @@ export const ExecuteRequest = z
     /** What `rag` and `web` search for; null for `tool`. */
     query: RetrieverQuery.nullable(),
     limits: ExecutorLimits,
+    /** What the step's tool may be; the rag and web strategies' tools obey `banned` only. */
+    policy: ToolPolicy,
     /** Only for the `summarize` step. */
     context: SummarizeContext.nullable(),
   })

@@ -3,6 +3,7 @@ import { LIMITS, SCHEMA_VERSION } from "./limits.js";
 import { SessionId } from "./subjects.js";
 import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
+import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
 
 const Base = {
@@ -49,6 +50,8 @@ export const SessionEvent = z.discriminatedUnion("type", [
     args: JsonObject.refine((a) => jsonLength(a) <= LIMITS.maxToolArgsChars, `the arguments are over ${LIMITS.maxToolArgsChars} characters of JSON`),
     /** True when `args` was cut to fit. */
     args_truncated: z.boolean(),
+    /** The seed's dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
+    flags: ToolFlags.min(1).optional(),
   }),
   z.object({
     ...Base,
@@ -59,6 +62,8 @@ export const SessionEvent = z.discriminatedUnion("type", [
     /** The output (or the failure) as text, cut to a preview. */
     content: z.string().max(LIMITS.toolResultPreviewChars),
     latency_ms: z.number().nonnegative(),
+    /** The dangerous patterns the executor saw in the arguments it ran with; absent when none. */
+    flags: ToolFlags.min(1).optional(),
   }),
   z.object({ ...Base, type: z.literal("error"), code: ErrorCode, message: z.string().max(4000), component: z.string().max(100).nullable() }),
   z.object({

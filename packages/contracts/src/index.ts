@@ -11,5 +11,6 @@ export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";
 export * from "./state.js";
+export * from "./tool-flags.js";
 export * from "./events.js";
 export * from "./outbox.js";

@@ -120,8 +120,10 @@ class ComputePoolImpl implements ComputePool {
   }
 
   #spawn(): Slot {
-    // plain .mjs entries: no loader hooks (tsx, vitest) are inherited from the host process
-    const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits, execArgv: [] });
+    // plain .mjs entries: no loader hooks (tsx, vitest) are inherited from the host process; and
+    // an empty environment: a worker computes from its message alone, so the host's API keys,
+    // passwords and URLs are never within its reach
+    const worker = new Worker(this.#opts.url, { resourceLimits: this.#opts.resourceLimits, execArgv: [], env: {} });
     const slot: Slot = { worker, busy: true };
     // a worker that dies while idle is simply forgotten; a fresh one is started when needed
     worker.on("error", () => this.#drop(slot));

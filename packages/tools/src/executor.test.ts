@@ -56,6 +56,20 @@ describe("safe executor", () => {
     expect(await exec.call(req("add", { a: 1, b: 2 }))).toMatchObject({ ok: true, output: { sum: 3 } });
   });
 
+  it("refuses a tool the request's policy bans or does not list, before it runs, and counts nothing against the session", async () => {
+    let ran = 0;
+    const counted = defineTool({ ...Add, name: "counted", async execute({ a, b }) { ran++; return { sum: a + b }; } });
+    const { exec } = setup([counted], { max: 1 });
+    const banned = await exec.call(req("counted", { a: 1, b: 2 }, { policy: { banned: ["counted"] } }));
+    expect(banned).toMatchObject({ ok: false, error: { code: "permission_denied", retryable: false, fault: "caller" }, records: [{ attempt: 0, outcome: "permission_denied" }] });
+    const unlisted = await exec.call(req("counted", { a: 1, b: 2 }, { policy: { listed: ["add"] } }));
+    expect(unlisted).toMatchObject({ ok: false, error: { code: "permission_denied" }, records: [{ attempt: 0 }] });
+    expect(ran).toBe(0);
+    // the session's one call is still there
+    expect(await exec.call(req("counted", { a: 1, b: 2 }, { policy: { listed: ["counted"], banned: [] } }))).toMatchObject({ ok: true, output: { sum: 3 } });
+    expect(ran).toBe(1);
+  });
+
   it("answers tool_not_found for an unregistered tool", async () => {
     const { exec } = setup([Add]);
     const r = await exec.call(req("rm_rf", {}));

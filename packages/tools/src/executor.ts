@@ -14,6 +14,16 @@ export interface ToolCallRequest {
   readonly taskId: string;
   /** The caller giving up (task deadline, cancel): stops the current attempt and any retry. */
   readonly signal?: AbortSignal;
+  /** The session's tool policy, on top of the role's allow-list; absent = the allow-list alone. */
+  readonly policy?: CallPolicy;
+}
+
+/** Which tools a session lets this call name (both refusals are `permission_denied`, before any attempt). */
+export interface CallPolicy {
+  /** Only these tools (the ones the session's planner was shown); absent = any the role may call. */
+  readonly listed?: readonly string[];
+  /** Never these (the session's banned tools). */
+  readonly banned?: readonly string[];
 }
 
 /** The result of a call, success or typed failure, with one record per attempt (or refusal). */
@@ -127,6 +137,10 @@ class SafeExecutorImpl implements SafeExecutor {
     const tool = this.#opts.registry.get(req.tool);
     if (!tool) return refuse(new AgentmeshError("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
     if (!tool.allowedRoles.includes(req.role)) return refuse(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
+    if (req.policy?.banned?.includes(tool.name)) return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is banned for this session`));
+    if (req.policy?.listed && !req.policy.listed.includes(tool.name)) {
+      return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is not among the tools this session was offered`));
+    }
     const parsed = tool.input.safeParse(req.args);
     if (!parsed.success) return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
     const used = await this.#counter.increment(req.sessionId);

@@ -15,6 +15,7 @@ export {
   createSafeExecutor,
   createMemorySessionCounter,
   type SafeExecutor,
+  type CallPolicy,
   type SafeExecutorOptions,
   type SessionCallCounter,
   type ToolCallRequest,

@@ -1,4 +1,4 @@
-import { ErrorCode, RoleName } from "@agentmesh/contracts";
+import { ErrorCode, RoleName, ToolFlags } from "@agentmesh/contracts";
 import { z } from "zod";
 
 /**
@@ -21,7 +21,7 @@ export const ToolCallRecord = z.object({
   message: z.string().max(500).nullable(),
   /** Delay slept before the next attempt; null when there is none. */
   backoffMs: z.number().nonnegative().nullable(),
-  /** Names of the seed's dangerous patterns seen in the arguments: logged, never enforced. */
-  flags: z.array(z.string().max(40)).max(32),
+  /** Names of the seed's dangerous patterns seen in the arguments: recorded, never enforced. */
+  flags: ToolFlags,
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;

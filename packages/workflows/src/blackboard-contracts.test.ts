@@ -112,7 +112,7 @@ describe("decision contracts", () => {
 });
 
 describe("executor contracts", () => {
-  const base = { question: "abc", step_index: 0, step: step(), strategy: "tool", query: null, limits: { max_attempts: 3, timeout_ms: 5000 }, context: null };
+  const base = { question: "abc", step_index: 0, step: step(), strategy: "tool", query: null, limits: { max_attempts: 3, timeout_ms: 5000 }, policy: { listed: ["calculator"], banned: [] }, context: null };
   it("allows at most 3 attempts of 3-5 s per tool call", () => {
     expect(ok(ExecuteRequest, base)).toBe(true);
     expect(ok(ExecuteRequest, { ...base, limits: { max_attempts: 4, timeout_ms: 5000 } })).toBe(false);
@@ -230,6 +230,7 @@ describe("every blackboard task fits in one message", () => {
         strategy: "tool",
         query: null,
         limits: { max_attempts: 3, timeout_ms: 5000 },
+        policy: { listed: Array.from({ length: L.maxTools }, (_, i) => tool(i)), banned: Array.from({ length: L.maxBannedTools }, (_, i) => tool(i)) },
         context: { results: Array(L.maxPlanSteps - 1).fill(accepted), retrieval: bundle, user_replies: Array(3).fill(question) },
       },
     ],

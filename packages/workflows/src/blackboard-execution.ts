@@ -126,7 +126,7 @@ function join(data: BlackboardData, round: ExecutionRound): RoundStep {
 }
 
 const resultEvent = (data: BlackboardData, strategy: ExecutionStrategy, r: StepResult): EventDraft =>
-  toolResult(toolCallId(data, strategy), r.tool, r.ok, r.ok ? (r.output ?? "") : `${r.error?.code ?? "error"}: ${r.error?.message ?? ""}`, r.latency_ms);
+  toolResult(toolCallId(data, strategy), r.tool, r.ok, r.ok ? (r.output ?? "") : `${r.error?.code ?? "error"}: ${r.error?.message ?? ""}`, r.latency_ms, r.records.flatMap((x) => x.flags ?? []));
 
 /**
  * The `tool_result` events of one strategy's outcome: its own, and one for each strategy a join

@@ -153,6 +153,8 @@ export function executeTask(data: BlackboardData, strategy: ExecutionStrategy): 
     strategy,
     query: strategy === "tool" ? null : deriveQuery(at.step.description, BLACKBOARD_LIMITS.retrieverQueryMaxChars),
     limits: EXECUTOR_LIMITS,
+    // enforced by the executor: the planner's choice is only good among what it was shown
+    policy: { listed: (data.tools ?? []).map((t) => t.name), banned: data.memory.banned_tools.map((b) => b.tool) },
     context: summarize
       ? { results: data.accepted_results.slice(-(BLACKBOARD_LIMITS.maxPlanSteps - 1)), retrieval: latestRetrieval(data), user_replies: data.user_replies.slice(-CAPS.user_replies) }
       : null,

@@ -111,6 +111,37 @@ describe("tool_call and tool_result in a blackboard run", () => {
     expect(events).toHaveLength(before);
   });
 
+  it("the executor task carries the session's tool policy: the tools the planner was shown and the banned ones", () => {
+    const h = bbHarness();
+    h.start();
+    h.answer("perception.perceive", bbOut.perception());
+    h.answer("executor.list_tools", bbOut.tools());
+    h.answer("memory.update", { ...bbOut.memory(), banned_tools: [{ tool: "web_search", reason: "tool_unavailable: no provider" }] });
+    h.answer("decision.plan", bbOut.plan());
+    expect(h.input(h.task("executor.execute:tool"))).toMatchObject({ policy: { listed: ["calculator", "corpus_search", "web_search"], banned: ["web_search"] } });
+  });
+
+  it("dangerous-pattern flags: tool_call from the dispatched arguments, tool_result from the executor's records", () => {
+    const h = bbHarness();
+    const events = record(h);
+    h.start();
+    h.answer("perception.perceive", bbOut.perception());
+    h.answer("executor.list_tools", bbOut.tools());
+    h.answer("memory.update", bbOut.memory());
+    const plan = bbOut.plan();
+    const first = plan.steps[0];
+    if (!first) throw new Error("the test plan has a first step");
+    h.answer("decision.plan", { ...plan, steps: [{ ...first, args: [{ name: "expression", value: "import os; os.system('rm -rf /')" }] }, ...plan.steps.slice(1)] });
+    expect(calls(events)[0]?.flags).toEqual(["import", "rm_rf", "subprocess"]);
+    const flagged = bbOut.ok("tool", "calculator", "8", { records: [{ tool: "calculator", args_digest: null, latency_ms: 7, outcome: "ok", attempt: 1, flags: ["import", "rm_rf", "subprocess"] }] });
+    h.answer("executor.execute:tool", flagged);
+    expect(results(events)[0]?.flags).toEqual(["import", "rm_rf", "subprocess"]);
+    // a clean call carries no flags field at all
+    drive(h, goodAgents);
+    expect(calls(events).at(-1)).not.toHaveProperty("flags");
+    expect(results(events).at(-1)).not.toHaveProperty("flags");
+  });
+
   it("retries and rewrites give new ids: every call of a long run is answered once", () => {
     const rejecting: Script = (task, input, data) => (task.role === "critic" ? { output: bbOut.report(false) } : goodAgents(task, input, data));
     const h = bbHarness();

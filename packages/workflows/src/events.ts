@@ -1,4 +1,4 @@
-import { LIMITS, type EventDraft, type StageStatus } from "@agentmesh/contracts";
+import { LIMITS, type EventDraft, type StageStatus, type ToolFlag } from "@agentmesh/contracts";
 import { clip } from "./critic-chain-messages.js";
 
 const DESCRIPTION_MAX = 2000;
@@ -19,14 +19,15 @@ export interface ToolCallSpec {
   readonly args: unknown;
 }
 
-/** A `tool_result` event; the content is cut to the seed's 500-character preview. */
-export const toolResult = (id: string, tool: string, ok: boolean, content: string, latencyMs: number): EventDraft => ({
+/** A `tool_result` event; the content is cut to the seed's 500-character preview; flags only when some were seen. */
+export const toolResult = (id: string, tool: string, ok: boolean, content: string, latencyMs: number, flags: readonly ToolFlag[] = []): EventDraft => ({
   type: "tool_result",
   id,
   tool,
   ok,
   content: clip(content, LIMITS.toolResultPreviewChars),
   latency_ms: Math.max(0, latencyMs),
+  ...(flags.length > 0 ? { flags: [...new Set(flags)].sort() } : {}),
 });
 
 const fits = (v: unknown) => JSON.stringify(v).length <= LIMITS.maxToolArgsChars;

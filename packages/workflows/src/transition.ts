@@ -6,6 +6,7 @@ import {
   taskId,
   AgentmeshError,
   formatZodError,
+  scanDangerous,
   type AwaitedTask,
   type CancelNotice,
   type EventDraft,
@@ -221,7 +222,10 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
     });
     if (task.deadline_at !== null) d.timers.push({ member: timerMember.task(task.task_id), dueAt: task.deadline_at });
     d.events.push(stage(spec.stage, "running", spec.description));
-    if (spec.toolCall) d.events.push({ type: "tool_call", id: spec.toolCall.id, task_id: task.task_id, tool: spec.toolCall.tool, ...boundedArgs(spec.toolCall.args) });
+    if (spec.toolCall) {
+      const flags = scanDangerous(spec.toolCall.args);
+      d.events.push({ type: "tool_call", id: spec.toolCall.id, task_id: task.task_id, tool: spec.toolCall.tool, ...boundedArgs(spec.toolCall.args), ...(flags.length > 0 ? { flags } : {}) });
+    }
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
   }
   d.meta.usage.steps += built.length;

@@ -1,4 +1,4 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSafeExecutor } from "../executor.js";
 import { createToolRegistry } from "../registry.js";
 import { createCalculatorTool } from "./calculator.js";
@@ -9,6 +9,9 @@ const calc = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 10_000 
 const exec = createSafeExecutor({ registry: createToolRegistry([calc.tool]) });
 const tight = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 2000 });
 const tightExec = createSafeExecutor({ registry: createToolRegistry([tight.tool]) });
+// the worker loads mathjs before its first answer (seconds on a busy machine): wait for that
+// outside the tool's deadline, so no test's first call is a timeout
+beforeAll(() => calc.pool.run({ expression: "1", maxChars: 10 }, AbortSignal.timeout(60_000)), 70_000);
 afterAll(() => Promise.all([calc.pool.close(), tight.pool.close()]));
 
 const evaluate = (expression: string) => exec.call({ tool: "calculator", args: { expression }, role: "expert", sessionId: `s-${expression}`, taskId: "t" });
@@ -54,6 +57,43 @@ describe("calculator", { timeout: 30_000 }, () => {
       const r = await evaluate(e);
       expect(r, e).toMatchObject({ ok: false, error: { code: "invalid_tool_input" } });
       expect(r.records).toHaveLength(1);
+    }
+  });
+
+  it("no call changes what a later call computes: config, units, imports and assignments stay in their own call", async () => {
+    // one worker serves every session here (the pool's default size is 1), as in production
+    // matrices, units and det() are evaluated by mathjs itself (plain arithmetic never reaches it)
+    const probes = ["[0.1 + 0.2]", "[sqrt(2)]", "5 cm to inch", "[pi]", "det([2, 1; 1, 3]) / 7", "[sin(pi / 6)]", "[cos(pi)]"];
+    const baseline = new Map<string, string>();
+    for (const e of probes) {
+      const r = await evaluate(e);
+      if (!r.ok) throw new Error(`${e}: ${r.error.message}`);
+      baseline.set(e, (r.output as { result: string }).result);
+    }
+    expect(baseline.get("[0.1 + 0.2]")).toBe("[0.3]");
+    // mathjs' own functions still see the instance's config (BigNumber pi, 64 digits)
+    expect(baseline.get("[sin(pi / 6)]")).toBe("[0.5]");
+    expect(baseline.get("[cos(pi)]")).toBe("[-1]");
+    expect(baseline.get("[sqrt(2)]")).toMatch(/^\[1\.4142135623730950488016887242096980785696718753769480731766797\d+\]$/);
+    const payloads = [
+      'config({number: "number"})',
+      "config({precision: number(1000000)})",
+      'f = config; f({number: "number"})',
+      'map([1], config)',
+      'config({number: "Fraction"}); 0.1 + 0.2',
+      'createUnit("inch", "1 m", {override: true})',
+      'import({sqrt: 7}, {override: true})',
+      'sqrt = 5; pi = 4',
+      'evaluate("config({number: \\"number\\"})")',
+      'parser()',
+    ];
+    for (const p of payloads) {
+      const r = await evaluate(p);
+      // the payload itself is refused or stays in its own scope; either way the next calls are unchanged
+      if (r.ok) expect(p).toBe("sqrt = 5; pi = 4");
+      const t0 = performance.now();
+      for (const [e, want] of baseline) expect(await evaluate(e), `${e} after ${p}`).toMatchObject({ ok: true, output: { result: want } });
+      expect(performance.now() - t0, `after ${p}`).toBeLessThan(5000);
     }
   });
 

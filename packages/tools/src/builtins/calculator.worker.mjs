@@ -7,10 +7,16 @@ import { evaluateExact } from "./exact.mjs";
 // BigNumber with 64 significant digits: 0.1 + 0.2 is exactly 0.3 and an 18-digit by 18-digit
 // product keeps all 36 digits.
 const math = create(all, { number: "BigNumber", precision: 64 });
+// Our own handles, kept before the expression language loses them below.
 const evaluate = math.evaluate;
+const setConfig = math.config;
+const BASELINE = Object.freeze(setConfig());
+const BASELINE_JSON = JSON.stringify(BASELINE);
 
-// mathjs' expression parser never calls JS eval, but these functions reach the parser itself
-// or change the instance (new units, imports); the mathjs security guide disables them.
+// The worker serves every session, so no call may change what a later one computes. mathjs'
+// expression parser never calls JS eval, but these functions reach the parser itself or change
+// the shared instance (new units, imports); the mathjs security guide disables them by
+// overriding them in the instance the expressions see.
 const disabled = (name) => () => {
   throw new Error(`function ${name} is not available in the calculator`);
 };
@@ -22,11 +28,22 @@ math.import(
   { override: true },
 );
 
+// `config` (number type, precision) cannot be overridden the same way: mathjs' own lazily built
+// functions and constants read the instance's config through that name (pi turns into a plain
+// number). The parser looks a name up in the scope first, so each call's scope shadows it.
+const scope = () => new Map([["config", disabled("config")]]);
+
+// Defence in depth for a route not known today: every call starts from the baseline config.
+function resetConfig() {
+  if (JSON.stringify(setConfig()) !== BASELINE_JSON) setConfig(BASELINE);
+}
+
 const FORMAT = { precision: 64, lowerExp: -20, upperExp: 65 };
 
 const clip = (text, maxChars) => ({ result: text.length > maxChars ? text.slice(0, maxChars) : text, truncated: text.length > maxChars });
 
 function run({ expression, maxChars }) {
+  resetConfig();
   // Plain arithmetic goes through the one exact evaluator (the same the offline roles use), so the
   // tool and an offline answer agree digit for digit and its refusals (1/0, 10^10^10) hold here too.
   const exact = evaluateExact(expression);
@@ -36,7 +53,7 @@ function run({ expression, maxChars }) {
   let value;
   try {
     // a fresh scope per call: `x = 3` in one call is not seen by the next
-    value = evaluate(expression, new Map());
+    value = evaluate(expression, scope());
   } catch (err) {
     const message = err instanceof RangeError ? "the expression recursed too deeply" : String(err?.message ?? err);
     return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${message}`.slice(0, 1000) };
