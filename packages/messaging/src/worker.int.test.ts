@@ -200,6 +200,27 @@ describe("startWorker", () => {
     expect(await results(naming)).toHaveLength(1);
   });
 
+  it("fetches only for free slots: concurrency 2, ack_wait 1 s, 2.5 s handler, 3 tasks -> each delivered exactly once", async () => {
+    const { naming, publisher } = await setup({ taskAckWaitMs: 1000 });
+    const deliveries = new Map<string, number[]>();
+    const { w } = await worker(naming, async (t, ctx) => {
+      deliveries.set(t.task_id, [...(deliveries.get(t.task_id) ?? []), ctx.deliveryCount]);
+      await sleep(2500);
+      return ok();
+    }, { ackWaitMs: 1000, concurrency: 2 });
+    const sid = sessionId();
+    const ids = [0, 1, 2].map((i) => taskId(sid, 1, i, 0));
+    for (const id of ids) await publisher.publishTask(makeTask(sid, { task_id: id }));
+    await waitFor(() => w.stats.processed === 3, 20_000, "three slow tasks done");
+    // past ack_wait again: a task that sat unleased in a buffer would come back now
+    await sleep(1500);
+    expect(Object.fromEntries(deliveries)).toEqual(Object.fromEntries(ids.map((id) => [id, [1]])));
+    expect(w.stats.redelivered).toBe(0);
+    expect(await results(naming)).toHaveLength(3);
+    const ci = await (await jetstreamManager(nc)).consumers.info(naming.streams.tasks, naming.consumers.role("planner"));
+    expect(ci.num_redelivered).toBe(0);
+  });
+
   it("aborts the handler's signal on a cancel notice for its session and reports cancelled", async () => {
     const { naming, publisher } = await setup();
     let started = false;

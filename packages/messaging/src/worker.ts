@@ -12,7 +12,7 @@ import type { CrashHook, TaskHandler, Worker, WorkStats } from "./types.js";
 export interface WorkerOptions {
   readonly naming: Naming;
   readonly role: string;
-  /** Tasks worked at once; also the consume batch, so no task waits in a local buffer for long. */
+  /** Tasks worked at once; each pull asks only for the free slots, so no task waits unleased in a buffer. */
   readonly concurrency: number;
   /** The consumer's ack_wait; working() is sent every third of it. */
   readonly ackWaitMs: number;
