@@ -13,6 +13,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
+import { jsonDepthOver } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
@@ -36,7 +37,7 @@ export interface Publisher {
   publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
 }
 
-/** Serialises a message, refusing anything over LIMITS.maxMessageBytes before it reaches the broker. */
+/** Serialises a message, refusing anything over LIMITS.maxMessageBytes or LIMITS.maxJsonDepth before it reaches the broker. */
 export function encodeBounded(value: unknown, what: string): Uint8Array {
   const bytes = new TextEncoder().encode(JSON.stringify(value));
   if (bytes.byteLength > LIMITS.maxMessageBytes) {
@@ -44,6 +45,9 @@ export function encodeBounded(value: unknown, what: string): Uint8Array {
       "payload_too_large",
       `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`,
     );
+  }
+  if (jsonDepthOver(bytes, LIMITS.maxJsonDepth)) {
+    throw new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`);
   }
   return bytes;
 }
