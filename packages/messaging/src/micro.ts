@@ -1,4 +1,4 @@
-import { AgentmeshError, ERROR_CODES, LIMITS, type ErrorCode } from "@agentmesh/contracts";
+import { AgentmeshError, ERROR_CODES, type ErrorCode } from "@agentmesh/contracts";
 import { headers as natsHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { parseBoundedJsonOrThrow } from "./decode.js";
 import { thrownError } from "./errors.js";
