@@ -57,6 +57,12 @@ export function recoverIds(data: Uint8Array, h: MsgHdrs | undefined): { taskId: 
   return { taskId: task ? taskId : null, sessionId };
 }
 
+/**
+ * JetStream's own headers (`Nats-Msg-Id`, `Nats-Expected-Stream`, …) are instructions for the
+ * original publish: copied onto a dead letter they would make the server refuse it.
+ */
+const isServerHeader = (name: string) => name.toLowerCase().startsWith("nats-");
+
 /** What a dead letter is made of. */
 export interface DeadLetterInput {
   readonly stream: string;
@@ -74,7 +80,7 @@ export interface DeadLetterInput {
  */
 export async function publishDeadLetter(nc: NatsConnection, naming: Naming, token: string, m: DeadLetterInput): Promise<void> {
   const h = makeHeaders();
-  for (const [k, v] of m.headers ? [...m.headers] : []) if (k !== "Nats-Msg-Id") for (const one of v) h.append(k, one);
+  for (const [k, v] of m.headers ? [...m.headers] : []) if (!isServerHeader(k)) for (const one of v) h.append(k, one);
   const ids = recoverIds(m.data, m.headers);
   if (ids.sessionId !== null) h.set(HEADERS.sessionId, ids.sessionId);
   h.set(H_SUBJECT, m.subject);
@@ -180,7 +186,7 @@ export async function redriveDeadLetter(nc: NatsConnection, naming: Naming, seq:
     throw new AgentmeshError("invalid_message", `dead letter ${seq} has no task or inbox subject to re-drive to`);
   }
   const h = makeHeaders();
-  for (const [k, v] of m.header ? [...m.header] : []) if (![H_SUBJECT, H_SEQ, H_DELIVERIES, H_REASON, "Nats-Msg-Id"].includes(k)) for (const one of v) h.append(k, one);
+  for (const [k, v] of m.header ? [...m.header] : []) if (![H_SUBJECT, H_SEQ, H_DELIVERIES, H_REASON].includes(k) && !isServerHeader(k)) for (const one of v) h.append(k, one);
   await jetstream(nc).publish(original, m.data, { msgID: `redrive:${seq}`, headers: h });
   await jsm.streams.deleteMessage(naming.streams.dead, seq, false);
   return describe(naming, seq, m);
