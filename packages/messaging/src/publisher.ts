@@ -13,6 +13,7 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
+import { markCancelled } from "./cancelled.js";
 import { jsonDepthOver } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
@@ -29,7 +30,7 @@ export interface Publisher {
   publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
   /** A lifecycle event on `<p>.events.<sid>`, msg id = `<sid>:<version>:<index>`. */
   publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
-  /** A cancel broadcast on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
+  /** Marks the session in the cancelled KV bucket (queued tasks are skipped), then broadcasts on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
   publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
   /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
   publishTokens(event: TokenEvent, ctx?: MessageContext): void;
@@ -99,6 +100,9 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): P
       const n = validate(CancelNotice, notice, "cancel notice");
       const body = encodeBounded(n, "cancel notice");
       try {
+        // durable first: agents check the bucket before starting a task, so queued tasks of the
+        // session are skipped even by agents that were not listening when the broadcast went out
+        await markCancelled(nc, naming, n.session_id, n.reason);
         nc.publish(naming.cancel(n.session_id), body, { headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }) });
         // a cancel is fire-and-forget, but the caller should know it left this process
         await nc.flush();

@@ -291,6 +291,28 @@ describe("startWorker", () => {
     expect(r!.input).toMatchObject({ outcome: { ok: false, error: { code: "cancelled", retryable: false } } });
   });
 
+  it("never starts a queued task of a cancelled session: the model is not called, the outcome is cancelled", async () => {
+    const { naming, publisher } = await setup();
+    const cancelled = sessionId();
+    const live = sessionId();
+    // queued while no agent runs, so no one hears the broadcast
+    for (let i = 0; i < 3; i++) await publisher.publishTask(makeTask(cancelled, { task_id: taskId(cancelled, 1, i, 0) }));
+    await publisher.publishCancel({ v: SCHEMA_VERSION, session_id: cancelled, reason: "user asked" });
+    await publisher.publishTask(makeTask(live, { task_id: taskId(live, 1, 0, 0) }));
+    const modelCalls: string[] = [];
+    const { w } = await worker(naming, async (task) => {
+      modelCalls.push(task.task_id);
+      return ok();
+    });
+    await waitFor(async () => (await results(naming)).length === 4, 10_000, "four outcomes");
+    expect(modelCalls).toEqual([taskId(live, 1, 0, 0)]);
+    const outcomes = (await results(naming)).map((r) => r.input).filter((i) => i.session_id === cancelled);
+    expect(outcomes).toHaveLength(3);
+    for (const i of outcomes) expect(i).toMatchObject({ kind: "result", outcome: { ok: false, error: { code: "cancelled", retryable: false } } });
+    expect(w.stats).toMatchObject({ processed: 1, failed: 3, redelivered: 0 });
+    expect(await streamMessages(nc, naming.streams.tasks)).toHaveLength(0);
+  });
+
   it("never works a task whose deadline has passed; reports deadline_exceeded", async () => {
     const { naming, publisher } = await setup();
     let called = 0;

@@ -1,5 +1,6 @@
 import { AgentmeshError, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { cancelledChecker } from "./cancelled.js";
 import { publishDeadLetter, recoverIds } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import { thrownError } from "./errors.js";
@@ -47,6 +48,16 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   const publisher = createPublisher(nc, naming, log);
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
   const bySession = new Map<string, Set<AbortController>>();
+  const readCancelled = cancelledChecker(nc, naming);
+  /** A failed lookup works the task (as before the bucket existed); the cancel broadcast still reaches it. */
+  async function sessionCancelled(sessionId: string): Promise<boolean> {
+    try {
+      return await readCancelled(sessionId);
+    } catch (err) {
+      log.warn({ ...what, session_id: sessionId, err }, "cannot read the cancelled-sessions bucket; working the task");
+      return false;
+    }
+  }
 
   const cancelSub: Subscription = nc.subscribe(naming.cancelAll, {
     callback: (err, msg) => {
@@ -149,6 +160,12 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     if (task.deadline_at !== null && task.deadline_at <= now) {
       log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
       const error = wireFailure("deadline_exceeded", `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`, role);
+      return report(entry, task, { ok: false, error, provenance: null });
+    }
+
+    if (await sessionCancelled(task.session_id)) {
+      log.info(tlog, "session was cancelled before this task started; reporting cancelled without working it");
+      const error = wireFailure("cancelled", `session ${task.session_id} was cancelled before task ${task.task_id} started`, role);
       return report(entry, task, { ok: false, error, provenance: null });
     }
 

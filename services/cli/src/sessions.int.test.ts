@@ -53,7 +53,7 @@ describe("agentmesh sessions --stuck sees dead-lettered inbox inputs", () => {
       expect(rows[0]?.stuck).toBe(`1 inbox input(s) dead-lettered (re-drive: agentmesh dead-letters --redrive ${dead!.seq})`);
     } finally {
       const jsm = await jetstreamManager(nc);
-      for (const s of Object.values(naming.streams)) await jsm.streams.delete(s).catch(() => false);
+      for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
       await nc.close();
       await store.close().catch(() => undefined);
       await redis.quit().catch(() => undefined);
