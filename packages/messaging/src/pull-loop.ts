@@ -132,6 +132,8 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
         o.log.warn({ ...o.what, err }, "fetch failed");
         if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
       }
+      // ends the pull's status listener too (a no-op when the pull already finished)
+      messages.stop();
       current = null;
     }
     running = false;
