@@ -96,7 +96,7 @@ async function purgePrefix(infra: Infra, cluster: Cluster): Promise<void> {
   const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
   try {
     const jsm = await jetstreamManager(nc);
-    for (const s of Object.values(cluster.naming.streams)) await jsm.streams.delete(s).catch(() => undefined);
+    for (const s of [...Object.values(cluster.naming.streams), `KV_${cluster.naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => undefined);
     let cursor = "0";
     do {
       const [next, keys] = await redis.scan(cursor, "MATCH", `${cluster.naming.keyPrefix}:*`, "COUNT", 1000);

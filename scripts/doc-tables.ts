@@ -27,6 +27,8 @@ export function subjectRows(): string[] {
     `| token deltas | \`${s(n.tokens(sid))}\` | core NATS |`,
     `| cancel in-flight work | \`${s(n.cancel(sid))}\` | core NATS |`,
     `| direct op call (debugging) | \`${n.rpc("<role>", "<op>")}\` | core request/reply |`,
+    `| dead letters | \`${n.deadLetter("<role>")}\`, \`${n.deadLetter("inbox")}\` | JetStream \`${n.streams.dead}\` |`,
+    `| cancelled sessions | \`$KV.${n.kv.cancelled}.<sid>\` | JetStream KV bucket \`${n.kv.cancelled}\` (TTL \`AGENTMESH_CANCELLED_TTL_MS\`) |`,
   ];
 }
 

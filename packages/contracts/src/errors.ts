@@ -9,7 +9,7 @@ export type Fault = z.infer<typeof Fault>;
 export const ERROR_CODES = {
   invalid_query: { fault: "caller", retryable: false, summary: "the query is empty, not text, or outside 3-5000 characters" },
   invalid_config: { fault: "caller", retryable: false, summary: "the service configuration (environment) is invalid; every problem is listed" },
-  invalid_message: { fault: "caller", retryable: false, summary: "a message failed its schema" },
+  invalid_message: { fault: "caller", retryable: false, summary: "a message failed its schema or nests JSON deeper than 64 levels" },
   payload_too_large: { fault: "caller", retryable: false, summary: "a message is over the 256 KB limit" },
   unsupported_version: { fault: "caller", retryable: false, summary: "the message schema version is not supported" },
   unknown_session: { fault: "caller", retryable: false, summary: "no such session" },

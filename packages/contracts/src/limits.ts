@@ -2,6 +2,8 @@
 export const LIMITS = {
   /** Largest task, result or inbox message body we publish or accept (bytes). */
   maxMessageBytes: 256 * 1024,
+  /** Deepest JSON nesting (objects and arrays, the outermost is level 1) we publish or accept. */
+  maxJsonDepth: 64,
   /** Query length bounds (characters, after trimming), from the seeds. */
   queryMinChars: 3,
   queryMaxChars: 5000,

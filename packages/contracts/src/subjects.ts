@@ -29,6 +29,8 @@ export interface Naming {
   readonly streams: { readonly inbox: string; readonly tasks: string; readonly events: string; readonly dead: string };
   readonly deadLetter: (role: string) => string;
   readonly consumers: { readonly coordinator: string; role(role: string): string };
+  /** JetStream KV buckets; `cancelled`: session ids whose sessions were cancelled or ended (agents check it before work). */
+  readonly kv: { readonly cancelled: string };
   /** Redis key prefix (keys are `<prefix>:...`). */
   readonly keyPrefix: string;
 }
@@ -54,6 +56,7 @@ export function naming(prefix = "agentmesh"): Naming {
     streams: { inbox: `${P}_INBOX`, tasks: `${P}_TASKS`, events: `${P}_EVENTS`, dead: `${P}_DEAD` },
     deadLetter: (role) => `${prefix}.dead.${role}`,
     consumers: { coordinator: "coordinator", role: (role) => `role_${role}` },
+    kv: { cancelled: `${P}_CANCELLED` },
     keyPrefix: prefix,
   };
 }

@@ -2,7 +2,7 @@ import { LIMITS, SCHEMA_VERSION, TaskEnvelope, Traceparent } from "@agentmesh/co
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseNatsUrl, redact } from "./connect.js";
-import { decodeMessage, retryDelayMs } from "./decode.js";
+import { decodeMessage, jsonDepthOver, parseBoundedJsonOrThrow, retryDelayMs } from "./decode.js";
 import { MICRO_NAME, SEMVER } from "./micro.js";
 import { encodeBounded } from "./publisher.js";
 import { childTraceparent, newTraceparent } from "./trace.js";
@@ -17,10 +17,45 @@ describe("decodeMessage", () => {
   it("names the first problem: size, JSON, version, schema", () => {
     const big = new Uint8Array(LIMITS.maxMessageBytes + 1);
     expect(decodeMessage(big, TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringMatching(/^oversized task/) });
-    expect(decodeMessage(enc("{nope"), TaskEnvelope, "task")).toEqual({ ok: false, reason: "task is not JSON" });
+    expect(decodeMessage(enc("{nope"), TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task is not JSON" });
     expect(decodeMessage(enc({ ...task, v: 2 }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("unsupported schema version 2") });
     expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("version (none)") });
     expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("task_id") });
+  });
+});
+
+/** A task whose whole body nests exactly `depth` levels (the envelope object is level 1). */
+function taskNested(depth: number): string {
+  const inner = depth - 1; // the input value's own levels
+  return JSON.stringify({ ...task, input: null }).replace('"input":null', `"input":${"[".repeat(inner)}${"]".repeat(inner)}`);
+}
+
+describe("JSON nesting cap", () => {
+  it("refuses 100,000 levels at decode as a typed invalid_message, under the byte limit", () => {
+    const bomb = enc(taskNested(100_000));
+    expect(bomb.byteLength).toBeLessThan(LIMITS.maxMessageBytes);
+    expect(decodeMessage(bomb, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task nests JSON deeper than 64 levels" });
+    expect(() => parseBoundedJsonOrThrow(bomb, "request body")).toThrow(expect.objectContaining({ code: "invalid_message" }));
+  });
+  it("accepts 64 levels and refuses 65", () => {
+    expect(LIMITS.maxJsonDepth).toBe(64);
+    const at = decodeMessage(enc(taskNested(64)), TaskEnvelope, "task");
+    expect(at.ok).toBe(true);
+    expect(decodeMessage(enc(taskNested(65)), TaskEnvelope, "task")).toMatchObject({ ok: false, code: "invalid_message", reason: expect.stringMatching(/deeper than 64/) });
+  });
+  it("does not count brackets inside strings, escaped quotes included", () => {
+    const deepText = { ...task, input: { text: `\\"${"[{".repeat(500)}` } };
+    expect(decodeMessage(enc(deepText), TaskEnvelope, "task").ok).toBe(true);
+    // JSON text ["\\"] is one string holding a backslash: the quote after it closes the string
+    expect(jsonDepthOver(enc(String.raw`["\\"]`), 1)).toBe(false);
+    expect(jsonDepthOver(enc(String.raw`["\\", [1]]`), 1)).toBe(true);
+    expect(jsonDepthOver(enc(String.raw`["\"[[", 1]`), 1)).toBe(false);
+  });
+  it("refuses to publish a message nested deeper than the cap", () => {
+    let deep: unknown = 1;
+    for (let i = 0; i < 64; i++) deep = [deep];
+    expect(() => encodeBounded({ a: deep }, "result")).toThrow(expect.objectContaining({ code: "invalid_message" }));
+    expect(() => encodeBounded({ a: [[1]] }, "result")).not.toThrow();
   });
 });
 

@@ -1,7 +1,8 @@
-import { inputIds, SCHEMA_VERSION, type InboxInput, type Naming } from "@agentmesh/contracts";
+import { HEADERS, inputIds, SCHEMA_VERSION, type InboxInput, type Naming } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { listDeadLetters, redriveDeadLetter } from "./dead-letters.js";
 import { startInboxConsumer } from "./inbox-consumer.js";
 import { createPublisher } from "./publisher.js";
 import { connectTest, dropStreams, freshNaming, recordingLog, sessionId, sleep, waitFor } from "./test-support.js";
@@ -66,7 +67,7 @@ describe("startInboxConsumer", () => {
     expect(consumer.stats).toMatchObject({ processed: 1, failed: 1, redelivered: 2, dropped: 0 });
   });
 
-  it("terminates malformed, oversized, wrong-version and misrouted inputs once", async () => {
+  it("dead-letters malformed, oversized, wrong-version and misrouted inputs once, never dropping them silently", async () => {
     let calls = 0;
     const { naming, consumer } = await setup(async () => {
       calls++;
@@ -85,6 +86,39 @@ describe("startInboxConsumer", () => {
     expect(calls).toBe(0);
     expect(await inboxLeft(naming)).toBe(0);
     expect(consumer.alive()).toBe(true);
+    const dead = await listDeadLetters(nc, naming);
+    expect(dead).toHaveLength(4);
+    expect(dead.every((d) => d.kind === "inbox" && d.subject === naming.deadLetter("inbox") && d.reason !== null)).toBe(true);
+    // the misrouted one names another session in its body; the unparsable one names none
+    expect(dead.filter((d) => d.sessionId === sid)).toHaveLength(2);
+    expect(dead.filter((d) => d.sessionId === null)).toHaveLength(1);
+  });
+
+  it("an input whose handler fails on every delivery goes to <p>.dead.inbox with its session id, and can be re-driven", async () => {
+    let fail = true;
+    const deliveries: number[] = [];
+    const { naming, consumer, publisher, log } = await setup(async (_input, ctx) => {
+      deliveries.push(ctx.deliveryCount);
+      if (!fail) return "ack";
+      if (ctx.deliveryCount % 2 === 0) throw new Error("redis went away");
+      return "retry";
+    });
+    const sid = sessionId();
+    await publisher.publishInbox(cancel(sid, "lost"));
+    await waitFor(async () => (await listDeadLetters(nc, naming)).length === 1, 15_000, "input dead-lettered");
+    expect(deliveries).toEqual([1, 2, 3, 4, 5]); // freshNaming: inboxMaxDeliver 5
+    expect(await inboxLeft(naming)).toBe(0);
+    const [dead] = await listDeadLetters(nc, naming);
+    expect(dead).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid), sessionId: sid, deliveries: 5 });
+    expect(dead?.reason).toMatch(/not applied after 5 deliveries/);
+    const stored = await (await jetstreamManager(nc)).streams.getMessage(naming.streams.dead, { seq: dead!.seq });
+    expect(stored?.header.get(HEADERS.sessionId)).toBe(sid);
+    expect(log.messages("error")).toContain("inbox input dead-lettered: the session may be stuck until it is re-driven");
+
+    fail = false;
+    await redriveDeadLetter(nc, naming, dead!.seq);
+    await waitFor(() => consumer.stats.processed === 1, 10_000, "re-driven input applied");
+    expect(await listDeadLetters(nc, naming)).toEqual([]);
   });
 
   it("heartbeats while a slow handler runs, so the input is delivered once", async () => {

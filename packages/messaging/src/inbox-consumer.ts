@@ -1,5 +1,6 @@
 import { AgentmeshError, InboxInput, type Naming } from "@agentmesh/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
+import { INBOX_DEAD, publishDeadLetter } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import type { Log } from "./log.js";
 import { getDurable, startPullLoop, type InFlight } from "./pull-loop.js";
@@ -34,7 +35,33 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   const info = await consumer.info(true);
   const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
   const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
-  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
+  // 0 or -1 means unlimited deliveries: then nothing is ever the last one
+  const maxDeliver = info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : Number.POSITIVE_INFINITY;
+  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0, dead_lettered: 0 };
+
+  /**
+   * Inbox inputs are never dropped silently: one that can never be applied, or that failed its
+   * last delivery, is copied to `<p>.dead.inbox` (session id in the headers, for `sessions --stuck`
+   * and a re-drive) and then termed. If even that publish fails, it is nak'd to try again.
+   */
+  async function deadLetter(entry: InFlight, reason: string): Promise<boolean> {
+    const m = entry.msg;
+    try {
+      await publishDeadLetter(nc, naming, INBOX_DEAD, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
+    } catch (err) {
+      if (entry.settled) return false;
+      entry.settled = true;
+      const delay = inboxRetryDelay(m.info.deliveryCount);
+      log.error({ ...what, seq: m.seq, err, delay_ms: delay }, "cannot dead-letter an inbox input; retrying later");
+      m.nak(delay);
+      return false;
+    }
+    if (entry.settled) return false;
+    entry.settled = true;
+    counts.dead_lettered++;
+    m.term();
+    return true;
+  }
 
   async function handle(entry: InFlight): Promise<void> {
     const m = entry.msg;
@@ -46,10 +73,10 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
       reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
     }
     if (!d.ok || reason !== null) {
-      entry.settled = true;
-      m.term();
       counts.dropped++;
-      log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dropping an inbox message that can never be processed");
+      if (await deadLetter(entry, reason ?? "unreadable")) {
+        log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered an inbox message that can never be processed");
+      }
       return;
     }
     const input = d.value;
@@ -75,6 +102,11 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
       return;
     }
     if (verdict === "error") counts.failed++;
+    if (deliveryCount >= maxDeliver) {
+      const why = `not applied after ${deliveryCount} deliveries (last: ${verdict === "error" ? "the handler failed" : "the handler asked for a retry"})`;
+      if (await deadLetter(entry, why)) log.error({ ...ilog, reason: why }, "inbox input dead-lettered: the session may be stuck until it is re-driven");
+      return;
+    }
     entry.settled = true;
     const delay = inboxRetryDelay(deliveryCount);
     log.debug({ ...ilog, delay_ms: delay, verdict }, "inbox input left for redelivery");
@@ -90,7 +122,7 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     what,
     handle,
   });
-  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs }, "inbox consumer started");
+  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver }, "inbox consumer started");
 
   return {
     get stats(): WorkStats {

@@ -43,6 +43,9 @@ async function check(o: ProvisionOptions): Promise<void> {
   expect(tasks.config).toMatchObject({ subjects: [n.taskAll], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
   const events = await jsm.streams.info(n.streams.events);
   expect(events.config).toMatchObject({ subjects: [n.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(o.eventsMaxAgeMs) });
+  // a standard KV bucket (`nats kv get`), one value per session, expiring after a day by default
+  const kv = await jsm.streams.info(`KV_${n.kv.cancelled}`);
+  expect(kv.config).toMatchObject({ subjects: [`$KV.${n.kv.cancelled}.>`], max_msgs_per_subject: 1, max_age: nanos(o.cancelledTtlMs ?? 24 * 3600 * 1000), allow_direct: true });
   const dead = await jsm.streams.info(n.streams.dead);
   expect(dead.config).toMatchObject({ subjects: [`${n.prefix}.dead.>`], retention: RetentionPolicy.Limits });
 

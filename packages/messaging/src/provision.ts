@@ -12,6 +12,7 @@ import {
   type StreamConfig,
 } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { cancelledBucketConfig } from "./cancelled.js";
 import { natsFailure } from "./errors.js";
 import type { ProvisionOptions } from "./types.js";
 
@@ -61,14 +62,15 @@ async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partia
 }
 
 /**
- * Creates or updates the INBOX, TASKS, EVENTS and DEAD streams and the durable pull consumers
- * (`coordinator` on INBOX, one per role on TASKS). Idempotent; two processes may run it at once.
+ * Creates or updates the INBOX, TASKS, EVENTS and DEAD streams, the cancelled-sessions KV bucket
+ * and the durable pull consumers (`coordinator` on INBOX, one per role on TASKS). Idempotent; two
+ * processes may run it at once.
  */
 export async function provision(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
   const n = o.naming;
   const replicas = o.replicas ?? 1;
   const dup = nanos(o.duplicateWindowMs);
-  for (const [k, v] of Object.entries({ taskAckWaitMs: o.taskAckWaitMs, inboxAckWaitMs: o.inboxAckWaitMs, eventsMaxAgeMs: o.eventsMaxAgeMs, duplicateWindowMs: o.duplicateWindowMs })) {
+  for (const [k, v] of Object.entries({ taskAckWaitMs: o.taskAckWaitMs, inboxAckWaitMs: o.inboxAckWaitMs, eventsMaxAgeMs: o.eventsMaxAgeMs, duplicateWindowMs: o.duplicateWindowMs, cancelledTtlMs: o.cancelledTtlMs ?? DAY_MS })) {
     if (!(v > 0)) throw new AgentmeshError("internal", `provision: ${k} must be positive, got ${v}`);
   }
   if (o.duplicateWindowMs > o.eventsMaxAgeMs) {
@@ -101,6 +103,7 @@ export async function provision(nc: NatsConnection, o: ProvisionOptions): Promis
   try {
     const jsm = await jetstreamManager(nc);
     for (const s of streams) await ensureStream(jsm, s);
+    await ensureStream(jsm, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas));
     const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All };
     await ensureConsumer(jsm, n.streams.inbox, {
       ...pull,

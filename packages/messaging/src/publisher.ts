@@ -13,6 +13,8 @@ import {
 import { jetstream, type JetStreamClient } from "@nats-io/jetstream";
 import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
+import { markCancelled } from "./cancelled.js";
+import { jsonDepthOver } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
@@ -28,7 +30,7 @@ export interface Publisher {
   publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
   /** A lifecycle event on `<p>.events.<sid>`, msg id = `<sid>:<version>:<index>`. */
   publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
-  /** A cancel broadcast on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
+  /** Marks the session in the cancelled KV bucket (queued tasks are skipped), then broadcasts on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
   publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
   /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
   publishTokens(event: TokenEvent, ctx?: MessageContext): void;
@@ -36,7 +38,7 @@ export interface Publisher {
   publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
 }
 
-/** Serialises a message, refusing anything over LIMITS.maxMessageBytes before it reaches the broker. */
+/** Serialises a message, refusing anything over LIMITS.maxMessageBytes or LIMITS.maxJsonDepth before it reaches the broker. */
 export function encodeBounded(value: unknown, what: string): Uint8Array {
   const bytes = new TextEncoder().encode(JSON.stringify(value));
   if (bytes.byteLength > LIMITS.maxMessageBytes) {
@@ -44,6 +46,9 @@ export function encodeBounded(value: unknown, what: string): Uint8Array {
       "payload_too_large",
       `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`,
     );
+  }
+  if (jsonDepthOver(bytes, LIMITS.maxJsonDepth)) {
+    throw new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`);
   }
   return bytes;
 }
@@ -95,6 +100,9 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): P
       const n = validate(CancelNotice, notice, "cancel notice");
       const body = encodeBounded(n, "cancel notice");
       try {
+        // durable first: agents check the bucket before starting a task, so queued tasks of the
+        // session are skipped even by agents that were not listening when the broadcast went out
+        await markCancelled(nc, naming, n.session_id, n.reason);
         nc.publish(naming.cancel(n.session_id), body, { headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }) });
         // a cancel is fire-and-forget, but the caller should know it left this process
         await nc.flush();

@@ -51,12 +51,17 @@ export interface PullLoopOptions {
 /** Reason given to handlers aborted by stop(). */
 export const SHUTDOWN = Symbol("shutdown");
 
+/** How long one pull waits for messages; an idle loop re-pulls this often. */
+const FETCH_EXPIRES_MS = 5000;
+/** Server heartbeats during a pull, so a dead connection ends it early. */
+const FETCH_HEARTBEAT_MS = 1000;
+
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /**
- * Consumes a durable pull consumer with at most `concurrency` messages in flight. The client
- * only sends its next pull when the iterator advances, so not advancing while all slots are
- * busy is the backpressure. Missed heartbeats recreate the consume.
+ * Consumes a durable pull consumer with at most `concurrency` messages in flight: each pull asks
+ * for the free slots only, so every delivered message is being worked (and heartbeated) at
+ * once. Missed heartbeats end the pull and a new one is sent.
  */
 export function startPullLoop(o: PullLoopOptions): PullLoop {
   const inflight = new Map<Promise<void>, InFlight>();
@@ -85,7 +90,7 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
     void (async () => {
       for await (const s of messages.status()) {
         if (s.type === "heartbeats_missed") {
-          o.log.warn({ ...o.what, count: s.count }, "JetStream heartbeats missed; recreating the consume loop");
+          o.log.warn({ ...o.what, count: s.count }, "JetStream heartbeats missed; pulling again");
           messages.stop();
           return;
         }
@@ -98,11 +103,16 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
 
   const loop = (async () => {
     while (!stopping && !o.nc.isClosed()) {
+      while (inflight.size >= o.concurrency && !stopping) await Promise.race([...inflight.keys(), woken]);
+      if (stopping) break;
       let messages: ConsumerMessages;
       try {
-        messages = await o.consumer.consume({ max_messages: o.concurrency });
+        // Ask for exactly the free slots: a message delivered to us is started at once and
+        // heartbeated from then on, so none waits unleased in a client buffer past ack_wait.
+        messages = await o.consumer.fetch({ max_messages: o.concurrency - inflight.size, expires: FETCH_EXPIRES_MS, idle_heartbeat: FETCH_HEARTBEAT_MS });
       } catch (err) {
-        o.log.error({ ...o.what, err }, "cannot start consuming; retrying in 1 s");
+        running = false;
+        o.log.error({ ...o.what, err }, "cannot fetch; retrying in 1 s");
         await Promise.race([sleep(1000), woken]);
         continue;
       }
@@ -117,14 +127,14 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
             continue;
           }
           track(m);
-          while (inflight.size >= o.concurrency && !stopping) await Promise.race([...inflight.keys(), woken]);
         }
       } catch (err) {
-        o.log.warn({ ...o.what, err }, "consume loop failed");
+        o.log.warn({ ...o.what, err }, "fetch failed");
+        if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
       }
-      running = false;
+      // ends the pull's status listener too (a no-op when the pull already finished)
+      messages.stop();
       current = null;
-      if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
     }
     running = false;
   })();

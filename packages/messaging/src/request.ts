@@ -1,6 +1,7 @@
 import { AgentmeshError, WireError, type ErrorCode } from "@agentmesh/contracts";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
+import { parseBoundedJsonOrThrow } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import { SERVICE_ERROR, SERVICE_ERROR_CODE } from "./micro.js";
 import { encodeBounded } from "./publisher.js";
@@ -56,11 +57,8 @@ export async function request(nc: NatsConnection, subject: string, body: unknown
   const failure = serviceError(reply, subject);
   if (failure) throw failure;
   if (reply.data.byteLength === 0) return null;
-  try {
-    return JSON.parse(reply.string());
-  } catch {
-    throw new AgentmeshError("invalid_message", `reply on ${subject} is not JSON`);
-  }
+  // a reply's size is bounded by the server's max_payload; its nesting only by us
+  return parseBoundedJsonOrThrow(reply.data, `reply on ${subject}`, Number.POSITIVE_INFINITY);
 }
 
 const Meta = z.record(z.string(), z.string()).nullable().optional().transform((m) => m ?? {});

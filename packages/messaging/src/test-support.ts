@@ -52,10 +52,10 @@ export async function freshNaming(nc: NatsConnection, over: Partial<ProvisionOpt
   return { naming, opts };
 }
 
-/** Deletes a test prefix's streams (and with them its consumers). */
+/** Deletes a test prefix's streams (and with them its consumers) and its KV bucket. */
 export async function dropStreams(nc: NatsConnection, naming: Naming): Promise<void> {
   const jsm = await jetstreamManager(nc);
-  for (const s of Object.values(naming.streams)) await jsm.streams.delete(s).catch(() => false);
+  for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
 }
 
 let sessionCounter = 0;

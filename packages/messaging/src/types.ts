@@ -22,6 +22,8 @@ export interface ProvisionOptions {
   readonly inboxMaxAckPending?: number;
   /** How long dead letters are kept; default 7 days. */
   readonly deadMaxAgeMs?: number;
+  /** How long a session stays in the cancelled-sessions KV bucket (agents skip its queued tasks); default 1 day. */
+  readonly cancelledTtlMs?: number;
   /** Stream replicas (3 on a production cluster); default 1. */
   readonly replicas?: number;
 }

@@ -3,6 +3,8 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Match, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { listDeadLetters } from "./dead-letters.js";
+import { buildHeaders } from "./trace.js";
 import { createPublisher } from "./publisher.js";
 import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, sleep, streamMessages, waitFor } from "./test-support.js";
 import type { TaskHandler, Worker } from "./types.js";
@@ -142,7 +144,7 @@ describe("startWorker", () => {
     expect(r!.input).toMatchObject({ outcome: { ok: false, error: { code: "internal", retryable: true, message: "bug: undefined is not a function" } } });
   });
 
-  it("terminates malformed, oversized, wrong-version, wrong-role and misrouted tasks once and keeps working", async () => {
+  it("settles malformed, oversized, wrong-version, wrong-role and misrouted tasks once (reported or dead-lettered) and keeps working", async () => {
     const { naming, publisher } = await setup();
     const handled: string[] = [];
     const { w, log } = await worker(naming, async (task) => {
@@ -154,7 +156,7 @@ describe("startWorker", () => {
     const subject = naming.task("planner", "plan");
     await js.publish(subject, "not json {", { msgID: "bad-1" });
     await js.publish(subject, JSON.stringify({ ...makeTask(sid), input: "x".repeat(300 * 1024) }), { msgID: "bad-2" });
-    await js.publish(subject, JSON.stringify({ ...makeTask(sid), v: 2 }), { msgID: "bad-3" });
+    await js.publish(subject, JSON.stringify({ ...makeTask(sid, { task_id: taskId(sid, 3, 0, 0) }), v: 2 }), { msgID: "bad-3" });
     await js.publish(subject, JSON.stringify(makeTask(sid, { role: "critic" })), { msgID: "bad-4" });
     await js.publish(subject, JSON.stringify({ v: 1, task_id: "nope" }), { msgID: "bad-5" });
     await js.publish(naming.task("planner", "other_op"), JSON.stringify(makeTask(sid)), { msgID: "bad-6" });
@@ -176,11 +178,55 @@ describe("startWorker", () => {
     expect(ci.num_ack_pending).toBe(0);
     expect(ci.num_redelivered).toBe(0);
     expect(w.alive()).toBe(true);
+    // the two whose ids are readable were reported to their session; the rest are dead letters
+    const reported = (await results(naming)).map((r) => r.input);
+    expect(reported.map((i) => (i.kind === "result" && !i.outcome.ok ? i.outcome.error.code : i.kind)).sort()).toEqual(["invalid_message", "payload_too_large"]);
+    const dead = await listDeadLetters(nc, naming);
+    expect(dead.map((x) => x.originalSubject).sort()).toEqual([subject, subject, subject, naming.task("planner", "other_op")].sort());
+    expect(dead.every((x) => x.kind === "task" && x.reason !== null)).toBe(true);
 
     const good = makeTask(sid, { task_id: taskId(sid, 2, 0, 0) });
     await publisher.publishTask(good);
     await waitFor(() => w.stats.processed === 1, 10_000, "a good task after the bad ones");
     expect(handled).toEqual([good.task_id]);
+  });
+
+  it("reports a malformed task whose ids can be recovered as a non-retryable failure at once; dead-letters one whose ids cannot", async () => {
+    const { naming } = await setup();
+    const handled: string[] = [];
+    const { w } = await worker(naming, async (task) => {
+      handled.push(task.task_id);
+      return ok();
+    });
+    const js = jetstream(nc);
+    const subject = naming.task("planner", "plan");
+    const sid = sessionId();
+    // ids only in our headers, body not a task at all
+    const byHeader = taskId(sid, 4, 0, 0);
+    const h = buildHeaders({ sessionId: sid, taskId: byHeader });
+    await js.publish(subject, "[1,2,3]", { msgID: "hdr", headers: h });
+    // ids in the body, input nested 100,000 levels deep (under the byte limit)
+    const byBody = taskId(sid, 5, 0, 0);
+    const bomb = JSON.stringify({ ...makeTask(sid, { task_id: byBody }), input: null }).replace('"input":null', `"input":${"[".repeat(100_000)}${"]".repeat(100_000)}`);
+    await js.publish(subject, bomb, { msgID: "bomb" });
+    // a task id that belongs to another session: not trusted, dead-lettered
+    await js.publish(subject, JSON.stringify({ ...makeTask(sid, { task_id: taskId(sessionId(), 1, 0, 0) }), v: 7 }), { msgID: "mismatch" });
+
+    await waitFor(async () => (await results(naming)).length === 2 && (await listDeadLetters(nc, naming)).length === 1, 10_000, "two reports and one dead letter");
+    const byTask = new Map((await results(naming)).map((r) => [r.input.kind === "result" ? r.input.task_id : "", r]));
+    for (const [id, code, text] of [[byHeader, "invalid_message", /not JSON|version/], [byBody, "invalid_message", /deeper than 64 levels/]] as const) {
+      const r = byTask.get(id);
+      expect(r?.msg.subject).toBe(naming.inbox(sid));
+      expect(r?.input).toMatchObject({ kind: "result", session_id: sid, role: "planner", op: "plan", outcome: { ok: false, error: { code, retryable: false } } });
+      const input = r?.input;
+      expect(input?.kind === "result" && !input.outcome.ok && input.outcome.error.message).toMatch(text);
+    }
+    const [dead] = await listDeadLetters(nc, naming);
+    expect(dead).toMatchObject({ kind: "task", originalSubject: subject, reason: expect.stringMatching(/unsupported schema version 7/) });
+    await sleep(1200);
+    expect(handled).toEqual([]);
+    expect(w.stats.redelivered).toBe(0);
+    expect(await streamMessages(nc, naming.streams.tasks)).toHaveLength(0);
   });
 
   it("keeps the lease with working(): a 2.5 s task under a 1 s ack_wait is delivered exactly once", async () => {
@@ -198,6 +244,27 @@ describe("startWorker", () => {
     expect(deliveries).toEqual([1]);
     expect(w.stats.redelivered).toBe(0);
     expect(await results(naming)).toHaveLength(1);
+  });
+
+  it("fetches only for free slots: concurrency 2, ack_wait 1 s, 2.5 s handler, 3 tasks -> each delivered exactly once", async () => {
+    const { naming, publisher } = await setup({ taskAckWaitMs: 1000 });
+    const deliveries = new Map<string, number[]>();
+    const { w } = await worker(naming, async (t, ctx) => {
+      deliveries.set(t.task_id, [...(deliveries.get(t.task_id) ?? []), ctx.deliveryCount]);
+      await sleep(2500);
+      return ok();
+    }, { ackWaitMs: 1000, concurrency: 2 });
+    const sid = sessionId();
+    const ids = [0, 1, 2].map((i) => taskId(sid, 1, i, 0));
+    for (const id of ids) await publisher.publishTask(makeTask(sid, { task_id: id }));
+    await waitFor(() => w.stats.processed === 3, 20_000, "three slow tasks done");
+    // past ack_wait again: a task that sat unleased in a buffer would come back now
+    await sleep(1500);
+    expect(Object.fromEntries(deliveries)).toEqual(Object.fromEntries(ids.map((id) => [id, [1]])));
+    expect(w.stats.redelivered).toBe(0);
+    expect(await results(naming)).toHaveLength(3);
+    const ci = await (await jetstreamManager(nc)).consumers.info(naming.streams.tasks, naming.consumers.role("planner"));
+    expect(ci.num_redelivered).toBe(0);
   });
 
   it("aborts the handler's signal on a cancel notice for its session and reports cancelled", async () => {
@@ -222,6 +289,28 @@ describe("startWorker", () => {
     expect((reason as AgentmeshError).code).toBe("cancelled");
     const [r] = await results(naming);
     expect(r!.input).toMatchObject({ outcome: { ok: false, error: { code: "cancelled", retryable: false } } });
+  });
+
+  it("never starts a queued task of a cancelled session: the model is not called, the outcome is cancelled", async () => {
+    const { naming, publisher } = await setup();
+    const cancelled = sessionId();
+    const live = sessionId();
+    // queued while no agent runs, so no one hears the broadcast
+    for (let i = 0; i < 3; i++) await publisher.publishTask(makeTask(cancelled, { task_id: taskId(cancelled, 1, i, 0) }));
+    await publisher.publishCancel({ v: SCHEMA_VERSION, session_id: cancelled, reason: "user asked" });
+    await publisher.publishTask(makeTask(live, { task_id: taskId(live, 1, 0, 0) }));
+    const modelCalls: string[] = [];
+    const { w } = await worker(naming, async (task) => {
+      modelCalls.push(task.task_id);
+      return ok();
+    });
+    await waitFor(async () => (await results(naming)).length === 4, 10_000, "four outcomes");
+    expect(modelCalls).toEqual([taskId(live, 1, 0, 0)]);
+    const outcomes = (await results(naming)).map((r) => r.input).filter((i) => i.session_id === cancelled);
+    expect(outcomes).toHaveLength(3);
+    for (const i of outcomes) expect(i).toMatchObject({ kind: "result", outcome: { ok: false, error: { code: "cancelled", retryable: false } } });
+    expect(w.stats).toMatchObject({ processed: 1, failed: 3, redelivered: 0 });
+    expect(await streamMessages(nc, naming.streams.tasks)).toHaveLength(0);
   });
 
   it("never works a task whose deadline has passed; reports deadline_exceeded", async () => {

@@ -1,5 +1,7 @@
 import { AgentmeshError, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import { cancelledChecker } from "./cancelled.js";
+import { publishDeadLetter, recoverIds } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
@@ -12,7 +14,7 @@ import type { CrashHook, TaskHandler, Worker, WorkStats } from "./types.js";
 export interface WorkerOptions {
   readonly naming: Naming;
   readonly role: string;
-  /** Tasks worked at once; also the consume batch, so no task waits in a local buffer for long. */
+  /** Tasks worked at once; each pull asks only for the free slots, so no task waits unleased in a buffer. */
   readonly concurrency: number;
   /** The consumer's ack_wait; working() is sent every third of it. */
   readonly ackWaitMs: number;
@@ -46,6 +48,16 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   const publisher = createPublisher(nc, naming, log);
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
   const bySession = new Map<string, Set<AbortController>>();
+  const readCancelled = cancelledChecker(nc, naming);
+  /** A failed lookup works the task (as before the bucket existed); the cancel broadcast still reaches it. */
+  async function sessionCancelled(sessionId: string): Promise<boolean> {
+    try {
+      return await readCancelled(sessionId);
+    } catch (err) {
+      log.warn({ ...what, session_id: sessionId, err }, "cannot read the cancelled-sessions bucket; working the task");
+      return false;
+    }
+  }
 
   const cancelSub: Subscription = nc.subscribe(naming.cancelAll, {
     callback: (err, msg) => {
@@ -58,14 +70,38 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     },
   });
 
-  function drop(entry: InFlight, reason: string): void {
-    entry.settled = true;
-    entry.msg.term();
+  /**
+   * A task that can never be worked. When its session and task ids can be recovered, the session
+   * gets a typed non-retryable failure at once (instead of waiting out its deadline); otherwise
+   * (or when it was routed to the wrong role or op) it goes to the dead letters. Then it is termed.
+   */
+  async function unworkable(entry: InFlight, code: WireError["code"], reason: string, mayReport: boolean): Promise<void> {
+    const m = entry.msg;
     counts.dropped++;
-    log.warn({ ...what, subject: entry.msg.subject, seq: entry.msg.seq, reason }, "dropping a task that can never be processed");
+    const ids = mayReport ? recoverIds(m.data, m.headers) : { taskId: null, sessionId: null };
+    const op = m.subject.startsWith(`${naming.task(role, "")}`) ? m.subject.slice(naming.task(role, "").length) : "";
+    if (ids.taskId !== null && ids.sessionId !== null && op.length > 0 && op.length <= 40 && !op.includes(".")) {
+      log.warn({ ...what, subject: m.subject, seq: m.seq, task_id: ids.taskId, session_id: ids.sessionId, reason }, "unreadable task; reporting a non-retryable failure to its session");
+      const error = wireFailure(code, `the ${role} agent could not read task ${ids.taskId}: ${reason}`, role);
+      return report(entry, { session_id: ids.sessionId, task_id: ids.taskId, role, op }, { ok: false, error, provenance: null });
+    }
+    try {
+      await publishDeadLetter(nc, naming, role, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
+    } catch (err) {
+      if (entry.settled) return;
+      entry.settled = true;
+      const delay = retryDelayMs(m.info.deliveryCount);
+      log.error({ ...what, seq: m.seq, err, delay_ms: delay }, "cannot dead-letter an unworkable task; retrying later");
+      m.nak(delay);
+      return;
+    }
+    if (entry.settled) return;
+    entry.settled = true;
+    m.term();
+    log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
   }
 
-  async function report(entry: InFlight, task: TaskEnvelope, outcome: TaskOutcome): Promise<void> {
+  async function report(entry: InFlight, task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">, outcome: TaskOutcome): Promise<void> {
     const m = entry.msg;
     const traceparent = childTraceparent(readHeader(m.headers, "traceparent"));
     const input = (o: TaskOutcome): InboxInput => ({
@@ -113,16 +149,23 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     const deliveryCount = m.info.deliveryCount;
     if (deliveryCount > 1) counts.redelivered++;
     const d = decodeMessage(m.data, TaskEnvelope, "task");
-    if (!d.ok) return drop(entry, d.reason);
+    if (!d.ok) return unworkable(entry, d.code, d.reason, true);
     const task = d.value;
-    if (task.role !== role) return drop(entry, `task for role "${task.role}" arrived on the "${role}" consumer`);
-    if (m.subject !== naming.task(task.role, task.op)) return drop(entry, `task for ${task.role}.${task.op} arrived on ${m.subject}`);
+    // misrouted: this role may not answer for another one, so only the dead letters can keep it
+    if (task.role !== role) return unworkable(entry, "invalid_message", `task for role "${task.role}" arrived on the "${role}" consumer`, false);
+    if (m.subject !== naming.task(task.role, task.op)) return unworkable(entry, "invalid_message", `task for ${task.role}.${task.op} arrived on ${m.subject}`, false);
     const tlog = { ...what, task_id: task.task_id, session_id: task.session_id, op: task.op, delivery: deliveryCount };
 
     const now = clock();
     if (task.deadline_at !== null && task.deadline_at <= now) {
       log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
       const error = wireFailure("deadline_exceeded", `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`, role);
+      return report(entry, task, { ok: false, error, provenance: null });
+    }
+
+    if (await sessionCancelled(task.session_id)) {
+      log.info(tlog, "session was cancelled before this task started; reporting cancelled without working it");
+      const error = wireFailure("cancelled", `session ${task.session_id} was cancelled before task ${task.task_id} started`, role);
       return report(entry, task, { ok: false, error, provenance: null });
     }
 

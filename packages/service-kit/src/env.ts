@@ -57,6 +57,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_MAX_WALL_MS", schema: int(1000).optional(), default: "— (unlimited)", description: "default wall-clock budget per session (ends it as budget_exceeded)", usedBy: ["coordinator"] },
   { name: "AGENTMESH_COORDINATOR_CONCURRENCY", schema: int(1).default(16), default: "16", description: "inbox messages one coordinator steps at once", usedBy: ["coordinator"] },
   { name: "AGENTMESH_SESSION_TTL_MS", schema: int(1000).default(7 * 24 * 3600 * 1000), default: "604800000", description: "sliding TTL of a live session's keys", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_CANCELLED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "how long a cancelled or ended session stays in the KV bucket agents check before starting a task", usedBy: ["coordinator"] },
   { name: "AGENTMESH_FINISHED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "TTL of a finished session's keys", usedBy: ["coordinator"] },
   { name: "AGENTMESH_REQUIRE_DURABLE", schema: flag.default(false), default: "0", description: "refuse to start unless Redis has AOF, appendfsync always and no eviction", usedBy: ["coordinator"] },
 ] as const satisfies readonly EnvVar[];

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
-import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request } from "@agentmesh/messaging";
+import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
@@ -168,31 +168,58 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
   });
 }
 
-/** A live session is stuck when a deadline passed more than `graceMs` ago and nothing ended it. */
-export function stuckReason(state: SessionState, now: number, graceMs: number): string | null {
+/**
+ * A live session is stuck when a deadline passed more than `graceMs` ago and nothing ended it,
+ * or when an inbox input of its own was dead-lettered (`deadInbox`: their dead-letter sequences):
+ * a lost start leaves it at version 0 forever, a lost cancel lets it spend, a lost reply strands it.
+ */
+export function stuckReason(state: SessionState, now: number, graceMs: number, deadInbox: readonly number[] = []): string | null {
   const m = state.meta;
   if (isTerminal(m.status)) return null;
+  if (deadInbox.length > 0) return deadInboxReason(deadInbox);
   if (m.deadline_at !== null && now > m.deadline_at + graceMs) return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
   const late = m.awaiting.find((a) => a.deadline_at !== null && now > a.deadline_at + graceMs);
   if (late) return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
   return null;
 }
 
+function deadInboxReason(seqs: readonly number[]): string {
+  return `${seqs.length} inbox input(s) dead-lettered (re-drive: agentmesh dead-letters --redrive ${seqs.join(" ")})`;
+}
+
+/** Dead-lettered inbox inputs by session id (their dead-letter sequences). */
+export function deadInboxBySession(list: readonly DeadLetter[]): Map<string, number[]> {
+  const out = new Map<string, number[]>();
+  for (const d of list) {
+    if (d.kind !== "inbox" || d.sessionId === null) continue;
+    out.set(d.sessionId, [...(out.get(d.sessionId) ?? []), d.seq]);
+  }
+  return out;
+}
+
 /**
  * `agentmesh sessions [--stuck]`: the sessions in Redis (bounded scan), or only the live ones
- * past a deadline that nothing has ended (the target is always zero; exit 1 when there are any).
+ * past a deadline that nothing has ended or with a dead-lettered inbox input (the target is
+ * always zero; exit 1 when there are any).
  */
 export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: number; graceMs: number; json: boolean }, out: Out): Promise<number> {
+  const deadInbox = opts.stuck ? deadInboxBySession(await withNats(cfg, (nc) => listDeadLetters(nc, makeNaming(cfg.prefix), 10_000))) : new Map<string, number[]>();
   const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
   try {
     const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
     const now = Date.now();
     const rows: Array<{ session_id: string; workflow: string; status: string; version: number; age_s: number; stuck: string | null }> = [];
-    for (const sid of await store.listSessions(opts.limit)) {
+    const listed = await store.listSessions(opts.limit);
+    // a session with a dead-lettered input is looked up even when the bounded scan missed it
+    for (const sid of new Set([...listed, ...deadInbox.keys()])) {
       const loaded = await store.load(sid).catch(() => null);
-      if (!loaded) continue;
+      const dead = deadInbox.get(sid) ?? [];
+      if (!loaded) {
+        if (dead.length > 0) rows.push({ session_id: sid, workflow: "?", status: "not in Redis", version: 0, age_s: 0, stuck: deadInboxReason(dead) });
+        continue;
+      }
       const m = loaded.state.meta;
-      const stuck = stuckReason(loaded.state, now, opts.graceMs);
+      const stuck = stuckReason(loaded.state, now, opts.graceMs, dead);
       if (opts.stuck && !stuck) continue;
       rows.push({ session_id: sid, workflow: m.workflow, status: m.status, version: m.version, age_s: Math.round((now - m.created_at) / 1000), stuck });
     }
@@ -208,7 +235,7 @@ export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: nu
   }
 }
 
-/** `agentmesh dead-letters [--redrive <seq>|--redrive-all]`: tasks no agent finished within their deliveries. */
+/** `agentmesh dead-letters [--redrive <seq>|--redrive-all]`: tasks no agent finished, inbox inputs no coordinator applied. */
 export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all: boolean; json: boolean }, out: Out): Promise<number> {
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
@@ -218,14 +245,17 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
       if (opts.json) out.line(JSON.stringify(list, null, 2));
       else {
         out.line(`${list.length} dead letter(s) in ${naming.streams.dead}`);
-        for (const d of list) out.line(`  #${d.seq}  ${d.at}  ${d.originalSubject}  task ${d.taskId ?? "?"}  after ${d.deliveries} deliveries`);
+        for (const d of list) {
+          const what = d.kind === "inbox" ? `session ${d.sessionId ?? "?"}` : `task ${d.taskId ?? "?"}`;
+          out.line(`  #${d.seq}  ${d.at}  ${d.originalSubject}  ${what}  after ${d.deliveries} deliveries${d.reason ? `: ${d.reason}` : ""}`);
+        }
       }
       return 0;
     }
     let missing = 0;
     for (const seq of targets) {
       const d = await redriveDeadLetter(nc, naming, seq);
-      if (d) out.line(`re-driven #${seq} → ${d.originalSubject} (task ${d.taskId ?? "?"})`);
+      if (d) out.line(`re-driven #${seq} → ${d.originalSubject} (${d.kind === "inbox" ? `session ${d.sessionId ?? "?"}` : `task ${d.taskId ?? "?"}`})`);
       else { missing++; out.err(`agentmesh: no dead letter #${seq}`); }
     }
     return missing ? 1 : 0;

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { testSessionState } from "@agentmesh/session-store/testing";
 import type { SessionState } from "@agentmesh/contracts";
-import { stuckReason } from "./commands.js";
+import { deadInboxBySession, stuckReason } from "./commands.js";
 
 const T = 1_700_000_000_000;
 const with_ = (patch: Partial<SessionState["meta"]>): SessionState => {
@@ -27,5 +27,19 @@ describe("agentmesh sessions --stuck", () => {
     for (const status of ["completed", "failed", "cancelled", "budget_exceeded"] as const) {
       expect(stuckReason(with_({ status, deadline_at: T, awaiting: [task(T)] }), T + 10 ** 9, 0)).toBeNull();
     }
+  });
+
+  test("a live session with a dead-lettered inbox input is stuck at once; a finished one is not", () => {
+    const s = with_({ status: "running", deadline_at: null });
+    expect(stuckReason(s, T, 60_000)).toBeNull();
+    expect(stuckReason(s, T, 60_000, [7, 9])).toBe("2 inbox input(s) dead-lettered (re-drive: agentmesh dead-letters --redrive 7 9)");
+    expect(stuckReason(with_({ status: "completed" }), T, 60_000, [7])).toBeNull();
+  });
+
+  test("dead letters are grouped by session; task dead letters and unknown sessions are left out", () => {
+    const d = (seq: number, kind: "task" | "inbox", sessionId: string | null) =>
+      ({ seq, kind, sessionId, subject: "", originalSubject: "", originalSeq: 0, deliveries: 1, taskId: null, reason: null, at: "" });
+    const m = deadInboxBySession([d(1, "inbox", "a"), d(2, "task", "a"), d(3, "inbox", "b"), d(4, "inbox", "a"), d(5, "inbox", null)]);
+    expect([...m.entries()]).toEqual([["a", [1, 4]], ["b", [3]]]);
   });
 });

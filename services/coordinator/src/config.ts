@@ -6,6 +6,7 @@ const NAMES = [
   "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
+  "AGENTMESH_CANCELLED_TTL_MS",
 ] as const;
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
@@ -24,6 +25,7 @@ export interface CoordinatorConfig {
   readonly defaults: RuntimeDefaults;
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
+  readonly cancelledTtlMs: number;
   readonly requireDurable: boolean;
 }
 
@@ -53,6 +55,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
+    cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
   });
 }

@@ -35,6 +35,7 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
     taskAckWaitMs: cfg.taskAckWaitMs,
     inboxAckWaitMs: cfg.inboxAckWaitMs,
     taskMaxDeliver: cfg.taskMaxDeliver,
+    cancelledTtlMs: cfg.cancelledTtlMs,
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
     storeReady: () => deps.redis.status === "ready",
   });

@@ -17,6 +17,8 @@ export interface CoordinatorServiceOptions {
   readonly taskAckWaitMs: number;
   readonly inboxAckWaitMs: number;
   readonly taskMaxDeliver: number;
+  /** How long a session stays in the cancelled-sessions KV bucket; default 1 day. */
+  readonly cancelledTtlMs?: number;
   readonly crash?: CrashHook;
   readonly timerPollMs?: number;
   /** Whether the store answers (readiness); e.g. the Redis client's status is "ready". */
@@ -47,6 +49,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     eventsMaxAgeMs: 7 * 24 * 3600 * 1000,
     duplicateWindowMs: 10 * 60 * 1000,
     maxAckPendingPerRole: 1000,
+    ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
   const core = createCoordinatorCore({ store: opts.store, publisher, log, defaults: opts.defaults, crash: opts.crash });
