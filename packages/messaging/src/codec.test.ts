@@ -2,7 +2,7 @@ import { LIMITS, SCHEMA_VERSION, TaskEnvelope, Traceparent } from "@agentmesh/co
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { parseNatsUrl, redact } from "./connect.js";
-import { decodeMessage, retryDelayMs } from "./decode.js";
+import { decodeMessage, jsonDepth, MAX_JSON_DEPTH, retryDelayMs } from "./decode.js";
 import { MICRO_NAME, SEMVER } from "./micro.js";
 import { encodeBounded } from "./publisher.js";
 import { childTraceparent, newTraceparent } from "./trace.js";
@@ -21,6 +21,26 @@ describe("decodeMessage", () => {
     expect(decodeMessage(enc({ ...task, v: 2 }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("unsupported schema version 2") });
     expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("version (none)") });
     expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("task_id") });
+  });
+  it("refuses bytes that are not UTF-8 instead of reading them as U+FFFD", () => {
+    const text = enc(task);
+    const at = text.indexOf(0x22) + 1;
+    const bad = Uint8Array.from([...text.subarray(0, at), 0xc3, 0x28, ...text.subarray(at)]);
+    expect(decodeMessage(bad, TaskEnvelope, "task")).toEqual({ ok: false, reason: "task is not valid UTF-8" });
+  });
+  it(`refuses nesting deeper than ${MAX_JSON_DEPTH} levels before parsing, wherever it is (a poison input)`, () => {
+    const nest = (n: number) => "[".repeat(n) + "]".repeat(n);
+    const withInput = (n: number) => new TextEncoder().encode(JSON.stringify({ ...task, input: "@" }).replace('"@"', nest(n)));
+    expect(decodeMessage(withInput(MAX_JSON_DEPTH - 1), TaskEnvelope, "task").ok).toBe(true);
+    expect(decodeMessage(withInput(MAX_JSON_DEPTH), TaskEnvelope, "task")).toEqual({ ok: false, reason: `task nests ${MAX_JSON_DEPTH + 1} levels deep, limit ${MAX_JSON_DEPTH}` });
+    expect(decodeMessage(withInput(100_000), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("100001 levels deep") });
+    // deep in the version field too: the error message must not try to print it
+    const deepV = new TextEncoder().encode(`{"v":${nest(60)}}`);
+    expect(decodeMessage(deepV, TaskEnvelope, "task")).toEqual({ ok: false, reason: "task has unsupported schema version a list, expected 1" });
+  });
+  it("counts brackets inside strings (and escaped quotes) as text, not nesting", () => {
+    expect(jsonDepth(JSON.stringify({ a: "[[[[{{{{", b: ['\\"[[', { c: [] }] }))).toBe(4);
+    expect(jsonDepth(JSON.stringify("[".repeat(1000)))).toBe(0);
   });
 });
 

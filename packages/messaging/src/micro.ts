@@ -1,5 +1,6 @@
 import { AgentmeshError, ERROR_CODES, LIMITS, type ErrorCode } from "@agentmesh/contracts";
 import { headers as natsHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import { parseJsonBody } from "./decode.js";
 import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
 
@@ -81,11 +82,9 @@ function parseBody(m: Msg): unknown {
   if (m.data.byteLength > LIMITS.maxMessageBytes) {
     throw new AgentmeshError("payload_too_large", `request is ${m.data.byteLength} bytes, limit ${LIMITS.maxMessageBytes}`);
   }
-  try {
-    return JSON.parse(m.string());
-  } catch {
-    throw new AgentmeshError("invalid_message", "request body is not JSON");
-  }
+  const parsed = parseJsonBody(m.data, "request body");
+  if (!parsed.ok) throw new AgentmeshError("invalid_message", parsed.reason);
+  return parsed.value;
 }
 
 /**
