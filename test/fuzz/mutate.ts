@@ -107,6 +107,11 @@ export function mutatedArb(valid: fc.Arbitrary<unknown>): fc.Arbitrary<FuzzInput
   });
 }
 
+/** A valid value whose field at `path` nests `DEEP_LEVELS` levels (where `z.unknown()` would take it). */
+export function deepAtArb(valid: fc.Arbitrary<unknown>, path: Path): fc.Arbitrary<FuzzInput> {
+  return valid.map((v) => ({ kind: "deep_nesting" as const, note: `/${path.join("/")} nested ${DEEP_LEVELS} levels`, bytes: enc.encode(serialise(setAt(v, path, RAW), DEEP_TEXT)) }));
+}
+
 /** Valid JSON text with invalid UTF-8 bytes spliced into one of its strings. */
 function badUtf8(v: unknown, at: number, bytes: readonly number[]): Uint8Array {
   const text = enc.encode(JSON.stringify(v));
@@ -124,18 +129,18 @@ function padded(v: unknown, targetBytes: number): Uint8Array {
   return enc.encode(base.replace('"padding":""', `"padding":"${"p".repeat(Math.max(0, targetBytes - base.length))}"`));
 }
 
-/** Every kind of hostile input built from valid values of one schema, in the given shares (of 100). */
+/** Every kind of hostile input built from valid values of one schema, in the given shares (weights sum to 100). */
 export function fuzzInputsArb(valid: fc.Arbitrary<unknown>): fc.Arbitrary<FuzzInput> {
   const deep = (v: unknown) => setAt(v, ["deep"], RAW);
   return fc.oneof(
     { weight: 10, arbitrary: valid.map((v) => ({ kind: "valid" as const, note: "valid", bytes: enc.encode(JSON.stringify(v)) })) },
     { weight: 40, arbitrary: mutatedArb(valid) },
-    { weight: 4, arbitrary: valid.map((v) => ({ kind: "deep_nesting" as const, note: `extra field nested ${DEEP_LEVELS} levels`, bytes: enc.encode(serialise(deep(v), DEEP_TEXT)) })) },
-    { weight: 2, arbitrary: valid.map((v) => ({ kind: "huge_near_limit" as const, note: "one byte under the limit", bytes: padded(v, LIMITS.maxMessageBytes - 1) })) },
-    { weight: 2, arbitrary: valid.map((v) => ({ kind: "huge_over_limit" as const, note: "one byte over the limit", bytes: padded(v, LIMITS.maxMessageBytes + 1) })) },
+    { weight: 2, arbitrary: valid.map((v) => ({ kind: "deep_nesting" as const, note: `extra field nested ${DEEP_LEVELS} levels`, bytes: enc.encode(serialise(deep(v), DEEP_TEXT)) })) },
+    { weight: 1, arbitrary: valid.map((v) => ({ kind: "huge_near_limit" as const, note: "one byte under the limit", bytes: padded(v, LIMITS.maxMessageBytes - 1) })) },
+    { weight: 1, arbitrary: valid.map((v) => ({ kind: "huge_over_limit" as const, note: "one byte over the limit", bytes: padded(v, LIMITS.maxMessageBytes + 1) })) },
     { weight: 12, arbitrary: fc.tuple(valid, fc.nat(), fc.constantFrom(...BAD_UTF8_SEQUENCES)).map(([v, at, b]) => ({ kind: "bad_utf8" as const, note: `bytes ${b.map((x) => x.toString(16)).join(" ")}`, bytes: badUtf8(v, at, b) })) },
     { weight: 6, arbitrary: fc.constantFrom("null", "true", "1", '"text"', "[]", '[{"v":1}]', "{}", '{"v":2}', '{"v":"1"}').map((t) => ({ kind: "wrong_top_type" as const, note: t, bytes: enc.encode(t) })) },
-    { weight: 12, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((j) => ({ kind: "random_json" as const, note: "random json", bytes: enc.encode(JSON.stringify({ v: 1, ...(typeof j === "object" && j !== null && !Array.isArray(j) ? j : { value: j }) })) })) },
+    { weight: 16, arbitrary: fc.jsonValue({ maxDepth: 3 }).map((j) => ({ kind: "random_json" as const, note: "random json", bytes: enc.encode(JSON.stringify({ v: 1, ...(typeof j === "object" && j !== null && !Array.isArray(j) ? j : { value: j }) })) })) },
     { weight: 6, arbitrary: fc.uint8Array({ minLength: 0, maxLength: 64 }).map((b) => ({ kind: "random_bytes" as const, note: "random bytes", bytes: b })) },
     { weight: 6, arbitrary: valid.chain((v) => { const t = JSON.stringify(v); return fc.nat(t.length).map((n) => ({ kind: "not_json" as const, note: "truncated", bytes: enc.encode(t.slice(0, n) + (n % 2 ? "" : "}}]")) })); }) },
   );
