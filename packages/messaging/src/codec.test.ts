@@ -22,6 +22,16 @@ describe("decodeMessage", () => {
     expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("version (none)") });
     expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("task_id") });
   });
+  it("refuses bytes that are not UTF-8 instead of reading them as U+FFFD", () => {
+    const text = enc(task);
+    const at = text.indexOf(0x22) + 1;
+    const bad = Uint8Array.from([...text.subarray(0, at), 0xc3, 0x28, ...text.subarray(at)]);
+    expect(decodeMessage(bad, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task is not valid UTF-8" });
+  });
+  it("never prints an unexpected version whole (a deep value in \"v\" must not break the error message)", () => {
+    const deepV = new TextEncoder().encode(`{"v":${"[".repeat(60)}${"]".repeat(60)}}`);
+    expect(decodeMessage(deepV, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task has unsupported schema version a list, expected 1" });
+  });
 });
 
 /** A task whose whole body nests exactly `depth` levels (the envelope object is level 1). */

@@ -46,8 +46,14 @@ export function parseBoundedJson(
   if (jsonDepthOver(data, LIMITS.maxJsonDepth)) {
     return { ok: false, code: "invalid_message", reason: `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels` };
   }
+  let text: string;
   try {
-    return { ok: true, value: JSON.parse(new TextDecoder().decode(data)) };
+    text = new TextDecoder("utf-8", { fatal: true }).decode(data);
+  } catch {
+    return { ok: false, code: "invalid_message", reason: `${what} is not valid UTF-8` };
+  }
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
   } catch {
     return { ok: false, code: "invalid_message", reason: `${what} is not JSON` };
   }
@@ -58,6 +64,13 @@ export function parseBoundedJsonOrThrow(data: Uint8Array, what: string, maxBytes
   const r = parseBoundedJson(data, what, maxBytes);
   if (!r.ok) throw new AgentmeshError(r.code, r.reason);
   return r.value;
+}
+
+/** A short description of an unexpected value for an error message (never the whole value). */
+export function describeValue(v: unknown): string {
+  if (v === undefined) return "(none)";
+  if (v === null || typeof v !== "object") return (JSON.stringify(v) ?? String(typeof v)).slice(0, 40);
+  return Array.isArray(v) ? "a list" : "an object";
 }
 
 /**
@@ -71,7 +84,7 @@ export function decodeMessage<S extends z.ZodType>(data: Uint8Array, schema: S, 
   const raw = parsed.value;
   const v = typeof raw === "object" && raw !== null ? (raw as { v?: unknown }).v : undefined;
   if (v !== SCHEMA_VERSION) {
-    return { ok: false, code: "invalid_message", reason: `${what} has unsupported schema version ${JSON.stringify(v) ?? "(none)"}, expected ${SCHEMA_VERSION}` };
+    return { ok: false, code: "invalid_message", reason: `${what} has unsupported schema version ${describeValue(v)}, expected ${SCHEMA_VERSION}` };
   }
   const r = schema.safeParse(raw);
   if (!r.success) return { ok: false, code: "invalid_message", reason: `invalid ${what}: ${formatZodError(r.error)}` };
