@@ -1,9 +1,10 @@
-import { describe, expect, test } from "vitest";
+import { describe, expect, test, vi } from "vitest";
 import { SCHEMA_VERSION, inputIds, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { createInMemorySessionStore, testCommit, testSessionState } from "@agentmesh/session-store/testing";
+import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
-import { createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
+import { CAS_BACKOFF, casBackoffMs, createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
 
 const log = createLogger({ service: "test", level: "silent" });
 const SID = "coretest00000001";
@@ -158,5 +159,44 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     }
     expect(resultWins).toBeGreaterThan(0);
     expect(resultWins).toBeLessThan(200);
+  });
+
+  test("an unreadable timer member is removed at its first firing, with one warning", async () => {
+    const { store, rec, now } = setup();
+    const s = testSessionState("sess-badtimer-1");
+    await store.create(s);
+    await store.commit(testCommit(s, "in:a", { timers: [{ member: "garbage-member", dueAt: now.t }, { member: "task:not-a-task-id", dueAt: now.t }] }));
+    const warnLog = createLogger({ service: "test", level: "silent" });
+    const warn = vi.spyOn(warnLog, "warn");
+    const core = createCoordinatorCore({ store, publisher: rec.publisher, log: warnLog, defaults: DEFAULTS, now: () => now.t });
+    expect(await core.fireDueTimers()).toBe(2);
+    expect(warn).toHaveBeenCalledTimes(2);
+    // Past the lease a leased member would come due again; a removed one never does.
+    now.t += 60_000;
+    expect(await core.fireDueTimers()).toBe(0);
+    expect(await store.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    expect(warn).toHaveBeenCalledTimes(2);
+    expect(rec.inbox).toEqual([]);
+  });
+
+  test("CAS conflicts back off exponentially with jitter, capped, then give up for redelivery", async () => {
+    const { store, rec, core: first } = setup();
+    const start = await submit(first, rec);
+    // A store where every commit loses the race, as if another coordinator always got there first.
+    const losing: SessionStore = { ...store, commit: async () => ({ ok: false, reason: "conflict", currentVersion: 7 }) };
+    const sleeps: number[] = [];
+    const core = createCoordinatorCore({
+      store: losing, publisher: rec.publisher, log, defaults: DEFAULTS,
+      sleep: async (ms) => { sleeps.push(ms); }, random: () => 0.5,
+    });
+    expect(await core.handleInput(start)).toBe("retry");
+    expect(core.stats.conflicts).toBe(25);
+    expect(sleeps).toHaveLength(25);
+    expect(sleeps.slice(0, 6)).toEqual([2, 5, 10, 20, 40, 80]);
+    expect(Math.max(...sleeps)).toBe(CAS_BACKOFF.capMs / 2);
+    // Full jitter: the wait spans [0, ceiling) as the random source does.
+    expect(casBackoffMs(3, () => 0)).toBe(0);
+    expect(casBackoffMs(3, () => 0.999)).toBe(39);
+    expect(casBackoffMs(40, () => 0.999)).toBe(CAS_BACKOFF.capMs - 1);
   });
 });

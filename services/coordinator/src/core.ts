@@ -22,6 +22,10 @@ export interface CoordinatorCoreDeps {
   readonly crash?: CrashHook;
   readonly now?: () => number;
   readonly newSessionId?: () => string;
+  /** Waits between CAS attempts (default a timer); injected so tests see the backoff without waiting. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Jitter source in [0, 1) (default `Math.random`). */
+  readonly random?: () => number;
 }
 
 /** Counters a coordinator reports in its `$SRV` stats. */
@@ -38,6 +42,19 @@ export interface CoordinatorStats {
 
 /** How many times one inbox message is re-stepped after losing compare-and-set races. */
 const MAX_CAS_ATTEMPTS = 25;
+/** First and largest wait between CAS attempts (ms): all 25 attempts stay well inside the inbox lease. */
+export const CAS_BACKOFF = { baseMs: 5, capMs: 200 } as const;
+
+/**
+ * The wait before CAS attempt `attempt + 1`: exponential from `baseMs`, capped at `capMs`, with
+ * full jitter (uniform in [0, that]) so coordinators that collided once do not collide again in step.
+ */
+export function casBackoffMs(attempt: number, random: () => number): number {
+  const ceiling = Math.min(CAS_BACKOFF.capMs, CAS_BACKOFF.baseMs * 2 ** attempt);
+  return Math.floor(ceiling * Math.min(Math.max(random(), 0), 1));
+}
+
+const timerSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The coordinator's logic, independent of how messages arrive: submit, step one inbox input,
@@ -48,6 +65,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const now = deps.now ?? Date.now;
   const crash = deps.crash ?? (() => {});
   const newSessionId = deps.newSessionId ?? (() => randomUUID().replaceAll("-", ""));
+  const sleep = deps.sleep ?? timerSleep;
+  const random = deps.random ?? Math.random;
   const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
   const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version", message: string): SubmitReply => {
@@ -146,8 +165,12 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       });
       if (!res.ok) {
         if (res.reason === "missing") return "ack";
-        if (res.reason === "conflict") stats.conflicts++;
-        continue; // conflict: another coordinator moved the session; already_applied: next pass acks
+        if (res.reason === "conflict") {
+          // Another coordinator moved the session: back off before re-loading, or 25 tight retries burn out in milliseconds.
+          stats.conflicts++;
+          await sleep(casBackoffMs(attempt, random));
+        }
+        continue; // already_applied: the next pass acks
       }
       crash("after-cas");
       stats.applied++;
@@ -165,7 +188,9 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     for (const member of members) {
       const t = parseTimerMember(member);
       if (!t) {
-        deps.log.warn({ member }, "unreadable timer member");
+        // Nothing can ever fire or clear it: remove it now, or it comes due again every lease and warns forever.
+        await store.removeTimers([member]);
+        deps.log.warn({ member }, "removed unreadable timer member");
         continue;
       }
       const input: InboxInput =
