@@ -44,7 +44,7 @@ describe("human input: pause", () => {
   });
 
   it("does not charge the pause to the wall-clock budget", () => {
-    const defaults: RuntimeDefaults = { budgets: { ...UNLIMITED, max_wall_ms: 60_000 }, taskDeadlineMs: 30_000, sessionDeadlineMs: null };
+    const defaults: RuntimeDefaults = { budgets: { ...UNLIMITED, max_wall_ms: 60_000 }, ceilings: UNLIMITED, taskDeadlineMs: 30_000, sessionDeadlineMs: null };
     const h = bbHarness({ defaults });
     paused(h);
     h.now += HOUR;

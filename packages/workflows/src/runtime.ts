@@ -30,9 +30,8 @@ export interface CreateSessionArgs {
 export function createSession(args: CreateSessionArgs): SessionState {
   const def = getWorkflow(args.workflow);
   if (!def) throw new Error(`unknown workflow "${args.workflow}"`);
-  const over = args.options.budgets ?? {};
-  // A client's explicit null lifts a default limit; an absent key keeps it.
-  const pick = <K extends keyof Budgets>(k: K): Budgets[K] => (over[k] === undefined ? args.defaults.budgets[k] : (over[k] as Budgets[K]));
+  const budgets = effectiveBudgets(args.options.budgets ?? {}, args.defaults);
+  const pick = <K extends keyof Budgets>(k: K): Budgets[K] => budgets[k];
   const { now } = args;
   const maxWall = pick("max_wall_ms");
   // The session timer fires at whichever comes first: the deadline or the wall-clock budget.
@@ -56,6 +55,20 @@ export function createSession(args: CreateSessionArgs): SessionState {
     },
     data: def.init(args.query, args.options),
   };
+}
+
+/**
+ * A session's budgets: what the client asked for (an absent key takes the server default), never
+ * above the server's ceiling; an explicit null ("no limit") and a null default get the ceiling.
+ */
+export function effectiveBudgets(requested: Partial<Budgets>, defaults: Pick<RuntimeDefaults, "budgets" | "ceilings">): Budgets {
+  const one = <K extends keyof Budgets>(k: K): Budgets[K] => {
+    const wanted = requested[k] === undefined ? defaults.budgets[k] : requested[k];
+    const ceiling = defaults.ceilings[k];
+    if (wanted === null || wanted === undefined) return ceiling;
+    return (ceiling === null ? wanted : Math.min(wanted, ceiling)) as Budgets[K];
+  };
+  return { max_steps: one("max_steps"), max_tokens: one("max_tokens"), max_cost_usd: one("max_cost_usd"), max_wall_ms: one("max_wall_ms") };
 }
 
 const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop", reason, detail });

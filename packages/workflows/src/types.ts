@@ -81,7 +81,14 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
 
 /** Runtime defaults the coordinator passes in (from config), so step() stays pure. */
 export interface RuntimeDefaults {
+  /** Budgets of a session whose client set none (null = up to the ceiling). */
   readonly budgets: Budgets;
+  /**
+   * The server's ceilings, which no request can raise: a session's budget is
+   * `min(requested ?? default, ceiling)`, and an explicit null gets the ceiling. A null ceiling
+   * means none (tests); the coordinator's config always sets all four.
+   */
+  readonly ceilings: Budgets;
   /** Deadline of each awaited task (ms after dispatch); null = none. */
   readonly taskDeadlineMs: number | null;
   /** Wall-clock deadline of a session (ms after creation); null = none. */
