@@ -57,9 +57,14 @@ export const SessionMeta = z.object({
   /**
    * While waiting for a person: since when, and how much of the session deadline was left. The
    * deadline (`deadline_at`) is null meanwhile and re-armed that far after the reply.
+   * `expires_at`: when the session fails as expired if nobody answers (null: never; state schema 1).
    */
   pause: z
-    .object({ since: z.number().int().nonnegative(), deadline_left_ms: z.number().int().nonnegative().nullable() })
+    .object({
+      since: z.number().int().nonnegative(),
+      deadline_left_ms: z.number().int().nonnegative().nullable(),
+      expires_at: z.number().int().nonnegative().nullable().default(null),
+    })
     .nullable()
     .default(null),
 });

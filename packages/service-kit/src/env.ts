@@ -49,6 +49,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_MAX_TOKENS", schema: int(1).optional(), default: "— (its ceiling)", description: "default token budget per session", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_COST_USD", schema: z.coerce.number().positive().optional(), default: "— (its ceiling)", description: "default cost budget per session (USD)", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_WALL_MS", schema: int(1000).optional(), default: "— (its ceiling)", description: "default wall-clock budget per session (ends it as budget_exceeded)", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_PAUSE_TIMEOUT_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "how long a session waits for a person's answer before it fails as expired (must be below AGENTMESH_SESSION_TTL_MS)", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_STEPS_CEILING", schema: int(1).default(500), default: "500", description: "highest step budget a session may have: a client's larger value or explicit null gets this", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_TOKENS_CEILING", schema: int(1).default(2_000_000), default: "2000000", description: "highest token budget a session may have (also the budget when no default is set)", usedBy: ["coordinator"] },
   { name: "AGENTMESH_MAX_COST_USD_CEILING", schema: z.coerce.number().positive().default(10), default: "10", description: "highest cost budget a session may have, USD (also the budget when no default is set)", usedBy: ["coordinator"] },

@@ -55,7 +55,7 @@ describe("createSession", () => {
       query: QUESTION,
       options: { budgets: { max_steps: 3, max_tokens: null } },
       now: T0,
-      defaults: { budgets, ceilings: UNLIMITED, taskDeadlineMs: null, sessionDeadlineMs: null },
+      defaults: { budgets, ceilings: UNLIMITED, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null },
     });
     expect(s.meta.budgets).toEqual({ max_steps: 3, max_tokens: null, max_cost_usd: 1, max_wall_ms: 5000 });
     // No session deadline, but the wall-clock budget arms the session timer.
@@ -64,7 +64,7 @@ describe("createSession", () => {
 
   it("never lets a request raise a budget above the server's ceiling: explicit null and larger values get the ceiling", () => {
     const ceilings: Budgets = { max_steps: 50, max_tokens: 100_000, max_cost_usd: 2, max_wall_ms: 600_000 };
-    const defaults = { budgets: { max_steps: 10, max_tokens: null, max_cost_usd: null, max_wall_ms: null }, ceilings, taskDeadlineMs: null, sessionDeadlineMs: null };
+    const defaults = { budgets: { max_steps: 10, max_tokens: null, max_cost_usd: null, max_wall_ms: null }, ceilings, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null };
     const make = (b: Partial<Budgets>) => createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: { budgets: b }, now: T0, defaults }).meta;
     // Every limit lifted by the client: each one lands on its ceiling, none is unlimited.
     const lifted = make({ max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null });

@@ -150,7 +150,13 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
     }
     case "timer": {
       if (input.reason === "session_deadline") {
-        if (meta.pause !== null) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+        if (meta.pause !== null) {
+          const expires = meta.pause.expires_at;
+          if (expires === null || d.ctx.now < expires) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+          const waited = d.ctx.now - meta.pause.since;
+          endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session expired: nobody answered its question within ${waited} ms`).toWire(), true);
+          return seal(d);
+        }
         if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
         // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
         if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {

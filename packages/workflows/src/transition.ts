@@ -72,14 +72,19 @@ function disarmSession(d: Draft): void {
 /**
  * Stops the wall clock while the session waits for a person: the deadline is put aside (what
  * was left of it is kept) and its timer cleared, so it cannot end a session nobody is working on.
+ * The session timer is armed instead at the pause's expiry: a question nobody answers ends the
+ * session (with its terminal events) before its stored keys expire in silence.
  */
 function pause(d: Draft, question: string): void {
   const m = d.meta;
   m.status = "awaiting_user";
   if (m.pause === null) {
-    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now) };
+    const limit = d.ctx.defaults.pauseTimeoutMs;
+    const expiresAt = limit === null ? null : d.ctx.now + limit;
+    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now), expires_at: expiresAt };
     if (m.deadline_at !== null) disarmSession(d);
     m.deadline_at = null;
+    if (expiresAt !== null) d.timers.push({ member: timerMember.session(m.session_id), dueAt: expiresAt });
   }
   d.events.push(stage("awaiting_user", "running", question));
   d.commands.push("await_user");
@@ -94,6 +99,8 @@ export function resume(d: Draft): void {
   m.paused_ms += waited;
   m.pause = null;
   m.status = "running";
+  // The pause's expiry timer goes; a re-armed deadline below reuses the member (adds run after clears).
+  if (p.expires_at !== null) d.clear.push(timerMember.session(m.session_id));
   if (p.deadline_left_ms !== null) {
     m.deadline_at = d.ctx.now + p.deadline_left_ms;
     d.timers.push({ member: timerMember.session(m.session_id), dueAt: m.deadline_at });
@@ -111,6 +118,7 @@ export function end(d: Draft, status: SessionStatus, error: WireError | null, fi
   for (const a of outstanding) d.clear.push(timerMember.task(a.task_id));
   d.meta.awaiting = [];
   if (d.meta.pause !== null) {
+    if (d.meta.pause.expires_at !== null) disarmSession(d);
     d.meta.paused_ms += Math.max(0, d.ctx.now - d.meta.pause.since);
     d.meta.pause = null;
   } else if (d.meta.deadline_at !== null) {

@@ -93,6 +93,11 @@ export interface RuntimeDefaults {
   readonly taskDeadlineMs: number | null;
   /** Wall-clock deadline of a session (ms after creation); null = none. */
   readonly sessionDeadlineMs: number | null;
+  /**
+   * How long a session waits for a person before it fails as expired (ms after it paused); null =
+   * forever. Shorter than the stored keys' TTL, so the session ends with its events, not in silence.
+   */
+  readonly pauseTimeoutMs: number | null;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */

@@ -3,7 +3,7 @@ import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
   "NATS_URL", "REDIS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
-  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS", "AGENTMESH_PAUSE_TIMEOUT_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
@@ -45,6 +45,10 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   const problems = (Object.keys(budgets) as Array<keyof typeof budgets>)
     .filter((k) => budgets[k] !== null && (budgets[k] as number) > ceilings[k])
     .map((k) => `the default ${k} ${String(budgets[k])} is above its ceiling ${ceilings[k]} (AGENTMESH_${k.toUpperCase()}_CEILING)`);
+  if (e.AGENTMESH_PAUSE_TIMEOUT_MS >= e.AGENTMESH_SESSION_TTL_MS) {
+    // Otherwise a paused session's keys expire first and it vanishes with no terminal event.
+    problems.push(`AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`);
+  }
   if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
@@ -61,6 +65,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       ceilings,
       taskDeadlineMs: e.AGENTMESH_TASK_DEADLINE_MS,
       sessionDeadlineMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+      pauseTimeoutMs: e.AGENTMESH_PAUSE_TIMEOUT_MS,
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

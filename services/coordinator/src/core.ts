@@ -87,9 +87,12 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;
     const proposed = req.session_id ?? newSessionId();
-    const sessionId = await store.claimIdempotencyKey(req.idempotency_key ?? proposed, proposed);
+    const idempotencyKey = req.idempotency_key ?? proposed;
+    const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
     const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults });
-    const created = await store.create(state);
+    // The key then expires with the session: a retry after the session is gone starts a new one
+    // under a new id instead of re-running the old id.
+    const created = await store.create(state, idempotencyKey);
     await publisher.publishInbox({
       v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
       workflow: req.workflow, query: query.query, options: req.options,
