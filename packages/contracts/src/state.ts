@@ -112,7 +112,11 @@ export type SessionData = z.infer<typeof SessionData>;
 export const SessionState = z.object({ meta: SessionMeta, data: SessionData });
 export type SessionState = z.infer<typeof SessionState>;
 
-/** One line of a session's transition log: enough to replay the session through step(). */
+/**
+ * One line of a session's transition log: which input applied when, and what it did. `input` is
+ * the input itself when its JSON is under `LIMITS.maxLogInputChars`, else a summary of it
+ * (`truncated: true`). The log keeps its first line and the latest (see LIMITS).
+ */
 export const TransitionLogLine = z.object({
   version: z.number().int().positive(),
   input_id: z.string(),

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
-  SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
+  LIMITS, SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
   type InboxInput, type Outbox, type SubmitReply,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
@@ -53,6 +53,35 @@ export function casBackoffMs(attempt: number, random: () => number): number {
   const ceiling = Math.min(CAS_BACKOFF.capMs, CAS_BACKOFF.baseMs * 2 ** attempt);
   return Math.floor(ceiling * Math.min(Math.max(random(), 0), 1));
 }
+
+/**
+ * What a transition-log line keeps of its input: the input itself when its JSON is short, else
+ * a summary naming it (kind, ids, the outcome's code) and its size. A result can be 256 KB and a
+ * session has up to 1,000 lines, so the raw input would make the log the largest thing stored.
+ */
+export function logInput(input: InboxInput): unknown {
+  const json = JSON.stringify(input);
+  if (json.length <= LIMITS.maxLogInputChars) return input;
+  const base = { kind: input.kind, input_id: input.input_id, truncated: true, chars: json.length };
+  switch (input.kind) {
+    case "result":
+      return { ...base, task_id: input.task_id, role: input.role, op: input.op, ok: input.outcome.ok, ...(input.outcome.ok ? {} : { code: input.outcome.error.code }) };
+    case "timer":
+      return { ...base, task_id: input.task_id, reason: input.reason };
+    case "start":
+      return { ...base, workflow: input.workflow, query: input.query.slice(0, 200) };
+    case "user_reply":
+      return { ...base, text: input.text.slice(0, 200) };
+    case "cancel":
+      return { ...base, reason: input.reason.slice(0, 200) };
+  }
+}
+
+/** A log line's commands, bounded like its input (a fan-out can dispatch many tasks at once). */
+const logCommands = (commands: readonly string[]): string[] => {
+  const kept = commands.slice(0, 64).map((c) => c.slice(0, 300));
+  return commands.length > kept.length ? [...kept, `… ${commands.length - kept.length} more`] : kept;
+};
 
 const timerSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -161,7 +190,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         state: out.state,
         inputId: input.input_id,
         outbox,
-        log: { version, input_id: input.input_id, input, now: at, commands: [...out.commands], status: out.state.meta.status },
+        log: { version, input_id: input.input_id, input: logInput(input), now: at, commands: logCommands(out.commands), status: out.state.meta.status },
         terminal: isTerminal(out.state.meta.status),
         timers: out.timers,
         clearTimers: out.clearTimers,
