@@ -409,3 +409,25 @@ describe("replay", () => {
     expect(replay(h.initial, h.log.slice(0, 3), h.defaults)).not.toEqual(h.state);
   });
 });
+
+describe("step: the stored state's size", () => {
+  it("fails the session with payload_too_large instead of growing its state past LIMITS.maxStateBytes", () => {
+    const h = harness();
+    h.apply(inputs.start());
+    h.reply(out.plan(["first", "second"]));
+    h.reply(out.approve());
+    // Slot 0 (the step being researched) small, then 17 results of 20,000 three-byte characters:
+    // just under 1 MiB stored; the big answer for slot 0 takes it over.
+    const big = "€".repeat(LIMITS.maxTextChars);
+    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, () => big)] } };
+    const before = new TextEncoder().encode(JSON.stringify(h.state)).length;
+    expect(before).toBeLessThanOrEqual(LIMITS.maxStateBytes);
+    const o = h.reply(out.research(big));
+    expect(h.state.meta.status).toBe("failed");
+    expect(h.state.meta.error).toMatchObject({ code: "payload_too_large", message: expect.stringMatching(/state would grow to \d+ bytes, over the 1048576-byte limit/) });
+    expect(new TextEncoder().encode(JSON.stringify(h.state)).length).toBeLessThanOrEqual(LIMITS.maxStateBytes);
+    expect(h.state.data.research_results[0]).toBe("pending");
+    expect(eventsOf(o).at(-1)).toMatchObject({ type: "complete", status: "failed" });
+    expect(h.state.meta.awaiting).toEqual([]);
+  });
+});

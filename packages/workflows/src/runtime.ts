@@ -1,4 +1,5 @@
 import {
+  LIMITS,
   SessionId,
   findOp,
   isTerminal,
@@ -13,7 +14,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
-import { activeElapsed, applyControl, consume, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
+import { activeElapsed, applyControl, consume, end, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
 import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
 
 /** What a new session is made from. */
@@ -117,11 +118,38 @@ function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
   return seal(d);
 }
 
+/** UTF-8 bytes of a state as stored (JSON). */
+const stateBytes = (s: SessionState) => new TextEncoder().encode(JSON.stringify(s)).length;
+
 /**
  * The single entry point the coordinator calls: applies one inbox input to a session, or says
  * why it drops it. Pure: the same state, input and context give the same outcome.
+ * A transition whose state would pass `LIMITS.maxStateBytes` is replaced by one that fails the
+ * session with `payload_too_large`, built from the state before it, so the store never has to
+ * refuse a write (which would make the input a poison message).
  */
 export function step(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
+  const out = stepUnbounded(state, input, ctx);
+  if (out.kind !== "apply") return out;
+  const bytes = stateBytes(out.state);
+  if (bytes <= LIMITS.maxStateBytes) return out;
+  const error = new AgentmeshError("payload_too_large", `the session's state would grow to ${bytes} bytes, over the ${LIMITS.maxStateBytes}-byte limit (input ${input.input_id})`, {
+    component: state.meta.workflow,
+  }).toWire();
+  const def = getWorkflow(state.meta.workflow);
+  if (!def) return out;
+  const failed = openDraft(state, def, ctx);
+  endByRuntime(failed, "failed", error, true);
+  const sealed = seal(failed);
+  if (sealed.kind === "apply" && stateBytes(sealed.state) <= LIMITS.maxStateBytes) return sealed;
+  // The workflow's own final fields did not fit either: end with its data as it was.
+  const bare = openDraft(state, def, ctx);
+  end(bare, "failed", error, "", "", true);
+  bare.commands.push(`failed ${error.code}`);
+  return seal(bare);
+}
+
+function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
   const { meta } = state;
   if (input.session_id !== meta.session_id) return drop("wrong_session", `input for ${input.session_id} reached ${meta.session_id}`);
   if (isTerminal(meta.status)) return drop("terminal", `session is ${meta.status}`);
