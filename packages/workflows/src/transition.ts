@@ -108,12 +108,49 @@ export function resume(d: Draft): void {
   d.commands.push(`resume after ${waited} ms`);
 }
 
+const jsonBytes = (s: string) => new TextEncoder().encode(JSON.stringify(s)).length;
+
+/** The longest prefix of `s` whose JSON is at most `maxBytes`, never splitting a surrogate pair. */
+function cutJson(s: string, maxBytes: number): string {
+  if (jsonBytes(s) <= maxBytes) return s;
+  let lo = 0;
+  let hi = s.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (jsonBytes(s.slice(0, mid)) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const code = s.charCodeAt(lo - 1);
+  return s.slice(0, code >= 0xd800 && code <= 0xdbff ? lo - 1 : lo);
+}
+
+/** Room in a `complete` event for the stamp, the status and the truncation note. */
+const COMPLETE_OVERHEAD_BYTES = 1024;
+
+/**
+ * The final texts as the `complete` event carries them: whole when they fit in
+ * `LIMITS.maxCompleteEventBytes`, else cut (the trace to an eighth of the room first, the
+ * answer to the rest) with `truncated` and where the whole text is: the workflow's final fields
+ * in the stored state, which keep it.
+ */
+export function completeTexts(sessionId: string, answer: string, trace: string): Pick<Extract<SessionEvent, { type: "complete" }>, "final_answer" | "final_reasoning_trace" | "truncated" | "full_text_at"> {
+  const room = LIMITS.maxCompleteEventBytes - COMPLETE_OVERHEAD_BYTES;
+  if (jsonBytes(answer) + jsonBytes(trace) <= room) return { final_answer: answer, final_reasoning_trace: trace };
+  const keptTrace = cutJson(trace, Math.floor(room / 8));
+  return {
+    final_answer: cutJson(answer, room - jsonBytes(keptTrace)),
+    final_reasoning_trace: keptTrace,
+    truncated: true,
+    full_text_at: `the session's state (agentmesh inspect ${sessionId}): data.final_answer and data.final_reasoning_trace`,
+  };
+}
+
 /** Ends the session. Agents still working for it are told to stop; `notify` forces the notice. */
 export function end(d: Draft, status: SessionStatus, error: WireError | null, finalAnswer: string, finalTrace: string, notify = false): void {
   d.meta.status = status;
   d.meta.error = error;
   if (error) d.events.push({ type: "error", code: error.code, message: error.message, component: error.component });
-  d.events.push({ type: "complete", status, final_answer: finalAnswer, final_reasoning_trace: finalTrace });
+  d.events.push({ type: "complete", status, ...completeTexts(d.meta.session_id, finalAnswer, finalTrace) });
   const outstanding = d.meta.awaiting;
   for (const a of outstanding) d.clear.push(timerMember.task(a.task_id));
   d.meta.awaiting = [];
