@@ -173,6 +173,8 @@ export function stuckReason(state: SessionState, now: number, graceMs: number): 
   const m = state.meta;
   if (isTerminal(m.status)) return null;
   if (m.deadline_at !== null && now > m.deadline_at + graceMs) return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
+  const expires = m.pause?.expires_at ?? null;
+  if (expires !== null && now > expires + graceMs) return `waiting for a person ${Math.round((now - expires) / 1000)} s past the pause's expiry`;
   const late = m.awaiting.find((a) => a.deadline_at !== null && now > a.deadline_at + graceMs);
   if (late) return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
   return null;
