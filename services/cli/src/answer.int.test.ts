@@ -30,7 +30,7 @@ describe("agentmesh answer refuses a session that is not waiting for one", () =>
       cwd: root,
       env: { PATH: process.env.PATH, REDIS_URL: redisUrl, NATS_URL: "nats://127.0.0.1:1", AGENTMESH_PREFIX: prefix },
       encoding: "utf8",
-      timeout: 30_000,
+      timeout: 80_000, // a tsx start-up on a loaded machine can take half a minute
     });
 
   test("an expired (gone) session: exit 1, says so, nothing reported as sent", () => {
@@ -39,7 +39,7 @@ describe("agentmesh answer refuses a session that is not waiting for one", () =>
     expect(r.stderr).toContain("no session sessgone00000001: it never existed or has expired");
     expect(r.stdout).not.toContain("answer sent");
     expect(r.stderr).not.toMatch(/\n\s+at /);
-  });
+  }, 90_000);
 
   test("a finished session: exit 1 naming its status and why it ended", async () => {
     const s = testSessionState("sessdone00000001");
@@ -51,7 +51,7 @@ describe("agentmesh answer refuses a session that is not waiting for one", () =>
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("session sessdone00000001 has already finished (failed: the session expired");
     expect(r.stdout).not.toContain("answer sent");
-  });
+  }, 90_000);
 
   test("answerRefusal: only a session awaiting a person takes an answer", () => {
     const s = testSessionState("sesswait00000001");
