@@ -66,13 +66,19 @@ export const SessionEvent = z.discriminatedUnion("type", [
     flags: ToolFlags.min(1).optional(),
   }),
   z.object({ ...Base, type: z.literal("error"), code: ErrorCode, message: z.string().max(4000), component: z.string().max(100).nullable() }),
-  z.object({
-    ...Base,
-    type: z.literal("complete"),
-    status: SessionStatus,
-    final_answer: z.string(),
-    final_reasoning_trace: z.string(),
-  }),
+  z
+    .object({
+      ...Base,
+      type: z.literal("complete"),
+      status: SessionStatus,
+      final_answer: z.string(),
+      final_reasoning_trace: z.string(),
+      /** True when the answer or the trace was cut to keep the event under `LIMITS.maxCompleteEventBytes`. */
+      truncated: z.boolean().optional(),
+      /** Where the whole text is, when `truncated`. */
+      full_text_at: z.string().max(300).optional(),
+    })
+    .refine((e) => jsonLength(e) <= LIMITS.maxCompleteEventBytes, `a complete event is over ${LIMITS.maxCompleteEventBytes} characters of JSON`),
   z
     .object({
       ...Base,

@@ -13,8 +13,16 @@ export const LIMITS = {
   maxTextChars: 20_000,
   /** Upper bound for list fields an agent returns (plan steps, results). */
   maxListItems: 20,
-  /** Transition-log lines kept per session. */
+  /** Transition-log lines kept per session: the first (the start) and the latest. */
   transitionLogCap: 1000,
+  /** Transition-log bytes kept per session (same rule: the first line and the latest that fit). */
+  transitionLogMaxBytes: 8 * 1024 * 1024,
+  /** A log line's copy of its input, as JSON (characters); a longer input is logged as a summary. */
+  maxLogInputChars: 4000,
+  /** A stored session state, as JSON (bytes); a transition that would grow past it fails the session. */
+  maxStateBytes: 1024 * 1024,
+  /** A `complete` event, as JSON (bytes); a longer answer stays whole in the state and the event says so. */
+  maxCompleteEventBytes: 256 * 1024,
   /** A `tool_call` event's arguments, as JSON (characters); longer ones are cut and marked `args_truncated`. */
   maxToolArgsChars: 4000,
   /** A `tool_result` event's preview of the tool's output (characters, seed 002). */
@@ -27,3 +35,10 @@ export const LIMITS = {
 
 /** Current envelope schema version; a message with another `v` is rejected. */
 export const SCHEMA_VERSION = 1 as const;
+
+/**
+ * Version of the stored SessionState layout, written beside every stored state. A store refuses
+ * to load a newer one (an older coordinator would drop its fields on the next write) and migrates
+ * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`.
+ */
+export const STATE_SCHEMA_VERSION = 2 as const;

@@ -10,7 +10,7 @@ import { StrategyProfile } from "./blackboard.js";
 const V = z.literal(SCHEMA_VERSION);
 const Ms = z.number().int().nonnegative();
 
-/** Session budgets; null means unlimited. Spend counts every attempt. */
+/** Session budgets; null means no limit of the client's own (the server's ceiling still binds). Spend counts every attempt. */
 export const Budgets = z.object({
   max_steps: z.number().int().positive().nullable(),
   max_tokens: z.number().int().positive().nullable(),

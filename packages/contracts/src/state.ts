@@ -57,9 +57,14 @@ export const SessionMeta = z.object({
   /**
    * While waiting for a person: since when, and how much of the session deadline was left. The
    * deadline (`deadline_at`) is null meanwhile and re-armed that far after the reply.
+   * `expires_at`: when the session fails as expired if nobody answers (null: never; state schema 1).
    */
   pause: z
-    .object({ since: z.number().int().nonnegative(), deadline_left_ms: z.number().int().nonnegative().nullable() })
+    .object({
+      since: z.number().int().nonnegative(),
+      deadline_left_ms: z.number().int().nonnegative().nullable(),
+      expires_at: z.number().int().nonnegative().nullable().default(null),
+    })
     .nullable()
     .default(null),
 });
@@ -107,7 +112,11 @@ export type SessionData = z.infer<typeof SessionData>;
 export const SessionState = z.object({ meta: SessionMeta, data: SessionData });
 export type SessionState = z.infer<typeof SessionState>;
 
-/** One line of a session's transition log: enough to replay the session through step(). */
+/**
+ * One line of a session's transition log: which input applied when, and what it did. `input` is
+ * the input itself when its JSON is under `LIMITS.maxLogInputChars`, else a summary of it
+ * (`truncated: true`). The log keeps its first line and the latest (see LIMITS).
+ */
 export const TransitionLogLine = z.object({
   version: z.number().int().positive(),
   input_id: z.string(),

@@ -1,22 +1,68 @@
-import { formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
 import type { z } from "zod";
 
-/** Parses and validates one stored JSON value; a corrupt value is an error naming where it was. */
-function decode<S extends z.ZodType>(schema: S, raw: string, what: string): z.infer<S> {
-  let json: unknown;
+function parseJson(raw: string, what: string): unknown {
   try {
-    json = JSON.parse(raw);
+    return JSON.parse(raw);
   } catch (e) {
     throw new Error(`corrupt ${what}: not JSON (${(e as Error).message})`);
   }
+}
+
+function validate<S extends z.ZodType>(schema: S, json: unknown, what: string): z.infer<S> {
   const r = schema.safeParse(json);
   if (!r.success) throw new Error(`corrupt ${what}: ${formatZodError(r.error)}`);
   return r.data;
 }
 
-/** Decodes a stored state and checks it agrees with the stored version counter. */
-export function decodeState(sessionId: string, raw: string, version: string | null): SessionState {
-  const state = decode(SessionState, raw, `state of session ${sessionId}`);
+/** Parses and validates one stored JSON value; a corrupt value is an error naming where it was. */
+function decode<S extends z.ZodType>(schema: S, raw: string, what: string): z.infer<S> {
+  return validate(schema, parseJson(raw, what), what);
+}
+
+/**
+ * Upgrades a stored state of an older layout (by STATE_SCHEMA_VERSION) to the current one, step by
+ * step. Each step is explicit, so an old layout never passes through the schema by accident.
+ */
+const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
+  // 1 -> 2: a pause gained `expires_at`; a pause written before it never expires on its own.
+  1: (json) => {
+    const pause = (json as { meta?: { pause?: Record<string, unknown> | null } } | null)?.meta?.pause;
+    if (pause && typeof pause === "object" && !("expires_at" in pause)) pause.expires_at = null;
+    return json;
+  },
+};
+
+/**
+ * The stored layout version of a state: the `schema` field beside it, absent (1) for states
+ * written before it was stored. A newer version than ours is refused: reading it through our
+ * schema would silently drop the fields we do not know, and the next write would lose them.
+ */
+export function checkStateSchema(sessionId: string, stored: string | null): number {
+  if (stored === null) return 1;
+  const n = Number(stored);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`corrupt state of session ${sessionId}: schema version ${JSON.stringify(stored)}`);
+  if (n > STATE_SCHEMA_VERSION) {
+    throw new AgentmeshError(
+      "unsupported_version",
+      `state of session ${sessionId} has layout version ${n}, newer than this service's ${STATE_SCHEMA_VERSION}: it was written by a newer agentmesh; upgrade this service before it touches the session`,
+      { component: "session-store" },
+    );
+  }
+  return n;
+}
+
+/** Decodes a stored state (migrating an older layout) and checks it agrees with the stored version counter. */
+export function decodeState(sessionId: string, raw: string, version: string | null, schema: string | null = String(STATE_SCHEMA_VERSION)): SessionState {
+  const what = `state of session ${sessionId}`;
+  let from = checkStateSchema(sessionId, schema);
+  let json = parseJson(raw, what);
+  for (; from < STATE_SCHEMA_VERSION; from++) {
+    const migrate = MIGRATIONS[from];
+    if (!migrate) throw new AgentmeshError("unsupported_version", `${what} has layout version ${from}, which this service cannot migrate`, { component: "session-store" });
+    json = migrate(json);
+  }
+  const state = validate(SessionState, json, what);
   if (version === null || Number(version) !== state.meta.version || state.meta.session_id !== sessionId) {
     throw new Error(
       `corrupt state of session ${sessionId}: stored version ${String(version)}, state says version ${state.meta.version} of ${state.meta.session_id}`,
@@ -45,11 +91,28 @@ export function encode<S extends z.ZodType>(schema: S, value: z.infer<S>, what: 
   return JSON.stringify(value);
 }
 
+/** UTF-8 bytes of a string, as Redis counts them (`STRLEN`, Lua `string.len`). */
+export const utf8Bytes = (s: string): number => Buffer.byteLength(s, "utf8");
+
+/**
+ * Encodes a state, refusing one over `LIMITS.maxStateBytes`: the runtime fails a session before
+ * its state grows that far, so reaching this is a bug, and the store must not grow past it.
+ */
+export function encodeState(state: SessionState): string {
+  const sid = state.meta.session_id;
+  const json = encode(SessionState, state, `state of session ${sid}`);
+  const bytes = utf8Bytes(json);
+  if (bytes > LIMITS.maxStateBytes) {
+    throw new AgentmeshError("payload_too_large", `refusing to store state of session ${sid}: ${bytes} bytes, over ${LIMITS.maxStateBytes}`, { component: "session-store" });
+  }
+  return json;
+}
+
 /** Encodes the three JSON values of a commit. */
 export function encodeCommit(state: SessionState, outbox: Outbox, log: TransitionLogLine): { state: string; outbox: string; log: string } {
   const sid = state.meta.session_id;
   return {
-    state: encode(SessionState, state, `state of session ${sid}`),
+    state: encodeState(state),
     outbox: encode(Outbox, outbox, `outbox of session ${sid}`),
     log: encode(TransitionLogLine, log, `transition log line of session ${sid}`),
   };

@@ -63,10 +63,12 @@ export type ResolvedOptions = Required<SessionStoreOptions>;
 
 /** Validates options; a bad TTL would silently make keys immortal or vanish at once. */
 export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
-  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, timerLeaseMs: 30_000, ...opts };
-  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap", "timerLeaseMs"] as const) {
+  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, transitionLogMaxBytes: LIMITS.transitionLogMaxBytes, timerLeaseMs: 30_000, ...opts };
+  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap", "transitionLogMaxBytes", "timerLeaseMs"] as const) {
     if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`session-store option ${k} must be a positive integer, got ${String(r[k])}`);
   }
+  // The log always keeps its first line and the latest one.
+  if (r.transitionLogCap < 2) throw new Error(`session-store option transitionLogCap must be at least 2, got ${r.transitionLogCap}`);
   keyLayout(r.keyPrefix);
   return r;
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS } from "@agentmesh/contracts";
+import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
+import { decodeState } from "./codec.js";
 import { createInMemorySessionStore } from "./memory.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
 import { keyLayout } from "./keys.js";
@@ -18,7 +19,7 @@ runSessionStoreConformance("in-memory", async (opts) => {
 });
 
 describe("in-memory session store specifics", () => {
-  it("keeps LIMITS.transitionLogCap lines by default", async () => {
+  it("keeps LIMITS.transitionLogCap lines by default: the first and the newest", async () => {
     const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
     let s = testSessionState("sess-capdefault");
     await store.create(s);
@@ -29,7 +30,8 @@ describe("in-memory session store specifics", () => {
     }
     const log = await store.transitionLog(s.meta.session_id);
     expect(log).toHaveLength(LIMITS.transitionLogCap);
-    expect(log[0]?.version).toBe(4);
+    expect(log[0]?.version).toBe(1);
+    expect(log[1]?.version).toBe(5);
   });
 
   it("stores copies, so a caller mutating its state cannot change the stored one", async () => {
@@ -44,6 +46,26 @@ describe("in-memory session store specifics", () => {
     expect(() => createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 })).toThrow(/activeTtlMs/);
     expect(() => keyLayout("bad{prefix}")).toThrow(/prefix/);
     expect(() => keyLayout("kp").session("no}tag", "state")).toThrow(/session id/);
+  });
+});
+
+describe("stored layout versions", () => {
+  const s = testSessionState("sess-layout-v");
+  const raw = JSON.stringify(s);
+  it("loads the current layout and refuses a newer one with a typed error", () => {
+    expect(decodeState("sess-layout-v", raw, "0", String(STATE_SCHEMA_VERSION))).toEqual(s);
+    for (const newer of [String(STATE_SCHEMA_VERSION + 1), "99"]) {
+      const err = (() => { try { decodeState("sess-layout-v", raw, "0", newer); return null; } catch (e) { return e; } })();
+      expect(err).toBeInstanceOf(AgentmeshError);
+      expect((err as AgentmeshError).code).toBe("unsupported_version");
+    }
+    expect(() => decodeState("sess-layout-v", raw, "0", "zero")).toThrow(/corrupt state of session sess-layout-v: schema version/);
+  });
+
+  it("migrates layout 1 (no stored version): a pause gains expires_at null", () => {
+    const paused = JSON.stringify({ ...s, meta: { ...s.meta, status: "awaiting_user", pause: { since: 10, deadline_left_ms: null } } });
+    expect(decodeState("sess-layout-v", paused, "0", null).meta.pause).toEqual({ since: 10, deadline_left_ms: null, expires_at: null });
+    expect(decodeState("sess-layout-v", raw, "0", null)).toEqual(s);
   });
 });
 

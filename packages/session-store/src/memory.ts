@@ -1,5 +1,5 @@
-import { SessionState } from "@agentmesh/contracts";
-import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
+import { STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
+import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState, utf8Bytes } from "./codec.js";
 import { checkCommit, checkSessionId, resolveOptions, SESSION_KEY_NAMES, type SessionKeyName } from "./keys.js";
 import type { SessionStore, SessionStoreOptions, CommitResult } from "./types.js";
 
@@ -21,6 +21,12 @@ interface StateHash {
   state: string;
   outbox: string | null;
   outboxVersion: string | null;
+  /** STATE_SCHEMA_VERSION of the writer; null as in a hash written before the field existed. */
+  schema: string | null;
+  /** The idempotency key claimed for this session, whose TTL follows the session's. */
+  idem: string | null;
+  /** Running UTF-8 size of the log list. */
+  logBytes: number;
 }
 
 /** A session's keys; each expires on its own, as the three Redis keys do. */
@@ -65,19 +71,24 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       return sessionId;
     },
 
-    async create(state) {
+    async create(state, idempotencyKey) {
       const sid = state.meta.session_id;
-      const json = encode(SessionState, state, `state of session ${sid}`);
+      const json = encodeState(state);
       if (keysOf(sid).state) return false;
-      const hash: StateHash = { version: String(state.meta.version), state: json, outbox: null, outboxVersion: null };
-      sessions.set(sid, { state: { value: hash, expiresAt: now() + o.activeTtlMs } });
+      const expiresAt = now() + o.activeTtlMs;
+      const owned = idempotencyKey !== undefined && followIdem(idempotencyKey, sid, expiresAt);
+      const hash: StateHash = {
+        version: String(state.meta.version), state: json, outbox: null, outboxVersion: null,
+        schema: String(STATE_SCHEMA_VERSION), idem: owned ? idempotencyKey : null, logBytes: 0,
+      };
+      sessions.set(sid, { state: { value: hash, expiresAt } });
       return true;
     },
 
     async load(sessionId) {
       const h = keysOf(sessionId).state?.value;
       if (!h) return null;
-      return { state: decodeState(sessionId, h.state, h.version), outbox: decodeOutbox(sessionId, h.outbox) };
+      return { state: decodeState(sessionId, h.state, h.version, h.schema), outbox: decodeOutbox(sessionId, h.outbox) };
     },
 
     async isApplied(sessionId, inputId) {
@@ -94,15 +105,25 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
         return { ok: false, reason: "conflict", currentVersion: Number(s.state.value.version) };
       }
       const expiresAt = now() + (req.terminal ? o.finishedTtlMs : o.activeTtlMs);
+      const prev = s.state.value;
+      const log = [...(s.log?.value ?? []), enc.log];
+      let logBytes = prev.logBytes + utf8Bytes(enc.log);
+      // Keep the first line (the start) and the latest that fit both caps, as COMMIT_LUA does.
+      while (log.length > 2 && (log.length > o.transitionLogCap || logBytes > o.transitionLogMaxBytes)) {
+        logBytes -= utf8Bytes(log.splice(1, 1)[0] ?? "");
+      }
       s.state = {
-        value: { version: String(req.expectedVersion + 1), state: enc.state, outbox: enc.outbox, outboxVersion: String(req.outbox.version) },
+        value: {
+          version: String(req.expectedVersion + 1), state: enc.state, outbox: enc.outbox, outboxVersion: String(req.outbox.version),
+          schema: String(STATE_SCHEMA_VERSION), idem: prev.idem, logBytes,
+        },
         expiresAt,
       };
       const applied = s.applied?.value ?? new Set<string>();
       applied.add(req.inputId);
       s.applied = { value: applied, expiresAt };
-      const log = [...(s.log?.value ?? []), enc.log].slice(-o.transitionLogCap);
       s.log = { value: log, expiresAt };
+      if (prev.idem !== null) followIdem(prev.idem, req.sessionId, expiresAt);
       for (const m of req.clearTimers ?? []) timers.delete(m);
       for (const t of req.timers ?? []) timers.set(t.member, t.dueAt);
       return { ok: true };
@@ -154,6 +175,14 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
 
     async close() {},
   };
+
+  /** Gives a live idempotency key that names `sid` the session's expiry; false when it names another session or none. */
+  function followIdem(key: string, sid: string, expiresAt: number): boolean {
+    const e = idem.get(key);
+    if (!live(e) || e.value !== sid) return false;
+    e.expiresAt = expiresAt;
+    return true;
+  }
 
   /** PTTL semantics: -2 absent, -1 no expiry, else remaining ms. */
   function pttl(e: Entry<unknown> | undefined): number {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Redis } from "ioredis";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { freePort } from "../../../test/setup/infra.js";
+import { AgentmeshError, STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, durabilityWarnings } from "./connect.js";
 import { createRedisSessionStore } from "./redis.js";
 import { runSessionStoreConformance, testCommit, testSessionState } from "./testing.js";
@@ -76,6 +77,32 @@ describe("redis session store specifics", () => {
       await expect(store.load("sess-corrupt-1")).rejects.toThrow(/corrupt state of session sess-corrupt-1/);
       await redis.hset(`${kp}:s:{sess-corrupt-1}:state`, "state", JSON.stringify({ meta: { version: 0 } }));
       await expect(store.load("sess-corrupt-1")).rejects.toThrow(/corrupt state/);
+    } finally {
+      await dropPrefix(redis, kp);
+    }
+  });
+
+  it("checks the stored layout version: a newer one is refused (no write), a legacy one is migrated", async () => {
+    const kp = uniquePrefix("store");
+    const store = createRedisSessionStore(redis, opts(kp));
+    const key = `${kp}:s:{sess-schema-1}:state`;
+    try {
+      const s = testSessionState("sess-schema-1");
+      await store.create(s);
+      expect(await redis.hget(key, "schema")).toBe(String(STATE_SCHEMA_VERSION));
+      // A newer coordinator wrote the session, with a field this one does not know.
+      const newer = { ...s, meta: { ...s.meta, field_of_the_future: 1 } };
+      await redis.hset(key, "schema", String(STATE_SCHEMA_VERSION + 1), "state", JSON.stringify(newer));
+      const err = await store.load("sess-schema-1").then(() => null, (e: unknown) => e);
+      expect(err).toBeInstanceOf(AgentmeshError);
+      expect((err as AgentmeshError).code).toBe("unsupported_version");
+      expect((err as AgentmeshError).message).toMatch(/layout version 3, newer than this service's 2/);
+      expect(JSON.parse((await redis.hget(key, "state")) ?? "{}")).toEqual(newer);
+      // A hash from before the version was stored (layout 1): a pause there has no expires_at.
+      const legacy = { ...s, meta: { ...s.meta, status: "awaiting_user", pause: { since: 5, deadline_left_ms: 100 } } };
+      await redis.hdel(key, "schema");
+      await redis.hset(key, "state", JSON.stringify(legacy));
+      expect((await store.load("sess-schema-1"))?.state.meta.pause).toEqual({ since: 5, deadline_left_ms: 100, expires_at: null });
     } finally {
       await dropPrefix(redis, kp);
     }

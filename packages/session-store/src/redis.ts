@@ -1,6 +1,6 @@
-import { SessionState } from "@agentmesh/contracts";
+import { STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
-import { decodeLog, decodeOutbox, decodeState, encode, encodeCommit } from "./codec.js";
+import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState } from "./codec.js";
 import { checkCommit, checkSessionId, keyLayout, resolveOptions, SESSION_KEY_NAMES } from "./keys.js";
 import { CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
 import type { SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
@@ -52,17 +52,19 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       return String(owner);
     },
 
-    async create(state) {
-      const s = k(state.meta.session_id);
-      const json = encode(SessionState, state, `state of session ${state.meta.session_id}`);
-      const r = await createScript([s.state, s.applied, s.log], [state.meta.version, json, o.activeTtlMs]);
+    async create(state, idempotencyKey) {
+      const sid = state.meta.session_id;
+      const s = k(sid);
+      const json = encodeState(state);
+      const idem = idempotencyKey === undefined ? "" : keys.idempotency(idempotencyKey);
+      const r = await createScript([s.state, s.applied, s.log], [state.meta.version, json, o.activeTtlMs, STATE_SCHEMA_VERSION, idem, sid]);
       return Number(r) === 1;
     },
 
     async load(sessionId): Promise<LoadedSession | null> {
-      const [version, state, outbox] = await redis.hmget(k(sessionId).state, "version", "state", "outbox");
+      const [version, state, outbox, schema] = await redis.hmget(k(sessionId).state, "version", "state", "outbox", "schema");
       if (state === null || state === undefined) return null;
-      return { state: decodeState(sessionId, state, version ?? null), outbox: decodeOutbox(sessionId, outbox ?? null) };
+      return { state: decodeState(sessionId, state, version ?? null, schema ?? null), outbox: decodeOutbox(sessionId, outbox ?? null) };
     },
 
     async isApplied(sessionId, inputId) {
@@ -84,6 +86,9 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
         enc.log,
         o.transitionLogCap,
         req.terminal ? o.finishedTtlMs : o.activeTtlMs,
+        o.transitionLogMaxBytes,
+        STATE_SCHEMA_VERSION,
+        req.sessionId,
         timers.length,
         ...timers.flatMap((t) => [t.dueAt, t.member]),
         ...(req.clearTimers ?? []),

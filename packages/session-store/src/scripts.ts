@@ -8,38 +8,61 @@
  * The compare-and-set of one transition.
  * KEYS: state hash, applied set, log list, timers zset.
  * ARGV: expectedVersion, newVersion, stateJson, inputId, outboxJson, outboxVersion, logLine,
- *       logCap, ttlMs, nTimers, then nTimers (due, member) pairs, then members to clear.
+ *       logCap, ttlMs, logMaxBytes, stateSchema, sessionId, nTimers, then nTimers (due, member)
+ *       pairs, then members to clear.
  * Checks, in order: missing session (writes nothing, so no key is created), input already
  * applied (before the version, so a redelivered input is recognised even after later steps),
  * version. Clears run before adds, so a member in both ends up scheduled.
+ * The log keeps its first line (the start) and the latest ones within logCap lines and
+ * logMaxBytes bytes; `log_bytes` in the state hash is its running size. The session's
+ * idempotency key (named in the hash's `idem` field by create) gets the same TTL as the session's
+ * keys, while it still names this session, so a retry can never outlive the session it found.
+ * Lines are JSON objects, so the non-JSON marker used to delete line 1 by value matches no other.
  */
 export const COMMIT_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'missing'} end
 if redis.call('SISMEMBER', KEYS[2], ARGV[4]) == 1 then return {'already_applied'} end
 local cur = redis.call('HGET', KEYS[1], 'version')
 if cur ~= ARGV[1] then return {'conflict', cur or '-1'} end
-redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3], 'outbox', ARGV[5], 'outbox_version', ARGV[6])
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'state', ARGV[3], 'outbox', ARGV[5], 'outbox_version', ARGV[6], 'schema', ARGV[11])
 redis.call('SADD', KEYS[2], ARGV[4])
-redis.call('RPUSH', KEYS[3], ARGV[7])
-redis.call('LTRIM', KEYS[3], -tonumber(ARGV[8]), -1)
-local n = tonumber(ARGV[10])
-local clearFrom = 11 + 2 * n
+local n = redis.call('RPUSH', KEYS[3], ARGV[7])
+local bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', string.len(ARGV[7]))
+local cap = tonumber(ARGV[8])
+local maxBytes = tonumber(ARGV[10])
+while n > 2 and (n > cap or bytes > maxBytes) do
+  local victim = redis.call('LINDEX', KEYS[3], 1)
+  redis.call('LSET', KEYS[3], 1, 'agentmesh:trimmed')
+  redis.call('LREM', KEYS[3], 1, 'agentmesh:trimmed')
+  bytes = redis.call('HINCRBY', KEYS[1], 'log_bytes', -string.len(victim))
+  n = n - 1
+end
+local nt = tonumber(ARGV[13])
+local clearFrom = 14 + 2 * nt
 for i = clearFrom, #ARGV do redis.call('ZREM', KEYS[4], ARGV[i]) end
-for i = 11, clearFrom - 1, 2 do redis.call('ZADD', KEYS[4], ARGV[i], ARGV[i + 1]) end
+for i = 14, clearFrom - 1, 2 do redis.call('ZADD', KEYS[4], ARGV[i], ARGV[i + 1]) end
 for k = 1, 3 do redis.call('PEXPIRE', KEYS[k], ARGV[9]) end
+local idem = redis.call('HGET', KEYS[1], 'idem')
+if idem and redis.call('GET', idem) == ARGV[12] then redis.call('PEXPIRE', idem, ARGV[9]) end
 return {'ok'}
 `;
 
 /**
  * Creates a session if its state key is absent.
- * KEYS: state hash, applied set, log list. ARGV: version, stateJson, ttlMs.
+ * KEYS: state hash, applied set, log list. ARGV: version, stateJson, ttlMs, stateSchema,
+ * idempotency key ('' for none), sessionId.
  * Leftover applied/log keys (only possible if someone deleted the state key by hand) are
- * removed so a new session never inherits another's applied markers.
+ * removed so a new session never inherits another's applied markers. The idempotency key, when
+ * it names this session, is remembered (see COMMIT_LUA) and gets the session's TTL.
  */
 export const CREATE_LUA = `
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('DEL', KEYS[2], KEYS[3])
-redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2])
+redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2], 'schema', ARGV[4])
+if ARGV[5] ~= '' and redis.call('GET', ARGV[5]) == ARGV[6] then
+  redis.call('HSET', KEYS[1], 'idem', ARGV[5])
+  redis.call('PEXPIRE', ARGV[5], ARGV[3])
+end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `;

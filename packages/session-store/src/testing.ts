@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { SessionState } from "@agentmesh/contracts";
+import { AgentmeshError, LIMITS, type SessionState } from "@agentmesh/contracts";
 import { testCommit, testSessionState } from "./fixtures.js";
 import type { SessionStore, SessionStoreOptions } from "./types.js";
 
@@ -23,7 +23,9 @@ export type SessionStoreFactory = (opts: SessionStoreTestOptions) => Promise<Ses
 const ACTIVE = 60_000;
 const FINISHED = 10_000; // below ACTIVE, so a terminal TTL is distinguishable from a refreshed active one
 const LEASE = 60_000;
-const DEFAULTS: SessionStoreTestOptions = { activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000, timerLeaseMs: LEASE };
+const DEFAULTS: SessionStoreTestOptions = {
+  activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000, transitionLogMaxBytes: LIMITS.transitionLogMaxBytes, timerLeaseMs: LEASE,
+};
 const SID = "sess-conformance-1";
 const OTHER = "sess-conformance-2";
 
@@ -143,7 +145,7 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         await expectAbsent(store, OTHER);
       }));
 
-    it("caps the transition log, keeping the newest lines oldest first", () =>
+    it("caps the transition log by lines, keeping the first line and the newest, oldest first", () =>
       withBb(
         async ({ store }) => {
           let s = await created(store);
@@ -152,10 +154,55 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
             expect(await store.commit(c)).toEqual({ ok: true });
             s = c.state;
           }
-          expect((await store.transitionLog(SID)).map((l) => l.version)).toEqual([4, 5, 6, 7, 8]);
+          expect((await store.transitionLog(SID)).map((l) => l.version)).toEqual([1, 5, 6, 7, 8]);
         },
         { transitionLogCap: 5 },
       ));
+
+    it("caps the transition log by bytes, keeping the first line and the newest that fit", () => {
+      const cap = 1200;
+      return withBb(
+        async ({ store }) => {
+          let s = await created(store);
+          for (let i = 1; i <= 30; i++) {
+            const c = testCommit(s, `in:${i}`);
+            expect(await store.commit(c)).toEqual({ ok: true });
+            s = c.state;
+          }
+          const log = await store.transitionLog(SID);
+          const versions = log.map((l) => l.version);
+          expect(versions[0]).toBe(1);
+          expect(versions.at(-1)).toBe(30);
+          expect(versions.slice(1)).toEqual(Array.from({ length: versions.length - 1 }, (_, i) => 31 - versions.length + 1 + i));
+          expect(log.length).toBeGreaterThan(2);
+          expect(log.length).toBeLessThan(30);
+          const bytes = log.reduce((n, l) => n + Buffer.byteLength(JSON.stringify(l)), 0);
+          expect(bytes).toBeLessThanOrEqual(cap);
+          // One more line would not have fitted.
+          const next = Buffer.byteLength(JSON.stringify(testCommit(s, "in:x").log));
+          expect(bytes + next + 4).toBeGreaterThan(cap); // lines differ by a few bytes (in:9, in:10)
+        },
+        { transitionLogMaxBytes: cap },
+      );
+    });
+
+    it("refuses to store a state over LIMITS.maxStateBytes, writing nothing", () =>
+      withBb(async ({ store }) => {
+        const s = await created(store);
+        const c = testCommit(s, "in:big");
+        // Valid by the schema (20 results of 20,000 characters) but 3 bytes a character: over 1 MiB of JSON.
+        if (c.state.data.workflow !== "critic-chain") throw new Error("fixture is critic-chain");
+        c.state.data.research_results = Array.from({ length: LIMITS.maxListItems }, () => "€".repeat(LIMITS.maxTextChars));
+        const err = await store.commit(c).then(() => null, (e: unknown) => e);
+        expect(err).toBeInstanceOf(AgentmeshError);
+        expect((err as AgentmeshError).code).toBe("payload_too_large");
+        expect(await store.load(SID)).toEqual({ state: s, outbox: null });
+        expect(await store.transitionLog(SID)).toEqual([]);
+        const fresh = testSessionState(OTHER);
+        if (fresh.data.workflow === "critic-chain") fresh.data.research_results = c.state.data.research_results;
+        await expect(store.create(fresh)).rejects.toThrow(/over 1048576/);
+        await expectAbsent(store, OTHER);
+      }));
 
     it("gives an idempotency key to its first claimer", () =>
       withBb(async ({ store }) => {
@@ -264,6 +311,39 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
           expect(await h.store.claimIdempotencyKey("client-key-ttl", OTHER)).toBe(OTHER);
         },
         { activeTtlMs: 600, finishedTtlMs: 600, idempotencyTtlMs: 600 },
+      ));
+
+    it("an idempotency key slides with its session and expires with it, never after", () =>
+      withBb(
+        async (h) => {
+          expect(await h.store.claimIdempotencyKey("client-key-life", SID)).toBe(SID);
+          const s = testSessionState(SID);
+          expect(await h.store.create(s, "client-key-life")).toBe(true);
+          await wait(h, 300);
+          const c1 = testCommit(s, "in:a");
+          await h.store.commit(c1);
+          await wait(h, 300); // past the key's own 400 ms: the commit moved it with the session
+          expect(await h.store.claimIdempotencyKey("client-key-life", OTHER)).toBe(SID);
+          await h.store.commit(testCommit(c1.state, "in:b", { terminal: true }));
+          await wait(h, 300); // past the finished TTL: the session and its key are gone together
+          expect(await h.store.load(SID)).toBeNull();
+          expect(await h.store.claimIdempotencyKey("client-key-life", OTHER)).toBe(OTHER);
+        },
+        { activeTtlMs: 600, finishedTtlMs: 200, idempotencyTtlMs: 400 },
+      ));
+
+    it("does not touch an idempotency key that names another session", () =>
+      withBb(
+        async (h) => {
+          expect(await h.store.claimIdempotencyKey("client-key-other", OTHER)).toBe(OTHER);
+          const s = testSessionState(SID);
+          await h.store.create(s, "client-key-other");
+          await h.store.commit(testCommit(s, "in:a", { terminal: true }));
+          await wait(h, 250); // the session is gone; the other session's key keeps its own TTL
+          expect(await h.store.load(SID)).toBeNull();
+          expect(await h.store.claimIdempotencyKey("client-key-other", SID)).toBe(OTHER);
+        },
+        { activeTtlMs: 60_000, finishedTtlMs: 200, idempotencyTtlMs: 60_000 },
       ));
 
     it("applies 100 inputs from 10 racing writers exactly once each", () =>

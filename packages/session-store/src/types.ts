@@ -35,15 +35,19 @@ export interface LoadedSession {
 export interface SessionStore {
   /** SET NX of an idempotency key; returns the session id that owns the key (ours or an earlier one). */
   claimIdempotencyKey(key: string, sessionId: string): Promise<string>;
-  /** Creates the session at its initial version if absent; false when it already existed. */
-  create(state: SessionState): Promise<boolean>;
+  /**
+   * Creates the session at its initial version if absent; false when it already existed.
+   * `idempotencyKey`, the key claimed for it, then lives exactly as long as the session's keys
+   * (the finished-session TTL once it ends), so a retry never finds a key whose session is gone.
+   */
+  create(state: SessionState, idempotencyKey?: string): Promise<boolean>;
   load(sessionId: string): Promise<LoadedSession | null>;
   isApplied(sessionId: string, inputId: string): Promise<boolean>;
   /** The compare-and-set of one transition. */
   commit(req: CommitRequest): Promise<CommitResult>;
   /** Clears the outbox if it is still the one written at `version`. */
   clearOutbox(sessionId: string, version: number): Promise<void>;
-  /** The transition log, oldest first (capped). */
+  /** The transition log, oldest first: the first line and the latest within the caps. */
   transitionLog(sessionId: string): Promise<TransitionLogLine[]>;
   /** Session ids known to the store (for `agentmesh sessions`); bounded scan. */
   listSessions(limit: number): Promise<string[]>;
@@ -74,6 +78,8 @@ export interface SessionStoreOptions {
    * exercise the cap with a handful of commits; production leaves it unset.
    */
   readonly transitionLogCap?: number;
+  /** Transition-log bytes kept per session (default `LIMITS.transitionLogMaxBytes`); for tests, like the line cap. */
+  readonly transitionLogMaxBytes?: number;
   /** How long a claimed timer waits before it comes due again unless cleared (default 30 s). */
   readonly timerLeaseMs?: number;
 }

@@ -6,6 +6,7 @@ import type { RuntimeDefaults } from "./types.js";
 
 const QUESTION = "Do you want the result as a fraction or a decimal?";
 const HOUR = 3_600_000;
+const DAY = DEFAULTS.pauseTimeoutMs ?? 0;
 const asks = (over: Partial<CriticReport> = {}) => bbOut.report(true, { requires_human_input: true, question_for_human: QUESTION, ...over });
 
 /** Runs the session to the critic of step 1 and has it ask a person; returns the pausing outcome. */
@@ -30,7 +31,9 @@ describe("human input: pause", () => {
     expect(h.state.data).toMatchObject({ phase: "awaiting_user", question_for_human: QUESTION, questions_asked: 1, next_action: { kind: "ask_human", acceptable: true } });
     expect(o.commands).toEqual(["await_user"]);
     expect(o.clearTimers).toContain(`session:${SID}`);
-    expect(o.timers).toEqual([]);
+    // The deadline's timer is replaced by the pause's expiry.
+    expect(o.timers).toEqual([{ member: `session:${SID}`, dueAt: at + DAY }]);
+    expect(h.state.meta.pause?.expires_at).toBe(at + DAY);
     expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", name: "awaiting_user", status: "running", description: QUESTION }));
   });
 
@@ -43,8 +46,37 @@ describe("human input: pause", () => {
     expect(h.state).toEqual(before);
   });
 
+  it("expires when nobody answers within the pause limit: failed, with error and complete events, everything disarmed", () => {
+    const h = bbHarness();
+    paused(h);
+    const since = h.state.meta.pause!.since;
+    h.now = since + DAY - 1;
+    expect(h.sessionTimer()).toMatchObject({ kind: "drop", reason: "not_applicable" });
+    h.now = since + DAY;
+    const o = h.sessionTimer();
+    expect(o.kind).toBe("apply");
+    expect(h.state.meta).toMatchObject({ status: "failed", pause: null, error: { code: "deadline_exceeded" } });
+    expect(h.state.meta.error?.message).toMatch(/expired: nobody answered its question within 86400000 ms/);
+    const events = eventsOf(o);
+    expect(events).toContainEqual(expect.objectContaining({ type: "error", code: "deadline_exceeded" }));
+    expect(events.at(-1)).toMatchObject({ type: "complete", status: "failed" });
+    expect(o.kind === "apply" && o.clearTimers).toContain(`session:${SID}`);
+    expect(o.kind === "apply" && o.timers).toEqual([]);
+    // A late answer is not applied to the finished session.
+    expect(h.reply("too late")).toMatchObject({ kind: "drop", reason: "terminal" });
+  });
+
+  it("an answer disarms the pause's expiry even when the session has no deadline to re-arm", () => {
+    const h = bbHarness({ defaults: { ...DEFAULTS, sessionDeadlineMs: null } });
+    paused(h);
+    expect(h.state.meta.pause).toMatchObject({ deadline_left_ms: null, expires_at: expect.any(Number) });
+    const o = h.reply("decimal, please");
+    expect(o.kind === "apply" && o.clearTimers).toContain(`session:${SID}`);
+    expect(o.kind === "apply" && o.timers.some((t) => t.member === `session:${SID}`)).toBe(false);
+  });
+
   it("does not charge the pause to the wall-clock budget", () => {
-    const defaults: RuntimeDefaults = { budgets: { ...UNLIMITED, max_wall_ms: 60_000 }, taskDeadlineMs: 30_000, sessionDeadlineMs: null };
+    const defaults: RuntimeDefaults = { budgets: { ...UNLIMITED, max_wall_ms: 60_000 }, ceilings: UNLIMITED, taskDeadlineMs: 30_000, sessionDeadlineMs: null, pauseTimeoutMs: null };
     const h = bbHarness({ defaults });
     paused(h);
     h.now += HOUR;

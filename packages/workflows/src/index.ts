@@ -10,7 +10,7 @@ export type {
   DropReason,
   Aborted,
 } from "./types.js";
-export { createSession, step, replay, type CreateSessionArgs } from "./runtime.js";
+export { createSession, effectiveBudgets, step, replay, type CreateSessionArgs } from "./runtime.js";
 export { WORKFLOWS, getWorkflow } from "./registry.js";
 export { timerMember, parseTimerMember, type TimerTarget } from "./timers.js";
 export { COULD_NOT_ANSWER } from "./critic-chain-messages.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LIMITS, parseTaskId, type Budgets, type SessionState } from "@agentmesh/contracts";
-import { createSession, replay, step } from "./runtime.js";
+import { createSession, effectiveBudgets, replay, step } from "./runtime.js";
 import { getWorkflow, WORKFLOWS } from "./registry.js";
 import { parseTimerMember, timerMember } from "./timers.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
@@ -47,7 +47,7 @@ describe("createSession", () => {
     expect(s.data).toEqual(WORKFLOWS["critic-chain"].init(QUESTION, {}));
   });
 
-  it("takes budgets from the defaults, overridden key by key by the options (null lifts a limit)", () => {
+  it("takes budgets from the defaults, overridden key by key by the options (null lifts a limit when there is no ceiling)", () => {
     const budgets: Budgets = { max_steps: 10, max_tokens: 1000, max_cost_usd: 1, max_wall_ms: 5000 };
     const s = createSession({
       sessionId: SID,
@@ -55,11 +55,27 @@ describe("createSession", () => {
       query: QUESTION,
       options: { budgets: { max_steps: 3, max_tokens: null } },
       now: T0,
-      defaults: { budgets, taskDeadlineMs: null, sessionDeadlineMs: null },
+      defaults: { budgets, ceilings: UNLIMITED, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null },
     });
     expect(s.meta.budgets).toEqual({ max_steps: 3, max_tokens: null, max_cost_usd: 1, max_wall_ms: 5000 });
     // No session deadline, but the wall-clock budget arms the session timer.
     expect(s.meta.deadline_at).toBe(T0 + 5000);
+  });
+
+  it("never lets a request raise a budget above the server's ceiling: explicit null and larger values get the ceiling", () => {
+    const ceilings: Budgets = { max_steps: 50, max_tokens: 100_000, max_cost_usd: 2, max_wall_ms: 600_000 };
+    const defaults = { budgets: { max_steps: 10, max_tokens: null, max_cost_usd: null, max_wall_ms: null }, ceilings, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null };
+    const make = (b: Partial<Budgets>) => createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: { budgets: b }, now: T0, defaults }).meta;
+    // Every limit lifted by the client: each one lands on its ceiling, none is unlimited.
+    const lifted = make({ max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null });
+    expect(lifted.budgets).toEqual(ceilings);
+    expect(lifted.deadline_at).toBe(T0 + 600_000);
+    expect(make({ max_steps: 1_000_000, max_tokens: 10 ** 9, max_cost_usd: 1e6, max_wall_ms: 10 ** 9 }).budgets).toEqual(ceilings);
+    // Absent keys: the default, or the ceiling where the default is "no limit".
+    expect(make({}).budgets).toEqual({ max_steps: 10, max_tokens: 100_000, max_cost_usd: 2, max_wall_ms: 600_000 });
+    // Lower than the ceiling: the client's value stands.
+    expect(make({ max_steps: 4, max_cost_usd: 0.5 }).budgets).toMatchObject({ max_steps: 4, max_cost_usd: 0.5 });
+    expect(effectiveBudgets({ max_steps: 60 }, { budgets: { ...UNLIMITED, max_steps: 70 }, ceilings: { ...UNLIMITED, max_steps: 50 } }).max_steps).toBe(50);
   });
 
   it("refuses an unknown workflow; the registry knows critic-chain only", () => {
@@ -391,5 +407,27 @@ describe("replay", () => {
     const replayed: SessionState = replay(h.initial, h.log, h.defaults);
     expect(replayed).toEqual(h.state);
     expect(replay(h.initial, h.log.slice(0, 3), h.defaults)).not.toEqual(h.state);
+  });
+});
+
+describe("step: the stored state's size", () => {
+  it("fails the session with payload_too_large instead of growing its state past LIMITS.maxStateBytes", () => {
+    const h = harness();
+    h.apply(inputs.start());
+    h.reply(out.plan(["first", "second"]));
+    h.reply(out.approve());
+    // Slot 0 (the step being researched) small, then 17 results of 20,000 three-byte characters:
+    // just under 1 MiB stored; the big answer for slot 0 takes it over.
+    const big = "€".repeat(LIMITS.maxTextChars);
+    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, () => big)] } };
+    const before = new TextEncoder().encode(JSON.stringify(h.state)).length;
+    expect(before).toBeLessThanOrEqual(LIMITS.maxStateBytes);
+    const o = h.reply(out.research(big));
+    expect(h.state.meta.status).toBe("failed");
+    expect(h.state.meta.error).toMatchObject({ code: "payload_too_large", message: expect.stringMatching(/state would grow to \d+ bytes, over the 1048576-byte limit/) });
+    expect(new TextEncoder().encode(JSON.stringify(h.state)).length).toBeLessThanOrEqual(LIMITS.maxStateBytes);
+    expect(h.state.data.research_results[0]).toBe("pending");
+    expect(eventsOf(o).at(-1)).toMatchObject({ type: "complete", status: "failed" });
+    expect(h.state.meta.awaiting).toEqual([]);
   });
 });

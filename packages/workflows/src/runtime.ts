@@ -1,4 +1,5 @@
 import {
+  LIMITS,
   SessionId,
   findOp,
   isTerminal,
@@ -13,7 +14,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
-import { activeElapsed, applyControl, consume, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
+import { activeElapsed, applyControl, consume, end, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
 import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
 
 /** What a new session is made from. */
@@ -30,9 +31,8 @@ export interface CreateSessionArgs {
 export function createSession(args: CreateSessionArgs): SessionState {
   const def = getWorkflow(args.workflow);
   if (!def) throw new Error(`unknown workflow "${args.workflow}"`);
-  const over = args.options.budgets ?? {};
-  // A client's explicit null lifts a default limit; an absent key keeps it.
-  const pick = <K extends keyof Budgets>(k: K): Budgets[K] => (over[k] === undefined ? args.defaults.budgets[k] : (over[k] as Budgets[K]));
+  const budgets = effectiveBudgets(args.options.budgets ?? {}, args.defaults);
+  const pick = <K extends keyof Budgets>(k: K): Budgets[K] => budgets[k];
   const { now } = args;
   const maxWall = pick("max_wall_ms");
   // The session timer fires at whichever comes first: the deadline or the wall-clock budget.
@@ -56,6 +56,20 @@ export function createSession(args: CreateSessionArgs): SessionState {
     },
     data: def.init(args.query, args.options),
   };
+}
+
+/**
+ * A session's budgets: what the client asked for (an absent key takes the server default), never
+ * above the server's ceiling; an explicit null ("no limit") and a null default get the ceiling.
+ */
+export function effectiveBudgets(requested: Partial<Budgets>, defaults: Pick<RuntimeDefaults, "budgets" | "ceilings">): Budgets {
+  const one = <K extends keyof Budgets>(k: K): Budgets[K] => {
+    const wanted = requested[k] === undefined ? defaults.budgets[k] : requested[k];
+    const ceiling = defaults.ceilings[k];
+    if (wanted === null || wanted === undefined) return ceiling;
+    return (ceiling === null ? wanted : Math.min(wanted, ceiling)) as Budgets[K];
+  };
+  return { max_steps: one("max_steps"), max_tokens: one("max_tokens"), max_cost_usd: one("max_cost_usd"), max_wall_ms: one("max_wall_ms") };
 }
 
 const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop", reason, detail });
@@ -104,11 +118,38 @@ function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
   return seal(d);
 }
 
+/** UTF-8 bytes of a state as stored (JSON). */
+const stateBytes = (s: SessionState) => new TextEncoder().encode(JSON.stringify(s)).length;
+
 /**
  * The single entry point the coordinator calls: applies one inbox input to a session, or says
  * why it drops it. Pure: the same state, input and context give the same outcome.
+ * A transition whose state would pass `LIMITS.maxStateBytes` is replaced by one that fails the
+ * session with `payload_too_large`, built from the state before it, so the store never has to
+ * refuse a write (which would make the input a poison message).
  */
 export function step(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
+  const out = stepUnbounded(state, input, ctx);
+  if (out.kind !== "apply") return out;
+  const bytes = stateBytes(out.state);
+  if (bytes <= LIMITS.maxStateBytes) return out;
+  const error = new AgentmeshError("payload_too_large", `the session's state would grow to ${bytes} bytes, over the ${LIMITS.maxStateBytes}-byte limit (input ${input.input_id})`, {
+    component: state.meta.workflow,
+  }).toWire();
+  const def = getWorkflow(state.meta.workflow);
+  if (!def) return out;
+  const failed = openDraft(state, def, ctx);
+  endByRuntime(failed, "failed", error, true);
+  const sealed = seal(failed);
+  if (sealed.kind === "apply" && stateBytes(sealed.state) <= LIMITS.maxStateBytes) return sealed;
+  // The workflow's own final fields did not fit either: end with its data as it was.
+  const bare = openDraft(state, def, ctx);
+  end(bare, "failed", error, "", "", true);
+  bare.commands.push(`failed ${error.code}`);
+  return seal(bare);
+}
+
+function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
   const { meta } = state;
   if (input.session_id !== meta.session_id) return drop("wrong_session", `input for ${input.session_id} reached ${meta.session_id}`);
   if (isTerminal(meta.status)) return drop("terminal", `session is ${meta.status}`);
@@ -137,7 +178,13 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
     }
     case "timer": {
       if (input.reason === "session_deadline") {
-        if (meta.pause !== null) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+        if (meta.pause !== null) {
+          const expires = meta.pause.expires_at;
+          if (expires === null || d.ctx.now < expires) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+          const waited = d.ctx.now - meta.pause.since;
+          endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session expired: nobody answered its question within ${waited} ms`).toWire(), true);
+          return seal(d);
+        }
         if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
         // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
         if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {

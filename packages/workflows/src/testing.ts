@@ -28,8 +28,8 @@ export const SID = "sess_test_0001";
 export const T0 = 1_700_000_000_000;
 /** No budget limits. */
 export const UNLIMITED: Budgets = { max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null };
-/** Defaults with task and session deadlines, no budgets. */
-export const DEFAULTS: RuntimeDefaults = { budgets: UNLIMITED, taskDeadlineMs: 60_000, sessionDeadlineMs: 3_600_000 };
+/** Defaults with task and session deadlines, a one-day pause limit, no budgets and no ceilings. */
+export const DEFAULTS: RuntimeDefaults = { budgets: UNLIMITED, ceilings: UNLIMITED, taskDeadlineMs: 60_000, sessionDeadlineMs: 3_600_000, pauseTimeoutMs: 86_400_000 };
 /** The question every test asks unless it says otherwise. */
 export const QUESTION = "What is CRISPR and who invented it?";
 

@@ -73,14 +73,19 @@ function disarmSession(d: Draft): void {
 /**
  * Stops the wall clock while the session waits for a person: the deadline is put aside (what
  * was left of it is kept) and its timer cleared, so it cannot end a session nobody is working on.
+ * The session timer is armed instead at the pause's expiry: a question nobody answers ends the
+ * session (with its terminal events) before its stored keys expire in silence.
  */
 function pause(d: Draft, question: string): void {
   const m = d.meta;
   m.status = "awaiting_user";
   if (m.pause === null) {
-    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now) };
+    const limit = d.ctx.defaults.pauseTimeoutMs;
+    const expiresAt = limit === null ? null : d.ctx.now + limit;
+    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now), expires_at: expiresAt };
     if (m.deadline_at !== null) disarmSession(d);
     m.deadline_at = null;
+    if (expiresAt !== null) d.timers.push({ member: timerMember.session(m.session_id), dueAt: expiresAt });
   }
   d.events.push(stage("awaiting_user", "running", question));
   d.commands.push("await_user");
@@ -95,6 +100,8 @@ export function resume(d: Draft): void {
   m.paused_ms += waited;
   m.pause = null;
   m.status = "running";
+  // The pause's expiry timer goes; a re-armed deadline below reuses the member (adds run after clears).
+  if (p.expires_at !== null) d.clear.push(timerMember.session(m.session_id));
   if (p.deadline_left_ms !== null) {
     m.deadline_at = d.ctx.now + p.deadline_left_ms;
     d.timers.push({ member: timerMember.session(m.session_id), dueAt: m.deadline_at });
@@ -102,16 +109,54 @@ export function resume(d: Draft): void {
   d.commands.push(`resume after ${waited} ms`);
 }
 
+const jsonBytes = (s: string) => new TextEncoder().encode(JSON.stringify(s)).length;
+
+/** The longest prefix of `s` whose JSON is at most `maxBytes`, never splitting a surrogate pair. */
+function cutJson(s: string, maxBytes: number): string {
+  if (jsonBytes(s) <= maxBytes) return s;
+  let lo = 0;
+  let hi = s.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (jsonBytes(s.slice(0, mid)) <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  const code = s.charCodeAt(lo - 1);
+  return s.slice(0, code >= 0xd800 && code <= 0xdbff ? lo - 1 : lo);
+}
+
+/** Room in a `complete` event for the stamp, the status and the truncation note. */
+const COMPLETE_OVERHEAD_BYTES = 1024;
+
+/**
+ * The final texts as the `complete` event carries them: whole when they fit in
+ * `LIMITS.maxCompleteEventBytes`, else cut (the trace to an eighth of the room first, the
+ * answer to the rest) with `truncated` and where the whole text is: the workflow's final fields
+ * in the stored state, which keep it.
+ */
+export function completeTexts(sessionId: string, answer: string, trace: string): Pick<Extract<SessionEvent, { type: "complete" }>, "final_answer" | "final_reasoning_trace" | "truncated" | "full_text_at"> {
+  const room = LIMITS.maxCompleteEventBytes - COMPLETE_OVERHEAD_BYTES;
+  if (jsonBytes(answer) + jsonBytes(trace) <= room) return { final_answer: answer, final_reasoning_trace: trace };
+  const keptTrace = cutJson(trace, Math.floor(room / 8));
+  return {
+    final_answer: cutJson(answer, room - jsonBytes(keptTrace)),
+    final_reasoning_trace: keptTrace,
+    truncated: true,
+    full_text_at: `the session's state (agentmesh inspect ${sessionId}): data.final_answer and data.final_reasoning_trace`,
+  };
+}
+
 /** Ends the session. Agents still working for it are told to stop; `notify` forces the notice. */
 export function end(d: Draft, status: SessionStatus, error: WireError | null, finalAnswer: string, finalTrace: string, notify = false): void {
   d.meta.status = status;
   d.meta.error = error;
   if (error) d.events.push({ type: "error", code: error.code, message: error.message, component: error.component });
-  d.events.push({ type: "complete", status, final_answer: finalAnswer, final_reasoning_trace: finalTrace });
+  d.events.push({ type: "complete", status, ...completeTexts(d.meta.session_id, finalAnswer, finalTrace) });
   const outstanding = d.meta.awaiting;
   for (const a of outstanding) d.clear.push(timerMember.task(a.task_id));
   d.meta.awaiting = [];
   if (d.meta.pause !== null) {
+    if (d.meta.pause.expires_at !== null) disarmSession(d);
     d.meta.paused_ms += Math.max(0, d.ctx.now - d.meta.pause.since);
     d.meta.pause = null;
   } else if (d.meta.deadline_at !== null) {

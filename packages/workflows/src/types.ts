@@ -81,11 +81,23 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
 
 /** Runtime defaults the coordinator passes in (from config), so step() stays pure. */
 export interface RuntimeDefaults {
+  /** Budgets of a session whose client set none (null = up to the ceiling). */
   readonly budgets: Budgets;
+  /**
+   * The server's ceilings, which no request can raise: a session's budget is
+   * `min(requested ?? default, ceiling)`, and an explicit null gets the ceiling. A null ceiling
+   * means none (tests); the coordinator's config always sets all four.
+   */
+  readonly ceilings: Budgets;
   /** Deadline of each awaited task (ms after dispatch); null = none. */
   readonly taskDeadlineMs: number | null;
   /** Wall-clock deadline of a session (ms after creation); null = none. */
   readonly sessionDeadlineMs: number | null;
+  /**
+   * How long a session waits for a person before it fails as expired (ms after it paused); null =
+   * forever. Shorter than the stored keys' TTL, so the session ends with its events, not in silence.
+   */
+  readonly pauseTimeoutMs: number | null;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */

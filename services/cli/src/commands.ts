@@ -178,6 +178,8 @@ export function stuckReason(state: SessionState, now: number, graceMs: number, d
   if (isTerminal(m.status)) return null;
   if (deadInbox.length > 0) return deadInboxReason(deadInbox);
   if (m.deadline_at !== null && now > m.deadline_at + graceMs) return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
+  const expires = m.pause?.expires_at ?? null;
+  if (expires !== null && now > expires + graceMs) return `waiting for a person ${Math.round((now - expires) / 1000)} s past the pause's expiry`;
   const late = m.awaiting.find((a) => a.deadline_at !== null && now > a.deadline_at + graceMs);
   if (late) return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
   return null;
@@ -262,12 +264,36 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
   });
 }
 
+/** Why an answer to this session would go nowhere (gone, finished, not asking); null when it is waiting for one. */
+export function answerRefusal(sessionId: string, state: SessionState | null): string | null {
+  if (state === null) return `no session ${sessionId}: it never existed or has expired, so nobody is waiting for this answer`;
+  const m = state.meta;
+  if (isTerminal(m.status)) {
+    return `session ${sessionId} has already finished (${m.status}${m.error ? `: ${m.error.message}` : ""}); the answer was not sent`;
+  }
+  if (m.status !== "awaiting_user") return `session ${sessionId} is ${m.status}, not waiting for an answer; the answer was not sent`;
+  return null;
+}
+
 /** `agentmesh answer <sid> "<text>"`: a person's reply to a paused session (a `user_reply` inbox message). */
 export async function answer(cfg: CliConfig, sessionId: string, text: string, out: Out): Promise<number> {
   const t = text.trim();
   if (t.length === 0 || t.length > 5000) {
     out.err("agentmesh: the answer must be 1-5000 characters");
     return 2;
+  }
+  // Checked first, so an answer to an expired or finished session is reported as not sent.
+  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  let refusal: string | null;
+  try {
+    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    refusal = answerRefusal(sessionId, (await store.load(sessionId))?.state ?? null);
+  } finally {
+    await redis.quit();
+  }
+  if (refusal !== null) {
+    out.err(`agentmesh: ${refusal}`);
+    return 1;
   }
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {

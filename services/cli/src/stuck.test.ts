@@ -23,6 +23,13 @@ describe("agentmesh sessions --stuck", () => {
     expect(stuckReason(with_({ status: "running", deadline_at: null, awaiting: [task(null)] }), T + 10 ** 9, 1000)).toBeNull();
   });
 
+  test("a paused session past its expiry plus grace is stuck (its expiry timer was lost)", () => {
+    const s = with_({ status: "awaiting_user", deadline_at: null, pause: { since: T, deadline_left_ms: null, expires_at: T + 5000 } });
+    expect(stuckReason(s, T + 5000 + 1000, 1000)).toBeNull();
+    expect(stuckReason(s, T + 5000 + 1001, 1000)).toMatch(/waiting for a person \d+ s past the pause's expiry/);
+    expect(stuckReason(with_({ status: "awaiting_user", deadline_at: null, pause: { since: T, deadline_left_ms: null, expires_at: null } }), T + 10 ** 9, 0)).toBeNull();
+  });
+
   test("a finished session is never stuck, whatever its deadlines say", () => {
     for (const status of ["completed", "failed", "cancelled", "budget_exceeded"] as const) {
       expect(stuckReason(with_({ status, deadline_at: T, awaiting: [task(T)] }), T + 10 ** 9, 0)).toBeNull();

@@ -1,10 +1,11 @@
-import { parseEnv } from "@agentmesh/service-kit";
+import { configError, parseEnv } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
   "NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
-  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS", "AGENTMESH_PAUSE_TIMEOUT_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
+  "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
 ] as const;
@@ -32,6 +33,27 @@ export interface CoordinatorConfig {
 /** Reads the coordinator configuration, listing every problem at once. */
 export function loadCoordinatorConfig(env: Record<string, string | undefined>): CoordinatorConfig {
   const e = parseEnv(NAMES, env);
+  const budgets = {
+    max_steps: e.AGENTMESH_MAX_STEPS,
+    max_tokens: e.AGENTMESH_MAX_TOKENS ?? null,
+    max_cost_usd: e.AGENTMESH_MAX_COST_USD ?? null,
+    max_wall_ms: e.AGENTMESH_MAX_WALL_MS ?? null,
+  };
+  const ceilings = {
+    max_steps: e.AGENTMESH_MAX_STEPS_CEILING,
+    max_tokens: e.AGENTMESH_MAX_TOKENS_CEILING,
+    max_cost_usd: e.AGENTMESH_MAX_COST_USD_CEILING,
+    max_wall_ms: e.AGENTMESH_MAX_WALL_MS_CEILING,
+  };
+  // A default above its ceiling would be silently lowered: say so at start-up instead.
+  const problems = (Object.keys(budgets) as Array<keyof typeof budgets>)
+    .filter((k) => budgets[k] !== null && (budgets[k] as number) > ceilings[k])
+    .map((k) => `the default ${k} ${String(budgets[k])} is above its ceiling ${ceilings[k]} (AGENTMESH_${k.toUpperCase()}_CEILING)`);
+  if (e.AGENTMESH_PAUSE_TIMEOUT_MS >= e.AGENTMESH_SESSION_TTL_MS) {
+    // Otherwise a paused session's keys expire first and it vanishes with no terminal event.
+    problems.push(`AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`);
+  }
+  if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
     redisUrl: e.REDIS_URL,
@@ -44,14 +66,11 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     inboxAckWaitMs: e.AGENTMESH_INBOX_ACK_WAIT_MS,
     taskMaxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     defaults: {
-      budgets: {
-        max_steps: e.AGENTMESH_MAX_STEPS,
-        max_tokens: e.AGENTMESH_MAX_TOKENS ?? null,
-        max_cost_usd: e.AGENTMESH_MAX_COST_USD ?? null,
-        max_wall_ms: e.AGENTMESH_MAX_WALL_MS ?? null,
-      },
+      budgets,
+      ceilings,
       taskDeadlineMs: e.AGENTMESH_TASK_DEADLINE_MS,
       sessionDeadlineMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+      pauseTimeoutMs: e.AGENTMESH_PAUSE_TIMEOUT_MS,
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

@@ -1,9 +1,10 @@
-import { describe, expect, test } from "vitest";
-import { SCHEMA_VERSION, inputIds, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { describe, expect, test, vi } from "vitest";
+import { LIMITS, SCHEMA_VERSION, inputIds, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
+import { createInMemorySessionStore, testCommit, testSessionState } from "@agentmesh/session-store/testing";
+import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
-import { createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
+import { CAS_BACKOFF, casBackoffMs, createCoordinatorCore, logInput, type CoordinatorPublisher } from "./core.js";
 
 const log = createLogger({ service: "test", level: "silent" });
 const SID = "coretest00000001";
@@ -158,5 +159,80 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     }
     expect(resultWins).toBeGreaterThan(0);
     expect(resultWins).toBeLessThan(200);
+  });
+
+  test("an unreadable timer member is removed at its first firing, with one warning", async () => {
+    const { store, rec, now } = setup();
+    const s = testSessionState("sess-badtimer-1");
+    await store.create(s);
+    await store.commit(testCommit(s, "in:a", { timers: [{ member: "garbage-member", dueAt: now.t }, { member: "task:not-a-task-id", dueAt: now.t }] }));
+    const warnLog = createLogger({ service: "test", level: "silent" });
+    const warn = vi.spyOn(warnLog, "warn");
+    const core = createCoordinatorCore({ store, publisher: rec.publisher, log: warnLog, defaults: DEFAULTS, now: () => now.t });
+    expect(await core.fireDueTimers()).toBe(2);
+    expect(warn).toHaveBeenCalledTimes(2);
+    // Past the lease a leased member would come due again; a removed one never does.
+    now.t += 60_000;
+    expect(await core.fireDueTimers()).toBe(0);
+    expect(await store.claimDueTimers(Number.MAX_SAFE_INTEGER, 10)).toEqual([]);
+    expect(warn).toHaveBeenCalledTimes(2);
+    expect(rec.inbox).toEqual([]);
+  });
+
+  test("CAS conflicts back off exponentially with jitter, capped, then give up for redelivery", async () => {
+    const { store, rec, core: first } = setup();
+    const start = await submit(first, rec);
+    // A store where every commit loses the race, as if another coordinator always got there first.
+    const losing: SessionStore = { ...store, commit: async () => ({ ok: false, reason: "conflict", currentVersion: 7 }) };
+    const sleeps: number[] = [];
+    const core = createCoordinatorCore({
+      store: losing, publisher: rec.publisher, log, defaults: DEFAULTS,
+      sleep: async (ms) => { sleeps.push(ms); }, random: () => 0.5,
+    });
+    expect(await core.handleInput(start)).toBe("retry");
+    expect(core.stats.conflicts).toBe(25);
+    expect(sleeps).toHaveLength(25);
+    expect(sleeps.slice(0, 6)).toEqual([2, 5, 10, 20, 40, 80]);
+    expect(Math.max(...sleeps)).toBe(CAS_BACKOFF.capMs / 2);
+    // Full jitter: the wait spans [0, ceiling) as the random source does.
+    expect(casBackoffMs(3, () => 0)).toBe(0);
+    expect(casBackoffMs(3, () => 0.999)).toBe(39);
+    expect(casBackoffMs(40, () => 0.999)).toBe(CAS_BACKOFF.capMs - 1);
+  });
+
+  test("a transition-log line keeps a short input whole and only a bounded summary of a long one", async () => {
+    const { core, rec, store } = setup();
+    const start = await submit(core, rec);
+    await core.handleInput(start);
+    const task = rec.tasks()[0]!;
+    const big = resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, { ...out.plan([], ["Compute it"]), notes: "x".repeat(200_000) }, {}, SID);
+    expect(await core.handleInput(big)).toBe("ack");
+    const [first, second] = await store.transitionLog(SID);
+    expect(first?.input).toEqual(start);
+    expect(second?.input).toMatchObject({ kind: "result", input_id: big.input_id, task_id: task.task_id, role: "planner", op: "plan", ok: true, truncated: true });
+    expect(JSON.stringify(second).length).toBeLessThan(LIMITS.maxLogInputChars);
+    expect(logInput(big)).not.toHaveProperty("outcome");
+  });
+
+  test("a retry after the session and its idempotency key expired starts a new session under a new id", async () => {
+    const now = { t: 1_700_000_000_000 };
+    const store = createInMemorySessionStore({ keyPrefix: "t", activeTtlMs: 3_600_000, finishedTtlMs: 60_000, idempotencyTtlMs: 3_600_000, now: () => now.t });
+    const rec = recorder();
+    let n = 0;
+    const core = createCoordinatorCore({ store, publisher: rec.publisher, log, defaults: DEFAULTS, now: () => now.t, newSessionId: () => `idemsession${String(++n).padStart(5, "0")}` });
+    const first = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" });
+    if (!first.ok) throw new Error("submit failed");
+    await core.handleInput(rec.inbox.at(-1)!);
+    await core.handleInput({ v: SCHEMA_VERSION, kind: "cancel", session_id: first.session_id, input_id: inputIds.cancel("c1"), reason: "done" });
+    expect((await store.load(first.session_id))?.state.meta.status).toBe("cancelled");
+    // Within the finished TTL the retry finds the finished session and re-runs nothing.
+    now.t += 30_000;
+    expect(await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" })).toMatchObject({ ok: true, session_id: first.session_id, created: false });
+    // "Day 2": the session is gone, and so is its key (it followed the session's 60 s, not its own hour).
+    now.t += 31_000;
+    expect(await store.load(first.session_id)).toBeNull();
+    const retry = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" });
+    expect(retry).toMatchObject({ ok: true, created: true });
+    expect(retry.ok && retry.session_id).not.toBe(first.session_id);
   });
 });

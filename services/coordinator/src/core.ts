@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
-  SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
+  LIMITS, SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
   type InboxInput, type Outbox, type SubmitReply,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
@@ -22,6 +22,10 @@ export interface CoordinatorCoreDeps {
   readonly crash?: CrashHook;
   readonly now?: () => number;
   readonly newSessionId?: () => string;
+  /** Waits between CAS attempts (default a timer); injected so tests see the backoff without waiting. */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** Jitter source in [0, 1) (default `Math.random`). */
+  readonly random?: () => number;
 }
 
 /** Counters a coordinator reports in its `$SRV` stats. */
@@ -38,6 +42,48 @@ export interface CoordinatorStats {
 
 /** How many times one inbox message is re-stepped after losing compare-and-set races. */
 const MAX_CAS_ATTEMPTS = 25;
+/** First and largest wait between CAS attempts (ms): all 25 attempts stay well inside the inbox lease. */
+export const CAS_BACKOFF = { baseMs: 5, capMs: 200 } as const;
+
+/**
+ * The wait before CAS attempt `attempt + 1`: exponential from `baseMs`, capped at `capMs`, with
+ * full jitter (uniform in [0, that]) so coordinators that collided once do not collide again in step.
+ */
+export function casBackoffMs(attempt: number, random: () => number): number {
+  const ceiling = Math.min(CAS_BACKOFF.capMs, CAS_BACKOFF.baseMs * 2 ** attempt);
+  return Math.floor(ceiling * Math.min(Math.max(random(), 0), 1));
+}
+
+/**
+ * What a transition-log line keeps of its input: the input itself when its JSON is short, else
+ * a summary naming it (kind, ids, the outcome's code) and its size. A result can be 256 KB and a
+ * session has up to 1,000 lines, so the raw input would make the log the largest thing stored.
+ */
+export function logInput(input: InboxInput): unknown {
+  const json = JSON.stringify(input);
+  if (json.length <= LIMITS.maxLogInputChars) return input;
+  const base = { kind: input.kind, input_id: input.input_id, truncated: true, chars: json.length };
+  switch (input.kind) {
+    case "result":
+      return { ...base, task_id: input.task_id, role: input.role, op: input.op, ok: input.outcome.ok, ...(input.outcome.ok ? {} : { code: input.outcome.error.code }) };
+    case "timer":
+      return { ...base, task_id: input.task_id, reason: input.reason };
+    case "start":
+      return { ...base, workflow: input.workflow, query: input.query.slice(0, 200) };
+    case "user_reply":
+      return { ...base, text: input.text.slice(0, 200) };
+    case "cancel":
+      return { ...base, reason: input.reason.slice(0, 200) };
+  }
+}
+
+/** A log line's commands, bounded like its input (a fan-out can dispatch many tasks at once). */
+const logCommands = (commands: readonly string[]): string[] => {
+  const kept = commands.slice(0, 64).map((c) => c.slice(0, 300));
+  return commands.length > kept.length ? [...kept, `… ${commands.length - kept.length} more`] : kept;
+};
+
+const timerSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The coordinator's logic, independent of how messages arrive: submit, step one inbox input,
@@ -48,6 +94,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const now = deps.now ?? Date.now;
   const crash = deps.crash ?? (() => {});
   const newSessionId = deps.newSessionId ?? (() => randomUUID().replaceAll("-", ""));
+  const sleep = deps.sleep ?? timerSleep;
+  const random = deps.random ?? Math.random;
   const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
   const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version", message: string): SubmitReply => {
@@ -68,9 +116,12 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;
     const proposed = req.session_id ?? newSessionId();
-    const sessionId = await store.claimIdempotencyKey(req.idempotency_key ?? proposed, proposed);
+    const idempotencyKey = req.idempotency_key ?? proposed;
+    const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
     const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults });
-    const created = await store.create(state);
+    // The key then expires with the session: a retry after the session is gone starts a new one
+    // under a new id instead of re-running the old id.
+    const created = await store.create(state, idempotencyKey);
     await publisher.publishInbox({
       v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
       workflow: req.workflow, query: query.query, options: req.options,
@@ -139,15 +190,19 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         state: out.state,
         inputId: input.input_id,
         outbox,
-        log: { version, input_id: input.input_id, input, now: at, commands: [...out.commands], status: out.state.meta.status },
+        log: { version, input_id: input.input_id, input: logInput(input), now: at, commands: logCommands(out.commands), status: out.state.meta.status },
         terminal: isTerminal(out.state.meta.status),
         timers: out.timers,
         clearTimers: out.clearTimers,
       });
       if (!res.ok) {
         if (res.reason === "missing") return "ack";
-        if (res.reason === "conflict") stats.conflicts++;
-        continue; // conflict: another coordinator moved the session; already_applied: next pass acks
+        if (res.reason === "conflict") {
+          // Another coordinator moved the session: back off before re-loading, or 25 tight retries burn out in milliseconds.
+          stats.conflicts++;
+          await sleep(casBackoffMs(attempt, random));
+        }
+        continue; // already_applied: the next pass acks
       }
       crash("after-cas");
       stats.applied++;
@@ -165,7 +220,9 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     for (const member of members) {
       const t = parseTimerMember(member);
       if (!t) {
-        deps.log.warn({ member }, "unreadable timer member");
+        // Nothing can ever fire or clear it: remove it now, or it comes due again every lease and warns forever.
+        await store.removeTimers([member]);
+        deps.log.warn({ member }, "removed unreadable timer member");
         continue;
       }
       const input: InboxInput =
