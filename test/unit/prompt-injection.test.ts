@@ -219,7 +219,8 @@ afterAll(async () => {
 
 // --- one session through step(), every task run in process -------------------------------------
 
-const DEFAULTS: RuntimeDefaults = { budgets: { max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null }, taskDeadlineMs: 120_000, sessionDeadlineMs: 3_600_000 };
+const UNLIMITED = { max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null };
+const DEFAULTS: RuntimeDefaults = { budgets: UNLIMITED, ceilings: UNLIMITED, taskDeadlineMs: 120_000, sessionDeadlineMs: 3_600_000, pauseTimeoutMs: 86_400_000 };
 
 interface Run {
   state: SessionState;
