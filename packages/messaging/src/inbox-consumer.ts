@@ -2,6 +2,7 @@ import { AgentmeshError, InboxInput, type Naming } from "@agentmesh/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import type { Log } from "./log.js";
+import { senderMismatch } from "./senders.js";
 import { getDurable, startPullLoop, type InFlight } from "./pull-loop.js";
 import type { CrashHook, InboxHandler, Worker, WorkStats } from "./types.js";
 
@@ -34,7 +35,7 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   const info = await consumer.info(true);
   const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
   const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
-  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
+  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0, forged: 0 };
 
   async function handle(entry: InFlight): Promise<void> {
     const m = entry.msg;
@@ -42,8 +43,14 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     if (deliveryCount > 1) counts.redelivered++;
     const d = decodeMessage(m.data, InboxInput, "inbox input");
     let reason = d.ok ? null : d.reason;
-    if (d.ok && m.subject !== naming.inbox(d.value.session_id)) {
-      reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
+    if (d.ok) {
+      const sender = naming.inboxSender(m.subject);
+      if (sender === null || !m.subject.startsWith(`${naming.prefix}.inbox.${d.value.session_id}.`)) {
+        reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
+      } else {
+        reason = senderMismatch(d.value, sender);
+        if (reason !== null) counts.forged++;
+      }
     }
     if (!d.ok || reason !== null) {
       entry.settled = true;

@@ -60,7 +60,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     void opts.interrupted?.then(async () => {
       cancelled = true;
       out.err(`\ncancelling session ${reply.session_id} …`);
-      const pub = createPublisher(nc, naming, quietLog);
+      const pub = createPublisher(nc, naming, quietLog, { client: true });
       await pub.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: reply.session_id, input_id: inputIds.cancel(`${reply.session_id}-cli`), reason: "cancelled from the CLI (Ctrl-C)" });
     });
     const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
@@ -140,7 +140,7 @@ export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: b
 export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promise<number> {
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
-    await createPublisher(nc, naming, quietLog).publishInbox({
+    await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
       v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-cli`), reason: "cancelled from the CLI",
     });
     out.line(`cancel sent to session ${sessionId}`);
@@ -241,7 +241,7 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
   }
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
-    await createPublisher(nc, naming, quietLog).publishInbox({
+    await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
       v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(randomBytes(8).toString("hex")), text: t,
     });
     out.line(`answer sent to session ${sessionId}`);
