@@ -42,6 +42,7 @@ export interface Naming {
   events(sessionId: string): string;
   readonly eventsAll: string;
   tokens(sessionId: string): string;
+  readonly tokensAll: string;
   cancel(sessionId: string): string;
   readonly cancelAll: string;
   readonly streams: { readonly inbox: string; readonly tasks: string; readonly events: string; readonly dead: string };
@@ -76,6 +77,7 @@ export function naming(prefix = "agentmesh"): Naming {
     events: (sid) => `${prefix}.events.${SessionId.parse(sid)}`,
     eventsAll: `${prefix}.events.>`,
     tokens: (sid) => `${prefix}.tokens.${SessionId.parse(sid)}`,
+    tokensAll: `${prefix}.tokens.>`,
     cancel: (sid) => `${prefix}.cancel.${SessionId.parse(sid)}`,
     cancelAll: `${prefix}.cancel.>`,
     streams: { inbox: `${P}_INBOX`, tasks: `${P}_TASKS`, events: `${P}_EVENTS`, dead: `${P}_DEAD` },

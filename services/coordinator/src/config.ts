@@ -1,4 +1,4 @@
-import { parseEnv } from "@agentmesh/service-kit";
+import { NATS_ACCESS_VARS, natsAccess, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
@@ -6,11 +6,14 @@ const NAMES = [
   "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
+  ...NATS_ACCESS_VARS,
 ] as const;
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
 export interface CoordinatorConfig {
   readonly natsUrl: string;
+  /** NKey seed file and TLS files for the NATS connection. */
+  readonly nats: NatsAccess;
   readonly redisUrl: string;
   readonly prefix: string;
   readonly logLevel: string;
@@ -30,6 +33,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   const e = parseEnv(NAMES, env);
   return Object.freeze({
     natsUrl: e.NATS_URL,
+    nats: natsAccess(e),
     redisUrl: e.REDIS_URL,
     prefix: e.AGENTMESH_PREFIX,
     logLevel: e.LOG_LEVEL,

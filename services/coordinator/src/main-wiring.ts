@@ -50,7 +50,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       const cfg = loadCoordinatorConfig(env);
       log = createLogger({ service: "coordinator", level: cfg.logLevel });
       log.info({ nats: cfg.natsUrl, redis: cfg.redisUrl }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
+      const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}` });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log });
       return {
