@@ -39,6 +39,7 @@ function consume(stream: string, consumer: string): string[] {
  */
 function follow(stream: string, filter: string): string[] {
   return [
+    `$JS.API.STREAM.INFO.${stream}`,
     `$JS.API.CONSUMER.CREATE.${stream}.*.${filter}`,
     `$JS.API.CONSUMER.MSG.NEXT.${stream}.*`,
     `$JS.API.CONSUMER.INFO.${stream}.*`,
