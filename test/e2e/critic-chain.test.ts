@@ -123,7 +123,7 @@ describe("critic-chain over real NATS and Redis, every service its own process",
   });
 
   test("agentmesh services lists every role and replica; inspect prints state and transition log", () => {
-    const env = { ...process.env, NATS_URL: cluster.opts.natsUrl, REDIS_URL: cluster.opts.redisUrl, AGENTMESH_PREFIX: cluster.opts.prefix };
+    const env = { ...process.env, ...cluster.env() };
     const cli = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), ...args], { cwd: root, env, encoding: "utf8" });
     const services = cli("services");
     expect(services.status, services.stderr).toBe(0);
