@@ -21,14 +21,14 @@ export function subjectRows(): string[] {
   const s = (subject: string) => subject.replace(sid, "<sid>");
   return [
     `| submit a query | \`${n.submit}\` | core request/reply, queue group \`coordinators\` |`,
-    `| session inbox | \`${s(n.inbox(sid))}\` | JetStream \`${n.streams.inbox}\`, consumer \`${n.consumers.coordinator}\` |`,
+    `| session inbox (sender: a role, \`coordinator\` or \`client\`) | \`${s(n.inbox(sid, "sender")).replace(/\.sender$/, ".<sender>")}\` | JetStream \`${n.streams.inbox}\`, consumer \`${n.consumers.coordinator}\` |`,
     `| agent tasks | \`${n.task("<role>", "<op>")}\` | JetStream \`${n.streams.tasks}\` (work queue), consumer \`${n.consumers.role("<role>")}\` |`,
     `| lifecycle events | \`${s(n.events(sid))}\` | JetStream \`${n.streams.events}\` (replayable) |`,
     `| token deltas | \`${s(n.tokens(sid))}\` | core NATS |`,
     `| cancel in-flight work | \`${s(n.cancel(sid))}\` | core NATS |`,
-    `| direct op call (debugging) | \`${n.rpc("<role>", "<op>")}\` | core request/reply |`,
+    `| direct op call (debugging; off unless \`AGENTMESH_RPC=1\`) | \`${n.rpc("<role>", "<op>")}\` | core request/reply |`,
     `| dead letters | \`${n.deadLetter("<role>")}\`, \`${n.deadLetter("inbox")}\` | JetStream \`${n.streams.dead}\` |`,
-    `| cancelled sessions | \`$KV.${n.kv.cancelled}.<sid>\` | JetStream KV bucket \`${n.kv.cancelled}\` (TTL \`AGENTMESH_CANCELLED_TTL_MS\`) |`,
+    `| cancelled sessions | \`$KV.${n.kv.cancelled}.<sid>\` | JetStream KV bucket \`${n.kv.cancelled}\` (coordinator writes, agents read; TTL \`AGENTMESH_CANCELLED_TTL_MS\`) |`,
   ];
 }
 

@@ -143,7 +143,7 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
     coordinators = [cluster.start("coordinator")];
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 
-    const env = cluster.secrets.plant("cli", { ...process.env, NATS_URL: cluster.opts.natsUrl, REDIS_URL: cluster.opts.redisUrl, AGENTMESH_PREFIX: cluster.opts.prefix });
+    const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
     const cli = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "answer", sid, "Celsius"], { cwd: root, env, encoding: "utf8" });
     cluster.secrets.record("cli answer", cli.stdout + cli.stderr);
     expect(cli.status, cli.stderr).toBe(0);

@@ -95,7 +95,7 @@ describe("cancel", () => {
     const ready = Date.now() - startedAt;
     expect((await cluster.store.load(sid))?.state.meta.version, `replacements took ${ready} ms, the start came back first`).toBe(0);
     // The cancel reaches the inbox, behind the start, before the start was processed.
-    const publisher = createPublisher(cluster.natsConnection, cluster.naming, createLogger({ service: "e2e", level: "silent" }));
+    const publisher = createPublisher(cluster.natsConnection, cluster.naming, createLogger({ service: "e2e", level: "silent" }), { client: true });
     await publisher.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-test`), reason: "cancelled before it started" });
 
     const { state, log, events } = await cluster.waitDone(sid, 60_000);
@@ -125,7 +125,7 @@ describe("cancel", () => {
     const sid = "bccancelmidcall00001";
     await proxy.script(sid, [{ ...PLAN!, delayMs: 60_000 }]);
     const inbox: Array<{ at: number; input_id: string; body: unknown }> = [];
-    const sub = cluster.natsConnection.subscribe(cluster.naming.inbox(sid), {
+    const sub = cluster.natsConnection.subscribe(`${cluster.naming.prefix}.inbox.${sid}.*`, {
       callback: (_err, m) => {
         const body = m.json<{ input_id: string }>();
         inbox.push({ at: Date.now(), input_id: body.input_id, body });

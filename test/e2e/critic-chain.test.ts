@@ -86,10 +86,10 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     const before = await keyCount();
     const h = headers();
     h.set("x-schema-v", "1");
-    await js.publish(n.inbox("ghost000000000000001"), "{not json");
-    await js.publish(n.inbox("ghost000000000000001"), JSON.stringify({ v: 1, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:x", reason: "r" }));
-    await js.publish(n.inbox("ghost000000000000001"), JSON.stringify({ v: 9, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:y", reason: "r" }));
-    await js.publish(n.inbox("ghost000000000000001"), JSON.stringify({ v: 1, kind: "result", session_id: "ghost000000000000001", input_id: "result:ghost000000000000001.3.0.0", task_id: "ghost000000000000001.3.0.0", role: "planner", op: "plan", outcome: { ok: true, output: {}, provenance: null } }));
+    await js.publish(n.inbox("ghost000000000000001", "client"), "{not json");
+    await js.publish(n.inbox("ghost000000000000001", "client"), JSON.stringify({ v: 1, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:x", reason: "r" }));
+    await js.publish(n.inbox("ghost000000000000001", "client"), JSON.stringify({ v: 9, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:y", reason: "r" }));
+    await js.publish(n.inbox("ghost000000000000001", "planner"), JSON.stringify({ v: 1, kind: "result", session_id: "ghost000000000000001", input_id: "result:ghost000000000000001.3.0.0", task_id: "ghost000000000000001.3.0.0", role: "planner", op: "plan", outcome: { ok: true, output: {}, provenance: null } }));
     await js.publish(n.task("planner", "plan"), "[1,2,3]", { headers: h });
     await js.publish(n.task("planner", "plan"), JSON.stringify({ v: 1, task_id: "ghost000000000000001.1.0.0", session_id: "ghost000000000000001", role: "planner", op: "plan", attempt: 0, deadline_at: null, input: { nonsense: true } }));
     await js.publish(n.task("critic", "review_plan"), "y".repeat(300 * 1024)).catch(() => undefined); // may exceed server max_payload? 300 KB is under 1 MiB
@@ -123,7 +123,7 @@ describe("critic-chain over real NATS and Redis, every service its own process",
   });
 
   test("agentmesh services lists every role and replica; inspect prints state and transition log", () => {
-    const env = cluster.secrets.plant("cli", { ...process.env, NATS_URL: cluster.opts.natsUrl, REDIS_URL: cluster.opts.redisUrl, AGENTMESH_PREFIX: cluster.opts.prefix });
+    const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
     const cli = (...args: string[]) => {
       const r = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), ...args], { cwd: root, env, encoding: "utf8" });
       cluster.secrets.record(`cli ${args[0] ?? ""}`, r.stdout + r.stderr);

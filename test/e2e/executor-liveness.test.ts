@@ -8,7 +8,7 @@ beforeAll(async () => {
   cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("live") });
   await cluster.open();
   cluster.start("coordinator"); // provisions the streams the executor pulls from
-  cluster.start("executor", { AGENTMESH_TASK_ACK_WAIT_MS: "15000" }); // the direct-call path is bounded by the lease
+  cluster.start("executor", { AGENTMESH_TASK_ACK_WAIT_MS: "15000", AGENTMESH_RPC: "1" }); // direct calls are for debugging (on here); bounded by the lease
   await cluster.waitReady({ coordinator: 1, executor: 1 });
 });
 

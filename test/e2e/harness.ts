@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine, type RoleName } from "@agentmesh/contracts";
 import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
-import { followEvents, request } from "@agentmesh/messaging";
+import { connectNats, followEvents, request } from "@agentmesh/messaging";
 import { SecretScan } from "./secret-scan.js";
+import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -27,6 +28,13 @@ export interface ClusterOptions {
   /** OpenAI-compatible base URL (the scripted server); unset = offline engine. */
   readonly llmBaseUrl?: string;
   readonly extraEnv?: Record<string, string>;
+  /**
+   * NATS access control (default on): the cluster runs its own nats-server (the binary, on a
+   * free loopback port) with the config `natsServerConfig` generates for its prefix, and gives
+   * every service process its own NKey seed; `natsUrl` is then not used. Off only for a test
+   * that stops and restarts the NATS server itself.
+   */
+  readonly accessControl?: boolean;
 }
 
 /** A set of service processes sharing one prefix, plus clients to watch them. */
@@ -35,6 +43,7 @@ export class Cluster {
   readonly naming: Naming;
   private nc!: NatsConnection;
   private redis!: Redis;
+  private authNats: AuthNats | null = null;
   store!: SessionStore;
   /** Secrets planted in every service's env; `close()` fails when any output or event shows one. */
   readonly secrets = new SecretScan();
@@ -44,20 +53,28 @@ export class Cluster {
   }
 
   async open(): Promise<void> {
-    const u = new URL(this.opts.natsUrl);
-    this.nc = await connect({ servers: u.host, user: u.username || undefined, pass: u.password || undefined, name: "e2e-harness" });
+    if (this.opts.accessControl !== false) this.authNats = await startAuthNats(this.opts.prefix);
+    // the harness itself watches and injects faults as the unrestricted test user
+    this.nc = await connectNats({ url: this.natsUrl, name: "e2e-harness", ...(this.authNats ? { nkeySeedFile: this.authNats.seedFile("admin") } : {}) });
     this.redis = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
     this.store = createRedisSessionStore(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
   }
 
-  env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  /** The URL services reach NATS at: the cluster's own server under access control. */
+  get natsUrl(): string {
+    return this.authNats?.url ?? this.opts.natsUrl;
+  }
+
+  /** A process environment as NATS user `user` (a role, `coordinator`, `client` for the CLI, `inspect`). */
+  env(extra: Record<string, string> = {}, user = "client"): NodeJS.ProcessEnv {
     return {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      NATS_URL: this.opts.natsUrl,
+      NATS_URL: this.natsUrl,
+      ...(this.authNats ? { NATS_NKEY_SEED_FILE: this.authNats.seedFile(user) } : {}),
       REDIS_URL: this.opts.redisUrl,
       AGENTMESH_PREFIX: this.opts.prefix,
-      LOG_LEVEL: "warn",
+      LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
       AGENTMESH_TASK_ACK_WAIT_MS: "2000",
       AGENTMESH_INBOX_ACK_WAIT_MS: "2000",
       AGENTMESH_AGENT_CONCURRENCY: "4",
@@ -72,7 +89,7 @@ export class Cluster {
     const entry = name === "coordinator" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
     const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
       cwd: root,
-      env: this.secrets.plant(name, this.env(extra)),
+      env: this.secrets.plant(name, this.env(extra, name)),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
@@ -174,6 +191,7 @@ export class Cluster {
     for (const p of this.procs) if (p.child.exitCode === null && p.child.signalCode === null) p.child.kill("SIGKILL");
     await this.nc?.close();
     this.redis?.disconnect();
+    await this.authNats?.stop();
     for (const p of this.procs) this.secrets.record(`output of ${p.name} ${p.child.pid ?? ""}`, p.output());
     this.secrets.check();
   }

@@ -52,6 +52,7 @@ beforeAll(async () => {
     redisUrl: `redis://127.0.0.1:${redis.port}`,
     prefix: uniquePrefix("rst"),
     llmBaseUrl: proxy.url,
+    accessControl: false, // this test stops and restarts its own plain nats-server
   });
   await cluster.open();
   // Coordinators first: they provision the streams and consumers the agents attach to.

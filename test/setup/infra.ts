@@ -53,7 +53,7 @@ export function reachable(url: string, ms = 1000): Promise<boolean> {
   });
 }
 
-function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<void> {
+export function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<void> {
   return new Promise((resolve, reject) => {
     let buf = "";
     const t = setTimeout(() => reject(new Error(`timed out waiting for ${re} (output: ${buf.slice(-500)})`)), ms);

@@ -18,6 +18,11 @@ export interface AgentOptions {
   readonly crash?: CrashHook;
   readonly logPayloads?: boolean;
   readonly version?: string;
+  /**
+   * Also serve each op as a direct request/reply endpoint `<p>.rpc.<role>.<op>` (debugging with
+   * `nats req`): off by default, since a direct call runs with any session id it is given.
+   */
+  readonly rpc?: boolean;
   /** Prompt contracts by id (loaded at start-up); every contract the role's ops name must be here. */
   readonly prompts?: ReadonlyMap<string, PromptContract>;
 }
@@ -169,7 +174,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     metadata: { prefix: opts.naming.prefix, kind: "agent", model: opts.model.name, host: hostname() },
     statsData: () => ({ ...worker.stats, alive: worker.alive() }),
   });
-  for (const op of Object.keys(def.ops)) {
+  for (const op of opts.rpc ? Object.keys(def.ops) : []) {
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {
       const body = (data ?? {}) as { input?: unknown; task_id?: string; session_id?: string };
       const outcome = await runOp(

@@ -1,16 +1,21 @@
-import { parseEnv, parsePrices, parseRoleModels, configError } from "@agentmesh/service-kit";
+import { NATS_ACCESS_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, type NatsAccess } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
   "NATS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_LOG_PAYLOADS", "AGENTMESH_CRASH_AT",
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
-  "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR",
+  "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
+  ...NATS_ACCESS_VARS,
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
 export interface AgentConfig {
   readonly natsUrl: string;
+  /** NKey seed file and TLS files for the NATS connection. */
+  readonly nats: NatsAccess;
+  /** Serve direct `rpc` endpoints (debugging only). */
+  readonly rpc: boolean;
   readonly prefix: string;
   readonly logLevel: string;
   readonly logPayloads: boolean;
@@ -44,6 +49,8 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
   if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
+    nats: natsAccess(e),
+    rpc: e.AGENTMESH_RPC,
     prefix: e.AGENTMESH_PREFIX,
     logLevel: e.LOG_LEVEL,
     logPayloads: e.AGENTMESH_LOG_PAYLOADS,

@@ -99,6 +99,7 @@ export async function startAgentsInProcess(
         maxDeliver: cfg.maxDeliver,
         crash,
         logPayloads: cfg.logPayloads,
+        rpc: cfg.rpc,
         prompts,
       })),
     );

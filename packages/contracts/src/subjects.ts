@@ -8,14 +8,32 @@ export type SessionId = z.infer<typeof SessionId>;
 export const Prefix = z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "prefix must be lowercase [a-z0-9_-], starting with a letter");
 
 /**
+ * Who wrote an inbox input, carried as the last token of its subject: a role name (results),
+ * `coordinator` (start, timer) or `client` (user_reply and cancel from the CLI or a gateway).
+ * NATS stamps no sender on JetStream messages; per-sender subjects with per-user publish rights
+ * make the subject the proof.
+ */
+export const InboxSender = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, "inbox sender must be a role name, coordinator or client");
+export type InboxSender = z.infer<typeof InboxSender>;
+
+/** The senders that are not roles. */
+export const INBOX_SENDERS = { coordinator: "coordinator", client: "client" } as const;
+
+/**
  * Every subject, stream and consumer name, derived from one prefix. Raw subject strings
  * live only here; services take them from this value.
  */
 export interface Naming {
   readonly prefix: string;
   readonly submit: string;
-  inbox(sessionId: string): string;
+  /** A session's inbox, one subject per sender, so NATS permissions say who may write what. */
+  inbox(sessionId: string, sender: InboxSender): string;
+  /** Every inbox subject (the `<P>_INBOX` stream's filter). */
   readonly inboxAll: string;
+  /** The inbox subject pattern one sender may publish to (every session). */
+  inboxFrom(sender: InboxSender): string;
+  /** The sender token of an inbox subject, or null when the subject is not an inbox subject of this prefix. */
+  inboxSender(subject: string): string | null;
   task(role: string, op: string): string;
   taskFilter(role: string): string;
   readonly taskAll: string;
@@ -24,6 +42,7 @@ export interface Naming {
   events(sessionId: string): string;
   readonly eventsAll: string;
   tokens(sessionId: string): string;
+  readonly tokensAll: string;
   cancel(sessionId: string): string;
   readonly cancelAll: string;
   readonly streams: { readonly inbox: string; readonly tasks: string; readonly events: string; readonly dead: string };
@@ -42,8 +61,15 @@ export function naming(prefix = "agentmesh"): Naming {
   return {
     prefix,
     submit: `${prefix}.submit`,
-    inbox: (sid) => `${prefix}.inbox.${SessionId.parse(sid)}`,
+    inbox: (sid, sender) => `${prefix}.inbox.${SessionId.parse(sid)}.${InboxSender.parse(sender)}`,
     inboxAll: `${prefix}.inbox.>`,
+    inboxFrom: (sender) => `${prefix}.inbox.*.${InboxSender.parse(sender)}`,
+    inboxSender: (subject) => {
+      const head = `${prefix}.inbox.`;
+      if (!subject.startsWith(head)) return null;
+      const rest = subject.slice(head.length).split(".");
+      return rest.length === 2 && rest[0] && rest[1] ? rest[1] : null;
+    },
     task: (role, op) => `${prefix}.task.${role}.${op}`,
     taskFilter: (role) => `${prefix}.task.${role}.>`,
     taskAll: `${prefix}.task.>`,
@@ -51,6 +77,7 @@ export function naming(prefix = "agentmesh"): Naming {
     events: (sid) => `${prefix}.events.${SessionId.parse(sid)}`,
     eventsAll: `${prefix}.events.>`,
     tokens: (sid) => `${prefix}.tokens.${SessionId.parse(sid)}`,
+    tokensAll: `${prefix}.tokens.>`,
     cancel: (sid) => `${prefix}.cancel.${SessionId.parse(sid)}`,
     cancelAll: `${prefix}.cancel.>`,
     streams: { inbox: `${P}_INBOX`, tasks: `${P}_TASKS`, events: `${P}_EVENTS`, dead: `${P}_DEAD` },

@@ -1,6 +1,9 @@
-import { AuthorizationError, connect, type NatsConnection } from "@nats-io/transport-node";
+import { readFileSync } from "node:fs";
+import { AuthorizationError, connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, redactUrls } from "@agentmesh/contracts";
 import type { Log } from "./log.js";
+import { publicKeyOfSeed } from "./nats-config.js";
+import { replyPrefix } from "./permissions.js";
 
 /** How to reach NATS. */
 export interface ConnectNatsOptions {
@@ -14,6 +17,26 @@ export interface ConnectNatsOptions {
   readonly timeoutMs?: number;
   /** When given, connection status changes (disconnect, reconnect, errors) are logged. */
   readonly log?: Log;
+  /**
+   * A file holding this service's NKey user seed (`pnpm nats:keys` writes them; mount it as a
+   * secret). Replies to our requests then arrive under `_INBOX.<public key>`, the only reply
+   * subjects the generated server config lets this user read.
+   */
+  readonly nkeySeedFile?: string;
+  /** TLS: the CA to trust, and a client certificate and key when the server verifies clients. */
+  readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
+}
+
+/** Reads an NKey seed file: its authenticator and the reply prefix its user may read. */
+function nkeyAuth(file: string): { authenticator: ReturnType<typeof nkeyAuthenticator>; inboxPrefix: string } {
+  let seed: string;
+  try {
+    seed = readFileSync(file, "utf8").trim();
+  } catch (err) {
+    throw new AgentmeshError("invalid_config", `cannot read the NATS NKey seed file ${file} (${err instanceof Error ? err.message : String(err)})`, { component: "nats" });
+  }
+  const publicKey = publicKeyOfSeed(seed);
+  return { authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)), inboxPrefix: replyPrefix(publicKey) };
 }
 
 /** Server addresses and credentials parsed out of a NATS URL (the v3 client ignores URL credentials). */
@@ -58,12 +81,21 @@ export function redact(url: string): string {
  */
 export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnection> {
   const { servers, user, pass } = parseNatsUrl(opts.url);
+  const nkey = opts.nkeySeedFile ? nkeyAuth(opts.nkeySeedFile) : null;
+  const tls = opts.tls && (opts.tls.caFile || opts.tls.certFile || opts.tls.keyFile) ? opts.tls : null;
+  if (tls && Boolean(tls.certFile) !== Boolean(tls.keyFile)) {
+    throw new AgentmeshError("invalid_config", "NATS TLS needs both a client certificate and its key, or neither", { component: "nats" });
+  }
   let nc: NatsConnection;
   try {
     nc = await connect({
       servers,
       ...(user === undefined ? {} : { user }),
       ...(pass === undefined ? {} : { pass }),
+      ...(nkey ?? {}),
+      ...(tls
+        ? { tls: { ...(tls.caFile ? { caFile: tls.caFile } : {}), ...(tls.certFile ? { certFile: tls.certFile } : {}), ...(tls.keyFile ? { keyFile: tls.keyFile } : {}) } }
+        : {}),
       name: opts.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 1000,

@@ -75,10 +75,10 @@ describe("startInboxConsumer", () => {
     });
     const js = jetstream(nc);
     const sid = sessionId();
-    await js.publish(naming.inbox(sid), "]]");
-    await js.publish(naming.inbox(sid), JSON.stringify({ ...cancel(sid), reason: "x".repeat(300 * 1024) }));
-    await js.publish(naming.inbox(sid), JSON.stringify({ ...cancel(sid), v: 0 }));
-    await js.publish(naming.inbox(sid), JSON.stringify(cancel(sessionId())));
+    await js.publish(naming.inbox(sid, "client"), "]]");
+    await js.publish(naming.inbox(sid, "client"), JSON.stringify({ ...cancel(sid), reason: "x".repeat(300 * 1024) }));
+    await js.publish(naming.inbox(sid, "client"), JSON.stringify({ ...cancel(sid), v: 0 }));
+    await js.publish(naming.inbox(sid, "client"), JSON.stringify(cancel(sessionId())));
     await waitFor(() => consumer.stats.dropped === 4, 10_000, "four drops");
     await sleep(1500);
     expect(consumer.stats.dropped).toBe(4);
@@ -119,6 +119,37 @@ describe("startInboxConsumer", () => {
     await redriveDeadLetter(nc, naming, dead!.seq);
     await waitFor(() => consumer.stats.processed === 1, 10_000, "re-driven input applied");
     expect(await listDeadLetters(nc, naming)).toEqual([]);
+  });
+
+  it("drops an input whose subject's sender may not write it (forged result, start, cancel) and applies the real one", async () => {
+    const got: InboxInput[] = [];
+    const { naming, consumer, publisher, log } = await setup(async (input) => {
+      got.push(input);
+      return "ack";
+    });
+    const js = jetstream(nc);
+    const sid = sessionId();
+    const result = (role: string): InboxInput => ({
+      v: SCHEMA_VERSION, kind: "result", session_id: sid, input_id: inputIds.result(`${sid}.1.0.0`), task_id: `${sid}.1.0.0`, role, op: "plan",
+      outcome: { ok: false, error: { code: "internal", message: `from ${role}`, retryable: false, component: role }, provenance: null },
+    });
+    // a critic forging the planner's result on its own subject; a critic's result on the planner's subject
+    await js.publish(naming.inbox(sid, "critic"), JSON.stringify(result("planner")));
+    await js.publish(naming.inbox(sid, "planner"), JSON.stringify(result("critic")));
+    // a role or a client forging coordinator-only inputs, a role forging a client's cancel
+    const start: InboxInput = { v: SCHEMA_VERSION, kind: "start", session_id: sid, input_id: inputIds.start(sid), workflow: "critic-chain", query: "what is 2 + 2?", options: {} };
+    await js.publish(naming.inbox(sid, "client"), JSON.stringify(start));
+    await js.publish(naming.inbox(sid, "planner"), JSON.stringify(start));
+    await js.publish(naming.inbox(sid, "executor"), JSON.stringify(cancel(sid)));
+    await waitFor(() => consumer.stats.forged === 5, 10_000, "five forged inputs dropped");
+    expect(log.lines.filter((l) => l.level === "warn" && /arrived on the inbox subject of sender/.test(String((l.o as { reason?: string }).reason)))).toHaveLength(5);
+    expect(consumer.stats.dropped).toBe(5);
+    expect(got).toEqual([]);
+    // the real result, published by the planner's worker path, applies
+    await publisher.publishInbox(result("planner"));
+    await waitFor(() => consumer.stats.processed === 1, 10_000, "real result processed");
+    expect(got).toEqual([result("planner")]);
+    expect(consumer.stats.forged).toBe(5);
   });
 
   it("heartbeats while a slow handler runs, so the input is delivered once", async () => {

@@ -3,6 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { INBOX_DEAD, publishDeadLetter } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import type { Log } from "./log.js";
+import { senderMismatch } from "./senders.js";
 import { getDurable, startPullLoop, type InFlight } from "./pull-loop.js";
 import type { CrashHook, InboxHandler, Worker, WorkStats } from "./types.js";
 
@@ -37,7 +38,7 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
   // 0 or -1 means unlimited deliveries: then nothing is ever the last one
   const maxDeliver = info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : Number.POSITIVE_INFINITY;
-  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0, dead_lettered: 0 };
+  const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0, dead_lettered: 0, forged: 0 };
 
   /**
    * Inbox inputs are never dropped silently: one that can never be applied, or that failed its
@@ -69,8 +70,14 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     if (deliveryCount > 1) counts.redelivered++;
     const d = decodeMessage(m.data, InboxInput, "inbox input");
     let reason = d.ok ? null : d.reason;
-    if (d.ok && m.subject !== naming.inbox(d.value.session_id)) {
-      reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
+    if (d.ok) {
+      const sender = naming.inboxSender(m.subject);
+      if (sender === null || !m.subject.startsWith(`${naming.prefix}.inbox.${d.value.session_id}.`)) {
+        reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
+      } else {
+        reason = senderMismatch(d.value, sender);
+        if (reason !== null) counts.forged++;
+      }
     }
     if (!d.ok || reason !== null) {
       counts.dropped++;

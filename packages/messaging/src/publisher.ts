@@ -17,6 +17,7 @@ import { markCancelled } from "./cancelled.js";
 import { jsonDepthOver } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
+import { senderOf } from "./senders.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
 
 /** A token-delta event, sent live on core NATS only. */
@@ -26,7 +27,11 @@ export type TokenEvent = Extract<SessionEvent, { type: "token" }>;
 export interface Publisher {
   /** A task on `<p>.task.<role>.<op>`, msg id = task_id. */
   publishTask(task: TaskEnvelope, ctx?: MessageContext): Promise<void>;
-  /** An inbox input on `<p>.inbox.<sid>`, msg id = input_id. */
+  /**
+   * An inbox input on `<p>.inbox.<sid>.<sender>`, msg id = input_id. The sender is the role for
+   * a result, `coordinator` for start and timer, and for user_reply and cancel `client` when the
+   * publisher was made with `{ client: true }` (the CLI, a gateway), else `coordinator`.
+   */
   publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
   /** A lifecycle event on `<p>.events.<sid>`, msg id = `<sid>:<version>:<index>`. */
   publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
@@ -59,8 +64,14 @@ function validate<S extends z.ZodType>(schema: S, value: unknown, what: string):
   return r.data;
 }
 
+/** Who a publisher writes inbox inputs as. */
+export interface PublisherOptions {
+  /** A client (CLI, gateway): user_reply and cancel go out under the `client` sender. */
+  readonly client?: boolean;
+}
+
 /** Creates the publisher for one naming table. */
-export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): Publisher {
+export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
   const js: JetStreamClient = jetstream(nc);
 
   async function jsPublish(subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs): Promise<void> {
@@ -85,7 +96,7 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log): P
       const body = encodeBounded(i, `inbox input ${i.input_id}`);
       const taskId = i.kind === "result" ? i.task_id : i.kind === "timer" ? (i.task_id ?? undefined) : undefined;
       const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: i.session_id, taskId });
-      return jsPublish(naming.inbox(i.session_id), naming.streams.inbox, body, i.input_id, h);
+      return jsPublish(naming.inbox(i.session_id, senderOf(i, opts.client ?? false)), naming.streams.inbox, body, i.input_id, h);
     },
 
     async publishEvent(event, ctx) {

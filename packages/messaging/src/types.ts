@@ -59,6 +59,8 @@ export interface WorkStats {
   in_flight: number;
   /** Malformed, oversized, wrong-version or misrouted messages terminated without processing. */
   dropped: number;
+  /** Inbox: inputs whose subject's sender may not write them (a forged result, start or cancel); also in `dropped`. */
+  forged?: number;
 }
 
 /** A running consumer (a role's task worker or a coordinator's inbox consumer). */

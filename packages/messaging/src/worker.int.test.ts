@@ -77,7 +77,7 @@ describe("startWorker", () => {
     const inbox = await results(naming);
     expect(inbox).toHaveLength(1);
     const { msg, input } = inbox[0]!;
-    expect(msg.subject).toBe(naming.inbox(sid));
+    expect(msg.subject).toBe(naming.inbox(sid, "planner"));
     expect(msg.header.get("Nats-Msg-Id")).toBe(`result:${task.task_id}`);
     expect(msg.header.get(HEADERS.sessionId)).toBe(sid);
     expect(msg.header.get(HEADERS.taskId)).toBe(task.task_id);

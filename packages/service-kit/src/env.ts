@@ -25,6 +25,10 @@ const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v
  */
 export const ENV_VARS = [
   { name: "NATS_URL", schema: z.string().url().default("nats://127.0.0.1:4222"), default: "nats://127.0.0.1:4222", description: "NATS server (JetStream on); credentials in the URL are used", usedBy: ["all"], secret: "url" },
+  { name: "NATS_NKEY_SEED_FILE", schema: z.string().min(1).optional(), default: "— (no NKey)", description: "file holding this service's NATS NKey user seed (`pnpm nats:keys`; mount it as a secret); required by a server with the generated config", usedBy: ["all"] },
+  { name: "NATS_TLS_CA", schema: z.string().min(1).optional(), default: "—", description: "CA file to trust for a NATS server with TLS (`tls://` URLs)", usedBy: ["all"] },
+  { name: "NATS_TLS_CERT", schema: z.string().min(1).optional(), default: "—", description: "client certificate file when the NATS server verifies clients (with `NATS_TLS_KEY`)", usedBy: ["all"] },
+  { name: "NATS_TLS_KEY", schema: z.string().min(1).optional(), default: "—", description: "client key file of `NATS_TLS_CERT`", usedBy: ["all"] },
   { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state; `redis://user:pass@host:port` logs in as that ACL user (deploy/redis/README.md), `rediss://` uses TLS", usedBy: ["coordinator", "cli"], secret: "url" },
   { name: "REDIS_TLS_CA", schema: z.string().min(1).optional(), default: "— (system CAs)", description: "file with the CA certificate(s) that sign the Redis server's TLS certificate (`rediss://` URLs)", usedBy: ["coordinator", "cli"] },
   { name: "AGENTMESH_PREFIX", schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/).default("agentmesh"), default: "agentmesh", description: "prefix of every subject, stream and Redis key", usedBy: ["all"] },
@@ -45,6 +49,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_FILE_ROOTS", schema: z.string().default(""), default: "— (no file_read)", description: "executor: comma-separated folders `file_read` may read", usedBy: ["agents"] },
   { name: "AGENTMESH_WEB_SEARCH_URL", schema: z.string().url().default("https://api.search.brave.com"), default: "https://api.search.brave.com", description: "base URL of a Brave-Search-compatible web search API (retriever, executor)", usedBy: ["agents"], secret: "url" },
   { name: "AGENTMESH_WEB_SEARCH_KEY", schema: z.string().optional(), default: "— (no web search)", description: "API key of the web search API; unset = web search answers `tool_unavailable` and the retriever skips the web", usedBy: ["agents"], secret: "value" },
+  { name: "AGENTMESH_RPC", schema: flag.default(false), default: "0", description: "debugging: also serve each op on `<p>.rpc.<role>.<op>` (direct calls with any session id; off in production)", usedBy: ["agents"] },
   { name: "AGENTMESH_TEST_TOOLS", schema: flag.default(false), default: "0", description: "executor: also register the test-only tools `test_flaky` and `test_slow` (tests only)", usedBy: ["agents"] },
   { name: "AGENTMESH_TASK_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "task lease; agents heartbeat every third of it", usedBy: ["coordinator", "agents"] },
   { name: "AGENTMESH_INBOX_ACK_WAIT_MS", schema: int(1000).default(30_000), default: "30000", description: "inbox lease; a coordinator that dies mid-step has its message redelivered after this", usedBy: ["coordinator"] },
@@ -114,4 +119,21 @@ export function parseEnv<N extends EnvName>(names: readonly N[], env: Record<str
   }
   if (problems.length) throw configError(problems);
   return Object.freeze(out) as EnvValues<N>;
+}
+
+/** The NATS access variables every service reads. */
+export const NATS_ACCESS_VARS = ["NATS_NKEY_SEED_FILE", "NATS_TLS_CA", "NATS_TLS_CERT", "NATS_TLS_KEY"] as const;
+
+/** How a service authenticates to NATS and checks its TLS, in the shape `connectNats` takes. */
+export interface NatsAccess {
+  readonly nkeySeedFile?: string;
+  readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
+}
+
+/** Builds NatsAccess from parsed NATS_ACCESS_VARS. */
+export function natsAccess(e: EnvValues<(typeof NATS_ACCESS_VARS)[number]>): NatsAccess {
+  const tls = e.NATS_TLS_CA || e.NATS_TLS_CERT || e.NATS_TLS_KEY
+    ? { ...(e.NATS_TLS_CA ? { caFile: e.NATS_TLS_CA } : {}), ...(e.NATS_TLS_CERT ? { certFile: e.NATS_TLS_CERT } : {}), ...(e.NATS_TLS_KEY ? { keyFile: e.NATS_TLS_KEY } : {}) }
+    : undefined;
+  return Object.freeze({ ...(e.NATS_NKEY_SEED_FILE ? { nkeySeedFile: e.NATS_NKEY_SEED_FILE } : {}), ...(tls ? { tls } : {}) });
 }

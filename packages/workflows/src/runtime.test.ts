@@ -153,6 +153,19 @@ describe("step: inputs that do not apply", () => {
     expect(h.state.meta.version).toBe(before.meta.version + 1);
   });
 
+  it("drops a result from a role other than the one the awaited task went to, without consuming the task; the real one applies", () => {
+    const h = harness();
+    planned(h);
+    const reviewTask = h.awaited();
+    const before = structuredClone(h.state);
+    const forged = resultFor({ ...reviewTask, role: "researcher" }, out.approve());
+    expect(h.send(forged)).toMatchObject({ kind: "drop", reason: "wrong_sender" });
+    expect(h.state).toEqual(before);
+    expect(h.awaited().task_id).toBe(reviewTask.task_id);
+    h.apply(resultFor(reviewTask, out.approve()));
+    expect(h.state.meta.version).toBe(before.meta.version + 1);
+  });
+
   it("drops a user reply while not awaiting the user, and a task timer naming no task", () => {
     const h = harness();
     h.apply(inputs.start());
@@ -185,7 +198,7 @@ describe("step: results", () => {
   it("treats a result claiming another op than the task's as invalid", () => {
     const h = harness();
     h.apply(inputs.start());
-    h.apply({ ...resultFor(h.awaited(), out.approve()), role: "critic", op: "review_plan" } as never);
+    h.apply({ ...resultFor(h.awaited(), out.approve()), op: "review_plan" } as never);
     expect(onlyTask(h.last!).attempt).toBe(1);
     expect(h.state.data.retry_count).toBe(1);
   });

@@ -93,7 +93,7 @@ function addSpend(d: Draft, p: Provenance | null): void {
 function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>, now: number): WorkflowInput {
   const base = taskRef(task, now);
   const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: new AgentmeshError("invalid_message", message, { component: task.role, retryable: true }).toWire() });
-  if (input.role !== task.role || input.op !== task.op) {
+  if (input.op !== task.op) {
     return invalid(`result for ${task.task_id} claims ${input.role}.${input.op}, the task is ${task.role}.${task.op}`);
   }
   const { outcome } = input;
@@ -167,6 +167,9 @@ function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext)
     case "result": {
       const task = meta.awaiting.find((a) => a.task_id === input.task_id);
       if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
+      // Only the role the task went to may answer it (its inbox subject proves the role): a result
+      // claiming another role is someone else's message and must not consume the task.
+      if (input.role !== task.role) return drop("wrong_sender", `task ${input.task_id} went to ${task.role}, the result is from ${input.role}`);
       consume(d, task);
       const { provenance } = input.outcome;
       addSpend(d, provenance);

@@ -113,7 +113,7 @@ export interface TimerEntry {
 }
 
 /** Why an input was not applied. */
-export type DropReason = "not_awaited" | "terminal" | "wrong_session" | "not_applicable" | "invalid";
+export type DropReason = "not_awaited" | "terminal" | "wrong_session" | "not_applicable" | "invalid" | "wrong_sender";
 
 /** The outcome of stepping a session with one input. */
 export type StepOutcome =

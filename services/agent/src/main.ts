@@ -20,7 +20,7 @@ await runUntilSignalled({
     log = createLogger({ service, level: cfg.logLevel, secrets });
     const roles = await loadRoles(names);
     log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
-    const nc = await connectNats({ url: cfg.natsUrl, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
+    const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
     const running = await startRoles(roles, process.env, { nc, log, cfg });
     return {
       async stop(graceMs: number) {

@@ -11,7 +11,7 @@ import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
 const quietLog = createLogger({ service: "cli", level: "silent" });
 
 async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectNats({ url: cfg.natsUrl, name: `cli-${process.pid}`, waitOnFirstConnect: false });
+  const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `cli-${process.pid}`, waitOnFirstConnect: false });
   try {
     return await fn(nc);
   } finally {
@@ -60,7 +60,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     void opts.interrupted?.then(async () => {
       cancelled = true;
       out.err(`\ncancelling session ${reply.session_id} …`);
-      const pub = createPublisher(nc, naming, quietLog);
+      const pub = createPublisher(nc, naming, quietLog, { client: true });
       await pub.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: reply.session_id, input_id: inputIds.cancel(`${reply.session_id}-cli`), reason: "cancelled from the CLI (Ctrl-C)" });
     });
     const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
@@ -109,7 +109,7 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
     for (const [name, reps] of [...byName.entries()].sort()) {
       const eps = reps[0]?.info.endpoints.map((e) => e.name).join(",") ?? "";
       const work = reps.map((r) => {
-        const d = (r.stats?.endpoints[0]?.data ?? {}) as Record<string, number>;
+        const d = (r.stats?.data ?? r.stats?.endpoints[0]?.data ?? {}) as Record<string, number>;
         return `${d.processed ?? d.applied ?? 0}/${d.failed ?? d.dropped ?? 0}/${d.redelivered ?? 0}/${d.in_flight ?? 0}`;
       });
       out.line(`${name.padEnd(14)}${String(reps.length).padEnd(10)}${eps.padEnd(44)}${work.join("  ")}`);
@@ -140,7 +140,7 @@ export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: b
 export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promise<number> {
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
-    await createPublisher(nc, naming, quietLog).publishInbox({
+    await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
       v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-cli`), reason: "cancelled from the CLI",
     });
     out.line(`cancel sent to session ${sessionId}`);
@@ -158,7 +158,7 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
     const found = (await listServices(nc, 800)).filter(
       (s) => s.info.name === opts.service && s.info.metadata?.prefix === cfg.prefix && (opts.anyHost || s.info.metadata?.host === hostname()),
     );
-    const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
+    const alive = found.filter((s) => ((s.stats?.data ?? s.stats?.endpoints[0]?.data) as { alive?: boolean } | undefined)?.alive !== false);
     if (alive.length === 0) {
       out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${redactUrls(cfg.natsUrl)}`);
       return 1;
@@ -297,7 +297,7 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
   }
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
-    await createPublisher(nc, naming, quietLog).publishInbox({
+    await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
       v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(randomBytes(8).toString("hex")), text: t,
     });
     out.line(`answer sent to session ${sessionId}`);

@@ -1,4 +1,4 @@
-import { configError, parseEnv } from "@agentmesh/service-kit";
+import { configError, NATS_ACCESS_VARS, natsAccess, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
@@ -8,11 +8,14 @@ const NAMES = [
   "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
+  ...NATS_ACCESS_VARS,
 ] as const;
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
 export interface CoordinatorConfig {
   readonly natsUrl: string;
+  /** NKey seed file and TLS files for the NATS connection. */
+  readonly nats: NatsAccess;
   readonly redisUrl: string;
   /** CA file for a `rediss://` server (REDIS_TLS_CA). */
   readonly redisTlsCa: string | undefined;
@@ -56,6 +59,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
+    nats: natsAccess(e),
     redisUrl: e.REDIS_URL,
     redisTlsCa: e.REDIS_TLS_CA,
     prefix: e.AGENTMESH_PREFIX,

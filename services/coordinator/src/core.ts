@@ -34,6 +34,8 @@ export interface CoordinatorStats {
   rejected: number;
   applied: number;
   dropped: number;
+  /** Results from a role other than the one the awaited task went to (also in `dropped`). */
+  forged: number;
   duplicates: number;
   conflicts: number;
   republished: number;
@@ -96,7 +98,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const newSessionId = deps.newSessionId ?? (() => randomUUID().replaceAll("-", ""));
   const sleep = deps.sleep ?? timerSleep;
   const random = deps.random ?? Math.random;
-  const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
+  const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, forged: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
   const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version", message: string): SubmitReply => {
     stats.rejected++;
@@ -178,7 +180,10 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       const out = step(loaded.state, input, { now: at, defaults });
       if (out.kind === "drop") {
         stats.dropped++;
-        log.info({ reason: out.reason, detail: out.detail }, "dropped input");
+        if (out.reason === "wrong_sender") {
+          stats.forged++;
+          log.warn({ reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
+        } else log.info({ reason: out.reason, detail: out.detail }, "dropped input");
         await retireTimer(input, out.reason);
         return "ack";
       }

@@ -53,7 +53,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       const cfg = loadCoordinatorConfig(env);
       log = createLogger({ service: "coordinator", level: cfg.logLevel, secrets });
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
+      const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log });
       return {

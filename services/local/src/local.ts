@@ -22,7 +22,7 @@ export async function localMain(env: Record<string, string | undefined>): Promis
       const acfg = loadAgentConfig(env);
       log = createLogger({ service: "local", level: ccfg.logLevel, secrets });
       const roles = await loadRoles([]);
-      const nc = await connectNats({ url: ccfg.natsUrl, name: `local-${process.pid}`, waitOnFirstConnect: false });
+      const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
       const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
       const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log });
       const agents = await startRoles(roles, env, { nc, log, cfg: acfg });

@@ -1,0 +1,61 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { naming, ROLE_NAMES } from "@agentmesh/contracts";
+import { natsServerConfig, newUserKey, publicKeyOfSeed, SERVICE_USERS } from "@agentmesh/messaging";
+
+// NATS access control for a deployment: one NKey user per service (every role of ROLE_NAMES,
+// coordinator, client, inspect) and the nats-server config granting each only its subjects.
+//
+//   pnpm nats:keys [--prefix agentmesh] [--out .nats] [--store /data/jetstream]
+//
+// writes (the directory is gitignored; seeds are secrets and are never committed):
+//   <out>/seeds/<user>.nk                 one seed per user (mode 0600), kept when re-run
+//   <out>/nats-server.conf                the server config (public keys and permissions only)
+//   <out>/k8s/nats-seeds.secret.yaml      Secret `agentmesh-nats-seeds`: mount one key per pod
+//   <out>/k8s/nats-config.configmap.yaml  ConfigMap `agentmesh-nats-config` with the config
+// A role added to the registry gets its user the next time this runs.
+
+function arg(name: string, fallback: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  const v = i >= 0 ? process.argv[i + 1] : undefined;
+  return v ?? fallback;
+}
+
+const prefix = arg("prefix", "agentmesh");
+const out = resolve(arg("out", ".nats"));
+const storeDir = arg("store", "/data/jetstream");
+const n = naming(prefix);
+const users = [...ROLE_NAMES, ...SERVICE_USERS];
+
+mkdirSync(join(out, "seeds"), { recursive: true, mode: 0o700 });
+mkdirSync(join(out, "k8s"), { recursive: true });
+const seeds: Record<string, string> = {};
+const keys: Record<string, string> = {};
+for (const user of users) {
+  const file = join(out, "seeds", `${user}.nk`);
+  let seed: string;
+  if (existsSync(file)) seed = readFileSync(file, "utf8").trim();
+  else {
+    seed = newUserKey().seed;
+    writeFileSync(file, `${seed}\n`, { mode: 0o600 });
+  }
+  chmodSync(file, 0o600);
+  seeds[user] = seed;
+  keys[user] = publicKeyOfSeed(seed);
+}
+
+const conf = natsServerConfig({ naming: n, roles: ROLE_NAMES, keys, storeDir, httpPort: 8222 });
+writeFileSync(join(out, "nats-server.conf"), conf);
+
+const indent = (text: string, by: string) => text.trimEnd().split("\n").map((l) => `${by}${l}`).join("\n");
+writeFileSync(
+  join(out, "k8s", "nats-config.configmap.yaml"),
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: agentmesh-nats-config\ndata:\n  nats-server.conf: |\n${indent(conf, "    ")}\n`,
+);
+writeFileSync(
+  join(out, "k8s", "nats-seeds.secret.yaml"),
+  `apiVersion: v1\nkind: Secret\nmetadata:\n  name: agentmesh-nats-seeds\ntype: Opaque\nstringData:\n${users.map((u) => `  ${u}.nk: ${JSON.stringify(seeds[u])}`).join("\n")}\n`,
+  { mode: 0o600 },
+);
+console.log(`NATS access control for prefix "${prefix}": ${users.length} users (${users.join(", ")}) in ${out}`);
+console.log("Run nats-server -c nats-server.conf; give each service NATS_NKEY_SEED_FILE=<its seed file>.");
