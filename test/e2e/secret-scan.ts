@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { secretsOfUrl } from "@agentmesh/contracts";
 
 /** One place a planted secret was found. */
@@ -70,6 +71,8 @@ export class SecretScan {
       for (const s of secretsOfUrl(url)) this.#secrets.add(s);
       out[v] = withPassword(url, v === "REDIS_URL" ? "default" : "agentmesh", this.#secret(v === "REDIS_URL" ? "redis-pw" : "nats-pw"));
     }
+    // the service's NKey seed (access control on) is a real secret: scanned for, never planted
+    if (env.NATS_NKEY_SEED_FILE) this.#secrets.add(readFileSync(env.NATS_NKEY_SEED_FILE, "utf8").trim());
     if (env.AGENTMESH_LLM_BASE_URL?.startsWith("http://127.0.0.1:") === true) out.AGENTMESH_LLM_API_KEY = this.#secret("llm-key");
     if (!WEB_SEARCH_ROLES.has(name)) out.AGENTMESH_WEB_SEARCH_KEY = this.#secret("web-key");
     return out;

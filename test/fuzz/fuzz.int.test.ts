@@ -83,6 +83,18 @@ function sessionOf(i: FuzzInput, fallback: string): string {
   }
 }
 
+/** The inbox sender an input of its kind would come from (a result: its role), so fuzzed inputs pass the sender check and reach the handlers. */
+function senderOf(i: FuzzInput): string {
+  try {
+    const v = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(i.bytes)) as { kind?: unknown; role?: unknown };
+    if (v.kind === "result" && typeof v.role === "string" && /^[a-z][a-z0-9_]{0,39}$/.test(v.role)) return v.role;
+    if (v.kind === "start" || v.kind === "timer") return "coordinator";
+    return "client";
+  } catch {
+    return "client";
+  }
+}
+
 /** One coordinator and every role of the registry on one prefix, as `services/local` runs them. */
 interface System {
   readonly naming: Naming;
@@ -286,7 +298,7 @@ describe("schema fuzzing through the real subjects", () => {
             problems.push(`submit ${i.kind} (${i.note}): ${(err as Error).message}`);
           }
         }),
-        () => inBatches("inboxInputs", inboxInputs, async (i) => { await js.publish(sys.naming.inbox(sessionOf(i, "ifuzz0000000")), i.bytes, PUB); }),
+        () => inBatches("inboxInputs", inboxInputs, async (i) => { await js.publish(sys.naming.inbox(sessionOf(i, "ifuzz0000000"), senderOf(i)), i.bytes, PUB); }),
         () => inBatches("taskInputs", taskInputs, async (t) => { await js.publish(t.subject, t.input.bytes, PUB); }),
         () => inBatches("cancelInputs", cancelInputs, async (i) => { nc.publish(sys.naming.cancel(sessionOf(i, taskSids[0]!)), i.bytes); await Promise.resolve(); }),
         () => inBatches("eventInputs", eventInputs, async (i) => { await js.publish(sys.naming.events(eventSid), i.bytes, PUB); }),
@@ -390,7 +402,7 @@ describe("schema fuzzing through the real subjects", () => {
           const input = fc.sample(arb, { numRuns: 1, seed: SEED + round * 100 + k })[0]!;
           inputs.push(input);
           perOp[`${task.role}.${task.op}`] = (perOp[`${task.role}.${task.op}`] ?? 0) + 1;
-          await js.publish(sys.naming.inbox(sid), input.bytes, PUB);
+          await js.publish(sys.naming.inbox(sid, task.role), input.bytes, PUB);
         }));
         // one input per session at a time, so the next one meets the task the session then awaits
         await drained(nc, sys, [], 20_000);
@@ -405,7 +417,7 @@ describe("schema fuzzing through the real subjects", () => {
         const loaded = await sys.store.load(sid);
         expect(loaded, sid).not.toBeNull();
         if (["completed", "failed", "cancelled", "budget_exceeded"].includes(loaded!.state.meta.status)) continue;
-        await js.publish(sys.naming.inbox(sid), enc.encode(JSON.stringify({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel("fuzz-end"), reason: "end of fuzz" })), PUB);
+        await js.publish(sys.naming.inbox(sid, "client"), enc.encode(JSON.stringify({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel("fuzz-end"), reason: "end of fuzz" })), PUB);
         expect(await finalStatus(sys, sid, 15_000), sid).toBe("cancelled");
       }
     } finally {

@@ -51,7 +51,7 @@ describe("dead letters", () => {
     try {
       const sid = sessionId();
       const input = { v: 1, kind: "cancel", session_id: sid, input_id: "cancel:x", reason: "r" };
-      await jetstream(nc).publish(naming.inbox(sid), JSON.stringify(input), { msgID: input.input_id });
+      await jetstream(nc).publish(naming.inbox(sid, "client"), JSON.stringify(input), { msgID: input.input_id });
       const consumer = await jetstream(nc).consumers.get(naming.streams.inbox, naming.consumers.coordinator);
       const deadline = Date.now() + 15_000;
       let dead: Awaited<ReturnType<typeof listDeadLetters>> = [];
@@ -61,7 +61,7 @@ describe("dead letters", () => {
         dead = await listDeadLetters(nc, naming);
       }
       expect(dead).toHaveLength(1);
-      expect(dead[0]).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid), sessionId: sid, deliveries: 2 });
+      expect(dead[0]).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid, "client"), sessionId: sid, deliveries: 2 });
       await waitFor(async () => (await streamMessages(nc, naming.streams.inbox)).length === 0, 5000, "input removed from the inbox");
     } finally {
       await mover.stop();

@@ -109,7 +109,7 @@ describe("startInboxConsumer", () => {
     expect(deliveries).toEqual([1, 2, 3, 4, 5]); // freshNaming: inboxMaxDeliver 5
     expect(await inboxLeft(naming)).toBe(0);
     const [dead] = await listDeadLetters(nc, naming);
-    expect(dead).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid), sessionId: sid, deliveries: 5 });
+    expect(dead).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid, "coordinator"), sessionId: sid, deliveries: 5 });
     expect(dead?.reason).toMatch(/not applied after 5 deliveries/);
     const stored = await (await jetstreamManager(nc)).streams.getMessage(naming.streams.dead, { seq: dead!.seq });
     expect(stored?.header.get(HEADERS.sessionId)).toBe(sid);

@@ -216,7 +216,7 @@ describe("startWorker", () => {
     const byTask = new Map((await results(naming)).map((r) => [r.input.kind === "result" ? r.input.task_id : "", r]));
     for (const [id, code, text] of [[byHeader, "invalid_message", /not JSON|version/], [byBody, "invalid_message", /deeper than 64 levels/]] as const) {
       const r = byTask.get(id);
-      expect(r?.msg.subject).toBe(naming.inbox(sid));
+      expect(r?.msg.subject).toBe(naming.inbox(sid, "planner"));
       expect(r?.input).toMatchObject({ kind: "result", session_id: sid, role: "planner", op: "plan", outcome: { ok: false, error: { code, retryable: false } } });
       const input = r?.input;
       expect(input?.kind === "result" && !input.outcome.ok && input.outcome.error.message).toMatch(text);
