@@ -116,7 +116,7 @@ function forbidden(user: string): Probe[] {
       return [
         ...common(other), kvWrite, asOtherRole, pub(n.inbox(SID, "coordinator")), pub(n.inbox(SID, "client")), consumeOther, createOnTasks,
         pub(`$JS.API.CONSUMER.CREATE.${tasks}.probe.${n.taskFilter(user)}`), pub(`$JS.API.CONSUMER.DURABLE.CREATE.${tasks}.role_${user}`),
-        writeTasks, pub(n.task(user, "op")), writeEvents, readEvents, pub(n.submit), pub(n.cancel(SID)), pub(n.deadLetter(user)),
+        writeTasks, pub(n.task(user, "op")), writeEvents, readEvents, pub(n.submit), pub(n.cancel(SID)), pub(n.deadLetter(other)), pub(n.deadLetter("inbox")),
         sub(n.task(other, ">")), pub(`$JS.API.STREAM.CREATE.${tasks}`), pub("$SRV.PING"),
       ];
   }

@@ -78,7 +78,7 @@ const DISCOVER = ["$SRV.PING", "$SRV.PING.>", "$SRV.INFO", "$SRV.INFO.>", "$SRV.
 /**
  * The NATS permissions of every service user, derived from the naming table and the role
  * registry: a role consumes only its own tasks and publishes results only under its own inbox
- * sender; only coordinators write tasks, events, timers and dead letters; a client submits,
+ * sender; only coordinators write tasks, events, timers and inbox dead letters (a role writes only its own task dead letters); a client submits,
  * follows events, replies and cancels; `inspect` only reads. Replies to a user's requests arrive
  * under `replyPrefix(<its public key>)`, added by the config renderer; answering a request it
  * received (`$SRV`, submit) is granted by `allow_responses`. A role added to the registry gets its
@@ -102,6 +102,8 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
       [
         ...consume(tasks, n.consumers.role(role)),
         n.inboxFrom(role),
+        // a task it can neither run nor report (no recoverable session) goes to its own dead letters
+        n.deadLetter(role),
         n.tokensAll,
         ...kvRead(cancelledKv),
       ],
