@@ -19,6 +19,12 @@ export interface BenchOptions {
   readonly quick: boolean;
   /** When set, every service process writes a V8 CPU profile into this folder when it exits. */
   readonly cpuProfDir: string | null;
+  /**
+   * NATS access control (default on): the bench runs its own nats-server with the generated config
+   * for its prefix and every service its own NKey; `--open` runs the old way (no auth, NATS_URL or
+   * the bench's own open server).
+   */
+  readonly accessControl: boolean;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -35,12 +41,18 @@ const HELP = `usage: pnpm bench [options]
   --agent-concurrency N   AGENTMESH_AGENT_CONCURRENCY          (default 32)
   --coordinator-concurrency N  AGENTMESH_COORDINATOR_CONCURRENCY (default 32)
   --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
+  --open                  NATS without access control (the mode before issue 8), for comparison;
+                          default: access control on (see below)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
 
-NATS_URL and REDIS_URL (loopback only) select existing servers; otherwise the bench starts its own
-nats-server (JetStream file store) and redis-server (AOF, appendfsync always) on free ports.`;
+By default NATS access control is on: the bench starts its own nats-server (JetStream file store in
+a temp dir) with the config generated for its prefix, gives every service process its own NKey seed
+and connects itself as the config's unrestricted admin user, as the e2e harness does; NATS_URL is then
+not used for the services. REDIS_URL (loopback only) selects an existing Redis, else the bench starts
+redis-server (AOF, appendfsync always) on a free port. With --open, NATS_URL selects an existing NATS
+as well, else the bench starts an open nats-server (JetStream file store) on a free port.`;
 
 function positiveInt(flag: string, raw: string | undefined): number {
   const n = Number(raw);
@@ -62,6 +74,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let ackWaitMs = 30_000;
   let out = ".bench/latest.json";
   let cpuProfDir: string | null = null;
+  let accessControl = true;
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = () => {
@@ -108,6 +121,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--out":
         out = value();
         break;
+      case "--open":
+        accessControl = false;
+        break;
       case "--cpu-prof":
         cpuProfDir = value();
         break;
@@ -117,7 +133,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   }
   const sessions = new Map<number, number>();
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
-  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir };
+  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl };
 }
 
 export { HELP };

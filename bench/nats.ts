@@ -1,7 +1,22 @@
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { readFileSync } from "node:fs";
+import { connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
 
-/** Connects to a NATS URL the way the e2e harness does (credentials in the URL are used). */
-export async function natsConnect(url: string, name: string): Promise<NatsConnection> {
-  const u = new URL(url);
-  return connect({ servers: u.host, user: u.username || undefined, pass: u.password || undefined, name });
+/** How the bench reaches NATS: a URL (credentials in it are used) and, under access control, an NKey seed file. */
+export interface BenchNats {
+  readonly url: string;
+  /** The seed of the bench's own user (the generated config's unrestricted `admin`, as in the e2e harness). */
+  readonly seedFile?: string;
+}
+
+/** Connects the way the e2e harness does; the same client options with access control on and off. */
+export async function natsConnect(target: BenchNats, name: string): Promise<NatsConnection> {
+  const u = new URL(target.url);
+  const seed = target.seedFile ? readFileSync(target.seedFile, "utf8").trim() : null;
+  return connect({
+    servers: u.host,
+    user: u.username || undefined,
+    pass: u.password || undefined,
+    ...(seed ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)) } : {}),
+    name,
+  });
 }

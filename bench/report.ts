@@ -56,13 +56,14 @@ export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt"
     `${l.lost} lost ${l.failed} failed, ${casConflicts} CAS conflicts`,
   );
   const rt = r.roundTrips;
-  return `bench: ${parts.join(" | ")} | RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
+  return `bench (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
 }
 
 /** The human-readable report for stdout. */
 export function renderReport(r: BenchReport): string {
   const out: string[] = [];
   out.push("", "agentmesh bench — critic-chain, offline engine (instant agents), every service its own OS process");
+  out.push(`  access    NATS access control ${r.infra.accessControl === true ? "ON (own nats-server, generated config, one NKey user per service)" : "OFF (--open)"}`);
   out.push(`  infra     ${String(r.infra.source)}: ${String(r.infra.nats)}; ${String(r.infra.redis)}`);
   out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);
   out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`);

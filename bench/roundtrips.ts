@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 import type { SessionState } from "@agentmesh/contracts";
 import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
 import { testCommit, testSessionState } from "@agentmesh/session-store/testing";
-import { natsConnect } from "./nats.js";
+import { natsConnect, type BenchNats } from "./nats.js";
 import { summarize, type Summary } from "./stats.js";
 
 /** Sequential round trips against the servers the cluster uses, in ms. */
@@ -57,7 +57,7 @@ export class RoundTripLab {
   constructor(
     private readonly nc: NatsConnection,
     private readonly redis: Redis,
-    private readonly natsUrl: string,
+    private readonly natsTarget: BenchNats,
     private readonly prefix: string,
   ) {
     this.echoSubject = `${prefix}.rtt.echo`;
@@ -67,7 +67,7 @@ export class RoundTripLab {
   }
 
   async open(): Promise<void> {
-    this.responder = await natsConnect(this.natsUrl, "bench-echo");
+    this.responder = await natsConnect(this.natsTarget, "bench-echo");
     this.echo = this.responder.subscribe(this.echoSubject, { callback: (err, m) => { if (!err) m.respond(m.data); } });
     await this.responder.flush();
     this.jsm = await jetstreamManager(this.nc);

@@ -7,12 +7,13 @@ import { cpus, loadavg } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
+import { redactUrls } from "@agentmesh/contracts";
 import { resolveInfra, type Infra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
 import { AGENT_ROLES, Cluster, type ServiceName } from "../test/e2e/harness.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
-import { natsConnect } from "./nats.js";
+import { natsConnect, type BenchNats } from "./nats.js";
 import { renderReport, summaryLine, toJson, type BenchReport, type LevelReport } from "./report.js";
 import { RoundTripLab } from "./roundtrips.js";
 import { runLevel, type LevelResult } from "./sessions.js";
@@ -59,7 +60,8 @@ function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
     if (p.child.pid === undefined) continue;
     m.set(p.name === "coordinator" ? `coordinator#${++coord}` : p.name, p.child.pid);
   }
-  const natsPid = findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
+  const auth = cluster.authServer;
+  const natsPid = auth ? findServerPid("nats-server", join(auth.dir, "nats-server.conf")) : findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
   const redisPid = findServerPid("redis-server", Number(new URL(infra.redisUrl).port));
   if (natsPid !== null) m.set("nats-server", natsPid);
   if (redisPid !== null) m.set("redis-server", redisPid);
@@ -90,13 +92,18 @@ async function redisDurability(redis: Redis): Promise<string> {
   }
 }
 
-/** Deletes the run's streams and keys on servers the bench did not start (its own vanish with their temp dirs). */
-async function purgePrefix(infra: Infra, cluster: Cluster): Promise<void> {
-  const nc = await natsConnect(infra.natsUrl, "bench-purge");
-  const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
+/**
+ * Deletes the run's streams and keys on servers the bench did not start (its own vanish with their
+ * temp dirs). `nats` is null when the run's NATS was the bench's own (access control on).
+ */
+async function purgePrefix(nats: BenchNats | null, redisUrl: string, cluster: Cluster): Promise<void> {
+  const nc = nats ? await natsConnect(nats, "bench-purge") : null;
+  const redis = new Redis(redisUrl, { maxRetriesPerRequest: 3 });
   try {
-    const jsm = await jetstreamManager(nc);
-    for (const s of [...Object.values(cluster.naming.streams), `KV_${cluster.naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => undefined);
+    if (nc) {
+      const jsm = await jetstreamManager(nc);
+      for (const s of [...Object.values(cluster.naming.streams), `KV_${cluster.naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => undefined);
+    }
     let cursor = "0";
     do {
       const [next, keys] = await redis.scan(cursor, "MATCH", `${cluster.naming.keyPrefix}:*`, "COUNT", 1000);
@@ -104,7 +111,7 @@ async function purgePrefix(infra: Infra, cluster: Cluster): Promise<void> {
       cursor = next;
     } while (cursor !== "0");
   } finally {
-    await nc.close();
+    await nc?.close();
     redis.disconnect();
   }
 }
@@ -142,6 +149,7 @@ function progress(c: number): (done: number, total: number, elapsedMs: number) =
 async function main(opts: BenchOptions): Promise<number> {
   const startedAt = new Date().toISOString();
   const loadavgStart = loadavg().map((x) => x.toFixed(2)).join(" ");
+  log(`bench: NATS access control ${opts.accessControl ? "ON (own nats-server, generated config, one NKey per service)" : "OFF (--open)"}`);
   log(`bench: resolving NATS and Redis (NATS_URL/REDIS_URL, else testcontainers, else native binaries)…`);
   const infra = await resolveInfra();
   cleanups.push({ what: "NATS and Redis", run: () => infra.stop() });
@@ -156,12 +164,18 @@ async function main(opts: BenchOptions): Promise<number> {
     LOG_LEVEL: "warn",
     ...(opts.cpuProfDir ? { NODE_OPTIONS: `--import=${join(root, "bench/cpu-prof.mjs")}`, BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
-  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv });
+  // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
+  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv, accessControl: opts.accessControl });
   // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
-  if (infra.source !== "native") cleanups.push({ what: "the run's streams and keys", run: () => purgePrefix(infra, cluster) });
+  if (infra.source !== "native") {
+    cleanups.push({ what: "the run's streams and keys", run: () => purgePrefix(opts.accessControl ? null : { url: infra.natsUrl }, infra.redisUrl, cluster) });
+  }
   await cluster.open();
   cleanups.push({ what: "service processes", run: () => cluster.close() });
-  log(`bench: ${infra.source} servers ${infra.natsUrl} ${infra.redisUrl}; prefix ${prefix}`);
+  const adminSeed = cluster.authServer?.seedFile("admin");
+  /** The bench's own connections: the cluster's NATS, as the config's admin user under access control. */
+  const natsTarget: BenchNats = { url: cluster.natsUrl, ...(adminSeed ? { seedFile: adminSeed } : {}) };
+  log(`bench: ${opts.accessControl ? "own access-controlled nats-server" : `${infra.source} nats-server`} ${redactUrls(cluster.natsUrl)}, ${infra.source} redis ${redactUrls(infra.redisUrl)}; prefix ${prefix}`);
 
   // Coordinators provision the streams and consumers the agents attach to, so they go first.
   const t0 = Date.now();
@@ -177,7 +191,7 @@ async function main(opts: BenchOptions): Promise<number> {
   const windows: Array<{ label: string; startUs: number; endUs: number }> = [];
   const monoUs = () => Number(process.hrtime.bigint() / 1000n);
 
-  const nc = await natsConnect(infra.natsUrl, "bench");
+  const nc = await natsConnect(natsTarget, "bench");
   const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
   cleanups.push({ what: "bench connections", run: async () => { await nc.close(); redis.disconnect(); } });
   const router = new EventRouter(nc, cluster.naming);
@@ -191,7 +205,7 @@ async function main(opts: BenchOptions): Promise<number> {
     warm = await runLevel({ cluster, router, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
   }
 
-  const lab = new RoundTripLab(nc, redis, infra.natsUrl, prefix);
+  const lab = new RoundTripLab(nc, redis, natsTarget, prefix);
   cleanups.push({ what: "round-trip stream and keys", run: () => lab.close() });
   await lab.open();
   log(`bench: round trips, ${opts.rttSamples} sequential samples each…`);
@@ -247,9 +261,15 @@ async function main(opts: BenchOptions): Promise<number> {
   const base = {
     startedAt,
     host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-    infra: { source: infra.source, nats: `nats-server ${natsVersion} at ${infra.natsUrl} (JetStream, file storage)`, redis: `${redisDesc} at ${infra.redisUrl}` },
+    infra: {
+      source: opts.accessControl ? `${infra.source} redis, own nats-server` : infra.source,
+      accessControl: opts.accessControl,
+      nats: `nats-server ${natsVersion} at ${redactUrls(cluster.natsUrl)} (JetStream, file storage; access control ${opts.accessControl ? "ON: generated config, one NKey user per service, bench as admin" : "OFF"})`,
+      redis: `${redisDesc} at ${redactUrls(infra.redisUrl)}`,
+    },
     settings: {
       prefix,
+      access_control: opts.accessControl,
       coordinators: opts.coordinators,
       AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency,
       AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency,

@@ -2,6 +2,7 @@
 // its own OS process (offline engine), on real NATS and Redis. Prints completed/lost sessions and
 // each process's memory growth after warm-up. Exit 1 when any session is lost or failed.
 //   pnpm bench:soak [--minutes 5] [--rate 2] [--warmup-s 60]
+import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { resolveInfra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
@@ -46,13 +47,15 @@ try {
   for (let i = 0; i < 2; i++) cluster.start("coordinator");
   for (const r of AGENT_ROLES) cluster.start(r);
   await cluster.waitReady({ coordinator: 2, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) }, 120_000);
-  const nc = await natsConnect(infra.natsUrl, "soak-events");
+  // the cluster runs its own access-controlled nats-server: watch it as the config's admin user
+  const auth = cluster.authServer;
+  const nc = await natsConnect({ url: cluster.natsUrl, ...(auth ? { seedFile: auth.seedFile("admin") } : {}) }, "soak-events");
   const router = new EventRouter(nc, cluster.naming);
 
   const pids = new Map<string, number>();
   let c = 0;
   for (const p of cluster.procs) if (p.child.pid) pids.set(p.name === "coordinator" ? `coordinator#${++c}` : p.name, p.child.pid);
-  const nats = findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
+  const nats = auth ? findServerPid("nats-server", join(auth.dir, "nats-server.conf")) : findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
   const redis = findServerPid("redis-server", Number(new URL(infra.redisUrl).port));
   if (nats) pids.set("nats-server", nats);
   if (redis) pids.set("redis-server", redis);

@@ -52,9 +52,10 @@ export function busyPercent(a: MachineCpu, b: MachineCpu): number {
 
 /**
  * Finds a server process by its binary name and a port on its command line (how infra.ts starts
- * nats-server and redis-server); null when there is none (e.g. servers from NATS_URL/REDIS_URL).
+ * nats-server and redis-server), or a config file path given as a string (how nats-auth.ts starts
+ * nats-server: `-c <dir>/nats-server.conf`); null when there is none (e.g. NATS_URL/REDIS_URL).
  */
-export function findServerPid(binary: string, port: number): number | null {
+export function findServerPid(binary: string, portOrConfig: number | string): number | null {
   let entries: string[];
   try {
     entries = readdirSync("/proc");
@@ -66,7 +67,11 @@ export function findServerPid(binary: string, port: number): number | null {
     // redis-server rewrites its title to "redis-server 127.0.0.1:<port>": split on spaces too
     const argv = (read(`/proc/${e}/cmdline`) ?? "").split(/[\0 ]/).filter(Boolean);
     if (argv.length === 0 || basename(argv[0]!) !== binary) continue;
-    if (argv.includes(String(port)) || argv.some((a) => a.endsWith(`:${port}`))) return Number(e);
+    if (typeof portOrConfig === "string") {
+      if (argv.includes(portOrConfig)) return Number(e);
+      continue;
+    }
+    if (argv.includes(String(portOrConfig)) || argv.some((a) => a.endsWith(`:${portOrConfig}`))) return Number(e);
   }
   return null;
 }

@@ -60,6 +60,11 @@ export class Cluster {
     this.store = createRedisSessionStore(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
   }
 
+  /** The cluster's own nats-server with the generated config (null with access control off). */
+  get authServer(): AuthNats | null {
+    return this.authNats;
+  }
+
   /** The URL services reach NATS at: the cluster's own server under access control. */
   get natsUrl(): string {
     return this.authNats?.url ?? this.opts.natsUrl;
