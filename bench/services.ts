@@ -17,7 +17,7 @@ export async function serviceStats(nc: NatsConnection, prefix: string, timeoutMs
   const out: InstanceStats[] = [];
   for (const s of all) {
     if (s.info.metadata.prefix !== prefix) continue;
-    const data = s.stats?.data ?? s.stats?.endpoints.find((e) => e.data !== undefined)?.data;
+    const data = s.stats?.endpoints.find((e) => e.data !== undefined)?.data;
     const counters: Record<string, number> = {};
     if (data && typeof data === "object") {
       for (const [k, v] of Object.entries(data as Record<string, unknown>)) if (typeof v === "number") counters[k] = v;

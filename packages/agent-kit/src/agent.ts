@@ -174,6 +174,11 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     metadata: { prefix: opts.naming.prefix, kind: "agent", model: opts.model.name, host: hostname() },
     statsData: () => ({ ...worker.stats, alive: worker.alive() }),
   });
+  if (!opts.rpc) {
+    // Without direct op calls a service would list no endpoint, and ADR-32 carries work counts
+    // only per endpoint: one read-only `status` endpoint answers them (no session is touched).
+    await micro.addEndpoint("status", opts.naming.rpc(def.role, "status"), async () => ({ ...worker.stats, alive: worker.alive() }));
+  }
   for (const op of opts.rpc ? Object.keys(def.ops) : []) {
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {
       const body = (data ?? {}) as { input?: unknown; task_id?: string; session_id?: string };

@@ -75,8 +75,17 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
       if (sender === null || !m.subject.startsWith(`${naming.prefix}.inbox.${d.value.session_id}.`)) {
         reason = `inbox input for session ${d.value.session_id} arrived on ${m.subject}`;
       } else {
-        reason = senderMismatch(d.value, sender);
-        if (reason !== null) counts.forged++;
+        const forged = senderMismatch(d.value, sender);
+        if (forged !== null) {
+          // Not a lost input but one its sender may not write: dropped, logged and counted, and
+          // kept out of the dead letters so a forger cannot make a session look stuck.
+          counts.forged++;
+          counts.dropped++;
+          entry.settled = true;
+          m.term();
+          log.warn({ ...what, subject: m.subject, seq: m.seq, session_id: d.value.session_id, reason: forged }, "dropped an inbox input its sender may not write");
+          return;
+        }
       }
     }
     if (!d.ok || reason !== null) {

@@ -119,8 +119,6 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
         type: "io.nats.micro.v1.stats_response",
         ...ident(),
         started,
-        // also at the top: a service may have no endpoints (an agent without direct rpc)
-        ...(d === undefined ? {} : { data: d }),
         endpoints: endpoints.map((e) => ({
           name: e.name,
           subject: e.subject,

@@ -169,6 +169,8 @@ describe("the allowed paths work under the generated config", () => {
       handler: async () => ({ ok: true, output: { plan: [] }, provenance: null }) as never,
     });
     const micro = await createMicroService(planner.nc, { name: "planner", version: "0.0.1", metadata: { prefix: n.prefix }, statsData: () => ({ ...worker.stats, alive: worker.alive() }) });
+    // as an agent without direct rpc: one read-only status endpoint carries the work counts
+    await micro.addEndpoint("status", n.rpc("planner", "status"), async () => ({ ...worker.stats, alive: worker.alive() }));
     try {
       const sid = sessionId();
       await createPublisher(coord.nc, n, recordingLog()).publishTask(makeTask(sid));
@@ -190,7 +192,7 @@ describe("the allowed paths work under the generated config", () => {
       expect(seen).toEqual([event]);
 
       const services = await listServices(client.nc, 800);
-      expect(services.find((s) => s.info.name === "planner" && s.info.metadata?.prefix === n.prefix)?.stats?.data).toMatchObject({ alive: true });
+      expect(services.find((s) => s.info.name === "planner" && s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({ alive: true });
       const info = await (await jetstreamManager(inspect.nc)).streams.info(n.streams.tasks);
       expect(info.config.name).toBe(n.streams.tasks);
 

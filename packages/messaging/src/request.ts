@@ -82,8 +82,6 @@ const StatsReply = z.object({
   version: z.string(),
   metadata: Meta,
   started: z.string(),
-  /** Our services' JetStream work counts (also on each endpoint; here when there is none). */
-  data: z.unknown().optional(),
   endpoints: z
     .array(
       z.object({

@@ -109,7 +109,7 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
     for (const [name, reps] of [...byName.entries()].sort()) {
       const eps = reps[0]?.info.endpoints.map((e) => e.name).join(",") ?? "";
       const work = reps.map((r) => {
-        const d = (r.stats?.data ?? r.stats?.endpoints[0]?.data ?? {}) as Record<string, number>;
+        const d = (r.stats?.endpoints[0]?.data ?? {}) as Record<string, number>;
         return `${d.processed ?? d.applied ?? 0}/${d.failed ?? d.dropped ?? 0}/${d.redelivered ?? 0}/${d.in_flight ?? 0}`;
       });
       out.line(`${name.padEnd(14)}${String(reps.length).padEnd(10)}${eps.padEnd(44)}${work.join("  ")}`);
@@ -158,7 +158,7 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
     const found = (await listServices(nc, 800)).filter(
       (s) => s.info.name === opts.service && s.info.metadata?.prefix === cfg.prefix && (opts.anyHost || s.info.metadata?.host === hostname()),
     );
-    const alive = found.filter((s) => ((s.stats?.data ?? s.stats?.endpoints[0]?.data) as { alive?: boolean } | undefined)?.alive !== false);
+    const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
     if (alive.length === 0) {
       out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${redactUrls(cfg.natsUrl)}`);
       return 1;
