@@ -119,8 +119,9 @@ describe("docker-compose.yml", () => {
     expect(args.indexOf("-c"), "nats-server -c <config>").toBeGreaterThan(0);
     const volumes = list(nats.volumes, "nats volumes");
     expect(volumes).toContainEqual({ type: "bind", source: "./.nats/nats-server.conf", target: conf, read_only: true, bind: { create_host_path: false } });
-    // nats:keys writes store_dir /data/jetstream by default; the flag says the same, on the volume.
-    expect(hasPair(args, "-sd", "/data/jetstream")).toBe(true);
+    // the config sets store_dir (nats:keys: /data/jetstream, on the volume); a second one is refused
+    expect(args).not.toContain("-sd");
+    expect(read("scripts/nats-keys.ts")).toContain('arg("store", "/data/jetstream")');
     expect(volumes).toContain("nats-data:/data");
   });
 
