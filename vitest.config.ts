@@ -15,7 +15,7 @@ export default defineConfig({
       {
         test: {
           name: "integration",
-          include: ["packages/*/src/**/*.int.test.ts", "services/*/src/**/*.int.test.ts", "services/*/*.int.test.ts", "test/fuzz/**/*.int.test.ts"],
+          include: ["packages/*/src/**/*.int.test.ts", "services/*/src/**/*.int.test.ts", "services/*/*.int.test.ts", "test/fuzz/**/*.int.test.ts", "test/deploy/**/*.int.test.ts"],
           globalSetup: ["test/setup/global-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 30_000,

@@ -11,8 +11,10 @@ import { natsServerConfig, newUserKey, publicKeyOfSeed, SERVICE_USERS } from "@a
 // writes (the directory is gitignored; seeds are secrets and are never committed):
 //   <out>/seeds/<user>.nk                 one seed per user (mode 0600), kept when re-run
 //   <out>/nats-server.conf                the server config (public keys and permissions only)
+//   <out>/accounts.conf                   its `accounts` block alone, to $include into a config
+//                                         another tool writes (the NATS Helm chart's)
 //   <out>/k8s/nats-seeds.secret.yaml      Secret `agentmesh-nats-seeds`: mount one key per pod
-//   <out>/k8s/nats-config.configmap.yaml  ConfigMap `agentmesh-nats-config` with the config
+//   <out>/k8s/nats-config.configmap.yaml  ConfigMap `agentmesh-nats-config`: both of the above
 // A role added to the registry gets its user the next time this runs.
 
 function arg(name: string, fallback: string): string {
@@ -46,11 +48,14 @@ for (const user of users) {
 
 const conf = natsServerConfig({ naming: n, roles: ROLE_NAMES, keys, storeDir, httpPort: 8222 });
 writeFileSync(join(out, "nats-server.conf"), conf);
+// The same users and permissions as an include file: deploy/infra/nats-values.yaml $includes it.
+const accounts = `${JSON.stringify({ accounts: (JSON.parse(conf) as { accounts: unknown }).accounts }, null, 2)}\n`;
+writeFileSync(join(out, "accounts.conf"), accounts);
 
 const indent = (text: string, by: string) => text.trimEnd().split("\n").map((l) => `${by}${l}`).join("\n");
 writeFileSync(
   join(out, "k8s", "nats-config.configmap.yaml"),
-  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: agentmesh-nats-config\ndata:\n  nats-server.conf: |\n${indent(conf, "    ")}\n`,
+  `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: agentmesh-nats-config\ndata:\n  nats-server.conf: |\n${indent(conf, "    ")}\n  accounts.conf: |\n${indent(accounts, "    ")}\n`,
 );
 writeFileSync(
   join(out, "k8s", "nats-seeds.secret.yaml"),

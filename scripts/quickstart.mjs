@@ -47,8 +47,9 @@ async function ensureServer(kind, url, binary, args) {
   if (!["127.0.0.1", "localhost"].includes(host)) throw new Error(`${kind} at ${url} does not answer`);
   if (!has(binary)) {
     throw new Error(
-      `${kind} is not running at ${url} and ${binary} is not installed. Either start the stack's servers with Docker:\n` +
-        `    docker compose up -d nats redis\n  or install them (Debian/Ubuntu):\n    sudo apt-get install -y nats-server redis-server\n  then run this again.`,
+      `${kind} is not running at ${url} and ${binary} is not installed. Either start open development servers with Docker\n` +
+        `  (not the compose stack's: its NATS and Redis require each service's own credentials):\n` +
+        `    docker run -d --rm -p 127.0.0.1:4222:4222 nats:2.10-alpine -js\n    docker run -d --rm -p 127.0.0.1:6379:6379 redis:7.2-alpine\n  or install them (Debian/Ubuntu):\n    sudo apt-get install -y nats-server redis-server\n  then run this again.`,
     );
   }
   say(`starting ${binary} for ${url} (stopped again when done)`);

@@ -1,10 +1,11 @@
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, posix, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { Document, Pair, parseAllDocuments, parseDocument, Scalar, YAMLMap, isMap, type Node, type ToStringOptions } from "yaml";
+import { Document, Pair, parseAllDocuments, parseDocument, Scalar, YAMLMap, isMap, isSeq, type Node, type ToStringOptions } from "yaml";
 import { z } from "zod";
 import { naming, ROLE_NAMES } from "@agentmesh/contracts";
+import { natsAccountName } from "@agentmesh/messaging";
 import { ENV_VARS, type EnvName } from "@agentmesh/service-kit";
 
 // The agent roles' deployment, generated from the role registry: one template each for
@@ -19,6 +20,13 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** The AGENTMESH_PREFIX of deploy/base: the stream and consumers KEDA watches are named from it. */
 export const PREFIX = "agentmesh";
+/**
+ * Where every service finds its own NATS NKey seed (NATS_NKEY_SEED_FILE): compose bind-mounts
+ * .nats/seeds/<user>.nk there, Kubernetes mounts the Secret's key <user>.nk as this file.
+ */
+export const SEED_FILE = "/run/secrets/agentmesh/nats.nk";
+/** The Secret `pnpm nats:keys` writes (.nats/k8s/nats-seeds.secret.yaml): one key <user>.nk per user. */
+export const SEED_SECRET = "agentmesh-nats-seeds";
 /** Template of one role's Deployment and ScaledObject. */
 export const K8S_TEMPLATE = "deploy/templates/agent.k8s.yaml";
 /** Template of one role's compose service (the value under its name). */
@@ -38,6 +46,10 @@ export const DeployConfig = z.strictObject({
     .strictObject({
       /** The container's memory limit, instead of the template's. */
       memoryLimit: z.string().regex(/^[1-9][0-9]*(Mi|Gi)$/).optional(),
+      /** Variables of the README's table read from a key of a Secret (optional: unset when absent). */
+      secretEnv: z
+        .partialRecord(z.enum(ENV_NAMES), z.strictObject({ secret: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), key: z.string().regex(/^[-._a-zA-Z0-9]+$/) }))
+        .optional(),
     })
     .optional(),
   compose: z
@@ -74,7 +86,15 @@ const COMPOSE_BLOCK = /^ {2}# >>> Agent roles.*\n(?:.*\n)*? {2}# <<< .*\n/m;
 /** A template for one role: `##` note lines dropped, `{{role}}`, `{{stream}}`, `{{consumer}}` filled in. */
 function fill(path: string, role: string, root: string): string {
   const n = naming(PREFIX);
-  const values: Record<string, string> = { role, stream: n.streams.tasks, consumer: n.consumers.role(role) };
+  const values: Record<string, string> = {
+    role,
+    stream: n.streams.tasks,
+    consumer: n.consumers.role(role),
+    account: natsAccountName(PREFIX),
+    seed: SEED_FILE,
+    seedDir: posix.dirname(SEED_FILE),
+    seedName: basename(SEED_FILE),
+  };
   const text = readFileSync(join(root, path), "utf8");
   return text
     .split("\n")
@@ -113,6 +133,12 @@ function k8sDocuments(role: string, root: string): Document[] {
   const memoryLimit = config.kubernetes?.memoryLimit;
   const container = ["spec", "template", "spec", "containers", 0];
   if (memoryLimit) override(deployment, [...container, "resources", "limits", "memory"], memoryLimit, `services/${role}/deploy.json`);
+  const env = deployment.getIn([...container, "env"]);
+  if (!isSeq(env)) throw new Error(`${K8S_TEMPLATE}: the container's env is not a list`);
+  for (const [name, ref] of Object.entries(config.kubernetes?.secretEnv ?? {})) {
+    if (env.items.some((item) => isMap(item) && item.get("name") === name)) throw new Error(`services/${role}/deploy.json: ${name} is already in ${K8S_TEMPLATE}`);
+    env.add(deployment.createNode({ name, valueFrom: { secretKeyRef: { name: ref.secret, key: ref.key, optional: true } } }));
+  }
   return docs;
 }
 

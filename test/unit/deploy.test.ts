@@ -6,12 +6,13 @@
  */
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, posix, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { naming, ROLE_NAMES } from "@agentmesh/contracts";
-import { checkDeploy, COMPOSE_FILE, DeployConfig, K8S_OUTPUT, PREFIX, renderDeploy } from "../../scripts/render-deploy.js";
+import { natsAccountName, SERVICE_USERS } from "@agentmesh/messaging";
+import { checkDeploy, COMPOSE_FILE, DeployConfig, K8S_OUTPUT, PREFIX, renderDeploy, SEED_FILE, SEED_SECRET } from "../../scripts/render-deploy.js";
 import { renderCompose } from "../../scripts/redis-acl.js";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -81,13 +82,24 @@ function kustomizeObjects(dir: string): YamlMap[] {
 const ofKind = (objects: readonly YamlMap[], kind: string): YamlMap[] => objects.filter((o) => o.kind === kind);
 const nameOf = (o: YamlMap): string => String(at(o, "metadata", "name"));
 
+/** The NATS users `pnpm nats:keys` generates a seed for (scripts/nats-keys.ts). */
+const NATS_USERS: readonly string[] = [...ROLE_NAMES, ...SERVICE_USERS];
+
+/** A compose long-syntax bind mount of a NATS seed (source under .nats/seeds/). */
+const isSeedMount = (v: Yaml): v is YamlMap => isMap(v) && String(v.source).startsWith("./.nats/seeds/");
+
+/** A compose service's bind mounts of NATS seeds. */
+const seedMounts = (svc: Yaml | undefined): YamlMap[] => list(at(svc, "volumes") ?? [], "volumes").filter(isSeedMount);
+
 describe("docker-compose.yml", () => {
   const compose = map(parseYaml(read("docker-compose.yml")), "docker-compose.yml");
   const services = map(compose.services, "services");
   const apps = ["coordinator", ...ROLE_NAMES];
+  /** Each service that talks to NATS and the user whose seed it mounts: the CLI is `client`. */
+  const natsUserOf: Record<string, string> = { ...Object.fromEntries(apps.map((a) => [a, a])), cli: "client" };
 
-  it("has nats, redis, the coordinator and one service per agent role", () => {
-    expect(Object.keys(services).sort()).toEqual(["nats", "redis", ...apps].sort());
+  it("has nats, redis, the coordinator, one service per agent role and the CLI", () => {
+    expect(Object.keys(services).sort()).toEqual(["nats", "redis", "cli", ...apps].sort());
   });
 
   it("runs NATS 2.10 with JetStream, monitoring on 8222 and a volume", () => {
@@ -98,6 +110,36 @@ describe("docker-compose.yml", () => {
     expect(hasPair(args, "-m", "8222")).toBe(true);
     expect(list(nats.ports, "nats ports").map(String)).toContain("127.0.0.1:8222:8222");
     expect(list(nats.volumes, "nats volumes").length).toBeGreaterThan(0);
+  });
+
+  it("runs NATS with the config `pnpm nats:keys` generates, mounted read-only, JetStream on the volume", () => {
+    const nats = map(services.nats, "nats");
+    const args = argv(nats.command);
+    const conf = args[args.indexOf("-c") + 1];
+    expect(args.indexOf("-c"), "nats-server -c <config>").toBeGreaterThan(0);
+    const volumes = list(nats.volumes, "nats volumes");
+    expect(volumes).toContainEqual({ type: "bind", source: "./.nats/nats-server.conf", target: conf, read_only: true, bind: { create_host_path: false } });
+    // the config sets store_dir (nats:keys: /data/jetstream, on the volume); a second one is refused
+    expect(args).not.toContain("-sd");
+    expect(read("scripts/nats-keys.ts")).toContain('arg("store", "/data/jetstream")');
+    expect(volumes).toContain("nats-data:/data");
+  });
+
+  it.each(Object.keys(natsUserOf))("%s: logs in to NATS as its own user, the seed mounted read-only (NATS_NKEY_SEED_FILE)", (name) => {
+    const svc = map(services[name], name);
+    const user = natsUserOf[name] ?? "";
+    expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(user);
+    expect(at(svc, "environment", "NATS_NKEY_SEED_FILE")).toBe(SEED_FILE);
+    expect(seedMounts(svc)).toEqual([{ type: "bind", source: `./.nats/seeds/${user}.nk`, target: SEED_FILE, read_only: true, bind: { create_host_path: false } }]);
+  });
+
+  it("the CLI is a tool run on demand (profile), not a service `up` starts", () => {
+    const cli = map(services.cli, "cli");
+    expect(list(cli.profiles, "cli profiles")).toEqual(["cli"]);
+    expect(at(cli, "environment", "SERVICE")).toBe("cli");
+    expect(existsSync(join(ROOT, "services/cli/src/main.ts"))).toBe(true);
+    // read-only Redis: the CLI inspects sessions, it never writes them
+    expect(String(at(cli, "environment", "REDIS_URL"))).toMatch(/^redis:\/\/inspect:/);
   });
 
   it("runs Redis 7.2 durably: AOF, appendfsync always, noeviction, a volume", () => {
@@ -143,8 +185,9 @@ describe("docker-compose.yml", () => {
     expect(at(svc, "depends_on", "nats", "condition")).toBe("service_healthy");
   });
 
-  it("every service has a healthcheck and restarts unless stopped", () => {
+  it("every service has a healthcheck and restarts unless stopped (the on-demand CLI excepted)", () => {
     for (const [name, svc] of Object.entries(services)) {
+      if (at(svc, "profiles") !== undefined) continue;
       expect(argv(at(svc, "healthcheck", "test")).length, name).toBeGreaterThan(1);
       expect(at(svc, "restart"), name).toBe("unless-stopped");
     }
@@ -200,7 +243,8 @@ describe("deploy/ (kustomize + KEDA)", () => {
     expect(at(triggers[0], "type")).toBe("nats-jetstream");
     expect(at(triggers[0], "metadata", "stream")).toBe(names.streams.tasks);
     expect(at(triggers[0], "metadata", "consumer")).toBe(names.consumers.role(role));
-    expect(at(triggers[0], "metadata", "account")).toBe("$G");
+    // the one account of the generated nats-server config (pnpm nats:keys)
+    expect(at(triggers[0], "metadata", "account")).toBe(natsAccountName(PREFIX));
     expect(String(at(triggers[0], "metadata", "natsServerMonitoringEndpoint"))).toMatch(/:8222$/);
     // KEDA owns the replica count.
     expect(at(deployments.find((d) => nameOf(d) === role), "spec", "replicas")).toBeUndefined();
@@ -218,6 +262,36 @@ describe("deploy/ (kustomize + KEDA)", () => {
       const cmd = argv(at(container, probe, "exec", "command"));
       expect(cmd.slice(-3), `${name} ${probe}`).toEqual(["health", "--service", name]);
       expect(cmd).toContain("services/cli/src/main.ts");
+    }
+  });
+
+  it.each(["coordinator", ...ROLE_NAMES])("%s: mounts only its own NATS seed from the generated Secret, read-only (NATS_NKEY_SEED_FILE)", (name) => {
+    const pod = map(at(deployments.find((d) => nameOf(d) === name), "spec", "template", "spec"), `${name} pod`);
+    const container = map(at(pod, "containers", 0), `${name} container`);
+    expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(name);
+    const env = list(container.env, `${name} env`);
+    expect(env.filter((e) => at(e, "name") === "NATS_NKEY_SEED_FILE")).toEqual([{ name: "NATS_NKEY_SEED_FILE", value: SEED_FILE }]);
+    const seedVolumes = list(pod.volumes, `${name} volumes`).filter((v) => at(v, "secret", "secretName") === SEED_SECRET);
+    expect(seedVolumes).toHaveLength(1);
+    const volume = map(seedVolumes[0], `${name} seed volume`);
+    // exactly its own key, as the file NATS_NKEY_SEED_FILE names
+    expect(at(volume, "secret", "items")).toEqual([{ key: `${name}.nk`, path: basename(SEED_FILE) }]);
+    expect(at(volume, "secret", "optional")).toBeUndefined();
+    const mode = Number(at(volume, "secret", "defaultMode"));
+    expect(mode & 0o007, "not world-readable").toBe(0);
+    expect(mode & 0o040, "group-readable (fsGroup)").toBe(0o040);
+    expect(at(pod, "securityContext", "fsGroup")).toBe(at(pod, "securityContext", "runAsGroup"));
+    const mounts = list(container.volumeMounts, `${name} volumeMounts`).filter((m) => at(m, "name") === volume.name);
+    expect(mounts).toEqual([{ name: volume.name, mountPath: posix.dirname(SEED_FILE), readOnly: true }]);
+  });
+
+  it.each([...ROLE_NAMES])("%s: AGENTMESH_WEB_SEARCH_KEY from an optional Secret for the retriever and executor only", (role) => {
+    const env = list(at(deployments.find((d) => nameOf(d) === role), "spec", "template", "spec", "containers", 0, "env"), `${role} env`);
+    const key = env.filter((e) => at(e, "name") === "AGENTMESH_WEB_SEARCH_KEY");
+    if (role === "retriever" || role === "executor") {
+      expect(key).toEqual([{ name: "AGENTMESH_WEB_SEARCH_KEY", valueFrom: { secretKeyRef: { name: "agentmesh-web-search", key: "api_key", optional: true } } }]);
+    } else {
+      expect(key).toEqual([]);
     }
   });
 
@@ -244,6 +318,18 @@ describe("deploy/ (kustomize + KEDA)", () => {
     expect(at(values, "config", "jetstream", "fileStore", "enabled")).toBe(true);
     expect(at(values, "config", "monitor", "enabled")).toBe(true);
   });
+
+  it("NATS chart values include the generated accounts from the ConfigMap `pnpm nats:keys` writes", () => {
+    const values = parseYaml(read("deploy/infra/nats-values.yaml"));
+    const mount = list(at(values, "container", "patch"), "container.patch").find((p) => at(p, "path") === "/volumeMounts/-");
+    const volume = list(at(values, "podTemplate", "patch"), "podTemplate.patch").find((p) => at(p, "path") === "/spec/volumes/-");
+    expect(at(volume, "value", "configMap", "name")).toBe("agentmesh-nats-config");
+    expect(at(mount, "value", "name")).toBe(at(volume, "value", "name"));
+    // the chart's config is /etc/nats-config/nats.conf; nats-server resolves includes from there
+    const include = String(at(values, "config", "merge", "$include"));
+    expect(posix.join("/etc/nats-config", include)).toBe(posix.join(String(at(mount, "value", "mountPath")), "accounts.conf"));
+    expect(read("scripts/nats-keys.ts")).toContain("accounts.conf: |");
+  });
 });
 
 describe("the agent roles' deployment, generated from the role registry (scripts/render-deploy.ts)", () => {
@@ -252,6 +338,34 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   const objects = kustomizeObjects("deploy/base");
   const compose = map(at(parseYaml(read(COMPOSE_FILE)), "services"), "services");
   const find = (kind: string, role: string) => ofKind(objects, kind).find((o) => nameOf(o) === role);
+
+  /**
+   * An object as it was before issue 8's access control: without the NATS seed (env, mount,
+   * volume, fsGroup), the web search key Secret and the generated account (was `$G`). The rest
+   * must still equal the hand-written files; the additions are checked by the tests above.
+   */
+  function beforeAccessControl(o: Yaml | undefined): Yaml | undefined {
+    const copy = structuredClone(o) as YamlMap | undefined;
+    const pod = at(copy, "spec", "template", "spec");
+    if (isMap(pod)) {
+      if (isMap(pod.securityContext)) delete pod.securityContext.fsGroup;
+      pod.volumes = list(pod.volumes, "volumes").filter((v) => at(v, "name") !== "nats-seed");
+      for (const c of list(pod.containers, "containers")) {
+        const container = map(c, "container");
+        container.env = list(container.env, "env").filter((e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY"].includes(String(at(e, "name"))));
+        container.volumeMounts = list(container.volumeMounts, "volumeMounts").filter((m) => at(m, "name") !== "nats-seed");
+      }
+    }
+    const trigger = at(copy, "spec", "triggers", 0, "metadata");
+    if (isMap(trigger) && trigger.account === natsAccountName(PREFIX)) trigger.account = "$G";
+    if (copy?.kind === undefined && isMap(copy?.environment)) {
+      delete copy.environment.NATS_NKEY_SEED_FILE;
+      const volumes = list(copy.volumes ?? [], "volumes").filter((v) => !isSeedMount(v));
+      if (volumes.length) copy.volumes = volumes;
+      else delete copy.volumes;
+    }
+    return copy;
+  }
 
   it("the committed files are what `pnpm deploy:render` writes for ROLE_NAMES", () => {
     expect(checkDeploy()).toEqual([]);
@@ -263,9 +377,9 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   });
 
   it.each(Object.keys(before.deployments))("%s: Deployment, ScaledObject and compose service equal the hand-written ones", (role) => {
-    expect(find("Deployment", role)).toStrictEqual(before.deployments[role]);
-    expect(find("ScaledObject", role)).toStrictEqual(before.scaledObjects[role]);
-    expect(compose[role]).toStrictEqual(before.compose[role]);
+    expect(beforeAccessControl(find("Deployment", role))).toStrictEqual(before.deployments[role]);
+    expect(beforeAccessControl(find("ScaledObject", role))).toStrictEqual(before.scaledObjects[role]);
+    expect(beforeAccessControl(compose[role])).toStrictEqual(before.compose[role]);
   });
 
   it("a role in the registry that was not rendered is reported by name", () => {
@@ -323,6 +437,9 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     expect(DeployConfig.safeParse({ kubernetes: { memoryLimit: "1GB" } }).success).toBe(false);
     expect(DeployConfig.safeParse({ compose: { passEnv: ["NOT_A_VARIABLE"] } }).success).toBe(false);
     expect(DeployConfig.safeParse({ replicas: 3 }).success).toBe(false);
+    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { NOT_A_VARIABLE: { secret: "s", key: "k" } } } }).success).toBe(false);
+    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "Not_A_Name", key: "k" } } } }).success).toBe(false);
+    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "s" } } } }).success).toBe(false);
     expect(DeployConfig.parse({ kubernetes: { memoryLimit: "1Gi" }, compose: { passEnv: ["AGENTMESH_WEB_SEARCH_KEY"] } })).toBeTruthy();
   });
 });

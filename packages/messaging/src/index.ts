@@ -3,7 +3,7 @@ export type { Log } from "./log.js";
 export { connectNats, type ConnectNatsOptions } from "./connect.js";
 export { provision } from "./provision.js";
 export { natsPermissions, replyPrefix, SERVICE_USERS, type ServiceUser, type UserPermissions, type SubjectRules } from "./permissions.js";
-export { natsServerConfig, newUserKey, publicKeyOfSeed, type NatsServerConfigOptions } from "./nats-config.js";
+export { natsAccountName, natsServerConfig, newUserKey, publicKeyOfSeed, type NatsServerConfigOptions } from "./nats-config.js";
 export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent } from "./publisher.js";
 export { newTraceparent, type MessageContext } from "./trace.js";
 export { startWorker, type WorkerOptions } from "./worker.js";

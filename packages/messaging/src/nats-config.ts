@@ -20,6 +20,14 @@ export function publicKeyOfSeed(seed: string): string {
   }
 }
 
+/**
+ * The NATS account the generated config puts every user in: the prefix upper-cased (`AGENTMESH`).
+ * Monitoring (`/jsz?acc=`) and the KEDA scaler name it.
+ */
+export function natsAccountName(prefix: string): string {
+  return prefix.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+}
+
 /** What a generated nats-server configuration contains. */
 export interface NatsServerConfigOptions {
   readonly naming: Naming;
@@ -60,7 +68,7 @@ export function natsServerConfig(o: NatsServerConfigOptions): string {
     };
   });
   if (o.admin) users.push({ nkey: o.admin } as (typeof users)[number]);
-  const account = o.naming.prefix.toUpperCase().replace(/[^A-Z0-9]/g, "_");
+  const account = natsAccountName(o.naming.prefix);
   const cfg: Record<string, unknown> = {
     listen: o.listen ?? "0.0.0.0:4222",
     max_payload: 1048576,

@@ -118,6 +118,8 @@ function forbidden(user: string): Probe[] {
         pub(`$JS.API.CONSUMER.CREATE.${tasks}.probe.${n.taskFilter(user)}`), pub(`$JS.API.CONSUMER.DURABLE.CREATE.${tasks}.role_${user}`),
         writeTasks, pub(n.task(user, "op")), writeEvents, readEvents, pub(n.submit), pub(n.cancel(SID)), pub(n.deadLetter(other)), pub(n.deadLetter("inbox")),
         sub(n.task(other, ">")), pub(`$JS.API.STREAM.CREATE.${tasks}`), pub("$SRV.PING"),
+        // its health probe asks about itself only
+        pub("$SRV.STATS"), pub("$SRV.INFO"), pub(`$SRV.STATS.${other}`), pub(`$SRV.INFO.${other}`),
       ];
   }
 }
@@ -193,6 +195,9 @@ describe("the allowed paths work under the generated config", () => {
 
       const services = await listServices(client.nc, 800);
       expect(services.find((s) => s.info.name === "planner" && s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({ alive: true });
+      // the planner's own health probe (`agentmesh health --service planner` in its pod, with its seed)
+      const own = await listServices(planner.nc, 800, "planner");
+      expect(own.find((s) => s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({ alive: true });
       const info = await (await jetstreamManager(inspect.nc)).streams.info(n.streams.tasks);
       expect(info.config.name).toBe(n.streams.tasks);
 

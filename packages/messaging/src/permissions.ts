@@ -106,6 +106,9 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
         n.deadLetter(role),
         n.tokensAll,
         ...kvRead(cancelledKv),
+        // its own health probe (`agentmesh health --service <role>` with this seed): only itself
+        `$SRV.INFO.${role}`,
+        `$SRV.STATS.${role}`,
       ],
       ["$SRV.>", n.cancelAll, n.rpc(role, "*")],
     );

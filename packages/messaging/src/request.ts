@@ -130,9 +130,14 @@ async function gather(nc: NatsConnection, subject: string, timeoutMs: number): P
   return out;
 }
 
-/** Collects every service instance answering `$SRV.INFO` within timeoutMs and joins in its `$SRV.STATS`. */
-export async function listServices(nc: NatsConnection, timeoutMs: number): Promise<ServiceSummary[]> {
-  const [infos, stats] = await Promise.all([gather(nc, "$SRV.INFO", timeoutMs), gather(nc, "$SRV.STATS", timeoutMs)]);
+/**
+ * Collects every service instance answering `$SRV.INFO` within timeoutMs and joins in its
+ * `$SRV.STATS`; with `name`, only that service's (`$SRV.INFO.<name>`: all a role's own NATS user
+ * may ask, for its health probe).
+ */
+export async function listServices(nc: NatsConnection, timeoutMs: number, name?: string): Promise<ServiceSummary[]> {
+  const scope = name === undefined ? "" : `.${name}`;
+  const [infos, stats] = await Promise.all([gather(nc, `$SRV.INFO${scope}`, timeoutMs), gather(nc, `$SRV.STATS${scope}`, timeoutMs)]);
   const statsById = new Map<string, ServiceStats>();
   for (const raw of stats) {
     const r = StatsReply.safeParse(raw);

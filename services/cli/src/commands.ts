@@ -155,7 +155,8 @@ export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promi
  */
 export async function health(cfg: CliConfig, opts: { service: string; anyHost: boolean }, out: Out): Promise<number> {
   return withNats(cfg, async (nc) => {
-    const found = (await listServices(nc, 800)).filter(
+    // Asks only about this service: a role's probe runs with the role's own NATS user.
+    const found = (await listServices(nc, 800, opts.service)).filter(
       (s) => s.info.name === opts.service && s.info.metadata?.prefix === cfg.prefix && (opts.anyHost || s.info.metadata?.host === hostname()),
     );
     const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
