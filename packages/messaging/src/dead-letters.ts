@@ -2,6 +2,7 @@ import { AgentmeshError, HEADERS, parseTaskId, SessionId, TaskId, type Naming } 
 import { headers as makeHeaders, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import type { Log } from "./log.js";
+import type { InFlight } from "./pull-loop.js";
 import { readHeader } from "./trace.js";
 
 /** JetStream's advisory when a message ran out of deliveries on a consumer. */
@@ -190,4 +191,40 @@ export async function redriveDeadLetter(nc: NatsConnection, naming: Naming, seq:
   await jetstream(nc).publish(original, m.data, { msgID: `redrive:${seq}`, headers: h });
   await jsm.streams.deleteMessage(naming.streams.dead, seq, false);
   return describe(naming, seq, m);
+}
+
+/** How `moveToDeadLetters` settled a message. */
+export type DeadLetterMove =
+  | { readonly moved: true }
+  | { readonly moved: false; readonly err: unknown; readonly delayMs: number }
+  | { readonly moved: false; readonly err?: undefined };
+
+/**
+ * Copies an unworkable message to the dead letters under `token`, then terms it. If the copy
+ * fails, the message is nak'd after `retryDelay(deliveries)` so the move is tried again: nothing
+ * is dropped. A message another path already settled is left alone (`moved: false`, no error).
+ */
+export async function moveToDeadLetters(
+  nc: NatsConnection,
+  naming: Naming,
+  token: string,
+  stream: string,
+  entry: InFlight,
+  reason: string,
+  retryDelay: (deliveries: number) => number,
+): Promise<DeadLetterMove> {
+  const m = entry.msg;
+  try {
+    await publishDeadLetter(nc, naming, token, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
+  } catch (err) {
+    if (entry.settled) return { moved: false };
+    entry.settled = true;
+    const delayMs = retryDelay(m.info.deliveryCount);
+    m.nak(delayMs);
+    return { moved: false, err, delayMs };
+  }
+  if (entry.settled) return { moved: false };
+  entry.settled = true;
+  m.term();
+  return { moved: true };
 }

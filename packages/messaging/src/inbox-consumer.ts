@@ -1,6 +1,6 @@
 import { AgentmeshError, InboxInput, type Naming } from "@agentmesh/contracts";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { INBOX_DEAD, publishDeadLetter } from "./dead-letters.js";
+import { INBOX_DEAD, moveToDeadLetters } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import type { Log } from "./log.js";
 import { senderMismatch } from "./senders.js";
@@ -46,23 +46,12 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
    * and a re-drive) and then termed. If even that publish fails, it is nak'd to try again.
    */
   async function deadLetter(entry: InFlight, reason: string): Promise<boolean> {
-    const m = entry.msg;
-    try {
-      await publishDeadLetter(nc, naming, INBOX_DEAD, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
-    } catch (err) {
-      if (entry.settled) return false;
-      entry.settled = true;
-      const delay = inboxRetryDelay(m.info.deliveryCount);
-      log.error({ ...what, seq: m.seq, err, delay_ms: delay }, "cannot dead-letter an inbox input; retrying later");
-      m.nak(delay);
-      return false;
-    }
-    if (entry.settled) return false;
-    entry.settled = true;
-    counts.dead_lettered++;
-    m.term();
-    return true;
+    const r = await moveToDeadLetters(nc, naming, INBOX_DEAD, stream, entry, reason, inboxRetryDelay);
+    if (r.moved) counts.dead_lettered++;
+    else if (r.err !== undefined) log.error({ ...what, seq: entry.msg.seq, err: r.err, delay_ms: r.delayMs }, "cannot dead-letter an inbox input; retrying later");
+    return r.moved;
   }
+
 
   async function handle(entry: InFlight): Promise<void> {
     const m = entry.msg;

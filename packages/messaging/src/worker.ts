@@ -1,7 +1,7 @@
 import { AgentmeshError, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { cancelledChecker } from "./cancelled.js";
-import { publishDeadLetter, recoverIds } from "./dead-letters.js";
+import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
@@ -85,20 +85,9 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       const error = wireFailure(code, `the ${role} agent could not read task ${ids.taskId}: ${reason}`, role);
       return report(entry, { session_id: ids.sessionId, task_id: ids.taskId, role, op }, { ok: false, error, provenance: null });
     }
-    try {
-      await publishDeadLetter(nc, naming, role, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
-    } catch (err) {
-      if (entry.settled) return;
-      entry.settled = true;
-      const delay = retryDelayMs(m.info.deliveryCount);
-      log.error({ ...what, seq: m.seq, err, delay_ms: delay }, "cannot dead-letter an unworkable task; retrying later");
-      m.nak(delay);
-      return;
-    }
-    if (entry.settled) return;
-    entry.settled = true;
-    m.term();
-    log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
+    const r = await moveToDeadLetters(nc, naming, role, stream, entry, reason, (n) => retryDelayMs(n));
+    if (r.moved) log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
+    else if (r.err !== undefined) log.error({ ...what, seq: m.seq, err: r.err, delay_ms: r.delayMs }, "cannot dead-letter an unworkable task; retrying later");
   }
 
   async function report(entry: InFlight, task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">, outcome: TaskOutcome): Promise<void> {
