@@ -167,17 +167,18 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     crash: opts.crash,
     handler: (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal),
   });
+  const workCounts = () => ({ ...worker.stats, alive: worker.alive() });
   const micro = await createMicroService(opts.nc, {
     name: def.role,
     version: opts.version ?? "0.1.0",
     description: def.description,
     metadata: { prefix: opts.naming.prefix, kind: "agent", model: opts.model.name, host: hostname() },
-    statsData: () => ({ ...worker.stats, alive: worker.alive() }),
+    statsData: workCounts,
   });
   if (!opts.rpc) {
     // Without direct op calls a service would list no endpoint, and ADR-32 carries work counts
     // only per endpoint: one read-only `status` endpoint answers them (no session is touched).
-    await micro.addEndpoint("status", opts.naming.rpc(def.role, "status"), async () => ({ ...worker.stats, alive: worker.alive() }));
+    await micro.addEndpoint("status", opts.naming.rpc(def.role, "status"), async () => workCounts());
   }
   for (const op of opts.rpc ? Object.keys(def.ops) : []) {
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {

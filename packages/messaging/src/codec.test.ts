@@ -1,7 +1,7 @@
-import { LIMITS, SCHEMA_VERSION, TaskEnvelope, Traceparent } from "@agentmesh/contracts";
+import { LIMITS, redactUrls, SCHEMA_VERSION, TaskEnvelope, Traceparent } from "@agentmesh/contracts";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { parseNatsUrl, redact } from "./connect.js";
+import { parseNatsUrl } from "./connect.js";
 import { decodeMessage, jsonDepthOver, parseBoundedJsonOrThrow, retryDelayMs } from "./decode.js";
 import { MICRO_NAME, SEMVER } from "./micro.js";
 import { encodeBounded } from "./publisher.js";
@@ -120,8 +120,8 @@ describe("parseNatsUrl", () => {
     expect(() => parseNatsUrl("")).toThrow(/no NATS URL/);
   });
   it("redacts passwords", () => {
-    expect(redact("nats://u:secret@h:1,nats://v:x@k:2")).toBe("nats://u:***@h:1,nats://v:***@k:2");
-    expect(redact("nats://h:1")).toBe("nats://h:1");
+    expect(redactUrls("nats://u:secret@h:1,nats://v:x@k:2")).toBe("nats://u:***@h:1,nats://v:***@k:2");
+    expect(redactUrls("nats://h:1")).toBe("nats://h:1");
   });
 });
 

@@ -57,7 +57,7 @@ export function parseNatsUrl(url: string): ParsedNatsUrl {
     try {
       u = new URL(p.includes("://") ? p : `nats://${p}`);
     } catch {
-      throw new AgentmeshError("unavailable", `malformed NATS URL ${redact(p)}`, { retryable: false, component: "nats" });
+      throw new AgentmeshError("unavailable", `malformed NATS URL ${redactUrls(p)}`, { retryable: false, component: "nats" });
     }
     if (user === undefined && u.username) {
       user = decodeURIComponent(u.username);
@@ -69,10 +69,6 @@ export function parseNatsUrl(url: string): ParsedNatsUrl {
   return { servers, ...(user === undefined ? {} : { user }), ...(pass === undefined ? {} : { pass }) };
 }
 
-/** The URL (or list) with its credentials hidden, for messages and logs: passwords and bare tokens. */
-export function redact(url: string): string {
-  return redactUrls(url);
-}
 
 /**
  * Connects to NATS with settings suited to long-running services: unlimited reconnects, 1 s
@@ -109,13 +105,13 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     if (err instanceof AuthorizationError) {
-      throw new AgentmeshError("unavailable", `NATS at ${redact(opts.url)} refused our credentials (${why})`, {
+      throw new AgentmeshError("unavailable", `NATS at ${redactUrls(opts.url)} refused our credentials (${why})`, {
         retryable: false,
         component: "nats",
         cause: err,
       });
     }
-    throw new AgentmeshError("unavailable", `cannot reach NATS at ${redact(opts.url)} (${why}); is nats-server running with -js?`, {
+    throw new AgentmeshError("unavailable", `cannot reach NATS at ${redactUrls(opts.url)} (${why}); is nats-server running with -js?`, {
       component: "nats",
       cause: err,
     });
