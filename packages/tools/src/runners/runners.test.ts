@@ -1,3 +1,7 @@
+import { cpSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRunJsTool, createRunPythonTool } from "../builtins/code-tools.js";
 import { createSafeExecutor } from "../executor.js";
@@ -53,6 +57,23 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
     const long = await python.run("'x' * 5000");
     expect(long).toMatchObject({ ok: true, truncated: true });
     expect(long.result).toHaveLength(1000);
+  });
+
+  // As root the sandbox drops to a uid of its own before bwrap, and that uid must still reach the
+  // Pyodide files: a checkout below a directory only root may enter (mktemp -d) broke it.
+  it.runIf(process.getuid?.() === 0)("as root, runs Pyodide installed below a directory only root may enter", async () => {
+    const hidden = mkdtempSync(join(tmpdir(), "agentmesh-hidden-"));
+    const inside = createPythonRunner({ timeLimitMs: 8000, warm: 0, pyodideDir: join(hidden, "pyodide") });
+    try {
+      expect(statSync(hidden).mode & 0o077).toBe(0);
+      cpSync(dirname(createRequire(import.meta.url).resolve("pyodide/package.json")), join(hidden, "pyodide"), { recursive: true, dereference: true });
+      const st = await inside.status();
+      if (process.env.TOOLS_REQUIRE_SANDBOX === "1") expect(st, st.detail).toMatchObject({ available: true });
+      if (st.available) expect(await inside.run("6 * 7")).toMatchObject({ ok: true, result: "42" });
+    } finally {
+      await inside.close();
+      rmSync(hidden, { recursive: true, force: true });
+    }
   });
 
   it("refuses to run anything when its boundary is missing: no unsandboxed fallback", async () => {

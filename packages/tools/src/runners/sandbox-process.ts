@@ -1,5 +1,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { closeSync, existsSync, lstatSync, openSync, readlinkSync, realpathSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { chmodSync, closeSync, copyFileSync, cpSync, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import type { Writable } from "node:stream";
 import { seccompProgram } from "./seccomp.js";
 
@@ -125,12 +128,14 @@ export function nodeArgs(s: SandboxSpawn): string[] {
  * Starts one sandboxed process ([setpriv →] prlimit → bwrap → node), in its own process group
  * with an empty env. Throws if the seccomp filter has no table for this architecture.
  */
-export function spawnSandbox(p: SandboxPaths, s: SandboxSpawn): ChildProcessWithoutNullStreams {
+export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcessWithoutNullStreams {
+  let p = paths;
   const filter = seccompProgram();
   if (!filter) throw new Error(`no seccomp filter for the ${process.arch} architecture`);
   const root = process.getuid?.() === 0;
   const drop = root && s.mode !== "snapshot";
   if (drop && (!p.setpriv || s.hostUid === undefined)) throw new Error("running as root, the sandbox needs setpriv and a uid to drop to");
+  if (drop && !s.command) p = { ...p, ...readableByDroppedUid(p) };
   const fds = openBinds(s);
   // RLIMIT_FSIZE is set inside, by the sandbox's own prlimit: bwrap itself must still write the
   // ~20 MB snapshot into the sandbox's root before it starts the process
@@ -167,4 +172,54 @@ export function killSandbox(child: ChildProcessWithoutNullStreams): void {
   } catch {
     child.kill("SIGKILL");
   }
+}
+
+const staged = new Map<string, Pick<SandboxPaths, "pyodideDir" | "childScript">>();
+
+/**
+ * The sandbox's own files (Pyodide, the child script) where the dropped uid can read them. bwrap
+ * runs as that uid and binds them itself, but a checkout may sit below a directory only root may
+ * enter (`mktemp -d` makes 0700 ones) or have private file modes. So they are copied into a
+ * root-owned directory that everyone may read and only root may write, named by their content
+ * (the Pyodide release and the child script) and shared by every process of this host; a
+ * same-named directory that is not exactly that (planted by another user) is never used: a
+ * fresh one of its own name is made instead.
+ */
+function readableByDroppedUid(p: SandboxPaths): Pick<SandboxPaths, "pyodideDir" | "childScript"> {
+  const src = { pyodideDir: realpathSync(p.pyodideDir), childScript: realpathSync(p.childScript) };
+  const key = createHash("sha256").update(readFileSync(join(src.pyodideDir, "package.json"))).update("\0").update(readFileSync(src.childScript)).digest("hex").slice(0, 16);
+  const known = staged.get(key);
+  if (known) return known;
+  const at = (dir: string) => ({ pyodideDir: join(dir, "pyodide"), childScript: join(dir, "child.mjs") });
+  const trusted = (dir: string): boolean => {
+    try {
+      const st = lstatSync(dir);
+      return st.isDirectory() && st.uid === 0 && (st.mode & 0o022) === 0 && existsSync(join(dir, "child.mjs"));
+    } catch {
+      return false;
+    }
+  };
+  const shared = join(tmpdir(), `agentmesh-sandbox-${key}`);
+  let out = trusted(shared) ? at(shared) : null;
+  if (!out) {
+    const fresh = mkdtempSync(join(tmpdir(), "agentmesh-sandbox-tmp-"));
+    cpSync(src.pyodideDir, join(fresh, "pyodide"), { recursive: true, dereference: true });
+    copyFileSync(src.childScript, join(fresh, "child.mjs"));
+    const open = (path: string): void => {
+      if (lstatSync(path).isDirectory()) {
+        chmodSync(path, 0o755);
+        for (const name of readdirSync(path)) open(join(path, name));
+      } else chmodSync(path, 0o644);
+    };
+    open(fresh);
+    try {
+      renameSync(fresh, shared);
+    } catch {
+      // another process won the race (or the name is taken by something we do not trust)
+    }
+    out = trusted(shared) ? at(shared) : at(existsSync(fresh) ? fresh : shared);
+    if (existsSync(fresh) && out.childScript !== join(fresh, "child.mjs")) rmSync(fresh, { recursive: true, force: true });
+  }
+  staged.set(key, out);
+  return out;
 }
