@@ -1,7 +1,7 @@
 import { AgentmeshError, INBOX_SENDERS, type Naming } from "@agentmesh/contracts";
 
 /** The kinds of NATS user a deployment has besides one per role. */
-export const SERVICE_USERS = ["coordinator", "client", "inspect"] as const;
+export const SERVICE_USERS = ["coordinator", "client", "gateway", "inspect"] as const;
 /** A NATS user: a role name, or one of SERVICE_USERS. */
 export type ServiceUser = string;
 
@@ -131,6 +131,8 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
     [n.submit, n.inboxFrom(INBOX_SENDERS.client), ...follow(events, n.eventsAll), ...DISCOVER],
     [n.tokensAll],
   );
+  // The gateway is a client with its own seed (one user per service): same rights, nothing more.
+  out.gateway = out.client;
   out.inspect = rules(
     [
       ...follow(events, n.eventsAll),

@@ -8,7 +8,7 @@ export interface EnvVar {
   /** Default as shown in the README ("—" for none). */
   readonly default: string;
   readonly description: string;
-  readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli")[];
+  readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli" | "gateway")[];
   /**
    * What of its value is secret: `value` the whole of it (an API key), `url` the credentials in
    * it (`user:pass@`). Secret values are never echoed in errors and are redacted from logs.
@@ -29,7 +29,7 @@ export const ENV_VARS = [
   { name: "NATS_TLS_CA", schema: z.string().min(1).optional(), default: "—", description: "CA file to trust for a NATS server with TLS (`tls://` URLs)", usedBy: ["all"] },
   { name: "NATS_TLS_CERT", schema: z.string().min(1).optional(), default: "—", description: "client certificate file when the NATS server verifies clients (with `NATS_TLS_KEY`)", usedBy: ["all"] },
   { name: "NATS_TLS_KEY", schema: z.string().min(1).optional(), default: "—", description: "client key file of `NATS_TLS_CERT`", usedBy: ["all"] },
-  { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state; `redis://user:pass@host:port` logs in as that ACL user (deploy/redis/README.md), `rediss://` uses TLS", usedBy: ["coordinator", "cli"], secret: "url" },
+  { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state; `redis://user:pass@host:port` logs in as that ACL user (deploy/redis/README.md), `rediss://` uses TLS", usedBy: ["coordinator", "cli", "gateway"], secret: "url" },
   { name: "REDIS_TLS_CA", schema: z.string().min(1).optional(), default: "— (system CAs)", description: "file with the CA certificate(s) that sign the Redis server's TLS certificate (`rediss://` URLs)", usedBy: ["coordinator", "cli"] },
   { name: "AGENTMESH_PREFIX", schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/).default("agentmesh"), default: "agentmesh", description: "prefix of every subject, stream and Redis key", usedBy: ["all"] },
   { name: "LOG_LEVEL", schema: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), default: "info", description: "pino log level", usedBy: ["all"] },
@@ -69,6 +69,16 @@ export const ENV_VARS = [
   { name: "AGENTMESH_SESSION_TTL_MS", schema: int(1000).default(7 * 24 * 3600 * 1000), default: "604800000", description: "sliding TTL of a live session's keys", usedBy: ["coordinator"] },
   { name: "AGENTMESH_CANCELLED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "how long a cancelled or ended session stays in the KV bucket agents check before starting a task", usedBy: ["coordinator"] },
   { name: "AGENTMESH_FINISHED_TTL_MS", schema: int(1000).default(24 * 3600 * 1000), default: "86400000", description: "TTL of a finished session's keys", usedBy: ["coordinator"] },
+  { name: "AGENTMESH_GATEWAY_HOST", schema: z.string().min(1).default("127.0.0.1"), default: "127.0.0.1", description: "address the gateway listens on (`0.0.0.0` in a container)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_GATEWAY_PORT", schema: int(0).max(65535).default(8080), default: "8080", description: "HTTP port of the gateway (0 = any free port, logged at start)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_API_KEYS", schema: z.string().default(""), default: "—", description: "gateway API keys, hashed: `name=sha256:<hex>,…` (`pnpm gateway:key <name>` makes one); the name owns the sessions its key creates", usedBy: ["gateway"], secret: "value" },
+  { name: "AGENTMESH_API_KEYS_FILE", schema: z.string().min(1).optional(), default: "—", description: "file of gateway API keys, one `name=sha256:<hex>` per line (with or instead of `AGENTMESH_API_KEYS`)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_GATEWAY_ANONYMOUS", schema: flag.default(false), default: "0", description: "gateway: requests without a key act as owner `anonymous` (local use only; never on a shared network)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_DEFAULT_WORKFLOW", schema: z.string().min(1).max(40).default("critic-chain"), default: "critic-chain", description: "workflow of a gateway query that names none", usedBy: ["gateway"] },
+  { name: "AGENTMESH_RATE_LIMIT", schema: int(1).default(60), default: "60", description: "gateway: POST requests one API key may make per `AGENTMESH_RATE_WINDOW_MS`, across all replicas (429 beyond)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_RATE_WINDOW_MS", schema: int(1000).default(60_000), default: "60000", description: "gateway: the rate limit's sliding window", usedBy: ["gateway"] },
+  { name: "AGENTMESH_MAX_CONCURRENT_SESSIONS", schema: int(1).default(10), default: "10", description: "gateway: sessions one API key may have running at once, across all replicas (429 beyond)", usedBy: ["gateway"] },
+  { name: "AGENTMESH_MAX_BODY_BYTES", schema: int(1024).default(256 * 1024), default: "262144", description: "gateway: largest request body (413 beyond)", usedBy: ["gateway"] },
   { name: "AGENTMESH_REQUIRE_DURABLE", schema: flag.default(false), default: "0", description: "refuse to start unless Redis has AOF, appendfsync always and no eviction", usedBy: ["coordinator"] },
 ] as const satisfies readonly EnvVar[];
 
