@@ -5,6 +5,7 @@ import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
+import { SupervisorAgent } from "./workflows.js";
 
 const Base = {
   v: z.literal(SCHEMA_VERSION),
@@ -25,9 +26,6 @@ const Tool = z.string().min(1).max(80);
 export const StageStatus = z.enum(["running", "completed", "failed"]);
 export type StageStatus = z.infer<typeof StageStatus>;
 
-/** The seed's agent types (seed 002, supervisor): what the router picks and handoffs name. */
-export const SupervisorAgent = z.enum(["chat", "research", "code", "writing", "data"]);
-export type SupervisorAgent = z.infer<typeof SupervisorAgent>;
 /** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
 export const LOW_ROUTING_CONFIDENCE = 0.5;
 
