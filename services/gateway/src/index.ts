@@ -1,2 +1,2 @@
 // The one front door of @agentmesh/gateway: the HTTP API, SSE, the OpenAI-compatible endpoint and the web page.
-export {};
+export { ANONYMOUS_OWNER, apiKeyEntry, generateApiKey, keyNameProblem, parseApiKeys, presentedApiKey, type ApiKeySources, type ApiKeyVerifier } from "./api-keys.js";
