@@ -15,8 +15,8 @@ const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan",
 /** Read-only commands an inspecting tool may send (the CLI's `inspect` and `sessions` use a few). */
 const READS = ["hmget", "hget", "hgetall", "hlen", "lrange", "llen", "sismember", "smembers", "scard", "get", "exists", "type", "pttl", "ttl", "scan", "zrange", "zrangebyscore", "zcard", "zscore"];
 
-/** What the gateway writes under its own keys: its rate-limit and concurrency records. */
-const GATEWAY_WRITES = ["set", "del", "incr", "incrby", "pexpire", "expire", "zadd", "zrem", "zremrangebyscore", "evalsha", "eval", "multi", "exec"];
+/** What the gateway writes under its own keys: its rate-limit and concurrency records (their scripts read the server's TIME). */
+const GATEWAY_WRITES = ["set", "del", "incr", "incrby", "pexpire", "expire", "zadd", "zrem", "zremrangebyscore", "evalsha", "eval", "multi", "exec", "time"];
 
 /** One kind's access: key patterns (`~` read-write, `%R~` read-only) and the only commands it may run. */
 export interface RedisAccess {
