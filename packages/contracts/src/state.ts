@@ -117,16 +117,18 @@ export const SessionState = z.object({ meta: SessionMeta, data: SessionData });
 export type SessionState = z.infer<typeof SessionState>;
 
 /**
- * What a session contributes to its thread's conversation: the question it was asked and, once
- * it has one, its final answer. Every workflow's data names them; a new workflow adds its case.
+ * What a session contributes to its thread's conversation: the question it was asked, once it
+ * has one its final answer, and while it waits for a person the question it put to them. Every
+ * workflow's data names them; a new workflow adds its case.
  */
-export function conversationTurn(state: SessionState): { question: string; answer: string | null } {
+export function conversationTurn(state: SessionState): { question: string; answer: string | null; asked: string | null } {
   const d = state.data;
+  const waiting = state.meta.status === "awaiting_user";
   switch (d.workflow) {
     case "critic-chain":
-      return { question: d.question, answer: d.final_answer };
+      return { question: d.question, answer: d.final_answer, asked: null };
     case "blackboard":
-      return { question: d.question, answer: d.final_answer };
+      return { question: d.question, answer: d.final_answer, asked: waiting ? d.question_for_human : null };
   }
 }
 
