@@ -39,6 +39,10 @@ function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: n
   return { store, gw, call, inbox };
 }
 
+/** A response body, loosely typed: the tests assert its shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const body = async (r: Response): Promise<any> => r.json();
+
 async function owned(store: ReturnType<typeof setup>["store"], sid: string, owner: string, status: SessionState["meta"]["status"] = "running") {
   const s = testSessionState(sid);
   await store.create({ ...s, meta: { ...s.meta, owner, status, thread_id: "thread-unit-01" } });
@@ -71,7 +75,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     ] as const) {
       const r = await call(path, { method, key: BOB, ...(method === "POST" ? { json: { text: "mine now" } } : {}) });
       expect(r.status, path).toBe(404);
-      expect((await r.json()).error.code).toBe("not_found");
+      expect((await body(r)).error.code).toBe("not_found");
     }
     const missing = await call("/api/v1/sessions/sess-nobody-0001", { key: BOB });
     expect(await missing.json()).toEqual({ error: { code: "not_found", message: "no session sess-nobody-0001", status: 404 } });
@@ -86,7 +90,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     expect(inbox.at(-1)).toMatchObject({ kind: "user_reply", session_id: "sess-wait-00001", text: "Blue" });
     const busy = await call("/api/v1/sessions/sess-run-000001/reply", { method: "POST", json: { text: "Blue" } });
     expect(busy.status).toBe(409);
-    expect((await busy.json()).error.message).toBe("session sess-run-000001 is running, not waiting for an answer");
+    expect((await body(busy)).error.message).toBe("session sess-run-000001 is running, not waiting for an answer");
     await call("/api/v1/sessions/sess-run-000001/cancel", { method: "POST" });
     await call("/api/v1/sessions/sess-run-000001/cancel", { method: "POST", json: { reason: "changed my mind" } });
     const cancels = inbox.filter((i) => i.kind === "cancel");
@@ -107,9 +111,9 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     for (const [json, status, message] of cases) {
       const r = await call("/api/v1/query", { method: "POST", json });
       expect(r.status, JSON.stringify(json).slice(0, 60)).toBe(status);
-      const body = await r.json();
-      expect(body.error.message).toMatch(message);
-      expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+/);
+      const b = await body(r);
+      expect(b.error.message).toMatch(message);
+      expect(JSON.stringify(b)).not.toMatch(/at .*\.ts:\d+/);
     }
     const form = await call("/api/v1/query", { method: "POST", body: "query=hello", headers: { "content-type": "application/x-www-form-urlencoded" } });
     expect(form.status).toBe(415);
@@ -126,7 +130,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const third = await post(ALICE);
     expect(third.status).toBe(429);
     expect(Number(third.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
-    expect((await third.json()).error.code).toBe("rate_limited");
+    expect((await body(third)).error.code).toBe("rate_limited");
     expect((await post(BOB)).status).toBe(404); // bob is not limited by alice's count (and does not own the session)
     expect((await call("/api/v1/sessions/sess-rate-00001")).status).toBe(200); // reads are not counted
   });
@@ -139,8 +143,8 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const notUser = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", messages: [{ role: "assistant", content: "Hello" }] } });
     expect(notUser.status).toBe(400);
     const noKey = await call("/v1/models", { key: null });
-    expect((await noKey.json()).error.type).toBe("authentication_error");
-    const models = await (await call("/v1/models")).json();
+    expect((await body(noKey)).error.type).toBe("authentication_error");
+    const models = await body(await call("/v1/models"));
     expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard"]);
   });
 
