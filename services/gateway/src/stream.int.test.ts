@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { SCHEMA_VERSION, naming as makeNaming, type Naming, type SessionEvent } from "@agentmesh/contracts";
+import { connectNats, createPublisher, provision } from "@agentmesh/messaging";
+import { createLogger } from "@agentmesh/service-kit";
+import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { sessionStream, type EventCursor, type StreamItem } from "./stream.js";
+
+let nc: NatsConnection;
+let n: Naming;
+const log = createLogger({ service: "test", level: "silent" });
+const SID = "gwstream00000001";
+
+const stage = (version: number, index: number, name = "planner"): SessionEvent => ({
+  v: SCHEMA_VERSION, session_id: SID, version, index, at: 1_700_000_000_000 + version, type: "stage", name, status: "running", description: `${version}:${index}`,
+});
+const complete = (version: number): SessionEvent => ({
+  v: SCHEMA_VERSION, session_id: SID, version, index: 0, at: 1_700_000_000_000 + version, type: "complete", status: "completed", final_answer: "4", final_reasoning_trace: "2 + 2",
+});
+
+beforeAll(async () => {
+  nc = await connectNats({ url: inject("natsUrl"), name: "gateway-stream-test" });
+  n = makeNaming(uniquePrefix("gws"));
+  await provision(nc, { naming: n, roles: [], taskAckWaitMs: 1000, taskMaxDeliver: 3, inboxAckWaitMs: 1000, inboxMaxDeliver: 3, eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 4 });
+  const pub = createPublisher(nc, n, log);
+  for (const e of [stage(1, 0), stage(2, 0), stage(2, 1)]) await pub.publishEvent(e);
+  // The same event stored twice: published again under another message id, as a republish after the de-dup window would.
+  await jetstream(nc).publish(n.events(SID), JSON.stringify(stage(2, 0)), { msgID: `${SID}:2:0:again` });
+  await pub.publishEvent(stage(3, 0));
+});
+
+afterAll(async () => {
+  const jsm = await jetstreamManager(nc);
+  for (const s of [...Object.values(n.streams), `KV_${n.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+  await nc.drain();
+});
+
+const ids = (items: StreamItem[]) => items.map((i) => (i.kind === "event" ? `${i.event.version}:${i.event.index}` : `token:${i.event.delta}`));
+
+/** Collects a stream until `complete`, or until `stopAfter` items (then aborts it). */
+async function collect(after: EventCursor | null, stopAfter = Infinity, waitMs = 5000): Promise<StreamItem[]> {
+  const ac = new AbortController();
+  const out: StreamItem[] = [];
+  const guard = setTimeout(() => ac.abort(), waitMs);
+  for await (const item of sessionStream(nc, n, SID, { after, tokens: false, signal: ac.signal, log })) {
+    out.push(item);
+    if (out.length >= stopAfter) ac.abort();
+  }
+  clearTimeout(guard);
+  return out;
+}
+
+describe("a session's SSE source: the EVENTS stream, in order, each event once", () => {
+  it("replays from the start without the stored duplicate, follows live events, and ends after complete", async () => {
+    const live = collect(null);
+    await new Promise((r) => setTimeout(r, 200));
+    await createPublisher(nc, n, log).publishEvent(complete(4));
+    expect(ids(await live)).toEqual(["1:0", "2:0", "2:1", "3:0", "4:0"]);
+  });
+
+  it("after a Last-Event-ID it sends exactly the later events, from any connection", async () => {
+    expect(ids(await collect({ version: 2, index: 0 }))).toEqual(["2:1", "3:0", "4:0"]);
+    expect(ids(await collect({ version: 3, index: 0 }))).toEqual(["4:0"]);
+    expect(ids(await collect({ version: 4, index: 0 }, 1, 500))).toEqual([]); // nothing after the end: it waits until aborted
+  });
+
+  it("resuming after every prefix of the stream gives the rest, so disconnects anywhere lose and repeat nothing", async () => {
+    const all = await collect(null);
+    for (let cut = 1; cut < all.length; cut++) {
+      const first = await collect(null, cut);
+      const last = first.at(-1);
+      const rest = await collect(last?.kind === "event" ? last.event : null);
+      expect([...ids(first), ...ids(rest)]).toEqual(ids(all));
+    }
+  });
+
+  it("passes live token deltas through without ids, between the stored events", async () => {
+    const sid = "gwstream00000002";
+    const pub = createPublisher(nc, n, log);
+    await pub.publishEvent({ ...stage(1, 0), session_id: sid });
+    const ac = new AbortController();
+    const got: string[] = [];
+    const done = (async () => {
+      for await (const item of sessionStream(nc, n, sid, { after: null, tokens: true, signal: ac.signal, log })) {
+        got.push(item.kind === "event" ? `${item.event.version}:${item.event.index}` : `token:${item.event.delta}`);
+        if (got.length === 3) ac.abort();
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    pub.publishTokens({ v: SCHEMA_VERSION, session_id: sid, version: 0, index: 0, at: 1, type: "token", task_id: `${sid}.1.0.0`, delta: "Hel" });
+    await new Promise((r) => setTimeout(r, 100));
+    await pub.publishEvent({ ...stage(2, 0), session_id: sid });
+    const guard = setTimeout(() => ac.abort(), 5000);
+    await done;
+    clearTimeout(guard);
+    expect(got).toEqual(["1:0", "token:Hel", "2:0"]);
+  });
+});
