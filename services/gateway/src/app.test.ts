@@ -142,6 +142,9 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     expect(await unknown.json()).toEqual({ error: { message: expect.stringMatching(/agentmesh\/critic-chain/), type: "invalid_request_error", param: null, code: "not_found" } });
     const notUser = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", messages: [{ role: "assistant", content: "Hello" }] } });
     expect(notUser.status).toBe(400);
+    const badThread = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", metadata: { thread_id: "a b" }, messages: [{ role: "user", content: "What is 2 + 2?" }] } });
+    expect(badThread.status).toBe(400);
+    expect((await body(badThread)).error.message).toMatch(/thread id/);
     const noKey = await call("/v1/models", { key: null });
     expect((await body(noKey)).error.type).toBe("authentication_error");
     const models = await body(await call("/v1/models"));

@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { ANSWER_OPS, WORKFLOW_DESCRIPTIONS, WorkflowName, checkQuery, type ChatMessage, type SessionEvent } from "@agentmesh/contracts";
+import { ANSWER_OPS, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName, checkQuery, type ChatMessage, type SessionEvent } from "@agentmesh/contracts";
 import { ApiError, readJson } from "./http.js";
 import { startSession, type SessionDeps, type Started } from "./sessions.js";
 import { sessionStream } from "./stream.js";
@@ -95,6 +95,9 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
     const workflow = workflowOf(req.model);
     const { query, history } = conversation(req);
     const threadId = req.metadata?.thread_id ?? c.req.header("x-agentmesh-thread") ?? undefined;
+    if (threadId !== undefined && !ThreadId.safeParse(threadId).success) {
+      throw new ApiError("bad_request", "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]");
+    }
     const started = await startSession(d, c.get("owner"), {
       query, workflow, options: {}, threadId, messages: history.length ? history : undefined,
     });
