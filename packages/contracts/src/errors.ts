@@ -13,6 +13,7 @@ export const ERROR_CODES = {
   payload_too_large: { fault: "caller", retryable: false, summary: "a message is over the 256 KB limit" },
   unsupported_version: { fault: "caller", retryable: false, summary: "the message schema version is not supported" },
   unknown_session: { fault: "caller", retryable: false, summary: "no such session" },
+  unknown_thread: { fault: "caller", retryable: false, summary: "no such thread (or it belongs to another API key)" },
   unknown_workflow: { fault: "caller", retryable: false, summary: "no such workflow" },
   unknown_op: { fault: "caller", retryable: false, summary: "no such role or operation" },
   cancelled: { fault: "caller", retryable: false, summary: "the session was cancelled" },

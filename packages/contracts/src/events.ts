@@ -5,6 +5,7 @@ import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
+import { SupervisorAgent } from "./workflows.js";
 
 const Base = {
   v: z.literal(SCHEMA_VERSION),
@@ -25,9 +26,6 @@ const Tool = z.string().min(1).max(80);
 export const StageStatus = z.enum(["running", "completed", "failed"]);
 export type StageStatus = z.infer<typeof StageStatus>;
 
-/** The seed's agent types (seed 002, supervisor): what the router picks and handoffs name. */
-export const SupervisorAgent = z.enum(["chat", "research", "code", "writing", "data"]);
-export type SupervisorAgent = z.infer<typeof SupervisorAgent>;
 /** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
 export const LOW_ROUTING_CONFIDENCE = 0.5;
 
@@ -38,7 +36,15 @@ const VEGA_LITE_VIEWS = ["mark", "layer", "concat", "hconcat", "vconcat", "facet
 export const SessionEvent = z.discriminatedUnion("type", [
   z.object({ ...Base, type: z.literal("stage"), name: z.string().min(1).max(40), description: z.string().max(2000), status: StageStatus }),
   z.object({ ...Base, type: z.literal("step"), task_id: z.string(), summary: z.string().max(2000), provenance: Provenance }),
-  z.object({ ...Base, type: z.literal("token"), task_id: z.string(), delta: z.string().max(4000) }),
+  z.object({
+    ...Base,
+    type: z.literal("token"),
+    task_id: z.string(),
+    delta: z.string().max(4000),
+    /** The role and op whose model call streams it, so a client can keep only the answering node's text (see ANSWER_OPS). */
+    role: z.string().max(40).optional(),
+    op: z.string().max(40).optional(),
+  }),
   z.object({
     ...Base,
     type: z.literal("tool_call"),
@@ -145,6 +151,14 @@ export type SessionEventType = SessionEvent["type"];
 
 /** An event before the runtime stamps its identity (what a workflow's step() emits). */
 export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, "v" | "session_id" | "version" | "index" | "at"> : never) : never;
+
+/**
+ * The ops whose streamed model text is the session's final answer verbatim (seed 002's streaming
+ * configuration: the answering node), as `role.op`. An OpenAI-compatible stream passes on only
+ * their token deltas. None today: critic-chain's finalizer and blackboard's critic answer in
+ * structured JSON, so their streams are the final answer sent as deltas when the session ends.
+ */
+export const ANSWER_OPS: ReadonlySet<string> = new Set<string>();
 
 /** The JetStream message id of an event. */
 export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;

@@ -29,6 +29,12 @@ export const LIMITS = {
   toolResultPreviewChars: 500,
   /** A `code_result` event's stdout and stderr, each (characters). */
   maxCodeOutputChars: 4000,
+  /** Earlier turns a session receives (`messages`): at most this many, the latest kept. */
+  maxConversationMessages: 40,
+  /** ... and at most this many characters of content in all, the latest kept (one message alone may be cut). */
+  maxConversationChars: 32_000,
+  /** Sessions a thread remembers (the latest kept). */
+  maxThreadSessions: 200,
   /** A `visualization` event's Vega-Lite spec, as JSON (characters). */
   maxVisualizationSpecChars: 32_000,
 } as const;
@@ -39,6 +45,7 @@ export const SCHEMA_VERSION = 1 as const;
 /**
  * Version of the stored SessionState layout, written beside every stored state. A store refuses
  * to load a newer one (an older coordinator would drop its fields on the next write) and migrates
- * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`.
+ * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`;
+ * 3: `meta.owner` and `meta.thread_id`.
  */
-export const STATE_SCHEMA_VERSION = 2 as const;
+export const STATE_SCHEMA_VERSION = 3 as const;

@@ -1,10 +1,10 @@
 import { z } from "zod";
 import { LIMITS, SCHEMA_VERSION } from "./limits.js";
-import { SessionId } from "./subjects.js";
+import { Owner, SessionId, ThreadId } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Provenance } from "./provenance.js";
-import { WorkflowName } from "./workflows.js";
+import { ResearchScenario, SupervisorAgent, WorkflowName } from "./workflows.js";
 import { StrategyProfile } from "./blackboard.js";
 
 const V = z.literal(SCHEMA_VERSION);
@@ -25,8 +25,44 @@ export const SessionOptions = z.object({
   budgets: Budgets.partial().optional(),
   /** blackboard: the strategy profile (default CONSERVATIVE); other workflows ignore it. */
   strategy_profile: StrategyProfile.optional(),
+  /** supervisor: the agent to use, bypassing the router (seed 002's `mode`; not the workflow). */
+  mode: SupervisorAgent.optional(),
+  /** supervisor's research agent: how deep to research (seed 002's `depth`). */
+  depth: z.string().min(1).max(40).optional(),
+  /** supervisor's research agent: the scenario (seed 002's `scenario`). */
+  scenario: ResearchScenario.optional(),
 });
 export type SessionOptions = z.infer<typeof SessionOptions>;
+
+/** One turn of a conversation (the OpenAI chat shape, text only). */
+export const ChatMessage = z.object({
+  role: z.enum(["system", "user", "assistant"]),
+  content: z.string().max(LIMITS.maxConversationChars),
+});
+export type ChatMessage = z.infer<typeof ChatMessage>;
+
+/** Earlier turns as a session receives them (see `boundConversation`). */
+export const Conversation = z.array(ChatMessage).max(LIMITS.maxConversationMessages);
+
+/**
+ * The latest turns that fit `LIMITS.maxConversationMessages` and `LIMITS.maxConversationChars`:
+ * older turns go first; the latest turn alone is cut at its start (its end is the most recent text).
+ */
+export function boundConversation(messages: readonly ChatMessage[]): ChatMessage[] {
+  const kept: ChatMessage[] = [];
+  let room = LIMITS.maxConversationChars;
+  for (let i = messages.length - 1; i >= 0 && kept.length < LIMITS.maxConversationMessages; i--) {
+    const m = messages[i]!;
+    if (m.content.length <= room) {
+      kept.unshift(m);
+      room -= m.content.length;
+    } else {
+      if (kept.length === 0) kept.unshift({ role: m.role, content: m.content.slice(m.content.length - room) });
+      break;
+    }
+  }
+  return kept;
+}
 
 /** `<p>.submit` request (core request/reply). The query is checked separately for a precise error. */
 export const SubmitRequest = z.object({
@@ -36,11 +72,28 @@ export const SubmitRequest = z.object({
   idempotency_key: z.string().min(1).max(200).optional(),
   session_id: SessionId.optional(),
   options: SessionOptions.default({}),
+  /** Who owns the session (a gateway's API key name); written into the session's and thread's metadata. */
+  owner: Owner.optional(),
+  /**
+   * Continues (or starts) a thread: the session receives the thread's earlier turns, and when the
+   * thread's latest session waits for a person, the query becomes that session's reply instead.
+   */
+  thread_id: ThreadId.optional(),
+  /** Earlier turns given by the client (e.g. an OpenAI request's history); they replace the thread's own. Bounded by `boundConversation`. */
+  messages: z.array(ChatMessage).max(1000).optional(),
 });
 export type SubmitRequest = z.infer<typeof SubmitRequest>;
 
 export const SubmitReply = z.discriminatedUnion("ok", [
-  z.object({ v: V, ok: z.literal(true), session_id: SessionId, created: z.boolean() }),
+  z.object({
+    v: V,
+    ok: z.literal(true),
+    session_id: SessionId,
+    created: z.boolean(),
+    thread_id: ThreadId.nullable().default(null),
+    /** True when the query went to the thread's waiting session as its reply (no new session). */
+    replied: z.boolean().default(false),
+  }),
   z.object({ v: V, ok: z.literal(false), error: WireError }),
 ]);
 export type SubmitReply = z.infer<typeof SubmitReply>;
@@ -85,6 +138,8 @@ export const InboxInput = z.discriminatedUnion("kind", [
     workflow: WorkflowName,
     query: z.string().min(LIMITS.queryMinChars).max(LIMITS.queryMaxChars),
     options: SessionOptions,
+    /** Earlier turns of the conversation (a thread's, or the client's), oldest first; absent = none. */
+    messages: Conversation.optional(),
   }),
   z.object({ ...InboxBase, kind: z.literal("result"), task_id: TaskId, role: z.string().max(40), op: z.string().max(40), outcome: TaskOutcome }),
   z.object({ ...InboxBase, kind: z.literal("timer"), task_id: TaskId.nullable(), reason: z.enum(["task_deadline", "session_deadline"]) }),

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { SessionId } from "./subjects.js";
+import { Owner, SessionId, ThreadId } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Budgets } from "./messages.js";
@@ -67,6 +67,10 @@ export const SessionMeta = z.object({
     })
     .nullable()
     .default(null),
+  /** The API key name that created the session (null: a client without one, e.g. the CLI); state schema 3. */
+  owner: Owner.nullable().default(null),
+  /** The thread the session belongs to (null: none); state schema 3. */
+  thread_id: ThreadId.nullable().default(null),
 });
 export type SessionMeta = z.infer<typeof SessionMeta>;
 
@@ -111,6 +115,33 @@ export type SessionData = z.infer<typeof SessionData>;
 /** The whole session as stored on the blackboard. */
 export const SessionState = z.object({ meta: SessionMeta, data: SessionData });
 export type SessionState = z.infer<typeof SessionState>;
+
+/**
+ * What a session contributes to its thread's conversation: the question it was asked, once it
+ * has one its final answer, and while it waits for a person the question it put to them. Every
+ * workflow's data names them; a new workflow adds its case.
+ */
+export function conversationTurn(state: SessionState): { question: string; answer: string | null; asked: string | null } {
+  const d = state.data;
+  const waiting = state.meta.status === "awaiting_user";
+  switch (d.workflow) {
+    case "critic-chain":
+      return { question: d.question, answer: d.final_answer, asked: null };
+    case "blackboard":
+      return { question: d.question, answer: d.final_answer, asked: waiting ? d.question_for_human : null };
+  }
+}
+
+/** A thread: sessions in order, owned by one API key. Written only by coordinators, at submit. */
+export const Thread = z.object({
+  thread_id: ThreadId,
+  owner: Owner.nullable(),
+  created_at: z.number().int().nonnegative(),
+  updated_at: z.number().int().nonnegative(),
+  /** Its sessions, oldest first (the latest `LIMITS.maxThreadSessions`). */
+  sessions: z.array(SessionId).max(LIMITS.maxThreadSessions),
+});
+export type Thread = z.infer<typeof Thread>;
 
 /**
  * One line of a session's transition log: which input applied when, and what it did. `input` is

@@ -4,6 +4,14 @@ import { z } from "zod";
 export const SessionId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "session id must be 8-64 of [A-Za-z0-9_-]");
 export type SessionId = z.infer<typeof SessionId>;
 
+/** A thread ties sessions into one conversation; its id has a session id's shape (a client may choose it). */
+export const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "thread id must be 8-64 of [A-Za-z0-9_-]");
+export type ThreadId = z.infer<typeof ThreadId>;
+
+/** Who owns a session or thread: the name of the gateway API key that created it (`anonymous` without keys). */
+export const Owner = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "owner must be 1-64 of [a-z0-9_-], starting with a letter or digit");
+export type Owner = z.infer<typeof Owner>;
+
 /** A subject/key prefix: lowercase token(s) safe for subjects, stream names and Redis keys. */
 export const Prefix = z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "prefix must be lowercase [a-z0-9_-], starting with a letter");
 

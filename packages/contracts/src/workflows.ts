@@ -4,3 +4,17 @@ import { z } from "zod";
 export const WorkflowName = z.enum(["critic-chain", "blackboard"]);
 export type WorkflowName = z.infer<typeof WorkflowName>;
 export const DEFAULT_WORKFLOW: WorkflowName = "critic-chain";
+
+/** One line per workflow, for clients choosing one (the gateway's workflow list and `/v1/models`). */
+export const WORKFLOW_DESCRIPTIONS: Readonly<Record<WorkflowName, string>> = {
+  "critic-chain": "planner, researcher and expert, each checked by a critic, then a finalizer (seed 004)",
+  blackboard: "perception, memory, retrieval, a tool plan run by a safe executor, and a critic (seed 001)",
+};
+
+/** The seed's agent types (seed 002, supervisor): what the router picks, handoffs name and a client's `mode` forces. */
+export const SupervisorAgent = z.enum(["chat", "research", "code", "writing", "data"]);
+export type SupervisorAgent = z.infer<typeof SupervisorAgent>;
+
+/** The research agent's scenarios (seed 002). */
+export const ResearchScenario = z.enum(["academic", "market", "technical", "news"]);
+export type ResearchScenario = z.infer<typeof ResearchScenario>;

@@ -46,3 +46,22 @@ export async function* followEvents(
     messages.stop();
   }
 }
+
+/** A token delta as `<p>.tokens.<sid>` carries it. */
+export type TokenDelta = Extract<SessionEvent, { type: "token" }>;
+
+/**
+ * Calls `onToken` with each live token delta of a session (core NATS: nothing is replayed) until
+ * the returned function is called. Malformed or foreign deltas are skipped.
+ */
+export function followTokens(nc: NatsConnection, naming: Naming, sessionId: string, onToken: (t: TokenDelta) => void, log?: Log): () => void {
+  const sub = nc.subscribe(naming.tokens(sessionId), {
+    callback: (err, m) => {
+      if (err) return;
+      const d = decodeMessage(m.data, SessionEvent, "token");
+      if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) onToken(d.value);
+      else log?.warn({ subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason }, "skipping a malformed token delta");
+    },
+  });
+  return () => sub.unsubscribe();
+}

@@ -105,6 +105,9 @@ describe("Redis ACL users per service kind, on the real server", () => {
     expect(await store.claimDueTimers(Date.now(), 10)).toContain(`t:${sid}`);
     expect(await store.listSessions(10)).toContain(sid);
     expect((await checkDurability(r)).configAvailable).toBe(true);
+    expect(await store.peekIdempotencyKey(`k-${sid}`)).toBe(sid);
+    expect((await store.attachToThread("thread-acl-1", "alice", sid, 1)).ok).toBe(true);
+    expect((await store.loadThread("thread-acl-1"))?.sessions).toEqual([sid]);
 
     // another prefix: neither directly nor from a script
     await denied(r, "GET", `${other}:s:{${sid}}:state`);
@@ -112,8 +115,8 @@ describe("Redis ACL users per service kind, on the real server", () => {
     await denied(r, "EVAL", "return redis.call('SET', KEYS[1], 'x')", 1, `${other}:s:{${sid}}:state`);
     await expect(createRedisSessionStore(r, { keyPrefix: other, ...STORE_TTLS }).load(sid)).rejects.toThrow(/NOPERM/);
     // the gateway's keys under its own prefix
-    await denied(r, "SET", `${prefix}:thread:1`, "x");
     await denied(r, "INCR", `${prefix}:rl:x`);
+    await denied(r, "ZADD", `${prefix}:rl:x`, 1, "y");
     // server-wide and dangerous commands
     await denied(r, "FLUSHALL");
     await denied(r, "FLUSHDB");
@@ -144,11 +147,15 @@ describe("Redis ACL users per service kind, on the real server", () => {
     await denied(r, "ACL", "WHOAMI");
   });
 
-  it("the gateway reads sessions and writes only its threads and rate limits", async () => {
+  it("the gateway reads sessions and threads and writes only its rate limits", async () => {
     const r = client("gateway");
     expect(await r.hmget(`${prefix}:s:{${sid}}:state`, "version")).toEqual(["1"]);
-    expect(await r.set(`${prefix}:thread:t1`, "{}")).toBe("OK");
-    expect(await r.rpush(`${prefix}:thread:t1:msgs`, "hi")).toBe(1);
+    const store = createRedisSessionStore(r, { keyPrefix: prefix, ...STORE_TTLS });
+    expect((await store.loadThread("thread-acl-1"))?.owner).toBe("alice");
+    expect((await store.load(sid))?.state.meta.version).toBe(1);
+    await expect(store.attachToThread("thread-acl-1", "alice", `${sid}b`, 2)).rejects.toThrow(/NOPERM/);
+    await denied(r, "SET", `${prefix}:thread:t1`, "{}");
+    await denied(r, "RPUSH", `${prefix}:thread:{thread-acl-1}:sessions`, "x");
     expect(await r.incr(`${prefix}:rl:client-a`)).toBe(1);
     expect(await r.pexpire(`${prefix}:rl:client-a`, 1000)).toBe(1);
     await denied(r, "HSET", `${prefix}:s:{${sid}}:state`, "version", "9");

@@ -9,10 +9,10 @@ describe("Redis ACL users derived from the key layout and the scripts", () => {
     for (const c of SCRIPT_COMMANDS) expect(granted).toContain(c);
   });
 
-  test("key patterns per kind: own keys read-write, sessions read-only for the gateway, everything read-only for inspect", () => {
+  test("key patterns per kind: own keys read-write, sessions and threads read-only for the gateway, everything read-only for inspect", () => {
     const a = redisAccess("agentmesh");
-    expect(a.coordinator.keys).toEqual(["~agentmesh:s:{*", "~agentmesh:idem:*", "~agentmesh:timers"]);
-    expect(a.gateway.keys).toEqual(["%R~agentmesh:s:{*", "~agentmesh:thread:*", "~agentmesh:rl:*"]);
+    expect(a.coordinator.keys).toEqual(["~agentmesh:s:{*", "~agentmesh:idem:*", "~agentmesh:timers", "~agentmesh:thread:*"]);
+    expect(a.gateway.keys).toEqual(["%R~agentmesh:s:{*", "%R~agentmesh:thread:*", "~agentmesh:rl:*"]);
     expect(a.inspect.keys).toEqual(["%R~agentmesh:*"]);
     for (const k of Object.values(a)) for (const bad of ["flushall", "flushdb", "keys", "config", "config|set", "acl", "debug", "shutdown"]) expect(k.commands).not.toContain(bad);
     expect(a.inspect.commands.filter((c) => ["set", "del", "hset", "eval", "evalsha", "rpush", "zadd"].includes(c))).toEqual([]);

@@ -10,13 +10,13 @@ export type RedisUserKind = (typeof REDIS_USER_KINDS)[number];
 const CONNECTION = ["info", "ping", "quit", "client|setname", "select"];
 
 /** What the Redis adapter sends itself (beside the commands inside its scripts). */
-const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan", "zrem", "pttl"];
+const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan", "zrem", "pttl", "get"];
 
 /** Read-only commands an inspecting tool may send (the CLI's `inspect` and `sessions` use a few). */
 const READS = ["hmget", "hget", "hgetall", "hlen", "lrange", "llen", "sismember", "smembers", "scard", "get", "exists", "type", "pttl", "ttl", "scan", "zrange", "zrangebyscore", "zcard", "zscore"];
 
-/** What the gateway writes under its own keys: thread records (hash, list, string) and rate-limit counters. */
-const GATEWAY_WRITES = ["set", "del", "incr", "incrby", "pexpire", "expire", "hset", "hdel", "rpush", "ltrim", "zadd", "zrem", "zremrangebyscore", "evalsha", "eval", "multi", "exec"];
+/** What the gateway writes under its own keys: its rate-limit and concurrency records (their scripts read the server's TIME). */
+const GATEWAY_WRITES = ["set", "del", "incr", "incrby", "pexpire", "expire", "zadd", "zrem", "zremrangebyscore", "evalsha", "eval", "multi", "exec", "time"];
 
 /** One kind's access: key patterns (`~` read-write, `%R~` read-only) and the only commands it may run. */
 export interface RedisAccess {
@@ -35,14 +35,15 @@ const glob = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
  */
 export function redisAccess(prefix: string): Record<RedisUserKind, RedisAccess> {
   const p = glob(prefix);
-  const { sessions, idempotency, timers } = keyLayout(prefix).globs;
-  const own = [sessions, idempotency, timers];
+  const { sessions, idempotency, timers, threads } = keyLayout(prefix).globs;
+  const own = [sessions, idempotency, timers, threads];
   const sorted = (xs: readonly string[]) => [...new Set(xs)].sort();
   return {
     coordinator: { kind: "coordinator", keys: own.map((x) => `~${x}`), commands: sorted([...CONNECTION, ...STORE_CLIENT, ...SCRIPT_COMMANDS, "config|get"]) },
     gateway: {
       kind: "gateway",
-      keys: [`%R~${sessions}`, `~${p}:thread:*`, `~${p}:rl:*`],
+      // sessions and threads are read (coordinators write both); only its limits are its own
+      keys: [`%R~${sessions}`, `%R~${threads}`, `~${p}:rl:*`],
       commands: sorted([...CONNECTION, ...READS, ...GATEWAY_WRITES]),
     },
     inspect: { kind: "inspect", keys: [`%R~${p}:*`], commands: sorted([...CONNECTION, ...READS]) },

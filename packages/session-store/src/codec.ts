@@ -31,6 +31,15 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
     if (pause && typeof pause === "object" && !("expires_at" in pause)) pause.expires_at = null;
     return json;
   },
+  // 2 -> 3: a session gained its owner and thread; one written before has neither.
+  2: (json) => {
+    const meta = (json as { meta?: Record<string, unknown> } | null)?.meta;
+    if (meta && typeof meta === "object") {
+      if (!("owner" in meta)) meta.owner = null;
+      if (!("thread_id" in meta)) meta.thread_id = null;
+    }
+    return json;
+  },
 };
 
 /**

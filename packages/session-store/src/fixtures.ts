@@ -19,6 +19,8 @@ export function testSessionState(sessionId: string, version = 0, at = 1_700_000_
       error: null,
       paused_ms: 0,
       pause: null,
+      owner: null,
+      thread_id: null,
     },
     data: {
       workflow: "critic-chain",

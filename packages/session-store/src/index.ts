@@ -1,4 +1,4 @@
-export type { SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+export type { SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession, AttachResult } from "./types.js";
 export { createRedisSessionStore, type RedisSessionStoreOptions } from "./redis.js";
 export { connectRedis, checkDurability, redactRedisUrl, type ConnectRedisOptions, type DurabilityReport } from "./connect.js";
 // The in-memory twin, the conformance suite and test fixtures live in "@agentmesh/session-store/testing" (it imports vitest).

@@ -1,4 +1,4 @@
-import { LIMITS, SessionId } from "@agentmesh/contracts";
+import { LIMITS, SessionId, ThreadId } from "@agentmesh/contracts";
 import type { SessionStoreOptions, CommitRequest } from "./types.js";
 
 /** The names `ttls()` reports, one per key a session can have. */
@@ -17,13 +17,18 @@ export interface KeyLayout {
    * per-slot timer sets (e.g. `<kp>:timers:{<sid>}` sharded by slot) and a poller per shard.
    */
   readonly timers: string;
+  /**
+   * `<kp>:thread:{<tid>}` (hash: owner, created_at, updated_at) and `<kp>:thread:{<tid>}:sessions`
+   * (list of session ids, oldest first); one hash tag, so both are in one cluster slot.
+   */
+  thread(threadId: string): { readonly record: string; readonly sessions: string };
   /** SCAN pattern matching every session's state key. */
   readonly stateGlob: string;
   /**
    * Glob patterns that together match every key of this layout, one per kind of key. The Redis
    * ACL users (`acl.ts`) are derived from them: a new kind of key needs its pattern here.
    */
-  readonly globs: { readonly sessions: string; readonly idempotency: string; readonly timers: string };
+  readonly globs: { readonly sessions: string; readonly idempotency: string; readonly timers: string; readonly threads: string };
   /** Extracts the session id from a state key (null when it does not match). */
   sessionOfStateKey(key: string): string | null;
 }
@@ -42,8 +47,17 @@ export function keyLayout(keyPrefix: string): KeyLayout {
     session: (sid, name) => `${head}${checkSessionId(sid)}}:${name}`,
     idempotency: (key) => `${keyPrefix}:idem:${key}`,
     timers: `${keyPrefix}:timers`,
+    thread: (tid) => {
+      const record = `${keyPrefix}:thread:{${checkThreadId(tid)}}`;
+      return { record, sessions: `${record}:sessions` };
+    },
     stateGlob: `${globEscape(head)}*}:state`,
-    globs: { sessions: `${globEscape(head)}*`, idempotency: `${globEscape(`${keyPrefix}:idem:`)}*`, timers: globEscape(`${keyPrefix}:timers`) },
+    globs: {
+      sessions: `${globEscape(head)}*`,
+      idempotency: `${globEscape(`${keyPrefix}:idem:`)}*`,
+      timers: globEscape(`${keyPrefix}:timers`),
+      threads: `${globEscape(`${keyPrefix}:thread:`)}*`,
+    },
     sessionOfStateKey(key) {
       if (!key.startsWith(head) || !key.endsWith("}:state")) return null;
       const sid = key.slice(head.length, -"}:state".length);
@@ -57,6 +71,15 @@ export function checkSessionId(sessionId: string): string {
   if (!SessionId.safeParse(sessionId).success) throw new Error(`invalid session id ${JSON.stringify(sessionId)}`);
   return sessionId;
 }
+
+/** Rejects a malformed thread id, for the same reason as a session id. */
+export function checkThreadId(threadId: string): string {
+  if (!ThreadId.safeParse(threadId).success) throw new Error(`invalid thread id ${JSON.stringify(threadId)}`);
+  return threadId;
+}
+
+/** A thread lives as long as a session could: the longer of the two session TTLs, restarted by every session added. */
+export const threadTtlMs = (o: Pick<SessionStoreOptions, "activeTtlMs" | "finishedTtlMs">) => Math.max(o.activeTtlMs, o.finishedTtlMs);
 
 /** Options with defaults applied and numbers checked once, at construction. */
 export type ResolvedOptions = Required<SessionStoreOptions>;

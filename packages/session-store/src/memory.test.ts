@@ -67,6 +67,14 @@ describe("stored layout versions", () => {
     expect(decodeState("sess-layout-v", paused, "0", null).meta.pause).toEqual({ since: 10, deadline_left_ms: null, expires_at: null });
     expect(decodeState("sess-layout-v", raw, "0", null)).toEqual(s);
   });
+
+  it("migrates layout 2: a session gains owner and thread_id, both null", () => {
+    const { owner: _o, thread_id: _t, ...meta2 } = s.meta;
+    const v2 = JSON.stringify({ ...s, meta: meta2 });
+    expect(decodeState("sess-layout-v", v2, "0", "2").meta).toMatchObject({ owner: null, thread_id: null });
+    const owned = JSON.stringify({ ...s, meta: { ...s.meta, owner: "alice", thread_id: "thread-0001" } });
+    expect(decodeState("sess-layout-v", owned, "0", "3").meta).toMatchObject({ owner: "alice", thread_id: "thread-0001" });
+  });
 });
 
 describe("key layout", () => {

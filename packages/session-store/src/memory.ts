@@ -1,6 +1,6 @@
-import { STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
+import { LIMITS, STATE_SCHEMA_VERSION, type Thread } from "@agentmesh/contracts";
 import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState, utf8Bytes } from "./codec.js";
-import { checkCommit, checkSessionId, resolveOptions, SESSION_KEY_NAMES, type SessionKeyName } from "./keys.js";
+import { checkCommit, checkSessionId, checkThreadId, resolveOptions, SESSION_KEY_NAMES, threadTtlMs, type SessionKeyName } from "./keys.js";
 import type { SessionStore, SessionStoreOptions, CommitResult } from "./types.js";
 
 /** Options of the in-memory twin; `now` drives TTLs so tests can move time. */
@@ -48,6 +48,7 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
   const sessions = new Map<string, SessionKeys>();
   const idem = new Map<string, Entry<string>>();
   const timers = new Map<string, number>();
+  const threads = new Map<string, Entry<Thread>>();
 
   const live = <V>(e: Entry<V> | undefined): e is Entry<V> => e !== undefined && (e.expiresAt === null || now() < e.expiresAt);
 
@@ -69,6 +70,12 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       if (live(cur)) return cur.value;
       idem.set(key, { value: sessionId, expiresAt: now() + o.idempotencyTtlMs });
       return sessionId;
+    },
+
+    async peekIdempotencyKey(key) {
+      if (key.length === 0) throw new Error("empty idempotency key");
+      const cur = idem.get(key);
+      return live(cur) ? cur.value : null;
     },
 
     async create(state, idempotencyKey) {
@@ -164,6 +171,26 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
 
     async removeTimers(members) {
       for (const m of members) timers.delete(m);
+    },
+
+    async attachToThread(threadId, owner, sessionId, at) {
+      checkSessionId(sessionId);
+      checkThreadId(threadId);
+      const cur = threads.get(threadId);
+      const t: Thread = live(cur) ? structuredClone(cur.value) : { thread_id: threadId, owner, created_at: at, updated_at: at, sessions: [] };
+      if (t.owner !== owner) return { ok: false, reason: "owned_by_other" } as const;
+      if (!t.sessions.includes(sessionId)) {
+        t.sessions = [...t.sessions, sessionId].slice(-LIMITS.maxThreadSessions);
+        t.updated_at = at;
+      }
+      threads.set(threadId, { value: t, expiresAt: now() + threadTtlMs(o) });
+      return { ok: true, thread: structuredClone(t) } as const;
+    },
+
+    async loadThread(threadId) {
+      checkThreadId(threadId);
+      const cur = threads.get(threadId);
+      return live(cur) ? structuredClone(cur.value) : null;
     },
 
     async ttls(sessionId) {

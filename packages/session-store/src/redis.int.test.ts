@@ -96,7 +96,7 @@ describe("redis session store specifics", () => {
       const err = await store.load("sess-schema-1").then(() => null, (e: unknown) => e);
       expect(err).toBeInstanceOf(AgentmeshError);
       expect((err as AgentmeshError).code).toBe("unsupported_version");
-      expect((err as AgentmeshError).message).toMatch(/layout version 3, newer than this service's 2/);
+      expect((err as AgentmeshError).message).toMatch(new RegExp(`layout version ${STATE_SCHEMA_VERSION + 1}, newer than this service's ${STATE_SCHEMA_VERSION}`));
       expect(JSON.parse((await redis.hget(key, "state")) ?? "{}")).toEqual(newer);
       // A hash from before the version was stored (layout 1): a pause there has no expires_at.
       const legacy = { ...s, meta: { ...s.meta, status: "awaiting_user", pause: { since: 5, deadline_left_ms: 100 } } };

@@ -1,9 +1,9 @@
-import { STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
+import { LIMITS, STATE_SCHEMA_VERSION, Thread } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
 import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState } from "./codec.js";
-import { checkCommit, checkSessionId, keyLayout, resolveOptions, SESSION_KEY_NAMES } from "./keys.js";
-import { CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
-import type { SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+import { checkCommit, checkSessionId, checkThreadId, keyLayout, resolveOptions, SESSION_KEY_NAMES, threadTtlMs } from "./keys.js";
+import { ATTACH_THREAD_LUA, CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
+import type { AttachResult, SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
 
 /** Options of the Redis adapter. */
 export interface RedisSessionStoreOptions extends SessionStoreOptions {
@@ -38,6 +38,7 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
   const clearOutboxScript = defineScript(redis, "ClearOutbox", 1, CLEAR_OUTBOX_LUA);
   const claimTimersScript = defineScript(redis, "ClaimTimers", 1, CLAIM_TIMERS_LUA);
   const claimIdemScript = defineScript(redis, "ClaimIdempotency", 1, CLAIM_IDEMPOTENCY_LUA);
+  const attachThreadScript = defineScript(redis, "AttachThread", 2, ATTACH_THREAD_LUA);
   const k = (sid: string) => ({
     state: keys.session(sid, "state"),
     applied: keys.session(sid, "applied"),
@@ -50,6 +51,11 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       if (key.length === 0) throw new Error("empty idempotency key");
       const owner = await claimIdemScript([keys.idempotency(key)], [sessionId, o.idempotencyTtlMs]);
       return String(owner);
+    },
+
+    async peekIdempotencyKey(key) {
+      if (key.length === 0) throw new Error("empty idempotency key");
+      return redis.get(keys.idempotency(key));
     },
 
     async create(state, idempotencyKey) {
@@ -130,6 +136,24 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
 
     async removeTimers(members) {
       if (members.length) await redis.zrem(keys.timers, ...members);
+    },
+
+    async attachToThread(threadId, owner, sessionId, now): Promise<AttachResult> {
+      checkSessionId(sessionId);
+      const t = keys.thread(threadId);
+      const reply = (await attachThreadScript([t.record, t.sessions], [threadId, owner ?? "", sessionId, now, threadTtlMs(o), LIMITS.maxThreadSessions])) as unknown[];
+      if (String(reply[0]) === "owned_by_other") return { ok: false, reason: "owned_by_other" };
+      const thread = await this.loadThread(threadId);
+      // Only an expiry between the two calls could lose it; report what was written.
+      return { ok: true, thread: thread ?? { thread_id: threadId, owner, created_at: now, updated_at: now, sessions: [sessionId] } };
+    },
+
+    async loadThread(threadId) {
+      const t = keys.thread(checkThreadId(threadId));
+      const [record, sessions] = await Promise.all([redis.hmget(t.record, "owner", "created_at", "updated_at"), redis.lrange(t.sessions, 0, -1)]);
+      const [owner, created, updated] = record;
+      if (owner === null || owner === undefined) return null;
+      return Thread.parse({ thread_id: threadId, owner: owner === "" ? null : owner, created_at: Number(created), updated_at: Number(updated ?? created), sessions });
     },
 
     async ttls(sessionId) {

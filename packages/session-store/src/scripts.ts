@@ -103,12 +103,32 @@ return redis.call('GET', KEYS[1])
 `;
 
 /**
+ * Adds a session to a thread, creating the thread when new.
+ * KEYS: thread hash, its sessions list. ARGV: threadId, owner ('' = none), sessionId, now, ttlMs, maxSessions.
+ * A thread of another owner is refused before anything is written. Adding a listed session only
+ * refreshes the TTL, so a retried submit cannot list a session twice.
+ */
+export const ATTACH_THREAD_LUA = `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if owner and owner ~= ARGV[2] then return {'owned_by_other'} end
+if not owner then redis.call('HSET', KEYS[1], 'thread_id', ARGV[1], 'owner', ARGV[2], 'created_at', ARGV[4]) end
+if not redis.call('LPOS', KEYS[2], ARGV[3]) then
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+  redis.call('LTRIM', KEYS[2], -tonumber(ARGV[6]), -1)
+  redis.call('HSET', KEYS[1], 'updated_at', ARGV[4])
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[2], ARGV[5])
+return {'ok'}
+`;
+
+/**
  * Every command the scripts call, lower-case, read from their source: Redis checks a script's
  * calls against the caller's ACL, so the coordinator's ACL user (`acl.ts`) is built from this.
  */
 export const SCRIPT_COMMANDS: readonly string[] = [
   ...new Set(
-    [COMMIT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA].flatMap((lua) =>
+    [COMMIT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA, ATTACH_THREAD_LUA].flatMap((lua) =>
       [...lua.matchAll(/redis\.p?call\(\s*['"]([A-Za-z]+)['"]/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
   ),

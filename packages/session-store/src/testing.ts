@@ -346,6 +346,60 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         { activeTtlMs: 60_000, finishedTtlMs: 200, idempotencyTtlMs: 60_000 },
       ));
 
+    it("peeks at an idempotency key without claiming it", () =>
+      withBb(async ({ store }) => {
+        expect(await store.peekIdempotencyKey("client-key-peek")).toBeNull();
+        expect(await store.claimIdempotencyKey("client-key-peek", OTHER)).toBe(OTHER);
+        expect(await store.peekIdempotencyKey("client-key-peek")).toBe(OTHER);
+        expect(await store.peekIdempotencyKey("client-key-never")).toBeNull();
+        expect(await store.claimIdempotencyKey("client-key-never", SID)).toBe(SID); // the peek claimed nothing
+      }));
+
+    it("creates a thread on its first session, lists sessions once each, oldest first", () =>
+      withBb(async ({ store }) => {
+        expect(await store.loadThread("thread-conf-1")).toBeNull();
+        const a = await store.attachToThread("thread-conf-1", "alice", SID, 1000);
+        expect(a).toEqual({ ok: true, thread: { thread_id: "thread-conf-1", owner: "alice", created_at: 1000, updated_at: 1000, sessions: [SID] } });
+        await store.attachToThread("thread-conf-1", "alice", OTHER, 2000);
+        const again = await store.attachToThread("thread-conf-1", "alice", SID, 3000); // a retried submit
+        expect(again.ok && again.thread.sessions).toEqual([SID, OTHER]);
+        expect(await store.loadThread("thread-conf-1")).toEqual({ thread_id: "thread-conf-1", owner: "alice", created_at: 1000, updated_at: 2000, sessions: [SID, OTHER] });
+      }));
+
+    it("refuses a session into another owner's thread and writes nothing", () =>
+      withBb(async ({ store }) => {
+        await store.attachToThread("thread-conf-2", "alice", SID, 1000);
+        expect(await store.attachToThread("thread-conf-2", "bob", OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
+        expect(await store.attachToThread("thread-conf-2", null, OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
+        await store.attachToThread("thread-conf-3", null, SID, 1000);
+        expect(await store.attachToThread("thread-conf-3", "alice", OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
+        expect((await store.loadThread("thread-conf-2"))?.sessions).toEqual([SID]);
+        expect(await store.loadThread("thread-conf-3")).toMatchObject({ owner: null, sessions: [SID] });
+      }));
+
+    it(`keeps a thread's latest ${LIMITS.maxThreadSessions} sessions`, () =>
+      withBb(async ({ store }) => {
+        const ids = Array.from({ length: LIMITS.maxThreadSessions + 5 }, (_, i) => `sess-thr-${String(i).padStart(4, "0")}`);
+        for (const [i, sid] of ids.entries()) await store.attachToThread("thread-conf-4", "alice", sid, i);
+        expect((await store.loadThread("thread-conf-4"))?.sessions).toEqual(ids.slice(5));
+      }));
+
+    it("a thread expires the longer session TTL after its last session was added", () =>
+      withBb(
+        async (h) => {
+          await h.store.attachToThread("thread-conf-5", "alice", SID, 1);
+          await wait(h, 400);
+          await h.store.attachToThread("thread-conf-5", "alice", OTHER, 2); // restarts the TTL
+          await wait(h, 400);
+          expect((await h.store.loadThread("thread-conf-5"))?.sessions).toEqual([SID, OTHER]);
+          await wait(h, 300);
+          expect(await h.store.loadThread("thread-conf-5")).toBeNull();
+          // gone, so it can be made anew (by anyone: its id is free again)
+          expect((await h.store.attachToThread("thread-conf-5", "bob", SID, 3)).ok).toBe(true);
+        },
+        { activeTtlMs: 600, finishedTtlMs: 200, idempotencyTtlMs: 600 },
+      ));
+
     it("applies 100 inputs from 10 racing writers exactly once each", () =>
       withBb(async ({ store }) => {
         await created(store);

@@ -1,4 +1,4 @@
-import type { Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+import type { Outbox, SessionState, Thread, TransitionLogLine } from "@agentmesh/contracts";
 
 /** A commit of one transition: state, applied marker, outbox and log line, all or nothing. */
 export interface CommitRequest {
@@ -25,6 +25,8 @@ export type CommitResult =
   | { readonly ok: false; readonly reason: "already_applied" }
   | { readonly ok: false; readonly reason: "missing" };
 
+export type AttachResult = { readonly ok: true; readonly thread: Thread } | { readonly ok: false; readonly reason: "owned_by_other" };
+
 export interface LoadedSession {
   readonly state: SessionState;
   /** The outbox of the last transition if it was not yet cleared (published). */
@@ -35,6 +37,8 @@ export interface LoadedSession {
 export interface SessionStore {
   /** SET NX of an idempotency key; returns the session id that owns the key (ours or an earlier one). */
   claimIdempotencyKey(key: string, sessionId: string): Promise<string>;
+  /** The session a live idempotency key names, or null; claims nothing. */
+  peekIdempotencyKey(key: string): Promise<string | null>;
   /**
    * Creates the session at its initial version if absent; false when it already existed.
    * `idempotencyKey`, the key claimed for it, then lives exactly as long as the session's keys
@@ -59,6 +63,15 @@ export interface SessionStore {
   claimDueTimers(now: number, limit: number): Promise<string[]>;
   /** Removes timer members (e.g. for a timer input dropped because its session is gone). */
   removeTimers(members: readonly string[]): Promise<void>;
+  /**
+   * Adds a session to a thread, creating the thread owned by `owner` (null: no owner) when it is
+   * new; adding a session it already lists changes nothing. Refused, writing nothing, when the
+   * thread belongs to another owner. The thread keeps its latest `LIMITS.maxThreadSessions`
+   * sessions, and lives as long as a session could (the longer session TTL) after the last add.
+   */
+  attachToThread(threadId: string, owner: string | null, sessionId: string, now: number): Promise<AttachResult>;
+  /** A thread, or null when it does not exist (or expired). */
+  loadThread(threadId: string): Promise<Thread | null>;
   /** Remaining TTL in ms of each key of a session (-1 = no TTL, -2 = absent). For tests and inspect. */
   ttls(sessionId: string): Promise<Record<string, number>>;
   close(): Promise<void>;

@@ -43,8 +43,15 @@ describe("createSession", () => {
       error: null,
       paused_ms: 0,
       pause: null,
+      owner: null,
+      thread_id: null,
     });
     expect(s.data).toEqual(WORKFLOWS["critic-chain"].init(QUESTION, {}));
+  });
+
+  it("writes the owner and thread into the metadata", () => {
+    const s = createSession({ sessionId: "sess_test_0002", workflow: "critic-chain", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS, owner: "alice", threadId: "thread-0001" });
+    expect(s.meta).toMatchObject({ owner: "alice", thread_id: "thread-0001" });
   });
 
   it("takes budgets from the defaults, overridden key by key by the options (null lifts a limit when there is no ceiling)", () => {

@@ -7,6 +7,7 @@ import {
   formatZodError,
   type AwaitedTask,
   type Budgets,
+  type ChatMessage,
   type InboxInput,
   type Provenance,
   type SessionOptions,
@@ -25,6 +26,12 @@ export interface CreateSessionArgs {
   readonly options: SessionOptions;
   readonly now: number;
   readonly defaults: RuntimeDefaults;
+  /** The API key name that owns it (null: none). */
+  readonly owner?: string | null;
+  /** Its thread (null: none). */
+  readonly threadId?: string | null;
+  /** The conversation's earlier turns, already bounded. */
+  readonly messages?: readonly ChatMessage[];
 }
 
 /** The session at version 0, before its `start` input is applied. Throws on an unknown workflow (a caller bug). */
@@ -53,8 +60,10 @@ export function createSession(args: CreateSessionArgs): SessionState {
       error: null,
       paused_ms: 0,
       pause: null,
+      owner: args.owner ?? null,
+      thread_id: args.threadId ?? null,
     },
-    data: def.init(args.query, args.options),
+    data: def.init(args.query, args.options, args.messages ?? []),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { ToolCallSpec } from "./events.js";
-import type { EventDraft, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type { ChatMessage, EventDraft, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -69,7 +69,8 @@ export interface Aborted<D> {
 export interface WorkflowDefinition<D extends SessionData = SessionData> {
   readonly name: D["workflow"];
   readonly version: number;
-  init(query: string, options: SessionOptions): D;
+  /** The session's data before its start; `messages` are the conversation's earlier turns (a workflow that takes one question ignores them). */
+  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[]): D;
   decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
   /**
    * Called when the runtime ends the session on its own authority (cancel, session deadline,

@@ -236,3 +236,87 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     expect(retry.ok && retry.session_id).not.toBe(first.session_id);
   });
 });
+
+describe("threads: a conversation of sessions", () => {
+  const THREAD = "thread-core-0001";
+  const q = (query: string, extra: Record<string, unknown> = {}) => ({ v: SCHEMA_VERSION, query, thread_id: THREAD, owner: "alice", ...extra });
+
+  /** Runs the critic-chain session of the last start input to completion. */
+  async function finish(core: ReturnType<typeof setup>["core"], rec: ReturnType<typeof recorder>): Promise<void> {
+    const from = rec.tasks().length;
+    await core.handleInput(rec.inbox.at(-1)!);
+    for (let i = from; i < rec.tasks().length && i < from + 10; i++) await core.handleInput(answer(rec.tasks()[i]!));
+  }
+
+  test("a follow-up is a new session that receives the earlier turns; owner and thread are in its metadata", async () => {
+    const { core, rec, store } = setup();
+    let n = 0;
+    const first = await core.submit(q("What is 2 + 2?", { session_id: `threadsess${++n}0000` }));
+    expect(first).toMatchObject({ ok: true, created: true, thread_id: THREAD, replied: false });
+    await finish(core, rec);
+    const s1 = first.ok ? first.session_id : "";
+    expect((await store.load(s1))?.state.meta).toMatchObject({ status: "completed", owner: "alice", thread_id: THREAD });
+    const second = await core.submit(q("And times 3?", { session_id: `threadsess${++n}0000` }));
+    expect(second).toMatchObject({ ok: true, created: true, thread_id: THREAD });
+    const start = rec.inbox.at(-1);
+    expect(start).toMatchObject({ kind: "start", query: "And times 3?", messages: [{ role: "user", content: "What is 2 + 2?" }, { role: "assistant", content: "4" }] });
+    expect((await store.loadThread(THREAD))?.sessions).toEqual([s1, second.ok ? second.session_id : ""]);
+  });
+
+  test("messages given by the client replace the thread's own, bounded to the latest that fit", async () => {
+    const { core, rec } = setup();
+    const long = Array.from({ length: LIMITS.maxConversationMessages + 10 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));
+    expect((await core.submit(q("Summarise our chat", { messages: long }))).ok).toBe(true);
+    const start = rec.inbox.at(-1);
+    const kept = start?.kind === "start" ? start.messages ?? [] : [];
+    expect(kept).toHaveLength(LIMITS.maxConversationMessages);
+    expect(kept.at(-1)?.content).toBe(`turn ${LIMITS.maxConversationMessages + 9}`);
+  });
+
+  test("another owner's thread is refused as unknown, and nothing is created", async () => {
+    const { core, rec, store } = setup();
+    expect((await core.submit(q("What is 2 + 2?"))).ok).toBe(true);
+    const before = rec.inbox.length;
+    const bob = await core.submit(q("Let me in", { owner: "bob", session_id: "bobsession000001" }));
+    expect(bob).toMatchObject({ ok: false, error: { code: "unknown_thread" } });
+    const anon = await core.submit({ v: SCHEMA_VERSION, query: "Let me in", thread_id: THREAD, session_id: "anonsession00001" });
+    expect(anon).toMatchObject({ ok: false, error: { code: "unknown_thread" } });
+    expect(rec.inbox.length).toBe(before);
+    expect(await store.load("bobsession000001")).toBeNull();
+    expect((await store.loadThread(THREAD))?.sessions).toHaveLength(1);
+  });
+
+  test("a message to a thread whose session waits for a person is that session's reply, applied once however often it is retried", async () => {
+    const { core, rec, store } = setup();
+    const waiting = { ...testSessionState("waitingsession01", 0), meta: { ...testSessionState("waitingsession01", 0).meta, status: "awaiting_user" as const, owner: "alice", thread_id: THREAD } };
+    await store.create(waiting);
+    await store.attachToThread(THREAD, "alice", "waitingsession01", 1);
+    const r1 = await core.submit(q("Blue, please", { idempotency_key: "msg-1" }));
+    expect(r1).toMatchObject({ ok: true, session_id: "waitingsession01", created: false, replied: true, thread_id: THREAD });
+    const reply = rec.inbox.at(-1);
+    expect(reply).toMatchObject({ kind: "user_reply", session_id: "waitingsession01", text: "Blue, please" });
+    // the retry answers with the same session and publishes nothing new
+    const r2 = await core.submit(q("Blue, please", { idempotency_key: "msg-1" }));
+    expect(r2).toMatchObject({ ok: true, session_id: "waitingsession01", created: false });
+    expect(rec.inbox.filter((i) => i.kind === "user_reply")).toHaveLength(1);
+    // a second, different message gets its own input id (the workflow drops it if no longer waiting)
+    await core.submit(q("Actually red", { idempotency_key: "msg-2" }));
+    const ids = rec.inbox.filter((i) => i.kind === "user_reply").map((i) => i.input_id);
+    expect(new Set(ids).size).toBe(2);
+    expect((await store.loadThread(THREAD))?.sessions).toEqual(["waitingsession01"]);
+  });
+
+  test("a retried first submit after its session began waiting does not turn into a reply", async () => {
+    const { core, rec, store } = setup();
+    const first = await core.submit(q("Plan my trip", { session_id: "tripsession00001", idempotency_key: "trip" }));
+    expect(first.ok).toBe(true);
+    // the session now waits for a person (as a blackboard session asking a question would)
+    const loaded = await store.load("tripsession00001");
+    const pause = testCommit(loaded!.state, "in:pause");
+    pause.state.meta.status = "awaiting_user";
+    expect(await store.commit(pause)).toEqual({ ok: true });
+    const retry = await core.submit(q("Plan my trip", { session_id: "tripsession00001", idempotency_key: "trip" }));
+    expect(retry).toMatchObject({ ok: true, session_id: "tripsession00001", created: false, replied: false });
+    expect(rec.inbox.filter((i) => i.kind === "user_reply")).toHaveLength(0);
+  });
+});

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
+import { createHash } from "node:crypto";
 import {
-  LIMITS, SCHEMA_VERSION, SubmitRequest, checkQuery, inputIds, isTerminal, AgentmeshError, formatZodError,
-  type InboxInput, type Outbox, type SubmitReply,
+  LIMITS, SCHEMA_VERSION, SubmitRequest, boundConversation, checkQuery, conversationTurn, inputIds, isTerminal, AgentmeshError, formatZodError,
+  type ChatMessage, type InboxInput, type Outbox, type SubmitReply, type Thread,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
 import type { CrashHook } from "@agentmesh/messaging";
@@ -100,13 +101,17 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const random = deps.random ?? Math.random;
   const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, forged: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
-  const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version", message: string): SubmitReply => {
+  const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread", message: string): SubmitReply => {
     stats.rejected++;
     deps.log.info({ code, msg: message }, "submit rejected");
     return { v: SCHEMA_VERSION, ok: false, error: new AgentmeshError(code, message, { component: "coordinator" }).toWire() };
   };
 
-  /** Validates a query, creates the session once per idempotency key, and kicks it off. */
+  /**
+   * Validates a query, creates the session once per idempotency key, and kicks it off. In a
+   * thread, the session receives the thread's earlier turns; and when the thread's latest session
+   * waits for a person, the query is that session's reply instead of a new session.
+   */
   async function submit(body: unknown): Promise<SubmitReply> {
     const v = (body as { v?: unknown } | null)?.v;
     if (body !== null && typeof body === "object" && v !== undefined && v !== SCHEMA_VERSION) {
@@ -117,20 +122,79 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     const query = checkQuery(parsed.data.query);
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;
+    const owner = req.owner ?? null;
+    const threadId = req.thread_id ?? null;
+    let thread: Thread | null = null;
+    if (threadId !== null) {
+      // A retried submit returns what the first one did, before the thread's state can change its meaning.
+      const earlier = req.idempotency_key === undefined ? null : await store.peekIdempotencyKey(req.idempotency_key);
+      if (earlier !== null) return accepted(earlier, false, threadId, false);
+      thread = await store.loadThread(threadId);
+      if (thread !== null && thread.owner !== owner) return reject("unknown_thread", `no thread ${threadId}`);
+      const waiting = thread === null ? null : await waitingSession(thread);
+      if (waiting !== null) return replyInThread(waiting, query.query, threadId, req.idempotency_key);
+    }
     const proposed = req.session_id ?? newSessionId();
     const idempotencyKey = req.idempotency_key ?? proposed;
     const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
-    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults });
+    const messages = boundConversation(req.messages ?? (thread === null ? [] : await threadConversation(thread)));
+    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
     const created = await store.create(state, idempotencyKey);
+    if (threadId !== null) {
+      // After create: a crash in between leaves a session outside its thread, which the client's retry attaches.
+      const attached = await store.attachToThread(threadId, owner, sessionId, now());
+      if (!attached.ok) return reject("unknown_thread", `no thread ${threadId}`);
+    }
     await publisher.publishInbox({
       v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
-      workflow: req.workflow, query: query.query, options: req.options,
+      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}),
     });
     stats.submitted++;
-    deps.log.info({ session_id: sessionId, created, workflow: req.workflow }, "session submitted");
-    return { v: SCHEMA_VERSION, ok: true, session_id: sessionId, created };
+    deps.log.info({ session_id: sessionId, created, workflow: req.workflow, thread_id: threadId }, "session submitted");
+    return accepted(sessionId, created, threadId, false);
+  }
+
+  const accepted = (sessionId: string, created: boolean, threadId: string | null, replied: boolean): SubmitReply =>
+    ({ v: SCHEMA_VERSION, ok: true, session_id: sessionId, created, thread_id: threadId, replied });
+
+  /** The thread's latest session when it waits for a person, else null. */
+  async function waitingSession(thread: Thread): Promise<string | null> {
+    const last = thread.sessions.at(-1);
+    if (last === undefined) return null;
+    const loaded = await store.load(last);
+    return loaded?.state.meta.status === "awaiting_user" ? last : null;
+  }
+
+  /**
+   * The query as the waiting session's reply. Its input id comes from the idempotency key, so a
+   * retried request is applied once; the key is claimed for the waiting session, so a retry finds it.
+   */
+  async function replyInThread(sessionId: string, text: string, threadId: string, idempotencyKey: string | undefined): Promise<SubmitReply> {
+    let id: string = randomUUID();
+    if (idempotencyKey !== undefined) {
+      await store.claimIdempotencyKey(idempotencyKey, sessionId);
+      id = createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 32);
+    }
+    await publisher.publishInbox({ v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(id), text });
+    deps.log.info({ session_id: sessionId, thread_id: threadId }, "thread message went to the waiting session as its reply");
+    return accepted(sessionId, false, threadId, true);
+  }
+
+  /** The thread's earlier turns, oldest first: each session's question, and its answer once it has one. */
+  async function threadConversation(thread: Thread): Promise<ChatMessage[]> {
+    // The latest sessions are enough: the conversation keeps at most maxConversationMessages turns.
+    const recent = thread.sessions.slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
+    const loaded = await Promise.all(recent.map((sid) => store.load(sid)));
+    const out: ChatMessage[] = [];
+    for (const l of loaded) {
+      if (!l) continue; // expired: its turns are gone with it
+      const turn = conversationTurn(l.state);
+      out.push({ role: "user", content: turn.question });
+      if (turn.answer !== null) out.push({ role: "assistant", content: turn.answer });
+    }
+    return out;
   }
 
   /**

@@ -1,0 +1,79 @@
+import { readFileSync } from "node:fs";
+import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
+import { NATS_ACCESS_VARS, configError, natsAccess, parseEnv } from "@agentmesh/service-kit";
+import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
+
+const VARS = [
+  "NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", "LOG_LEVEL", ...NATS_ACCESS_VARS,
+  "AGENTMESH_GATEWAY_HOST", "AGENTMESH_GATEWAY_PORT", "AGENTMESH_API_KEYS", "AGENTMESH_API_KEYS_FILE", "AGENTMESH_GATEWAY_ANONYMOUS",
+  "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
+  "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+] as const;
+
+/** What the gateway reads from the environment, checked once at start. */
+export interface GatewayConfig {
+  readonly natsUrl: string;
+  readonly nats: ReturnType<typeof natsAccess>;
+  readonly redisUrl: string;
+  readonly redisTlsCa: string | undefined;
+  readonly prefix: string;
+  readonly logLevel: string;
+  readonly host: string;
+  readonly port: number;
+  readonly keys: ApiKeyVerifier;
+  /** Requests without a key act as `anonymous` (local use). */
+  readonly anonymous: boolean;
+  readonly defaultWorkflow: WorkflowName;
+  readonly rateLimit: number;
+  readonly rateWindowMs: number;
+  readonly maxConcurrentSessions: number;
+  readonly maxBodyBytes: number;
+  readonly activeTtlMs: number;
+  readonly finishedTtlMs: number;
+  /** How long a session's concurrency slot is held at most without being released (its wall-clock deadline). */
+  readonly sessionSlotTtlMs: number;
+}
+
+/** Parses the gateway's configuration; every problem is listed at once (`invalid_config`). */
+export function loadGatewayConfig(env: Record<string, string | undefined>): GatewayConfig {
+  const e = parseEnv(VARS, env);
+  const problems: string[] = [];
+  const workflow = WorkflowName.safeParse(e.AGENTMESH_DEFAULT_WORKFLOW);
+  if (!workflow.success) problems.push(`AGENTMESH_DEFAULT_WORKFLOW="${e.AGENTMESH_DEFAULT_WORKFLOW}": not a workflow (${WorkflowName.options.join(", ")})`);
+  let file: { path: string; text: string } | undefined;
+  if (e.AGENTMESH_API_KEYS_FILE !== undefined) {
+    try {
+      file = { path: e.AGENTMESH_API_KEYS_FILE, text: readFileSync(e.AGENTMESH_API_KEYS_FILE, "utf8") };
+    } catch (err) {
+      problems.push(`AGENTMESH_API_KEYS_FILE: cannot read ${e.AGENTMESH_API_KEYS_FILE} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+    }
+  }
+  if (problems.length) throw configError(problems);
+  const keys = parseApiKeys({ inline: e.AGENTMESH_API_KEYS, ...(file ? { file } : {}) });
+  if (keys.names.length === 0 && !e.AGENTMESH_GATEWAY_ANONYMOUS) {
+    throw new AgentmeshError(
+      "invalid_config",
+      "the gateway has no API keys: add one with `pnpm gateway:key <name>` (AGENTMESH_API_KEYS or AGENTMESH_API_KEYS_FILE), or set AGENTMESH_GATEWAY_ANONYMOUS=1 for local use",
+    );
+  }
+  return Object.freeze({
+    natsUrl: e.NATS_URL,
+    nats: natsAccess(e),
+    redisUrl: e.REDIS_URL,
+    redisTlsCa: e.REDIS_TLS_CA,
+    prefix: e.AGENTMESH_PREFIX,
+    logLevel: e.LOG_LEVEL,
+    host: e.AGENTMESH_GATEWAY_HOST,
+    port: e.AGENTMESH_GATEWAY_PORT,
+    keys,
+    anonymous: e.AGENTMESH_GATEWAY_ANONYMOUS,
+    defaultWorkflow: workflow.success ? workflow.data : "critic-chain",
+    rateLimit: e.AGENTMESH_RATE_LIMIT,
+    rateWindowMs: e.AGENTMESH_RATE_WINDOW_MS,
+    maxConcurrentSessions: e.AGENTMESH_MAX_CONCURRENT_SESSIONS,
+    maxBodyBytes: e.AGENTMESH_MAX_BODY_BYTES,
+    activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
+    finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
+    sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+  });
+}

@@ -1,0 +1,183 @@
+import { randomBytes } from "node:crypto";
+import type { Redis } from "ioredis";
+
+/**
+ * Per-owner (API key name) limits of the gateway: a request rate and a number of live sessions.
+ * The Redis adapter holds them in Redis under `<prefix>:rl:*`, so they hold across any number of
+ * replicas; `createInMemoryLimits` (limits-memory.ts) is its twin for tests.
+ */
+export interface GatewayLimits {
+  /** Counts one request of `owner` if the sliding window has room; a refused request is not counted. */
+  allowRequest(owner: string): Promise<RateDecision>;
+  /**
+   * Takes one of `owner`'s session slots for `sessionId`. Re-admitting a session that holds a
+   * slot is ok and takes no second one (a retried request). When the slots are full, the held
+   * sessions `isLive` says have ended are dropped and the admission tried once more.
+   */
+  admit(owner: string, sessionId: string, isLive: IsLive): Promise<Admission>;
+  /** Frees the slot of `sessionId` (nothing when it holds none). */
+  release(owner: string, sessionId: string): Promise<void>;
+}
+
+/** The answer to one request: allowed, or the milliseconds until the window has room again. */
+export type RateDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number };
+
+/** The answer to an admission: ok, or refused with the live sessions the owner holds and the maximum. */
+export type Admission = { readonly ok: true } | { readonly ok: false; readonly count: number; readonly max: number };
+
+/** Whether a session that holds a slot is still running (the gateway reads its status). */
+export type IsLive = (sessionId: string) => Promise<boolean>;
+
+/** The limits and where they live. */
+export interface LimitsOptions {
+  /** The key prefix (AGENTMESH_PREFIX); keys are `<prefix>:rl:req:<owner>` and `<prefix>:rl:sessions:<owner>`. */
+  readonly keyPrefix: string;
+  /** Requests one owner may make per window (AGENTMESH_RATE_LIMIT). */
+  readonly rateLimit: number;
+  /** The sliding window, ms (AGENTMESH_RATE_WINDOW_MS). */
+  readonly rateWindowMs: number;
+  /** Sessions one owner may have live at once (AGENTMESH_MAX_CONCURRENT_SESSIONS). */
+  readonly maxConcurrentSessions: number;
+  /**
+   * How long a slot lasts when nothing releases it (a replica crashed) and no admission finds its
+   * session ended first. Re-admitting a session restarts it. Make it no shorter than a session may run.
+   */
+  readonly sessionTtlMs: number;
+}
+
+const OWNER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
+const MAX_SESSION_ID = 256;
+
+/** Checks the options once, when the limits are built: they come from validated configuration, so a bad one is our bug. */
+export function checkLimitsOptions(o: LimitsOptions): LimitsOptions {
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(o.keyPrefix)) throw new Error(`invalid limits key prefix ${JSON.stringify(o.keyPrefix)}`);
+  for (const k of ["rateLimit", "rateWindowMs", "maxConcurrentSessions", "sessionTtlMs"] as const) {
+    if (!Number.isSafeInteger(o[k]) || o[k] < 1) throw new Error(`limits option ${k} must be a positive integer, got ${o[k]}`);
+  }
+  return Object.freeze({ ...o });
+}
+
+/** Owners are API key names (and `anonymous`), so they fit in a key without escaping; anything else is our bug. */
+export function checkOwner(owner: string, sessionId?: string): void {
+  if (!OWNER.test(owner)) throw new Error(`invalid limits owner (${owner.length} characters): expected an API key name`);
+  if (sessionId !== undefined && (sessionId.length === 0 || sessionId.length > MAX_SESSION_ID)) throw new Error(`invalid session id for limits (${sessionId.length} characters)`);
+}
+
+/** One try at a slot, given the held sessions found ended: ok, or full with the sessions still held. */
+export type AdmitAttempt = { readonly ok: true } | { readonly ok: false; readonly held: readonly string[] };
+
+/**
+ * The admission both adapters share: try; when full, ask `isLive` about the held sessions and try
+ * once more without the ended ones. Asking only when full keeps the common admission at one
+ * round trip; the answer is the same as pruning first, since a free slot is free either way.
+ * The second try's answer stands: a slot another replica took meanwhile is held by a live session.
+ */
+export async function admitPruning(attempt: (ended: readonly string[]) => Promise<AdmitAttempt>, isLive: IsLive, max: number): Promise<Admission> {
+  const first = await attempt([]);
+  if (first.ok) return first;
+  const live = await Promise.all(first.held.map((sid) => isLive(sid)));
+  const ended = first.held.filter((_, i) => live[i] !== true);
+  const last = ended.length === 0 ? first : await attempt(ended);
+  return last.ok ? last : { ok: false, count: last.held.length, max };
+}
+
+/** Milliseconds now by the Redis server's clock, so replicas with skewed clocks agree. */
+const NOW_LUA = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+`;
+
+/**
+ * A sliding-window log: one sorted-set member per counted request, scored by its time. Drops
+ * those older than the window, then counts one more if there is room. When there is none, the
+ * wait is until enough of the oldest leave for one more to fit (more than one when the limit was
+ * lowered). Refused requests are not logged, so retrying early does not push the wait further.
+ * KEYS: the owner's request log. ARGV: limit, windowMs, a random tag (unique members).
+ */
+const RATE_LUA = `${NOW_LUA}
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local n = redis.call('ZCARD', KEYS[1])
+if n < limit then
+  redis.call('ZADD', KEYS[1], now, now .. ':' .. ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1}
+end
+local gate = redis.call('ZRANGE', KEYS[1], n - limit, n - limit, 'WITHSCORES')
+return {0, tonumber(gate[2]) + window - now}
+`;
+
+/**
+ * One admission, atomic, so two replicas cannot both take the last slot. Members are session
+ * ids scored by when their slot lapses. Drops the ended sessions named, then the lapsed ones;
+ * a held session only has its slot renewed; otherwise it takes a slot if one is free, or
+ * answers full with the sessions held. The key lives as long as its longest slot.
+ * KEYS: the owner's sessions. ARGV: sessionId, max, ttlMs, then ended session ids.
+ */
+const ADMIT_LUA = `${NOW_LUA}
+for i = 4, #ARGV do redis.call('ZREM', KEYS[1], ARGV[i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+local ttl = tonumber(ARGV[3])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+  redis.call('PEXPIRE', KEYS[1], ttl)
+  return {'ok'}
+end
+return {'full', unpack(redis.call('ZRANGE', KEYS[1], 0, -1))}
+`;
+
+/**
+ * Every command the scripts and the adapter send, lower-case: the gateway's Redis ACL user
+ * (session-store's acl.ts) must allow each, which limits.test.ts checks.
+ */
+export const LIMITS_REDIS_COMMANDS: readonly string[] = [
+  ...new Set([
+    ...[RATE_LUA, ADMIT_LUA].flatMap((lua) => [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase())),
+    "evalsha", "eval", "zrem",
+  ]),
+].sort();
+
+type Script = (key: string, args: ReadonlyArray<string | number>) => Promise<unknown>;
+
+/** Registers a one-key script with ioredis (EVALSHA, EVAL when the server lost it), under a namespaced name. */
+function defineScript(redis: Redis, name: string, lua: string): Script {
+  const cmd = `agentmeshGatewayLimits${name}`;
+  redis.defineCommand(cmd, { numberOfKeys: 1, lua });
+  const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[cmd];
+  if (typeof fn !== "function") throw new Error(`ioredis did not define ${cmd}`);
+  return (key, args) => fn.call(redis, key, ...args);
+}
+
+/** The script's reply as a list, or a clear error naming the script (a reply of another shape is our bug). */
+function replyList(script: string, reply: unknown): unknown[] {
+  if (!Array.isArray(reply) || reply.length === 0) throw new Error(`unexpected reply of the limits ${script} script`);
+  return reply;
+}
+
+/** Creates the Redis limits on a connected client (the caller owns and closes it). */
+export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLimits {
+  const o = checkLimitsOptions(opts);
+  const rate = defineScript(redis, "Rate", RATE_LUA);
+  const admit = defineScript(redis, "Admit", ADMIT_LUA);
+  const key = (kind: "req" | "sessions", owner: string) => `${o.keyPrefix}:rl:${kind}:${owner}`;
+  return {
+    async allowRequest(owner) {
+      checkOwner(owner);
+      const [allowed, wait] = replyList("rate", await rate(key("req", owner), [o.rateLimit, o.rateWindowMs, randomBytes(6).toString("hex")]));
+      return Number(allowed) === 1 ? { allowed: true } : { allowed: false, retryAfterMs: Number(wait) };
+    },
+    async admit(owner, sessionId, isLive) {
+      checkOwner(owner, sessionId);
+      const attempt = async (ended: readonly string[]): Promise<AdmitAttempt> => {
+        const [tag, ...held] = replyList("admit", await admit(key("sessions", owner), [sessionId, o.maxConcurrentSessions, o.sessionTtlMs, ...ended]));
+        return tag === "ok" ? { ok: true } : { ok: false, held: held.map(String) };
+      };
+      return admitPruning(attempt, isLive, o.maxConcurrentSessions);
+    },
+    async release(owner, sessionId) {
+      checkOwner(owner, sessionId);
+      await redis.zrem(key("sessions", owner), sessionId);
+    },
+  };
+}

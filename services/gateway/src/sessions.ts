@@ -1,0 +1,135 @@
+import { randomBytes } from "node:crypto";
+import {
+  SCHEMA_VERSION, SubmitReply, conversationTurn, isTerminal,
+  type ChatMessage, type Naming, type SessionOptions, type SessionState, type WorkflowName,
+} from "@agentmesh/contracts";
+import { request, type Log } from "@agentmesh/messaging";
+import type { SessionStore } from "@agentmesh/session-store";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { ApiError } from "./http.js";
+import type { GatewayLimits } from "./limits.js";
+import type { EventCursor } from "./stream.js";
+
+/** What the gateway needs to start and read sessions. */
+export interface SessionDeps {
+  readonly nc: NatsConnection;
+  readonly naming: Naming;
+  readonly store: SessionStore;
+  readonly limits: GatewayLimits;
+  readonly log: Log;
+  /** How long to wait for a coordinator to accept a submit. */
+  readonly submitTimeoutMs: number;
+}
+
+/** A query as the gateway hands it on. */
+export interface StartRequest {
+  readonly query: string;
+  readonly workflow: WorkflowName;
+  readonly options: SessionOptions;
+  /** The client's id of the request: its idempotency key, scoped to the owner. */
+  readonly taskId?: string | undefined;
+  readonly messages?: readonly ChatMessage[] | undefined;
+  /** Continues this thread; absent = a new thread. */
+  readonly threadId?: string | undefined;
+}
+
+export interface Started {
+  readonly sessionId: string;
+  readonly threadId: string;
+  readonly created: boolean;
+  /** The query went to the thread's waiting session as its reply. */
+  readonly replied: boolean;
+  /** Events the client has in effect already seen (for a reply: everything before it). */
+  readonly after: EventCursor | null;
+}
+
+const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("base64url")}`;
+
+/** A session the owner may see, or a 404 that does not reveal whether it exists. */
+export async function ownedSession(store: SessionStore, owner: string, sessionId: string): Promise<SessionState> {
+  const loaded = /^[A-Za-z0-9_-]{8,64}$/.test(sessionId) ? await store.load(sessionId) : null;
+  if (!loaded || loaded.state.meta.owner !== owner) throw new ApiError("not_found", `no session ${sessionId}`);
+  return loaded.state;
+}
+
+/** Whether a session still holds a concurrency slot: it exists and has not ended (waiting for a person counts). */
+export const liveSession = (store: SessionStore) => async (sessionId: string): Promise<boolean> => {
+  const loaded = await store.load(sessionId);
+  return loaded !== null && !isTerminal(loaded.state.meta.status);
+};
+
+/**
+ * Starts a session for `owner` (or, in a thread whose session waits for a person, answers it):
+ * takes a concurrency slot, submits to a coordinator over NATS, and maps its typed refusal to
+ * the API's errors. The coordinator writes the owner and thread; the gateway writes nothing
+ * but its limits.
+ */
+export async function startSession(d: SessionDeps, owner: string, req: StartRequest): Promise<Started> {
+  const threadId = req.threadId ?? newId("t");
+  let waiting: { sessionId: string; cursor: EventCursor } | null = null;
+  if (req.threadId !== undefined) {
+    const thread = await d.store.loadThread(req.threadId);
+    if (thread !== null && thread.owner !== owner) throw new ApiError("not_found", `no thread ${req.threadId}`);
+    const last = thread?.sessions.at(-1);
+    const state = last === undefined ? null : (await d.store.load(last))?.state ?? null;
+    if (state?.meta.status === "awaiting_user") waiting = { sessionId: state.meta.session_id, cursor: { version: state.meta.version, index: Number.MAX_SAFE_INTEGER } };
+  }
+  const proposed = newId("s");
+  if (waiting === null) {
+    const admitted = await d.limits.admit(owner, proposed, liveSession(d.store));
+    if (!admitted.ok) throw new ApiError("too_many_sessions", `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`);
+  }
+  let reply: SubmitReply;
+  try {
+    reply = SubmitReply.parse(
+      await request(d.nc, d.naming.submit, {
+        v: SCHEMA_VERSION,
+        query: req.query,
+        workflow: req.workflow,
+        session_id: proposed,
+        ...(req.taskId === undefined ? {} : { idempotency_key: `${owner}:${req.taskId}` }),
+        options: req.options,
+        owner,
+        thread_id: threadId,
+        ...(req.messages === undefined ? {} : { messages: req.messages }),
+      }, d.submitTimeoutMs),
+    );
+  } catch (err) {
+    await d.limits.release(owner, proposed);
+    d.log.warn({ err: (err as Error).message }, "submit failed");
+    throw new ApiError("unavailable", "no coordinator accepted the query in time; try again");
+  }
+  if (!reply.ok) {
+    await d.limits.release(owner, proposed);
+    const e = reply.error;
+    if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow") throw new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
+    if (e.code === "unknown_thread") throw new ApiError("not_found", `no thread ${threadId}`);
+    throw new ApiError(e.retryable ? "unavailable" : "internal", e.retryable ? "the system is busy; try again" : "the query could not be started");
+  }
+  if (reply.session_id !== proposed) {
+    // A retry (same task_id) or a reply: the session that answers already holds its own slot, or needs none.
+    await d.limits.release(owner, proposed);
+    if (!reply.replied) await d.limits.admit(owner, reply.session_id, liveSession(d.store));
+  }
+  const after = reply.replied && waiting?.sessionId === reply.session_id ? waiting.cursor : null;
+  return { sessionId: reply.session_id, threadId: reply.thread_id ?? threadId, created: reply.created, replied: reply.replied, after };
+}
+
+/** A session as `GET /api/v1/sessions/:id` shows it. */
+export function sessionSummary(state: SessionState) {
+  const m = state.meta;
+  const turn = conversationTurn(state);
+  return {
+    session_id: m.session_id,
+    workflow: m.workflow,
+    status: m.status,
+    thread_id: m.thread_id,
+    question: turn.question,
+    created_at: m.created_at,
+    updated_at: m.updated_at,
+    usage: m.usage,
+    final_answer: isTerminal(m.status) ? turn.answer : null,
+    error: m.error === null ? null : { code: m.error.code, message: m.error.message },
+    awaiting_user: m.status === "awaiting_user" ? { question: turn.asked ?? "" } : null,
+  };
+}
