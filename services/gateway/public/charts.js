@@ -2,7 +2,8 @@
 // loaded only when the first chart arrives, as the classic scripts the gateway serves from
 // /vendor. A spec must carry its data inline: one naming a `data.url` is refused before it
 // reaches vega, and vega's loader is replaced by one that loads nothing, so no spec can make
-// the page fetch or sanitize a URL.
+// the page fetch or sanitize a URL. vega-embed injects no <style> (no default style, no tooltip
+// handler): the gateway's CSP allows only its own style sheet.
 
 /** @typedef {import("./progress-store.js").Chart} Chart */
 
@@ -59,7 +60,7 @@ export function renderCharts(container, charts) {
     target.setAttribute("role", "img");
     target.setAttribute("aria-label", typeof chart.spec.description === "string" ? chart.spec.description : title);
     loadVega()
-      .then(() => /** @type {any} */ (globalThis).vegaEmbed(target, chart.spec, { actions: false, renderer: "svg", loader: NO_LOADER }))
+      .then(() => /** @type {any} */ (globalThis).vegaEmbed(target, chart.spec, { actions: false, defaultStyle: false, tooltip: false, renderer: "svg", loader: NO_LOADER }))
       .catch((/** @type {unknown} */ err) => {
         target.className = "refused";
         target.textContent = `Not drawn: ${err instanceof Error ? err.message : String(err)}.`;
