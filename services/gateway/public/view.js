@@ -1,7 +1,9 @@
 // Draws a progress (progress-store.js) into the page. Event text is untrusted, so every value
-// goes in through `textContent` or an attribute checked here, never as HTML. Lists are keyed:
+// goes in through `textContent` or a checked attribute (a link only to http(s)), never as HTML. Lists are keyed:
 // an element is created once per stage, call, source or step and only its text is updated
 // afterwards, so a re-render keeps focus, selection and open <details>.
+
+import { formatDuration, safeHref } from "./format.js";
 
 /** @typedef {import("./progress-store.js").Progress} Progress */
 /** @typedef {import("./progress-store.js").Stage} Stage */
@@ -48,16 +50,6 @@ function keyed(parent, key, make) {
   e.dataset.key = key;
   parent.append(e);
   return e;
-}
-
-/**
- * "1.2 s", "850 ms", "2 min 5 s".
- * @param {number} ms
- */
-export function formatDuration(ms) {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
-  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
 
 /**
@@ -198,20 +190,6 @@ function renderSources(p) {
       if (s.snippet) li.append(el("p", "snippet", s.snippet));
       return li;
     });
-  }
-}
-
-/**
- * The URL when it is http(s), else null: a `javascript:` link from an event is never made.
- * @param {string | null} url
- */
-export function safeHref(url) {
-  if (!url) return null;
-  try {
-    const u = new URL(url);
-    return u.protocol === "https:" || u.protocol === "http:" ? u.href : null;
-  } catch {
-    return null;
   }
 }
 
