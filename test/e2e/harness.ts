@@ -10,7 +10,7 @@ import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 
 const root = join(import.meta.dirname, "../..");
 
-export type ServiceName = "coordinator" | RoleName;
+export type ServiceName = "coordinator" | "gateway" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer"] as const;
 
 /** One service as a real OS process. */
@@ -91,7 +91,7 @@ export class Cluster {
 
   /** Spawns one service process: `tsx services/<name>/src/main.ts`, or for a role `tsx services/agent/src/main.ts <role>`. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const entry = name === "coordinator" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
+    const entry = name === "coordinator" || name === "gateway" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
     const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
       cwd: root,
       env: this.secrets.plant(name, this.env(extra, name)),
@@ -110,6 +110,24 @@ export class Cluster {
   startAll(coordinators = 2, extra: Partial<Record<ServiceName, Record<string, string>>> = {}): void {
     for (let i = 0; i < coordinators; i++) this.start("coordinator", extra.coordinator);
     for (const r of AGENT_ROLES) this.start(r, extra[r]);
+  }
+
+  /**
+   * Starts a gateway process (NATS user `gateway`) on a free loopback port and waits until it
+   * answers `/readyz`; returns its base URL. `extra` sets its env (API keys, limits, …).
+   */
+  async startGateway(extra: Record<string, string> = {}, ms = 60_000): Promise<{ proc: Proc; url: string }> {
+    const proc = this.start("gateway", { AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", LOG_LEVEL: "info", ...extra });
+    const end = Date.now() + ms;
+    for (;;) {
+      const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*"gateway listening"/.exec(proc.output());
+      if (m?.[1]) {
+        const ready = await fetch(`${m[1]}/readyz`).then((r) => r.ok, () => false);
+        if (ready) return { proc, url: m[1] };
+      }
+      if (proc.child.exitCode !== null || Date.now() > end) throw new Error(`the gateway did not come up:\n${proc.output().slice(-3000)}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
   }
 
   /** Waits until `$SRV.PING.<name>` is answered by `count` replicas of each named service. */

@@ -101,6 +101,7 @@ function forbidden(user: string): Probe[] {
     case "coordinator":
       return [...common(other), asOtherRole, pub(n.inbox(SID, "client")), consumeOther, pub(`$JS.ACK.${tasks}.role_${other}.1.1.1.1.1.0`), pub(n.tokens(SID)), sub(n.tokensAll), sub(n.eventsAll)];
     case "client":
+    case "gateway": // a client with its own seed
       return [
         ...common(other), kvWrite, asOtherRole, pub(n.inbox(SID, "coordinator")), consumeOther, createOnTasks, writeTasks, writeEvents, readEvents,
         pub(`$JS.API.CONSUMER.CREATE.${events}`), pub(`$JS.API.CONSUMER.DURABLE.CREATE.${events}.probe`),

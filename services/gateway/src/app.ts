@@ -45,6 +45,8 @@ const QueryBody = z
     budgets: Budgets.partial().strict().optional(),
     retry_limit: z.number().int().min(1).max(20).optional(),
     strategy_profile: StrategyProfile.optional(),
+    /** Cancel the session when this stream's client goes away before it ends (default: it runs on; reconnect to follow it). */
+    cancel_on_disconnect: z.boolean().optional(),
   })
   .strict();
 
@@ -120,19 +122,23 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
    * Streams a session's events as SSE (`id: <version>:<index>`, `event: <type>`), after `after`,
    * with live token deltas (no id), until `complete`, the client leaving, or drain.
    */
-  const streamSession = (c: Context<Env>, sessionId: string, after: EventCursor | null, prelude?: Record<string, unknown>) =>
+  const streamSession = (c: Context<Env>, sessionId: string, after: EventCursor | null, prelude?: Record<string, unknown>, cancelOnDisconnect = false) =>
     streamSSE(c, async (s: SSEStreamingApi) => {
       const ac = new AbortController();
       streams.add(ac);
       s.onAbort(() => ac.abort());
       c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
       const ping = setInterval(() => void s.write(": ping\n\n").catch(() => ac.abort()), d.pingMs ?? 15_000);
+      let ended = false;
       try {
         if (prelude) await s.writeSSE({ event: "session", data: JSON.stringify(prelude) });
         for await (const item of sessionStream(d.nc, d.naming, sessionId, { after, tokens: true, signal: ac.signal, log: d.log })) {
           if (item.kind === "token") await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
           else await s.writeSSE({ id: eventId(item.event), event: item.event.type, data: JSON.stringify(item.event) });
-          if (item.event.type === "complete") await d.limits.release(c.get("owner"), sessionId);
+          if (item.event.type === "complete") {
+            ended = true;
+            await d.limits.release(c.get("owner"), sessionId);
+          }
         }
       } catch (err) {
         if (!ac.signal.aborted) {
@@ -142,6 +148,12 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       } finally {
         clearInterval(ping);
         streams.delete(ac);
+        // Only when the client asked, and only for a client that left (not a replica shutting down).
+        if (cancelOnDisconnect && !ended && !draining) {
+          await d.publisher
+            .publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-gateway`), reason: "the client disconnected (cancel_on_disconnect)" })
+            .catch((err: unknown) => d.log.warn({ session_id: sessionId, err: (err as Error).message }, "cancel on disconnect failed"));
+        }
       }
     });
 
@@ -165,7 +177,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     c.header("X-Agentmesh-Thread", started.threadId);
     const accept = c.req.header("accept") ?? "";
     if (accept.includes("application/json") && !accept.includes("text/event-stream")) return c.json(head, 202);
-    return streamSession(c, started.sessionId, started.after, head);
+    return streamSession(c, started.sessionId, started.after, head, body.cancel_on_disconnect === true);
   });
 
   app.get("/api/v1/sessions/:id", async (c) => c.json(sessionSummary(await ownedSession(d.store, c.get("owner"), c.req.param("id")))));

@@ -1,0 +1,182 @@
+import { describe, expect, test } from "vitest";
+import { naming, type InboxInput, type SessionState } from "@agentmesh/contracts";
+import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
+import { createLogger } from "@agentmesh/service-kit";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { apiKeyEntry, generateApiKey, parseApiKeys } from "./api-keys.js";
+import { createGatewayApp } from "./app.js";
+import { answerRemainder, deltas } from "./openai.js";
+import { isAfter, parseEventId } from "./stream.js";
+import { createInMemoryLimits } from "./testing.js";
+
+const ALICE = generateApiKey();
+const BOB = generateApiKey();
+
+/**
+ * These routes answer from the session store and the limits alone. NATS is not reached by any
+ * route tested here: the connection throws if anything touches it, so a test cannot pass by
+ * accident through a real submit (those paths run against real processes in test/e2e).
+ */
+const noNats = new Proxy({}, { get: (_t, p) => { throw new Error(`NATS used (${String(p)}) by a route that must not need it`); } }) as NatsConnection;
+
+function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: number } = {}) {
+  const store = createInMemorySessionStore({ keyPrefix: "gw", activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+  const limits = createInMemoryLimits({ keyPrefix: "gw", rateLimit: over.rateLimit ?? 100, rateWindowMs: 60_000, maxConcurrentSessions: 5, sessionTtlMs: 60_000 });
+  const inbox: InboxInput[] = [];
+  const gw = createGatewayApp({
+    nc: noNats, naming: naming("gw"), store, limits, log: createLogger({ service: "test", level: "silent" }), submitTimeoutMs: 1000,
+    publisher: { publishInbox: async (i) => { inbox.push(i); } },
+    keys: parseApiKeys({ inline: [apiKeyEntry("alice", ALICE), apiKeyEntry("bob", BOB)].join(",") }),
+    anonymous: over.anonymous ?? false, defaultWorkflow: "critic-chain", maxBodyBytes: over.maxBodyBytes ?? 4096,
+    ready: async () => true,
+  });
+  const call = (path: string, init: RequestInit & { key?: string | null; json?: unknown } = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.key !== null) headers.set("authorization", `Bearer ${init.key ?? ALICE}`);
+    if (init.json !== undefined) headers.set("content-type", "application/json");
+    return gw.app.request(path, { ...init, headers, ...(init.json !== undefined ? { body: typeof init.json === "string" ? init.json : JSON.stringify(init.json) } : {}) });
+  };
+  return { store, gw, call, inbox };
+}
+
+/** A response body, loosely typed: the tests assert its shape. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+const body = async (r: Response): Promise<any> => r.json();
+
+async function owned(store: ReturnType<typeof setup>["store"], sid: string, owner: string, status: SessionState["meta"]["status"] = "running") {
+  const s = testSessionState(sid);
+  await store.create({ ...s, meta: { ...s.meta, owner, status, thread_id: "thread-unit-01" } });
+  await store.attachToThread("thread-unit-01", owner, sid, 1);
+}
+
+describe("gateway HTTP: auth, one error shape, ownership", () => {
+  test("no key or a wrong key is 401 with a clear message; anonymous mode lets a keyless request in but never a wrong key", async () => {
+    const { call } = setup();
+    const none = await call("/api/v1/workflows", { key: null });
+    expect(none.status).toBe(401);
+    expect(none.headers.get("www-authenticate")).toMatch(/Bearer/);
+    expect(await none.json()).toEqual({ error: { code: "unauthorized", message: "send an API key: Authorization: Bearer <key>", status: 401 } });
+    expect((await call("/api/v1/workflows", { key: "am_not-a-real-key" })).status).toBe(401);
+    expect((await call("/api/v1/workflows", { headers: { "x-api-key": BOB }, key: null })).status).toBe(200);
+    const anon = setup({ anonymous: true });
+    expect((await anon.call("/api/v1/workflows", { key: null })).status).toBe(200);
+    expect((await anon.call("/api/v1/workflows", { key: "am_wrong" })).status).toBe(401);
+  });
+
+  test("a session, its events, reply, cancel and thread are 404 for another key, and the same 404 as a session that does not exist", async () => {
+    const { call, store, inbox } = setup();
+    await owned(store, "sess-alice-0001", "alice", "awaiting_user");
+    const mine = await call("/api/v1/sessions/sess-alice-0001");
+    expect(mine.status).toBe(200);
+    expect(await mine.json()).toMatchObject({ session_id: "sess-alice-0001", status: "awaiting_user", thread_id: "thread-unit-01", awaiting_user: { question: "" } });
+    for (const [path, method] of [
+      ["/api/v1/sessions/sess-alice-0001", "GET"], ["/api/v1/sessions/sess-alice-0001/events", "GET"], ["/api/v1/sessions/sess-alice-0001/reply", "POST"],
+      ["/api/v1/sessions/sess-alice-0001/cancel", "POST"], ["/api/v1/threads/thread-unit-01", "GET"],
+    ] as const) {
+      const r = await call(path, { method, key: BOB, ...(method === "POST" ? { json: { text: "mine now" } } : {}) });
+      expect(r.status, path).toBe(404);
+      expect((await body(r)).error.code).toBe("not_found");
+    }
+    const missing = await call("/api/v1/sessions/sess-nobody-0001", { key: BOB });
+    expect(await missing.json()).toEqual({ error: { code: "not_found", message: "no session sess-nobody-0001", status: 404 } });
+    expect(inbox).toEqual([]);
+  });
+
+  test("a reply goes to a waiting session as a client input; to a running one it is 409; cancel is one input however often clicked", async () => {
+    const { call, store, inbox } = setup();
+    await owned(store, "sess-wait-00001", "alice", "awaiting_user");
+    await owned(store, "sess-run-000001", "alice", "running");
+    expect((await call("/api/v1/sessions/sess-wait-00001/reply", { method: "POST", json: { text: "Blue" } })).status).toBe(202);
+    expect(inbox.at(-1)).toMatchObject({ kind: "user_reply", session_id: "sess-wait-00001", text: "Blue" });
+    const busy = await call("/api/v1/sessions/sess-run-000001/reply", { method: "POST", json: { text: "Blue" } });
+    expect(busy.status).toBe(409);
+    expect((await body(busy)).error.message).toBe("session sess-run-000001 is running, not waiting for an answer");
+    await call("/api/v1/sessions/sess-run-000001/cancel", { method: "POST" });
+    await call("/api/v1/sessions/sess-run-000001/cancel", { method: "POST", json: { reason: "changed my mind" } });
+    const cancels = inbox.filter((i) => i.kind === "cancel");
+    expect(new Set(cancels.map((c) => c.input_id)).size).toBe(1);
+  });
+
+  test("bad bodies are 400/413/415 naming the problem, never a stack trace", async () => {
+    const { call } = setup({ maxBodyBytes: 2048 });
+    const cases: Array<[unknown, number, RegExp]> = [
+      ["{bad json", 400, /^the body is not valid JSON/],
+      [{ query: 5 }, 400, /^the query must be text$/],
+      [{ query: "hi" }, 400, /shorter than 3 characters/],
+      [{ query: "What is 2 + 2?", budgets: { max_steps: "x" } }, 400, /^invalid request: .*expected number.* at budgets\.max_steps/],
+      [{ query: "What is 2 + 2?", workflow: "nope" }, 400, /^invalid request: .* at workflow/],
+      [{ query: "What is 2 + 2?", surprise: true }, 400, /surprise/],
+      [{ query: "x".repeat(3000) }, 413, /over 2048 bytes/],
+    ];
+    for (const [json, status, message] of cases) {
+      const r = await call("/api/v1/query", { method: "POST", json });
+      expect(r.status, JSON.stringify(json).slice(0, 60)).toBe(status);
+      const b = await body(r);
+      expect(b.error.message).toMatch(message);
+      expect(JSON.stringify(b)).not.toMatch(/at .*\.ts:\d+/);
+    }
+    const form = await call("/api/v1/query", { method: "POST", body: "query=hello", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    expect(form.status).toBe(415);
+    const badId = await call("/api/v1/sessions/sess-any-000001/events", { headers: { "last-event-id": "seven" } });
+    expect(badId.status).toBe(404); // ownership first: nothing about a session that is not yours
+  });
+
+  test("the rate limit counts POSTs per key: over it is 429 with Retry-After; another key is unaffected", async () => {
+    const { call, store } = setup({ rateLimit: 2 });
+    await owned(store, "sess-rate-00001", "alice", "running");
+    const post = (key: string) => call("/api/v1/sessions/sess-rate-00001/cancel", { method: "POST", key });
+    expect((await post(ALICE)).status).toBe(202);
+    expect((await post(ALICE)).status).toBe(202);
+    const third = await post(ALICE);
+    expect(third.status).toBe(429);
+    expect(Number(third.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    expect((await body(third)).error.code).toBe("rate_limited");
+    expect((await post(BOB)).status).toBe(404); // bob is not limited by alice's count (and does not own the session)
+    expect((await call("/api/v1/sessions/sess-rate-00001")).status).toBe(200); // reads are not counted
+  });
+
+  test("the OpenAI routes answer in OpenAI's error shape", async () => {
+    const { call } = setup();
+    const unknown = await call("/v1/chat/completions", { method: "POST", json: { model: "gpt-4o", messages: [{ role: "user", content: "What is 2 + 2?" }] } });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual({ error: { message: expect.stringMatching(/agentmesh\/critic-chain/), type: "invalid_request_error", param: null, code: "not_found" } });
+    const notUser = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", messages: [{ role: "assistant", content: "Hello" }] } });
+    expect(notUser.status).toBe(400);
+    const noKey = await call("/v1/models", { key: null });
+    expect((await body(noKey)).error.type).toBe("authentication_error");
+    const models = await body(await call("/v1/models"));
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard"]);
+  });
+
+  test("draining: /readyz fails and new API requests are turned away with 503", async () => {
+    const { call, gw } = setup();
+    expect((await call("/readyz", { key: null })).status).toBe(200);
+    gw.drain();
+    expect((await call("/readyz", { key: null })).status).toBe(503);
+    const r = await call("/api/v1/workflows");
+    expect(r.status).toBe(503);
+    expect(r.headers.get("retry-after")).toBe("1");
+  });
+});
+
+describe("event ids and answer deltas", () => {
+  test("Last-Event-ID parses as <version>:<index>; order is by version, then index", () => {
+    expect(parseEventId("12:3")).toEqual({ version: 12, index: 3 });
+    expect(parseEventId(undefined)).toBeNull();
+    for (const bad of ["12", "a:b", "1:2:3", "-1:0", "1e3:0"]) expect(parseEventId(bad)).toBeUndefined();
+    expect(isAfter({ version: 3, index: 0 }, { version: 2, index: 9 })).toBe(true);
+    expect(isAfter({ version: 2, index: 9 }, { version: 2, index: 9 })).toBe(false);
+    expect(isAfter({ version: 2, index: 1 }, null)).toBe(true);
+  });
+
+  test("the streamed answer is always the final answer: the rest after a streamed beginning, none when they disagree", () => {
+    expect(answerRemainder("", "The answer is 4.")).toBe("The answer is 4.");
+    expect(answerRemainder("The ans", "The answer is 4.")).toBe("wer is 4.");
+    expect(answerRemainder("A different", "The answer is 4.")).toBeNull();
+    const text = "word ".repeat(50).trim();
+    const parts = deltas(text, 12);
+    expect(parts.join("")).toBe(text);
+    expect(parts.length).toBeGreaterThan(10);
+    expect(deltas("")).toEqual([]);
+  });
+});
