@@ -1,11 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { createHash } from "node:crypto";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import type { Browser, Page } from "playwright-core";
 import type { BlackboardData, SessionState } from "@agentmesh/contracts";
+import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
 import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, type ServiceName } from "./harness.js";
+import { Cluster, type Proc, type ServiceName } from "./harness.js";
 import { launchBrowser, screenshot, seriousA11yViolations } from "./browser.js";
 
 // The gateway's web page in a real headless Chromium (Debian's package, driven by
@@ -14,18 +12,16 @@ import { launchBrowser, screenshot, seriousA11yViolations } from "./browser.js";
 // talks only to the gateway's public HTTP/SSE API, with an API key typed into its field.
 
 const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic"] as const satisfies readonly ServiceName[];
-const KEY = "web-e2e-key-0123456789abcdef";
-const API_KEYS = `webtester=sha256:${createHash("sha256").update(KEY).digest("hex")}`;
+const KEY = generateApiKey();
+const GATEWAY_ENV = { AGENTMESH_API_KEYS: apiKeyEntry("webtester", KEY) };
 
 const ARITHMETIC = "What is 123456789 * 987654321?";
 const PRODUCT = "121932631112635269";
 const HANDBOOK = "Where does the handbook say to store samples at 4 degrees?";
 const CLARIFICATION = "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?";
 
-const root = join(import.meta.dirname, "../..");
-
 let cluster: Cluster;
-let gateway: Gateway;
+let gateway: Proc;
 let baseUrl: string;
 let browser: Browser;
 let page: Page;
@@ -36,8 +32,7 @@ beforeAll(async () => {
   cluster.start("coordinator");
   await cluster.waitReady({ coordinator: 1 }, 90_000);
   for (const role of AGENTS) cluster.start(role);
-  gateway = await startGateway(0);
-  baseUrl = gateway.url;
+  ({ proc: gateway, url: baseUrl } = await cluster.startGateway(GATEWAY_ENV));
   await cluster.waitReady(Object.fromEntries(AGENTS.map((r) => [r, 1])), 120_000);
   browser = await launchBrowser();
   page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
@@ -51,47 +46,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await gateway?.stop();
   await cluster?.close();
 });
-
-/** The gateway as its own OS process. */
-interface Gateway {
-  readonly url: string;
-  readonly port: number;
-  /** Sends `signal` (SIGTERM: it drains; SIGKILL: a crash); resolves when it has exited. */
-  stop(signal?: NodeJS.Signals): Promise<void>;
-}
-
-/**
- * Starts `services/gateway` as NATS user `gateway` with this file's API key on `port` (0: any
- * free port); resolves with its URL, read from its "gateway listening" log line.
- */
-async function startGateway(port: number): Promise<Gateway> {
-  const env = cluster.secrets.plant("gateway", cluster.env({ LOG_LEVEL: "info", AGENTMESH_GATEWAY_PORT: String(port), AGENTMESH_API_KEYS: API_KEYS }, "gateway"));
-  const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(root, "services/gateway/src/main.ts")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
-  let out = "";
-  const exited = new Promise<void>((resolve) => child.once("exit", () => { cluster.secrets.record(`output of gateway ${child.pid ?? ""}`, out); resolve(); }));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the gateway did not start within 60 s\n${out.slice(-2000)}`)), 60_000);
-    const onData = (b: Buffer) => {
-      out += b.toString();
-      const m = /"url":"(http:\/\/[^"]+)"[^\n]*"msg":"gateway listening"/.exec(out);
-      if (m?.[1]) { clearTimeout(timer); resolve(`${m[1]}/`); }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    void exited.then(() => { clearTimeout(timer); reject(new Error(`the gateway exited at start\n${out.slice(-2000)}`)); });
-  });
-  return {
-    url,
-    port: Number(new URL(url).port),
-    async stop(signal = "SIGTERM") {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      await exited;
-    },
-  };
-}
 
 let pageProblems: string[] = [];
 
@@ -209,9 +165,10 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
 
     // The gateway crashes and comes back on its port: the page says so, reconnects with the last
     // event id it saw, and shows nothing twice.
-    await gateway.stop("SIGKILL");
+    gateway.child.kill("SIGKILL");
+    await gateway.exited;
     await pollText("#status", 15_000).toMatch(/^Connection lost/);
-    gateway = await startGateway(gateway.port);
+    ({ proc: gateway } = await cluster.startGateway({ ...GATEWAY_ENV, AGENTMESH_GATEWAY_PORT: new URL(baseUrl).port }));
     await pollText("#status", 30_000).toBe("Paused: the agents ask you a question.");
     expect(await stagesShown()).toEqual(shown);
 
