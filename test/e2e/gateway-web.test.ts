@@ -227,4 +227,22 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     expect(await seriousA11yViolations(page)).toEqual([]);
     expect(pageProblems).toEqual([]);
   });
+
+  test("a gateway in anonymous mode is used from a fresh browser without a key", async () => {
+    const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1" });
+    const context = await browser.newContext(); // its own localStorage: no key kept
+    try {
+      const fresh = await context.newPage();
+      await fresh.goto(url);
+      expect(await fresh.getByLabel(/API key/).inputValue()).toBe("");
+      await fresh.getByLabel("Question").fill(ARITHMETIC);
+      await fresh.getByLabel("Workflow").selectOption("blackboard");
+      await fresh.getByRole("button", { name: "Ask" }).click();
+      await expect.poll(() => fresh.locator("#answer").textContent(), { timeout: 60_000, interval: 100 }).toContain(PRODUCT);
+      const sid = /^#session=(.+)$/.exec(new URL(fresh.url()).hash)?.[1] ?? "";
+      expect((await cluster.store.load(sid))?.state.meta.owner).toBe("anonymous");
+    } finally {
+      await context.close();
+    }
+  });
 });
