@@ -102,6 +102,19 @@ export default tseslint.config(
     languageOptions: { ecmaVersion: 2023, sourceType: "module", globals: nodeGlobals },
   },
 
+  // The gateway's web page: plain ES modules that run in the browser.
+  {
+    files: ["services/gateway/public/**/*.js"],
+    languageOptions: {
+      globals: Object.fromEntries(
+        [
+          "window", "document", "location", "history", "localStorage", "crypto", "requestAnimationFrame",
+          "HTMLElement", "Element", "Response", "ReadableStream", "TextDecoder",
+        ].map((g) => [g, "readonly"]),
+      ),
+    },
+  },
+
   // TypeScript: syntax-level recommended rules everywhere, plus the few typed rules we rely on.
   ...tseslint.configs.recommended.map((c) => ({ ...c, files: ["**/*.ts"] })),
   {

@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import type { Browser, Page } from "playwright-core";
+import type { BlackboardData, SessionState } from "@agentmesh/contracts";
+import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
+import { uniquePrefix } from "../setup/prefix.js";
+import { Cluster, type Proc, type ServiceName } from "./harness.js";
+import { launchBrowser, screenshot, seriousA11yViolations } from "./browser.js";
+
+// The gateway's web page in a real headless Chromium (Debian's package, driven by
+// playwright-core): the gateway as its own OS process serving the page, a coordinator and every
+// blackboard agent as separate processes over real NATS and Redis, the offline engine. The page
+// talks only to the gateway's public HTTP/SSE API, with an API key typed into its field.
+
+const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic"] as const satisfies readonly ServiceName[];
+const KEY = generateApiKey();
+const GATEWAY_ENV = { AGENTMESH_API_KEYS: apiKeyEntry("webtester", KEY) };
+
+const ARITHMETIC = "What is 123456789 * 987654321?";
+const PRODUCT = "121932631112635269";
+const HANDBOOK = "Where does the handbook say to store samples at 4 degrees?";
+const CLARIFICATION = "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?";
+
+let cluster: Cluster;
+let gateway: Proc;
+let baseUrl: string;
+let browser: Browser;
+let page: Page;
+
+beforeAll(async () => {
+  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("web") });
+  await cluster.open();
+  cluster.start("coordinator");
+  await cluster.waitReady({ coordinator: 1 }, 90_000);
+  for (const role of AGENTS) cluster.start(role);
+  ({ proc: gateway, url: baseUrl } = await cluster.startGateway(GATEWAY_ENV));
+  await cluster.waitReady(Object.fromEntries(AGENTS.map((r) => [r, 1])), 120_000);
+  browser = await launchBrowser();
+  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+  const problems: string[] = [];
+  page.on("pageerror", (e) => problems.push(e.message));
+  // A refused request is logged by the browser itself (the 401 before the key is typed, the
+  // outage while the gateway restarts); everything else logged as an error is a problem.
+  page.on("console", (m) => { if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(m.text()); });
+  pageProblems = problems;
+}, 240_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await cluster?.close();
+});
+
+let pageProblems: string[] = [];
+
+/** The stages as the page shows them (name, status, description), timings left out. */
+async function stagesShown(): Promise<string[]> {
+  const items = page.locator("#stages > li");
+  const out: string[] = [];
+  for (let i = 0; i < (await items.count()); i++) {
+    const li = items.nth(i);
+    out.push((await Promise.all([".stage-name", ".badge", ".stage-desc"].map((c) => li.locator(c).textContent()))).join(" | "));
+  }
+  return out;
+}
+
+/** The text of the one element `selector` names ("" when it has none). */
+const textOf = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
+
+/** Polls the text of `selector` until the matcher holds (vitest's poll; playwright-core has no `expect`). */
+const pollText = (selector: string, timeout = 10_000) => expect.poll(() => textOf(selector), { timeout, interval: 100 });
+
+/** The id of the focused element. */
+const focused = () => page.evaluate("document.activeElement && document.activeElement.id");
+
+/** The session id the page keeps in its URL. */
+function sessionInUrl(): string {
+  const sid = /^#session=([A-Za-z0-9_-]+)$/.exec(new URL(page.url()).hash)?.[1];
+  if (!sid) throw new Error(`no session in the page's URL ${page.url()}`);
+  return sid;
+}
+
+function blackboard(state: SessionState | undefined): BlackboardData {
+  if (state?.data.workflow !== "blackboard") throw new Error(`expected a blackboard session, got ${state?.data.workflow ?? "none"}`);
+  return state.data;
+}
+
+async function ask(question: string): Promise<void> {
+  await page.getByLabel("Question").fill(question);
+  await page.getByLabel("Workflow").selectOption("blackboard");
+  await page.getByRole("button", { name: "Ask" }).click();
+}
+
+/** What the page shows after each change: stage count, running stages, answer shown (recorded in the page). */
+interface Snapshot {
+  readonly stages: number;
+  readonly running: number;
+  readonly answered: boolean;
+}
+
+// Plain JavaScript run in the page (the test's TypeScript has no DOM types).
+const RECORD_SNAPSHOTS = `(() => {
+  const seen = [];
+  const snap = () => seen.push({
+    stages: document.querySelectorAll("#stages > li").length,
+    running: document.querySelectorAll('#stages > li[data-status="running"]').length,
+    answered: !document.getElementById("answer-box").hidden,
+  });
+  new MutationObserver(snap).observe(document.body, { subtree: true, childList: true, attributes: true, characterData: true });
+  globalThis.snapshots = seen;
+})()`;
+
+describe("the web page, in Chromium, against a real gateway and cluster", () => {
+  test("a question is answered with its stages appearing live, each tool call beside its result", async () => {
+    await page.goto(baseUrl);
+    await page.getByLabel(/API key/).fill(KEY);
+    await page.getByLabel(/API key/).press("Tab"); // the page keeps the key and reloads the workflows with it
+    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^blackboard/));
+
+    await page.evaluate(RECORD_SNAPSHOTS);
+    await ask(ARITHMETIC);
+    await pollText("#answer", 60_000).toContain(PRODUCT);
+    const seen = (await page.evaluate("globalThis.snapshots")) as Snapshot[];
+    const before = seen.filter((s) => !s.answered);
+    // Stages came one after another before the answer, and some were shown running.
+    expect(new Set(before.map((s) => s.stages).filter((n) => n > 0)).size).toBeGreaterThanOrEqual(3);
+    expect(before.some((s) => s.running > 0)).toBe(true);
+
+    await pollText("#status").toMatch(/^Session completed in \d/);
+    const stages = await stagesShown();
+    expect(stages[0]).toMatch(/^perception \| completed \| intent arithmetic/);
+    expect(stages).toContain("executor | completed | chose tool (calculator)");
+    const call = page.locator(".call", { hasText: "calculator" });
+    expect(await call.locator(".args").textContent()).toContain('"expression": "123456789 * 987654321"');
+    expect(await call.locator(".result").textContent()).toMatch(new RegExp(`^result after \\d+ ms: ${PRODUCT}$`));
+    expect(await page.locator("#stages .timing").first().textContent()).toMatch(/^\d+(\.\d)? m?s$/);
+
+    const sid = sessionInUrl();
+    const state = (await cluster.store.load(sid))?.state;
+    expect(state?.meta.status).toBe("completed");
+    expect(await textOf("#answer")).toBe(blackboard(state).final_answer);
+    await screenshot(page, "web-answered");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+  });
+
+  test("a session paused for a person survives a reload of the page and is answered from it", async () => {
+    await page.goto(baseUrl);
+    await ask(HANDBOOK);
+    await pollText("#clarify-question", 60_000).toBe(CLARIFICATION);
+    expect(await page.getByRole("region", { name: "The agents ask you" }).isVisible()).toBe(true);
+    await pollText("#status").toBe("Paused: the agents ask you a question.");
+    expect(await focused()).toBe("reply");
+    const sid = sessionInUrl();
+    const shown = await stagesShown();
+    expect(shown.at(-1)).toBe(`awaiting_user | running | ${CLARIFICATION}`);
+    await screenshot(page, "web-paused");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    // A reload mid-session: the page replays the session's events from the start and shows the same view.
+    await page.reload();
+    await pollText("#clarify-question", 30_000).toBe(CLARIFICATION);
+    expect(sessionInUrl()).toBe(sid);
+    expect(await stagesShown()).toEqual(shown);
+    await pollText("#asked").toBe(HANDBOOK);
+    expect(await page.locator(".call", { hasText: "corpus_search" }).locator(".result").textContent()).toContain("handbook/lab-safety.md");
+    await screenshot(page, "web-reloaded-paused");
+
+    // The gateway crashes and comes back on its port: the page says so, reconnects with the last
+    // event id it saw, and shows nothing twice.
+    gateway.child.kill("SIGKILL");
+    await gateway.exited;
+    await pollText("#status", 15_000).toMatch(/^Connection lost/);
+    ({ proc: gateway } = await cluster.startGateway({ ...GATEWAY_ENV, AGENTMESH_GATEWAY_PORT: new URL(baseUrl).port }));
+    await pollText("#status", 30_000).toBe("Paused: the agents ask you a question.");
+    expect(await stagesShown()).toEqual(shown);
+
+    // The API key was kept in the browser; the answer goes with it, sent from the keyboard.
+    expect(await page.getByLabel(/API key/).inputValue()).toBe(KEY);
+    await page.getByLabel("Your answer").fill("Celsius");
+    await page.keyboard.press("Tab");
+    expect(await focused()).toBe("send-reply");
+    await page.keyboard.press("Enter");
+    await pollText("#answer", 60_000).toContain("You clarified: “Celsius”.");
+    expect(await textOf("#answer")).toContain("cold room B12 at 4 °C");
+    expect(await page.locator("#clarify").isHidden()).toBe(true);
+    expect(await stagesShown()).toContain("awaiting_user | completed | Celsius");
+
+    const data = blackboard((await cluster.store.load(sid))?.state);
+    expect(data.user_replies).toEqual(["Celsius"]);
+    expect(await textOf("#answer")).toBe(data.final_answer);
+    await screenshot(page, "web-answered-after-pause");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  test("a running session is cancelled from the page", async () => {
+    await page.goto(baseUrl);
+    await ask(HANDBOOK);
+    await pollText("#clarify-question", 60_000).toBe(CLARIFICATION);
+    const sid = sessionInUrl();
+    await page.getByRole("button", { name: "Cancel" }).click();
+    await pollText("#status", 30_000).toMatch(/^Session cancelled in \d/);
+    expect(await page.locator("#clarify").isHidden()).toBe(true);
+    expect(await page.getByRole("button", { name: "Cancel" }).isHidden()).toBe(true);
+    expect(await page.getByRole("button", { name: "Ask" }).isEnabled()).toBe(true);
+    expect((await cluster.store.load(sid))?.state.meta.status).toBe("cancelled");
+    await screenshot(page, "web-cancelled");
+    expect(pageProblems).toEqual([]);
+  });
+
+  test("a Vega-Lite chart with inline data is drawn with the gateway's own vega; one naming a data.url is refused", async () => {
+    await page.goto(baseUrl);
+    // No workflow emits charts yet: the page's chart module is fed two specs, under the page's real CSP.
+    await page.evaluate(`Promise.all([import("/assets/charts.js"), import("/assets/progress-store.js")]).then(([charts, store]) => {
+      const specs = [
+        { title: "Samples per room", mark: "bar", data: { values: [{ room: "B12", n: 4 }, { room: "B14", n: 9 }] },
+          encoding: { x: { field: "room", type: "nominal" }, y: { field: "n", type: "quantitative" } } },
+        { title: "Remote", mark: "bar", layer: [{ mark: "bar", data: { url: "https://example.com/x.csv" } }] },
+      ];
+      const box = document.getElementById("charts-box");
+      box.hidden = false;
+      charts.renderCharts(document.getElementById("charts"), specs.map((spec, i) => ({ key: "t" + i, spec, refused: store.chartRefusal(spec) })));
+    })`);
+    await page.locator('#charts figure[data-key="t0"] svg').waitFor({ timeout: 15_000 });
+    expect(await textOf('#charts figure[data-key="t0"] figcaption')).toBe("Samples per room");
+    expect(await page.locator('#charts figure[data-key="t0"] svg text', { hasText: "B14" }).count()).toBeGreaterThan(0);
+    expect(await textOf('#charts figure[data-key="t1"] .refused')).toBe("Not drawn: the chart loads data from a URL; only inline data is drawn.");
+    await screenshot(page, "web-charts");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  test("a gateway in anonymous mode is used from a fresh browser without a key", async () => {
+    const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1" });
+    const context = await browser.newContext(); // its own localStorage: no key kept
+    try {
+      const fresh = await context.newPage();
+      await fresh.goto(url);
+      expect(await fresh.getByLabel(/API key/).inputValue()).toBe("");
+      await fresh.getByLabel("Question").fill(ARITHMETIC);
+      await fresh.getByLabel("Workflow").selectOption("blackboard");
+      await fresh.getByRole("button", { name: "Ask" }).click();
+      await expect.poll(() => fresh.locator("#answer").textContent(), { timeout: 60_000, interval: 100 }).toContain(PRODUCT);
+      const sid = /^#session=(.+)$/.exec(new URL(fresh.url()).hash)?.[1] ?? "";
+      expect((await cluster.store.load(sid))?.state.meta.owner).toBe("anonymous");
+    } finally {
+      await context.close();
+    }
+  });
+});
