@@ -80,6 +80,12 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     return c.req.path.startsWith("/v1/") ? c.json(openAiError(e), 404) : c.json(errorBody(e), 404);
   });
 
+  // While draining, every answer closes its connection, so keep-alive clients (a page retrying) move to another replica.
+  app.use("*", async (c, next) => {
+    await next();
+    if (draining) c.header("Connection", "close");
+  });
+
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
     const ok = !draining && (await d.ready().catch(() => false));

@@ -50,6 +50,8 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
             t.unref();
             server.close(() => { clearTimeout(t); resolve(); });
             server.closeIdleConnections();
+            // The streams end at once; a connection still open a moment later only carries retries answered 503.
+            setTimeout(() => server.closeAllConnections(), 1000).unref();
           });
           await nc.drain();
           await redis.quit();
