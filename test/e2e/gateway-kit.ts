@@ -59,6 +59,15 @@ export async function openSse(url: string, init: RequestInit = {}): Promise<SseC
   };
 }
 
+/** The next session event (token deltas skipped), or null when the server ended the stream. */
+export async function nextEvent(client: SseClient): Promise<SessionEvent | null> {
+  for (let m = await client.next(); m !== null; m = await client.next()) {
+    const [e] = sessionEvents([m]);
+    if (e) return e;
+  }
+  return null;
+}
+
 /** Every message of an SSE response to its end. */
 export async function readAll(client: SseClient): Promise<EventSourceMessage[]> {
   const out: EventSourceMessage[] = [];
