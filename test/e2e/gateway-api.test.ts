@@ -241,6 +241,8 @@ describe("per-key isolation", () => {
     }
     // The owner's session went on untouched, and the thread still holds only it.
     expect((await cluster.waitDone(sid)).state.meta.status).toBe("completed");
+    const viaHeader = await call(a1, `/api/v1/sessions/${sid}`, { headers: { "x-api-key": ALICE } });
+    expect(viaHeader.body).toMatchObject({ session_id: sid, status: "completed" });
     const thread = await call(a2, `/api/v1/threads/${tid}`, { key: ALICE });
     expect(thread.body).toMatchObject({ thread_id: tid, sessions: [{ session_id: sid, status: "completed" }] });
   });
