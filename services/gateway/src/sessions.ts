@@ -52,10 +52,16 @@ export async function ownedSession(store: SessionStore, owner: string, sessionId
   return loaded.state;
 }
 
-/** Whether a session still holds a concurrency slot: it exists and has not ended (waiting for a person counts). */
+/**
+ * Whether a session still holds a concurrency slot: it has not ended (waiting for a person counts).
+ * One not in the store is live too: a replica took its slot and is submitting it right now (the
+ * coordinator writes it only then), so counting it as ended would let concurrent requests take
+ * its slot. A slot whose session never appears lapses at its TTL (the session deadline), and a
+ * session's own keys expire only long after that.
+ */
 export const liveSession = (store: SessionStore) => async (sessionId: string): Promise<boolean> => {
   const loaded = await store.load(sessionId);
-  return loaded !== null && !isTerminal(loaded.state.meta.status);
+  return loaded === null || !isTerminal(loaded.state.meta.status);
 };
 
 /**

@@ -36,10 +36,11 @@ export interface SessionStreamOptions {
 
 /**
  * A session's events from `<P>_EVENTS` after the cursor, then live ones, merged with its live
- * token deltas, until the `complete` event (included) or the signal. Events are strictly
- * increasing by (version, index): a copy the broker holds twice (published again after its
- * de-dup window) is skipped, so a client never sees one twice. No replica keeps a buffer of its
- * own: every replica reads the same stream, so a client may reconnect to any of them.
+ * token deltas, until the `complete` event (included; at once when the cursor is at or past it)
+ * or the signal. Events are strictly increasing by (version, index): a copy the broker holds
+ * twice (published again after its de-dup window) is skipped, so a client never sees one twice.
+ * No replica keeps a buffer of its own: every replica reads the same stream, so a client may
+ * reconnect to any of them.
  */
 export async function* sessionStream(nc: NatsConnection, naming: Naming, sessionId: string, o: SessionStreamOptions): AsyncGenerator<StreamItem, void, undefined> {
   const queue: Array<StreamItem | { kind: "end" } | { kind: "fail"; err: unknown }> = [];
@@ -78,7 +79,11 @@ export async function* sessionStream(nc: NatsConnection, naming: Naming, session
         yield item;
         continue;
       }
-      if (!isAfter(item.event, last)) continue;
+      if (!isAfter(item.event, last)) {
+        // The client already has the end (a reconnect after `complete`): nothing more will come.
+        if (item.event.type === "complete") return;
+        continue;
+      }
       last = item.event;
       yield item;
       if (item.event.type === "complete") return;

@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import type { SessionStatus } from "@agentmesh/contracts";
+import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
+import { liveSession } from "./sessions.js";
+
+const store = () => createInMemorySessionStore({ keyPrefix: "gwtest", activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+
+async function withStatus(status: SessionStatus) {
+  const s = store();
+  const state = testSessionState(`gwlive${status.replace(/_/g, "")}000000`, 1);
+  await s.create({ ...state, meta: { ...state.meta, status } });
+  return liveSession(s)(state.meta.session_id);
+}
+
+describe("liveSession: whether a session still holds its concurrency slot", () => {
+  it("holds while running or waiting for a person; not once it has ended", async () => {
+    expect(await withStatus("running")).toBe(true);
+    expect(await withStatus("awaiting_user")).toBe(true);
+    for (const ended of ["completed", "failed", "cancelled", "budget_exceeded"] as const) expect(await withStatus(ended), ended).toBe(false);
+  });
+
+  it("holds for a session not in the store yet: another replica is submitting it, and its slot must not be taken", async () => {
+    expect(await liveSession(store())("gwsubmitting00000001")).toBe(true);
+  });
+});
