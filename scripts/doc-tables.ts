@@ -1,5 +1,6 @@
 import { ENV_VARS } from "@agentmesh/service-kit";
 import { ERROR_CODES, SessionEvent, naming } from "@agentmesh/contracts";
+import { API_ERRORS } from "@agentmesh/gateway";
 
 // The README's tables, generated from the code. test/unit/readme.test.ts checks the README
 // holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
@@ -41,8 +42,13 @@ export function eventRows(): string[] {
   });
 }
 
+/** Rows of the gateway's HTTP error table: each code and its status. */
+export function gatewayErrorRows(): string[] {
+  return Object.entries(API_ERRORS).map(([code, status]) => `| \`${code}\` | ${status} |`);
+}
+
 /** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
-export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows, events: eventRows };
+export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows, events: eventRows, "gateway-errors": gatewayErrorRows };
 
 /** The rows between a table's markers in a document; null when the markers are missing. */
 export function tableRows(doc: string, name: string): string[] | null {

@@ -1,6 +1,7 @@
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, test } from "vitest";
+import { createGatewayApp } from "@agentmesh/gateway";
 import { ENV_VARS } from "@agentmesh/service-kit";
 import { TABLES, tableRows } from "../../scripts/doc-tables.js";
 
@@ -32,14 +33,25 @@ describe("the README matches the code", () => {
     expect([...mentioned].filter((n) => !known.has(n))).toEqual([]);
   });
 
-  test("the quick start's two commands are what package.json and CI run", () => {
+  test("the quick start's commands are what package.json and CI run", () => {
     const quick = readme.slice(readme.indexOf("## Quick start"), readme.indexOf("## Using a real model"));
     expect(quick).toContain('npm run ask -- "What is 0.1 + 0.2?"');
     expect(quick).toMatch(/^npm test\s/m);
+    expect(quick).toMatch(/^npm run web\s/m);
     const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as { scripts: Record<string, string> };
     expect(pkg.scripts.ask).toContain("scripts/quickstart.mjs");
+    expect(pkg.scripts.web).toBe("node scripts/web.mjs");
     expect(pkg.scripts.test).toContain("vitest run");
     const ci = readFileSync(join(root, ".ci/run"), "utf8");
     expect(ci).toMatch(/^npm test$/m);
+  });
+
+  test("the Gateway section's route table lists exactly the routes the gateway serves", () => {
+    // Building the app touches none of its dependencies; only its routes are read.
+    const served = createGatewayApp({} as never).app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`);
+    const m = /<!-- gateway-routes -->\n([\s\S]*?)<!-- \/gateway-routes -->/.exec(readme);
+    expect(m, "README has no <!-- gateway-routes --> table").not.toBeNull();
+    const listed = [...(m?.[1] ?? "").matchAll(/^\| `([A-Z]+ \S+)` \|/gm)].map((r) => r[1]);
+    expect([...listed].sort()).toEqual([...new Set(served)].sort());
   });
 });

@@ -4,3 +4,4 @@ export { createRedisLimits, type Admission, type GatewayLimits, type IsLive, typ
 export { loadGatewayConfig, type GatewayConfig } from "./config.js";
 export { createGatewayApp, type GatewayApp, type GatewayDeps } from "./app.js";
 export { gatewayMain } from "./main-wiring.js";
+export { API_ERRORS } from "./http.js";
