@@ -30,7 +30,7 @@ export const ENV_VARS = [
   { name: "NATS_TLS_CERT", schema: z.string().min(1).optional(), default: "—", description: "client certificate file when the NATS server verifies clients (with `NATS_TLS_KEY`)", usedBy: ["all"] },
   { name: "NATS_TLS_KEY", schema: z.string().min(1).optional(), default: "—", description: "client key file of `NATS_TLS_CERT`", usedBy: ["all"] },
   { name: "REDIS_URL", schema: z.string().url().default("redis://127.0.0.1:6379"), default: "redis://127.0.0.1:6379", description: "Redis holding session state; `redis://user:pass@host:port` logs in as that ACL user (deploy/redis/README.md), `rediss://` uses TLS", usedBy: ["coordinator", "cli", "gateway"], secret: "url" },
-  { name: "REDIS_TLS_CA", schema: z.string().min(1).optional(), default: "— (system CAs)", description: "file with the CA certificate(s) that sign the Redis server's TLS certificate (`rediss://` URLs)", usedBy: ["coordinator", "cli"] },
+  { name: "REDIS_TLS_CA", schema: z.string().min(1).optional(), default: "— (system CAs)", description: "file with the CA certificate(s) that sign the Redis server's TLS certificate (`rediss://` URLs)", usedBy: ["coordinator", "cli", "gateway"] },
   { name: "AGENTMESH_PREFIX", schema: z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/).default("agentmesh"), default: "agentmesh", description: "prefix of every subject, stream and Redis key", usedBy: ["all"] },
   { name: "LOG_LEVEL", schema: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), default: "info", description: "pino log level", usedBy: ["all"] },
   { name: "AGENTMESH_LOG_PAYLOADS", schema: flag.default(false), default: "0", description: "log prompts and task payloads (off: they may hold user data)", usedBy: ["agents"] },

@@ -306,6 +306,28 @@ describe("threads: a conversation of sessions", () => {
     expect((await store.loadThread(THREAD))?.sessions).toEqual(["waitingsession01"]);
   });
 
+  test("a retry keeps the session's own thread, even when the client proposes a new one each time (as a gateway does)", async () => {
+    const { core, rec } = setup();
+    const first = await core.submit(q("What is 2 + 2?", { session_id: "keepthread000001", idempotency_key: "same-task" }));
+    expect(first).toMatchObject({ ok: true, created: true, thread_id: THREAD });
+    await core.handleInput(rec.inbox.at(-1)!); // started: version 1
+    const retry = await core.submit(q("What is 2 + 2?", { session_id: "keepthread000002", idempotency_key: "same-task", thread_id: "thread-core-9999" }));
+    expect(retry).toEqual({ v: SCHEMA_VERSION, ok: true, session_id: "keepthread000001", created: false, thread_id: THREAD, replied: false });
+  });
+
+  test("a retry after the first attempt stopped before its start went out publishes the start and joins the thread", async () => {
+    const { core, rec, store } = setup();
+    const failing = { ...rec.publisher, publishInbox: async () => { throw new Error("broker unreachable"); } };
+    const crashed = createCoordinatorCore({ store, publisher: failing, log, defaults: DEFAULTS, now: () => 1_700_000_000_000 });
+    await expect(crashed.submit(q("What is 2 + 2?", { session_id: "halfdone00000001", idempotency_key: "half" }))).rejects.toThrow(/broker/);
+    expect((await store.load("halfdone00000001"))?.state.meta.version).toBe(0);
+    const retry = await core.submit(q("What is 2 + 2?", { session_id: "halfdone00000002", idempotency_key: "half", thread_id: "thread-core-other" }));
+    expect(retry).toMatchObject({ ok: true, session_id: "halfdone00000001", thread_id: THREAD });
+    expect(rec.inbox.at(-1)).toMatchObject({ kind: "start", session_id: "halfdone00000001" });
+    expect((await store.loadThread(THREAD))?.sessions).toEqual(["halfdone00000001"]);
+    expect(await store.loadThread("thread-core-other")).toBeNull();
+  });
+
   test("a retried first submit after its session began waiting does not turn into a reply", async () => {
     const { core, rec, store } = setup();
     const first = await core.submit(q("Plan my trip", { session_id: "tripsession00001", idempotency_key: "trip" }));

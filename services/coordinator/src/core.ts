@@ -123,21 +123,29 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (!query.ok) return reject("invalid_query", query.reason);
     const req = parsed.data;
     const owner = req.owner ?? null;
-    const threadId = req.thread_id ?? null;
+    let threadId = req.thread_id ?? null;
     let thread: Thread | null = null;
-    if (threadId !== null) {
-      // A retried submit returns what the first one did, before the thread's state can change its meaning.
-      const earlier = req.idempotency_key === undefined ? null : await store.peekIdempotencyKey(req.idempotency_key);
-      if (earlier !== null) return accepted(earlier, false, threadId, false);
+    // A retried submit means what the first one did, whatever the thread's state is now: the
+    // session it created (whose thread it keeps: a gateway proposes a new thread each time), or
+    // the waiting session it answered.
+    const earlier = threadId === null || req.idempotency_key === undefined ? null : await store.peekIdempotencyKey(req.idempotency_key);
+    const retried = earlier === null ? null : ((await store.load(earlier))?.state ?? null);
+    if (retried !== null) {
+      threadId = retried.meta.thread_id;
+      // Past its start (or an answered session): nothing to redo. At version 0 the first attempt may
+      // have stopped before its start went out, so the normal path below runs again (all idempotent).
+      if (retried.meta.version > 0) return accepted(retried.meta.session_id, false, threadId, false);
+      thread = threadId === null ? null : await store.loadThread(threadId);
+    } else if (threadId !== null) {
       thread = await store.loadThread(threadId);
       if (thread !== null && thread.owner !== owner) return reject("unknown_thread", `no thread ${threadId}`);
       const waiting = thread === null ? null : await waitingSession(thread);
       if (waiting !== null) return replyInThread(waiting, query.query, threadId, req.idempotency_key);
     }
-    const proposed = req.session_id ?? newSessionId();
+    const proposed = retried?.meta.session_id ?? req.session_id ?? newSessionId();
     const idempotencyKey = req.idempotency_key ?? proposed;
     const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
-    const messages = boundConversation(req.messages ?? (thread === null ? [] : await threadConversation(thread)));
+    const messages = boundConversation(req.messages ?? (thread === null ? [] : await threadConversation(thread, sessionId)));
     const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
@@ -183,9 +191,9 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   }
 
   /** The thread's earlier turns, oldest first: each session's question, and its answer once it has one. */
-  async function threadConversation(thread: Thread): Promise<ChatMessage[]> {
+  async function threadConversation(thread: Thread, current: string): Promise<ChatMessage[]> {
     // The latest sessions are enough: the conversation keeps at most maxConversationMessages turns.
-    const recent = thread.sessions.slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
+    const recent = thread.sessions.filter((sid) => sid !== current).slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
     const loaded = await Promise.all(recent.map((sid) => store.load(sid)));
     const out: ChatMessage[] = [];
     for (const l of loaded) {

@@ -53,6 +53,8 @@ export async function* sessionStream(nc: NatsConnection, naming: Naming, session
   const stop = new AbortController();
   const onAbort = () => stop.abort();
   o.signal.addEventListener("abort", onAbort, { once: true });
+  // One listener for the life of the stream (one per wait would pile up on a long session).
+  stop.signal.addEventListener("abort", () => { wake?.(); wake = null; }, { once: true });
   const untokens = o.tokens ? followTokens(nc, naming, sessionId, (t) => push({ kind: "token", event: t }), o.log) : () => {};
   void (async () => {
     try {
@@ -69,7 +71,6 @@ export async function* sessionStream(nc: NatsConnection, naming: Naming, session
       if (item === undefined) {
         await new Promise<void>((resolve) => {
           wake = resolve;
-          stop.signal.addEventListener("abort", () => resolve(), { once: true });
         });
         continue;
       }
