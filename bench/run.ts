@@ -261,6 +261,7 @@ async function main(opts: BenchOptions): Promise<number> {
     const startUs = monoUs();
     gatewayRun = await compareGateway({ cluster, router, gateway, pids, sessions: opts.gatewaySessions, warmup: opts.warmup, firstIndex, stem: `${tag}-g`, timeoutMs: opts.sessionTimeoutMs, log });
     windows.push({ label: "gateway", startUs, endUs: monoUs() });
+    log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
   }
 
   if (opts.cpuProfDir) {
