@@ -219,8 +219,8 @@ export interface PathFigures {
 
 export interface GatewayLevel {
   readonly concurrency: number;
-  /** The rounds in the order they ran: D = direct, G = gateway. */
-  readonly order: string;
+  /** The rounds in the order they ran, each with its verified sessions per second (a view of the machine's noise). */
+  readonly rounds: ReadonlyArray<{ readonly path: "direct" | "gateway"; readonly sessions: number; readonly sessionsPerSecond: number }>;
   readonly direct: PathFigures;
   readonly gateway: PathFigures;
 }
@@ -274,6 +274,7 @@ export async function compareGateway(o: CompareOptions): Promise<GatewayComparis
   for (const [c, perPath] of o.sessions) {
     const rounds = schedule(c, perPath);
     o.log(`bench: gateway vs direct at concurrency ${c}, ${perPath} sessions each, ${rounds.length} interleaved rounds…`);
+    const ran: Array<GatewayLevel["rounds"][number]> = [];
     const acc = { direct: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() }, gateway: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() } };
     for (const [r, round] of rounds.entries()) {
       const before = new Map([...o.pids].map(([k, pid]) => [k, cpuMs(pid)]));
@@ -289,8 +290,9 @@ export async function compareGateway(o: CompareOptions): Promise<GatewayComparis
       a.samples.push(...result.samples);
       a.elapsedMs += result.elapsedMs;
       index += round.sessions;
+      ran.push({ ...round, sessionsPerSecond: result.samples.filter((x) => x.outcome === "ok").length / (result.elapsedMs / 1000) });
     }
-    levels.push({ concurrency: c, order: rounds.map((r) => (r.path === "direct" ? "D" : "G")).join(""), direct: figures(acc.direct), gateway: figures(acc.gateway) });
+    levels.push({ concurrency: c, rounds: ran, direct: figures(acc.direct), gateway: figures(acc.gateway) });
   }
   return { warmup: { sessions: warm.length, problems: problemsOf(warm) }, levels };
 }

@@ -165,12 +165,13 @@ function renderGateway(g: GatewayComparison): string[] {
   return [
     "Gateway: the same sessions through POST /api/v1/query (SSE read to 'complete') and directly over NATS, interleaved rounds (ms)",
     "  accepted = submit reply (direct) / response headers (gateway); first event = the session's first event (gateway: first SSE event with an id);",
-    `  complete = the 'complete' event; CPU = ms of CPU per verified session, all processes and the gateway's; rounds ${g.levels.map((l) => `c=${l.concurrency} ${l.order}`).join(", ")}`,
+    "  complete = the 'complete' event; CPU = ms of CPU per verified session, all processes and the gateway's",
     table(
       ["c", "path", "sessions", "ok", "lost+failed", "sessions/s", "accepted p50", "p95", "first event p50", "p95", "complete p50", "p95", "CPU", "of it gateway"],
       rows,
       2,
     ),
+    ...g.levels.map((l) => `  c=${l.concurrency} rounds (sessions/s): ${l.rounds.map((r) => `${r.path === "direct" ? "D" : "G"} ${r.sessionsPerSecond.toFixed(1)}`).join(", ")}`),
     ...g.levels.map((l) => `  c=${l.concurrency}: the SSE stream delivered 'complete' ${ms(l.gateway.completeLagMs.p50)} ms (p50) / ${ms(l.gateway.completeLagMs.p95)} ms (p95) after the bench's core subscription to <prefix>.events.> got it`),
     `  gateway warm-up: ${g.warmup.sessions} sessions (not measured)`,
   ];
@@ -226,7 +227,7 @@ export function toJson(r: BenchReport): unknown {
     })),
     gateway: r.gateway && {
       warmup: r.gateway.warmup,
-      levels: r.gateway.levels.map((l) => ({ concurrency: l.concurrency, order: l.order, direct: pathJson(l.direct), gateway: pathJson(l.gateway) })),
+      levels: r.gateway.levels.map((l) => ({ concurrency: l.concurrency, rounds: l.rounds.map((x) => ({ ...x, sessionsPerSecond: round3(x.sessionsPerSecond) })), direct: pathJson(l.direct), gateway: pathJson(l.gateway) })),
     },
   };
 }
