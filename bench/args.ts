@@ -25,6 +25,11 @@ export interface BenchOptions {
    * the bench's own open server).
    */
   readonly accessControl: boolean;
+  /**
+   * The gateway comparison: concurrency → sessions per path (direct and through the gateway);
+   * empty with `--no-gateway`, and then no gateway process is started.
+   */
+  readonly gatewaySessions: ReadonlyMap<number, number>;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -43,6 +48,10 @@ const HELP = `usage: pnpm bench [options]
   --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
   --open                  NATS without access control (the mode before issue 8), for comparison;
                           default: access control on (see below)
+  --no-gateway            skip the gateway comparison (no gateway process is started)
+  --gateway-levels 1,64   concurrency levels of the gateway comparison (default 1,64)
+  --gateway-sessions-<c> N  sessions per path (direct and gateway) at concurrency c
+                          (default 30 at c=1, else 4c; --quick: 10 at c=1, else 2c)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
@@ -52,7 +61,11 @@ a temp dir) with the config generated for its prefix, gives every service proces
 and connects itself as the config's unrestricted admin user, as the e2e harness does; NATS_URL is then
 not used for the services. REDIS_URL (loopback only) selects an existing Redis, else the bench starts
 redis-server (AOF, appendfsync always) on a free port. With --open, NATS_URL selects an existing NATS
-as well, else the bench starts an open nats-server (JetStream file store) on a free port.`;
+as well, else the bench starts an open nats-server (JetStream file store) on a free port.
+
+The gateway comparison starts one gateway process (NATS user gateway, one API key) in front of the
+same coordinators and agents, and runs the same sessions through POST /api/v1/query (read as SSE to
+'complete') and directly over NATS, in interleaved rounds.`;
 
 function positiveInt(flag: string, raw: string | undefined): number {
   const n = Number(raw);
@@ -75,6 +88,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let out = ".bench/latest.json";
   let cpuProfDir: string | null = null;
   let accessControl = true;
+  let gateway = true;
+  let gatewayLevels = [1, 64];
+  const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
     const value = () => {
@@ -82,9 +98,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       if (v === undefined) throw new Error(`${flag} needs a value`);
       return v;
     };
-    const perLevel = /^--sessions-(\d+)$/.exec(flag);
+    const perLevel = /^--(gateway-)?sessions-(\d+)$/.exec(flag);
     if (perLevel) {
-      explicit.set(Number(perLevel[1]), positiveInt(flag, value()));
+      (perLevel[1] ? gatewayExplicit : explicit).set(Number(perLevel[2]), positiveInt(flag, value()));
       continue;
     }
     switch (flag) {
@@ -124,6 +140,12 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--open":
         accessControl = false;
         break;
+      case "--no-gateway":
+        gateway = false;
+        break;
+      case "--gateway-levels":
+        gatewayLevels = value().split(",").map((s) => positiveInt("--gateway-levels", s.trim()));
+        break;
       case "--cpu-prof":
         cpuProfDir = value();
         break;
@@ -133,7 +155,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   }
   const sessions = new Map<number, number>();
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
-  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl };
+  const gatewaySessions = new Map<number, number>();
+  if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
+  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions };
 }
 
 export { HELP };

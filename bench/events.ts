@@ -7,6 +7,8 @@ export interface Tracked {
   readonly sessionId: string;
   /** Resolves on the first `complete` event. */
   readonly done: Promise<void>;
+  /** performance.now() when the session's first event arrived (null until then). */
+  firstAt: number | null;
   /** performance.now() when the `complete` event arrived (null until then). */
   completeAt: number | null;
   /** Date.now() when the `complete` event arrived, to compare with the events' `at`. */
@@ -66,6 +68,7 @@ export class EventRouter {
     }
     t.seen.add(key);
     t.events++;
+    t.firstAt ??= now;
     if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
     if (parsed.type === "step") {
       t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, at: parsed.at });
@@ -83,7 +86,7 @@ export class EventRouter {
     const done = new Promise<void>((r) => (resolve = r));
     const t = {
       sessionId, done, resolve, seen: new Set<string>(),
-      completeAt: null, completeEpoch: null, complete: null,
+      firstAt: null, completeAt: null, completeEpoch: null, complete: null,
       steps: new Map(), versionAt: new Map(), events: 0, duplicates: 0,
     };
     this.sessions.set(sessionId, t);

@@ -1,3 +1,4 @@
+import type { GatewayComparison, PathFigures } from "./gateway.js";
 import type { LoadProbe, RoundTrips } from "./roundtrips.js";
 import type { LevelResult } from "./sessions.js";
 import { ms, roundSummary, round3, type Summary } from "./stats.js";
@@ -24,6 +25,8 @@ export interface BenchReport {
   readonly roundTrips: RoundTrips;
   readonly warmup: { readonly sessions: number; readonly ok: number; readonly problems: LevelResult["problems"] };
   readonly levels: readonly LevelReport[];
+  /** The gateway comparison; null with --no-gateway. */
+  readonly gateway: GatewayComparison | null;
   readonly rssKiB: Record<string, number | null>;
   readonly deadProcesses: readonly string[];
   readonly summary: string;
@@ -49,14 +52,20 @@ function table(head: string[], rows: string[][], leftCols = 1): string {
   return [fmt(head), ...rows.map(fmt)].join("\n");
 }
 
+/** A signed difference in ms for the table and the summary. */
+const delta = (a: number, b: number) => (Number.isFinite(a - b) ? `${a - b >= 0 ? "+" : "−"}${ms(Math.abs(a - b))}` : "-");
+
 /** The one-line summary (also in the JSON). */
 export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt">): string {
   const parts = r.levels.map(({ level: l, casConflicts }) =>
     `c=${l.concurrency}: ${l.sessionsPerSecond.toFixed(1)} sessions/s, overhead/step p50 ${ms(l.overheadPerStepMs.p50)} ms p99 ${ms(l.overheadPerStepMs.p99)} ms, ` +
     `${l.lost} lost ${l.failed} failed, ${casConflicts} CAS conflicts`,
   );
+  const gw = r.gateway?.levels.map((l) =>
+    `c=${l.concurrency} ${delta(l.gateway.wallMs.p50, l.direct.wallMs.p50)} ms p50 ${delta(l.gateway.wallMs.p95, l.direct.wallMs.p95)} ms p95, first event p50 ${ms(l.gateway.firstEventMs.p50)} ms`,
+  );
   const rt = r.roundTrips;
-  return `bench (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
+  return `bench (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
 }
 
 /** The human-readable report for stdout. */
@@ -122,7 +131,10 @@ export function renderReport(r: BenchReport): string {
     out.push(`  c=${l.level.concurrency}: ${parts.join("; ")}; duplicate events seen ${l.level.duplicateEvents}`);
   }
 
-  const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems)];
+  if (r.gateway) out.push("", ...renderGateway(r.gateway));
+
+  const gatewayProblems = r.gateway ? [...r.gateway.warmup.problems, ...r.gateway.levels.flatMap((l) => [...l.direct.problems, ...l.gateway.problems])] : [];
+  const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems), ...gatewayProblems];
   if (problems.length || r.deadProcesses.length) {
     out.push("", "PROBLEMS");
     for (const p of problems) out.push(`  ${p.outcome.toUpperCase()} ${p.sessionId}: ${p.reason ?? ""}`);
@@ -130,6 +142,52 @@ export function renderReport(r: BenchReport): string {
   }
   out.push("", r.summary, "");
   return out.join("\n");
+}
+
+/** The gateway comparison: both paths at each concurrency, and what the gateway adds. */
+function renderGateway(g: GatewayComparison): string[] {
+  const cpu = (f: PathFigures, p?: string) => {
+    const v = p === undefined ? Object.values(f.cpuMsPerSession).reduce((a, b) => a + b, 0) : f.cpuMsPerSession[p];
+    return v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(2);
+  };
+  const row = (c: number, path: string, f: PathFigures) => [
+    String(c), path, String(f.sessions), String(f.ok), String(f.lost + f.failed), f.sessionsPerSecond.toFixed(1),
+    ms(f.acceptedMs.p50), ms(f.acceptedMs.p95), ms(f.firstEventMs.p50), ms(f.firstEventMs.p95), ms(f.wallMs.p50), ms(f.wallMs.p95), cpu(f), cpu(f, "gateway"),
+  ];
+  const rows = g.levels.flatMap((l) => [
+    row(l.concurrency, "direct (NATS)", l.direct),
+    row(l.concurrency, "gateway (SSE)", l.gateway),
+    [String(l.concurrency), "added by the gateway", "", "", "", "",
+      delta(l.gateway.acceptedMs.p50, l.direct.acceptedMs.p50), delta(l.gateway.acceptedMs.p95, l.direct.acceptedMs.p95),
+      delta(l.gateway.firstEventMs.p50, l.direct.firstEventMs.p50), delta(l.gateway.firstEventMs.p95, l.direct.firstEventMs.p95),
+      delta(l.gateway.wallMs.p50, l.direct.wallMs.p50), delta(l.gateway.wallMs.p95, l.direct.wallMs.p95), "", ""],
+  ]);
+  return [
+    "Gateway: the same sessions through POST /api/v1/query (SSE read to 'complete') and directly over NATS, interleaved rounds (ms)",
+    "  accepted = submit reply (direct) / response headers (gateway); first event = the session's first event (gateway: first SSE event with an id);",
+    "  complete = the 'complete' event; CPU = ms of CPU per verified session, all processes and the gateway's",
+    table(
+      ["c", "path", "sessions", "ok", "lost+failed", "sessions/s", "accepted p50", "p95", "first event p50", "p95", "complete p50", "p95", "CPU", "of it gateway"],
+      rows,
+      2,
+    ),
+    ...g.levels.map((l) => `  c=${l.concurrency} rounds (sessions/s): ${l.rounds.map((r) => `${r.path === "direct" ? "D" : "G"} ${r.sessionsPerSecond.toFixed(1)}`).join(", ")}`),
+    ...g.levels.map((l) => `  c=${l.concurrency}: the SSE stream delivered 'complete' ${ms(l.gateway.completeLagMs.p50)} ms (p50) / ${ms(l.gateway.completeLagMs.p95)} ms (p95) after the bench's core subscription to <prefix>.events.> got it`),
+    `  gateway warm-up: ${g.warmup.sessions} sessions (not measured)`,
+  ];
+}
+
+/** A path's figures for the JSON, with one row per session. */
+function pathJson(f: PathFigures): unknown {
+  return {
+    sessions: f.sessions, ok: f.ok, lost: f.lost, failed: f.failed,
+    sessionsPerSecond: round3(f.sessionsPerSecond),
+    acceptedMs: roundSummary(f.acceptedMs), firstEventMs: roundSummary(f.firstEventMs), wallMs: roundSummary(f.wallMs), completeLagMs: roundSummary(f.completeLagMs),
+    cpuMsPerSession: Object.fromEntries(Object.entries(f.cpuMsPerSession).map(([k, v]) => [k, round3(v)])),
+    problems: f.problems,
+    sessionColumns: ["sessionId", "outcome", "acceptedMs", "firstEventMs", "wallMs", "completeLagMs"],
+    sessionRows: f.samples.map((s) => [s.sessionId, s.outcome, ...[s.acceptedMs, s.firstEventMs, s.wallMs, s.completeLagMs].map((x) => (x === null ? null : round3(x)))]),
+  };
 }
 
 /** The JSON file: summaries rounded to µs, plus one compact row per session. */
@@ -147,6 +205,7 @@ export function toJson(r: BenchReport): unknown {
       elapsedMs: round3(l.level.elapsedMs),
       sessionsPerSecond: round3(l.level.sessionsPerSecond),
       wallMs: roundSummary(l.level.wallMs),
+      firstEventMs: roundSummary(l.level.firstEventMs),
       overheadPerStepMs: roundSummary(l.level.overheadPerStepMs),
       submitMs: roundSummary(l.level.submitMs),
       handlerMsTotal: round3(l.level.handlerMsTotal),
@@ -166,5 +225,9 @@ export function toJson(r: BenchReport): unknown {
       sessionColumns: ["sessionId", "outcome", "wallMs", "overheadPerStepMs", "submitMs", "steps", "handlerMs"],
       sessionRows: l.level.results.map((s) => [s.sessionId, s.outcome, s.wallMs === null ? null : round3(s.wallMs), s.overheadPerStepMs === null ? null : round3(s.overheadPerStepMs), s.submitMs === null ? null : round3(s.submitMs), s.steps, round3(s.handlerMs)]),
     })),
+    gateway: r.gateway && {
+      warmup: r.gateway.warmup,
+      levels: r.gateway.levels.map((l) => ({ concurrency: l.concurrency, rounds: l.rounds.map((x) => ({ ...x, sessionsPerSecond: round3(x.sessionsPerSecond) })), direct: pathJson(l.direct), gateway: pathJson(l.gateway) })),
+    },
   };
 }

@@ -13,6 +13,7 @@ import { uniquePrefix } from "../test/setup/prefix.js";
 import { AGENT_ROLES, Cluster, type ServiceName } from "../test/e2e/harness.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
+import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
 import { natsConnect, type BenchNats } from "./nats.js";
 import { renderReport, summaryLine, toJson, type BenchReport, type LevelReport } from "./report.js";
 import { RoundTripLab } from "./roundtrips.js";
@@ -146,6 +147,11 @@ function progress(c: number): (done: number, total: number, elapsedMs: number) =
   };
 }
 
+/** Lost or failed sessions of the gateway comparison, its warm-up included. */
+function gatewayProblems(g: GatewayComparison | null): number {
+  return g ? g.warmup.problems.length + g.levels.reduce((a, l) => a + l.direct.problems.length + l.gateway.problems.length, 0) : 0;
+}
+
 async function main(opts: BenchOptions): Promise<number> {
   const startedAt = new Date().toISOString();
   const loadavgStart = loadavg().map((x) => x.toFixed(2)).join(" ");
@@ -184,8 +190,9 @@ async function main(opts: BenchOptions): Promise<number> {
   for (const r of AGENT_ROLES) cluster.start(r);
   const want: Partial<Record<ServiceName, number>> = { coordinator: opts.coordinators };
   for (const r of AGENT_ROLES) want[r] = 1;
-  await ready(cluster, want);
-  log(`bench: ${opts.coordinators} coordinators and ${AGENT_ROLES.length} agents up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  // The gateway needs only NATS and Redis to answer /readyz, so it starts beside the agents.
+  const [, gateway] = await Promise.all([ready(cluster, want), opts.gatewaySessions.size > 0 ? startBenchGateway(cluster) : null]);
+  log(`bench: ${opts.coordinators} coordinators, ${AGENT_ROLES.length} agents${gateway ? " and a gateway" : ""} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const pids = processTable(cluster, infra);
   /** Measured windows on CLOCK_MONOTONIC in µs (the clock V8 CPU profiles use), for bench/profile.ts. */
   const windows: Array<{ label: string; startUs: number; endUs: number }> = [];
@@ -249,6 +256,14 @@ async function main(opts: BenchOptions): Promise<number> {
     firstIndex += n;
   }
 
+  let gatewayRun: GatewayComparison | null = null;
+  if (gateway) {
+    const startUs = monoUs();
+    gatewayRun = await compareGateway({ cluster, router, gateway, pids, sessions: opts.gatewaySessions, warmup: opts.warmup, firstIndex, stem: `${tag}-g`, timeoutMs: opts.sessionTimeoutMs, log });
+    windows.push({ label: "gateway", startUs, endUs: monoUs() });
+    log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
+  }
+
   if (opts.cpuProfDir) {
     const dir = resolve(root, opts.cpuProfDir);
     mkdirSync(dir, { recursive: true });
@@ -277,14 +292,16 @@ async function main(opts: BenchOptions): Promise<number> {
       LOG_LEVEL: "warn",
       warmup: opts.warmup,
       rtt_samples: opts.rttSamples,
+      gateway: gateway ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key` : "skipped",
     },
     roundTrips,
     warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
     levels,
+    gateway: gatewayRun,
     rssKiB: rss,
     deadProcesses: dead,
   };
-  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0);
+  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) + gatewayProblems(gatewayRun);
   const report: BenchReport = { ...base, finishedAt: new Date().toISOString(), summary: summaryLine(base), ok: bad === 0 && dead.length === 0 };
 
   log(renderReport(report));

@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { assertAppliedOnce, type Cluster } from "../test/e2e/harness.js";
+import type { SessionEvent } from "@agentmesh/contracts";
 import type { EventRouter, Tracked } from "./events.js";
 import { summarize, type Summary } from "./stats.js";
 
@@ -17,6 +18,8 @@ export interface SessionResult {
   readonly reason: string | null;
   /** Submit request → `complete` event received, ms. */
   readonly wallMs: number | null;
+  /** Submit request → the session's first event received, ms. */
+  readonly firstEventMs: number | null;
   readonly submitMs: number | null;
   readonly steps: number;
   /** Σ provenance.latency_ms of the session's step events. */
@@ -44,6 +47,7 @@ export interface LevelResult {
   /** Completed-and-verified sessions per second over elapsedMs. */
   readonly sessionsPerSecond: number;
   readonly wallMs: Summary;
+  readonly firstEventMs: Summary;
   readonly overheadPerStepMs: Summary;
   readonly submitMs: Summary;
   readonly handlerMsTotal: number;
@@ -79,6 +83,7 @@ interface Raw {
   submitStartEpoch: number;
   submitMs: number | null;
   wallMs: number | null;
+  firstEventMs: number | null;
   error: string | null;
 }
 
@@ -94,7 +99,7 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
     const sessionId = `${o.stem}-${String(i).padStart(5, "0")}`;
     const { question, expected } = questionFor(index);
     const tracked = o.router.track(sessionId);
-    const raw: Raw = { index, sessionId, expected, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, error: null };
+    const raw: Raw = { index, sessionId, expected, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, firstEventMs: null, error: null };
     raws.push(raw);
     const t0 = performance.now();
     try {
@@ -108,6 +113,7 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
     await Promise.race([tracked.done, new Promise<void>((r) => (timer = setTimeout(r, o.timeoutMs)))]);
     clearTimeout(timer);
     if (tracked.completeAt !== null) raw.wallMs = tracked.completeAt - t0;
+    if (tracked.firstAt !== null) raw.firstEventMs = tracked.firstAt - t0;
   }
 
   async function worker(): Promise<void> {
@@ -149,6 +155,7 @@ async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
     index: raw.index,
     sessionId: raw.sessionId,
     wallMs: raw.wallMs,
+    firstEventMs: raw.firstEventMs,
     submitMs: raw.submitMs,
     steps: steps.length,
     handlerMs,
@@ -163,26 +170,50 @@ async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
   const bad = (outcome: "lost" | "failed", reason: string): SessionResult => ({ ...base, outcome, reason });
 
   if (raw.error) return bad("failed", raw.error);
-  const loaded = await cluster.store.load(raw.sessionId);
-  if (!t.complete) {
+  const problem = await checkSession(cluster, { sessionId: raw.sessionId, expected: raw.expected, complete: t.complete, steps: steps.length });
+  return problem ? bad(problem.outcome, problem.reason) : { ...base, outcome: "ok", reason: null };
+}
+
+/** What a client saw of a session, to check against Redis. */
+export interface Seen {
+  readonly sessionId: string;
+  readonly expected: string;
+  /** The `complete` event, or null when none came within the timeout. */
+  readonly complete: Extract<SessionEvent, { type: "complete" }> | null;
+  /** Distinct `step` events seen. */
+  readonly steps: number;
+  /** The owner Redis must record (the gateway's API key name); unchecked when absent. */
+  readonly owner?: string;
+}
+
+/**
+ * Why a session does not count as verified, or null when it does: it completed with the exact
+ * answer, Redis agrees with the `complete` event, its transition log holds versions 1..n once
+ * each, and the client saw one step event per transition after the first.
+ */
+export async function checkSession(cluster: Cluster, s: Seen): Promise<{ outcome: "lost" | "failed"; reason: string } | null> {
+  const loaded = await cluster.store.load(s.sessionId);
+  if (!s.complete) {
     const where = loaded ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}` : "Redis has no such session";
-    return bad("lost", `no complete event within the timeout; ${where}`);
+    return { outcome: "lost", reason: `no complete event within the timeout; ${where}` };
   }
-  if (t.complete.status !== "completed") return bad("failed", `completed with status ${t.complete.status}: ${t.complete.final_answer}`);
-  if (t.complete.final_answer !== raw.expected) return bad("failed", `wrong answer ${JSON.stringify(t.complete.final_answer)}, expected ${JSON.stringify(raw.expected)}`);
-  if (!loaded) return bad("failed", "complete event seen but the session is missing in Redis");
+  const failed = (reason: string) => ({ outcome: "failed" as const, reason });
+  if (s.complete.status !== "completed") return failed(`completed with status ${s.complete.status}: ${s.complete.final_answer}`);
+  if (s.complete.final_answer !== s.expected) return failed(`wrong answer ${JSON.stringify(s.complete.final_answer)}, expected ${JSON.stringify(s.expected)}`);
+  if (!loaded) return failed("complete event seen but the session is missing in Redis");
   const { state } = loaded;
   const answer = state.data.workflow === "critic-chain" ? state.data.final_answer : null;
-  if (state.meta.status !== "completed" || answer !== raw.expected || state.meta.version !== t.complete.version) {
-    return bad("failed", `Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
+  if (state.meta.status !== "completed" || answer !== s.expected || state.meta.version !== s.complete.version) {
+    return failed(`Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
   }
+  if (s.owner !== undefined && state.meta.owner !== s.owner) return failed(`Redis records owner ${JSON.stringify(state.meta.owner)}, expected ${JSON.stringify(s.owner)}`);
   try {
-    assertAppliedOnce(await cluster.store.transitionLog(raw.sessionId), state.meta.version);
+    assertAppliedOnce(await cluster.store.transitionLog(s.sessionId), state.meta.version);
   } catch (err) {
-    return bad("failed", (err as Error).message);
+    return failed((err as Error).message);
   }
-  if (steps.length !== state.meta.version - 1) return bad("failed", `saw ${steps.length} step events for ${state.meta.version} transitions`);
-  return { ...base, outcome: "ok", reason: null };
+  if (s.steps !== state.meta.version - 1) return failed(`saw ${s.steps} step events for ${state.meta.version} transitions`);
+  return null;
 }
 
 function aggregate(concurrency: number, elapsedMs: number, results: SessionResult[]): LevelResult {
@@ -214,6 +245,7 @@ function aggregate(concurrency: number, elapsedMs: number, results: SessionResul
     elapsedMs,
     sessionsPerSecond: ok.length / (elapsedMs / 1000),
     wallMs: summarize(num(ok.map((r) => r.wallMs))),
+    firstEventMs: summarize(num(ok.map((r) => r.firstEventMs))),
     overheadPerStepMs: summarize(num(ok.map((r) => r.overheadPerStepMs))),
     submitMs: summarize(num(results.map((r) => r.submitMs))),
     handlerMsTotal: ok.reduce((a, r) => a + r.handlerMs, 0),
