@@ -6,6 +6,7 @@ import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
 import { SupervisorAgent } from "./workflows.js";
+import { HaloCitation } from "./halo.js";
 
 const Base = {
   v: z.literal(SCHEMA_VERSION),
@@ -112,12 +113,8 @@ export const SessionEvent = z.discriminatedUnion("type", [
     .object({
       ...Base,
       type: z.literal("source"),
-      title: z.string().min(1).max(300),
-      /** A web page; null for a corpus file. */
-      url: z.url().max(2000).nullable(),
-      /** A corpus file; null for a web page. */
-      path: z.string().min(1).max(300).nullable(),
-      snippet: z.string().max(500),
+      // A halo citation's fields, so each merged citation is announced as one source.
+      ...HaloCitation.shape,
     })
     .refine((e) => e.url !== null || e.path !== null, { message: "a source needs a url or a path", path: ["url"] }),
   z.object({

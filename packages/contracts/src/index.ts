@@ -7,6 +7,7 @@ export * from "./redact.js";
 export * from "./provenance.js";
 export * from "./blackboard.js";
 export * from "./blackboard-state.js";
+export * from "./halo.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";

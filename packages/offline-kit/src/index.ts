@@ -1,6 +1,8 @@
 // What the agent roles' offline behaviours share: question classification (arithmetic through the
 // tools package's exact evaluator, the calculator's),
-// and text rules (words, intent, entities, suspicious patterns, ambiguity). Deterministic.
+// text rules (words, intent, entities, suspicious patterns, ambiguity), and the halo planner's
+// capability picking by cue words. Deterministic.
+export { pickCapabilities } from "./capabilities.js";
 export { classifyQuestion, findExpression, isGreeting, isVague, type QuestionKind } from "./classify.js";
 export { ambiguityOf, constraintsOf, contentWords, coverage, entitiesOf, intentOf, keywordQuery, sentencesOf, suspiciousPatterns } from "./text-rules.js";
 export { clip, clipText, numbersIn, plural, quote } from "./words.js";
