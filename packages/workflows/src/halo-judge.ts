@@ -1,7 +1,8 @@
 import { Capability, type DomainHints, type SpecialistOutput } from "@agentmesh/contracts";
 import { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
+import { sourceCount } from "./halo-outputs.js";
 
-/** Citations count towards a score up to this many (seed 000). */
+/** Cited sources count towards a score up to this many (seed 000); a source cited twice counts once. */
 const MAX_CITATION_POINTS = 3;
 /** An answer longer than this many characters earns a point (seed 000). */
 const LONG_ANSWER_CHARS = 120;
@@ -18,7 +19,7 @@ export interface Judgement {
   readonly ranked: readonly JudgedOutput[];
   /** The best answered output; null when no specialist answered. */
   readonly primary: SpecialistOutput | null;
-  /** One line per specialist, in rank order: capability, score, citations, length. */
+  /** One line per specialist, in rank order: capability, score, sources cited, answer length. */
   readonly judge_response: string;
 }
 
@@ -34,19 +35,19 @@ export function domainBonus(question: string, capability: Capability, hints: Dom
 }
 
 /**
- * A specialist's score: min(3, citations) + 1 when its answer is longer than 120 characters +
+ * A specialist's score: min(3, distinct sources cited) + 1 when its answer is longer than 120 characters +
  * its domain bonus for the question. An unavailable specialist scores 0 whatever the question.
  */
 export function scoreOutput(output: SpecialistOutput, question: string, hints: DomainHints = DEFAULT_DOMAIN_HINTS): number {
   if (output.status === "unavailable") return 0;
-  const citations = Math.min(MAX_CITATION_POINTS, output.citations.length);
+  const citations = Math.min(MAX_CITATION_POINTS, sourceCount(output));
   const length = output.response_str.length > LONG_ANSWER_CHARS ? 1 : 0;
   return citations + length + domainBonus(question, output.capability, hints);
 }
 
 const summaryLine = ({ output, score }: JudgedOutput, primary: boolean): string => {
   const note = primary ? " (primary)" : output.status === "unavailable" ? ` (unavailable: ${output.error_code ?? "no answer"})` : "";
-  return `${output.capability}: score ${score}, citations ${output.citations.length}, length ${output.response_str.length}${note}`;
+  return `${output.capability}: score ${score}, citations ${sourceCount(output)}, length ${output.response_str.length}${note}`;
 };
 
 /**

@@ -1,7 +1,13 @@
-import type { Capability, ErrorCode, SpecialistAnswer, SpecialistOutput } from "@agentmesh/contracts";
+import type { Capability, ErrorCode, HaloCitation, SpecialistAnswer, SpecialistOutput } from "@agentmesh/contracts";
 
 /** The seed's short availability message: what a specialist that failed or missed the join contributes. */
 export const availabilityMessage = (capability: Capability): string => `The ${capability} specialist is unavailable right now.`;
+
+/** What makes two citations one source: the URL, else the path (a citation has one or the other). */
+export const citationKey = (c: HaloCitation): string => c.url ?? c.path ?? c.title;
+
+/** How many different sources an output cites. */
+export const sourceCount = (o: SpecialistOutput): number => new Set(o.citations.map(citationKey)).size;
 
 /** Agent tags a specialist may put in its text (`[Graph]`, `[RAG]`, `[BioMCP Agent]`, …): the synthesis is one voice. */
 const AGENT_TAG = /\[(?:graph|rag|llama ?rag|bio ?mcp|web|web ?reasoning|llama[ _]?mcp|chit ?chat|chat|halo)(?: agent)?\]/gi;

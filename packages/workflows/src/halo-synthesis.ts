@@ -1,6 +1,6 @@
 import type { HaloCitation, SpecialistOutput } from "@agentmesh/contracts";
 import type { Judgement } from "./halo-judge.js";
-import { stripAgentTags } from "./halo-outputs.js";
+import { citationKey, stripAgentTags } from "./halo-outputs.js";
 
 /** The seed's text when no specialist answered. */
 export const NO_PRIMARY_ANSWER = "No primary answer available.";
@@ -12,9 +12,6 @@ export interface Synthesis {
   readonly citations: readonly HaloCitation[];
   readonly judge_response: string;
 }
-
-/** What makes two citations one source: the URL, else the path. */
-export const citationKey = (c: HaloCitation): string => c.url ?? c.path ?? c.title;
 
 /**
  * Merges the outputs' citations into one list, numbered in the order the outputs come (so the
