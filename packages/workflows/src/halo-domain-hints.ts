@@ -12,6 +12,7 @@ export const DEFAULT_DOMAIN_HINTS: DomainHints = {
     bonus: 1,
     keywords: ["gene", "genes", "variant", "variants", "mutation", "mutations", "clinical trial", "clinical trials", "drug", "drugs", "therapy", "protein", "disease", "cancer", "biomarker"],
   },
+  llama_mcp: { bonus: 1, keywords: ["llamaindex", "llama index", "llamacloud"] },
   web: { bonus: 1, keywords: ["latest", "news", "today", "recent", "current", "this week", "this year"] },
   chitchat: { bonus: 1, keywords: ["hello", "hi", "hey", "thanks", "thank you", "how are you"] },
 };

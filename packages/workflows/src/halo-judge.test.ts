@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Capability, HaloCitation } from "@agentmesh/contracts";
+import { Capability, DomainHints, type HaloCitation } from "@agentmesh/contracts";
 import { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
 import { domainBonus, judge, scoreOutput } from "./halo-judge.js";
 import { answeredOutput, availabilityMessage, stripAgentTags, unavailableOutput } from "./halo-outputs.js";
@@ -30,6 +30,12 @@ describe("halo judge scores (seed 000)", () => {
     expect(domainBonus("Which drugs target HER2?", "graph", DEFAULT_DOMAIN_HINTS)).toBe(0);
     expect(domainBonus("a genetic question", "biomcp", DEFAULT_DOMAIN_HINTS)).toBe(0);
     expect(scoreOutput(answer("biomcp", "short", cites(1)), "Which drugs target HER2?")).toBe(2);
+  });
+
+  it("ships a valid hint table of lowercase keywords for every capability", () => {
+    expect(DomainHints.parse(DEFAULT_DOMAIN_HINTS)).toEqual(DEFAULT_DOMAIN_HINTS);
+    expect(Object.keys(DEFAULT_DOMAIN_HINTS).sort()).toEqual([...Capability.options].sort());
+    for (const row of Object.values(DEFAULT_DOMAIN_HINTS)) for (const k of row.keywords) expect(k).toBe(k.toLowerCase());
   });
 
   it("takes a deployment's own hint table instead of the workflow's", () => {

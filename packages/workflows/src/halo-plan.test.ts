@@ -58,12 +58,12 @@ describe("halo plan override (options.capabilities)", () => {
     expect(overridePlan(["rag", "rag", "graph"], ALL).capabilities).toEqual(["rag", "graph"]);
   });
 
-  it("is validated like the planner's: an unknown tag or an empty list gives chitchat", () => {
-    expect(overridePlan(["graph", "astrology"], ALL).capabilities).toEqual(["chitchat"]);
+  it("falls back to chitchat when empty", () => {
     expect(overridePlan([], ALL)).toEqual({ capabilities: ["chitchat"], fallback: "the plan is empty" });
   });
 
   it("never selects a capability the deployment cannot serve", () => {
     expect(overridePlan(["llama_mcp", "graph"], ["graph", "rag"]).capabilities).toEqual(["graph"]);
+    expect(overridePlan(["llama_mcp"], ["graph"])).toEqual({ capabilities: ["chitchat"], fallback: "this deployment serves none of llama_mcp" });
   });
 });

@@ -48,11 +48,11 @@ export function parseCapabilityPlan(raw: unknown, available: readonly Capability
 }
 
 /**
- * A plan given in the request (`options.capabilities`, the seed's override for experiments):
- * used instead of the planner, so no model is called; validated and trimmed like the planner's
- * own (a tag this deployment cannot serve is left out, since the workflow never dispatches one).
+ * A plan given in the request (`options.capabilities`, the seed's override for experiments),
+ * its tags already checked where the request came in: used instead of the planner, so no model
+ * is called; de-duplicated in order, and a tag this deployment cannot serve left out, since the
+ * workflow never dispatches one (nothing left, or an empty list, is the fallback).
  */
-export function overridePlan(requested: readonly unknown[], available: readonly Capability[]): PlanOutcome {
-  const plan = validPlan({ capabilities: requested });
-  return plan.ok ? servablePlan(plan.tags, available) : fallback(plan.reason);
+export function overridePlan(requested: readonly Capability[], available: readonly Capability[]): PlanOutcome {
+  return servablePlan(requested, available);
 }
