@@ -18,9 +18,9 @@ export const GRAPH_MAX_BYTES = 8 * 1024 * 1024;
 export const GRAPH_MAX_LINE_CHARS = 4096;
 /**
  * Triples kept at most. Queries run on the caller's event loop, and their cost grows with the
- * triples a common word matches: at this size the worst question (a word in every triple) takes
- * tens of milliseconds (`knowledge-graph.test.ts` holds it to a bound). A larger graph would want
- * the index in a worker thread, as corpus_search has it.
+ * triples a common word matches: at this size the worst question (words found in every triple)
+ * took 20-180 ms on a shared machine (`knowledge-graph.test.ts` holds it under 400 ms). A larger
+ * graph would want the index in a worker thread, as corpus_search has it.
  */
 export const GRAPH_MAX_TRIPLES = 10_000;
 /** Folder levels walked below the graph folder. */
