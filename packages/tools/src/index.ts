@@ -1,5 +1,5 @@
 // @agentmesh/tools: the tool registry, the safe executor every tool call goes through, the
-// sandboxed code runners and the built-in tools.
+// sandboxed code runners, the built-in tools and the knowledge graph (triples) the graph role answers from.
 export {
   createToolRegistry,
   defineTool,
@@ -43,3 +43,14 @@ export {
 } from "./builtins/web-search.js";
 export type { ComputePool } from "./compute-pool.js";
 export { clipText } from "./text.js";
+export {
+  GRAPH_MAX_RESULTS,
+  loadKnowledgeGraph,
+  type GraphAnswer,
+  type GraphCitation,
+  type GraphHit,
+  type GraphQueryOptions,
+  type KnowledgeGraph,
+  type LoadGraphOptions,
+} from "./graph/knowledge-graph.js";
+export { GRAPH_MAX_BYTES, GRAPH_MAX_FILES, GRAPH_MAX_LINE_CHARS, GRAPH_MAX_TRIPLES, type GraphIssue, type GraphLimits, type GraphTriple } from "./graph/load.js";
