@@ -4,10 +4,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { CallToolResultSchema, type CallToolResult, ErrorCode as McpCode, McpError } from "@modelcontextprotocol/sdk/types.js";
-import { Ajv, type ValidateFunction } from "ajv";
-import { Ajv2020 } from "ajv/dist/2020.js";
 import { clipText } from "../text.js";
 import type { McpServerConfig } from "./config.js";
+import { compileArgsCheck, type ArgsCheck } from "./schema.js";
 import { mapCallResult, resultText, type McpCallResult } from "./result.js";
 
 /** One tool as an MCP server lists it. */
@@ -35,6 +34,7 @@ export interface McpCallOptions {
  */
 export interface McpClient {
   readonly server: string;
+  readonly config: McpServerConfig;
   /** The server's tools, in its order; listed once per connection. */
   listTools(opts?: { readonly signal?: AbortSignal }): Promise<readonly McpToolInfo[]>;
   callTool(tool: string, args: Readonly<Record<string, unknown>>, opts?: McpCallOptions): Promise<McpCallResult>;
@@ -54,6 +54,8 @@ interface Connection {
   readonly client: Client;
   tools: Map<string, McpToolInfo> | null;
   closed: boolean;
+  /** Aborted when the server is found gone while calls are in flight: they fail at once instead of at their timeout. */
+  readonly lost: AbortController;
 }
 
 // The SDK's request errors that mean the connection itself failed, not the tool.
@@ -78,18 +80,15 @@ function aborted(signal: AbortSignal): AgentmeshError {
 
 class McpClientImpl implements McpClient {
   readonly server: string;
-  readonly #config: McpServerConfig;
+  readonly config: McpServerConfig;
   readonly #opts: McpClientOptions;
-  // formats are left to the server; unknown keywords are ignored rather than refused
-  readonly #ajv07 = new Ajv({ allErrors: true, strict: false, validateFormats: false, logger: false });
-  readonly #ajv2020 = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, logger: false });
-  readonly #validators = new Map<string, ValidateFunction>();
+  readonly #checks = new Map<string, ArgsCheck>();
   #connecting: Promise<Connection> | null = null;
   #closed = false;
 
   constructor(config: McpServerConfig, opts: McpClientOptions) {
     this.server = config.name;
-    this.#config = config;
+    this.config = config;
     this.#opts = opts;
   }
 
@@ -103,10 +102,11 @@ class McpClientImpl implements McpClient {
     const info = (await this.#tools(conn, opts.signal)).get(tool);
     if (!info) throw new AgentmeshError("tool_not_found", `MCP server "${this.server}" has no tool "${clipText(tool, 80)}"`);
     this.#validate(info, args);
-    const timeoutMs = opts.timeoutMs ?? this.#config.timeoutMs;
+    const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
+    const signal = opts.signal ? AbortSignal.any([opts.signal, conn.lost.signal]) : conn.lost.signal;
     let answer;
     try {
-      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, CallToolResultSchema, { timeout: timeoutMs, signal: opts.signal });
+      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, CallToolResultSchema, { timeout: timeoutMs, signal });
     } catch (err) {
       throw this.#failure(err, conn, opts.signal, `tool "${tool}"`, timeoutMs);
     }
@@ -140,10 +140,11 @@ class McpClientImpl implements McpClient {
 
   async #connect(signal: AbortSignal | undefined): Promise<Connection> {
     const client = new Client({ name: "agentmesh", version: "0.1.0" });
-    const conn: Connection = { client, tools: null, closed: false };
+    const conn: Connection = { client, tools: null, closed: false, lost: new AbortController() };
     client.onclose = () => {
       conn.closed = true;
     };
+    if (this.config.transport === "http") client.onerror = () => this.#probe(conn);
     const timeout = this.#opts.connectTimeoutMs ?? 10_000;
     try {
       await client.connect(this.#transport(), { timeout, signal });
@@ -158,13 +159,26 @@ class McpClientImpl implements McpClient {
   }
 
   #transport(): Transport {
-    const c = this.#config;
+    const c = this.config;
     if (c.transport === "http") return new StreamableHTTPClientTransport(new URL(c.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
     // `env: {}`: the SDK adds only its short list of harmless variables (HOME, PATH, USER, ...), never our secrets
     const transport = new StdioClientTransport({ command: c.command, args: [...c.args], cwd: c.cwd, env: {}, stderr: this.#opts.onStderr ? "pipe" : "ignore" });
     const onStderr = this.#opts.onStderr;
     if (onStderr) transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString("utf8")));
     return transport;
+  }
+
+  /**
+   * An HTTP server that dies mid-call breaks the call's event stream, which the SDK reports only as
+   * a transport error while the call waits for its timeout. A ping tells a broken stream (server
+   * gone: the connection is dropped and its calls fail now) from one that merely ended.
+   */
+  #probe(conn: Connection): void {
+    if (conn.closed) return;
+    conn.client.ping({ timeout: 2000 }).catch((err: unknown) => {
+      conn.closed = true;
+      conn.lost.abort(new AgentmeshError("tool_error", `MCP server "${this.server}": the connection was lost mid-call (${clipText((err as Error).message, 200)})`, { retryable: true, cause: err }));
+    });
   }
 
   async #tools(conn: Connection, signal: AbortSignal | undefined): Promise<Map<string, McpToolInfo>> {
@@ -188,30 +202,23 @@ class McpClientImpl implements McpClient {
   }
 
   #validate(info: McpToolInfo, args: Readonly<Record<string, unknown>>): void {
-    let validate = this.#validators.get(info.name);
-    if (!validate) {
+    let check = this.#checks.get(info.name);
+    if (!check) {
       try {
-        validate = this.#compile(info.inputSchema);
+        check = compileArgsCheck(info.inputSchema);
       } catch (err) {
         throw new AgentmeshError("tool_error", `MCP tool "${this.server}.${info.name}" has an input schema that cannot be used: ${clipText((err as Error).message, 300)}`, { retryable: false });
       }
-      this.#validators.set(info.name, validate);
+      this.#checks.set(info.name, check);
     }
-    if (!validate(args)) {
-      throw new AgentmeshError("invalid_tool_input", `mcp.${this.server}.${info.name}: ${clipText(this.#ajv07.errorsText(validate.errors, { dataVar: "arguments" }), 900)}`);
-    }
-  }
-
-  /** Servers write draft-07 (the SDK's own) or 2020-12 schemas; one without `$schema` is read as draft-07. */
-  #compile(schema: Readonly<Record<string, unknown>>): ValidateFunction {
-    const { $schema, ...rest } = schema;
-    if (typeof $schema === "string" && /2019-09|2020-12/.test($schema)) return this.#ajv2020.compile(rest);
-    return this.#ajv07.compile(rest);
+    const problem = check(args);
+    if (problem !== null) throw new AgentmeshError("invalid_tool_input", `mcp.${this.server}.${info.name}: ${problem}`);
   }
 
   /** What a failed request means to our caller; a connection that failed is dropped, so the next call reconnects. */
   #failure(err: unknown, conn: Connection, signal: AbortSignal | undefined, what: string, timeoutMs: number): AgentmeshError {
     if (signal?.aborted) return aborted(signal);
+    if (conn.lost.signal.aborted) return conn.lost.signal.reason as AgentmeshError;
     const at = `MCP server "${this.server}", ${what}`;
     if (err instanceof McpError) {
       switch (err.code) {
