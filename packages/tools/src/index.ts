@@ -1,5 +1,5 @@
 // @agentmesh/tools: the tool registry, the safe executor every tool call goes through, the
-// sandboxed code runners and the built-in tools.
+// sandboxed code runners, the built-in tools and MCP servers as a source of tools.
 export {
   createToolRegistry,
   defineTool,
@@ -42,9 +42,9 @@ export {
   type WebSearchToolOptions,
 } from "./builtins/web-search.js";
 export type { ComputePool } from "./compute-pool.js";
-export { McpServersConfig, parseMcpServers, type McpServerConfig } from "./mcp/config.js";
+export { parseMcpServers, type McpServerConfig } from "./mcp/config.js";
 export { createMcpClient, type McpCallOptions, type McpClient, type McpClientOptions, type McpToolInfo } from "./mcp/client.js";
 export { McpCallResult, McpCitation } from "./mcp/result.js";
-export { mcpAllowedRoles, mcpToolDefinitions, mcpToolName, registerMcpTools, type McpRegistration } from "./mcp/register.js";
-export { chooseMcpTool, questionArgument, type McpToolChoice } from "./mcp/choose.js";
+export { mcpToolName, registerMcpTools, type McpRegistration } from "./mcp/register.js";
+export { chooseMcpTool, type McpToolChoice } from "./mcp/choose.js";
 export { clipText } from "./text.js";

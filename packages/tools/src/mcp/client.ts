@@ -56,6 +56,7 @@ interface Connection {
   closed: boolean;
   /** Aborted when the server is found gone while calls are in flight: they fail at once instead of at their timeout. */
   readonly lost: AbortController;
+  probing: boolean;
 }
 
 // The SDK's request errors that mean the connection itself failed, not the tool.
@@ -76,6 +77,17 @@ function isContentResult(answer: object): answer is CallToolResult {
 function aborted(signal: AbortSignal): AgentmeshError {
   const reason: unknown = signal.reason;
   return reason instanceof AgentmeshError ? reason : new AgentmeshError("cancelled", "the caller cancelled the MCP call");
+}
+
+/** `p`, or the abort of `signal` if that comes first. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(aborted(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(aborted(signal));
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
 }
 
 class McpClientImpl implements McpClient {
@@ -134,25 +146,25 @@ class McpClientImpl implements McpClient {
       if (conn && !conn.closed) return conn;
       if (this.#connecting === current) this.#connecting = null;
     }
-    this.#connecting ??= this.#connect(signal);
-    return this.#connecting;
+    // the connection is shared: one caller's abort ends its own wait, not the connecting
+    this.#connecting ??= this.#connect();
+    return untilAborted(this.#connecting, signal);
   }
 
-  async #connect(signal: AbortSignal | undefined): Promise<Connection> {
+  async #connect(): Promise<Connection> {
     const client = new Client({ name: "agentmesh", version: "0.1.0" });
-    const conn: Connection = { client, tools: null, closed: false, lost: new AbortController() };
+    const conn: Connection = { client, tools: null, closed: false, lost: new AbortController(), probing: false };
     client.onclose = () => {
       conn.closed = true;
     };
     if (this.config.transport === "http") client.onerror = () => this.#probe(conn);
     const timeout = this.#opts.connectTimeoutMs ?? 10_000;
     try {
-      await client.connect(this.#transport(), { timeout, signal });
+      await client.connect(this.#transport(), { timeout });
       return conn;
     } catch (err) {
       conn.closed = true;
       await client.close().catch(() => undefined);
-      if (signal?.aborted) throw aborted(signal);
       const why = err instanceof McpError && err.code === Number(McpCode.RequestTimeout) ? `no answer within ${timeout} ms` : (err as Error).message;
       throw new AgentmeshError("tool_unavailable", `MCP server "${this.server}" cannot be reached: ${clipText(why, 300)}`, { cause: err });
     }
@@ -174,11 +186,22 @@ class McpClientImpl implements McpClient {
    * gone: the connection is dropped and its calls fail now) from one that merely ended.
    */
   #probe(conn: Connection): void {
-    if (conn.closed) return;
-    conn.client.ping({ timeout: 2000 }).catch((err: unknown) => {
-      conn.closed = true;
-      conn.lost.abort(new AgentmeshError("tool_error", `MCP server "${this.server}": the connection was lost mid-call (${clipText((err as Error).message, 200)})`, { retryable: true, cause: err }));
-    });
+    if (conn.closed || conn.probing) return;
+    conn.probing = true;
+    void conn.client
+      .ping({ timeout: 2000 })
+      .then(
+        () => undefined,
+        async (err: unknown) => {
+          conn.closed = true;
+          conn.lost.abort(new AgentmeshError("tool_error", `MCP server "${this.server}": the connection was lost mid-call (${clipText((err as Error).message, 200)})`, { retryable: true, cause: err }));
+          await conn.client.close();
+        },
+      )
+      .catch(() => undefined)
+      .finally(() => {
+        conn.probing = false;
+      });
   }
 
   async #tools(conn: Connection, signal: AbortSignal | undefined): Promise<Map<string, McpToolInfo>> {

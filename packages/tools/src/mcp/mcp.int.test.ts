@@ -157,6 +157,16 @@ describe("MCP over stdio: the process", () => {
     expect(again).not.toBe(pid);
   });
 
+  it("a caller giving up while the server starts ends only its own wait", async () => {
+    const c = client(stdioTestServer());
+    const ac = new AbortController();
+    const first = failure(c.callTool("pid", {}, { signal: ac.signal }));
+    const second = c.callTool("pid", {});
+    ac.abort();
+    expect((await first).code).toBe("cancelled");
+    expect(Number((await second).text)).toBeGreaterThan(0);
+  });
+
   it("is tool_unavailable when the command cannot start", async () => {
     const config = { ...stdioTestServer(), command: "/nonexistent/mcp-server" };
     const err = await failure(client(config).listTools());
