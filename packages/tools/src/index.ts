@@ -1,5 +1,6 @@
 // @agentmesh/tools: the tool registry, the safe executor every tool call goes through, the
-// sandboxed code runners, the built-in tools and the knowledge graph (triples) the graph role answers from.
+// sandboxed code runners, the built-in tools, MCP servers as a source of tools, and the knowledge
+// graph (triples) the graph role answers from.
 export {
   createToolRegistry,
   defineTool,
@@ -42,6 +43,11 @@ export {
   type WebSearchToolOptions,
 } from "./builtins/web-search.js";
 export type { ComputePool } from "./compute-pool.js";
+export { parseMcpServers, type McpServerConfig } from "./mcp/config.js";
+export { createMcpClient, type McpCallOptions, type McpClient, type McpClientOptions, type McpToolInfo } from "./mcp/client.js";
+export { McpCallResult, McpCitation } from "./mcp/result.js";
+export { mcpToolName, registerMcpTools, type McpRegistration } from "./mcp/register.js";
+export { chooseMcpTool, type McpToolChoice } from "./mcp/choose.js";
 export { clipText } from "./text.js";
 export {
   GRAPH_MAX_RESULTS,

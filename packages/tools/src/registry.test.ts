@@ -44,6 +44,15 @@ describe("tool registry", () => {
     expect(() => reg.register(echo("v", { timeoutMs: 0 }))).toThrow(/timeoutMs/);
   });
 
+  it("takes MCP tools as mcp.<server>.<tool> (the tool keeps its server's spelling) with their own JSON Schema", () => {
+    const own = { type: "object", properties: { q: { type: "string" } } };
+    const reg = createToolRegistry([echo("mcp.bio.search-Articles_2", { inputJsonSchema: own })]);
+    expect(reg.list()[0]?.inputSchema).toEqual(own);
+    for (const bad of ["mcp.Bio.x", "mcp.bio.", "mcp.bio.a.b", "mcp..x", `mcp.bio.${"x".repeat(51)}`, "other.bio.x"]) {
+      expect(() => reg.register(echo(bad))).toThrow(/must match/);
+    }
+  });
+
   it("clamps attempts to 3 whatever a tool asks, and freezes what it registered", () => {
     const reg = createToolRegistry([echo("greedy", { retry: { maxAttempts: 10 } })], { defaultTimeoutMs: 4000 });
     const t = reg.get("greedy");

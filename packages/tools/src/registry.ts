@@ -32,11 +32,13 @@ export interface ToolContext {
 
 /** A tool as its author writes it. */
 export interface ToolDefinition<I extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
-  /** `snake_case`, unique in a registry. */
+  /** `snake_case`, unique in a registry; an MCP server's tool is `mcp.<server>.<tool>`. */
   readonly name: string;
   /** What the tool does, for a planner choosing tools. */
   readonly description: string;
   readonly input: I;
+  /** The input's JSON Schema when the tool brings its own (an MCP server's); otherwise derived from `input`. */
+  readonly inputJsonSchema?: Readonly<Record<string, unknown>>;
   readonly output: O;
   /** Roles that may call it; an empty list means nobody. */
   readonly allowedRoles: readonly RoleName[];
@@ -95,6 +97,8 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = Object.freeze({
 /** Hard ceiling on attempts per call, whatever a tool asks for. */
 export const MAX_ATTEMPTS = 3;
 const NAME = /^[a-z][a-z0-9_]{0,63}$/;
+// An MCP tool keeps its server's spelling after the prefix; 80 characters in all fit a call record.
+const MCP_NAME = /^mcp\.[a-z][a-z0-9_]{0,23}\.[A-Za-z0-9_-]{1,50}$/;
 
 /** Identity helper that infers a tool's input and output types from its schemas. */
 export function defineTool<I extends z.ZodType, O extends z.ZodType>(tool: ToolDefinition<I, O>): ToolDefinition<I, O> {
@@ -132,7 +136,7 @@ class ToolRegistryImpl implements ToolRegistry {
   }
 
   register(tool: ToolDefinition): void {
-    if (!NAME.test(tool.name)) throw new Error(`tool name "${tool.name}" must match ${NAME}`);
+    if (!NAME.test(tool.name) && !MCP_NAME.test(tool.name)) throw new Error(`tool name "${tool.name}" must match ${NAME} or ${MCP_NAME}`);
     if (this.#tools.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered`);
     if (!tool.description.trim()) throw new Error(`tool "${tool.name}" needs a description`);
     for (const r of tool.allowedRoles) if (!RoleName.safeParse(r).success) throw new Error(`tool "${tool.name}": unknown role "${r}"`);
@@ -146,7 +150,7 @@ class ToolRegistryImpl implements ToolRegistry {
       timeoutMs,
       retry: resolveRetry(tool.retry, tool.name),
       sideEffects: tool.sideEffects ?? false,
-      inputJsonSchema: Object.freeze(jsonSchemaOf(tool.input, tool.name)),
+      inputJsonSchema: Object.freeze(tool.inputJsonSchema ?? jsonSchemaOf(tool.input, tool.name)),
     });
     this.#tools.set(tool.name, registered);
   }
