@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Redis } from "ioredis";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { REDIS_USER_KINDS, renderAclFile, type RedisUserKind } from "./acl.js";
+import { createAclUsers, dropPrefix } from "../../../test/setup/redis.js";
+import { REDIS_USER_KINDS, type RedisUserKind } from "./acl.js";
 import { checkDurability, connectRedis } from "./connect.js";
 import { createRedisSessionStore } from "./redis.js";
 import { runSessionStoreConformance, testCommit, testSessionState } from "./testing.js";
@@ -14,30 +15,7 @@ const STORE_TTLS = { activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlM
 let admin: Redis;
 const created: string[] = [];
 
-/** Creates the rendered ACL users of `prefix` on the server (exactly the file's lines), with unique names. */
-async function createUsers(prefix: string, kinds: readonly RedisUserKind[]): Promise<Record<RedisUserKind, { name: string; url: string }>> {
-  const users = kinds.map((kind) => ({ kind, name: `${prefix}-${kind}`, password: randomBytes(12).toString("hex") }));
-  const file = renderAclFile(prefix, users);
-  for (const line of file.split("\n")) {
-    const [word, name, ...rules] = line.split(" ");
-    if (word !== "user" || name === "default" || name === undefined) continue;
-    await admin.call("ACL", "SETUSER", name, ...rules);
-    created.push(name);
-  }
-  const u = new URL(redisUrl);
-  const out = {} as Record<RedisUserKind, { name: string; url: string }>;
-  for (const x of users) out[x.kind] = { name: x.name, url: `redis://${x.name}:${x.password}@${u.host}` };
-  return out;
-}
 
-async function dropPrefix(prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 500);
-    cursor = next;
-    if (keys.length > 0) await admin.del(...keys);
-  } while (cursor !== "0");
-}
 
 /** Asserts the server refuses the command with NOPERM. */
 async function denied(r: Redis, ...cmd: [string, ...Array<string | number>]): Promise<void> {
@@ -57,7 +35,7 @@ afterAll(async () => {
 // everything the coordinator does (scripts included, since Redis checks a script's calls too).
 runSessionStoreConformance("redis as the generated coordinator ACL user", async (opts) => {
   const keyPrefix = uniquePrefix("acl");
-  const { coordinator } = await createUsers(keyPrefix, ["coordinator"]);
+  const { coordinator } = await createAclUsers(admin, redisUrl, keyPrefix, ["coordinator"], created);
   const redis = await connectRedis(coordinator.url, { name: "acl-conformance" });
   const store = createRedisSessionStore(redis, { ...opts, keyPrefix });
   return {
@@ -65,7 +43,7 @@ runSessionStoreConformance("redis as the generated coordinator ACL user", async 
     async cleanup() {
       await store.close();
       await redis.quit();
-      await dropPrefix(keyPrefix);
+      await dropPrefix(admin, keyPrefix);
     },
   };
 });
@@ -83,7 +61,7 @@ describe("Redis ACL users per service kind, on the real server", () => {
   };
 
   beforeAll(async () => {
-    users = await createUsers(prefix, REDIS_USER_KINDS);
+    users = await createAclUsers(admin, redisUrl, prefix, REDIS_USER_KINDS, created);
     for (const k of REDIS_USER_KINDS) clients[k] = await connectRedis(users[k].url, { name: `acl-${k}` });
     await admin.set(`${other}:s:{${sid}}:state`, "x");
     await admin.set(`${other}:thread:1`, "x");
@@ -91,8 +69,8 @@ describe("Redis ACL users per service kind, on the real server", () => {
 
   afterAll(async () => {
     for (const c of Object.values(clients)) await c.quit();
-    await dropPrefix(prefix);
-    await dropPrefix(other);
+    await dropPrefix(admin, prefix);
+    await dropPrefix(admin, other);
   });
 
   it("the coordinator writes sessions under its prefix, reads its durability settings, and nothing else", async () => {

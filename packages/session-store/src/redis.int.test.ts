@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Redis } from "ioredis";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { freePort } from "../../../test/setup/infra.js";
+import { dropPrefix } from "../../../test/setup/redis.js";
 import { AgentmeshError, STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, durabilityWarnings } from "./connect.js";
 import { createRedisSessionStore } from "./redis.js";
@@ -10,15 +11,6 @@ import { runSessionStoreConformance, testCommit, testSessionState } from "./test
 
 const redisUrl = inject("redisUrl");
 
-/** Deletes every key under a test prefix, so runs sharing one server leave nothing behind. */
-async function dropPrefix(redis: Redis, prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 500);
-    cursor = next;
-    if (keys.length > 0) await redis.del(...keys);
-  } while (cursor !== "0");
-}
 
 runSessionStoreConformance("redis", async (opts) => {
   const redis = await connectRedis(redisUrl, { name: "session-store-conformance" });

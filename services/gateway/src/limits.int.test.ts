@@ -1,8 +1,8 @@
-import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { Redis } from "ioredis";
-import { connectRedis, renderAclFile } from "@agentmesh/session-store";
+import { connectRedis } from "@agentmesh/session-store";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { createAclUsers, dropPrefix } from "../../../test/setup/redis.js";
 import { createRedisLimits, type IsLive, type LimitsOptions } from "./limits.js";
 import { runLimitsConformance } from "./testing.js";
 
@@ -21,25 +21,11 @@ afterAll(async () => {
   await admin.quit();
 });
 
-async function dropPrefix(prefix: string): Promise<void> {
-  let cursor = "0";
-  do {
-    const [next, keys] = await admin.scan(cursor, "MATCH", `${prefix}:*`, "COUNT", 500);
-    cursor = next;
-    if (keys.length > 0) await admin.del(...keys);
-  } while (cursor !== "0");
-}
 
 /** Creates the generated gateway ACL user of `prefix` on the server (its rendered line, verbatim) and connects as it. */
 async function connectAsGateway(prefix: string): Promise<Redis> {
-  const user = { kind: "gateway" as const, name: `${prefix}-gateway`, password: randomBytes(12).toString("hex") };
-  const line = renderAclFile(prefix, [user]).split("\n").find((l) => l.startsWith(`user ${user.name} `));
-  if (!line) throw new Error("no gateway user line rendered");
-  const [, name, ...rules] = line.split(" ");
-  await admin.call("ACL", "SETUSER", name ?? user.name, ...rules);
-  users.push(user.name);
-  const u = new URL(redisUrl);
-  return connectRedis(`redis://${user.name}:${user.password}@${u.host}`, { name: "gateway-limits-acl" });
+  const { gateway } = await createAclUsers(admin, redisUrl, prefix, ["gateway"], users);
+  return connectRedis(gateway.url, { name: "gateway-limits-acl" });
 }
 
 const live: IsLive = () => Promise.resolve(true);
@@ -51,7 +37,7 @@ runLimitsConformance("redis", async (opts) => {
     limits: createRedisLimits(redis, { ...opts, keyPrefix }),
     async cleanup() {
       await redis.quit();
-      await dropPrefix(keyPrefix);
+      await dropPrefix(admin, keyPrefix);
     },
   };
 });
@@ -65,7 +51,7 @@ runLimitsConformance("redis as the generated gateway ACL user", async (opts) => 
     limits: createRedisLimits(redis, { ...opts, keyPrefix }),
     async cleanup() {
       await redis.quit();
-      await dropPrefix(keyPrefix);
+      await dropPrefix(admin, keyPrefix);
     },
   };
 });
@@ -86,7 +72,7 @@ describe("redis gateway limits across replicas", () => {
 
   afterAll(async () => {
     for (const r of replicas) await r.quit();
-    for (const p of prefixes) await dropPrefix(p);
+    for (const p of prefixes) await dropPrefix(admin, p);
   });
 
   it("two replicas firing together allow exactly the limit and refuse the rest with a retry-after", async () => {
@@ -158,7 +144,7 @@ describe("the generated gateway ACL user and the limits", () => {
       expect(await admin.exists(`${other}:rl:req:alice`, `${other}:rl:sessions:alice`)).toBe(0);
     } finally {
       await redis.quit();
-      await dropPrefix(own);
+      await dropPrefix(admin, own);
     }
   });
 });
