@@ -7,6 +7,7 @@ import { mkdirSync } from "node:fs";
 import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { ensureDeps } from "./ensure-deps.mjs";
 
 /** The repository root. */
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -82,4 +83,17 @@ export async function startLocalServices(env, started) {
     local.once("exit", (c) => { clearTimeout(t); reject(new Error(`the local services exited (${c})`)); });
   });
   return local;
+}
+
+/**
+ * What both quick-start scripts do first: dependencies, NATS and Redis, then the coordinator and
+ * every agent in one local process. Returns the environment they run with.
+ */
+export async function startLocalStack({ natsUrl, redisUrl, say, started }) {
+  ensureDeps();
+  await ensureNatsAndRedis({ natsUrl, redisUrl, say, started });
+  const env = { ...process.env, NATS_URL: natsUrl, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
+  say(process.env.AGENTMESH_LLM_BASE_URL ? `model endpoint ${process.env.AGENTMESH_LLM_BASE_URL}` : "no AGENTMESH_LLM_BASE_URL: using the offline engine");
+  await startLocalServices(env, started);
+  return env;
 }

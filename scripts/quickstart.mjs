@@ -7,8 +7,7 @@
 // Node built-ins only: this runs before dependencies are installed.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { ensureDeps } from "./ensure-deps.mjs";
-import { ensureNatsAndRedis, root, startLocalServices } from "./local-stack.mjs";
+import { root, startLocalStack } from "./local-stack.mjs";
 
 const say = (s) => process.stderr.write(`[quickstart] ${s}\n`);
 const question = process.argv.slice(2).join(" ").trim() || "What is 0.1 + 0.2?";
@@ -21,11 +20,7 @@ function cleanup() {
 }
 
 async function main() {
-  ensureDeps();
-  await ensureNatsAndRedis({ natsUrl, redisUrl, say, started });
-  const env = { ...process.env, NATS_URL: natsUrl, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
-  say(process.env.AGENTMESH_LLM_BASE_URL ? `model endpoint ${process.env.AGENTMESH_LLM_BASE_URL}` : "no AGENTMESH_LLM_BASE_URL: using the offline engine");
-  await startLocalServices(env, started);
+  const env = await startLocalStack({ natsUrl, redisUrl, say, started });
   const ask = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "ask", question], { cwd: root, env, stdio: "inherit" });
   return ask.status ?? 1;
 }

@@ -9,8 +9,7 @@
 // Node built-ins only: this runs before dependencies are installed.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
-import { ensureDeps } from "./ensure-deps.mjs";
-import { ensureNatsAndRedis, root, startLocalServices } from "./local-stack.mjs";
+import { root, startLocalStack } from "./local-stack.mjs";
 
 const say = (s) => process.stderr.write(`[web] ${s}\n`);
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
@@ -34,11 +33,7 @@ async function waitReady(gateway, ms) {
 }
 
 async function main() {
-  ensureDeps();
-  await ensureNatsAndRedis({ natsUrl, redisUrl, say, started });
-  const env = { ...process.env, NATS_URL: natsUrl, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
-  say(process.env.AGENTMESH_LLM_BASE_URL ? `model endpoint ${process.env.AGENTMESH_LLM_BASE_URL}` : "no AGENTMESH_LLM_BASE_URL: using the offline engine");
-  await startLocalServices(env, started);
+  const env = await startLocalStack({ natsUrl, redisUrl, say, started });
   const gateway = spawn(process.execPath, ["--import", "tsx", join(root, "services/gateway/src/main.ts")], {
     cwd: root,
     env: { ...env, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: port, AGENTMESH_GATEWAY_ANONYMOUS: "1" },
