@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import {
-  SCHEMA_VERSION, SubmitReply, conversationTurn, isTerminal,
+  SCHEMA_VERSION, SessionId, SubmitReply, conversationTurn, isTerminal,
   type ChatMessage, type Naming, type SessionOptions, type SessionState, type WorkflowName,
 } from "@agentmesh/contracts";
 import { request, type Log } from "@agentmesh/messaging";
@@ -47,7 +47,7 @@ const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("base64ur
 
 /** A session the owner may see, or a 404 that does not reveal whether it exists. */
 export async function ownedSession(store: SessionStore, owner: string, sessionId: string): Promise<SessionState> {
-  const loaded = /^[A-Za-z0-9_-]{8,64}$/.test(sessionId) ? await store.load(sessionId) : null;
+  const loaded = SessionId.safeParse(sessionId).success ? await store.load(sessionId) : null;
   if (!loaded || loaded.state.meta.owner !== owner) throw new ApiError("not_found", `no session ${sessionId}`);
   return loaded.state;
 }
