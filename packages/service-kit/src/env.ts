@@ -148,3 +148,11 @@ export function natsAccess(e: EnvValues<(typeof NATS_ACCESS_VARS)[number]>): Nat
     : undefined;
   return Object.freeze({ ...(e.NATS_NKEY_SEED_FILE ? { nkeySeedFile: e.NATS_NKEY_SEED_FILE } : {}), ...(tls ? { tls } : {}) });
 }
+
+/** Where NATS and Redis are and how to reach them: read by every service that talks to both. */
+export const CONNECTION_VARS = ["NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", ...NATS_ACCESS_VARS] as const;
+
+/** The connection part of a service's config, from parsed CONNECTION_VARS. */
+export function connectionConfig(e: EnvValues<(typeof CONNECTION_VARS)[number]>) {
+  return { natsUrl: e.NATS_URL, nats: natsAccess(e), redisUrl: e.REDIS_URL, redisTlsCa: e.REDIS_TLS_CA, prefix: e.AGENTMESH_PREFIX };
+}

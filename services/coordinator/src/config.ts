@@ -1,14 +1,13 @@
-import { configError, NATS_ACCESS_VARS, natsAccess, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
-  "NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_CRASH_AT",
+  ...CONNECTION_VARS, "LOG_LEVEL", "AGENTMESH_CRASH_AT",
   "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS", "AGENTMESH_PAUSE_TIMEOUT_MS",
   "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
   "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
-  ...NATS_ACCESS_VARS,
 ] as const;
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
@@ -58,11 +57,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   }
   if (problems.length) throw configError(problems);
   return Object.freeze({
-    natsUrl: e.NATS_URL,
-    nats: natsAccess(e),
-    redisUrl: e.REDIS_URL,
-    redisTlsCa: e.REDIS_TLS_CA,
-    prefix: e.AGENTMESH_PREFIX,
+    ...connectionConfig(e),
     logLevel: e.LOG_LEVEL,
     crashAt: e.AGENTMESH_CRASH_AT,
     concurrency: e.AGENTMESH_COORDINATOR_CONCURRENCY,

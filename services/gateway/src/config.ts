@@ -1,10 +1,10 @@
 import { readFileSync } from "node:fs";
 import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
-import { NATS_ACCESS_VARS, configError, natsAccess, parseEnv } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
 
 const VARS = [
-  "NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTMESH_PREFIX", "LOG_LEVEL", ...NATS_ACCESS_VARS,
+  ...CONNECTION_VARS, "LOG_LEVEL",
   "AGENTMESH_GATEWAY_HOST", "AGENTMESH_GATEWAY_PORT", "AGENTMESH_API_KEYS", "AGENTMESH_API_KEYS_FILE", "AGENTMESH_GATEWAY_ANONYMOUS",
   "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
@@ -13,7 +13,7 @@ const VARS = [
 /** What the gateway reads from the environment, checked once at start. */
 export interface GatewayConfig {
   readonly natsUrl: string;
-  readonly nats: ReturnType<typeof natsAccess>;
+  readonly nats: NatsAccess;
   readonly redisUrl: string;
   readonly redisTlsCa: string | undefined;
   readonly prefix: string;
@@ -57,11 +57,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     );
   }
   return Object.freeze({
-    natsUrl: e.NATS_URL,
-    nats: natsAccess(e),
-    redisUrl: e.REDIS_URL,
-    redisTlsCa: e.REDIS_TLS_CA,
-    prefix: e.AGENTMESH_PREFIX,
+    ...connectionConfig(e),
     logLevel: e.LOG_LEVEL,
     host: e.AGENTMESH_GATEWAY_HOST,
     port: e.AGENTMESH_GATEWAY_PORT,
