@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import type { SessionEvent } from "@agentmesh/contracts";
+import { conversationTurn, type SessionEvent } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
 import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
@@ -63,9 +63,9 @@ async function startQuery(base: string, key: string, body: Record<string, unknow
 /** The session's final answer as the store holds it. */
 async function finalAnswer(sid: string): Promise<string> {
   const loaded = await cluster.store.load(sid);
-  const data = loaded?.state.data;
-  if (!data || data.final_answer === null || data.final_answer === undefined) throw new Error(`session ${sid} has no final answer`);
-  return data.final_answer;
+  const answer = loaded ? conversationTurn(loaded.state).answer : null;
+  if (answer === null) throw new Error(`session ${sid} has no final answer`);
+  return answer;
 }
 
 const openai = (base: string, key: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });

@@ -88,6 +88,38 @@ export const SpecialistOutput = z
   .refine((o) => o.status === "answered" || o.citations.length === 0, { message: "an unavailable specialist cites nothing", path: ["citations"] });
 export type SpecialistOutput = z.infer<typeof SpecialistOutput>;
 
+const Question = z.string().min(1).max(LIMITS.maxTextChars);
+
+/** `planner.capabilities` request: the question and what this deployment can serve (the plan may name only these, and chitchat). */
+export const CapabilitiesRequest = z.object({ question: Question, available: z.array(Capability).min(1).max(MAX_CAPABILITIES) });
+export type CapabilitiesRequest = z.infer<typeof CapabilitiesRequest>;
+
+/**
+ * `planner.capabilities` response: the model's plan as it came (validated tags, repeats kept), or,
+ * when its one reply was not a valid plan (not JSON, an unknown tag), no tags and why. The
+ * workflow turns an empty or invalid plan into the seed's `["chitchat"]`: a normal path, not a failed task.
+ */
+export const CapabilitiesResult = z.object({
+  capabilities: z.array(Capability).max(LIMITS.maxListItems),
+  invalid_reason: z.string().max(500).nullable(),
+});
+export type CapabilitiesResult = z.infer<typeof CapabilitiesResult>;
+
+/** An MCP server's name as configured (`AGENTMESH_MCP_SERVERS`); halo's biomcp and llama_mcp are servers of those names. */
+export const McpServerRef = z.string().regex(/^[a-z][a-z0-9_]{0,23}$/);
+
+/** `graph.answer` and `chat.chitchat` request: the question. */
+export const SpecialistRequest = z.object({ question: Question });
+export type SpecialistRequest = z.infer<typeof SpecialistRequest>;
+
+/** `mcp.answer` request: the question and the configured server to ask. */
+export const McpAnswerRequest = z.object({ question: Question, server: McpServerRef });
+export type McpAnswerRequest = z.infer<typeof McpAnswerRequest>;
+
+/** `retriever.answer` request (halo's rag and web): the question and where to look. */
+export const RetrieverAnswerRequest = z.object({ question: Question, source: z.enum(["corpus", "web"]) });
+export type RetrieverAnswerRequest = z.infer<typeof RetrieverAnswerRequest>;
+
 /** Which task the session is waiting for: the planner, the specialists' fan-out, or nothing. */
 export const HaloPhase = z.enum(["plan", "specialists", "done"]);
 export type HaloPhase = z.infer<typeof HaloPhase>;
@@ -100,8 +132,7 @@ const Capabilities = z.array(Capability).max(MAX_CAPABILITIES);
 
 /**
  * halo session data (seed 000), the seed's field names verbatim: `capabilities`, `response_str`,
- * `citations`, `judge_response`. Not yet in the SessionData union: it joins it together with the
- * registered `halo` workflow (a union member without its workflow could be stored but never stepped).
+ * `citations`, `judge_response`.
  */
 export const HaloData = z.object({
   workflow: z.literal("halo"),

@@ -6,6 +6,7 @@ import { WireError } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { ResearchScenario, SupervisorAgent, WorkflowName } from "./workflows.js";
 import { StrategyProfile } from "./blackboard.js";
+import { Capability } from "./halo.js";
 
 const V = z.literal(SCHEMA_VERSION);
 const Ms = z.number().int().nonnegative();
@@ -31,6 +32,8 @@ export const SessionOptions = z.object({
   depth: z.string().min(1).max(40).optional(),
   /** supervisor's research agent: the scenario (seed 002's `scenario`). */
   scenario: ResearchScenario.optional(),
+  /** halo: the specialists to run, bypassing the planner (seed 000's override for experiments); tags this deployment cannot serve are left out. */
+  capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
 });
 export type SessionOptions = z.infer<typeof SessionOptions>;
 

@@ -16,6 +16,7 @@ import {
   StepResult,
   ToolList,
 } from "./blackboard.js";
+import { CapabilitiesRequest, CapabilitiesResult, McpAnswerRequest, RetrieverAnswerRequest, SpecialistAnswer, SpecialistRequest } from "./halo.js";
 
 const Text = z.string().max(LIMITS.maxTextChars);
 const Steps = z.array(z.string().min(1).max(2000)).max(LIMITS.maxListItems);
@@ -53,6 +54,7 @@ export const ROLES = {
       z.object({ message: OrchestratorMessage, question: Text, feedback: z.string().max(4000).nullable() }),
       z.object({ research_steps: Steps, expert_steps: Steps.min(1) }),
     ),
+    capabilities: op("Pick the halo specialists a question needs: one json_object model call at temperature 0, never retried", CapabilitiesRequest, CapabilitiesResult),
   },
   critic: {
     review_plan: op(
@@ -121,6 +123,7 @@ export const ROLES = {
   },
   retriever: {
     retrieve: op("Retrieve context from session memory, the corpus and the web", RetrieveRequest, RetrievalBundle),
+    answer: op("Answer from the corpus (halo's rag) or the web (halo's web), citing the passages or pages used", RetrieverAnswerRequest, SpecialistAnswer),
   },
   decision: {
     plan: op("Plan (or rewrite) a bounded list of tool steps ending in summarize", PlanRequest, Plan),
@@ -128,6 +131,15 @@ export const ROLES = {
   executor: {
     execute: op("Run one plan step with one strategy (tool, rag, web) under the safe executor", ExecuteRequest, StepResult),
     list_tools: op("List the tools the executor can run, for the planner", ListToolsRequest, ToolList),
+  },
+  graph: {
+    answer: op("Answer from the knowledge graph of triples, citing each triple used by its source", SpecialistRequest, SpecialistAnswer),
+  },
+  mcp: {
+    answer: op("Answer through the MCP server named in the task: pick one of its tools, call it, cite its links and resources", McpAnswerRequest, SpecialistAnswer),
+  },
+  chat: {
+    chitchat: op("Small talk: greet, thank, say what the system can do", SpecialistRequest, SpecialistAnswer),
   },
 } as const;
 
