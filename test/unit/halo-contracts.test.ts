@@ -50,7 +50,7 @@ describe("halo contracts", () => {
     expect(DomainHints.safeParse({ graph: { bonus: 0, keywords: ["x"] } }).success).toBe(false);
   });
 
-  it("holds a finished halo session's data, which is not yet a SessionData case (it joins with the registered workflow)", () => {
+  it("holds a finished halo session's data as a SessionData case", () => {
     const data = {
       workflow: "halo",
       question: "HER2 and HR status interactions?",
@@ -71,6 +71,7 @@ describe("halo contracts", () => {
     };
     expect(HaloData.parse(data)).toEqual(data);
     expect(HaloData.safeParse({ ...data, available_capabilities: [] }).success).toBe(false);
-    expect(SessionData.safeParse(data).success).toBe(false);
+    expect(SessionData.parse(data)).toEqual(data);
+    expect(SessionData.safeParse({ ...data, phase: "thinking" }).success).toBe(false);
   });
 });

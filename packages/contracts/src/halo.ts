@@ -161,3 +161,15 @@ export const HaloData = z.object({
   error_component: z.string().max(100).nullable(),
 });
 export type HaloData = z.infer<typeof HaloData>;
+
+/**
+ * What a deployment tells halo (the coordinator's config, copied into each new session's data):
+ * the capabilities it can serve, the specialists' join deadline, and optionally its own domain
+ * hints in place of the workflow's table.
+ */
+export const HaloSettings = z.object({
+  available_capabilities: Capabilities.min(1),
+  join_deadline_ms: z.number().int().min(100).max(600_000),
+  domain_hints: DomainHints.nullable(),
+});
+export type HaloSettings = z.infer<typeof HaloSettings>;

@@ -17,3 +17,5 @@ export { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
 export { STRATEGY_PROFILES, COMPONENT_CEILINGS, effectiveLimits, type ProfileLimits } from "./blackboard-strategy.js";
 export { NO_RETRIEVAL_INTENTS } from "./blackboard.js";
 export { AGENT_MAX_ATTEMPTS, EXECUTOR_LIMITS, JOIN_DEADLINE_MS, MAX_HUMAN_QUESTIONS } from "./blackboard-tasks.js";
+export { MINIMAL_HALO_SETTINGS, specialistTask } from "./halo.js";
+export { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";

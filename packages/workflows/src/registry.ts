@@ -1,12 +1,14 @@
 import type { SessionData, WorkflowName } from "@agentmesh/contracts";
 import { blackboard } from "./blackboard.js";
 import { criticChain } from "./critic-chain.js";
+import { halo } from "./halo.js";
 import type { WorkflowDefinition } from "./types.js";
 
 /** Every workflow this runtime can run, by name; each entry is typed against its own data. */
 export const WORKFLOWS = {
   "critic-chain": criticChain,
   blackboard,
+  halo,
 } as const satisfies { readonly [K in WorkflowName]: WorkflowDefinition<Extract<SessionData, { workflow: K }>> };
 
 /**

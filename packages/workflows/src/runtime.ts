@@ -63,7 +63,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       owner: args.owner ?? null,
       thread_id: args.threadId ?? null,
     },
-    data: def.init(args.query, args.options, args.messages ?? []),
+    data: def.init(args.query, args.options, args.messages ?? [], args.defaults),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { ToolCallSpec } from "./events.js";
-import type { ChatMessage, EventDraft, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type { ChatMessage, EventDraft, HaloSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -69,8 +69,12 @@ export interface Aborted<D> {
 export interface WorkflowDefinition<D extends SessionData = SessionData> {
   readonly name: D["workflow"];
   readonly version: number;
-  /** The session's data before its start; `messages` are the conversation's earlier turns (a workflow that takes one question ignores them). */
-  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[]): D;
+  /**
+   * The session's data before its start; `messages` are the conversation's earlier turns (a
+   * workflow that takes one question ignores them); `defaults` the deployment's settings a
+   * workflow copies into its data (halo's capabilities), so later steps never read config.
+   */
+  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[], defaults?: RuntimeDefaults): D;
   decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
   /**
    * Called when the runtime ends the session on its own authority (cancel, session deadline,
@@ -99,6 +103,8 @@ export interface RuntimeDefaults {
    * forever. Shorter than the stored keys' TTL, so the session ends with its events, not in silence.
    */
   readonly pauseTimeoutMs: number | null;
+  /** halo: what this deployment serves and the specialists' join deadline; absent = chitchat only, the seed's 30 s (tests). */
+  readonly halo?: HaloSettings;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */

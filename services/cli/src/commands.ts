@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type SessionEvent, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
+import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type Capability, type SessionEvent, type SessionOptions, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
 import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
@@ -23,12 +23,20 @@ export interface AskOptions {
   readonly workflow: WorkflowName;
   /** SessionStore strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK); ignored by other workflows. */
   readonly strategy?: StrategyProfile;
+  /** halo: the specialists to ask instead of the planner's choice. */
+  readonly capabilities?: readonly Capability[];
   readonly verbose: boolean;
   readonly json: boolean;
   readonly timeoutMs: number;
   /** Resolves when the user asks to stop (Ctrl-C): the session is cancelled. */
   readonly interrupted?: Promise<void>;
 }
+
+/** The session options an `ask` carries. */
+const sessionOptions = (opts: AskOptions): SessionOptions => ({
+  ...(opts.strategy ? { strategy_profile: opts.strategy } : {}),
+  ...(opts.capabilities ? { capabilities: [...opts.capabilities] } : {}),
+});
 
 /**
  * `agentmesh ask`: follows the session's events (from its first event, so nothing is missed),
@@ -41,7 +49,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     const stop = new AbortController();
     const events = followEvents(nc, naming, sessionId, { signal: stop.signal });
     const reply = SubmitReply.parse(
-      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: opts.strategy ? { strategy_profile: opts.strategy } : {} }, 15_000).catch((e: unknown) => {
+      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: sessionOptions(opts) }, 15_000).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
           throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
         }

@@ -1,9 +1,9 @@
 import { Command, InvalidArgumentError } from "commander";
-import { ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
+import { Capability, ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure, secretsOf } from "@agentmesh/service-kit";
 import { loadCliConfig } from "./config.js";
 import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
-import { checkTypedText, createTerminalOut, parseCount, parseSeconds, terminalText } from "./text.js";
+import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, terminalText } from "./text.js";
 
 const secrets = secretsOf(process.env);
 const program = new Command("agentmesh")
@@ -27,18 +27,20 @@ program
   .argument("<question>", "the question (3-5000 characters)")
   .option("-w, --workflow <name>", `workflow (${WorkflowName.options.join(", ")})`, "critic-chain")
   .option("-s, --strategy <profile>", `blackboard strategy profile (${StrategyProfile.options.join(", ")})`)
+  .option("-c, --capabilities <tags>", `halo: the specialists to ask, comma-separated, instead of the planner's choice (${Capability.options.join(", ")})`)
   .option("-v, --verbose", "show each step's model, tokens and latency", false)
   .option("--json", "print raw events as JSON lines", false)
   .option("--timeout <seconds>", "give up waiting after this many seconds", "300")
-  .action(async (question: string, o: { workflow: string; strategy?: string; verbose: boolean; json: boolean; timeout: string }) => {
+  .action(async (question: string, o: { workflow: string; strategy?: string; capabilities?: string; verbose: boolean; json: boolean; timeout: string }) => {
     const wf = WorkflowName.safeParse(o.workflow);
     if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
     const strategy = o.strategy === undefined ? undefined : StrategyProfile.safeParse(o.strategy.toUpperCase());
     if (strategy && !strategy.success) throw new Error(`unknown strategy profile "${o.strategy}" (known: ${StrategyProfile.options.join(", ")})`);
+    const capabilities = o.capabilities === undefined ? undefined : parseCapabilities(o.capabilities);
     const timeoutMs = parseSeconds("timeout", o.timeout) * 1000;
     checkTypedText("question", question);
     const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), verbose: o.verbose, json: o.json, timeoutMs, interrupted }, consoleOut));
+    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), ...(capabilities ? { capabilities } : {}), verbose: o.verbose, json: o.json, timeoutMs, interrupted }, consoleOut));
   });
 
 program

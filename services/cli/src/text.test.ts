@@ -1,7 +1,7 @@
 import { describe, expect, test } from "vitest";
 import { SessionEvent } from "@agentmesh/contracts";
 import { renderEvent, renderFinal } from "./render.js";
-import { checkTypedText, createTerminalOut, parseCount, parseSeconds, terminalSafe } from "./text.js";
+import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, terminalSafe } from "./text.js";
 
 const ESC = "\u001b";
 /** Escape sequences a hostile model or web page could plant: colour, clear screen, OSC 8 link, title, 8-bit CSI, CR overwrite, bell. */
@@ -74,5 +74,11 @@ describe("numeric options", () => {
     expect(parseSeconds("grace", "0", { allowZero: true })).toBe(0);
     expect(parseCount("limit", "1000")).toBe(1000);
     for (const bad of ["0", "-1", "1.5", "x"]) expect(() => parseCount("limit", bad)).toThrow(/--limit must be a whole number/);
+  });
+
+  test("halo capabilities: known tags in order, repeats dropped; unknown or none named is a clear error", () => {
+    expect(parseCapabilities(" Graph,rag,graph ")).toEqual(["graph", "rag"]);
+    expect(() => parseCapabilities("graph,telepathy")).toThrow(/--capabilities: unknown capability "telepathy" \(known: graph, rag, biomcp, web, llama_mcp, chitchat\)/);
+    expect(() => parseCapabilities(" , ")).toThrow(/no capability given/);
   });
 });

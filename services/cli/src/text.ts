@@ -1,4 +1,4 @@
-import { AgentmeshError, redactText } from "@agentmesh/contracts";
+import { AgentmeshError, Capability, redactText } from "@agentmesh/contracts";
 import type { Out } from "./render.js";
 
 /**
@@ -58,6 +58,17 @@ export function parseSeconds(option: string, raw: string, opts: { allowZero?: bo
     throw new AgentmeshError("invalid_config", `--${option} must be a number of seconds (${range}), got ${JSON.stringify(terminalSafe(raw))}`);
   }
   return n;
+}
+
+/** `--capabilities graph,rag`: halo's capability tags, each known, repeats dropped. */
+export function parseCapabilities(raw: string): Capability[] {
+  const tags = raw.split(",").map((t) => t.trim().toLowerCase()).filter(Boolean);
+  const unknown = tags.filter((t) => !Capability.safeParse(t).success);
+  if (tags.length === 0 || unknown.length > 0) {
+    const what = tags.length === 0 ? "no capability given" : `unknown capability ${unknown.map((t) => JSON.stringify(terminalSafe(t))).join(", ")}`;
+    throw new AgentmeshError("invalid_config", `--capabilities: ${what} (known: ${Capability.options.join(", ")})`);
+  }
+  return [...new Set(tags as Capability[])];
 }
 
 /** A `--<option> <n>` count: a whole number from 1 up. */

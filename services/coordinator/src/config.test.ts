@@ -18,4 +18,25 @@ describe("coordinator config", () => {
     expect(load).toThrow(AgentmeshError);
     expect(load).toThrow(/max_steps 100 is above its ceiling 50[\s\S]*max_cost_usd 3 is above its ceiling 1/);
   });
+
+  test("halo serves graph, rag and chitchat by default, web with a search key, and each MCP capability a server is named after", () => {
+    expect(loadCoordinatorConfig({}).defaults.halo).toEqual({ available_capabilities: ["graph", "rag", "chitchat"], join_deadline_ms: 30_000, domain_hints: null });
+    const cfg = loadCoordinatorConfig({
+      AGENTMESH_WEB_SEARCH_KEY: "k",
+      AGENTMESH_MCP_SERVERS: JSON.stringify({ biomcp: { command: "node", args: ["x.mjs"] }, other: { url: "http://127.0.0.1:1/mcp" } }),
+      AGENTMESH_HALO_JOIN_DEADLINE_MS: "5000",
+    });
+    expect(cfg.defaults.halo?.available_capabilities).toEqual(["graph", "rag", "biomcp", "web", "chitchat"]);
+    expect(cfg.defaults.halo?.join_deadline_ms).toBe(5000);
+  });
+
+  test("an explicit halo list is used as given (chitchat always added); unknown tags and bad hints are configuration errors", () => {
+    expect(loadCoordinatorConfig({ AGENTMESH_HALO_CAPABILITIES: "llama_mcp, graph" }).defaults.halo?.available_capabilities).toEqual(["graph", "llama_mcp", "chitchat"]);
+    const hints = { graph: { bonus: 2, keywords: ["kinase"] } };
+    expect(loadCoordinatorConfig({ AGENTMESH_HALO_DOMAIN_HINTS: JSON.stringify(hints) }).defaults.halo?.domain_hints).toEqual(hints);
+    const load = () => loadCoordinatorConfig({ AGENTMESH_HALO_CAPABILITIES: "graph,telepathy", AGENTMESH_HALO_DOMAIN_HINTS: '{"graph": {"bonus": 9, "keywords": []}}' });
+    expect(load).toThrow(/unknown capability "telepathy"[\s\S]*AGENTMESH_HALO_DOMAIN_HINTS/);
+    expect(() => loadCoordinatorConfig({ AGENTMESH_HALO_DOMAIN_HINTS: "{nope" })).toThrow(/AGENTMESH_HALO_DOMAIN_HINTS: not valid JSON/);
+    expect(() => loadCoordinatorConfig({ AGENTMESH_MCP_SERVERS: "[1" })).toThrow(/AGENTMESH_MCP_SERVERS: not valid JSON/);
+  });
 });

@@ -1,3 +1,4 @@
+import { Capability, DomainHints, formatZodError, type HaloSettings } from "@agentmesh/contracts";
 import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 
@@ -8,7 +9,52 @@ const NAMES = [
   "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
+  "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
 ] as const;
+
+/** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
+const MCP_CAPABILITIES = ["biomcp", "llama_mcp"] as const satisfies readonly Capability[];
+
+/** JSON of `text`, or a problem naming the setting. */
+function parseJson(text: string, setting: string, problems: string[]): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    problems.push(`${setting}: not valid JSON (${(err as Error).message})`);
+    return undefined;
+  }
+}
+
+/**
+ * What halo may plan with here: the list in AGENTMESH_HALO_CAPABILITIES, or else graph, rag and
+ * chitchat (both data specialists ship with sample data), web when a web search key is set, and
+ * each MCP capability a configured server is named after. chitchat is always servable.
+ */
+function haloCapabilities(e: { AGENTMESH_HALO_CAPABILITIES: string; AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_MCP_SERVERS: string }, problems: string[]): Capability[] {
+  const listed = e.AGENTMESH_HALO_CAPABILITIES.split(",").map((s) => s.trim()).filter(Boolean);
+  if (listed.length > 0) {
+    const unknown = listed.filter((t) => !Capability.safeParse(t).success);
+    if (unknown.length > 0) problems.push(`AGENTMESH_HALO_CAPABILITIES: unknown capability ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${Capability.options.join(", ")})`);
+    return Capability.options.filter((c) => c === "chitchat" || listed.includes(c));
+  }
+  const servers = e.AGENTMESH_MCP_SERVERS.trim() === "" ? {} : parseJson(e.AGENTMESH_MCP_SERVERS, "AGENTMESH_MCP_SERVERS", problems);
+  const named = servers !== null && typeof servers === "object" && !Array.isArray(servers) ? Object.keys(servers) : [];
+  const served = new Set<Capability>(["graph", "rag", "chitchat", ...MCP_CAPABILITIES.filter((c) => named.includes(c))]);
+  if (e.AGENTMESH_WEB_SEARCH_KEY) served.add("web");
+  return Capability.options.filter((c) => served.has(c));
+}
+
+/** halo's settings from the environment; problems are added to `problems`. */
+function haloSettings(e: Parameters<typeof haloCapabilities>[0] & { AGENTMESH_HALO_JOIN_DEADLINE_MS: number; AGENTMESH_HALO_DOMAIN_HINTS: string }, problems: string[]): HaloSettings {
+  const available = haloCapabilities(e, problems);
+  let domainHints: DomainHints | null = null;
+  if (e.AGENTMESH_HALO_DOMAIN_HINTS.trim() !== "") {
+    const parsed = DomainHints.safeParse(parseJson(e.AGENTMESH_HALO_DOMAIN_HINTS, "AGENTMESH_HALO_DOMAIN_HINTS", problems));
+    if (parsed.success) domainHints = parsed.data;
+    else if (problems.every((p) => !p.startsWith("AGENTMESH_HALO_DOMAIN_HINTS"))) problems.push(`AGENTMESH_HALO_DOMAIN_HINTS: ${formatZodError(parsed.error, 400)}`);
+  }
+  return { available_capabilities: available, join_deadline_ms: e.AGENTMESH_HALO_JOIN_DEADLINE_MS, domain_hints: domainHints };
+}
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
 export interface CoordinatorConfig {
@@ -55,6 +101,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     // Otherwise a paused session's keys expire first and it vanishes with no terminal event.
     problems.push(`AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`);
   }
+  const halo = haloSettings(e, problems);
   if (problems.length) throw configError(problems);
   return Object.freeze({
     ...connectionConfig(e),
@@ -70,6 +117,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       taskDeadlineMs: e.AGENTMESH_TASK_DEADLINE_MS,
       sessionDeadlineMs: e.AGENTMESH_SESSION_DEADLINE_MS,
       pauseTimeoutMs: e.AGENTMESH_PAUSE_TIMEOUT_MS,
+      halo,
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

@@ -148,7 +148,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const noKey = await call("/v1/models", { key: null });
     expect((await body(noKey)).error.type).toBe("authentication_error");
     const models = await body(await call("/v1/models"));
-    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard"]);
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo"]);
   });
 
   test("draining: /readyz fails and new API requests are turned away with 503", async () => {

@@ -4,7 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import { z } from "zod";
 import {
-  Budgets, ChatMessage, LIMITS, ResearchScenario, SCHEMA_VERSION, StrategyProfile, SupervisorAgent, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName,
+  Budgets, Capability, ChatMessage, LIMITS, ResearchScenario, SCHEMA_VERSION, StrategyProfile, SupervisorAgent, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName,
   checkQuery, inputIds,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
@@ -45,6 +45,8 @@ const QueryBody = z
     budgets: Budgets.partial().strict().optional(),
     retry_limit: z.number().int().min(1).max(20).optional(),
     strategy_profile: StrategyProfile.optional(),
+    /** halo: the specialists to ask, bypassing its planner (seed 000's override). */
+    capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
     /** Cancel the session when this stream's client goes away before it ends (default: it runs on; reconnect to follow it). */
     cancel_on_disconnect: z.boolean().optional(),
   })
@@ -174,6 +176,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       ...(body.budgets ? { budgets: body.budgets } : {}),
       ...(body.retry_limit ? { retry_limit: body.retry_limit } : {}),
       ...(body.strategy_profile ? { strategy_profile: body.strategy_profile } : {}),
+      ...(body.capabilities ? { capabilities: body.capabilities } : {}),
     };
     const started = await startSession(d, c.get("owner"), {
       query: q.query, workflow: body.workflow ?? d.defaultWorkflow, options, taskId: body.task_id, messages: body.messages, threadId: body.thread_id,
