@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import fc from "fast-check";
 import { inputIds, SCHEMA_VERSION, type AwaitedTask, type Capability, type HaloCitation, type HaloData, type HaloSettings, type InboxInput, type SessionOptions, type SessionState, type TaskEnvelope } from "@agentmesh/contracts";
 import { createSession, step } from "./runtime.js";
 import { DEFAULTS, SID, T0, checkApplied, eventsOf, failure, failureFor, resultFor, tasksOf } from "./testing.js";
@@ -264,5 +265,57 @@ describe("halo specialists, judge and synthesis", () => {
   it("halo never asks a person: a reply is not applicable", () => {
     const h = planned(["graph"]);
     expect(h.send({ v: SCHEMA_VERSION, kind: "user_reply", session_id: SID, input_id: inputIds.user("u1"), text: "hi" }).kind).toBe("drop");
+  });
+});
+
+describe("halo under any plan and any mix of specialist outcomes, in any order (property)", () => {
+  type Move = { readonly kind: "answer" | "fail" | "deadline" | "redeliver"; readonly pick: number; readonly cites: readonly number[] };
+  const capabilities = fc.uniqueArray(fc.constantFrom<Capability>("graph", "rag", "biomcp", "web", "llama_mcp", "chitchat"), { minLength: 1, maxLength: 6 });
+  const moves = fc.array(
+    fc.record({ kind: fc.constantFrom<Move["kind"]>("answer", "answer", "answer", "fail", "deadline", "redeliver"), pick: fc.nat(5), cites: fc.array(fc.nat(4), { maxLength: 4 }) }),
+    { minLength: 1, maxLength: 12 },
+  );
+
+  it("completes exactly when every specialist is in or the join deadline passed; the answer's numbers all point into one de-duplicated source list", () => {
+    fc.assert(
+      fc.property(capabilities, moves, (plan, script) => {
+        const h = planned(plan);
+        const answered = new Set<Capability>();
+        let lastAnswered: ReturnType<typeof resultFor> | null = null;
+        for (const move of script) {
+          if (h.state.meta.status !== "running") break;
+          const awaiting = h.state.meta.awaiting;
+          const task = awaiting[move.pick % awaiting.length] as AwaitedTask;
+          const tag = task.tag as Capability;
+          if (move.kind === "redeliver") {
+            // A copy of a result already applied: never applied twice.
+            if (lastAnswered) expect(h.send(lastAnswered).kind).toBe("drop");
+            continue;
+          }
+          const before = awaiting.length;
+          if (move.kind === "answer") {
+            lastAnswered = resultFor(task, answer(`The ${tag} view of HER2, part ${move.pick}.`, move.cites.map((n) => url(`s${n}`))));
+            h.send(lastAnswered);
+            answered.add(tag);
+          } else if (move.kind === "fail") h.fail(tag, "tool_error");
+          else h.deadline(tag);
+          const joined = move.kind === "deadline" || before === 1;
+          expect(h.state.meta.status).toBe(joined ? "completed" : "running");
+        }
+        if (h.state.meta.status === "running") return;
+        const d = h.state.data;
+        expect(d.outputs.map((o) => o.capability).sort()).toEqual([...plan].sort());
+        expect(d.response_str?.startsWith("[HALO] ")).toBe(true);
+        const keys = d.citations.map((c) => c.url ?? c.path);
+        expect(new Set(keys).size).toBe(keys.length);
+        const body = (d.response_str ?? "").split("\n\nSources:\n")[0] ?? "";
+        for (const m of body.matchAll(/\[(\d+(?:,\d+)*)\]/g)) for (const n of (m[1] ?? "").split(",").map(Number)) expect(n >= 1 && n <= d.citations.length).toBe(true);
+        const primary = d.judge_response?.split("\n").find((l) => l.endsWith("(primary)"))?.split(":")[0];
+        if (answered.size === 0) expect(d.response_str).toMatch(/^\[HALO\] No primary answer available\./);
+        else expect(answered.has(primary as Capability)).toBe(true);
+        expect(h.allTasks().filter((t) => t.role === "planner")).toHaveLength(1);
+      }),
+      { numRuns: 300 },
+    );
   });
 });
