@@ -1,6 +1,7 @@
 import { defineAgent } from "@agentmesh/agent-kit";
 import type { OpRequest, OpResponse } from "@agentmesh/contracts";
 import { classifyQuestion, clip } from "@agentmesh/offline-kit";
+import { capabilitiesOffline, planCapabilities, summarizeCapabilities } from "./capabilities.js";
 
 /** Offline: one expert step that says what the offline engine can do with the question. */
 function planOffline(input: OpRequest<"planner", "plan">): OpResponse<"planner", "plan"> {
@@ -22,10 +23,10 @@ function planOffline(input: OpRequest<"planner", "plan">): OpResponse<"planner",
   return { research_steps: [], expert_steps: [clip(step, 2000)] };
 }
 
-/** The planner: turns a question into research steps and expert steps (seed 004). */
+/** The planner: turns a question into research steps and expert steps (seed 004), or into halo's capability tags (seed 000). */
 export default defineAgent({
   role: "planner",
-  description: "Develops a logical plan: research steps and expert steps",
+  description: "Develops a logical plan: research steps and expert steps, or the capability tags of halo's specialists",
   ops: {
     plan: {
       contract: "planner.plan",
@@ -33,6 +34,15 @@ export default defineAgent({
         [`Question: ${i.question}`, `Instruction: ${i.message.content}`, i.feedback ? `Critic feedback to address: ${i.feedback}` : ""].filter(Boolean).join("\n\n"),
       summarize: (o) => `${o.research_steps.length} research step(s), ${o.expert_steps.length} expert step(s)`,
       offline: planOffline,
+    },
+    capabilities: {
+      kind: "handler",
+      version: "planner.capabilities/1",
+      contract: "planner.capabilities",
+      run: planCapabilities,
+      summarize: summarizeCapabilities,
+      // the handler's one model call, answered offline
+      offline: capabilitiesOffline,
     },
   },
 });

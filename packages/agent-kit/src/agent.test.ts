@@ -84,6 +84,23 @@ describe("handler ops", () => {
     expect(out).toMatchObject({ ok: true, output: { long_term_refs: ["seen What now?"] }, provenance: { model: "m1", usage: { prompt_tokens: 10 } } });
   });
 
+  it("choose the model call's output mode and temperature; by default structured at the configured temperature", async () => {
+    const model = recordingModel(() => ({ note: "n" }));
+    const { z } = await import("zod");
+    const agent = handlerAgent(async (input, ctx) => {
+      await ctx.complete({ schema: z.object({ note: z.string() }), schemaName: "note", prompt: "once", mode: "json_object", temperature: 0 });
+      await ctx.complete({ schema: z.object({ note: z.string() }), schemaName: "note", prompt: "default" });
+      return input.memory;
+    });
+    const out = await createOpRunner(agent, model, { log, prompts: contracts })(task("memory", "update", memoryInput), new AbortController().signal);
+    expect(out.ok).toBe(true);
+    expect(model.calls.map((c) => ({ mode: c.mode, temperature: c.temperature }))).toEqual([
+      { mode: "json_object", temperature: 0 },
+      { mode: "structured", temperature: undefined },
+    ]);
+    expect(Object.hasOwn(model.calls[1]!, "temperature")).toBe(false);
+  });
+
   it("have their output validated against the contracts' response schema", async () => {
     const agent = handlerAgent(async () => ({ short_term: "not a list" }));
     const out = await createOpRunner(agent, recordingModel(() => ({})), { log, prompts: contracts })(task("memory", "update", memoryInput), new AbortController().signal);

@@ -103,6 +103,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           input: parsed.data,
           schema: c.schema,
           schemaName: c.schemaName,
+          mode: c.mode ?? "structured",
+          ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
           signal,
         });
         usage = addUsage(usage, reply.usage);

@@ -38,6 +38,14 @@ export interface HandlerModelCall<T> {
   readonly prompt: string;
   /** Defaults to the op's prompt contract, if it has one. */
   readonly system?: string;
+  /**
+   * `structured` (default): validated with one validation retry. `json_object`: exactly one
+   * exchange; output that is not valid JSON or fails the schema throws `model_invalid_output`,
+   * not retryable, for the handler to turn into its own fallback.
+   */
+  readonly mode?: "structured" | "json_object";
+  /** Overrides the configured temperature of the role (or role.op) for this call. */
+  readonly temperature?: number;
 }
 
 /** What a handler op gets besides its validated input. */

@@ -5,7 +5,7 @@ import { startScriptedOpenAIServer } from "./scripted-server.js";
 
 runModelConformance("scripted model (the in-memory twin)", async (answers) => {
   const model = createScriptedModel(answers.map((a) => ({ ...a })));
-  return { model, requests: () => model.calls.length, async close() {} };
+  return { model, requests: () => model.calls.length, temperatures: () => model.calls.map((c) => c.temperature), async close() {} };
 });
 
 runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
@@ -17,5 +17,9 @@ runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
     timeoutMs: 10_000,
     maxHttpAttempts: 1,
   });
-  return { model, requests: () => server.calls.length, close: () => server.close() };
+  const temperatures = () => server.calls.map((c) => {
+    const t = (c.body as { temperature?: unknown }).temperature;
+    return typeof t === "number" ? t : null;
+  });
+  return { model, requests: () => server.calls.length, temperatures, close: () => server.close() };
 });

@@ -13,8 +13,13 @@ export interface ConformanceAnswer {
   readonly chunkDelayMs?: number;
 }
 
-/** Builds a model that answers `answers` (per role+op, in order), a count of the requests it received, and a way to shut it down. */
-export type ModelFactory = (answers: readonly ConformanceAnswer[]) => Promise<{ model: ModelPort; requests(): number; close(): Promise<void> }>;
+/**
+ * Builds a model that answers `answers` (per role+op, in order), a count of the requests it
+ * received, the temperature each request carried (null: it named none), and a way to shut it down.
+ */
+export type ModelFactory = (
+  answers: readonly ConformanceAnswer[],
+) => Promise<{ model: ModelPort; requests(): number; temperatures(): readonly (number | null)[]; close(): Promise<void> }>;
 
 const plan = ROLES.planner.plan;
 const review = ROLES.critic.review_plan;
@@ -112,6 +117,22 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
           expect(err instanceof AgentmeshError && { code: err.code, retryable: err.retryable }).toEqual({ code: "model_invalid_output", retryable: false });
           expect(requests()).toBe(i + 1);
         }
+      } finally {
+        await close();
+      }
+    });
+
+    it("a request's temperature override reaches the model, in every output mode", async () => {
+      const { model, temperatures, close } = await factory([
+        { role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["e1"] } },
+        { role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["e2"] } },
+        { role: "writer", op: "draft", content: TEXT },
+      ]);
+      try {
+        await model.complete({ ...request(plan.response, "planner", "plan", "sessconf0008.1.0.0"), temperature: 0.7 });
+        await model.complete({ ...request(plan.response, "planner", "plan", "sessconf0008.2.0.0"), mode: "json_object", temperature: 1.3 });
+        await model.complete({ ...textRequest("sessconf0008.3.0.0", () => undefined), temperature: 0.4 });
+        expect(temperatures()).toEqual([0.7, 1.3, 0.4]);
       } finally {
         await close();
       }

@@ -78,6 +78,44 @@ describe("OpenAI-compatible adapter: structured output", () => {
     expect(server.calls[0]!.body).toMatchObject({ model: "m-strong", temperature: 0.2 });
   });
 
+  it("prefers a `<role>.<op>` entry over the role's, and the role's over the default", async () => {
+    const roles = {
+      planner: { model: "m-standard", temperature: 0.5, tier: "standard" as const },
+      "planner.capabilities": { model: "m-mini", temperature: 0.1, tier: "fast" as const },
+    };
+    const { model, server } = await setup(
+      [
+        { role: "planner", op: "capabilities", output: PLAN },
+        { role: "planner", op: "plan", output: PLAN },
+        { role: "critic", op: "review_plan", output: PLAN },
+      ],
+      { roles },
+    );
+    const replies = [
+      await model.complete(request("t1", { op: "capabilities" })),
+      await model.complete(request("t2")),
+      await model.complete(request("t3", { role: "critic", op: "review_plan" })),
+    ];
+    expect(replies.map((r) => [r.model, r.tier])).toEqual([["m-mini", "fast"], ["m-standard", "standard"], ["m-fast", "fast"]]);
+    expect(server.calls.map((c) => (c.body as { model: string; temperature: number }))).toMatchObject([
+      { model: "m-mini", temperature: 0.1 },
+      { model: "m-standard", temperature: 0.5 },
+      { model: "m-fast", temperature: 0 },
+    ]);
+  });
+
+  it("sends the request's temperature instead of the configured one (0 included)", async () => {
+    const { model, server } = await setup([
+      { role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" } },
+      { role: "expert", op: "answer", output: { expert_answer: "b", expert_reasoning: "r" } },
+    ]);
+    const expert = (taskId: string, temperature?: number) =>
+      ({ ...request(taskId), role: "expert", op: "answer", schema: ROLES.expert.answer.response, mode: "json_object", ...(temperature === undefined ? {} : { temperature }) }) as JsonObjectRequest<unknown>;
+    await model.complete(expert("t1", 0));
+    await model.complete(expert("t2"));
+    expect(server.calls.map((c) => (c.body as { temperature: number }).temperature)).toEqual([0, 0.2]);
+  });
+
   it("falls back to json_object when json_schema is rejected, and remembers it", async () => {
     const { model, server } = await setup(
       [

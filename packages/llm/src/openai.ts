@@ -22,6 +22,7 @@ export interface OpenAIModelOptions {
   readonly baseURL: string;
   /** Sent as a bearer token; local servers usually need none. */
   readonly apiKey?: string;
+  /** Model settings keyed `<role>.<op>` (one op, e.g. a fast planner step) or `<role>`; the most specific key wins, then `defaultRole`. */
   readonly roles: Readonly<Record<string, RoleModelConfig>>;
   readonly defaultRole: RoleModelConfig;
   /** Limit for one HTTP attempt, including reading a streamed reply. */
@@ -121,7 +122,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     const system = req.mode === "text" || wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
     const base: ChatCompletionCreateParamsBase = {
       model: cfg.model,
-      temperature: cfg.temperature,
+      temperature: req.temperature ?? cfg.temperature,
       messages: [{ role: "system", content: system }, ...conversation],
     };
     if (req.mode === "text") return base;
@@ -245,7 +246,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
     const started = performance.now();
     if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started", { retryable: false });
-    const cfg = Object.hasOwn(opts.roles, req.role) ? opts.roles[req.role]! : opts.defaultRole;
+    const cfg = configFor(opts.roles, req.role, req.op) ?? opts.defaultRole;
     const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model, delivered: 0 };
     const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
     const reply = (output: unknown): ModelReply<unknown> => ({
@@ -272,6 +273,12 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   }
 
   return { name: `openai-compatible ${redactUrls(opts.baseURL)}`, complete };
+}
+
+/** The settings of `<role>.<op>`, else of `<role>`, else undefined. */
+function configFor(roles: Readonly<Record<string, RoleModelConfig>>, role: string, op: string): RoleModelConfig | undefined {
+  for (const key of [`${role}.${op}`, role]) if (Object.hasOwn(roles, key)) return roles[key];
+  return undefined;
 }
 
 function usageOf(tally: Tally, configured: string, prices: Readonly<Record<string, ModelPrice>>): Usage {

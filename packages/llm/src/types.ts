@@ -13,6 +13,8 @@ interface ModelCall {
   readonly prompt: string;
   /** The structured task input, by value (the offline engine and scripted models read it). */
   readonly input: unknown;
+  /** Overrides the configured temperature of the role (or role.op) for this call, e.g. 0 for a deterministic planner. */
+  readonly temperature?: number;
   readonly signal?: AbortSignal;
   /** Called with each streamed text delta, in order (text mode always streams; the others only when this is set). */
   readonly onToken?: (delta: string) => void;
@@ -68,7 +70,7 @@ export interface ModelPort {
   complete(req: TextRequest): Promise<ModelReply<string>>;
 }
 
-/** Per-role model settings. */
+/** Per-role (or per `<role>.<op>`) model settings. */
 export interface RoleModelConfig {
   readonly model: string;
   readonly temperature: number;
