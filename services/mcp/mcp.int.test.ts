@@ -7,7 +7,7 @@ import { createLogger } from "@agentmesh/service-kit";
 import { createMcpClient, type McpClient, type McpServerConfig } from "@agentmesh/tools";
 import { startHttpTestServer, stdioTestServer, type HttpTestServer } from "@agentmesh/tools/testing";
 import { answerViaMcp, mcpChoiceOffline, type McpChoice, type McpClients } from "./answer.js";
-import { createMcp } from "./role.js";
+import { createMcp, mcpAgent } from "./role.js";
 
 const log = createLogger({ service: "mcp-test", level: "silent" });
 const CITATIONS = [
@@ -126,7 +126,7 @@ describe("mcp.answer", () => {
 
   it("the role's setup connects on first use and closes its connections when it stops: the stdio server process is gone", async () => {
     const setup = createMcp({ servers: [stdioTestServer("biomcp", { allow: { mcp: "*" } })] }, log);
-    const op = setup.agents[0]!.ops.answer;
+    const op = (setup.agents[0] as ReturnType<typeof mcpAgent>).ops.answer;
     if (op.kind !== "handler") throw new Error("mcp.answer is a handler op");
     const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null };
     const out = (await op.run({ question: "Which process answers?", server: "biomcp" }, ctx)) as { response_str: string };
