@@ -1,6 +1,7 @@
 import { parseEnv } from "@agentmesh/service-kit";
+import { parseMcpServers, type McpServerConfig } from "@agentmesh/tools";
 
-const NAMES = ["AGENTMESH_CORPUS_DIR", "AGENTMESH_FILE_ROOTS", "AGENTMESH_WEB_SEARCH_URL", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_TEST_TOOLS"] as const;
+const NAMES = ["AGENTMESH_CORPUS_DIR", "AGENTMESH_FILE_ROOTS", "AGENTMESH_WEB_SEARCH_URL", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_TEST_TOOLS", "AGENTMESH_MCP_SERVERS"] as const;
 
 /** The executor's tool configuration. */
 export interface ExecutorConfig {
@@ -10,6 +11,8 @@ export interface ExecutorConfig {
   readonly webSearch: { readonly baseUrl: string; readonly apiKey: string } | null;
   /** Registers `test_flaky` and `test_slow` (end-to-end tests only). */
   readonly testTools: boolean;
+  /** MCP servers whose tools join the registry as `mcp.<server>.<tool>` (each callable by the roles its `allow` names). */
+  readonly mcpServers: readonly McpServerConfig[];
 }
 
 /** Reads the executor's configuration from an environment, listing every problem at once. */
@@ -20,5 +23,6 @@ export function loadExecutorConfig(env: Record<string, string | undefined>): Exe
     fileRoots: Object.freeze(e.AGENTMESH_FILE_ROOTS.split(",").map((s) => s.trim()).filter(Boolean)),
     webSearch: e.AGENTMESH_WEB_SEARCH_KEY ? { baseUrl: e.AGENTMESH_WEB_SEARCH_URL, apiKey: e.AGENTMESH_WEB_SEARCH_KEY } : null,
     testTools: e.AGENTMESH_TEST_TOOLS,
+    mcpServers: Object.freeze(parseMcpServers(e.AGENTMESH_MCP_SERVERS)),
   });
 }

@@ -14,7 +14,7 @@ let tools: ExecutorTools;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "exec-corpus-"));
   writeFileSync(join(dir, "redis.md"), "# Redis\n\nWith the append-only file enabled, Redis logs every write command to a file.");
-  tools = createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, testTools: true }, log);
+  tools = await createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, testTools: true, mcpServers: [] }, log);
   // The calculator's worker loads mathjs first (seconds on a busy machine, over a call's 5 s, and a
   // call that times out kills the loading worker): warm it through the tool itself, without a deadline.
   const calculator = tools.registry.get("calculator");

@@ -33,6 +33,11 @@ const citation = (path: string, passage: string): Citation[] => {
 /** A tool's output as the step's text, and the sources it carries (passages, pages, files). */
 function renderOutput(tool: string, output: unknown): { text: string; citations: Citation[] } {
   const o = (output ?? {}) as Record<string, unknown>;
+  if (tool.startsWith("mcp.")) {
+    // an MCP server's tool: its text, and its links and resources (McpCallResult) as the sources
+    const cited = (o.citations ?? []) as Array<{ title: string; url: string | null; path: string | null; snippet: string }>;
+    return { text: String(o.text ?? ""), citations: cited.flatMap((c) => citation(c.url ?? c.path ?? "", c.snippet || c.title)).slice(0, 10) };
+  }
   switch (tool) {
     case "corpus_search": {
       const hits = (o.results ?? []) as Array<{ path: string; passage: string }>;

@@ -35,9 +35,9 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
   });
 }
 
-/** Builds the executor from its configuration: the built-in tools (plus test tools when asked) behind the safe executor. */
-export function createExecutor(cfg: ExecutorConfig, log: Logger): AgentSetup {
-  const tools = createExecutorTools(cfg, log);
+/** Builds the executor from its configuration: the built-in tools, the MCP servers' tools (plus test tools when asked) behind the safe executor. */
+export async function createExecutor(cfg: ExecutorConfig, log: Logger): Promise<AgentSetup> {
+  const tools = await createExecutorTools(cfg, log);
   log.info({ tools: tools.registry.list({ role: "executor" }).map((t) => t.name) }, "executor tools");
   return { agents: [executorAgent(tools)], close: () => tools.close() };
 }

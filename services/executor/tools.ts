@@ -4,14 +4,19 @@ import type { Logger } from "@agentmesh/service-kit";
 import {
   DEFAULT_TOOL_ROLES,
   builtinTools,
+  clipText,
   createBraveWebSearch,
+  createMcpClient,
   createMemorySessionCounter,
   createOfflineWebSearch,
   createSafeExecutor,
   createToolRegistry,
   defineTool,
+  registerMcpTools,
   type BuiltinToolName,
   type CallPolicy,
+  type McpClient,
+  type McpServerConfig,
   type SafeExecutor,
   type ToolCallResult,
   type ToolDefinition,
@@ -113,8 +118,31 @@ function executorRoles(): Partial<Record<BuiltinToolName, readonly RoleName[]>> 
   return roles;
 }
 
+/**
+ * The configured MCP servers' tools as registry definitions (`mcp.<server>.<tool>`, arguments
+ * checked against the server's schema, callable by the roles its `allow` names). Each server is
+ * listed once, at start; one that cannot be reached then is left out, with a warning.
+ */
+async function mcpTools(servers: readonly McpServerConfig[], log: Logger): Promise<{ defs: ToolDefinition[]; clients: McpClient[] }> {
+  const scratch = createToolRegistry();
+  const clients = servers.map((s) => createMcpClient(s, { onStderr: (text) => log.debug({ server: s.name, stderr: clipText(text, 500) }, "MCP server stderr") }));
+  const names = await Promise.all(
+    clients.map(async (client) => {
+      try {
+        const r = await registerMcpTools(scratch, client);
+        if (r.skipped.length) log.warn({ server: r.server, skipped: r.skipped }, "MCP tools left out of the registry");
+        return r.registered;
+      } catch (err) {
+        log.warn({ server: client.server, msg_detail: err instanceof Error ? err.message : String(err) }, "MCP server not reachable at start: its tools are left out");
+        return [];
+      }
+    }),
+  );
+  return { defs: names.flat().flatMap((n) => scratch.get(n) ?? []), clients };
+}
+
 /** Builds the executor's tools from configuration. Folders that do not exist are left out, with a warning. */
-export function createExecutorTools(cfg: ExecutorConfig, log: Logger): ExecutorTools {
+export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Promise<ExecutorTools> {
   const corpusDir = existsSync(cfg.corpusDir) ? cfg.corpusDir : undefined;
   if (!corpusDir) log.warn({ corpus_dir: cfg.corpusDir }, "the corpus folder does not exist: no corpus_search");
   const fileRoots = cfg.fileRoots.filter((r) => {
@@ -128,13 +156,16 @@ export function createExecutorTools(cfg: ExecutorConfig, log: Logger): ExecutorT
     fileRoots,
     webSearch: cfg.webSearch ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl }) : createOfflineWebSearch(),
   });
-  const defs = [...builtin.tools, ...(cfg.testTools ? testTools() : [])];
+  const mcp = await mcpTools(cfg.mcpServers, log);
+  const defs = [...builtin.tools, ...(cfg.testTools ? testTools() : []), ...mcp.defs];
   if (cfg.testTools) log.warn("test-only tools test_flaky and test_slow are registered (AGENTMESH_TEST_TOOLS)");
   const registry = createToolRegistry(defs);
   const executorFor = limitedExecutors(registry, defs);
   return {
     registry,
     call: (req) => executorFor(req.limits).call({ tool: req.tool, args: req.args, role: "executor", sessionId: req.sessionId, taskId: req.taskId, signal: req.signal, policy: req.policy }),
-    close: () => builtin.close(),
+    async close() {
+      await Promise.all([builtin.close(), ...mcp.clients.map((c) => c.close())]);
+    },
   };
 }

@@ -33,7 +33,7 @@ const request = (over: Partial<OpRequest<"retriever", "retrieve">> = {}): OpRequ
 describe("retriever.retrieve", () => {
   it("ranks corpus hits by how much of the query they cover, weighted by score, with citations", async () => {
     const call = caller({ corpus_search: ok("corpus_search", { results: HITS }) });
-    const bundle = await retrieve(request(), { call, webConfigured: false }, ctx);
+    const bundle = await retrieve(request(), { call, webConfigured: false, corpusConfigured: true }, ctx);
     expect(call.calls).toEqual([{ tool: "corpus_search", args: { query: "redis persist data append-only file", limit: 8 } }]);
     expect(bundle.items.map((i) => [i.citation?.path, i.relevance])).toEqual([
       ["redis-persistence.md", 0.6],
@@ -45,7 +45,7 @@ describe("retriever.retrieve", () => {
   });
 
   it("returns no web items, and no failure, when no web search provider is configured", async () => {
-    const bundle = await retrieve(request({ strategies: ["web"] }), { call: caller({}), webConfigured: false }, ctx);
+    const bundle = await retrieve(request({ strategies: ["web"] }), { call: caller({}), webConfigured: false, corpusConfigured: true }, ctx);
     expect(bundle).toEqual({ items: [], summary: "", open_questions: ["No source mentions: How does Redis persist data with the append-only file?"] });
   });
 
@@ -64,9 +64,9 @@ describe("retriever.retrieve", () => {
   });
 
   it("fails the task on a transient search failure (it is retried), notes a permanent one as a gap", async () => {
-    await expect(retrieve(request(), { call: caller({ corpus_search: fail("corpus_search", "tool_error", true) }), webConfigured: false }, ctx)).rejects.toMatchObject({ code: "tool_error", retryable: true });
+    await expect(retrieve(request(), { call: caller({ corpus_search: fail("corpus_search", "tool_error", true) }), webConfigured: false, corpusConfigured: true }, ctx)).rejects.toMatchObject({ code: "tool_error", retryable: true });
     const call = caller({ corpus_search: ok("corpus_search", { results: HITS }), web_search: fail("web_search", "tool_unavailable", false) });
-    const bundle = await retrieve(request(), { call, webConfigured: true }, ctx);
+    const bundle = await retrieve(request(), { call, webConfigured: true, corpusConfigured: true }, ctx);
     expect(bundle.items).toHaveLength(2);
     expect(bundle.open_questions).toEqual(["The web search is unavailable (tool_unavailable): tool_unavailable!", "Nothing retrieved about: data"]);
   });

@@ -14,6 +14,8 @@ export interface RetrieverDeps {
   readonly call: ToolCaller;
   /** False when no web search provider is configured: the web strategy then returns nothing, without failing. */
   readonly webConfigured: boolean;
+  /** False when the corpus folder does not exist: `answer` from the corpus fails `tool_unavailable`. */
+  readonly corpusConfigured: boolean;
 }
 
 /** Memory items kept per retrieval, so session notes never crowd out the sources. */

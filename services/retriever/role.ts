@@ -11,13 +11,14 @@ import {
   type ToolDefinition,
 } from "@agentmesh/tools";
 import { loadRetrieverConfig, type RetrieverConfig } from "./config.js";
+import { answerFromSources } from "./answer.js";
 import { retrieve, type RetrieverDeps } from "./retrieve.js";
 
 /** The retriever role over its search dependencies. */
 export function retrieverAgent(deps: RetrieverDeps) {
   return defineAgent({
     role: "retriever",
-    description: "Retrieves context for the question: session memory, the document corpus (with citations) and the web when configured",
+    description: "Retrieves context for the question (session memory, the document corpus with citations, the web when configured) and answers halo's rag and web capabilities from it",
     ops: {
       retrieve: {
         kind: "handler",
@@ -25,6 +26,13 @@ export function retrieverAgent(deps: RetrieverDeps) {
         contract: "retriever.retrieve",
         run: (input, ctx) => retrieve(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
         summarize: (o) => `${o.items.length} items (${["memory", "corpus", "web"].map((s) => `${s} ${o.items.filter((i) => i.source === s).length}`).join(", ")})`,
+      },
+      answer: {
+        kind: "handler",
+        version: "retriever.answer/1",
+        contract: "retriever.answer",
+        run: (input, ctx) => answerFromSources(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal, complete: ctx.complete }),
+        summarize: (o) => `${o.citations.length} source(s) cited, ${o.response_str.length} characters`,
       },
     },
   });
@@ -37,7 +45,8 @@ export function retrieverAgent(deps: RetrieverDeps) {
 export function createRetriever(cfg: RetrieverConfig, log: Logger): AgentSetup {
   const tools: ToolDefinition[] = [];
   const closers: Array<() => Promise<void>> = [];
-  if (existsSync(cfg.corpusDir)) {
+  const corpusConfigured = existsSync(cfg.corpusDir);
+  if (corpusConfigured) {
     const corpus = createCorpusSearchTool({ dir: cfg.corpusDir, allowedRoles: ["retriever"] });
     tools.push(corpus.tool);
     closers.push(() => corpus.pool.close());
@@ -49,6 +58,7 @@ export function createRetriever(cfg: RetrieverConfig, log: Logger): AgentSetup {
   const executor = createSafeExecutor({ registry: createToolRegistry(tools), maxCallsPerSession: 100 });
   const agent = retrieverAgent({
     webConfigured: cfg.webSearch !== null,
+    corpusConfigured,
     call: (tool, args, ctx) => executor.call({ tool, args, role: "retriever", sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
   });
   return {

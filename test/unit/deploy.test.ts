@@ -285,7 +285,8 @@ describe("the agent roles' deployment, generated from the role registry (scripts
 
   /**
    * An object as it was before issue 8's access control: without the NATS seed (env, mount,
-   * volume, fsGroup), the web search key Secret and the generated account (was `$G`). The rest
+   * volume, fsGroup), the web search key Secret and the generated account (was `$G`), and
+   * without the executor's MCP servers setting (issue 10, passed through in compose). The rest
    * must still equal the hand-written files; the additions are checked by the tests above.
    */
   function beforeAccessControl(o: Yaml | undefined): Yaml | undefined {
@@ -304,6 +305,7 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     if (isMap(trigger) && trigger.account === natsAccountName(PREFIX)) trigger.account = "$G";
     if (copy?.kind === undefined && isMap(copy?.environment)) {
       delete copy.environment.NATS_NKEY_SEED_FILE;
+      delete copy.environment.AGENTMESH_MCP_SERVERS;
       const volumes = list(copy.volumes ?? [], "volumes").filter((v) => !isSeedMount(v));
       if (volumes.length) copy.volumes = volumes;
       else delete copy.volumes;

@@ -55,8 +55,14 @@ export const DEFAULT_STRATEGY_PROFILE: StrategyProfile = "CONSERVATIVE";
 export const ExecutionStrategy = z.enum(["tool", "rag", "web"]);
 export type ExecutionStrategy = z.infer<typeof ExecutionStrategy>;
 
-/** A tool's registry name (snake_case). */
-export const ToolName = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, "tool names are snake_case, at most 40 characters");
+/**
+ * A tool's registry name: a built-in's snake_case name, or an MCP server's tool as
+ * `mcp.<server>.<tool>` (the server's name as `AGENTMESH_MCP_SERVERS` allows it, the tool's as the
+ * tools registry accepts it), so plans can name the tools of any configured MCP server.
+ */
+export const ToolName = z
+  .string()
+  .regex(/^(?:[a-z][a-z0-9_]{0,39}|mcp\.[a-z][a-z0-9_]{0,23}\.[A-Za-z0-9_-]{1,50})$/, "tool names are snake_case (at most 40 characters) or mcp.<server>.<tool>");
 /** The pseudo-tool every plan ends with: the executor writes the answer from the accepted results. */
 export const SUMMARIZE_TOOL = "summarize";
 

@@ -64,3 +64,6 @@ export function createStaticWebSearch(hits: readonly WebSearchHit[]): WebSearchP
     },
   };
 }
+
+// The test MCP servers (SDK-built, over stdio and streamable HTTP), for the roles' tests.
+export { startHttpTestServer, stdioTestServer, type HttpTestServer } from "./test-support/mcp/servers.js";
