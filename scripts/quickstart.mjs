@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Quick start: answers one question end to end on a fresh machine.
 //   npm run ask -- "What is 0.1 + 0.2?"
+//   npm run ask -- --workflow halo "How does HER2 interact with HER3?"   (options go to `agentmesh ask`)
 // Installs dependencies if needed, uses NATS/Redis at NATS_URL/REDIS_URL (defaults on 127.0.0.1),
 // starts them from the nats-server/redis-server binaries when they are not running (or says how),
 // runs the coordinator and all agents in one local process, asks, and cleans up.
@@ -10,7 +11,9 @@ import { join } from "node:path";
 import { root, startLocalStack } from "./local-stack.mjs";
 
 const say = (s) => process.stderr.write(`[quickstart] ${s}\n`);
-const question = process.argv.slice(2).join(" ").trim() || "What is 0.1 + 0.2?";
+const args = process.argv.slice(2);
+// With options (`--workflow halo`), the arguments go to `agentmesh ask` as they are; else they are the question's words.
+const askArgs = args.some((a) => a.startsWith("-")) ? args : [args.join(" ").trim() || "What is 0.1 + 0.2?"];
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 const started = [];
@@ -21,7 +24,7 @@ function cleanup() {
 
 async function main() {
   const env = await startLocalStack({ natsUrl, redisUrl, say, started });
-  const ask = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "ask", question], { cwd: root, env, stdio: "inherit" });
+  const ask = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "ask", ...askArgs], { cwd: root, env, stdio: "inherit" });
   return ask.status ?? 1;
 }
 

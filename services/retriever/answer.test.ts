@@ -41,7 +41,7 @@ describe("retriever.answer", () => {
     const d = deps({ corpus_search: ok("corpus_search", { results: HITS }) });
     const out = await answerFromSources({ question, source: "corpus" }, d, { ...base, ...noModel });
     expect(d.calls).toEqual([{ tool: "corpus_search", args: { query: "redis persist data append-only file", limit: 8 } }]);
-    expect(out.response_str).toBe("redis-persistence.md: With the append-only file enabled, Redis logs every write command to disk. jetstream.md: JetStream is the persistence layer of NATS.");
+    expect(out.response_str).toBe("With the append-only file enabled, Redis logs every write command to disk. JetStream is the persistence layer of NATS.");
     expect(out.citations).toEqual([
       { title: "redis-persistence.md", url: null, path: "docs/redis-persistence.md", snippet: HITS[0]!.passage },
       { title: "jetstream.md", url: null, path: "jetstream.md", snippet: HITS[1]!.passage },
@@ -87,11 +87,17 @@ describe("retriever.answer", () => {
     const out = await answerFromSources({ question, source: "web" }, d, { ...base, ...noModel });
     expect(d.calls).toEqual([{ tool: "web_search", args: { query: "redis persist data append-only file", count: 5 } }]);
     expect(out.citations).toEqual([{ title: "Redis persistence", url: "https://redis.io/docs/persistence", path: null, snippet: WEB[0]!.snippet }]);
-    expect(out.response_str).toBe("Redis persistence: AOF logs every write operation received by the server.");
+    expect(out.response_str).toBe("AOF logs every write operation received by the server.");
   });
 
   it("the extractive answer quotes at most three sources", () => {
     const many = Array.from({ length: 5 }, (_, i) => ({ text: `Fact ${i}.`, citation: { title: `f${i}.md`, url: null, path: `f${i}.md`, snippet: `Fact ${i}.` } }));
-    expect(extractiveAnswer("facts", many)).toBe("f0.md: Fact 0. f1.md: Fact 1. f2.md: Fact 2.");
+    expect(extractiveAnswer("facts", many)).toBe("Fact 0. Fact 1. Fact 2.");
+  });
+
+  it("quotes prose, not markdown headings or list markers, and a sentence two sources share once", () => {
+    const doc = (path: string, text: string) => ({ text, citation: { title: path, url: null, path, snippet: text.slice(0, 100) } });
+    const sources = [doc("a.md", "## The coordinator\nThe coordinator drives each session."), doc("b.md", "- The coordinator drives each session."), doc("c.md", "# Agents\n1. An agent pulls tasks for its role.")];
+    expect(extractiveAnswer("What does the coordinator drive?", sources)).toBe("The coordinator drives each session. An agent pulls tasks for its role.");
   });
 });

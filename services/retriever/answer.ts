@@ -46,14 +46,15 @@ async function corpusSources(question: string, deps: RetrieverDeps, ctx: Ctx): P
   const r = await deps.call("corpus_search", { query: searchText(question), limit: 8 }, ctx);
   if (!r.ok) throw searchFailed(r, "The corpus search");
   const hits = (r.output as { results: Array<{ path: string; passage: string; score: number }> }).results;
+  // The passage as the file has it (its line breaks show headings), beside the ranked, flattened item.
   return rankHits(question, hits)
-    .map((item, i) => ({ item, i }))
+    .map((item, i) => ({ item, i, raw: hits[i]?.passage ?? item.content }))
     .filter(({ item }) => item.relevance > 0 && item.citation !== null)
     .sort((a, b) => b.item.relevance - a.item.relevance || a.i - b.i)
     .slice(0, MAX_SOURCES)
-    .map(({ item }) => {
+    .map(({ item, raw }) => {
       const path = item.citation?.path ?? "corpus";
-      return { text: item.content, citation: { title: clip(basename(path) || path, 300), url: null, path: clip(path, 300), snippet: clip(item.content, 500) } };
+      return { text: raw.slice(0, 2000), citation: { title: clip(basename(path) || path, 300), url: null, path: clip(path, 300), snippet: clip(item.content, 500) } };
     });
 }
 
@@ -81,7 +82,9 @@ export function renderAnswerPrompt(question: string, sources: readonly AnswerSou
 /** The sentence of a text that covers most of the question's words (the first on a tie). */
 function bestSentence(question: string, text: string, max: number): string {
   const terms = contentWords(question);
-  const sentences = text.replace(/\s+/g, " ").trim().match(/[^.!?]+[.!?]*/g) ?? [text];
+  // Markdown headings and list markers are layout, not sentences.
+  const prose = text.replace(/^\s{0,3}#{1,6}\s+.*$/gm, " ").replace(/^\s*(?:[-*+]|\d+\.)\s+/gm, "");
+  const sentences = prose.replace(/\s+/g, " ").trim().match(/[^.!?]+[.!?]*/g) ?? [text];
   let best = sentences[0] ?? text;
   let bestScore = -1;
   for (const s of sentences) {
@@ -91,12 +94,13 @@ function bestSentence(question: string, text: string, max: number): string {
   return clip(best.trim(), max);
 }
 
-/** The answer without a model: the most relevant sentence of each of the top sources, after its title. */
+/**
+ * The answer without a model: the most relevant sentence of each of the top sources, each once
+ * (the synthesis marks the fragment with its sources' numbers, so no file name is quoted).
+ */
 export function extractiveAnswer(question: string, sources: readonly AnswerSource[]): string {
-  return sources
-    .slice(0, QUOTED_SOURCES)
-    .map((s) => `${s.citation.title}: ${bestSentence(question, s.citation.url ? s.citation.snippet || s.text : s.text, 600)}`)
-    .join(" ");
+  const sentences = sources.slice(0, QUOTED_SOURCES).map((s) => bestSentence(question, s.citation.url ? s.citation.snippet || s.text : s.text, 600));
+  return [...new Set(sentences.filter((x) => x.length > 0))].join(" ");
 }
 
 /**

@@ -52,10 +52,11 @@ export function chunk(text, size) {
   const passages = [];
   let cur = "";
   for (const piece of pieces) {
-    if (cur && cur.length + 1 + piece.length > size) {
+    // paragraphs stay apart, so a reader can tell a heading from the prose under it
+    if (cur && cur.length + 2 + piece.length > size) {
       passages.push(cur);
       cur = piece;
-    } else cur = cur ? `${cur} ${piece}` : piece;
+    } else cur = cur ? `${cur}\n\n${piece}` : piece;
   }
   if (cur) passages.push(cur);
   return passages;
