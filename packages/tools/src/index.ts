@@ -42,6 +42,19 @@ export {
   type WebSearchProvider,
   type WebSearchToolOptions,
 } from "./builtins/web-search.js";
+export {
+  createOfflineImages,
+  createOpenAIImages,
+  imageUrlProblem,
+  IMAGE_SIZES,
+  IMAGE_URL_MAX_CHARS,
+  type GeneratedImage,
+  type GeneratedImages,
+  type ImageProvider,
+  type ImageSize,
+  type OpenAIImagesOptions,
+} from "./builtins/images.js";
+export { createAnalyzeImageTool, createGenerateImageTool, type ImageToolOptions } from "./builtins/image-tools.js";
 export type { ComputePool } from "./compute-pool.js";
 export { parseMcpServers, type McpServerConfig } from "./mcp/config.js";
 export { createMcpClient, type McpCallOptions, type McpClient, type McpClientOptions, type McpToolInfo } from "./mcp/client.js";

@@ -8,10 +8,12 @@ import { createCalculatorTool } from "./calculator.js";
 import { createRunJsTool, createRunPythonTool } from "./code-tools.js";
 import { createCorpusSearchTool } from "./corpus-search.js";
 import { createFileReadTool } from "./file-read.js";
+import { createAnalyzeImageTool, createGenerateImageTool } from "./image-tools.js";
+import type { ImageProvider } from "./images.js";
 import { createOfflineWebSearch, createWebSearchTool, type WebSearchProvider } from "./web-search.js";
 
 /** Names of the built-in tools. */
-export type BuiltinToolName = "calculator" | "file_read" | "corpus_search" | "web_search" | "run_js" | "run_python";
+export type BuiltinToolName = "calculator" | "file_read" | "corpus_search" | "web_search" | "run_js" | "run_python" | "generate_image" | "analyze_image";
 
 /** Least privilege by default: each role gets only the tools its step needs. */
 export const DEFAULT_TOOL_ROLES: Readonly<Record<BuiltinToolName, readonly RoleName[]>> = Object.freeze({
@@ -21,6 +23,8 @@ export const DEFAULT_TOOL_ROLES: Readonly<Record<BuiltinToolName, readonly RoleN
   web_search: ["researcher"],
   run_js: ["researcher", "expert"],
   run_python: ["researcher", "expert"],
+  generate_image: ["researcher", "chat"],
+  analyze_image: ["researcher", "chat"],
 });
 
 /** What the built-in tools are configured with (a service's config.ts fills this from its env). */
@@ -33,6 +37,11 @@ export interface BuiltinToolsOptions {
   readonly corpusDir?: string;
   /** Web search backend; the default answers "no web search provider is configured". */
   readonly webSearch?: WebSearchProvider;
+  /**
+   * Images backend of `generate_image` and `analyze_image`; without it both are left out (pass
+   * `createOfflineImages()` to offer them answering `tool_unavailable`).
+   */
+  readonly images?: ImageProvider;
   /** Runner options, or false to leave the tool out. */
   readonly js?: JsRunnerOptions | false;
   readonly python?: PythonRunnerOptions | false;
@@ -62,6 +71,10 @@ export function builtinTools(opts: BuiltinToolsOptions = {}): BuiltinTools {
     pools.push(corpus.pool);
   }
   tools.push(createWebSearchTool({ provider: opts.webSearch ?? createOfflineWebSearch(), allowedRoles: roles.web_search }));
+  if (opts.images) {
+    tools.push(createGenerateImageTool({ provider: opts.images, allowedRoles: roles.generate_image }));
+    tools.push(createAnalyzeImageTool({ provider: opts.images, allowedRoles: roles.analyze_image }));
+  }
   if (opts.js !== false) {
     const runner = createJsRunner(opts.js ?? {});
     runners.push(runner);
