@@ -62,6 +62,11 @@ describe("truncation at natural boundaries (allowance 1000: the marker line is 1
     expect(out.length).toBe(A);
   });
 
+  it("holds the 60 % threshold at a small allowance too (205: 123 is not more, 124 is)", () => {
+    expect(truncateAtBoundary(`${words(123)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(`${words(123)}\n\n${words(50, "s")}.${CUT}`);
+    expect(truncateAtBoundary(`${words(124)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(`${words(124)}${CUT}`);
+  });
+
   it("cuts hard with no boundary at all, and never splits a surrogate pair", () => {
     expect(truncateAtBoundary("z".repeat(5000), A)).toBe(`${"z".repeat(A - CUT.length)}${CUT}`);
     const emoji = "😀".repeat(3000);

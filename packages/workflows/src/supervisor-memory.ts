@@ -23,14 +23,14 @@ function lastCut(text: string, pattern: RegExp, limit: number, atStart = false):
 
 /**
  * The seed's natural boundaries, tried in order, each with the share of the allowance a cut there
- * must keep (strictly more than). A paragraph ends before a blank line; a sentence after `.`, `!`
+ * must keep (strictly more than, in percent). A paragraph ends before a blank line; a sentence after `.`, `!`
  * or `?` (and any closing quotes or brackets) followed by white space, or at a line's end (so a
  * list, one item a line, or code is cut between lines); a word before white space.
  */
-const BOUNDARIES: ReadonlyArray<{ readonly keeps: number; readonly cut: (text: string, limit: number) => number }> = [
-  { keeps: 0.6, cut: (t, n) => lastCut(t, /\n[ \t]*\n/g, n, true) },
-  { keeps: 0.5, cut: (t, n) => Math.max(lastCut(t, /[.!?]["'”’)\]]*(?=\s)/g, n), lastCut(t, /\n/g, n, true)) },
-  { keeps: 0.4, cut: (t, n) => lastCut(t, /\S(?=\s)/g, n) },
+const BOUNDARIES: ReadonlyArray<{ readonly keepsPercent: number; readonly cut: (text: string, limit: number) => number }> = [
+  { keepsPercent: 60, cut: (t, n) => lastCut(t, /\n[ \t]*\n/g, n, true) },
+  { keepsPercent: 50, cut: (t, n) => Math.max(lastCut(t, /[.!?]["'”’)\]]*(?=\s)/g, n), lastCut(t, /\n/g, n, true)) },
+  { keepsPercent: 40, cut: (t, n) => lastCut(t, /\S(?=\s)/g, n) },
 ];
 
 /** The first `n` UTF-16 units of `text`, one fewer when the n-th would split a surrogate pair. */
@@ -49,9 +49,10 @@ export function truncateAtBoundary(text: string, allowance: number): string {
   if (text.length <= allowance) return text;
   const room = allowance - CUT_SUFFIX.length;
   if (room < 1) return allowance >= TRUNCATION_MARKER.length ? TRUNCATION_MARKER : "";
-  for (const { keeps, cut } of BOUNDARIES) {
+  for (const { keepsPercent, cut } of BOUNDARIES) {
     const kept = text.slice(0, Math.max(0, cut(text, room))).trimEnd();
-    if (kept.length > keeps * allowance) return kept + CUT_SUFFIX;
+    // In whole numbers, so "more than 60 %" never rests on how 0.6 rounds.
+    if (kept.length * 100 > keepsPercent * allowance) return kept + CUT_SUFFIX;
   }
   return hardCut(text, room).trimEnd() + CUT_SUFFIX;
 }
