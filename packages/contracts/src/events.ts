@@ -5,8 +5,8 @@ import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
-import { SupervisorAgent } from "./workflows.js";
 import { HaloCitation } from "./halo.js";
+import { CodeLanguage, HANDOFF_OUTSIDE_MATRIX, HandoffInfo, inHandoffMatrix, LOW_ROUTING_CONFIDENCE, RoutingDecision, VegaLiteSpec } from "./supervisor.js";
 
 const Base = {
   v: z.literal(SCHEMA_VERSION),
@@ -26,12 +26,6 @@ const Tool = z.string().min(1).max(80);
 /** A stage runs, then completes or fails (seed 002; DESIGN keeps the seed's three values). */
 export const StageStatus = z.enum(["running", "completed", "failed"]);
 export type StageStatus = z.infer<typeof StageStatus>;
-
-/** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
-export const LOW_ROUTING_CONFIDENCE = 0.5;
-
-/** Keys one of which a Vega-Lite spec's top level has: a single view's mark or a composition. */
-const VEGA_LITE_VIEWS = ["mark", "layer", "concat", "hconcat", "vconcat", "facet", "repeat"];
 
 /** Lifecycle events on `<p>.events.<sid>` (replayable) and token deltas on `<p>.tokens.<sid>`. */
 export const SessionEvent = z.discriminatedUnion("type", [
@@ -87,28 +81,14 @@ export const SessionEvent = z.discriminatedUnion("type", [
     })
     .refine((e) => jsonLength(e) <= LIMITS.maxCompleteEventBytes, `a complete event is over ${LIMITS.maxCompleteEventBytes} characters of JSON`),
   z
-    .object({
-      ...Base,
-      type: z.literal("routing"),
-      agent: SupervisorAgent,
-      confidence: z.number().min(0).max(1),
-      reason: z.string().max(1000),
-      is_low_confidence: z.boolean(),
-    })
+    .object({ ...Base, type: z.literal("routing"), ...RoutingDecision.shape })
     .refine((e) => e.is_low_confidence === e.confidence < LOW_ROUTING_CONFIDENCE, {
       message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
       path: ["is_low_confidence"],
     }),
   z
-    .object({
-      ...Base,
-      type: z.literal("handoff"),
-      source_agent: SupervisorAgent,
-      target_agent: SupervisorAgent,
-      task_description: z.string().min(1).max(2000),
-      context: z.string().max(2000).nullable(),
-    })
-    .refine((e) => e.source_agent !== e.target_agent, { message: "an agent does not hand off to itself", path: ["target_agent"] }),
+    .object({ ...Base, type: z.literal("handoff"), ...HandoffInfo.shape })
+    .refine(inHandoffMatrix, HANDOFF_OUTSIDE_MATRIX),
   z
     .object({
       ...Base,
@@ -122,7 +102,7 @@ export const SessionEvent = z.discriminatedUnion("type", [
     type: z.literal("code_result"),
     /** The `tool_call` that ran the code. */
     id: CallId,
-    language: z.enum(["javascript", "python"]),
+    language: CodeLanguage,
     /** 0 when the code ran to its end, 1 when it raised; null when a limit stopped it. */
     exit_code: z.number().int().nullable(),
     stdout: z.string().max(LIMITS.maxCodeOutputChars),
@@ -137,10 +117,7 @@ export const SessionEvent = z.discriminatedUnion("type", [
     ...Base,
     type: z.literal("visualization"),
     /** A Vega-Lite spec (data inline), at most `LIMITS.maxVisualizationSpecChars` of JSON. */
-    spec: JsonObject.refine((s) => VEGA_LITE_VIEWS.some((k) => k in s), `a Vega-Lite spec has one of ${VEGA_LITE_VIEWS.join(", ")}`).refine(
-      (s) => jsonLength(s) <= LIMITS.maxVisualizationSpecChars,
-      `the spec is over ${LIMITS.maxVisualizationSpecChars} characters of JSON`,
-    ),
+    spec: VegaLiteSpec,
   }),
 ]);
 export type SessionEvent = z.infer<typeof SessionEvent>;

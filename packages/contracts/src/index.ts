@@ -8,6 +8,7 @@ export * from "./provenance.js";
 export * from "./blackboard.js";
 export * from "./blackboard-state.js";
 export * from "./halo.js";
+export * from "./supervisor.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";

@@ -1,5 +1,6 @@
 import type { Capability } from "@agentmesh/contracts";
 import { isGreeting, isVague } from "./classify.js";
+import { padded } from "./words.js";
 
 /**
  * The offline planner's cue words per capability (seed 000: "the planner picks by keywords"),
@@ -16,9 +17,6 @@ const CUES: Readonly<Record<Exclude<Capability, "chitchat">, readonly string[]>>
 
 /** What a question with no cue gets: the specialists that answer from local knowledge. */
 const DEFAULT_PICK: readonly Capability[] = ["graph", "rag"];
-
-/** Lowercase words of a text, space-separated and space-padded, so a phrase matches only whole words. */
-const padded = (text: string): string => ` ${(text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? []).join(" ")} `;
 
 /**
  * The offline planner's capability plan for a question: every capability whose cue words it

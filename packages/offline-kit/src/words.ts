@@ -14,4 +14,7 @@ export function numbersIn(text: string): string[] {
   return text.replace(/(\d),(?=\d{3}(?!\d))/g, "$1").match(/-?\d+(?:\.\d+)?(?:e[+-]?\d+)?/gi) ?? [];
 }
 
+/** Lowercase words of a text, space-separated and space-padded, so a phrase matches only whole words. */
+export const padded = (text: string): string => ` ${(text.toLowerCase().match(/[\p{L}\p{N}_]+/gu) ?? []).join(" ")} `;
+
 export { clipText };

@@ -1,0 +1,169 @@
+import { z } from "zod";
+import { LIMITS } from "./limits.js";
+import { SupervisorAgent } from "./workflows.js";
+import { HaloCitation } from "./halo.js";
+
+/** The supervisor's numbers (seed 002 and issue 11). */
+export const SUPERVISOR_LIMITS = {
+  /** The shared memory as rendered for the next specialist, labels included (characters). */
+  memoryBudgetChars: 8000,
+  /** What every non-empty memory field gets before the rest goes by priority (characters). */
+  memoryMinFieldChars: 200,
+  /** The chat agent's `agent ⇄ tools` rounds. */
+  chatMaxToolIterations: 5,
+  /** The code agent's `generate → execute` rounds. */
+  codeMaxIterations: 3,
+  /** A handoff's task description and its context, each (characters). */
+  maxHandoffTaskChars: 2000,
+  maxHandoffContextChars: 2000,
+  /** A routing reason (characters). */
+  maxRoutingReasonChars: 1000,
+  /** Charts the shared memory keeps. */
+  maxMemoryVisualizations: 5,
+} as const;
+
+/** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
+export const LOW_ROUTING_CONFIDENCE = 0.5;
+
+/** The router's model output (seed 002: `{"agent", "confidence", "reason"}`), validated where it comes in. */
+export const RoutingResult = z.object({
+  agent: SupervisorAgent,
+  confidence: z.number().min(0).max(1),
+  reason: z.string().max(SUPERVISOR_LIMITS.maxRoutingReasonChars),
+});
+export type RoutingResult = z.infer<typeof RoutingResult>;
+
+/** The routing decision a session keeps and a `routing` event carries (the seed's RoutingResult dataclass). */
+export const RoutingDecision = z
+  .object({ ...RoutingResult.shape, is_low_confidence: z.boolean() })
+  .refine((d) => d.is_low_confidence === d.confidence < LOW_ROUTING_CONFIDENCE, {
+    message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
+    path: ["is_low_confidence"],
+  });
+export type RoutingDecision = z.infer<typeof RoutingDecision>;
+
+/**
+ * Which agent may hand off to which (seed 002's matrix, in the seed's order). No agent hands off
+ * to itself, and no specialist hands back to chat.
+ */
+export const HANDOFF_MATRIX: Readonly<Record<SupervisorAgent, readonly SupervisorAgent[]>> = {
+  chat: ["research", "code", "writing", "data"],
+  research: ["code", "data"],
+  writing: ["research"],
+  code: ["data"],
+  data: ["code"],
+};
+
+/** True when the seed's matrix lets `source_agent` hand off to `target_agent` (never to itself). */
+export const inHandoffMatrix = (h: { source_agent: SupervisorAgent; target_agent: SupervisorAgent }): boolean => HANDOFF_MATRIX[h.source_agent].includes(h.target_agent);
+
+/** The refinement's issue when a handoff is outside the matrix. */
+export const HANDOFF_OUTSIDE_MATRIX = { message: "the handoff matrix does not let this agent hand off to that one (nor to itself)", path: ["target_agent"] };
+
+/** Handoffs one session may make (seed 002); at the cap the current agent's answer is final. */
+export const MAX_HANDOFFS = 3;
+
+/**
+ * One handoff as recorded in state and announced as a `handoff` event (seed 002's HandoffInfo,
+ * its field names verbatim). `context` is null when the agent gave none.
+ */
+export const HandoffInfo = z
+  .object({
+    source_agent: SupervisorAgent,
+    target_agent: SupervisorAgent,
+    task_description: z.string().min(1).max(SUPERVISOR_LIMITS.maxHandoffTaskChars),
+    context: z.string().max(SUPERVISOR_LIMITS.maxHandoffContextChars).nullable(),
+  })
+  .refine(inHandoffMatrix, HANDOFF_OUTSIDE_MATRIX);
+export type HandoffInfo = z.infer<typeof HandoffInfo>;
+
+/** The arguments of a `handoff_to_<target>` tool as the agent's model gives them. */
+export const HandoffArgs = z.object({
+  task_description: z
+    .string()
+    .max(SUPERVISOR_LIMITS.maxHandoffTaskChars)
+    .refine((s) => s.trim().length > 0, "a handoff needs a task description"),
+  context: z.string().max(SUPERVISOR_LIMITS.maxHandoffContextChars).optional(),
+});
+export type HandoffArgs = z.infer<typeof HandoffArgs>;
+
+/** The languages the sandbox runs (what the code agent generates and a `code_result` reports). */
+export const CodeLanguage = z.enum(["javascript", "python"]);
+export type CodeLanguage = z.infer<typeof CodeLanguage>;
+
+/** Keys one of which a Vega-Lite spec's top level has: a single view's mark or a composition. */
+const VEGA_LITE_VIEWS = ["mark", "layer", "concat", "hconcat", "vconcat", "facet", "repeat"];
+
+/** A Vega-Lite spec with its data inline (the data agent's chart; the `visualization` event's `spec`). */
+export const VegaLiteSpec = z
+  .record(z.string(), z.unknown())
+  .refine((s) => VEGA_LITE_VIEWS.some((k) => k in s), `a Vega-Lite spec has one of ${VEGA_LITE_VIEWS.join(", ")}`)
+  .refine((s) => JSON.stringify(s).length <= LIMITS.maxVisualizationSpecChars, `the spec is over ${LIMITS.maxVisualizationSpecChars} characters of JSON`);
+export type VegaLiteSpec = z.infer<typeof VegaLiteSpec>;
+
+/** Research depth (issue 11): how many search rounds the research agent runs and how many sources it keeps. */
+export const ResearchDepth = z.enum(["quick", "standard", "deep"]);
+export type ResearchDepth = z.infer<typeof ResearchDepth>;
+
+/** Per depth: search iterations and sources kept (issue 11: 1/3/5 and 5/10/20). */
+export const RESEARCH_DEPTHS: Readonly<Record<ResearchDepth, { readonly searchIterations: number; readonly sourcesKept: number }>> = {
+  quick: { searchIterations: 1, sourcesKept: 5 },
+  standard: { searchIterations: 3, sourcesKept: 10 },
+  deep: { searchIterations: 5, sourcesKept: 20 },
+};
+
+const MemoryText = z.string().max(LIMITS.maxTextChars);
+
+/**
+ * What the specialists share across handoffs (seed 002's SharedAgentMemory, its ten fields
+ * verbatim and in its order, all optional). A research source has a halo citation's fields (those
+ * of the `source` event); a visualization is a Vega-Lite spec.
+ */
+export const SharedAgentMemory = z.object({
+  research_findings: MemoryText.optional(),
+  research_sources: z.array(HaloCitation).max(RESEARCH_DEPTHS.deep.sourcesKept).optional(),
+  generated_code: MemoryText.optional(),
+  code_language: CodeLanguage.optional(),
+  execution_results: MemoryText.optional(),
+  writing_outline: MemoryText.optional(),
+  writing_draft: MemoryText.optional(),
+  data_analysis_plan: MemoryText.optional(),
+  data_visualizations: z.array(VegaLiteSpec).max(SUPERVISOR_LIMITS.maxMemoryVisualizations).optional(),
+  additional_context: MemoryText.optional(),
+});
+export type SharedAgentMemory = z.infer<typeof SharedAgentMemory>;
+
+/** A shared-memory field's name. */
+export const MemoryField = SharedAgentMemory.keyof();
+export type MemoryField = z.infer<typeof MemoryField>;
+
+/** The seed's truncation priorities: 3 is kept longest, 1 is cut first. */
+export const MEMORY_PRIORITY: Readonly<Record<MemoryField, 1 | 2 | 3>> = {
+  research_findings: 3,
+  generated_code: 3,
+  writing_draft: 3,
+  research_sources: 2,
+  execution_results: 2,
+  writing_outline: 2,
+  data_analysis_plan: 2,
+  additional_context: 2,
+  code_language: 1,
+  data_visualizations: 1,
+};
+
+/** Which nodes stream their model's tokens to clients (seed 002's STREAMING_CONFIG, verbatim). */
+export const STREAMING_CONFIG = {
+  write: true,
+  finalize: true,
+  summarize: true,
+  agent: true,
+  generate: false,
+  outline: false,
+  synthesize: true,
+  analyze: false,
+  router: false,
+  tools: false,
+  search_agent: false,
+  search_tools: false,
+} as const satisfies Readonly<Record<string, boolean>>;
+export type StreamingNode = keyof typeof STREAMING_CONFIG;
