@@ -128,7 +128,7 @@ describe("mcp.answer", () => {
     const setup = createMcp({ servers: [stdioTestServer("biomcp", { allow: { mcp: "*" } })] }, log);
     const op = (setup.agents[0] as ReturnType<typeof mcpAgent>).ops.answer;
     if (op.kind !== "handler") throw new Error("mcp.answer is a handler op");
-    const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null };
+    const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), completeText: () => Promise.reject(new Error("mcp.answer asks for no free text")), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null };
     const out = (await op.run({ question: "Which process answers?", server: "biomcp" }, ctx)) as { response_str: string };
     const pid = Number(out.response_str);
     expect(Number.isInteger(pid) && pid !== process.pid).toBe(true);

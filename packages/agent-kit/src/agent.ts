@@ -1,10 +1,11 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
-import { createMicroService, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
+import { createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
 import type { ModelPort } from "@agentmesh/llm";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
-import { isHandler, type AgentDefinition, type HandlerContext, type HandlerModelCall, type OpSpec } from "./definition.js";
+import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
+import { tokenStreamer, type TokenSink } from "./tokens.js";
 import { contractVersion, type PromptContract } from "./prompts.js";
 
 export interface AgentOptions {
@@ -38,6 +39,8 @@ export interface OpRunnerOptions {
   readonly logPayloads?: boolean;
   readonly crash?: CrashHook;
   readonly prompts?: ReadonlyMap<string, PromptContract>;
+  /** Where streaming ops' token messages go; without one, nothing streams. */
+  readonly tokens?: TokenSink;
 }
 
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
@@ -90,6 +93,14 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     let usage: Usage = ZERO_USAGE;
     let modelName = "none";
     let tier: Tier = "fast";
+    const sessionId = task.session_id ?? task.task_id.split(".")[0] ?? "";
+    // one numbering per run of the task, across all of its streamed model calls
+    const onToken = opts.tokens ? tokenStreamer({ ...task, session_id: sessionId }, opts.tokens, log) : undefined;
+    const account = (reply: { usage: Usage; model: string; tier: Tier }) => {
+      usage = addUsage(usage, reply.usage);
+      modelName = reply.model;
+      tier = reply.tier;
+    };
     try {
       const contract = contractOf(op, opts.prompts);
       const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
@@ -107,15 +118,30 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
           signal,
         });
-        usage = addUsage(usage, reply.usage);
-        modelName = reply.model;
-        tier = reply.tier;
+        account(reply);
+        return reply.output;
+      };
+      const callText = async (c: HandlerTextCall): Promise<string> => {
+        if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
+        const reply = await model.complete({
+          role: task.role,
+          op: task.op,
+          taskId: task.task_id,
+          system: c.system ?? systemOf(contract, undefined),
+          prompt: c.prompt,
+          input: parsed.data,
+          mode: "text",
+          ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
+          ...(c.stream === true && onToken ? { onToken } : {}),
+          signal,
+        });
+        account(reply);
         return reply.output;
       };
       let output: unknown;
       let promptVersion: string;
       if (isHandler(op)) {
-        const ctx: HandlerContext = { taskId: task.task_id, sessionId: task.session_id ?? task.task_id.split(".")[0] ?? "", attempt: task.attempt, signal, log, prompt: contract, complete: call };
+        const ctx: HandlerContext = { taskId: task.task_id, sessionId, attempt: task.attempt, signal, log, prompt: contract, complete: call, completeText: callText };
         const raw = await op.run(parsed.data, ctx);
         const checked = spec.response.safeParse(raw);
         if (!checked.success) {
@@ -123,6 +149,14 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         }
         output = checked.data;
         promptVersion = contract ? contractVersion(contract) : op.version;
+      } else if (isTextPrompt(op)) {
+        const text = await callText({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), stream: op.stream === true });
+        const checked = spec.response.safeParse(op.toOutput(text, parsed.data));
+        if (!checked.success) {
+          throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);
+        }
+        output = checked.data;
+        promptVersion = contract ? contractVersion(contract) : "unversioned";
       } else {
         output = await call({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}` });
         promptVersion = contract ? contractVersion(contract) : "unversioned";
@@ -158,7 +192,14 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
 export async function startAgent(def: AgentDefinition, opts: AgentOptions): Promise<RunningAgent> {
   checkContracts(def, opts.prompts);
   const log = opts.log.child({ role: def.role });
-  const runOp = createOpRunner(def, opts.model, { log, logPayloads: opts.logPayloads, crash: opts.crash, prompts: opts.prompts });
+  const publisher = createPublisher(opts.nc, opts.naming, log);
+  const runOp = createOpRunner(def, opts.model, {
+    log,
+    logPayloads: opts.logPayloads,
+    crash: opts.crash,
+    prompts: opts.prompts,
+    tokens: (t) => publisher.publishTokens(t),
+  });
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
     role: def.role,

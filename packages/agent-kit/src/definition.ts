@@ -16,8 +16,8 @@ export interface OfflineContext {
  */
 export type OfflineBehaviour<Req, Res> = (input: Req, ctx: OfflineContext) => Res | Promise<Res>;
 
-/** How one op talks to a model: its prompt file, prompt rendering, one-line summary and offline behaviour. */
-export interface OpPrompt<Req, Res> {
+/** What every prompt op has: its prompt file, prompt rendering and one-line summary. */
+interface PromptOpBase<Req, Res> {
   readonly kind?: "prompt";
   /**
    * Id of the op's prompt file (`<role>.<op>.v<N>.json` in the role's folder, overridable by
@@ -28,8 +28,35 @@ export interface OpPrompt<Req, Res> {
   readonly system?: string;
   render(input: Req): string;
   summarize(output: Res): string;
+}
+
+/** A prompt op whose model writes its response as JSON, validated against the op's response schema (the default). */
+export interface JsonOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
+  readonly output?: "json";
   readonly offline?: OfflineBehaviour<Req, Res>;
 }
+
+/**
+ * A prompt op whose model writes free text (the model port's text mode), which `toOutput` turns
+ * into the op's response. With `stream: true` every delta also goes live to the session's token
+ * subject (`<p>.tokens.<sid>`) while the model writes: the seed's streamed nodes (write,
+ * finalize, summarize, agent, synthesize) say so, the others do not.
+ */
+export interface TextOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
+  readonly output: "text";
+  /** Publish the text's deltas as token messages while it is written (best-effort, never failing the task). */
+  readonly stream?: boolean;
+  /**
+   * The op's response from the model's whole text; validated against the response schema, which
+   * a failure answers as `model_invalid_output` (retryable: the text came from the model).
+   */
+  toOutput(text: string, input: Req): Res;
+  /** The text the offline engine answers in the model's place (an op without one answers `needs_model`). */
+  readonly offline?: OfflineBehaviour<Req, string>;
+}
+
+/** How one op talks to a model: its prompt file, prompt rendering, one-line summary and offline behaviour. */
+export type OpPrompt<Req, Res> = JsonOpPrompt<Req, Res> | TextOpPrompt<Req, Res>;
 
 /** A structured model call made from inside a handler op (e.g. the executor's summarize step). */
 export interface HandlerModelCall<T> {
@@ -48,6 +75,17 @@ export interface HandlerModelCall<T> {
   readonly temperature?: number;
 }
 
+/** A free-text model call made from inside a handler op (the model port's text mode). */
+export interface HandlerTextCall {
+  readonly prompt: string;
+  /** Defaults to the op's prompt contract, if it has one. */
+  readonly system?: string;
+  /** Publish the text's deltas as token messages while it is written (as a `stream: true` prompt op does). */
+  readonly stream?: boolean;
+  /** Overrides the configured temperature of the role (or role.op) for this call. */
+  readonly temperature?: number;
+}
+
 /** What a handler op gets besides its validated input. */
 export interface HandlerContext {
   readonly taskId: string;
@@ -60,6 +98,8 @@ export interface HandlerContext {
   readonly prompt: PromptContract | null;
   /** Calls the model port; usage and model are added to the step's provenance. */
   complete<T>(call: HandlerModelCall<T>): Promise<T>;
+  /** Calls the model port for free text (streamed live when `stream` is set); usage as for `complete`. */
+  completeText(call: HandlerTextCall): Promise<string>;
 }
 
 /**
@@ -79,7 +119,7 @@ export interface OpHandler<Req, Res> {
   readonly offline?: OfflineBehaviour<Req, unknown>;
 }
 
-/** One op of a role: a model prompt, or a handler. */
+/** One op of a role: a model prompt (JSON or text), or a handler. */
 export type OpSpec<Req, Res> = OpPrompt<Req, Res> | OpHandler<Req, Res>;
 
 /** An agent role: each of its ops, as a prompt or a handler. The schemas come from the contracts' registry. */
@@ -97,4 +137,9 @@ export function defineAgent<R extends RoleName>(def: AgentDefinition<R>): AgentD
 /** True for a handler op. */
 export function isHandler<Req, Res>(op: OpSpec<Req, Res>): op is OpHandler<Req, Res> {
   return op.kind === "handler";
+}
+
+/** True for a prompt op whose model writes free text. */
+export function isTextPrompt<Req, Res>(op: OpSpec<Req, Res>): op is TextOpPrompt<Req, Res> {
+  return op.kind !== "handler" && op.output === "text";
 }

@@ -2,13 +2,17 @@ export {
   defineAgent,
   type AgentDefinition,
   type OpPrompt,
+  type JsonOpPrompt,
+  type TextOpPrompt,
   type OpHandler,
   type HandlerContext,
   type HandlerModelCall,
+  type HandlerTextCall,
   type OfflineBehaviour,
   type OfflineContext,
 } from "./definition.js";
-export { startAgent, createOpRunner, type AgentOptions, type RunningAgent } from "./agent.js";
+export { startAgent, createOpRunner, type AgentOptions, type OpRunnerOptions, type RunningAgent } from "./agent.js";
+export type { TokenSink } from "./tokens.js";
 export { loadAgentConfig, type AgentConfig } from "./config.js";
 export { startAgentsInProcess, defineRoleSetup, setUpRole, type AgentSetup, type AgentSetupFactory, type RoleModule } from "./main.js";
 export { offlineHandlersOf } from "./offline.js";

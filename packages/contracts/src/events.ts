@@ -27,6 +27,9 @@ const Tool = z.string().min(1).max(80);
 export const StageStatus = z.enum(["running", "completed", "failed"]);
 export type StageStatus = z.infer<typeof StageStatus>;
 
+/** The longest `delta` a token message carries; a longer streamed piece goes out as several. */
+export const MAX_TOKEN_DELTA_CHARS = 4000;
+
 /** Lifecycle events on `<p>.events.<sid>` (replayable) and token deltas on `<p>.tokens.<sid>`. */
 export const SessionEvent = z.discriminatedUnion("type", [
   z.object({ ...Base, type: z.literal("stage"), name: z.string().min(1).max(40), description: z.string().max(2000), status: StageStatus }),
@@ -35,10 +38,18 @@ export const SessionEvent = z.discriminatedUnion("type", [
     ...Base,
     type: z.literal("token"),
     task_id: z.string(),
-    delta: z.string().max(4000),
+    delta: z.string().max(MAX_TOKEN_DELTA_CHARS),
     /** The role and op whose model call streams it, so a client can keep only the answering node's text (see ANSWER_OPS). */
     role: z.string().max(40).optional(),
     op: z.string().max(40).optional(),
+    /** The task's attempt (as in its id). */
+    attempt: z.number().int().nonnegative().optional(),
+    /**
+     * The delta's place in its task's text, from 0. A redelivered task streams again from 0, so a
+     * client shows a delta only when its seq is past the last one it showed for that task_id
+     * (messaging's `createTokenDedup`). Absent from older publishers: such a delta is always shown.
+     */
+    seq: z.number().int().nonnegative().optional(),
   }),
   z.object({
     ...Base,
@@ -130,7 +141,10 @@ export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent 
  * The ops whose streamed model text is the session's final answer verbatim (seed 002's streaming
  * configuration: the answering node), as `role.op`. An OpenAI-compatible stream passes on only
  * their token deltas. None today: critic-chain's finalizer and blackboard's critic answer in
- * structured JSON, so their streams are the final answer sent as deltas when the session ends.
+ * structured JSON, so their streams are the final answer sent as deltas when the session ends;
+ * no op declares `stream: true` yet. A supervisor op that streams the answer verbatim (its
+ * finalize, respond, summarize) goes here when it is built; an op that streams text the
+ * workflow then rewrites does not (the gateway would send text that is not the answer).
  */
 export const ANSWER_OPS: ReadonlySet<string> = new Set<string>();
 

@@ -50,17 +50,45 @@ export async function* followEvents(
 /** A token delta as `<p>.tokens.<sid>` carries it. */
 export type TokenDelta = Extract<SessionEvent, { type: "token" }>;
 
+/** Decides which token deltas a client shows; see `createTokenDedup`. */
+export interface TokenDedup {
+  /** True the first time a delta's (task_id, seq) is seen (and for a delta without a seq). */
+  accept(t: Pick<TokenDelta, "task_id" | "seq">): boolean;
+}
+
+/**
+ * The de-duplication rule for token deltas: per task_id, remember the highest seq shown; a delta
+ * at or below it is a redelivered task streaming its text again from seq 0, and is dropped. A
+ * delta past it is shown even after a gap (core NATS may lose one; the `complete` event is the
+ * truth). A redelivery that writes different text can therefore splice two runs' text: tokens
+ * are a preview, never the answer.
+ */
+export function createTokenDedup(): TokenDedup {
+  const next = new Map<string, number>();
+  return {
+    accept(t) {
+      if (t.seq === undefined) return true;
+      if (t.seq < (next.get(t.task_id) ?? 0)) return false;
+      next.set(t.task_id, t.seq + 1);
+      return true;
+    },
+  };
+}
+
 /**
  * Calls `onToken` with each live token delta of a session (core NATS: nothing is replayed) until
- * the returned function is called. Malformed or foreign deltas are skipped.
+ * the returned function is called. Malformed or foreign deltas are skipped, and so is a delta
+ * already delivered (`createTokenDedup`): a redelivered task does not show its text twice.
  */
 export function followTokens(nc: NatsConnection, naming: Naming, sessionId: string, onToken: (t: TokenDelta) => void, log?: Log): () => void {
+  const dedup = createTokenDedup();
   const sub = nc.subscribe(naming.tokens(sessionId), {
     callback: (err, m) => {
       if (err) return;
       const d = decodeMessage(m.data, SessionEvent, "token");
-      if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) onToken(d.value);
-      else log?.warn({ subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason }, "skipping a malformed token delta");
+      if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) {
+        if (dedup.accept(d.value)) onToken(d.value);
+      } else log?.warn({ subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason }, "skipping a malformed token delta");
     },
   });
   return () => sub.unsubscribe();

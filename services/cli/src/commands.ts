@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type Capability, type SessionEvent, type SessionOptions, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
-import { connectNats, createPublisher, followEvents, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
+import { connectNats, createPublisher, followEvents, followTokens, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
+import { createAskPrinter } from "./live.js";
 import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
 
 const quietLog = createLogger({ service: "cli", level: "silent" });
@@ -27,6 +28,8 @@ export interface AskOptions {
   readonly capabilities?: readonly Capability[];
   readonly verbose: boolean;
   readonly json: boolean;
+  /** Print the model's text live as the streaming ops write it (default on). */
+  readonly tokens?: boolean;
   readonly timeoutMs: number;
   /** Resolves when the user asks to stop (Ctrl-C): the session is cancelled. */
   readonly interrupted?: Promise<void>;
@@ -39,8 +42,9 @@ const sessionOptions = (opts: AskOptions): SessionOptions => ({
 });
 
 /**
- * `agentmesh ask`: follows the session's events (from its first event, so nothing is missed),
- * submits, prints progress stage by stage and the final answer. Exit code 0 only on completion.
+ * `agentmesh ask`: follows the session's events (from its first event, so nothing is missed) and
+ * its live tokens, submits, prints progress stage by stage, the model's text as the streaming ops
+ * write it, and the final answer (the truth: live text is a preview). Exit code 0 only on completion.
  */
 export async function ask(cfg: CliConfig, question: string, opts: AskOptions, out: Out): Promise<number> {
   const naming = makeNaming(cfg.prefix);
@@ -48,6 +52,9 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
   return withNats(cfg, async (nc) => {
     const stop = new AbortController();
     const events = followEvents(nc, naming, sessionId, { signal: stop.signal });
+    const print = createAskPrinter(out, { json: opts.json });
+    // subscribed before the submit goes out on this connection, so no early delta is missed
+    const untokens = opts.tokens === false ? () => {} : followTokens(nc, naming, sessionId, (t) => print.token(t));
     const reply = SubmitReply.parse(
       await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: sessionOptions(opts) }, 15_000).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
@@ -58,10 +65,11 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     );
     if (!reply.ok) {
       out.err(`agentmesh: ${reply.error.message} [${reply.error.code}]`);
+      untokens();
       stop.abort();
       return 2;
     }
-    if (!opts.json) out.line(`session ${reply.session_id} (${opts.workflow})`);
+    if (!opts.json) print.line(`session ${reply.session_id} (${opts.workflow})`);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<"timeout">((r) => { timer = setTimeout(() => r("timeout"), opts.timeoutMs); });
     let cancelled = false;
@@ -73,10 +81,11 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     });
     const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
       for await (const e of events) {
-        if (opts.json) out.line(JSON.stringify(e));
+        if (e.type === "complete") untokens();
+        if (opts.json) print.line(JSON.stringify(e));
         else {
           const line = renderEvent(e, opts.verbose);
-          if (line) out.line(line);
+          if (line) print.line(line);
         }
         if (e.type === "complete") return e;
       }
@@ -84,6 +93,8 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     })();
     try {
       const done = await Promise.race([follow, timedOut]);
+      untokens();
+      print.end();
       if (done === "timeout") {
         out.err(`agentmesh: no answer within ${Math.round(opts.timeoutMs / 1000)} s; the session goes on. Inspect it: agentmesh inspect ${reply.session_id}`);
         return 3;
@@ -93,6 +104,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
       return done.status === "completed" ? 0 : 1;
     } finally {
       clearTimeout(timer);
+      untokens();
       stop.abort();
     }
   });

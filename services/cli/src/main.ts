@@ -29,9 +29,10 @@ program
   .option("-s, --strategy <profile>", `blackboard strategy profile (${StrategyProfile.options.join(", ")})`)
   .option("-c, --capabilities <tags>", `halo: the specialists to ask, comma-separated, instead of the planner's choice (${Capability.options.join(", ")})`)
   .option("-v, --verbose", "show each step's model, tokens and latency", false)
-  .option("--json", "print raw events as JSON lines", false)
+  .option("--json", "print raw events (and live token deltas) as JSON lines", false)
+  .option("--no-tokens", "do not print the model's text live as it is written")
   .option("--timeout <seconds>", "give up waiting after this many seconds", "300")
-  .action(async (question: string, o: { workflow: string; strategy?: string; capabilities?: string; verbose: boolean; json: boolean; timeout: string }) => {
+  .action(async (question: string, o: { workflow: string; strategy?: string; capabilities?: string; verbose: boolean; json: boolean; tokens: boolean; timeout: string }) => {
     const wf = WorkflowName.safeParse(o.workflow);
     if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
     const strategy = o.strategy === undefined ? undefined : StrategyProfile.safeParse(o.strategy.toUpperCase());
@@ -40,7 +41,7 @@ program
     const timeoutMs = parseSeconds("timeout", o.timeout) * 1000;
     checkTypedText("question", question);
     const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), ...(capabilities ? { capabilities } : {}), verbose: o.verbose, json: o.json, timeoutMs, interrupted }, consoleOut));
+    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), ...(capabilities ? { capabilities } : {}), verbose: o.verbose, json: o.json, tokens: o.tokens, timeoutMs, interrupted }, consoleOut));
   });
 
 program

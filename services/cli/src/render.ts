@@ -3,6 +3,8 @@ import type { SessionEvent, SessionState, TransitionLogLine } from "@agentmesh/c
 /** Output sink, so commands can be tested without a terminal. */
 export interface Out {
   line(s: string): void;
+  /** Text without a newline of its own (live model text, a delta at a time). */
+  write(s: string): void;
   err(s: string): void;
 }
 

@@ -13,7 +13,7 @@ const log = createLogger({ service: "cli-test", level: "silent" });
 
 async function stuckRows(cfg: ReturnType<typeof loadCliConfig>): Promise<{ code: number; rows: Array<{ session_id: string; stuck: string | null }> }> {
   const lines: string[] = [];
-  const code = await sessions(cfg, { stuck: true, limit: 100, graceMs: 60_000, json: true }, { line: (s) => lines.push(s), err: (s) => lines.push(s) });
+  const code = await sessions(cfg, { stuck: true, limit: 100, graceMs: 60_000, json: true }, { line: (s) => lines.push(s), write: (s) => lines.push(s), err: (s) => lines.push(s) });
   return { code, rows: JSON.parse(lines.join("\n")) as Array<{ session_id: string; stuck: string | null }> };
 }
 

@@ -26,7 +26,7 @@ export function terminalText(s: string, secrets: readonly string[]): string {
  */
 export function createTerminalOut(sink: { stdout(s: string): void; stderr(s: string): void }, secrets: readonly string[]): Out {
   const clean = (s: string) => `${terminalText(s, secrets)}\n`;
-  return { line: (s) => sink.stdout(clean(s)), err: (s) => sink.stderr(clean(s)) };
+  return { line: (s) => sink.stdout(clean(s)), write: (s) => sink.stdout(terminalText(s, secrets)), err: (s) => sink.stderr(clean(s)) };
 }
 
 /**

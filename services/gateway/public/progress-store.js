@@ -66,6 +66,7 @@
  * @property {Note[]} notes routing decisions and handoffs, as text
  * @property {Chart[]} charts
  * @property {Record<string, string>} streaming live token text by task id, while the task runs
+ * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown (a redelivered task streams from 0 again)
  * @property {EventError[]} errors
  * @property {{ question: string } | null} awaiting the question a person is asked, while paused
  * @property {Final | null} final
@@ -96,6 +97,7 @@ export function emptyProgress(sessionId = null) {
     notes: [],
     charts: [],
     streaming: {},
+    tokenSeq: {},
     errors: [],
     awaiting: null,
     final: null,
@@ -276,7 +278,12 @@ function applyStep(p, e) {
 function applyToken(p, e) {
   if (isFinished(p) || typeof e.delta !== "string") return p;
   const task = String(e.task_id ?? "");
-  return { ...p, streaming: { ...p.streaming, [task]: (p.streaming[task] ?? "") + e.delta } };
+  const seq = typeof e.seq === "number" ? e.seq : null;
+  // A redelivered task streams its text again from seq 0; the server drops what this connection
+  // sent, and this drops what an earlier connection (before a reconnect) already showed.
+  if (seq !== null && seq < (p.tokenSeq[task] ?? 0)) return p;
+  const tokenSeq = seq === null ? p.tokenSeq : { ...p.tokenSeq, [task]: seq + 1 };
+  return { ...p, streaming: { ...p.streaming, [task]: (p.streaming[task] ?? "") + e.delta }, tokenSeq };
 }
 
 /**

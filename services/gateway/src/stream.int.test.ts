@@ -96,4 +96,34 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     clearTimeout(guard);
     expect(got).toEqual(["1:0", "token:Hel", "2:0"]);
   });
+
+  it("a redelivered task's tokens (the same task_id from seq 0 again) go out once", async () => {
+    const sid = "gwstream00000003";
+    const pub = createPublisher(nc, n, log);
+    await pub.publishEvent({ ...stage(1, 0), session_id: sid });
+    const ac = new AbortController();
+    const got: string[] = [];
+    const done = (async () => {
+      for await (const item of sessionStream(nc, n, sid, { after: null, tokens: true, signal: ac.signal, log })) {
+        if (item.kind === "token") got.push(`${item.event.task_id.slice(-3)}#${item.event.seq ?? "-"}:${item.event.delta}`);
+        else if (item.event.version === 2) ac.abort();
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 300));
+    const token = (task: string, seq: number, delta: string) =>
+      pub.publishTokens({ v: SCHEMA_VERSION, session_id: sid, version: 1, index: 0, at: 1, type: "token", task_id: `${sid}.${task}`, role: "writer", op: "write", attempt: 0, seq, delta });
+    // the first delivery streams two deltas and dies; the redelivery streams all three; another task streams too
+    token("1.0.0", 0, "Hel");
+    token("1.0.0", 1, "lo ");
+    token("1.0.0", 0, "Hel");
+    token("1.1.0", 0, "Other");
+    token("1.0.0", 1, "lo ");
+    token("1.0.0", 2, "world");
+    await new Promise((r) => setTimeout(r, 200));
+    await pub.publishEvent({ ...stage(2, 0), session_id: sid });
+    const guard = setTimeout(() => ac.abort(), 5000);
+    await done;
+    clearTimeout(guard);
+    expect(got).toEqual(["0.0#0:Hel", "0.0#1:lo ", "1.0#0:Other", "0.0#2:world"]);
+  });
 });

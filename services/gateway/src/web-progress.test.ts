@@ -128,6 +128,17 @@ describe("progress store", () => {
     expect(p.streaming).toEqual({});
   });
 
+  test("a redelivered task's token deltas (seq from 0 again, e.g. after a reconnect) are not shown twice", () => {
+    const seqd = (seq: number, delta: string) => ({ ...token("t1", delta), seq });
+    let p = applyAll(EVENTS.slice(0, 3));
+    p = applyAll([seqd(0, "The "), seqd(1, "answer")], p);
+    p = applyAll([seqd(0, "The "), seqd(1, "answer"), seqd(2, " is 4")], p);
+    expect(p.streaming).toEqual({ t1: "The answer is 4" });
+    // a delta without a seq (an older agent) is always shown
+    p = applyAll([token("t1", "!")], p);
+    expect(p.streaming).toEqual({ t1: "The answer is 4!" });
+  });
+
   test("the complete event gives the final answer, its trace, the status and the total time", () => {
     const p = replay(EVENTS);
     expect(p.final).toEqual({ status: "completed", answer: "6 * 7 = 42", trace: "calculated exactly", truncated: false, at: T0 + 6500 });

@@ -1,0 +1,184 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { MAX_TOKEN_DELTA_CHARS, SessionEvent, type SpecialistAnswer, type SpecialistRequest } from "@agentmesh/contracts";
+import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
+import { createScriptedModel } from "@agentmesh/llm/testing";
+import { createTokenDedup, type TokenEvent } from "@agentmesh/messaging";
+import { createLogger } from "@agentmesh/service-kit";
+import { createOpRunner } from "./agent.js";
+import { defineAgent, type HandlerContext, type OpSpec } from "./definition.js";
+import { offlineHandlersOf } from "./offline.js";
+import type { PromptContract } from "./prompts.js";
+import { splitDelta } from "./tokens.js";
+
+const log = createLogger({ service: "test", level: "silent" });
+const prompts = new Map<string, PromptContract>([["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }]]);
+const SID = "sesstokens0001";
+const task = (taskId = `${SID}.4.2.1`) => ({ task_id: taskId, session_id: SID, role: "chat", op: "chitchat", attempt: 1, input: { question: "Tell me about NATS" } });
+const REPLY = "NATS is a messaging system; JetStream adds persistence to it, and core NATS is fire-and-forget.";
+const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
+
+type ChatOp = OpSpec<SpecialistRequest, SpecialistAnswer>;
+const chatAgent = (op: ChatOp) => defineAgent({ role: "chat", description: "test", ops: { chitchat: op } });
+const textOp = (stream: boolean, offline?: (i: SpecialistRequest) => string, toOutput = toAnswer): ChatOp => ({
+  contract: "chat.chitchat",
+  output: "text",
+  stream,
+  render: (i) => `Message: ${i.question}`,
+  toOutput,
+  summarize: (o) => `${o.response_str.length} chars`,
+  ...(offline ? { offline } : {}),
+});
+
+/** Runs one task, recording token messages and the moment the outcome came back on one timeline. */
+async function run(op: ChatOp, model: ModelPort, sink?: (t: TokenEvent) => void, t = task()) {
+  const timeline: Array<{ kind: "token"; t: TokenEvent } | { kind: "result" }> = [];
+  const tokens = sink ?? ((x: TokenEvent) => void timeline.push({ kind: "token", t: x }));
+  const outcome = await createOpRunner(chatAgent(op), model, { log, prompts, tokens })(t, new AbortController().signal);
+  timeline.push({ kind: "result" });
+  const sent = timeline.flatMap((e) => (e.kind === "token" ? [e.t] : []));
+  return { outcome, timeline, sent };
+}
+
+describe("a streaming text op", () => {
+  it("publishes each delta of a multi-chunk reply as a token message, numbered in order, before its result", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY, chunkDelayMs: 2 }]);
+    const { outcome, timeline, sent } = await run(textOp(true), model);
+    expect(outcome).toMatchObject({ ok: true, output: toAnswer(REPLY), provenance: { model: "scripted", prompt_version: "chat.chitchat/v1" } });
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    expect(timeline.at(-1)).toEqual({ kind: "result" });
+    expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
+    expect(sent.map((t) => t.delta).join("")).toBe(REPLY);
+    for (const t of sent) {
+      // every message is a valid token event of the contracts, on the task's identity
+      expect(SessionEvent.safeParse(t).success).toBe(true);
+      expect(t).toMatchObject({ type: "token", session_id: SID, task_id: `${SID}.4.2.1`, role: "chat", op: "chitchat", attempt: 1, version: 4, index: 2 });
+    }
+    expect(model.calls).toEqual([expect.objectContaining({ mode: "text" })]);
+  });
+
+  it("a redelivered task streams again from seq 0, and the client's de-dup shows each delta once", async () => {
+    // the scripted model answers a repeated task id with the same entry, as a replayed call would
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
+    const first = await run(textOp(true), model);
+    const again = await run(textOp(true), model);
+    expect(again.sent.map((t) => t.seq)).toEqual(first.sent.map((t) => t.seq));
+    const dedup = createTokenDedup();
+    const shown = [...first.sent, ...again.sent].filter((t) => dedup.accept(t));
+    expect(shown).toEqual(first.sent);
+    expect(shown.map((t) => t.delta).join("")).toBe(REPLY);
+  });
+
+  it("a crash mid-stream, then a redelivery: the client shows the rest of the text, not its start again", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
+    const whole = (await run(textOp(true), model)).sent;
+    const dedup = createTokenDedup();
+    const seenBeforeCrash = whole.slice(0, 3).filter((t) => dedup.accept(t));
+    const afterRedelivery = whole.filter((t) => dedup.accept(t));
+    expect([...seenBeforeCrash, ...afterRedelivery].map((t) => t.delta).join("")).toBe(REPLY);
+    expect(afterRedelivery[0]?.seq).toBe(3);
+  });
+
+  it("splits a delta longer than a token message holds (the offline engine answers in one piece)", async () => {
+    const long = `${"word ".repeat(1700)}end`;
+    // the answer keeps what its schema allows; the stream carries the whole text
+    const op = textOp(true, () => long, (text) => toAnswer(text.slice(0, 4000)));
+    const { outcome, sent } = await run(op, createOfflineModel({ handlers: offlineHandlersOf([chatAgent(op)]) }));
+    expect(outcome).toMatchObject({ ok: true, output: { response_str: long.slice(0, 4000) } });
+    expect(sent.length).toBe(Math.ceil(long.length / MAX_TOKEN_DELTA_CHARS));
+    expect(sent.every((t) => t.delta.length <= MAX_TOKEN_DELTA_CHARS)).toBe(true);
+    expect(sent.map((t) => t.delta).join("")).toBe(long);
+  });
+
+  it("goes on when publishing fails: tokens are best-effort, the result is the truth", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
+    let tried = 0;
+    const { outcome } = await run(textOp(true), model, () => {
+      tried++;
+      throw new Error("connection closed");
+    });
+    expect(tried).toBeGreaterThanOrEqual(2);
+    expect(outcome).toMatchObject({ ok: true, output: toAnswer(REPLY) });
+  });
+
+  it("text that toOutput cannot make a valid response fails model_invalid_output, retryable", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: "   " }]);
+    const { outcome } = await run(textOp(true), model);
+    expect(outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output", retryable: true, component: "chat" } });
+  });
+});
+
+describe("ops that do not stream publish no tokens", () => {
+  it("a text op without stream: true", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
+    const { outcome, sent } = await run(textOp(false), model);
+    expect(outcome).toMatchObject({ ok: true, output: toAnswer(REPLY) });
+    expect(sent).toEqual([]);
+  });
+
+  it("a JSON prompt op", async () => {
+    const model = createScriptedModel([{ role: "chat", op: "chitchat", output: toAnswer(REPLY) }]);
+    const op: ChatOp = { contract: "chat.chitchat", render: (i) => i.question, summarize: () => "s" };
+    const { outcome, sent } = await run(op, model);
+    expect(outcome).toMatchObject({ ok: true, output: toAnswer(REPLY) });
+    expect(sent).toEqual([]);
+    expect(model.calls).toEqual([expect.objectContaining({ mode: "structured" })]);
+  });
+});
+
+describe("a handler op's completeText", () => {
+  const handler = (body: (ctx: HandlerContext) => Promise<string>): ChatOp => ({
+    kind: "handler",
+    version: "h1",
+    contract: "chat.chitchat",
+    run: async (_i, ctx) => toAnswer(await body(ctx)),
+    summarize: () => "s",
+  });
+
+  it("streams when asked, numbering on across its calls; a call without stream publishes nothing", async () => {
+    const model = createScriptedModel([
+      { role: "chat", op: "chitchat", content: "First part of the text, streamed." },
+      { role: "chat", op: "chitchat", content: "Not streamed, used internally." },
+      { role: "chat", op: "chitchat", content: "Second streamed part." },
+    ]);
+    // the scripted model hands a repeated task id the same entry: each call gets its own task id here
+    const calls: string[] = [];
+    const wrapped: ModelPort = { name: model.name, complete: ((req: Parameters<ModelPort["complete"]>[0]) => { calls.push(req.prompt); return model.complete({ ...req, taskId: `${req.taskId}-${calls.length}` } as never); }) as ModelPort["complete"] };
+    const op = handler(async (ctx) => {
+      const a = await ctx.completeText({ prompt: "one", stream: true });
+      const b = await ctx.completeText({ prompt: "two" });
+      const c = await ctx.completeText({ prompt: "three", stream: true, system: "own system" });
+      return `${a} ${b} ${c}`;
+    });
+    const { outcome, sent } = await run(op, wrapped);
+    expect(outcome).toMatchObject({ ok: true, output: { response_str: "First part of the text, streamed. Not streamed, used internally. Second streamed part." }, provenance: { usage: { model_calls: 3 } } });
+    expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
+    expect(sent.map((t) => t.delta).join("")).toBe("First part of the text, streamed.Second streamed part.");
+    expect(calls).toEqual(["one", "two", "three"]);
+  });
+
+  it("uses the op's contract as the system prompt unless the call names its own", async () => {
+    const seen: string[] = [];
+    const model: ModelPort = {
+      name: "echo",
+      complete: (async (req: { system: string; mode?: string }) => {
+        seen.push(req.system);
+        if (req.mode !== "text") throw new Error("text only");
+        return { output: "ok", usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 }, model: "echo", tier: "fast", latencyMs: 0 };
+      }) as ModelPort["complete"],
+    };
+    await run(handler(async (ctx) => `${await ctx.completeText({ prompt: "a" })} ${await ctx.completeText({ prompt: "b", system: "mine" })}`), model);
+    expect(seen).toEqual(["Be brief.", "mine"]);
+  });
+});
+
+describe("splitDelta", () => {
+  it("cuts at the limit without splitting a surrogate pair; empty text is no piece", () => {
+    expect(splitDelta("", 4)).toEqual([]);
+    expect(splitDelta("abcdefghij", 4)).toEqual(["abcd", "efgh", "ij"]);
+    const pieces = splitDelta("abc😀def", 4);
+    expect(pieces.join("")).toBe("abc😀def");
+    expect(pieces[0]).toBe("abc");
+    expect(pieces.every((p) => z.string().max(4).safeParse(p).success)).toBe(true);
+  });
+});
