@@ -17,7 +17,7 @@ export function isThanks(question: string): boolean {
 /** What this system answers without a language model: the specialists that work from their own data. */
 const OFFLINE_SCOPE =
   "Without a language model, the specialists answer from their own data: the knowledge graph (relationships, interactions and pathways, with its triples as sources), " +
-  "the document corpus (passages with citations) and the configured MCP servers' tools. Ask such a question, e.g. \"Which pathways does HER2 interact with?\"";
+  "the document corpus (passages with citations) and the configured MCP servers' tools. Ask such a question, e.g. \"How is the coordinator related to the session inbox?\"";
 
 /** Offline: greets back a greeting, thanks back a thank-you, otherwise says what can be answered offline. */
 export function chitchatOffline(input: SpecialistRequest, ctx: Pick<OfflineContext, "configHint">): ChitchatDraft {
