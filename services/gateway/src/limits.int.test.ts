@@ -118,7 +118,14 @@ describe("redis gateway limits across replicas", () => {
     await a.allowRequest("alice");
     await a.admit("alice", "s1", live);
     const p = prefixes.at(-1) ?? "";
-    const [, keys] = await admin.scan("0", "MATCH", `${p}:*`, "COUNT", 1000);
+    const keys: string[] = [];
+    let cursor = "0";
+    do {
+      // One SCAN call covers only part of a shared server's keyspace: follow the cursor to 0.
+      const [next, found] = await admin.scan(cursor, "MATCH", `${p}:*`, "COUNT", 1000);
+      keys.push(...found);
+      cursor = next;
+    } while (cursor !== "0");
     expect(keys.sort()).toEqual([`${p}:rl:req:alice`, `${p}:rl:sessions:alice`]);
     const req = await admin.pttl(`${p}:rl:req:alice`);
     const sessions = await admin.pttl(`${p}:rl:sessions:alice`);
