@@ -6,6 +6,7 @@ import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
 import { HaloCitation } from "./halo.js";
+import { SupervisorAgent } from "./workflows.js";
 import { CodeLanguage, HANDOFF_OUTSIDE_MATRIX, HandoffInfo, inHandoffMatrix, LOW_ROUTING_CONFIDENCE, RoutingDecision, VegaLiteSpec } from "./supervisor.js";
 
 const Base = {
@@ -97,6 +98,16 @@ export const SessionEvent = z.discriminatedUnion("type", [
       message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
       path: ["is_low_confidence"],
     }),
+  z.object({
+    ...Base,
+    type: z.literal("config"),
+    /** The agent whose settings these are (seed 002's `init_config`: the agent announces how it will run). */
+    agent: SupervisorAgent,
+    /** Its settings as the session runs them, e.g. research's depth, scenario, search rounds and sources kept. */
+    settings: z
+      .record(z.string().max(40), z.union([z.string().max(200), z.number(), z.boolean(), z.null()]))
+      .refine((s) => Object.keys(s).length <= 20, "at most 20 settings"),
+  }),
   z
     .object({ ...Base, type: z.literal("handoff"), ...HandoffInfo.shape })
     .refine(inHandoffMatrix, HANDOFF_OUTSIDE_MATRIX),
@@ -140,13 +151,13 @@ export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent 
 /**
  * The ops whose streamed model text is the session's final answer verbatim (seed 002's streaming
  * configuration: the answering node), as `role.op`. An OpenAI-compatible stream passes on only
- * their token deltas. None today: critic-chain's finalizer and blackboard's critic answer in
- * structured JSON, so their streams are the final answer sent as deltas when the session ends;
- * no op declares `stream: true` yet. A supervisor op that streams the answer verbatim (its
- * finalize, respond, summarize) goes here when it is built; an op that streams text the
- * workflow then rewrites does not (the gateway would send text that is not the answer).
+ * their token deltas. The supervisor's answering nodes: chat's `agent` (chat.respond), research's
+ * and writing's `finalize`, data's `summarize`; the workflow makes their text the final answer
+ * unchanged. critic-chain's finalizer and blackboard's critic answer in structured JSON, so they
+ * are not here; nor is an op that streams text the workflow then rewrites (the code agent's answer
+ * is composed by the workflow), since the gateway would send text that is not the answer.
  */
-export const ANSWER_OPS: ReadonlySet<string> = new Set<string>();
+export const ANSWER_OPS: ReadonlySet<string> = new Set<string>(["chat.respond", "researcher.finalize", "writer.finalize", "analyst.summarize"]);
 
 /** The JetStream message id of an event. */
 export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;

@@ -9,6 +9,8 @@ export * from "./blackboard.js";
 export * from "./blackboard-state.js";
 export * from "./halo.js";
 export * from "./supervisor.js";
+export * from "./supervisor-ops.js";
+export * from "./supervisor-state.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";

@@ -37,6 +37,20 @@ export const LIMITS = {
   maxThreadSessions: 200,
   /** A `visualization` event's Vega-Lite spec, as JSON (characters). */
   maxVisualizationSpecChars: 32_000,
+  /** Attachments a session may carry (`SessionOptions.attachments`). */
+  maxAttachments: 5,
+  /** ... and at most this many characters of content in all (the data agent's data bound). */
+  maxAttachmentChars: 100_000,
+  /** A program an agent writes for the sandbox (characters). */
+  maxCodeChars: 100_000,
+  /** The data text the supervisor's data agent takes (characters). */
+  maxDataChars: 100_000,
+  /**
+   * ... and at most this many bytes in all as their content travels at its largest (UTF-8, escaped
+   * twice: a JSON string inside the code a data run sends), so the submit and the data agent's
+   * code run stay under `maxMessageBytes`. Plain ASCII CSV passes at 100,000 characters.
+   */
+  maxAttachmentBytes: 224 * 1024,
 } as const;
 
 /** Current envelope schema version; a message with another `v` is rejected. */

@@ -7,6 +7,7 @@ import { Provenance } from "./provenance.js";
 import { ResearchScenario, SupervisorAgent, WorkflowName } from "./workflows.js";
 import { StrategyProfile } from "./blackboard.js";
 import { Capability } from "./halo.js";
+import { ResearchDepth } from "./supervisor.js";
 
 const V = z.literal(SCHEMA_VERSION);
 const Ms = z.number().int().nonnegative();
@@ -20,6 +21,45 @@ export const Budgets = z.object({
 });
 export type Budgets = z.infer<typeof Budgets>;
 
+/** Control characters other than tab, newline and carriage return: not in a text attachment. */
+const CONTROL_CHARS = /[^\P{Cc}\t\n\r]/u;
+
+/** A file a client sends with its query, as text (no binary): CSV, JSON or plain text. */
+export const Attachment = z
+  .object({
+    /** The file's name, without a folder. */
+    name: z
+      .string()
+      .min(1)
+      .max(200)
+      .refine((n) => !/[/\\]/.test(n), "an attachment's name must not contain a path separator")
+      .refine((n) => !CONTROL_CHARS.test(n), "an attachment's name must not contain control characters"),
+    content_type: z.enum(["text/csv", "application/json", "text/plain"]),
+    content: z
+      .string()
+      .max(LIMITS.maxAttachmentChars)
+      .refine((c) => !CONTROL_CHARS.test(c), "an attachment's content must be text (no control characters but tab and newline)"),
+  })
+  .strict();
+export type Attachment = z.infer<typeof Attachment>;
+
+/** The bytes `content` takes at its largest on the bus: UTF-8, as a JSON string inside another (see `LIMITS.maxAttachmentBytes`). */
+export const attachmentBytes = (content: string): number => new TextEncoder().encode(JSON.stringify(JSON.stringify(content))).length;
+
+/**
+ * A session's attachments: at most `LIMITS.maxAttachments`, with at most `LIMITS.maxAttachmentChars`
+ * characters and `LIMITS.maxAttachmentBytes` bytes (see `attachmentBytes`) of content in all.
+ */
+export const Attachments = z
+  .array(Attachment)
+  .max(LIMITS.maxAttachments)
+  .refine((list) => list.reduce((n, a) => n + a.content.length, 0) <= LIMITS.maxAttachmentChars, {
+    message: `the attachments' content is over ${LIMITS.maxAttachmentChars} characters in all`,
+  })
+  .refine((list) => list.reduce((n, a) => n + attachmentBytes(a.content), 0) <= LIMITS.maxAttachmentBytes, {
+    message: `the attachments' content is over ${LIMITS.maxAttachmentBytes} bytes in all as sent (non-ASCII characters, quotes and backslashes count more than one)`,
+  });
+
 /** Per-session options a client may set at submit. */
 export const SessionOptions = z.object({
   retry_limit: z.number().int().min(1).max(20).optional(),
@@ -29,11 +69,13 @@ export const SessionOptions = z.object({
   /** supervisor: the agent to use, bypassing the router (seed 002's `mode`; not the workflow). */
   mode: SupervisorAgent.optional(),
   /** supervisor's research agent: how deep to research (seed 002's `depth`). */
-  depth: z.string().min(1).max(40).optional(),
+  depth: ResearchDepth.optional(),
   /** supervisor's research agent: the scenario (seed 002's `scenario`). */
   scenario: ResearchScenario.optional(),
   /** halo: the specialists to run, bypassing the planner (seed 000's override for experiments); tags this deployment cannot serve are left out. */
   capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
+  /** supervisor: files given with the query (the data agent takes its data from the first CSV or JSON one); other workflows ignore them. */
+  attachments: Attachments.optional(),
 });
 export type SessionOptions = z.infer<typeof SessionOptions>;
 

@@ -17,6 +17,37 @@ import {
   ToolList,
 } from "./blackboard.js";
 import { CapabilitiesRequest, CapabilitiesResult, McpAnswerRequest, RetrieverAnswerRequest, SpecialistAnswer, SpecialistRequest } from "./halo.js";
+import { RoutingResult } from "./supervisor.js";
+import {
+  AgentAction,
+  ChatRespondRequest,
+  CodeGenerateRequest,
+  CoderAction,
+  DataCode,
+  DataGenerateRequest,
+  DataPlan,
+  DataPlanRequest,
+  DataSummarizeRequest,
+  DataSummary,
+  ResearchAnalysis,
+  ResearchAnalyzeRequest,
+  ResearchFinalizeRequest,
+  ResearchReport,
+  ResearchSearchRequest,
+  ResearchSynthesis,
+  ResearchSynthesizeRequest,
+  RouteRequest,
+  ToolCallOutcome,
+  ToolCallRequest,
+  WritingAnalysis,
+  WritingAnalyzeRequest,
+  WritingDraft,
+  WritingFinal,
+  WritingFinalizeRequest,
+  WritingOutline,
+  WritingOutlineRequest,
+  WritingWriteRequest,
+} from "./supervisor-ops.js";
 
 const Text = z.string().max(LIMITS.maxTextChars);
 const Steps = z.array(z.string().min(1).max(2000)).max(LIMITS.maxListItems);
@@ -85,6 +116,10 @@ export const ROLES = {
       }),
       z.object({ result: Text }),
     ),
+    search: op("The research agent's search_agent node: call a search tool, hand off, or end the search", ResearchSearchRequest, AgentAction),
+    analyze: op("The research agent's analyze node: read the sources for the scenario", ResearchAnalyzeRequest, ResearchAnalysis),
+    synthesize: op("The research agent's synthesize node (streamed): the findings, for the scenario", ResearchSynthesizeRequest, ResearchSynthesis),
+    finalize: op("The research agent's finalize node (streamed): the cited report", ResearchFinalizeRequest, ResearchReport),
   },
   expert: {
     answer: op(
@@ -131,6 +166,7 @@ export const ROLES = {
   executor: {
     execute: op("Run one plan step with one strategy (tool, rag, web) under the safe executor", ExecuteRequest, StepResult),
     list_tools: op("List the tools the executor can run, for the planner", ListToolsRequest, ToolList),
+    call: op("Run one tool call (code runs included) under the safe executor, allowed only among the caller's tools", ToolCallRequest, ToolCallOutcome),
   },
   graph: {
     answer: op("Answer from the knowledge graph of triples, citing each triple used by its source", SpecialistRequest, SpecialistAnswer),
@@ -140,6 +176,24 @@ export const ROLES = {
   },
   chat: {
     chitchat: op("Small talk: greet, thank, say what the system can do", SpecialistRequest, SpecialistAnswer),
+    respond: op("The supervisor's chat agent node (streamed): answer, call a tool or hand off", ChatRespondRequest, AgentAction),
+  },
+  router: {
+    route: op("Pick the supervisor's agent for a query: {agent, confidence, reason} (fast tier)", RouteRequest, RoutingResult),
+  },
+  coder: {
+    generate: op("The code agent's generate node: code to run in the sandbox (fixing the last run's error), a handoff, or an answer", CodeGenerateRequest, CoderAction),
+  },
+  writer: {
+    analyze: op("The writing agent's analyze node: type, tone, audience and key points, or a handoff to research", WritingAnalyzeRequest, WritingAnalysis),
+    outline: op("The writing agent's outline node", WritingOutlineRequest, WritingOutline),
+    write: op("The writing agent's write node (streamed): the draft", WritingWriteRequest, WritingDraft),
+    finalize: op("The writing agent's finalize node (streamed): the final text", WritingFinalizeRequest, WritingFinal),
+  },
+  analyst: {
+    plan: op("The data agent's plan node: the analysis plan and whether to chart, or a handoff to code", DataPlanRequest, DataPlan),
+    generate: op("The data agent's generate node: Python (standard library) over DATA_TEXT, and a chart spec without data", DataGenerateRequest, DataCode),
+    summarize: op("The data agent's summarize node (streamed): what the run found", DataSummarizeRequest, DataSummary),
   },
 } as const;
 

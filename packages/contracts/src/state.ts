@@ -6,6 +6,7 @@ import { Budgets } from "./messages.js";
 import { LIMITS } from "./limits.js";
 import { BlackboardData } from "./blackboard-state.js";
 import { HaloData } from "./halo.js";
+import { SupervisorData } from "./supervisor-state.js";
 
 /** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
 export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
@@ -110,7 +111,7 @@ export const CriticChainData = z.object({
 export type CriticChainData = z.infer<typeof CriticChainData>;
 
 /** Workflow data, a union keyed by `workflow`. */
-export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData, HaloData]);
+export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData, HaloData, SupervisorData]);
 export type SessionData = z.infer<typeof SessionData>;
 
 /** The whole session as stored on the blackboard. */
@@ -132,6 +133,8 @@ export function conversationTurn(state: SessionState): { question: string; answe
       return { question: d.question, answer: d.final_answer, asked: waiting ? d.question_for_human : null };
     case "halo":
       return { question: d.question, answer: d.response_str, asked: null };
+    case "supervisor":
+      return { question: d.query, answer: d.response, asked: null };
   }
 }
 

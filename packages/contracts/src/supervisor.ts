@@ -60,6 +60,21 @@ export const inHandoffMatrix = (h: { source_agent: SupervisorAgent; target_agent
 /** The refinement's issue when a handoff is outside the matrix. */
 export const HANDOFF_OUTSIDE_MATRIX = { message: "the handoff matrix does not let this agent hand off to that one (nor to itself)", path: ["target_agent"] };
 
+/** A handoff tool's name (seed 002: `handoff_to_<target_agent>`). */
+export type HandoffToolName = `handoff_to_${SupervisorAgent}`;
+
+const HANDOFF_PREFIX = "handoff_to_";
+
+/** The handoff tool that hands the task to `target`. */
+export const handoffToolName = (target: SupervisorAgent): HandoffToolName => `${HANDOFF_PREFIX}${target}`;
+
+/** The target a tool name hands off to; null when it is not a handoff tool of one of the seed's agents. */
+export function handoffTarget(tool: string): SupervisorAgent | null {
+  if (!tool.startsWith(HANDOFF_PREFIX)) return null;
+  const parsed = SupervisorAgent.safeParse(tool.slice(HANDOFF_PREFIX.length));
+  return parsed.success ? parsed.data : null;
+}
+
 /** Handoffs one session may make (seed 002); at the cap the current agent's answer is final. */
 export const MAX_HANDOFFS = 3;
 

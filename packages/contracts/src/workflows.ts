@@ -1,7 +1,7 @@
 import { z } from "zod";
 
-/** Workflows this runtime knows. Later issues add supervisor and clarify. */
-export const WorkflowName = z.enum(["critic-chain", "blackboard", "halo"]);
+/** Workflows this runtime knows. A later issue adds clarify. */
+export const WorkflowName = z.enum(["critic-chain", "blackboard", "halo", "supervisor"]);
 export type WorkflowName = z.infer<typeof WorkflowName>;
 export const DEFAULT_WORKFLOW: WorkflowName = "critic-chain";
 
@@ -10,6 +10,7 @@ export const WORKFLOW_DESCRIPTIONS: Readonly<Record<WorkflowName, string>> = {
   "critic-chain": "planner, researcher and expert, each checked by a critic, then a finalizer (seed 004)",
   blackboard: "perception, memory, retrieval, a tool plan run by a safe executor, and a critic (seed 001)",
   halo: "a capability plan, specialists (graph, corpus, MCP servers, web, chat) in parallel, a judge and one cited answer (seed 000)",
+  supervisor: "a router picks one of five agents (chat, research, code, writing, data), which may hand the task on to another (seed 002)",
 };
 
 /** The seed's agent types (seed 002, supervisor): what the router picks, handoffs name and a client's `mode` forces. */
