@@ -2,6 +2,7 @@ import type { SessionData, WorkflowName } from "@agentmesh/contracts";
 import { blackboard } from "./blackboard.js";
 import { criticChain } from "./critic-chain.js";
 import { halo } from "./halo.js";
+import { supervisor } from "./supervisor.js";
 import type { WorkflowDefinition } from "./types.js";
 
 /** Every workflow this runtime can run, by name; each entry is typed against its own data. */
@@ -9,6 +10,7 @@ export const WORKFLOWS = {
   "critic-chain": criticChain,
   blackboard,
   halo,
+  supervisor,
 } as const satisfies { readonly [K in WorkflowName]: WorkflowDefinition<Extract<SessionData, { workflow: K }>> };
 
 /**

@@ -1,22 +1,9 @@
-import { HANDOFF_MATRIX, MAX_HANDOFFS, SupervisorAgent, type HandoffArgs, type HandoffInfo } from "@agentmesh/contracts";
+import { HANDOFF_MATRIX, MAX_HANDOFFS, handoffToolName, type HandoffArgs, type HandoffInfo, type HandoffToolName, type SupervisorAgent } from "@agentmesh/contracts";
 
-/** A handoff tool's name (seed 002: `handoff_to_<target_agent>`). */
-export type HandoffToolName = `handoff_to_${SupervisorAgent}`;
-
-const PREFIX = "handoff_to_";
-
-/** The handoff tool that hands the task to `target`. */
-export const handoffToolName = (target: SupervisorAgent): HandoffToolName => `${PREFIX}${target}`;
+export { handoffTarget, handoffToolName, type HandoffToolName } from "@agentmesh/contracts";
 
 /** The handoff tools `agent` gets: one per target the seed's matrix allows it, in the matrix's order. */
 export const handoffToolsFor = (agent: SupervisorAgent): HandoffToolName[] => HANDOFF_MATRIX[agent].map(handoffToolName);
-
-/** The target a tool name hands off to; null when it is not a handoff tool of one of the seed's agents. */
-export function handoffTarget(tool: string): SupervisorAgent | null {
-  if (!tool.startsWith(PREFIX)) return null;
-  const parsed = SupervisorAgent.safeParse(tool.slice(PREFIX.length));
-  return parsed.success ? parsed.data : null;
-}
 
 /** Why a handoff was refused; the agent is told and goes on with the task itself. */
 export type HandoffRefusal = "self" | "not_in_matrix" | "ping_pong";

@@ -1,5 +1,5 @@
 import type { ToolCallSpec } from "./events.js";
-import type { ChatMessage, EventDraft, HaloSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type { ChatMessage, EventDraft, HaloSettings, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -105,6 +105,8 @@ export interface RuntimeDefaults {
   readonly pauseTimeoutMs: number | null;
   /** halo: what this deployment serves and the specialists' join deadline; absent = chitchat only, the seed's 30 s (tests). */
   readonly halo?: HaloSettings;
+  /** supervisor: the tools this deployment serves its agents; absent = the corpus and the sandbox (tests). */
+  readonly supervisor?: SupervisorSettings;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */
