@@ -5,7 +5,7 @@ import { createMicroService, createPublisher, startWorker, type CrashHook, type 
 import type { ModelPort } from "@agentmesh/llm";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
-import { tokenStreamer, type TokenSink } from "./tokens.js";
+import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import { contractVersion, type PromptContract } from "./prompts.js";
 
 export interface AgentOptions {
@@ -103,40 +103,34 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     };
     try {
       const contract = contractOf(op, opts.prompts);
-      const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
+      /** What every model call of this task carries, whatever its mode. */
+      const base = (c: Pick<HandlerTextCall, "system" | "prompt" | "temperature" | "tier">) => {
         if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
-        const reply = await model.complete({
+        return {
           role: task.role,
           op: task.op,
           taskId: task.task_id,
           system: c.system ?? systemOf(contract, undefined),
           prompt: c.prompt,
           input: parsed.data,
-          schema: c.schema,
-          schemaName: c.schemaName,
-          mode: c.mode ?? "structured",
           ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
+          ...(c.tier === undefined ? {} : { tier: c.tier }),
           signal,
-        });
+        };
+      };
+      const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
+        const reply = await model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" });
         account(reply);
         return reply.output;
       };
       const callText = async (c: HandlerTextCall): Promise<string> => {
-        if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
         const reply = await model.complete({
-          role: task.role,
-          op: task.op,
-          taskId: task.task_id,
-          system: c.system ?? systemOf(contract, undefined),
-          prompt: c.prompt,
-          input: parsed.data,
+          ...base(c),
           mode: "text",
-          ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
-          ...(c.stream === true && onToken ? { onToken } : {}),
-          signal,
+          ...(c.stream === true && onToken ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) } : {}),
         });
         account(reply);
-        return reply.output;
+        return cutModelText(reply.output);
       };
       let output: unknown;
       let promptVersion: string;
@@ -150,7 +144,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         output = checked.data;
         promptVersion = contract ? contractVersion(contract) : op.version;
       } else if (isTextPrompt(op)) {
-        const text = await callText({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), stream: op.stream === true });
+        const text = await callText({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true });
         const checked = spec.response.safeParse(op.toOutput(text, parsed.data));
         if (!checked.success) {
           throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);

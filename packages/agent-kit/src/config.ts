@@ -3,7 +3,7 @@ import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
   "NATS_URL", "AGENTMESH_PREFIX", "LOG_LEVEL", "AGENTMESH_LOG_PAYLOADS", "AGENTMESH_CRASH_AT",
-  "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_ROLE_MODELS",
+  "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
   ...NATS_ACCESS_VARS,
@@ -24,6 +24,8 @@ export interface AgentConfig {
     readonly baseURL: string | undefined;
     readonly apiKey: string | undefined;
     readonly defaultRole: RoleModelConfig;
+    /** The fast tier: what ops asking for it (router.route) use unless `roles` names their role or op. */
+    readonly tiers: { readonly fast: RoleModelConfig };
     readonly roles: Record<string, RoleModelConfig>;
     readonly prices: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
     readonly timeoutMs: number;
@@ -41,6 +43,7 @@ export interface AgentConfig {
 export function loadAgentConfig(env: Record<string, string | undefined>): AgentConfig {
   const e = parseEnv(NAMES, env);
   const defaultRole: RoleModelConfig = { model: e.AGENTMESH_LLM_MODEL, temperature: 0.2, tier: "standard" };
+  const fast: RoleModelConfig = { model: e.AGENTMESH_FAST_MODEL ?? e.AGENTMESH_LLM_MODEL, temperature: defaultRole.temperature, tier: "fast" };
   let roles: Record<string, RoleModelConfig>;
   let prices: AgentConfig["llm"]["prices"];
   const problems: string[] = [];
@@ -59,6 +62,7 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
       baseURL: e.AGENTMESH_LLM_BASE_URL,
       apiKey: e.AGENTMESH_LLM_API_KEY,
       defaultRole,
+      tiers: { fast },
       roles,
       prices,
       timeoutMs: e.AGENTMESH_LLM_TIMEOUT_MS,

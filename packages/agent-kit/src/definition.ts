@@ -1,4 +1,4 @@
-import type { OpName, OpRequest, OpResponse, RoleName } from "@agentmesh/contracts";
+import type { OpName, OpRequest, OpResponse, RoleName, Tier } from "@agentmesh/contracts";
 import type { SchemaRequest } from "@agentmesh/llm";
 import type { Logger } from "@agentmesh/service-kit";
 import type { PromptContract } from "./prompts.js";
@@ -47,7 +47,14 @@ export interface TextOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
   /** Publish the text's deltas as token messages while it is written (best-effort, never failing the task). */
   readonly stream?: boolean;
   /**
-   * The op's response from the model's whole text; validated against the response schema, which
+   * With `stream`: publish the text only when it is prose. An op whose model may instead reply
+   * with a JSON object (a tool call the workflow runs) sets this, since clients show every token
+   * as the answer: see `proseOnly`.
+   */
+  readonly streamOnlyProse?: boolean;
+  /**
+   * The op's response from the model's whole text (cut to `LIMITS.maxTextChars` and marked when
+   * longer, see `cutModelText`: no more of it streamed); validated against the response schema, which
    * a failure answers as `model_invalid_output` (retryable: the text came from the model).
    */
   toOutput(text: string, input: Req): Res;
@@ -73,6 +80,8 @@ export interface HandlerModelCall<T> {
   readonly mode?: "structured" | "json_object";
   /** Overrides the configured temperature of the role (or role.op) for this call. */
   readonly temperature?: number;
+  /** The model tier this call asks for, used when the configuration names no model for the role or op (the router's `fast`). */
+  readonly tier?: Tier;
 }
 
 /** A free-text model call made from inside a handler op (the model port's text mode). */
@@ -82,8 +91,12 @@ export interface HandlerTextCall {
   readonly system?: string;
   /** Publish the text's deltas as token messages while it is written (as a `stream: true` prompt op does). */
   readonly stream?: boolean;
+  /** With `stream`: publish nothing when the reply is a JSON object rather than prose (see `proseOnly`). */
+  readonly streamOnlyProse?: boolean;
   /** Overrides the configured temperature of the role (or role.op) for this call. */
   readonly temperature?: number;
+  /** The model tier this call asks for, used when the configuration names no model for the role or op. */
+  readonly tier?: Tier;
 }
 
 /** What a handler op gets besides its validated input. */
@@ -98,7 +111,7 @@ export interface HandlerContext {
   readonly prompt: PromptContract | null;
   /** Calls the model port; usage and model are added to the step's provenance. */
   complete<T>(call: HandlerModelCall<T>): Promise<T>;
-  /** Calls the model port for free text (streamed live when `stream` is set); usage as for `complete`. */
+  /** Calls the model port for free text (streamed live when `stream` is set), at most `LIMITS.maxTextChars` (see `cutModelText`); usage as for `complete`. */
   completeText(call: HandlerTextCall): Promise<string>;
 }
 

@@ -17,3 +17,4 @@ export { loadAgentConfig, type AgentConfig } from "./config.js";
 export { startAgentsInProcess, defineRoleSetup, setUpRole, type AgentSetup, type AgentSetupFactory, type RoleModule } from "./main.js";
 export { offlineHandlersOf } from "./offline.js";
 export { PromptContract, loadPromptContracts, type LoadedContract } from "./prompts.js";
+export { renderConversation, type ConversationView } from "./render.js";

@@ -41,6 +41,7 @@ function modelFrom(cfg: AgentConfig, defs: readonly AgentDefinition[]): ModelPor
     apiKey: cfg.llm.apiKey,
     roles: cfg.llm.roles,
     defaultRole: cfg.llm.defaultRole,
+    tiers: cfg.llm.tiers,
     timeoutMs: cfg.llm.timeoutMs,
     maxHttpAttempts: cfg.llm.maxHttpAttempts,
     prices: cfg.llm.prices,

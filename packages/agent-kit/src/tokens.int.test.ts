@@ -2,13 +2,13 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { AgentmeshError, InboxInput, naming as makeNaming, SCHEMA_VERSION, SessionEvent, taskId, type Naming, type SpecialistAnswer } from "@agentmesh/contracts";
+import { AgentmeshError, InboxInput, naming as makeNaming, SCHEMA_VERSION, SessionEvent, taskId, type AgentAction, type ChatRespondRequest, type Naming, type SpecialistAnswer } from "@agentmesh/contracts";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { connectNats, createPublisher, followTokens, provision, type TokenDelta } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { startAgent } from "./agent.js";
-import { defineAgent } from "./definition.js";
+import { defineAgent, type OpSpec } from "./definition.js";
 import type { PromptContract } from "./prompts.js";
 
 // An agent role running as its process runs it (startAgent: JetStream consumer, inbox result),
@@ -18,6 +18,8 @@ const log = createLogger({ service: "test", level: "silent" });
 const prompts = new Map<string, PromptContract>([["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }]]);
 const REPLY = "Streaming over NATS: each delta is a core message on the session's token subject, sent while the model writes.";
 const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
+/** The chat role's other op, which these tests never send a task. */
+const respond: OpSpec<ChatRespondRequest, AgentAction> = { contract: "chat.chitchat", output: "text", render: (i) => i.brief.task, toOutput: (text) => ({ action: "answer", text }), summarize: () => "s" };
 
 let agentNc: NatsConnection;
 let clientNc: NatsConnection;
@@ -89,21 +91,31 @@ const until = async (cond: () => boolean, what: string) => {
   }
 };
 
+/**
+ * Starts a chat agent whose streamed text op chitchat the scripted model answers with `content`
+ * (`chunkDelayMs` between deltas), submits one task and waits for its result; returns the
+ * session's timeline of tokens and inbox inputs.
+ */
+async function streamedChitchat(content: string, chunkDelayMs: number, flags: { streamOnlyProse?: boolean } = {}) {
+  const naming = await freshNaming();
+  const model = createScriptedModel([{ role: "chat", op: "chitchat", content, chunkDelayMs }]);
+  const agent = defineAgent({
+    role: "chat",
+    description: "test",
+    ops: { chitchat: { contract: "chat.chitchat", output: "text", stream: true, ...flags, render: (i) => i.question, toOutput: toAnswer, summarize: () => "s" }, respond },
+  });
+  const running = await startAgent(agent, { nc: agentNc, naming, model, log, concurrency: 1, ackWaitMs: 3000, maxDeliver: 3, prompts });
+  cleanups.push(() => running.stop(500));
+  const sid = sessionId();
+  const timeline = await watch(naming, sid);
+  await submit(naming, sid);
+  await until(() => timeline.some((e) => e.kind === "result"), "the result");
+  return { sid, timeline };
+}
+
 describe("a streaming op run by startAgent over NATS", () => {
   it("publishes its deltas on <p>.tokens.<sid>; followTokens receives them in order before the result reaches the inbox", async () => {
-    const naming = await freshNaming();
-    const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY, chunkDelayMs: 10 }]);
-    const agent = defineAgent({
-      role: "chat",
-      description: "test",
-      ops: { chitchat: { contract: "chat.chitchat", output: "text", stream: true, render: (i) => i.question, toOutput: toAnswer, summarize: () => "s" } },
-    });
-    const running = await startAgent(agent, { nc: agentNc, naming, model, log, concurrency: 1, ackWaitMs: 3000, maxDeliver: 3, prompts });
-    cleanups.push(() => running.stop(500));
-    const sid = sessionId();
-    const timeline = await watch(naming, sid);
-    await submit(naming, sid);
-    await until(() => timeline.some((e) => e.kind === "result"), "the result");
+    const { sid, timeline } = await streamedChitchat(REPLY, 10);
 
     const firstResult = timeline.findIndex((e) => e.kind === "result");
     const tokens = timeline.flatMap((e) => (e.kind === "token" ? [e.t] : []));
@@ -114,6 +126,14 @@ describe("a streaming op run by startAgent over NATS", () => {
     expect(tokens.map((t) => t.delta).join("")).toBe(REPLY);
     expect(tokens[0]).toMatchObject({ session_id: sid, task_id: taskId(sid, 2, 0, 0), role: "chat", op: "chitchat", attempt: 0 });
     expect(timeline[firstResult]).toMatchObject({ kind: "result", input: { kind: "result", outcome: { ok: true, output: toAnswer(REPLY) } } });
+  });
+
+  it("a prose-only op whose model replies with a JSON object (a tool call) puts nothing on the token subject; its result still comes", async () => {
+    const call = '{"tool": "web_search", "arguments": {"query": "how tokens travel"}}';
+    const { timeline } = await streamedChitchat(call, 5, { streamOnlyProse: true });
+    // tokens go out before the result on the agent's one connection: none came, none will
+    expect(timeline.filter((e) => e.kind !== "result")).toEqual([]);
+    expect(timeline[0]).toMatchObject({ kind: "result", input: { outcome: { ok: true, output: toAnswer(call) } } });
   });
 
   it("a task redelivered after streaming streams again; the client's followTokens shows its text once", async () => {
@@ -136,6 +156,7 @@ describe("a streaming op run by startAgent over NATS", () => {
           },
           summarize: () => "s",
         },
+        respond,
       },
     });
     const running = await startAgent(agent, { nc: agentNc, naming, model, log, concurrency: 1, ackWaitMs: 3000, maxDeliver: 3, prompts });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { MAX_TOKEN_DELTA_CHARS, SessionEvent, type SpecialistAnswer, type SpecialistRequest } from "@agentmesh/contracts";
+import { LIMITS, MAX_TOKEN_DELTA_CHARS, SessionEvent, type AgentAction, type ChatRespondRequest, type SpecialistAnswer, type SpecialistRequest } from "@agentmesh/contracts";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { createTokenDedup, type TokenEvent } from "@agentmesh/messaging";
@@ -9,17 +9,31 @@ import { createOpRunner } from "./agent.js";
 import { defineAgent, type HandlerContext, type OpSpec } from "./definition.js";
 import { offlineHandlersOf } from "./offline.js";
 import type { PromptContract } from "./prompts.js";
-import { splitDelta } from "./tokens.js";
+import { TEXT_CUT_MARKER, cutModelText, keptOnly, proseOnly, splitDelta } from "./tokens.js";
 
 const log = createLogger({ service: "test", level: "silent" });
-const prompts = new Map<string, PromptContract>([["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }]]);
+const prompts = new Map<string, PromptContract>([
+  ["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }],
+  ["chat.respond", { id: "chat.respond", version: 1, focus: "Answer or call a tool.", system: "Answer, or reply with a tool call as JSON." }],
+]);
 const SID = "sesstokens0001";
 const task = (taskId = `${SID}.4.2.1`) => ({ task_id: taskId, session_id: SID, role: "chat", op: "chitchat", attempt: 1, input: { question: "Tell me about NATS" } });
 const REPLY = "NATS is a messaging system; JetStream adds persistence to it, and core NATS is fire-and-forget.";
 const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
 
 type ChatOp = OpSpec<SpecialistRequest, SpecialistAnswer>;
-const chatAgent = (op: ChatOp) => defineAgent({ role: "chat", description: "test", ops: { chitchat: op } });
+type RespondOp = OpSpec<ChatRespondRequest, AgentAction>;
+/** A streamed text op that answers in prose or calls a tool with a JSON reply (as chat.respond does); its JSON is never published. */
+const respondOp: RespondOp = {
+  contract: "chat.respond",
+  output: "text",
+  stream: true,
+  streamOnlyProse: true,
+  render: (i) => i.brief.task,
+  toOutput: (text) => (text.trim().startsWith("{") ? { action: "tool", ...(JSON.parse(text) as { tool: string; arguments: Record<string, unknown> }) } : { action: "answer", text: text.trim() }),
+  summarize: (o) => o.action,
+};
+const chatAgent = (op: ChatOp, respond: RespondOp = respondOp) => defineAgent({ role: "chat", description: "test", ops: { chitchat: op, respond } });
 const textOp = (stream: boolean, offline?: (i: SpecialistRequest) => string, toOutput = toAnswer): ChatOp => ({
   contract: "chat.chitchat",
   output: "text",
@@ -108,6 +122,66 @@ describe("a streaming text op", () => {
   });
 });
 
+describe("a streaming op that streams prose only (streamOnlyProse)", () => {
+  const brief = { query: "q", task: "q", handoff_context: null, memory: "" };
+  const respondTask = (taskId = `${SID}.5.0.0`) => ({ task_id: taskId, session_id: SID, role: "chat", op: "respond", attempt: 0, input: { brief, messages: [], tools: [{ name: "web_search", description: "search" }], observations: [], tool_rounds_left: 2 } });
+  const runRespond = async (content: string, taskId?: string) => {
+    const sent: TokenEvent[] = [];
+    const model = createScriptedModel([{ role: "chat", op: "respond", content }]);
+    const outcome = await createOpRunner(chatAgent(textOp(true)), model, { log, prompts, tokens: (t) => void sent.push(t) })(respondTask(taskId), new AbortController().signal);
+    return { outcome, sent };
+  };
+  const PROSE = `\n\n  ${REPLY}`;
+  const TOOL_CALL = '\n {"tool": "web_search", "arguments": {"query": "NATS JetStream persistence"}}';
+
+  it("streams prose from its first character (the answer's text exactly, the held leading whitespace left out), in order and from seq 0", async () => {
+    const { outcome, sent } = await runRespond(PROSE);
+    expect(outcome).toMatchObject({ ok: true, output: { action: "answer", text: REPLY } });
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
+    expect(sent.map((t) => t.delta).join("")).toBe(REPLY);
+    expect(sent[0]).toMatchObject({ op: "respond", task_id: `${SID}.5.0.0` });
+  });
+
+  it("publishes nothing of a reply that is a JSON object (a tool call), though the task succeeds", async () => {
+    const { outcome, sent } = await runRespond(TOOL_CALL);
+    expect(outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "web_search", arguments: { query: "NATS JetStream persistence" } } });
+    expect(sent).toEqual([]);
+  });
+
+  it("a redelivered prose task numbers its tokens the same way, so the client shows the text once", async () => {
+    const first = await runRespond(PROSE, `${SID}.6.0.0`);
+    const again = await runRespond(PROSE, `${SID}.6.0.0`);
+    expect(again.sent.map((t) => [t.seq, t.delta])).toEqual(first.sent.map((t) => [t.seq, t.delta]));
+    const dedup = createTokenDedup();
+    expect([...first.sent, ...again.sent].filter((t) => dedup.accept(t)).map((t) => t.delta).join("")).toBe(REPLY);
+  });
+});
+
+describe("proseOnly", () => {
+  const feed = (deltas: string[]) => {
+    const out: string[] = [];
+    const push = proseOnly((d) => void out.push(d));
+    for (const d of deltas) push(d);
+    return out;
+  };
+  it("holds whitespace until the first character decides: prose flushes what was held from its first character on (the answer starts there), then passes deltas on", () => {
+    expect(feed([" ", "\n", " Hel", "lo", " there"])).toEqual(["Hel", "lo", " there"]);
+    expect(feed(["Hi"])).toEqual(["Hi"]);
+  });
+  it("drops a JSON object wrapped in a code fence, however finely it is cut; fenced code that is not an object is prose", () => {
+    const fenced = '\n```json\n{"tool": "web_search", "arguments": {"query": "x"}}\n```';
+    expect(feed([...fenced])).toEqual([]);
+    expect(feed(["```", "\n", "  {", '"tool"'])).toEqual([]);
+    expect(feed(["``", "`python\npr", "int(1)\n```"])).toEqual(["```python\npr", "int(1)\n```"]);
+    expect(feed(["`ls` lists files"])).toEqual(["`ls` lists files"]);
+  });
+  it("drops every delta of a reply that starts with {, and publishes nothing for whitespace alone", () => {
+    expect(feed(["  ", '{"tool"', ': "x", "arguments": {}}', " trailing prose"])).toEqual([]);
+    expect(feed([" ", "\n"])).toEqual([]);
+  });
+});
+
 describe("ops that do not stream publish no tokens", () => {
   it("a text op without stream: true", async () => {
     const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
@@ -180,5 +254,22 @@ describe("splitDelta", () => {
     expect(pieces.join("")).toBe("abc😀def");
     expect(pieces[0]).toBe("abc");
     expect(pieces.every((p) => z.string().max(4).safeParse(p).success)).toBe(true);
+  });
+});
+
+describe("cutModelText and keptOnly", () => {
+  it("a text within LIMITS.maxTextChars is whole; a longer one keeps its start, marked, and no more of it streams, however it is cut into deltas", () => {
+    expect(cutModelText("short")).toBe("short");
+    const long = "😀".repeat(10_500);
+    const cut = cutModelText(long);
+    expect(cut.length).toBeLessThanOrEqual(LIMITS.maxTextChars);
+    expect(cut.endsWith(TEXT_CUT_MARKER)).toBe(true);
+    for (const size of [1, 7, 4000, long.length]) {
+      const out: string[] = [];
+      const push = keptOnly((d) => void out.push(d));
+      for (let i = 0; i < long.length; i += size) push(long.slice(i, i + size));
+      expect(cut.startsWith(out.join("")), `deltas of ${size}`).toBe(true);
+      expect(out.join("").length, `deltas of ${size}`).toBeGreaterThanOrEqual(cut.length - TEXT_CUT_MARKER.length - 1);
+    }
   });
 });

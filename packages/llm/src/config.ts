@@ -1,3 +1,4 @@
+import type { Tier } from "@agentmesh/contracts";
 import { createOfflineModel, type OfflineHandler } from "./offline.js";
 import { createOpenAIModel, type ModelPrice } from "./openai.js";
 import type { ModelPort, RoleModelConfig } from "./types.js";
@@ -9,6 +10,8 @@ export interface ModelConfig {
   readonly apiKey?: string | undefined;
   readonly roles: Readonly<Record<string, RoleModelConfig>>;
   readonly defaultRole: RoleModelConfig;
+  /** Settings per tier, for ops that ask for one (the router's `fast`) and whose role and op `roles` does not name. */
+  readonly tiers?: Readonly<Partial<Record<Tier, RoleModelConfig>>>;
   readonly timeoutMs: number;
   readonly maxHttpAttempts: number;
   readonly prices: Readonly<Record<string, ModelPrice>>;
@@ -31,6 +34,7 @@ export function createModelFromConfig(config: ModelConfig): ModelPort {
     ...(config.apiKey === undefined ? {} : { apiKey: config.apiKey }),
     roles: config.roles,
     defaultRole: config.defaultRole,
+    ...(config.tiers === undefined ? {} : { tiers: config.tiers }),
     timeoutMs: config.timeoutMs,
     maxHttpAttempts: config.maxHttpAttempts,
     prices: config.prices,

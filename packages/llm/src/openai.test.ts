@@ -104,6 +104,25 @@ describe("OpenAI-compatible adapter: structured output", () => {
     ]);
   });
 
+  it("a call asking for a tier gets that tier's model unless its role or op is named; without the tier configured, the default", async () => {
+    const tiers = { fast: { model: "m-flash", temperature: 0.3, tier: "fast" as const } };
+    const { model, server } = await setup(
+      [
+        { role: "planner", op: "plan", output: PLAN },
+        { role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" } },
+        { role: "critic", op: "review_plan", output: PLAN },
+      ],
+      { tiers, defaultRole: { model: "m-default", temperature: 0, tier: "standard" } },
+    );
+    const replies = [
+      await model.complete(request("t1", { tier: "fast" })),
+      await model.complete({ ...request("t2"), role: "expert", op: "answer", tier: "fast", schema: ROLES.expert.answer.response } as StructuredRequest<unknown>),
+      await model.complete(request("t3", { role: "critic", op: "review_plan", tier: "strong" })),
+    ];
+    expect(replies.map((r) => [r.model, r.tier])).toEqual([["m-flash", "fast"], ["m-strong", "strong"], ["m-default", "standard"]]);
+    expect(server.calls.map((c) => (c.body as { model: string }).model)).toEqual(["m-flash", "m-strong", "m-default"]);
+  });
+
   it("sends the request's temperature instead of the configured one (0 included)", async () => {
     const { model, server } = await setup([
       { role: "expert", op: "answer", output: { expert_answer: "a", expert_reasoning: "r" } },

@@ -22,9 +22,11 @@ export interface OpenAIModelOptions {
   readonly baseURL: string;
   /** Sent as a bearer token; local servers usually need none. */
   readonly apiKey?: string;
-  /** Model settings keyed `<role>.<op>` (one op, e.g. a fast planner step) or `<role>`; the most specific key wins, then `defaultRole`. */
+  /** Model settings keyed `<role>.<op>` (one op, e.g. a fast planner step) or `<role>`; the most specific key wins, then the call's tier, then `defaultRole`. */
   readonly roles: Readonly<Record<string, RoleModelConfig>>;
   readonly defaultRole: RoleModelConfig;
+  /** Settings per tier, for calls that ask for a tier (`ModelCall.tier`) and whose role and op `roles` does not name. */
+  readonly tiers?: Readonly<Partial<Record<Tier, RoleModelConfig>>>;
   /** Limit for one HTTP attempt, including reading a streamed reply. */
   readonly timeoutMs: number;
   /** HTTP attempts per exchange (first try + retries); default 3. */
@@ -57,6 +59,7 @@ const Options = z.object({
   apiKey: z.string().optional(),
   roles: z.record(z.string(), RoleConfig),
   defaultRole: RoleConfig,
+  tiers: z.partialRecord(Tier, RoleConfig).default({}),
   timeoutMs: z.number().int().positive(),
   maxHttpAttempts: z.number().int().min(1).max(10).default(DEFAULT_MAX_HTTP_ATTEMPTS),
   prices: z.record(z.string(), z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() })).default({}),
@@ -246,7 +249,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
     const started = performance.now();
     if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started", { retryable: false });
-    const cfg = configFor(opts.roles, req.role, req.op) ?? opts.defaultRole;
+    const cfg = configFor(opts.roles, req.role, req.op) ?? (req.tier === undefined ? undefined : opts.tiers[req.tier]) ?? opts.defaultRole;
     const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model, delivered: 0 };
     const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
     const reply = (output: unknown): ModelReply<unknown> => ({

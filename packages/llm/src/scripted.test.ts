@@ -28,9 +28,9 @@ describe("createScriptedModel", () => {
     expect((await model.complete(req("critic", "review_plan", "c"))).output).toEqual({ n: 10 });
     model.assertConsumed();
     expect(model.calls).toEqual([
-      { role: "planner", op: "plan", taskId: "a", mode: "structured", temperature: null, entry: 0 },
-      { role: "planner", op: "plan", taskId: "b", mode: "structured", temperature: null, entry: 2 },
-      { role: "critic", op: "review_plan", taskId: "c", mode: "structured", temperature: null, entry: 1 },
+      { role: "planner", op: "plan", taskId: "a", mode: "structured", temperature: null, tier: null, entry: 0 },
+      { role: "planner", op: "plan", taskId: "b", mode: "structured", temperature: null, tier: null, entry: 2 },
+      { role: "critic", op: "review_plan", taskId: "c", mode: "structured", temperature: null, tier: null, entry: 1 },
     ]);
   });
 

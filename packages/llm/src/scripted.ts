@@ -37,6 +37,8 @@ export interface ScriptedCall {
   readonly mode: ModelMode;
   /** The request's temperature override; null when it named none (the role's configured one applies). */
   readonly temperature: number | null;
+  /** The tier the request asked for; null when it named none. */
+  readonly tier: Tier | null;
   readonly entry: number | null;
 }
 
@@ -128,7 +130,7 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
   function complete(req: TextRequest): Promise<ModelReply<string>>;
   async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
     const taken = cursor.take(req.role, req.op, req.taskId);
-    calls.push({ role: req.role, op: req.op, taskId: req.taskId, mode: req.mode ?? "structured", temperature: req.temperature ?? null, entry: taken?.index ?? null });
+    calls.push({ role: req.role, op: req.op, taskId: req.taskId, mode: req.mode ?? "structured", temperature: req.temperature ?? null, tier: req.tier ?? null, entry: taken?.index ?? null });
     if (!taken) throw new AgentmeshError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`, { retryable: false });
     const { entry, index } = taken;
     if (entry.delayMs) await delay(entry.delayMs, req.signal);

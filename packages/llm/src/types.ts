@@ -15,6 +15,11 @@ interface ModelCall {
   readonly input: unknown;
   /** Overrides the configured temperature of the role (or role.op) for this call, e.g. 0 for a deterministic planner. */
   readonly temperature?: number;
+  /**
+   * The model tier the op asks for (the router's `fast`): its settings are used when the
+   * configuration names none for the role or the op; absent = the default role's.
+   */
+  readonly tier?: Tier;
   readonly signal?: AbortSignal;
   /** Called with each streamed text delta, in order (text mode always streams; the others only when this is set). */
   readonly onToken?: (delta: string) => void;

@@ -19,6 +19,14 @@ describe("offline routing by keywords", () => {
     expect(routeByKeywords("Why does this fail?\n```\nx = [1, 2\n```")).toEqual({ agent: "code", confidence: 0.7, reason: "the query mentions a code block, a code cue" });
   });
 
+  it("takes a fenced block of CSV or JSON as a data cue, not code", () => {
+    expect(routeByKeywords("Sales by region:\n```csv\nregion,sales\nnorth,10\n```")).toEqual({ agent: "data", confidence: 0.7, reason: "the query mentions a block of data, a data cue" });
+    expect(routeByKeywords("Chart sales by region:\n```csv\nregion,sales\nnorth,10\nsouth,20\n```").agent).toBe("data");
+    expect(routeByKeywords("Totals?\n```json\n[{\"a\": 1}]\n```").agent).toBe("data");
+    // untagged data is not code either: no cue from the fence
+    expect(routeByKeywords("Look at these rows\n```\nregion,sales\nnorth,10\n```").agent).toBe("chat");
+  });
+
   it("goes code, data, writing, research when several are cued, and says which others it saw", () => {
     const r = routeByKeywords("Write a Python script that plots a CSV");
     expect(r.agent).toBe("code");

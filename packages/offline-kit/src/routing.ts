@@ -1,5 +1,6 @@
 import type { RoutingResult, SupervisorAgent } from "@agentmesh/contracts";
 import { isGreeting } from "./classify.js";
+import { findCode } from "./code.js";
 import { padded } from "./words.js";
 
 type Specialist = Exclude<SupervisorAgent, "chat">;
@@ -21,11 +22,20 @@ const CUES: ReadonlyArray<readonly [Specialist, readonly string[]]> = [
 /** How sure a keyword match is: one specialist cued, several (the first wins), none (chat, flagged low). */
 const CONFIDENCE = { greeting: 0.9, single: 0.7, several: 0.55, none: 0.4 } as const;
 
-const CODE_FENCE = "```";
+/** A fenced block of data (```csv, ```tsv, ```json): a data cue, not code to run. */
+const DATA_FENCE = /```[ \t]*(?:csv|tsv|json)\b/i;
+
+/** The cue a fenced block gives: runnable code cues code, a block of data cues data. */
+function fencedCue(agent: Specialist, query: string): string | undefined {
+  if (agent === "code" && findCode(query) !== null) return "a code block";
+  if (agent === "data" && DATA_FENCE.test(query)) return "a block of data";
+  return undefined;
+}
 
 /**
  * The offline engine's routing (no model): the first specialist, in the order code, data,
- * writing, research, whose cue words the query has (a fenced code block is a code cue); a
+ * writing, research, whose cue words the query has (a fenced block of code is a code cue, one of
+ * CSV, TSV or JSON a data cue); a
  * greeting or a query with no cue goes to chat, the latter with a confidence under 0.5. The
  * reason names the cue it went by.
  */
@@ -33,8 +43,9 @@ export function routeByKeywords(query: string): RoutingResult {
   if (isGreeting(query)) return { agent: "chat", confidence: CONFIDENCE.greeting, reason: "a greeting: chat answers" };
   const text = padded(query);
   const hits = CUES.flatMap(([agent, cues]) => {
-    const cue = agent === "code" && query.includes(CODE_FENCE) ? "a code block" : cues.find((c) => text.includes(padded(c)));
-    return cue === undefined ? [] : [{ agent, cue: cue === "a code block" ? cue : `"${cue}"` }];
+    const fenced = fencedCue(agent, query);
+    const cue = fenced ?? cues.find((c) => text.includes(padded(c)));
+    return cue === undefined ? [] : [{ agent, cue: fenced ?? `"${cue}"` }];
   });
   const [first, ...others] = hits;
   if (first === undefined) return { agent: "chat", confidence: CONFIDENCE.none, reason: "no cue word for a specialist: chat answers" };

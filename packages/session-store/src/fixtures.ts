@@ -1,8 +1,8 @@
-import type { Outbox, SessionState, SessionStatus, TransitionLogLine } from "@agentmesh/contracts";
+import type { CriticChainData, Outbox, SessionState, SessionStatus, TransitionLogLine } from "@agentmesh/contracts";
 import type { CommitRequest } from "./types.js";
 
 /** A valid critic-chain SessionState at `version`, for tests of anything that stores sessions. */
-export function testSessionState(sessionId: string, version = 0, at = 1_700_000_000_000): SessionState {
+export function testSessionState(sessionId: string, version = 0, at = 1_700_000_000_000): SessionState & { data: CriticChainData } {
   return {
     meta: {
       session_id: sessionId,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION } from "@agentmesh/contracts";
+import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, type SessionState } from "@agentmesh/contracts";
 import { decodeState } from "./codec.js";
 import { createInMemorySessionStore } from "./memory.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
@@ -21,7 +21,7 @@ runSessionStoreConformance("in-memory", async (opts) => {
 describe("in-memory session store specifics", () => {
   it("keeps LIMITS.transitionLogCap lines by default: the first and the newest", async () => {
     const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
-    let s = testSessionState("sess-capdefault");
+    let s: SessionState = testSessionState("sess-capdefault");
     await store.create(s);
     for (let i = 0; i < LIMITS.transitionLogCap + 3; i++) {
       const c = testCommit(s, `in:${i}`);
@@ -39,7 +39,7 @@ describe("in-memory session store specifics", () => {
     const s = testSessionState("sess-copy-001");
     await store.create(s);
     s.data.question = "mutated after create";
-    expect((await store.load("sess-copy-001"))?.state.data.question).not.toBe("mutated after create");
+    expect((await store.load("sess-copy-001"))?.state.data).not.toMatchObject({ question: "mutated after create" });
   });
 
   it("rejects invalid options and session ids", () => {

@@ -1,9 +1,17 @@
-import type { RoleName } from "@agentmesh/contracts";
+import { LIMITS, type RoleName } from "@agentmesh/contracts";
 import { z } from "zod";
 import { defineTool, type ToolDefinition } from "../registry.js";
 import type { CodeRunner } from "../runners/types.js";
 
-const Input = z.object({ code: z.string().min(1).max(100_000) });
+/**
+ * The longest program a code tool takes: 100,000 characters of code after the supervisor data
+ * agent's DATA_TEXT literal, an attachment's text as a JSON string (which escaping at most
+ * doubles; an attachment holds no other control characters), so a data run over the largest
+ * attachment the contract takes is not refused. The task's message limit still bounds its bytes.
+ */
+const MAX_CODE_CHARS = LIMITS.maxCodeChars + 2 * LIMITS.maxAttachmentChars + 64;
+
+const Input = z.object({ code: z.string().min(1).max(MAX_CODE_CHARS) });
 const Output = z.object({
   ok: z.boolean(),
   result: z.string().nullable(),

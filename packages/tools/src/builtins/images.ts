@@ -2,6 +2,7 @@ import { BlockList, isIP } from "node:net";
 import { AgentmeshError, redactText } from "@agentmesh/contracts";
 import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { z } from "zod";
+import { readBodyCapped } from "./read-capped.js";
 
 /** Sizes `generate_image` may ask for: the ones OpenAI-compatible images endpoints know. */
 export const IMAGE_SIZES = ["auto", "256x256", "512x512", "1024x1024", "1536x1024", "1024x1536", "1792x1024", "1024x1792"] as const;
@@ -105,24 +106,12 @@ function cappedFetch(inner: typeof globalThis.fetch, max: number): typeof global
       await res.body?.cancel();
       throw tooBig();
     }
-    const reader = res.body?.getReader();
-    if (!reader) return res;
-    const chunks: Uint8Array[] = [];
-    let total = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > max) {
-        await reader.cancel();
-        throw tooBig();
-      }
-      chunks.push(value);
-    }
+    const body = await readBodyCapped(res, max, tooBig);
+    if (body === null) return res;
     const headers = new Headers(res.headers);
     headers.delete("content-encoding");
     headers.delete("content-length");
-    return new Response(Buffer.concat(chunks), { status: res.status, statusText: res.statusText, headers });
+    return new Response(body, { status: res.status, statusText: res.statusText, headers });
   };
 }
 

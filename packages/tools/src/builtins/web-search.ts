@@ -1,6 +1,7 @@
 import { AgentmeshError, type RoleName } from "@agentmesh/contracts";
 import { z } from "zod";
 import { defineTool, type ToolDefinition } from "../registry.js";
+import { readBodyCapped } from "./read-capped.js";
 
 /** One web search result. Its text is untrusted data from the web, never instructions. */
 export interface WebSearchHit {
@@ -46,21 +47,8 @@ function plain(s: string, max: number): string {
 }
 
 async function readCapped(res: Response, max: number): Promise<string> {
-  const reader = res.body?.getReader();
-  if (!reader) return "";
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > max) {
-      await reader.cancel();
-      throw new AgentmeshError("tool_error", `web search response is over ${max} bytes`, { retryable: false });
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  const body = await readBodyCapped(res, max, () => new AgentmeshError("tool_error", `web search response is over ${max} bytes`, { retryable: false }));
+  return body?.toString("utf8") ?? "";
 }
 
 /** The Brave Search API (`GET /res/v1/web/search`, key in `X-Subscription-Token`). */

@@ -1,6 +1,8 @@
+import { availableParallelism } from "node:os";
 import { Worker } from "node:worker_threads";
 import { AgentmeshError } from "@agentmesh/contracts";
 import { createWarmPool } from "../warm-pool.js";
+import { createSlots, type Slot } from "./slots.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
 
 /** Limits of the JavaScript runner. */
@@ -17,6 +19,12 @@ export interface JsRunnerOptions {
   readonly warm?: number;
   /** How long after the time limit the worker is terminated if the interrupt has not stopped the code. */
   readonly killGraceMs?: number;
+  /**
+   * Interpreters running at once (default: the cores this process may use). Further calls wait in
+   * line before their time limit starts, so a burst of short programs on a busy machine queues
+   * instead of being killed at a wall-clock limit it spent waiting for a core.
+   */
+  readonly maxConcurrent?: number;
 }
 
 interface WorkerReply {
@@ -57,8 +65,9 @@ function startWorker(): Promise<Worker> {
 
 class JsRunnerImpl implements CodeRunner {
   readonly language = "javascript" as const;
-  readonly #o: Required<Omit<JsRunnerOptions, "warm">>;
+  readonly #o: Required<Omit<JsRunnerOptions, "warm" | "maxConcurrent">>;
   readonly #pool;
+  readonly #slots;
 
   constructor(opts: JsRunnerOptions) {
     this.#o = {
@@ -68,6 +77,7 @@ class JsRunnerImpl implements CodeRunner {
       maxOutputBytes: opts.maxOutputBytes ?? 64 * 1024,
       killGraceMs: opts.killGraceMs ?? 100,
     };
+    this.#slots = createSlots(opts.maxConcurrent ?? availableParallelism());
     this.#pool = createWarmPool<Worker>({ size: opts.warm ?? 1, start: startWorker, dispose: (w) => void w.terminate() });
     // start the first interpreter now so the first call does not pay for it (the worker is unref'd)
     this.#pool.prime();
@@ -78,6 +88,15 @@ class JsRunnerImpl implements CodeRunner {
   }
 
   async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
+    const slot: Slot = await this.#slots.acquire(opts.signal);
+    try {
+      return await this.#runInWorker(code, opts);
+    } finally {
+      slot.release();
+    }
+  }
+
+  async #runInWorker(code: string, opts: RunOptions): Promise<CodeRunResult> {
     const w = await this.#pool.take(opts.signal);
     const o = this.#o;
     let started = performance.now();

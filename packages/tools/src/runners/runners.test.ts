@@ -41,6 +41,23 @@ describe("run_js (QuickJS)", () => {
   });
 });
 
+describe("run_js: a bounded number of interpreters", () => {
+  it("with maxConcurrent 1, calls made together run one after another, each with its whole time limit", async () => {
+    const one = createJsRunner({ timeLimitMs: 1000, maxConcurrent: 1 });
+    try {
+      // each program busies its interpreter for 150 ms and returns when it started
+      const busy = "const t = Date.now(); while (Date.now() - t < 150) {} t";
+      const runs = await Promise.all([1, 2, 3].map(() => one.run(busy)));
+      expect(runs.map((r) => r.ok)).toEqual([true, true, true]);
+      const starts = runs.map((r) => Number(r.result)).sort((a, b) => a - b);
+      expect(starts[1]! - starts[0]!).toBeGreaterThanOrEqual(140);
+      expect(starts[2]! - starts[1]!).toBeGreaterThanOrEqual(140);
+    } finally {
+      await one.close();
+    }
+  });
+});
+
 describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
   it("returns repr() of the last expression, stdout, and a raised exception as the code's failure", async () => {
     const st = await python.status();
