@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { createOpRunner, loadPromptContracts } from "@agentmesh/agent-kit";
 import { createLogger } from "@agentmesh/service-kit";
 import { createScriptedModel, offlineModelOf } from "../../test/setup/model.js";
-import chat, { isThanks } from "./role.js";
+import { isThanks } from "./offline.js";
+import chat from "./role.js";
 
 const log = createLogger({ service: "test", level: "silent" });
 const prompts = loadPromptContracts({ builtinDirs: [dirname(fileURLToPath(import.meta.url))] });

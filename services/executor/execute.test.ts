@@ -14,7 +14,7 @@ let tools: ExecutorTools;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "exec-corpus-"));
   writeFileSync(join(dir, "redis.md"), "# Redis\n\nWith the append-only file enabled, Redis logs every write command to a file.");
-  tools = await createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, testTools: true, mcpServers: [] }, log);
+  tools = await createExecutorTools({ corpusDir: dir, fileRoots: [], webSearch: null, images: null, testTools: true, mcpServers: [] }, log);
   // The calculator's worker loads mathjs first (seconds on a busy machine, over a call's 5 s, and a
   // call that times out kills the loading worker): warm it through the tool itself, without a deadline.
   const calculator = tools.registry.get("calculator");
@@ -122,7 +122,7 @@ describe("executor.execute (tool strategies)", () => {
 describe("executor.list_tools", () => {
   it("lists the tools the executor role may call, schemas within 3000 characters", () => {
     const list = listTools(tools.registry, 16);
-    expect(list.map((t) => t.name)).toEqual(["calculator", "corpus_search", "run_js", "run_python", "test_flaky", "test_slow", "web_search"]);
+    expect(list.map((t) => t.name)).toEqual(["analyze_image", "calculator", "corpus_search", "generate_image", "run_js", "run_python", "test_flaky", "test_slow", "web_search"]);
     for (const t of list) expect(JSON.stringify(t.input_schema).length).toBeLessThanOrEqual(3000);
     expect(list[0]?.input_schema).not.toHaveProperty("$schema");
     expect(ROLES.executor.list_tools.response.safeParse({ tools: list }).success).toBe(true);

@@ -31,7 +31,7 @@ const citation = (path: string, passage: string): Citation[] => {
 };
 
 /** A tool's output as the step's text, and the sources it carries (passages, pages, files). */
-function renderOutput(tool: string, output: unknown): { text: string; citations: Citation[] } {
+export function renderOutput(tool: string, output: unknown): { text: string; citations: Citation[] } {
   const o = (output ?? {}) as Record<string, unknown>;
   if (tool.startsWith("mcp.")) {
     // an MCP server's tool: its text, and its links and resources (McpCallResult) as the sources
@@ -57,6 +57,14 @@ function renderOutput(tool: string, output: unknown): { text: string; citations:
       return { text: `${String(o.result ?? "")}${o.truncated === true ? " (truncated)" : ""}`, citations: [] };
     case "file_read":
       return { text: String(o.content ?? ""), citations: citation(String(o.path ?? ""), String(o.content ?? "")) };
+    case "generate_image": {
+      // a link fits the text; an image sent as base64 does not, so the text says what came instead
+      const images = (o.images ?? []) as Array<{ url?: string; mime_type?: string; b64_json?: string }>;
+      const lines = images.map((img, i) => (img.url ? `[${i + 1}] ${img.url}` : `[${i + 1}] an image returned as base64 data (${img.mime_type ?? "unknown type"}, ${img.b64_json?.length ?? 0} characters), which this text cannot carry`));
+      return { text: [`${images.length} image(s) from ${String(o.model ?? "the images endpoint")}:`, ...lines].join("\n"), citations: [] };
+    }
+    case "analyze_image":
+      return { text: String(o.answer ?? ""), citations: [] };
     default:
       return { text: typeof output === "string" ? output : JSON.stringify(output), citations: [] };
   }

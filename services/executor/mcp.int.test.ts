@@ -18,6 +18,7 @@ beforeAll(async () => {
       corpusDir: "/nonexistent-corpus",
       fileRoots: [],
       webSearch: null,
+      images: null,
       testTools: false,
       mcpServers: [
         stdioTestServer("bio", { allow: { executor: ["search_articles"] } }),

@@ -1,6 +1,7 @@
 import { defineAgent, defineRoleSetup, type AgentSetup } from "@agentmesh/agent-kit";
 import { SUMMARIZE_TOOL } from "@agentmesh/contracts";
 import type { Logger } from "@agentmesh/service-kit";
+import { callTool } from "./call.js";
 import { loadExecutorConfig, type ExecutorConfig } from "./config.js";
 import { summarizeOffline } from "./draft.js";
 import { executeStep, listTools } from "./execute.js";
@@ -11,7 +12,7 @@ import { createExecutorTools, type ExecutorTools } from "./tools.js";
 export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
   return defineAgent({
     role: "executor",
-    description: "Runs one plan step with one strategy (tool, RAG, web) under the safe executor, writes the summary, lists its tools",
+    description: "Runs one plan step with one strategy (tool, RAG, web) or one tool call under the safe executor, writes the summary, lists its tools",
     ops: {
       execute: {
         kind: "handler",
@@ -24,6 +25,12 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
         summarize: (o) => `${o.strategy} ${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s), ${o.citations.length} citation(s)`,
         // the model call of the summarize step, answered offline
         offline: summarizeOffline,
+      },
+      call: {
+        kind: "handler",
+        version: "executor.call/1",
+        run: (input, ctx) => callTool(input, (c) => tools.call(c), { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
+        summarize: (o) => `${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s)${o.code ? `, exit code ${o.code.exit_code ?? "none"}` : ""}, ${o.citations.length} citation(s)`,
       },
       list_tools: {
         kind: "handler",

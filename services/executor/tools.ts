@@ -8,7 +8,9 @@ import {
   createBraveWebSearch,
   createMcpClient,
   createMemorySessionCounter,
+  createOfflineImages,
   createOfflineWebSearch,
+  createOpenAIImages,
   createSafeExecutor,
   createToolRegistry,
   defineTool,
@@ -155,6 +157,10 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
     corpusDir,
     fileRoots,
     webSearch: cfg.webSearch ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl }) : createOfflineWebSearch(),
+    // offered either way, as web_search is: unconfigured, both answer tool_unavailable
+    images: cfg.images
+      ? createOpenAIImages({ baseUrl: cfg.images.baseUrl, imageModel: cfg.images.imageModel, visionModel: cfg.images.visionModel, ...(cfg.images.apiKey ? { apiKey: cfg.images.apiKey } : {}) })
+      : createOfflineImages(),
   });
   const mcp = await mcpTools(cfg.mcpServers, log);
   const defs = [...builtin.tools, ...(cfg.testTools ? testTools() : []), ...mcp.defs];

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type Capability, type SessionEvent, type SessionOptions, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
+import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type Attachment, type Capability, type SessionEvent, type SessionOptions, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
 import { connectNats, createPublisher, followEvents, followTokens, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
@@ -26,6 +26,10 @@ export interface AskOptions {
   readonly strategy?: StrategyProfile;
   /** halo: the specialists to ask instead of the planner's choice. */
   readonly capabilities?: readonly Capability[];
+  /** supervisor: the agent (bypassing the router), the research depth and scenario. */
+  readonly supervisor?: Pick<SessionOptions, "mode" | "depth" | "scenario">;
+  /** supervisor: files sent with the question (`--attach`, already read and checked). */
+  readonly attachments?: readonly Attachment[];
   readonly verbose: boolean;
   readonly json: boolean;
   /** Print the model's text live as the streaming ops write it (default on). */
@@ -36,9 +40,11 @@ export interface AskOptions {
 }
 
 /** The session options an `ask` carries. */
-const sessionOptions = (opts: AskOptions): SessionOptions => ({
+export const sessionOptions = (opts: AskOptions): SessionOptions => ({
   ...(opts.strategy ? { strategy_profile: opts.strategy } : {}),
   ...(opts.capabilities ? { capabilities: [...opts.capabilities] } : {}),
+  ...opts.supervisor,
+  ...(opts.attachments?.length ? { attachments: [...opts.attachments] } : {}),
 });
 
 /**

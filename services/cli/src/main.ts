@@ -1,9 +1,10 @@
 import { Command, InvalidArgumentError } from "commander";
 import { Capability, ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
 import { describeFailure, secretsOf } from "@agentmesh/service-kit";
+import { readAttachments } from "./attachments.js";
 import { loadCliConfig } from "./config.js";
 import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
-import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, terminalText } from "./text.js";
+import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, parseSupervisorFlags, terminalText } from "./text.js";
 
 const secrets = secretsOf(process.env);
 const program = new Command("agentmesh")
@@ -28,20 +29,33 @@ program
   .option("-w, --workflow <name>", `workflow (${WorkflowName.options.join(", ")})`, "critic-chain")
   .option("-s, --strategy <profile>", `blackboard strategy profile (${StrategyProfile.options.join(", ")})`)
   .option("-c, --capabilities <tags>", `halo: the specialists to ask, comma-separated, instead of the planner's choice (${Capability.options.join(", ")})`)
+  .option("-m, --mode <agent>", "supervisor: the agent to use instead of the router's pick (chat, research, code, writing, data)")
+  .option("--depth <depth>", "supervisor's research: quick, standard or deep")
+  .option("--scenario <scenario>", "supervisor's research: academic, market, technical or news")
+  .option("-a, --attach <file>", "supervisor: send a text file with the question (.csv, .json, else plain text); repeatable, at most 5 files, 100,000 characters in all", (v: string, all: string[]) => [...all, v], [] as string[])
   .option("-v, --verbose", "show each step's model, tokens and latency", false)
   .option("--json", "print raw events (and live token deltas) as JSON lines", false)
   .option("--no-tokens", "do not print the model's text live as it is written")
   .option("--timeout <seconds>", "give up waiting after this many seconds", "300")
-  .action(async (question: string, o: { workflow: string; strategy?: string; capabilities?: string; verbose: boolean; json: boolean; tokens: boolean; timeout: string }) => {
+  .action(async (question: string, o: { workflow: string; strategy?: string; capabilities?: string; mode?: string; depth?: string; scenario?: string; attach: string[]; verbose: boolean; json: boolean; tokens: boolean; timeout: string }) => {
     const wf = WorkflowName.safeParse(o.workflow);
     if (!wf.success) throw new Error(`unknown workflow "${o.workflow}" (known: ${WorkflowName.options.join(", ")})`);
     const strategy = o.strategy === undefined ? undefined : StrategyProfile.safeParse(o.strategy.toUpperCase());
     if (strategy && !strategy.success) throw new Error(`unknown strategy profile "${o.strategy}" (known: ${StrategyProfile.options.join(", ")})`);
     const capabilities = o.capabilities === undefined ? undefined : parseCapabilities(o.capabilities);
+    const supervisor = parseSupervisorFlags(o);
     const timeoutMs = parseSeconds("timeout", o.timeout) * 1000;
     checkTypedText("question", question);
+    let attachments;
+    try {
+      attachments = readAttachments(o.attach);
+    } catch (err) {
+      // A file that cannot be sent is a usage error (exit 2), told before anything connects.
+      consoleOut.err(`agentmesh: ${describeFailure(err, secrets)}`);
+      return exit(2);
+    }
     const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), ...(capabilities ? { capabilities } : {}), verbose: o.verbose, json: o.json, tokens: o.tokens, timeoutMs, interrupted }, consoleOut));
+    exit(await ask(cfg(), question, { workflow: wf.data, ...(strategy?.success ? { strategy: strategy.data } : {}), ...(capabilities ? { capabilities } : {}), supervisor, attachments, verbose: o.verbose, json: o.json, tokens: o.tokens, timeoutMs, interrupted }, consoleOut));
   });
 
 program

@@ -62,6 +62,14 @@ const CASES: Record<SessionEventType, Array<{ event: SessionEvent; quiet: string
     },
     { event: ev({ type: "routing", agent: "chat", confidence: 1, reason: "", is_low_confidence: false }), quiet: "  → chat agent (confidence 1)", verbose: "  → chat agent (confidence 1)" },
   ],
+  config: [
+    {
+      event: ev({ type: "config", agent: "research", settings: { depth: "quick", scenario: "academic", search_iterations: 1, sources_kept: 5 } }),
+      quiet: null,
+      verbose: "    research agent settings: depth=quick, scenario=academic, search_iterations=1, sources_kept=5",
+    },
+    { event: ev({ type: "config", agent: "chat", settings: {} }), quiet: null, verbose: "    chat agent settings: defaults" },
+  ],
   handoff: [
     {
       event: ev({ type: "handoff", source_agent: "chat", target_agent: "code", task_description: "Run the numbers\nin Python", context: null }),

@@ -62,6 +62,11 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
       return null;
     case "routing":
       return `  → ${e.agent} agent (confidence ${e.confidence}${e.is_low_confidence ? ", low" : ""})${e.reason ? `: ${brief(e.reason)}` : ""}`;
+    case "config": {
+      if (!verbose) return null;
+      const settings = Object.entries(e.settings).map(([k, v]) => `${k}=${String(v)}`).join(", ");
+      return `    ${e.agent} agent settings: ${settings ? brief(settings, 100) : "defaults"}`;
+    }
     case "handoff":
       return `  → handoff ${e.source_agent} → ${e.target_agent}: ${brief(e.task_description)}`;
     case "source":

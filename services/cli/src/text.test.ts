@@ -1,7 +1,8 @@
 import { describe, expect, test } from "vitest";
 import { SessionEvent } from "@agentmesh/contracts";
+import { sessionOptions } from "./commands.js";
 import { renderEvent, renderFinal } from "./render.js";
-import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, terminalSafe } from "./text.js";
+import { checkTypedText, createTerminalOut, parseCapabilities, parseCount, parseSeconds, parseSupervisorFlags, terminalSafe } from "./text.js";
 
 const ESC = "\u001b";
 /** Escape sequences a hostile model or web page could plant: colour, clear screen, OSC 8 link, title, 8-bit CSI, CR overwrite, bell. */
@@ -80,5 +81,14 @@ describe("numeric options", () => {
     expect(parseCapabilities(" Graph,rag,graph ")).toEqual(["graph", "rag"]);
     expect(() => parseCapabilities("graph,telepathy")).toThrow(/--capabilities: unknown capability "telepathy" \(known: graph, rag, biomcp, web, llama_mcp, chitchat\)/);
     expect(() => parseCapabilities(" , ")).toThrow(/no capability given/);
+  });
+
+  test("supervisor flags: --mode, --depth and --scenario become session options; an unknown value is a clear error", () => {
+    expect(parseSupervisorFlags({ mode: "Code", depth: "quick", scenario: "news" })).toEqual({ mode: "code", depth: "quick", scenario: "news" });
+    expect(parseSupervisorFlags({})).toEqual({});
+    expect(() => parseSupervisorFlags({ mode: "poetry" })).toThrow(/--mode: unknown value "poetry" \(known: chat, research, code, writing, data\)/);
+    expect(() => parseSupervisorFlags({ depth: "shallow" })).toThrow(/--depth: unknown value "shallow"/);
+    const asked = { workflow: "supervisor" as const, supervisor: parseSupervisorFlags({ mode: "code", depth: "quick", scenario: "news" }), verbose: false, json: false, timeoutMs: 1000 };
+    expect(sessionOptions(asked)).toEqual({ mode: "code", depth: "quick", scenario: "news" });
   });
 });

@@ -1,4 +1,4 @@
-import { AgentmeshError, Capability, redactText } from "@agentmesh/contracts";
+import { AgentmeshError, Capability, ResearchDepth, ResearchScenario, SupervisorAgent, redactText, type SessionOptions } from "@agentmesh/contracts";
 import type { Out } from "./render.js";
 
 /**
@@ -69,6 +69,22 @@ export function parseCapabilities(raw: string): Capability[] {
     throw new AgentmeshError("invalid_config", `--capabilities: ${what} (known: ${Capability.options.join(", ")})`);
   }
   return [...new Set(tags as Capability[])];
+}
+
+/** One `--<flag> <value>` of an enum, lower-cased; a clear error naming the known values otherwise. */
+function oneOf<T extends string>(flag: string, raw: string, known: readonly T[]): T {
+  const v = raw.trim().toLowerCase();
+  if (!(known as readonly string[]).includes(v)) throw new AgentmeshError("invalid_config", `--${flag}: unknown value ${JSON.stringify(terminalSafe(v))} (known: ${known.join(", ")})`);
+  return v as T;
+}
+
+/** The supervisor's `--mode`, `--depth` and `--scenario` as session options (absent flags stay absent). */
+export function parseSupervisorFlags(o: { mode?: string; depth?: string; scenario?: string }): Pick<SessionOptions, "mode" | "depth" | "scenario"> {
+  return {
+    ...(o.mode === undefined ? {} : { mode: oneOf("mode", o.mode, SupervisorAgent.options) }),
+    ...(o.depth === undefined ? {} : { depth: oneOf("depth", o.depth, ResearchDepth.options) }),
+    ...(o.scenario === undefined ? {} : { scenario: oneOf("scenario", o.scenario, ResearchScenario.options) }),
+  };
 }
 
 /** A `--<option> <n>` count: a whole number from 1 up. */

@@ -39,4 +39,12 @@ describe("coordinator config", () => {
     expect(() => loadCoordinatorConfig({ AGENTMESH_HALO_DOMAIN_HINTS: "{nope" })).toThrow(/AGENTMESH_HALO_DOMAIN_HINTS: not valid JSON/);
     expect(() => loadCoordinatorConfig({ AGENTMESH_MCP_SERVERS: "[1" })).toThrow(/AGENTMESH_MCP_SERVERS: not valid JSON/);
   });
+
+  test("the supervisor's agents get the corpus and the sandbox by default, web search with a key, the image tools with an endpoint; an explicit list wins", () => {
+    expect(loadCoordinatorConfig({}).defaults.supervisor).toEqual({ tools: ["corpus_search", "run_python", "run_js"] });
+    const all = loadCoordinatorConfig({ AGENTMESH_WEB_SEARCH_KEY: "k", AGENTMESH_IMAGES_BASE_URL: "http://127.0.0.1:9/v1" });
+    expect(all.defaults.supervisor?.tools).toEqual(["web_search", "corpus_search", "generate_image", "analyze_image", "run_python", "run_js"]);
+    expect(loadCoordinatorConfig({ AGENTMESH_SUPERVISOR_TOOLS: "run_js, web_search" }).defaults.supervisor?.tools).toEqual(["web_search", "run_js"]);
+    expect(() => loadCoordinatorConfig({ AGENTMESH_SUPERVISOR_TOOLS: "run_python,teleport" })).toThrow(/AGENTMESH_SUPERVISOR_TOOLS: unknown tool "teleport"/);
+  });
 });

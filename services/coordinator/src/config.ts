@@ -1,6 +1,6 @@
-import { Capability, DomainHints, formatZodError, type HaloSettings } from "@agentmesh/contracts";
+import { Capability, DomainHints, formatZodError, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
 import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
-import type { RuntimeDefaults } from "@agentmesh/workflows";
+import { MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
   ...CONNECTION_VARS, "LOG_LEVEL", "AGENTMESH_CRASH_AT",
@@ -10,6 +10,7 @@ const NAMES = [
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
   "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
+  "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL",
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -54,6 +55,24 @@ function haloSettings(e: Parameters<typeof haloCapabilities>[0] & { AGENTMESH_HA
     else if (problems.every((p) => !p.startsWith("AGENTMESH_HALO_DOMAIN_HINTS"))) problems.push(`AGENTMESH_HALO_DOMAIN_HINTS: ${formatZodError(parsed.error, 400)}`);
   }
   return { available_capabilities: available, join_deadline_ms: e.AGENTMESH_HALO_JOIN_DEADLINE_MS, domain_hints: domainHints };
+}
+
+/**
+ * What the supervisor's agents may call here: the list in AGENTMESH_SUPERVISOR_TOOLS, or else the
+ * corpus and the sandbox (always served), web_search when a web search key is set, and both image
+ * tools when an images endpoint is.
+ */
+function supervisorSettings(e: { AGENTMESH_SUPERVISOR_TOOLS: string; AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_IMAGES_BASE_URL: string | undefined }, problems: string[]): SupervisorSettings {
+  const listed = e.AGENTMESH_SUPERVISOR_TOOLS.split(",").map((s) => s.trim()).filter(Boolean);
+  if (listed.length > 0) {
+    const unknown = listed.filter((t) => !(SUPERVISOR_TOOLS as readonly string[]).includes(t));
+    if (unknown.length > 0) problems.push(`AGENTMESH_SUPERVISOR_TOOLS: unknown tool ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${SUPERVISOR_TOOLS.join(", ")})`);
+    return { tools: SUPERVISOR_TOOLS.filter((t) => listed.includes(t)) };
+  }
+  const served = new Set<string>(MINIMAL_SUPERVISOR_SETTINGS.tools);
+  if (e.AGENTMESH_WEB_SEARCH_KEY) served.add("web_search");
+  if (e.AGENTMESH_IMAGES_BASE_URL) ["generate_image", "analyze_image"].forEach((t) => served.add(t));
+  return { tools: SUPERVISOR_TOOLS.filter((t) => served.has(t)) };
 }
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
@@ -102,6 +121,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     problems.push(`AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`);
   }
   const halo = haloSettings(e, problems);
+  const supervisor = supervisorSettings(e, problems);
   if (problems.length) throw configError(problems);
   return Object.freeze({
     ...connectionConfig(e),
@@ -118,6 +138,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       sessionDeadlineMs: e.AGENTMESH_SESSION_DEADLINE_MS,
       pauseTimeoutMs: e.AGENTMESH_PAUSE_TIMEOUT_MS,
       halo,
+      supervisor,
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

@@ -273,6 +273,18 @@ describe("threads: a conversation of sessions", () => {
     expect(kept.at(-1)?.content).toBe(`turn ${LIMITS.maxConversationMessages + 9}`);
   });
 
+  test("a start over the message limit (large attachments with a long conversation) is refused as payload_too_large, and nothing is created", async () => {
+    const { core, rec, store } = setup();
+    const attachments = [{ name: "big.txt", content_type: "text/plain" as const, content: "€".repeat(70_000) }];
+    const turns = Array.from({ length: 8 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "€".repeat(4000) }));
+    const refused = await core.submit({ v: SCHEMA_VERSION, query: "Sum it", session_id: "bigsession000001", options: { attachments }, messages: turns });
+    expect(refused).toMatchObject({ ok: false, error: { code: "payload_too_large", message: expect.stringContaining(`over the ${LIMITS.maxMessageBytes}-byte message limit`) } });
+    expect(rec.inbox).toEqual([]);
+    expect(await store.load("bigsession000001")).toBeNull();
+    expect(await core.submit({ v: SCHEMA_VERSION, query: "Sum it", session_id: "bigsession000002", options: { attachments } })).toMatchObject({ ok: true });
+    expect(rec.inbox.at(-1)).toMatchObject({ kind: "start", options: { attachments } });
+  });
+
   test("another owner's thread is refused as unknown, and nothing is created", async () => {
     const { core, rec, store } = setup();
     expect((await core.submit(q("What is 2 + 2?"))).ok).toBe(true);

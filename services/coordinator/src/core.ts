@@ -101,7 +101,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const random = deps.random ?? Math.random;
   const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, forged: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
-  const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread", message: string): SubmitReply => {
+  const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread" | "payload_too_large", message: string): SubmitReply => {
     stats.rejected++;
     deps.log.info({ code, msg: message }, "submit rejected");
     return { v: SCHEMA_VERSION, ok: false, error: new AgentmeshError(code, message, { component: "coordinator" }).toWire() };
@@ -146,6 +146,15 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     const idempotencyKey = req.idempotency_key ?? proposed;
     const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
     const messages = boundConversation(req.messages ?? (thread === null ? [] : await threadConversation(thread, sessionId)));
+    const start: InboxInput = {
+      v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
+      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}),
+    };
+    // Checked before the session exists: a start the bus refuses would leave it waiting for nothing.
+    const startBytes = new TextEncoder().encode(JSON.stringify(start)).byteLength;
+    if (startBytes > LIMITS.maxMessageBytes) {
+      return reject("payload_too_large", `the session's start (query, options and attachments, earlier turns) is ${startBytes} bytes, over the ${LIMITS.maxMessageBytes}-byte message limit; send less`);
+    }
     const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
@@ -155,10 +164,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       const attached = await store.attachToThread(threadId, owner, sessionId, now());
       if (!attached.ok) return reject("unknown_thread", `no thread ${threadId}`);
     }
-    await publisher.publishInbox({
-      v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
-      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}),
-    });
+    await publisher.publishInbox(start);
     stats.submitted++;
     deps.log.info({ session_id: sessionId, created, workflow: req.workflow, thread_id: threadId }, "session submitted");
     return accepted(sessionId, created, threadId, false);

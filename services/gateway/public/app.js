@@ -22,6 +22,10 @@ const $ = (id) => /** @type {T} */ (document.getElementById(id));
 const form = /** @type {HTMLFormElement} */ ($("ask-form"));
 const question = /** @type {HTMLTextAreaElement} */ ($("question"));
 const workflow = /** @type {HTMLSelectElement} */ ($("workflow"));
+const supervisorOptions = $("supervisor-options");
+const mode = /** @type {HTMLSelectElement} */ ($("mode"));
+const depth = /** @type {HTMLSelectElement} */ ($("depth"));
+const scenario = /** @type {HTMLSelectElement} */ ($("scenario"));
 const apiKey = /** @type {HTMLInputElement} */ ($("api-key"));
 const askButton = /** @type {HTMLButtonElement} */ ($("ask"));
 const cancelButton = /** @type {HTMLButtonElement} */ ($("cancel"));
@@ -151,6 +155,28 @@ function resume(sid, lastEventId) {
   return fetch(eventsUrl(sid), { headers, cache: "no-store" });
 }
 
+/**
+ * Shows the supervisor's options only for the supervisor workflow, and its research settings
+ * only when the research agent may answer (the router picks, or Research is chosen).
+ */
+function showOptions() {
+  supervisorOptions.hidden = workflow.value !== "supervisor";
+  const research = mode.value === "" || mode.value === "research";
+  $("depth-field").hidden = !research;
+  $("scenario-field").hidden = !research;
+}
+
+/**
+ * The supervisor's options for the query body: only those shown, and the agent only when one
+ * is chosen (Automatic leaves the choice to the router).
+ * @returns {{ mode?: string, depth?: string, scenario?: string }}
+ */
+function chosenOptions() {
+  if (supervisorOptions.hidden) return {};
+  const research = !$("depth-field").hidden;
+  return { ...(mode.value ? { mode: mode.value } : {}), ...(research ? { depth: depth.value, scenario: scenario.value } : {}) };
+}
+
 /** @param {SubmitEvent} ev */
 async function ask(ev) {
   ev.preventDefault();
@@ -162,6 +188,7 @@ async function ask(ev) {
   }
   // The same client id on every retry of the POST: the gateway treats it as the idempotency key.
   const taskId = crypto.randomUUID();
+  const options = chosenOptions();
   startView(null, text);
   await follow((lastEventId) => {
     const sid = progress.sessionId;
@@ -169,7 +196,7 @@ async function ask(ev) {
     return fetch("/api/v1/query", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...authHeaders() },
-      body: JSON.stringify({ query: text, workflow: workflow.value || undefined, task_id: taskId }),
+      body: JSON.stringify({ query: text, workflow: workflow.value || undefined, task_id: taskId, ...options }),
     });
   });
 }
@@ -257,7 +284,7 @@ function rememberKey() {
   else localStorage.removeItem(KEY_STORAGE);
 }
 
-/** Fills the workflow picker from GET /api/v1/workflows, the server's default selected. */
+/** Fills the workflow picker from GET /api/v1/workflows, the server's default selected, and shows its options. */
 async function loadWorkflows() {
   const res = await fetch("/api/v1/workflows", { headers: authHeaders() }).catch(() => null);
   if (!res?.ok) {
@@ -275,6 +302,7 @@ async function loadWorkflows() {
       return o;
     }),
   );
+  showOptions();
 }
 
 apiKey.value = localStorage.getItem(KEY_STORAGE) ?? "";
@@ -282,6 +310,8 @@ apiKey.addEventListener("change", () => {
   rememberKey();
   void loadWorkflows();
 });
+workflow.addEventListener("change", showOptions);
+mode.addEventListener("change", showOptions);
 form.addEventListener("submit", (ev) => void ask(ev));
 replyForm.addEventListener("submit", (ev) => void sendReply(ev));
 cancelButton.addEventListener("click", () => void cancel());

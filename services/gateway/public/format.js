@@ -26,3 +26,30 @@ export function safeHref(url) {
     return null;
   }
 }
+
+/**
+ * A code run as the page shows it under its call, in place of the result's preview: how it
+ * ended, then stdout, stderr and the last expression's value. A failed run's stderr ends with the
+ * exception or the limit that stopped it (the workflow keeps the end when it cuts), so it is
+ * shown whole.
+ * @param {import("./progress-store.js").CodeResult} code
+ */
+export function codeRunText(code) {
+  const parts = [
+    code.exitCode === null ? "stopped by a limit" : `exit code ${code.exitCode}`,
+    section("stdout", code.stdout),
+    section("stderr", code.stderr),
+    code.result === null ? "" : `result: ${code.result}`,
+    code.truncated ? "(output cut)" : "",
+  ];
+  return parts.filter((s) => s !== "").join("\n");
+}
+
+/**
+ * A labelled block of output, or "" when there is none.
+ * @param {string} label
+ * @param {string} text
+ */
+function section(label, text) {
+  return text === "" ? "" : `${label}:\n${text.replace(/\n$/, "")}`;
+}

@@ -63,7 +63,7 @@
  * @property {Record<string, ToolResult>} orphanResults results whose call has not arrived yet
  * @property {Step[]} steps
  * @property {Source[]} sources de-duplicated by url or path
- * @property {Note[]} notes routing decisions and handoffs, as text
+ * @property {Note[]} notes routing decisions, agent settings and handoffs, as text
  * @property {Chart[]} charts
  * @property {Record<string, string>} streaming live token text by task id, while the task runs
  * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown (a redelivered task streams from 0 again)
@@ -164,6 +164,7 @@ function applyTyped(p, e) {
     case "step": return applyStep(p, e);
     case "source": return addSource(p, { title: e.title, url: e.url ?? null, path: e.path ?? null, snippet: e.snippet ?? "" });
     case "routing": return addNote(p, e.at, `Routed to ${e.agent} (confidence ${Number(e.confidence).toFixed(2)}${e.is_low_confidence ? ", low" : ""}): ${e.reason}`);
+    case "config": return addNote(p, e.at, configNote(e.agent, e.settings));
     case "handoff": return addNote(p, e.at, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
     case "visualization": return { ...p, charts: [...p.charts, { key: `${e.version}:${e.index}`, spec: e.spec, refused: chartRefusal(e.spec) }] };
     case "error": return { ...p, errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.at }] };
@@ -325,6 +326,32 @@ function addSource(p, s) {
  */
 function addNote(p, at, text) {
   return { ...p, notes: [...p.notes, { at, text }] };
+}
+
+/**
+ * The note for an agent's `config` event: "Settings of the research agent: depth quick; scenario
+ * technical; search iterations 1". The values come from the wire, so any shape becomes text
+ * without throwing (a setting that is not a plain value shows as "?").
+ * @param {unknown} agent
+ * @param {unknown} settings
+ */
+function configNote(agent, settings) {
+  const name = typeof agent === "string" && agent !== "" ? agent : "unnamed";
+  const entries = typeof settings === "object" && settings !== null && !Array.isArray(settings) ? Object.entries(settings) : [];
+  const list = entries.map(([k, v]) => `${k.replaceAll("_", " ")} ${settingText(v)}`).join("; ");
+  return `Settings of the ${name} agent: ${list || "none announced"}`;
+}
+
+/**
+ * One setting's value as text: yes/no for booleans, "none" for null.
+ * @param {unknown} v
+ */
+function settingText(v) {
+  if (typeof v === "string") return v === "" ? "(empty)" : v;
+  if (typeof v === "number") return Number.isFinite(v) ? String(v) : "?";
+  if (typeof v === "boolean") return v ? "yes" : "no";
+  if (v === null) return "none";
+  return "?";
 }
 
 /**

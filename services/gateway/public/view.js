@@ -3,7 +3,7 @@
 // an element is created once per stage, call, source or step and only its text is updated
 // afterwards, so a re-render keeps focus, selection and open <details>.
 
-import { formatDuration, safeHref } from "./format.js";
+import { codeRunText, formatDuration, safeHref } from "./format.js";
 
 /** @typedef {import("./progress-store.js").Progress} Progress */
 /** @typedef {import("./progress-store.js").Stage} Stage */
@@ -139,8 +139,9 @@ function renderCall(parent, c) {
     setText(result, "waiting for the result…");
   } else {
     result.dataset.state = c.result.ok ? "ok" : "failed";
-    const code = c.code ? `\nexit ${c.code.exitCode ?? "(stopped by a limit)"}${c.code.stdout ? `\nstdout: ${c.code.stdout}` : ""}${c.code.stderr ? `\nstderr: ${c.code.stderr}` : ""}` : "";
-    setText(result, `${c.result.ok ? "result" : "failed"} after ${formatDuration(c.result.latencyMs)}: ${c.result.content}${code}`);
+    // A code run's own event is whole where the result's content is a preview cut from its start.
+    const body = c.code ? codeRunText(c.code) : c.result.content;
+    setText(result, `${c.result.ok ? "result" : "failed"} after ${formatDuration(c.result.latencyMs)}: ${body}`);
   }
 }
 

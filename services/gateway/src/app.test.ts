@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { naming, type InboxInput, type SessionState } from "@agentmesh/contracts";
+import { LIMITS, SCHEMA_VERSION, naming, type Attachment, type InboxInput, type SessionState, type SubmitRequest } from "@agentmesh/contracts";
 import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
 import { createLogger } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -19,12 +19,12 @@ const BOB = generateApiKey();
  */
 const noNats = new Proxy({}, { get: (_t, p) => { throw new Error(`NATS used (${String(p)}) by a route that must not need it`); } }) as NatsConnection;
 
-function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: number } = {}) {
+function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: number; nc?: NatsConnection } = {}) {
   const store = createInMemorySessionStore({ keyPrefix: "gw", activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
   const limits = createInMemoryLimits({ keyPrefix: "gw", rateLimit: over.rateLimit ?? 100, rateWindowMs: 60_000, maxConcurrentSessions: 5, sessionTtlMs: 60_000 });
   const inbox: InboxInput[] = [];
   const gw = createGatewayApp({
-    nc: noNats, naming: naming("gw"), store, limits, log: createLogger({ service: "test", level: "silent" }), submitTimeoutMs: 1000,
+    nc: over.nc ?? noNats, naming: naming("gw"), store, limits, log: createLogger({ service: "test", level: "silent" }), submitTimeoutMs: 1000,
     publisher: { publishInbox: async (i) => { inbox.push(i); } },
     keys: parseApiKeys({ inline: [apiKeyEntry("alice", ALICE), apiKeyEntry("bob", BOB)].join(",") }),
     anonymous: over.anonymous ?? false, defaultWorkflow: "critic-chain", maxBodyBytes: over.maxBodyBytes ?? 4096,
@@ -121,6 +121,48 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     expect(badId.status).toBe(404); // ownership first: nothing about a session that is not yours
   });
 
+  test("attachments: each bound refused with a 400 naming the field; valid ones reach the coordinator's submit as options.attachments", async () => {
+    const submits: SubmitRequest[] = [];
+    // Only the submit request is answered (accepted): what the gateway sent is what this test checks.
+    const nc = {
+      request: async (_subject: string, data: Uint8Array) => {
+        const req = JSON.parse(new TextDecoder().decode(data)) as SubmitRequest;
+        submits.push(req);
+        // The coordinator refuses a start over the message limit; this one is told by its file name.
+        const reply = req.options.attachments?.[0]?.name === "too-big.txt"
+          ? { v: SCHEMA_VERSION, ok: false, error: { code: "payload_too_large", message: "the session's start is 300000 bytes, over the 262144-byte message limit; send less", retryable: false, component: "coordinator" } }
+          : { v: SCHEMA_VERSION, ok: true, session_id: req.session_id, created: true, thread_id: req.thread_id };
+        return { data: new TextEncoder().encode(JSON.stringify(reply)), headers: undefined };
+      },
+    } as unknown as NatsConnection;
+    const { call } = setup({ maxBodyBytes: 512 * 1024, nc });
+    const csv: Attachment = { name: "sales.csv", content_type: "text/csv", content: "region,total\nA,5" };
+    const ask = (attachments: unknown) => call("/api/v1/query", { method: "POST", headers: { accept: "application/json" }, json: { query: "Total the sales", workflow: "supervisor", attachments } });
+    const cases: Array<[unknown, RegExp]> = [
+      [[{ ...csv, name: "../secret.csv" }], /^invalid request: .*path separator.* at attachments\[0\]\.name/],
+      [[{ ...csv, content_type: "image/png" }], /^invalid request: .* at attachments\[0\]\.content_type/],
+      [[{ ...csv, size: 3 }], /^invalid request: .*size.* at attachments\[0\]/],
+      [Array.from({ length: LIMITS.maxAttachments + 1 }, () => csv), /^invalid request: .* at attachments$/],
+      [[csv, { ...csv, content: "x".repeat(LIMITS.maxAttachmentChars) }], new RegExp(`over ${LIMITS.maxAttachmentChars} characters in all → at attachments`)],
+      ["sales.csv", /^invalid request: .* at attachments/],
+    ];
+    for (const [attachments, message] of cases) {
+      const r = await ask(attachments);
+      expect(r.status, JSON.stringify(attachments).slice(0, 60)).toBe(400);
+      expect((await body(r)).error).toMatchObject({ code: "bad_request", status: 400, message: expect.stringMatching(message) });
+    }
+    expect(submits).toEqual([]);
+    const ok = await ask([csv, { name: "notes.txt", content_type: "text/plain", content: "" }]);
+    expect(ok.status).toBe(202);
+    expect(submits).toHaveLength(1);
+    expect(submits[0]?.options).toEqual({ attachments: [csv, { name: "notes.txt", content_type: "text/plain", content: "" }] });
+    expect((await ask([])).status).toBe(202);
+    expect(submits[1]?.options).toEqual({});
+    const big = await ask([{ ...csv, name: "too-big.txt" }]);
+    expect(big.status).toBe(413);
+    expect((await body(big)).error).toMatchObject({ code: "payload_too_large", message: expect.stringContaining("over the 262144-byte message limit") });
+  });
+
   test("the rate limit counts POSTs per key: over it is 429 with Retry-After; another key is unaffected", async () => {
     const { call, store } = setup({ rateLimit: 2 });
     await owned(store, "sess-rate-00001", "alice", "running");
@@ -133,6 +175,16 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     expect((await body(third)).error.code).toBe("rate_limited");
     expect((await post(BOB)).status).toBe(404); // bob is not limited by alice's count (and does not own the session)
     expect((await call("/api/v1/sessions/sess-rate-00001")).status).toBe(200); // reads are not counted
+  });
+
+  test("a supervisor mode that is not one of its agents is a 400 naming the agents, and nothing is submitted", async () => {
+    const { call, inbox } = setup();
+    for (const mode of ["poetry", 42, "Research", null]) {
+      const r = await call("/api/v1/query", { method: "POST", headers: { accept: "application/json" }, json: { query: "What is 2 + 2?", workflow: "supervisor", mode } });
+      expect(r.status, JSON.stringify(mode)).toBe(400);
+      expect(await body(r)).toEqual({ error: { code: "bad_request", message: expect.stringMatching(/"chat"\|"research"\|"code"\|"writing"\|"data" → at mode$/), status: 400 } });
+    }
+    expect(inbox).toEqual([]);
   });
 
   test("the OpenAI routes answer in OpenAI's error shape", async () => {
@@ -148,7 +200,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const noKey = await call("/v1/models", { key: null });
     expect((await body(noKey)).error.type).toBe("authentication_error");
     const models = await body(await call("/v1/models"));
-    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo"]);
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo", "agentmesh/supervisor"]);
   });
 
   test("draining: /readyz fails and new API requests are turned away with 503", async () => {

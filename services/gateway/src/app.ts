@@ -4,7 +4,7 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import { z } from "zod";
 import {
-  Budgets, Capability, ChatMessage, LIMITS, ResearchScenario, SCHEMA_VERSION, StrategyProfile, SupervisorAgent, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName,
+  Attachments, Budgets, Capability, ChatMessage, LIMITS, ResearchDepth, ResearchScenario, SCHEMA_VERSION, StrategyProfile, SupervisorAgent, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName,
   checkQuery, inputIds,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
@@ -39,7 +39,7 @@ const QueryBody = z
     mode: SupervisorAgent.optional(),
     task_id: z.string().min(1).max(128).optional(),
     messages: z.array(ChatMessage).max(1000).optional(),
-    depth: z.string().min(1).max(40).optional(),
+    depth: ResearchDepth.optional(),
     scenario: ResearchScenario.optional(),
     thread_id: ThreadId.optional(),
     budgets: Budgets.partial().strict().optional(),
@@ -47,6 +47,8 @@ const QueryBody = z
     strategy_profile: StrategyProfile.optional(),
     /** halo: the specialists to ask, bypassing its planner (seed 000's override). */
     capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
+    /** supervisor: text files given with the query (CSV, JSON or plain text); the data agent takes its data from them first. */
+    attachments: Attachments.optional(),
     /** Cancel the session when this stream's client goes away before it ends (default: it runs on; reconnect to follow it). */
     cancel_on_disconnect: z.boolean().optional(),
   })
@@ -177,6 +179,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       ...(body.retry_limit ? { retry_limit: body.retry_limit } : {}),
       ...(body.strategy_profile ? { strategy_profile: body.strategy_profile } : {}),
       ...(body.capabilities ? { capabilities: body.capabilities } : {}),
+      ...(body.attachments?.length ? { attachments: body.attachments } : {}),
     };
     const started = await startSession(d, c.get("owner"), {
       query: q.query, workflow: body.workflow ?? d.defaultWorkflow, options, taskId: body.task_id, messages: body.messages, threadId: body.thread_id,

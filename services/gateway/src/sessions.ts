@@ -110,6 +110,7 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
     const e = reply.error;
     if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow") throw new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
     if (e.code === "unknown_thread") throw new ApiError("not_found", `no thread ${threadId}`);
+    if (e.code === "payload_too_large") throw new ApiError("payload_too_large", e.message);
     throw new ApiError(e.retryable ? "unavailable" : "internal", e.retryable ? "the system is busy; try again" : "the query could not be started");
   }
   if (reply.session_id !== proposed) {

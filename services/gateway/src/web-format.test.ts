@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { formatDuration, safeHref } from "../public/format.js";
+import { codeRunText, formatDuration, safeHref } from "../public/format.js";
 
 // The web page's text helpers (services/gateway/public/format.js).
 
@@ -21,5 +21,25 @@ describe("safeHref", () => {
     for (const url of ["javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<b>x</b>", "file:///etc/passwd", "/relative", "not a url", "", null]) {
       expect(safeHref(url), String(url)).toBeNull();
     }
+  });
+});
+
+describe("codeRunText", () => {
+  const run = { language: "python", exitCode: 0, stdout: "", stderr: "", result: null, truncated: false };
+
+  test("a run that ended shows its exit code, its output and its last value", () => {
+    expect(codeRunText({ ...run, stdout: "6 * 7 is\n", result: "42" })).toBe("exit code 0\nstdout:\n6 * 7 is\nresult: 42");
+  });
+
+  test("a failed run shows its stderr whole, the exception at its end", () => {
+    const stderr = `${"warning: deprecated\n".repeat(40)}Traceback (most recent call last):\nZeroDivisionError: division by zero`;
+    const text = codeRunText({ ...run, exitCode: 1, stdout: "started\n", stderr });
+    expect(text.startsWith("exit code 1\nstdout:\nstarted\nstderr:\nwarning: deprecated\n")).toBe(true);
+    expect(text.endsWith("ZeroDivisionError: division by zero")).toBe(true);
+    expect(text).toContain(stderr);
+  });
+
+  test("a run a limit stopped says so, and cut output is marked", () => {
+    expect(codeRunText({ ...run, exitCode: null, stderr: "timeout: the code ran over 10 s", truncated: true })).toBe("stopped by a limit\nstderr:\ntimeout: the code ran over 10 s\n(output cut)");
   });
 });

@@ -177,6 +177,51 @@ describe("progress store", () => {
     expect(replay(EVENTS.slice(0, EVENTS.findIndex(paused) + 1), SID)).toEqual(applyAll(live().slice(0, cut + 1)));
   });
 
+  test("the supervisor's routing, each agent's settings and a handoff become notes, in order", () => {
+    const p = replay(
+      session([
+        { at: T0, events: [{ type: "routing", agent: "research", confidence: 0.42, reason: "the query mentions \"latest\"", is_low_confidence: true }] },
+        { at: T0 + 1, events: [{ type: "config", agent: "research", settings: { depth: "quick", scenario: "technical", search_iterations: 1, sources_kept: 5, tools: "web_search, corpus_search" } }] },
+        { at: T0 + 2, events: [{ type: "handoff", source_agent: "research", target_agent: "code", task_description: "Compute 2 ** 10", context: "" }] },
+        { at: T0 + 3, events: [{ type: "config", agent: "code", settings: { strict: true, cached: false, data: null, label: "" } }] },
+      ]),
+    );
+    expect(p.notes).toEqual([
+      { at: T0, text: 'Routed to research (confidence 0.42, low): the query mentions "latest"' },
+      { at: T0 + 1, text: "Settings of the research agent: depth quick; scenario technical; search iterations 1; sources kept 5; tools web_search, corpus_search" },
+      { at: T0 + 2, text: "Handoff research → code: Compute 2 ** 10" },
+      { at: T0 + 3, text: "Settings of the code agent: strict yes; cached no; data none; label (empty)" },
+    ]);
+  });
+
+  test("a config event of any shape is a note, never a throw", () => {
+    const odd = [
+      { agent: "data", settings: null },
+      { settings: [1, 2] },
+      { agent: 7, settings: "depth quick" },
+      { agent: "code", settings: { nested: { a: 1 }, list: [1], nan: Number.NaN, bare: Object.create(null) as unknown } },
+    ];
+    const p = applyAll(odd.map((e, i) => ({ type: "config", v: 1, session_id: SID, version: i + 1, index: 0, at: T0 + i, ...e })));
+    expect(p.notes.map((n) => n.text)).toEqual([
+      "Settings of the data agent: none announced",
+      "Settings of the unnamed agent: none announced",
+      "Settings of the unnamed agent: none announced",
+      "Settings of the code agent: nested ?; list ?; nan ?; bare ?",
+    ]);
+  });
+
+  test("a code run's result is attached to the call that ran it; one for an unknown call is dropped", () => {
+    const run = { type: "code_result", language: "javascript", exit_code: 1, stdout: "", stderr: "ReferenceError: x is not defined", result: null, truncated: false, duration_ms: 8 } as const;
+    const p = replay(
+      session([
+        { at: T0, events: [{ type: "tool_call", id: "call-1", task_id: "t1", tool: "run_js", args: { code: "x" }, args_truncated: false }] },
+        { at: T0 + 50, events: [{ type: "tool_result", id: "call-1", tool: "run_js", ok: false, content: "exit code: 1", latency_ms: 40 }, { ...run, id: "call-1" }, { ...run, id: "call-9" }] },
+      ]),
+    );
+    expect(p.toolCalls["call-1"]?.code).toEqual({ language: "javascript", exitCode: 1, stdout: "", stderr: "ReferenceError: x is not defined", result: null, truncated: false });
+    expect(Object.keys(p.toolCalls)).toEqual(["call-1"]);
+  });
+
   test("event ids order by version, then index", () => {
     expect(["10:0", "2:5", "2:10", "1:0"].sort(compareEventIds)).toEqual(["1:0", "2:5", "2:10", "10:0"]);
   });
