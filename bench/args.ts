@@ -1,5 +1,9 @@
+import { BENCH_WORKFLOWS, type BenchWorkflow } from "./workloads.js";
+
 /** Command-line options of `pnpm bench`. */
 export interface BenchOptions {
+  /** The workflow every session runs (default critic-chain); see bench/workloads.ts. */
+  readonly workflow: BenchWorkflow;
   /** Concurrency levels to run, in order (default 1 and 64). */
   readonly levels: readonly number[];
   /** Sessions per level, keyed by concurrency. */
@@ -34,6 +38,8 @@ export interface BenchOptions {
 
 const HELP = `usage: pnpm bench [options]
 
+  --workflow NAME         critic-chain (default) or supervisor (router → coder → executor,
+                          a JavaScript run in the QuickJS sandbox; see bench/README.md)
   --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
   --sessions-1 N          sessions at concurrency 1            (default 40)
   --sessions-64 N         sessions at concurrency 64           (default 400)
@@ -76,6 +82,7 @@ function positiveInt(flag: string, raw: string | undefined): number {
 /** Parses argv (without node and script); throws with a usage hint on anything unknown. */
 export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   const quick = argv.includes("--quick");
+  let workflow: BenchWorkflow = "critic-chain";
   let levels = [1, 64];
   const explicit = new Map<number, number>();
   let warmup = quick ? 3 : 10;
@@ -109,6 +116,13 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--help":
       case "-h":
         return "help";
+      case "--workflow": {
+        const name = value();
+        const known = BENCH_WORKFLOWS.find((w) => w === name);
+        if (known === undefined) throw new Error(`--workflow must be one of ${BENCH_WORKFLOWS.join(", ")}, got ${name}`);
+        workflow = known;
+        break;
+      }
       case "--levels":
         levels = value().split(",").map((s) => positiveInt("--levels", s.trim()));
         break;
@@ -157,7 +171,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  return { levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions };
+  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions };
 }
 
 export { HELP };

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { SessionEvent, type Naming } from "@agentmesh/contracts";
+import type { SeenCodeRun } from "./workloads.js";
 
 /** What the bench saw of one session's events. */
 export interface Tracked {
@@ -18,6 +19,8 @@ export interface Tracked {
   readonly steps: Map<number, { readonly what: string; readonly latencyMs: number; readonly at: number }>;
   /** `at` (coordinator clock) of the first event of each version. */
   readonly versionAt: Map<number, number>;
+  /** `code_result` events, in arrival order. */
+  readonly codeRuns: SeenCodeRun[];
   /** Distinct events (version:index) and repeats of one already seen. */
   events: number;
   duplicates: number;
@@ -72,6 +75,8 @@ export class EventRouter {
     if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
     if (parsed.type === "step") {
       t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, at: parsed.at });
+    } else if (parsed.type === "code_result") {
+      t.codeRuns.push({ exitCode: parsed.exit_code, stdout: parsed.stdout, stderr: parsed.stderr });
     } else if (parsed.type === "complete" && t.complete === null) {
       t.complete = parsed;
       t.completeAt = now;
@@ -87,7 +92,7 @@ export class EventRouter {
     const t = {
       sessionId, done, resolve, seen: new Set<string>(),
       firstAt: null, completeAt: null, completeEpoch: null, complete: null,
-      steps: new Map(), versionAt: new Map(), events: 0, duplicates: 0,
+      steps: new Map(), versionAt: new Map(), codeRuns: [], events: 0, duplicates: 0,
     };
     this.sessions.set(sessionId, t);
     return t;

@@ -1,4 +1,4 @@
-// The gateway figure of `pnpm bench`: the same critic-chain sessions through POST /api/v1/query
+// The gateway figure of `pnpm bench`: the same sessions of the bench's workload through POST /api/v1/query
 // (read as SSE to `complete`) and directly over NATS, in interleaved rounds. See bench/README.md.
 import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
@@ -7,9 +7,10 @@ import { SessionEvent } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
 import type { Cluster } from "../test/e2e/harness.js";
 import type { EventRouter, Tracked } from "./events.js";
-import { checkSession, questionFor, runLevel, type SessionResult } from "./sessions.js";
+import { checkSession, runLevel, type SessionResult } from "./sessions.js";
 import { summarize, type Summary } from "./stats.js";
 import { cpuMs } from "./sysinfo.js";
+import type { SeenCodeRun, Workload } from "./workloads.js";
 
 /** The API key's name: every gateway session is recorded with this owner. */
 const OWNER = "bench";
@@ -39,7 +40,6 @@ export async function startBenchGateway(cluster: Cluster): Promise<BenchGateway>
 interface GatewaySession {
   readonly index: number;
   readonly sessionId: string | null;
-  readonly expected: string;
   /** POST sent → response headers (the gateway answers once a coordinator accepted the submit). */
   readonly acceptedMs: number | null;
   /** POST sent → the first session event (the first SSE event with an `id:`). */
@@ -49,14 +49,20 @@ interface GatewaySession {
   /** The `complete` event on SSE − the same event on the bench's core subscription. */
   readonly completeLagMs: number | null;
   readonly complete: Extract<SessionEvent, { type: "complete" }> | null;
-  readonly steps: number;
+  /** `role.op` of each step event, in stream order (the stream's ids increase, so version order). */
+  readonly stepNames: readonly string[];
+  readonly codeRuns: readonly SeenCodeRun[];
   /** A broken stream or refusal (then the session failed), null when the stream was well formed. */
   readonly error: string | null;
 }
 
-/** Posts one question and reads its SSE stream to the end, checking its shape on the way. */
-async function viaGateway(gw: BenchGateway, router: EventRouter, index: number, timeoutMs: number): Promise<GatewaySession> {
-  const { question, expected } = questionFor(index);
+/** The body of `POST /api/v1/query` for session `index`: the query, the workflow, and its options as top-level fields. */
+export function queryBody(workload: Workload, index: number): Record<string, unknown> {
+  return { query: workload.query(index), workflow: workload.submit.workflow, ...workload.submit.options };
+}
+
+/** Posts one query and reads its SSE stream to the end, checking its shape on the way. */
+async function viaGateway(gw: BenchGateway, router: EventRouter, workload: Workload, index: number, timeoutMs: number): Promise<GatewaySession> {
   let sessionId: string | null = null;
   let acceptedMs: number | null = null;
   let firstEventMs: number | null = null;
@@ -64,7 +70,8 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, index: number, 
   let completeLagMs: number | null = null;
   let tracked: Tracked | null = null;
   let complete: GatewaySession["complete"] = null;
-  let steps = 0;
+  const stepNames: string[] = [];
+  const codeRuns: SeenCodeRun[] = [];
   let error: string | null = null;
   let last: [number, number] | null = null;
   let seen = 0;
@@ -89,12 +96,13 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, index: number, 
     last = cursor;
     // The bench's core subscription already validates every event with zod; here only `complete`
     // is, so the bench does not spend twice the CPU on the gateway's sessions.
-    const data = JSON.parse(m.data) as { type?: unknown; session_id?: unknown };
+    const data = JSON.parse(m.data) as { type?: unknown; session_id?: unknown; provenance?: { role?: unknown; op?: unknown }; exit_code?: unknown; stdout?: unknown; stderr?: unknown };
     if (data.type !== m.event || data.session_id !== sessionId) {
       error ??= `event ${m.id} is not a ${m.event ?? "message"} event of ${sessionId ?? "?"}`;
       return;
     }
-    if (data.type === "step") steps++;
+    if (data.type === "step") stepNames.push(`${String(data.provenance?.role)}.${String(data.provenance?.op)}`);
+    if (data.type === "code_result") codeRuns.push({ exitCode: typeof data.exit_code === "number" ? data.exit_code : null, stdout: typeof data.stdout === "string" ? data.stdout : "", stderr: typeof data.stderr === "string" ? data.stderr : "" });
     if (data.type !== "complete") return;
     const parsed = SessionEvent.safeParse(data);
     if (!parsed.success || parsed.data.type !== "complete") {
@@ -110,11 +118,11 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, index: number, 
   let refused: string | null = null;
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    await post(`${gw.url}/api/v1/query`, gw.key, JSON.stringify({ query: question }), timeout, (status, head) => {
+    await post(`${gw.url}/api/v1/query`, gw.key, JSON.stringify(queryBody(workload, index)), timeout, (status, head) => {
       acceptedMs = performance.now() - t0;
       sessionId = typeof head["x-agentmesh-session"] === "string" ? head["x-agentmesh-session"] : null;
       if (status !== 200 || sessionId === null) refused = `POST /api/v1/query answered ${status}: `;
-      // Core delivery misses what came before this, but `complete` comes at least five hops later.
+      // Core delivery misses what came before this, but `complete` comes at least three agent hops later.
       else tracked = router.track(sessionId);
       return (text) => {
         if (refused === null) parser.feed(text);
@@ -128,7 +136,7 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, index: number, 
     if (!timeout.aborted) error ??= `request failed: ${(err as Error).message}`;
   }
   if (sessionId !== null) router.forget(sessionId);
-  return { index, sessionId, expected, acceptedMs, firstEventMs, wallMs, completeLagMs, complete, steps, error };
+  return { index, sessionId, acceptedMs, firstEventMs, wallMs, completeLagMs, complete, stepNames, codeRuns, error };
 }
 
 /** Kept-alive connections to the gateway, as a long-lived client holds them. */
@@ -179,14 +187,14 @@ interface Sample {
 }
 
 /** Runs `n` sessions through the gateway at `concurrency`, then verifies each against Redis. */
-async function gatewayRound(cluster: Cluster, router: EventRouter, gw: BenchGateway, concurrency: number, n: number, firstIndex: number, timeoutMs: number): Promise<{ samples: Sample[]; elapsedMs: number }> {
+async function gatewayRound(cluster: Cluster, router: EventRouter, workload: Workload, gw: BenchGateway, concurrency: number, n: number, firstIndex: number, timeoutMs: number): Promise<{ samples: Sample[]; elapsedMs: number }> {
   const seen: GatewaySession[] = [];
-  const elapsedMs = await pool(concurrency, n, async (i) => void seen.push(await viaGateway(gw, router, firstIndex + i, timeoutMs)));
+  const elapsedMs = await pool(concurrency, n, async (i) => void seen.push(await viaGateway(gw, router, workload, firstIndex + i, timeoutMs)));
   const samples: Sample[] = [];
   for (const s of seen) {
     const problem = s.error !== null || s.sessionId === null
       ? { outcome: "failed" as const, reason: s.error ?? "no X-Agentmesh-Session header" }
-      : await checkSession(cluster, { sessionId: s.sessionId, expected: s.expected, complete: s.complete, steps: s.steps, owner: OWNER });
+      : await checkSession(cluster, workload, { sessionId: s.sessionId, index: s.index, complete: s.complete, stepNames: s.stepNames, codeRuns: s.codeRuns, owner: OWNER });
     samples.push({
       sessionId: s.sessionId ?? `(question ${s.index})`, outcome: problem?.outcome ?? "ok", reason: problem?.reason ?? null,
       acceptedMs: s.acceptedMs, firstEventMs: s.firstEventMs, wallMs: s.wallMs, completeLagMs: s.completeLagMs,
@@ -233,6 +241,8 @@ export interface GatewayComparison {
 export interface CompareOptions {
   readonly cluster: Cluster;
   readonly router: EventRouter;
+  /** The sessions both paths run. */
+  readonly workload: Workload;
   readonly gateway: BenchGateway;
   /** Concurrency → sessions per path. */
   readonly sessions: ReadonlyMap<number, number>;
@@ -268,7 +278,7 @@ export function schedule(concurrency: number, perPath: number): Array<{ path: "d
 /** Runs the interleaved comparison at every concurrency of `o.sessions`, after an untimed gateway warm-up. */
 export async function compareGateway(o: CompareOptions): Promise<GatewayComparison> {
   let index = o.firstIndex;
-  const warm = o.warmup > 0 ? (await gatewayRound(o.cluster, o.router, o.gateway, Math.min(4, o.warmup), o.warmup, index, o.timeoutMs)).samples : [];
+  const warm = o.warmup > 0 ? (await gatewayRound(o.cluster, o.router, o.workload, o.gateway, Math.min(4, o.warmup), o.warmup, index, o.timeoutMs)).samples : [];
   index += o.warmup;
   const levels: GatewayLevel[] = [];
   for (const [c, perPath] of o.sessions) {
@@ -279,8 +289,8 @@ export async function compareGateway(o: CompareOptions): Promise<GatewayComparis
     for (const [r, round] of rounds.entries()) {
       const before = new Map([...o.pids].map(([k, pid]) => [k, cpuMs(pid)]));
       const result = round.path === "gateway"
-        ? await gatewayRound(o.cluster, o.router, o.gateway, c, round.sessions, index, o.timeoutMs)
-        : fromLevel(await runLevel({ cluster: o.cluster, router: o.router, concurrency: c, sessions: round.sessions, firstIndex: index, stem: `${o.stem}-c${c}-r${r}`, timeoutMs: o.timeoutMs }));
+        ? await gatewayRound(o.cluster, o.router, o.workload, o.gateway, c, round.sessions, index, o.timeoutMs)
+        : fromLevel(await runLevel({ cluster: o.cluster, router: o.router, workload: o.workload, concurrency: c, sessions: round.sessions, firstIndex: index, stem: `${o.stem}-c${c}-r${r}`, timeoutMs: o.timeoutMs }));
       const a = acc[round.path];
       for (const [k, pid] of o.pids) {
         const b = before.get(k);

@@ -17,6 +17,9 @@ export interface LevelReport {
 }
 
 export interface BenchReport {
+  /** The workflow every session ran (`--workflow`), and the path its sessions take. */
+  readonly workflow: string;
+  readonly path: string;
   readonly startedAt: string;
   readonly finishedAt: string;
   readonly host: Record<string, unknown>;
@@ -65,13 +68,13 @@ export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt"
     `c=${l.concurrency} ${delta(l.gateway.wallMs.p50, l.direct.wallMs.p50)} ms p50 ${delta(l.gateway.wallMs.p95, l.direct.wallMs.p95)} ms p95, first event p50 ${ms(l.gateway.firstEventMs.p50)} ms`,
   );
   const rt = r.roundTrips;
-  return `bench (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
+  return `bench ${r.workflow} (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
 }
 
 /** The human-readable report for stdout. */
 export function renderReport(r: BenchReport): string {
   const out: string[] = [];
-  out.push("", "agentmesh bench — critic-chain, offline engine (instant agents), every service its own OS process");
+  out.push("", `agentmesh bench — ${r.workflow} (${r.path}), offline engine (instant agents), every service its own OS process`);
   out.push(`  access    NATS access control ${r.infra.accessControl === true ? "ON (own nats-server, generated config, one NKey user per service)" : "OFF (--open)"}`);
   out.push(`  infra     ${String(r.infra.source)}: ${String(r.infra.nats)}; ${String(r.infra.redis)}`);
   out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);

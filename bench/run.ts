@@ -1,5 +1,5 @@
-// `pnpm bench`: throughput and orchestration overhead of critic-chain with instant (offline)
-// agents, every service its own OS process, on real NATS (JetStream file store) and Redis (AOF).
+// `pnpm bench`: throughput and orchestration overhead of a workflow (critic-chain, or the
+// supervisor with --workflow supervisor) with instant (offline) agents, every service its own OS process, on real NATS (JetStream file store) and Redis (AOF).
 // See bench/README.md for what is measured and how to read it.
 import { execFileSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -10,7 +10,7 @@ import { Redis } from "ioredis";
 import { redactUrls } from "@agentmesh/contracts";
 import { resolveInfra, type Infra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
-import { AGENT_ROLES, Cluster, type ServiceName } from "../test/e2e/harness.js";
+import { Cluster, type ServiceName } from "../test/e2e/harness.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
@@ -20,6 +20,7 @@ import { RoundTripLab } from "./roundtrips.js";
 import { runLevel, type LevelResult } from "./sessions.js";
 import { diffTotals, serviceStats, totalsByService } from "./services.js";
 import { busyPercent, cpuMs, findServerPid, machineCpu, rssKiB } from "./sysinfo.js";
+import { workloadFor } from "./workloads.js";
 
 const root = join(import.meta.dirname, "..");
 const log = (s: string) => process.stdout.write(`${s}\n`);
@@ -155,6 +156,8 @@ function gatewayProblems(g: GatewayComparison | null): number {
 async function main(opts: BenchOptions): Promise<number> {
   const startedAt = new Date().toISOString();
   const loadavgStart = loadavg().map((x) => x.toFixed(2)).join(" ");
+  const workload = workloadFor(opts.workflow);
+  log(`bench: workflow ${workload.workflow} (${workload.path}), roles ${workload.roles.join(", ")}`);
   log(`bench: NATS access control ${opts.accessControl ? "ON (own nats-server, generated config, one NKey per service)" : "OFF (--open)"}`);
   log(`bench: resolving NATS and Redis (NATS_URL/REDIS_URL, else testcontainers, else native binaries)…`);
   const infra = await resolveInfra();
@@ -187,12 +190,12 @@ async function main(opts: BenchOptions): Promise<number> {
   const t0 = Date.now();
   for (let i = 0; i < opts.coordinators; i++) cluster.start("coordinator");
   await ready(cluster, { coordinator: opts.coordinators });
-  for (const r of AGENT_ROLES) cluster.start(r);
+  for (const r of workload.roles) cluster.start(r);
   const want: Partial<Record<ServiceName, number>> = { coordinator: opts.coordinators };
-  for (const r of AGENT_ROLES) want[r] = 1;
+  for (const r of workload.roles) want[r] = 1;
   // The gateway needs only NATS and Redis to answer /readyz, so it starts beside the agents.
   const [, gateway] = await Promise.all([ready(cluster, want), opts.gatewaySessions.size > 0 ? startBenchGateway(cluster) : null]);
-  log(`bench: ${opts.coordinators} coordinators, ${AGENT_ROLES.length} agents${gateway ? " and a gateway" : ""} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  log(`bench: ${opts.coordinators} coordinators, ${workload.roles.length} agents${gateway ? " and a gateway" : ""} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   const pids = processTable(cluster, infra);
   /** Measured windows on CLOCK_MONOTONIC in µs (the clock V8 CPU profiles use), for bench/profile.ts. */
   const windows: Array<{ label: string; startUs: number; endUs: number }> = [];
@@ -209,7 +212,7 @@ async function main(opts: BenchOptions): Promise<number> {
   let warm: LevelResult | null = null;
   if (opts.warmup > 0) {
     log(`bench: ${opts.warmup} warm-up sessions (not measured)…`);
-    warm = await runLevel({ cluster, router, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
+    warm = await runLevel({ cluster, router, workload, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
   }
 
   const lab = new RoundTripLab(nc, redis, natsTarget, prefix);
@@ -240,7 +243,7 @@ async function main(opts: BenchOptions): Promise<number> {
       }
     };
     const level = await runLevel({
-      cluster, router, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c), onTimedEnd: timedEnd,
+      cluster, router, workload, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c), onTimedEnd: timedEnd,
     });
     const probed = await probe.stop();
     const after = totalsByService(await serviceStats(nc, prefix));
@@ -259,7 +262,7 @@ async function main(opts: BenchOptions): Promise<number> {
   let gatewayRun: GatewayComparison | null = null;
   if (gateway) {
     const startUs = monoUs();
-    gatewayRun = await compareGateway({ cluster, router, gateway, pids, sessions: opts.gatewaySessions, warmup: opts.warmup, firstIndex, stem: `${tag}-g`, timeoutMs: opts.sessionTimeoutMs, log });
+    gatewayRun = await compareGateway({ cluster, router, workload, gateway, pids, sessions: opts.gatewaySessions, warmup: opts.warmup, firstIndex, stem: `${tag}-g`, timeoutMs: opts.sessionTimeoutMs, log });
     windows.push({ label: "gateway", startUs, endUs: monoUs() });
     log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
   }
@@ -274,6 +277,8 @@ async function main(opts: BenchOptions): Promise<number> {
   const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);
 
   const base = {
+    workflow: workload.workflow,
+    path: workload.path,
     startedAt,
     host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
     infra: {

@@ -3,11 +3,7 @@ import { assertAppliedOnce, type Cluster } from "../test/e2e/harness.js";
 import type { SessionEvent } from "@agentmesh/contracts";
 import type { EventRouter, Tracked } from "./events.js";
 import { summarize, type Summary } from "./stats.js";
-
-/** The question of session `i` and its exact offline answer (the finalizer repeats the expert's `<expr> = <value>`). */
-export function questionFor(i: number): { question: string; expected: string } {
-  return { question: `What is ${i} * 7 + 0.1?`, expected: `${i} * 7 + 0.1 = ${i * 7}.1` };
-}
+import type { SeenCodeRun, Workload } from "./workloads.js";
 
 /** One session as measured and verified. */
 export interface SessionResult {
@@ -63,6 +59,8 @@ export interface LevelResult {
 export interface LevelOptions {
   readonly cluster: Cluster;
   readonly router: EventRouter;
+  /** What each session asks and how its answer is verified. */
+  readonly workload: Workload;
   readonly concurrency: number;
   readonly sessions: number;
   /** First question index (questions differ across levels). */
@@ -78,7 +76,6 @@ export interface LevelOptions {
 interface Raw {
   readonly index: number;
   readonly sessionId: string;
-  readonly expected: string;
   readonly tracked: Tracked;
   submitStartEpoch: number;
   submitMs: number | null;
@@ -97,13 +94,12 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
   async function one(i: number): Promise<void> {
     const index = o.firstIndex + i;
     const sessionId = `${o.stem}-${String(i).padStart(5, "0")}`;
-    const { question, expected } = questionFor(index);
     const tracked = o.router.track(sessionId);
-    const raw: Raw = { index, sessionId, expected, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, firstEventMs: null, error: null };
+    const raw: Raw = { index, sessionId, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, firstEventMs: null, error: null };
     raws.push(raw);
     const t0 = performance.now();
     try {
-      await o.cluster.submit(question, sessionId);
+      await o.cluster.submit(o.workload.query(index), sessionId, o.workload.submit);
       raw.submitMs = performance.now() - t0;
     } catch (err) {
       raw.error = `submit failed: ${(err as Error).message}`;
@@ -133,14 +129,14 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
   await o.router.settle(raws.map((r) => r.sessionId), 3000);
 
   const results: SessionResult[] = [];
-  for (const raw of raws) results.push(await verify(o.cluster, raw));
+  for (const raw of raws) results.push(await verify(o.cluster, o.workload, raw));
   for (const raw of raws) o.router.forget(raw.sessionId);
   results.sort((a, b) => a.index - b.index);
   return aggregate(o.concurrency, elapsedMs, results);
 }
 
 /** Checks a session against its events and its Redis state and transition log. */
-async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
+async function verify(cluster: Cluster, workload: Workload, raw: Raw): Promise<SessionResult> {
   const t = raw.tracked;
   const steps = [...t.steps.entries()].sort((a, b) => a[0] - b[0]);
   const handlerMs = steps.reduce((a, [, s]) => a + s.latencyMs, 0);
@@ -170,28 +166,33 @@ async function verify(cluster: Cluster, raw: Raw): Promise<SessionResult> {
   const bad = (outcome: "lost" | "failed", reason: string): SessionResult => ({ ...base, outcome, reason });
 
   if (raw.error) return bad("failed", raw.error);
-  const problem = await checkSession(cluster, { sessionId: raw.sessionId, expected: raw.expected, complete: t.complete, steps: steps.length });
+  const seen = { sessionId: raw.sessionId, index: raw.index, complete: t.complete, stepNames: steps.map(([, s]) => s.what), codeRuns: t.codeRuns };
+  const problem = await checkSession(cluster, workload, seen);
   return problem ? bad(problem.outcome, problem.reason) : { ...base, outcome: "ok", reason: null };
 }
 
 /** What a client saw of a session, to check against Redis. */
 export interface Seen {
   readonly sessionId: string;
-  readonly expected: string;
+  /** The session's index in the workload (its query). */
+  readonly index: number;
   /** The `complete` event, or null when none came within the timeout. */
   readonly complete: Extract<SessionEvent, { type: "complete" }> | null;
-  /** Distinct `step` events seen. */
-  readonly steps: number;
+  /** `role.op` of each distinct `step` event, in version order. */
+  readonly stepNames: readonly string[];
+  /** The `code_result` events seen. */
+  readonly codeRuns: readonly SeenCodeRun[];
   /** The owner Redis must record (the gateway's API key name); unchecked when absent. */
   readonly owner?: string;
 }
 
 /**
- * Why a session does not count as verified, or null when it does: it completed with the exact
- * answer, Redis agrees with the `complete` event, its transition log holds versions 1..n once
- * each, and the client saw one step event per transition after the first.
+ * Why a session does not count as verified, or null when it does: it completed with an answer
+ * the workload accepts, Redis agrees with the `complete` event (status, version, and the answer in
+ * the workflow's own field), its transition log holds versions 1..n once each, and the client saw
+ * one step event per transition after the first.
  */
-export async function checkSession(cluster: Cluster, s: Seen): Promise<{ outcome: "lost" | "failed"; reason: string } | null> {
+export async function checkSession(cluster: Cluster, workload: Workload, s: Seen): Promise<{ outcome: "lost" | "failed"; reason: string } | null> {
   const loaded = await cluster.store.load(s.sessionId);
   if (!s.complete) {
     const where = loaded ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}` : "Redis has no such session";
@@ -199,11 +200,12 @@ export async function checkSession(cluster: Cluster, s: Seen): Promise<{ outcome
   }
   const failed = (reason: string) => ({ outcome: "failed" as const, reason });
   if (s.complete.status !== "completed") return failed(`completed with status ${s.complete.status}: ${s.complete.final_answer}`);
-  if (s.complete.final_answer !== s.expected) return failed(`wrong answer ${JSON.stringify(s.complete.final_answer)}, expected ${JSON.stringify(s.expected)}`);
+  const wrong = workload.check(s.index, { answer: s.complete.final_answer, stepNames: s.stepNames, codeRuns: s.codeRuns });
+  if (wrong !== null) return failed(wrong);
   if (!loaded) return failed("complete event seen but the session is missing in Redis");
   const { state } = loaded;
-  const answer = state.data.workflow === "critic-chain" ? state.data.final_answer : null;
-  if (state.meta.status !== "completed" || answer !== s.expected || state.meta.version !== s.complete.version) {
+  const answer = workload.storedAnswer(state.data);
+  if (state.meta.status !== "completed" || answer !== s.complete.final_answer || state.meta.version !== s.complete.version) {
     return failed(`Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
   }
   if (s.owner !== undefined && state.meta.owner !== s.owner) return failed(`Redis records owner ${JSON.stringify(state.meta.owner)}, expected ${JSON.stringify(s.owner)}`);
@@ -212,7 +214,7 @@ export async function checkSession(cluster: Cluster, s: Seen): Promise<{ outcome
   } catch (err) {
     return failed((err as Error).message);
   }
-  if (s.steps !== state.meta.version - 1) return failed(`saw ${s.steps} step events for ${state.meta.version} transitions`);
+  if (s.stepNames.length !== state.meta.version - 1) return failed(`saw ${s.stepNames.length} step events for ${state.meta.version} transitions`);
   return null;
 }
 

@@ -9,7 +9,7 @@ import { uniquePrefix } from "../test/setup/prefix.js";
 import { AGENT_ROLES, Cluster, assertAppliedOnce } from "../test/e2e/harness.js";
 import { EventRouter } from "./events.js";
 import { natsConnect } from "./nats.js";
-import { questionFor } from "./sessions.js";
+import { questionFor } from "./workloads.js";
 import { summarize } from "./stats.js";
 import { findServerPid, rssKiB } from "./sysinfo.js";
 

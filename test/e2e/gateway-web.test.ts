@@ -9,9 +9,11 @@ import { launchBrowser, screenshot, seriousA11yViolations } from "./browser.js";
 // The gateway's web page in a real headless Chromium (Debian's package, driven by
 // playwright-core): the gateway as its own OS process serving the page, a coordinator and every
 // blackboard agent as separate processes over real NATS and Redis, the offline engine. The page
-// talks only to the gateway's public HTTP/SSE API, with an API key typed into its field.
+// talks only to the gateway's public HTTP/SSE API, with an API key typed into its field. The
+// supervisor's router and code agent run too (the executor is shared): offline they run the code
+// a question gives them.
 
-const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic"] as const satisfies readonly ServiceName[];
+const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic", "router", "coder"] as const satisfies readonly ServiceName[];
 const KEY = generateApiKey();
 const GATEWAY_ENV = { AGENTMESH_API_KEYS: apiKeyEntry("webtester", KEY) };
 
@@ -19,6 +21,8 @@ const ARITHMETIC = "What is 123456789 * 987654321?";
 const PRODUCT = "121932631112635269";
 const HANDBOOK = "Where does the handbook say to store samples at 4 degrees?";
 const CLARIFICATION = "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?";
+const RUN_THIS = "Run this:\n```js\nconsole.log(6 * 7)\n```";
+const RUN_FAILING = "Run this:\n```js\nconsole.log(\"before\")\nnull.boom()\n```";
 
 let cluster: Cluster;
 let gateway: Proc;
@@ -225,6 +229,74 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     expect(await textOf('#charts figure[data-key="t1"] .refused')).toBe("Not drawn: the chart loads data from a URL; only inline data is drawn.");
     await screenshot(page, "web-charts");
     expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  test("the supervisor's options are shown for it alone; code run with Agent = Code shows its routing, settings, run and answer", async () => {
+    await page.goto(baseUrl);
+    await page.getByLabel(/API key/).fill(KEY);
+    await page.getByLabel(/API key/).press("Tab");
+    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^supervisor/));
+    await page.getByLabel("Workflow").selectOption("blackboard");
+    expect(await page.getByRole("group", { name: "Supervisor options" }).isHidden()).toBe(true);
+    await page.getByLabel("Workflow").selectOption("supervisor");
+    expect(await page.getByRole("group", { name: "Supervisor options" }).isVisible()).toBe(true);
+    expect(await page.getByLabel(/^Depth/).inputValue()).toBe("standard");
+    expect(await page.getByLabel(/^Scenario/).inputValue()).toBe("academic");
+    // A specialist other than research: the research settings do not apply, so they go.
+    await page.getByLabel(/^Agent/).selectOption("code");
+    expect(await page.getByLabel(/^Depth/).isHidden()).toBe(true);
+    expect(await page.getByLabel(/^Scenario/).isHidden()).toBe(true);
+    expect(await seriousA11yViolations(page)).toEqual([]);
+
+    await page.getByLabel("Question").fill(RUN_THIS);
+    const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/api/v1/query"));
+    await page.getByRole("button", { name: "Ask" }).click();
+    expect((await posted).postDataJSON()).toEqual({ query: RUN_THIS, workflow: "supervisor", task_id: expect.any(String), mode: "code" });
+    await pollText("#answer", 60_000).toContain("42");
+    await pollText("#status").toMatch(/^Session completed in \d/);
+    expect(await page.locator("#notes li").allTextContents()).toEqual([
+      'Routed to code (confidence 1.00): explicit mode "code" (the router was not asked)',
+      "Settings of the code agent: max iterations 3; languages python, javascript",
+    ]);
+    const run = page.locator(".call", { hasText: "run_js" });
+    expect(await run.locator(".args").textContent()).toContain("console.log(6 * 7)");
+    expect(await run.locator(".result").textContent()).toMatch(/^result after \d+(\.\d)? m?s: exit code 0\nstdout:\n42(\n|$)/);
+    expect(await run.locator(".result").getAttribute("data-state")).toBe("ok");
+
+    const state = (await cluster.store.load(sessionInUrl()))?.state;
+    expect(state?.meta.status).toBe("completed");
+    expect(state?.data.workflow === "supervisor" && state.data.response).toBe(await textOf("#answer"));
+    await screenshot(page, "web-supervisor-code");
+    expect(await seriousA11yViolations(page)).toEqual([]);
+    expect(pageProblems).toEqual([]);
+  });
+
+  test("with Agent = Automatic the router sends a code block to the code agent; a failed run shows its stderr ending with the exception", async () => {
+    await page.goto(baseUrl);
+    await page.getByLabel(/API key/).fill(KEY);
+    await page.getByLabel(/API key/).press("Tab");
+    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^supervisor/));
+    await page.getByLabel("Workflow").selectOption("supervisor");
+    await page.getByLabel(/^Depth/).selectOption("quick");
+    await page.getByLabel(/^Scenario/).selectOption("technical");
+    await page.getByLabel("Question").fill(RUN_FAILING);
+    const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/api/v1/query"));
+    await page.getByRole("button", { name: "Ask" }).click();
+    // Automatic sends no mode; the research settings are sent, as the router might pick research.
+    expect((await posted).postDataJSON()).toEqual({ query: RUN_FAILING, workflow: "supervisor", task_id: expect.any(String), depth: "quick", scenario: "technical" });
+    await pollText("#status", 60_000).toMatch(/^Session completed in \d/);
+    expect(await page.locator("#notes li").allTextContents()).toEqual([
+      "Routed to code (confidence 0.70): the query mentions a code block, a code cue",
+      "Settings of the code agent: max iterations 3; languages python, javascript",
+    ]);
+    const result = page.locator(".call", { hasText: "run_js" }).locator(".result");
+    expect(await result.getAttribute("data-state")).toBe("failed");
+    const shown = (await result.textContent()) ?? "";
+    expect(shown).toMatch(/^failed after \d+(\.\d)? m?s: exit code 1\nstdout:\nbefore\nstderr:\n/);
+    expect(shown).toMatch(/TypeError[^\n]*null[^\n]*$/);
+    expect(await textOf("#answer")).toContain("The code failed");
+    await screenshot(page, "web-supervisor-code-failed");
     expect(pageProblems).toEqual([]);
   });
 

@@ -30,6 +30,7 @@ const VALID: Record<SessionEventType, Record<string, unknown>> = {
   error: { type: "error", code: "model_error", message: "the model failed", component: "planner" },
   complete: { type: "complete", status: "completed", final_answer: "4", final_reasoning_trace: "computed" },
   routing: { type: "routing", agent: "research", confidence: 0.42, reason: "needs sources", is_low_confidence: true },
+  config: { type: "config", agent: "research", settings: { depth: "quick", scenario: "news", sources_kept: 5, charted: false, model: null } },
   handoff: { type: "handoff", source_agent: "chat", target_agent: "code", task_description: "Run the numbers", context: null },
   source: { type: "source", title: "JetStream", url: "https://docs.nats.io/nats-concepts/jetstream", path: null, snippet: "JetStream is the persistence layer" },
   code_result: { type: "code_result", id: "c1", language: "python", exit_code: 0, stdout: "4\n", stderr: "", result: "4", truncated: false, duration_ms: 31 },
@@ -130,6 +131,23 @@ describe("handoff (seed 002's HandoffInfo)", () => {
   });
 });
 
+describe("config (seed 002's init_config)", () => {
+  test("names one of the seed's agents and carries flat settings", () => {
+    expect(parses("config", { agent: "code", settings: { max_iterations: 3, languages: "python, javascript" } })).toBe(true);
+    expect(parses("config", { agent: "billing" })).toBe(false);
+    expect(parses("config", { settings: { nested: { depth: "quick" } } })).toBe(false);
+    expect(parses("config", { settings: { list: ["a"] } })).toBe(false);
+  });
+
+  test("bounds: at most 20 settings, values of at most 200 characters", () => {
+    const twenty = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, i]));
+    expect(parses("config", { settings: twenty })).toBe(true);
+    expect(parses("config", { settings: { ...twenty, k20: 20 } })).toBe(false);
+    expect(parses("config", { settings: { note: x(200) } })).toBe(true);
+    expect(parses("config", { settings: { note: x(201) } })).toBe(false);
+  });
+});
+
 describe("source", () => {
   test("a web page (url) or a corpus file (path), never neither", () => {
     expect(parses("source", { url: null, path: "corpus/jetstream.md" })).toBe(true);
@@ -180,5 +198,5 @@ describe("visualization", () => {
 });
 
 test("an unknown type is refused", () => {
-  expect(SessionEvent.safeParse({ ...base, type: "config", data: {} }).success).toBe(false);
+  expect(SessionEvent.safeParse({ ...base, type: "settings", data: {} }).success).toBe(false);
 });

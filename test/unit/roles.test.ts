@@ -14,12 +14,13 @@ import { ROLE_NAMES, ROLES, type RoleName } from "@agentmesh/contracts";
 import { loadAgentConfig, loadPromptContracts, setUpRole, type AgentDefinition } from "@agentmesh/agent-kit";
 import { loadRoles } from "@agentmesh/agent";
 import { createLogger } from "@agentmesh/service-kit";
+import { toStrictJsonSchema } from "@agentmesh/llm";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 const log = createLogger({ service: "roles-test", level: "silent" });
 const loaded = await loadRoles([]);
 
-type AnyOp = { kind?: string; contract?: string; offline?: unknown };
+type AnyOp = { kind?: string; contract?: string; offline?: unknown; output?: string };
 
 /** Every definition a role folder provides (roles with tools are built, then closed). */
 async function definitionsOf(role: RoleName): Promise<AgentDefinition[]> {
@@ -52,6 +53,12 @@ describe("every role in the registry is one complete folder", () => {
       if (isPrompt) {
         expect(op.contract, `${role}.${name}: a prompt op names its prompt file`).toBeTruthy();
         expect(typeof op.offline, `${role}.${name}: offline behaviour`).toBe("function");
+      }
+      // a JSON prompt op sends its response schema to the model, which strict structured output
+      // takes only as an object (an agent's action union is written as a flat draft by a handler)
+      if (isPrompt && op.output !== "text") {
+        const schema = toStrictJsonSchema((ROLES[role] as Record<string, { response: import("zod").ZodType }>)[name]!.response) as { type?: string };
+        expect(schema.type, `${role}.${name}: a JSON prompt op's response is an object`).toBe("object");
       }
     }
   });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import {
+  Attachment,
   CodeLanguage,
+  DataInput,
   HANDOFF_MATRIX,
   HandoffArgs,
   HandoffInfo,
@@ -14,11 +16,13 @@ import {
   RoutingDecision,
   RoutingResult,
   STREAMING_CONFIG,
+  SessionOptions,
   SUPERVISOR_LIMITS,
   SessionEvent,
   SharedAgentMemory,
   SupervisorAgent,
   VegaLiteSpec,
+  attachmentBytes,
   inHandoffMatrix,
 } from "@agentmesh/contracts";
 
@@ -194,5 +198,43 @@ describe("the seed's and the issue's numbers", () => {
     const fits = { mark: "bar", description: x(LIMITS.maxVisualizationSpecChars - 31) };
     expect(VegaLiteSpec.safeParse(fits).success).toBe(true);
     expect(VegaLiteSpec.safeParse({ ...fits, description: `${fits.description}x` }).success).toBe(false);
+  });
+});
+
+describe("attachments (SessionOptions.attachments)", () => {
+  const file = (over: Partial<Attachment> = {}): Attachment => ({ name: "sales.csv", content_type: "text/csv", content: "region,total\nA,5", ...over });
+  const refusal = (attachments: unknown): string => {
+    const r = SessionOptions.safeParse({ attachments });
+    return r.success ? "accepted" : JSON.stringify(r.error.issues.map((i) => [i.path.join("."), i.message]));
+  };
+
+  it("takes up to the limits: a name without a folder, a text type, text content", () => {
+    expect(SessionOptions.parse({ attachments: [file(), file({ name: "b.json", content_type: "application/json", content: "[]" }), file({ content_type: "text/plain", content: "" })] }).attachments).toHaveLength(3);
+    const full = Array.from({ length: LIMITS.maxAttachments }, (_, i) => file({ name: `f${i}.csv`, content: x(LIMITS.maxAttachmentChars / LIMITS.maxAttachments) }));
+    expect(refusal(full)).toBe("accepted");
+    expect(refusal([file({ content: "a\tb\r\nc,d\n" })])).toBe("accepted");
+  });
+
+  it(`refuses more than ${LIMITS.maxAttachments} attachments, more than ${LIMITS.maxAttachmentChars} characters in all, and each field out of bounds, naming where`, () => {
+    expect(refusal(Array.from({ length: LIMITS.maxAttachments + 1 }, () => file()))).toMatch(/"attachments"/);
+    const over = [file({ content: x(LIMITS.maxAttachmentChars / 2) }), file({ content: x(LIMITS.maxAttachmentChars / 2 + 1) })];
+    expect(refusal(over)).toContain(`over ${LIMITS.maxAttachmentChars} characters in all`);
+    expect(refusal([file({ content: x(LIMITS.maxAttachmentChars + 1) })])).toContain("attachments.0.content");
+    expect(refusal([file({ name: "../etc/passwd" })])).toContain("path separator");
+    expect(refusal([file({ name: "dir\\a.csv" })])).toContain("path separator");
+    expect(refusal([file({ name: "" })])).toContain("attachments.0.name");
+    expect(refusal([file({ name: x(201) })])).toContain("attachments.0.name");
+    expect(refusal([file({ content_type: "image/png" as Attachment["content_type"] })])).toContain("attachments.0.content_type");
+    expect(refusal([file({ content: "a,b\u0000" })])).toContain("no control characters");
+    expect(refusal([{ ...file(), path: "/tmp/x" }])).toContain("attachments.0");
+    const euros = file({ content: "€".repeat(LIMITS.maxAttachmentChars) });
+    expect(attachmentBytes(euros.content)).toBeGreaterThan(LIMITS.maxAttachmentBytes);
+    expect(refusal([euros])).toContain(`over ${LIMITS.maxAttachmentBytes} bytes in all`);
+  });
+
+  it("DataInput says where data came from: an attachment (with its name), the query or the thread", () => {
+    const data = { format: "csv", text: "a,b\n1,2", columns: ["a", "b"], rows: 1 } as const;
+    expect(DataInput.parse({ ...data, origin: "attachment", name: "sales.csv" }).name).toBe("sales.csv");
+    expect(DataInput.safeParse({ ...data, origin: "upload" }).success).toBe(false);
   });
 });
