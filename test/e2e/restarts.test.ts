@@ -58,9 +58,9 @@ beforeAll(async () => {
   // Coordinators first: they provision the streams and consumers the agents attach to.
   cluster.start("coordinator");
   cluster.start("coordinator");
-  await cluster.waitReady({ coordinator: 2 }, 45_000);
+  await cluster.waitReady({ coordinator: 2 });
   for (const r of AGENT_ROLES) cluster.start(r);
-  await cluster.waitReady(ALL, 45_000);
+  await cluster.waitReady(ALL);
 
   // The undisturbed run every disturbed run must equal.
   cluster.redisClient.on("error", () => undefined); // reconnects by itself; the outage is the point
