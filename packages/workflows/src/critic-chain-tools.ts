@@ -12,6 +12,9 @@ import { TOOL_DESCRIPTIONS } from "./supervisor-tools.js";
 
 type D = CriticChainData;
 
+/** `text` in at most `max` characters, marked when cut (critic-chain-messages' clip, which imports this module). */
+const cut = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
 /** The steps whose agent may call tools, each call an executor.call task of its own. */
 export type LoopStep = "researcher" | "expert";
 export const isLoopStep = (step: string): step is LoopStep => step === "researcher" || step === "expert";
@@ -63,7 +66,7 @@ export function loopOf(d: D, step: LoopStep): AgentLoop | null {
 export function withLoop(d: D, step: LoopStep, loop: AgentLoop): D {
   if (step === "expert") return { ...d, expert_state: loop };
   const i = d.current_research_index;
-  const state: ResearcherState = { step_id: i, research_step: d.research_steps[i] ?? "", ...loop };
+  const state: ResearcherState = { step_id: i, research_step: cut(d.research_steps[i] ?? "", 2000), ...loop };
   return { ...d, researcher_states: { ...d.researcher_states, [String(i)]: state } };
 }
 
@@ -93,7 +96,6 @@ export function settleResearch(d: D): D {
   const key = String(d.current_research_index);
   const s = d.researcher_states[key];
   if (!s) return d;
-  const cut = (text: string) => (text.length <= SETTLED_CONTENT ? text : `${text.slice(0, SETTLED_CONTENT - 1)}…`);
-  const observations = s.observations.map((o) => ({ ...o, content: cut(o.content) }));
+  const observations = s.observations.map((o) => ({ ...o, content: cut(o.content, SETTLED_CONTENT) }));
   return { ...d, researcher_states: { ...d.researcher_states, [key]: { ...s, observations, pending_call: null } } };
 }

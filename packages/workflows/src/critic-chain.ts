@@ -41,11 +41,11 @@ function execute(data: CriticChainData, step: AgentStep, attempt: number, advanc
   const sent = withMessage(built.data, built.message);
   // A new turn of the researcher or the expert (not the same one run again after a failure) starts its tool rounds afresh.
   const turned = isLoopStep(step) && advance ? startTurn(sent, step) : sent;
-  return dispatchAgent(turned, step, attempt, attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`);
+  return dispatchAgent(turned, step, attempt, attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`, events);
 }
 
 /** Dispatches the step's agent op with the request built from the state (the seed's message rebuilt as it was sent). */
-function dispatchAgent(data: CriticChainData, step: AgentStep, attempt: number, description: string, events: EventDraft[] = []): Decided {
+function dispatchAgent(data: CriticChainData, step: AgentStep, attempt: number, description: string, events: EventDraft[]): Decided {
   const { role, op } = STEP_OPS[step];
   const counted = isLoopStep(step) ? countTurn(data, step) : data;
   const { message } = orchestratorMessage(counted, step, false);
