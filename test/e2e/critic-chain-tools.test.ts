@@ -89,7 +89,8 @@ describe("critic-chain with tools, every service its own process", () => {
 
     // From the transition log (each input logged whole: the corpus search asked for one passage, so its result stays under LIMITS.maxLogInputChars):
     // replaying its inputs through step() dispatches the retry with the rejected answer in its request.
-    const defaults: RuntimeDefaults = { budgets: state.meta.budgets, ceilings: state.meta.budgets, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null };
+    const criticChain = { tools: d.tools_available, max_tool_rounds: d.max_tool_rounds }; // the deployment's settings, as the session copied them
+    const defaults: RuntimeDefaults = { budgets: state.meta.budgets, ceilings: state.meta.budgets, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null, criticChain };
     let replayed = createSession({ sessionId: sid, workflow: "critic-chain", query: QUESTION, options: {}, now: log[0]!.now, defaults });
     const expertRequests: unknown[] = [];
     for (const line of log) {
