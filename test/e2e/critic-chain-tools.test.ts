@@ -37,8 +37,8 @@ beforeAll(async () => {
   cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("cct"), llmBaseUrl: llm.url });
   await cluster.open();
   cluster.startAll(1);
-  await cluster.waitReady({ coordinator: 1, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) }, 120_000);
-});
+  await cluster.waitReady({ coordinator: 1, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) }, 180_000);
+}, 240_000); // seven processes start at once: slow on a shared machine
 
 afterAll(async () => {
   await cluster?.close();
