@@ -46,7 +46,7 @@ async function expertTurns(input: Omit<OpRequest<"expert", "answer">, "tools" | 
   const observations: ToolObservation[] = [];
   for (let round = 0; ; round++) {
     const turn = await call("expert", "answer", { ...input, rejected_answer: null, tools: [CALCULATOR], observations, tool_rounds_left: 5 - round }, port);
-    if (turn.action === "answer") return { ...turn, calls: observations.length };
+    if (turn.action === "answer") return { ...turn, calls: observations.length, observations };
     expect(turn.tool).toBe("calculator");
     observations.push(await calculate(JSON.parse(turn.arguments_json) as Record<string, unknown>));
   }
@@ -56,7 +56,7 @@ async function expertTurns(input: Omit<OpRequest<"expert", "answer">, "tools" | 
 async function chain(question: string) {
   const plan = await call("planner", "plan", { message: message("planner", `Develop a logical plan to answer: ${question}`), question, feedback: null, rejected_plan: null });
   const planVerdict = await call("critic", "review_plan", { message: message("critic", "Review plan"), question, ...plan });
-  const { calls, ...expert } = await expertTurns({
+  const { calls, observations, ...expert } = await expertTurns({
     message: message("expert", `Perform steps: ${plan.expert_steps.join(" ")}`),
     question,
     expert_steps: plan.expert_steps,
@@ -72,6 +72,7 @@ async function chain(question: string) {
     research_results: [],
     error: null,
     error_component: null,
+    tool_calls: observations.map((o) => `expert: ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${o.content}`),
   });
   return { plan, planVerdict, expert, answerVerdict, final, calls };
 }
@@ -95,6 +96,7 @@ describe("offline engine: arithmetic", { timeout: 30_000 }, () => {
     expect(run.expert.expert_reasoning).toContain(`Exact value: ${expected}.`);
     expect(run.answerVerdict.decision).toBe("approve");
     expect(run.final.final_answer).toBe(run.expert.expert_answer);
+    expect(run.final.final_reasoning_trace).toContain(`Tools called: expert: calculator {"expression":`);
   });
 
   it("puts the normalised expression in the reasoning", async () => {
@@ -204,6 +206,7 @@ describe("offline engine: critics and finalizer", () => {
       expert_answer: "",
       expert_reasoning: "",
       research_results: [],
+      tool_calls: [],
       error: "the model endpoint failed",
       error_component: "expert",
     });

@@ -159,6 +159,8 @@ export const ROLES = {
         research_results: z.array(Text).max(LIMITS.maxListItems),
         error: z.string().max(4000).nullable(),
         error_component: z.string().max(100).nullable(),
+        /** The researcher's and the expert's tool calls and what came of them, one line each, oldest first, for the trace. */
+        tool_calls: z.array(z.string().max(500)).max(40).default([]),
       }),
       z.object({ final_answer: Text, final_reasoning_trace: Text }),
     ),

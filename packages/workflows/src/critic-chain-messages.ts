@@ -32,6 +32,16 @@ function toolTurn(data: CriticChainData, step: LoopStep) {
   return { tools: offeredTools(data, step), observations: loopOf(data, step)?.observations ?? [], tool_rounds_left: roundsLeft(data, step) };
 }
 
+/** The researcher's (step by step) and the expert's tool calls as one line each, the latest 40, for the finalizer's trace. */
+function toolCallLines(data: CriticChainData): string[] {
+  const steps = Object.values(data.researcher_states).sort((a, b) => a.step_id - b.step_id);
+  const turns = [...steps.map((s) => ({ who: `researcher (step ${s.step_id + 1})`, observations: s.observations })), { who: "expert", observations: data.expert_state?.observations ?? [] }];
+  const lines = turns.flatMap(({ who, observations }) =>
+    observations.map((o) => clip(`${who}: ${o.tool} ${clip(JSON.stringify(o.arguments), 200)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 200)}`, 500)),
+  );
+  return lines.slice(-40);
+}
+
 /**
  * The seed's orchestrator message for `step`, built exactly as its message-creation logic says.
  * `advance` is the seed's "increment research index for a new step"; it is false when the same
@@ -158,6 +168,7 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         research_results: data.research_results,
         error: data.error === null ? null : clip(data.error, 4000),
         error_component: data.error_component,
+        tool_calls: toolCallLines(data),
       } satisfies OpRequest<"finalizer", "finalize">;
   }
 }

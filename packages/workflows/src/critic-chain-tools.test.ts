@@ -66,6 +66,25 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     expect(h.state.data.expert_state).toMatchObject({ turns: 2, tool_rounds: 1, refusals: 0, pending_call: null });
   });
 
+  it("hands the finalizer every tool call and what came of it, for the trace", () => {
+    const h = harness();
+    h.apply(inputs.start());
+    h.reply(out.plan(["r1"], ["e1"]));
+    h.reply(out.approve());
+    h.reply(call("corpus_search", { query: "r1" }));
+    h.reply(outcome("corpus_search", "[1] a.md: passage"));
+    h.reply(out.research("found"));
+    h.reply(out.approve());
+    h.reply(call("calculator", { expression: "1 / 0" }));
+    h.reply(outcome("calculator", "invalid_tool_input: cannot evaluate: division by zero", false));
+    h.reply(out.answer("I could not compute 1 / 0", "division by zero"));
+    const fin = onlyTask(h.reply(out.approve()));
+    expect(fin.input.tool_calls).toEqual([
+      'researcher (step 1): corpus_search {"query":"r1"} returned: [1] a.md: passage',
+      'expert: calculator {"expression":"1 / 0"} failed: invalid_tool_input: cannot evaluate: division by zero',
+    ]);
+  });
+
   it("bounds a turn at max_tool_rounds: at the bound no rounds are left, a further call is refused and the agent is asked to answer", () => {
     const h = harness({ defaults: { ...DEFAULTS, criticChain: { tools: MINIMAL_CRITIC_CHAIN_SETTINGS.tools, max_tool_rounds: 2 } } });
     toExpert(h);
