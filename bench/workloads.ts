@@ -48,17 +48,26 @@ export function questionFor(i: number): { question: string; expected: string } {
   return { question: `What is ${i} * 7 + 0.1?`, expected: `${i} * 7 + 0.1 = ${i * 7}.1` };
 }
 
-/** critic-chain: planner → critic → expert → critic → finalizer, the exact answer compared; every critic-chain role started, as before. */
+/** The steps of an offline critic-chain session: the expert computes through the calculator tool (an executor.call), then answers. */
+export const CRITIC_CHAIN_STEPS = ["planner.plan", "critic.review_plan", "expert.answer", "executor.call", "expert.answer", "critic.review_answer", "finalizer.finalize"] as const;
+
+/** critic-chain: planner → critic → expert ⇄ executor (calculator) → critic → finalizer, the steps and the exact answer compared; every critic-chain role and the executor started. */
 export const CRITIC_CHAIN: Workload = {
   workflow: "critic-chain",
-  path: "planner → critic → expert → critic → finalizer",
+  path: "planner → critic → expert → executor (calculator) → expert → critic → finalizer",
   roles: AGENT_ROLES,
   query: (i) => questionFor(i).question,
   submit: { workflow: "critic-chain", options: {} },
   storedAnswer: (data) => (data.workflow === "critic-chain" ? data.final_answer : null),
   check(i, seen) {
     const { expected } = questionFor(i);
-    return seen.answer === expected ? null : `wrong answer ${JSON.stringify(seen.answer)}, expected ${JSON.stringify(expected)}`;
+    const wanted = CRITIC_CHAIN_STEPS.join(" → ");
+    const steps = seen.stepNames.join(" → ");
+    const problems = [
+      seen.answer === expected ? null : `wrong answer ${JSON.stringify(seen.answer)}, expected ${JSON.stringify(expected)}`,
+      steps === wanted ? null : `steps ${steps || "(none)"}, expected ${wanted}`,
+    ].filter((p) => p !== null);
+    return problems.length === 0 ? null : problems.join("; ");
   },
 };
 

@@ -23,6 +23,21 @@ function planOffline(input: OpRequest<"planner", "plan">): OpResponse<"planner",
   return { research_steps: [], expert_steps: [clip(step, 2000)] };
 }
 
+const numbered = (steps: readonly string[]) => (steps.length ? steps.map((s, n) => `${n + 1}. ${s}`).join("\n") : "(none)");
+
+/** The planner's user prompt: the question, the instruction and, on a retry, the plan the critic rejected with its feedback. */
+export function renderPlan(i: OpRequest<"planner", "plan">): string {
+  const rejected = i.rejected_plan;
+  return [
+    `Question: ${i.question}`,
+    `Instruction: ${i.message.content}`,
+    rejected ? `Your earlier plan, which the critic rejected:\nResearch steps:\n${numbered(rejected.research_steps)}\nExpert steps:\n${numbered(rejected.expert_steps)}` : "",
+    i.feedback ? `Critic feedback to address: ${i.feedback}` : "",
+  ]
+    .filter(Boolean)
+    .join("\n\n");
+}
+
 /** The planner: turns a question into research steps and expert steps (seed 004), or into halo's capability tags (seed 000). */
 export default defineAgent({
   role: "planner",
@@ -30,8 +45,7 @@ export default defineAgent({
   ops: {
     plan: {
       contract: "planner.plan",
-      render: (i) =>
-        [`Question: ${i.question}`, `Instruction: ${i.message.content}`, i.feedback ? `Critic feedback to address: ${i.feedback}` : ""].filter(Boolean).join("\n\n"),
+      render: renderPlan,
       summarize: (o) => `${o.research_steps.length} research step(s), ${o.expert_steps.length} expert step(s)`,
       offline: planOffline,
     },

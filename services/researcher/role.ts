@@ -1,7 +1,8 @@
 import { defineAgent } from "@agentmesh/agent-kit";
-import { LIMITS, STREAMING_CONFIG, type AgentAction } from "@agentmesh/contracts";
-import { clip, needsModel, quote } from "@agentmesh/offline-kit";
+import { STREAMING_CONFIG, type AgentAction } from "@agentmesh/contracts";
+import { needsModel } from "@agentmesh/offline-kit";
 import { renderAnalyze, renderFinalize, renderSynthesize, search } from "./research-agent.js";
+import { renderResearch, researchOffline, summarizeResearch } from "./research-step.js";
 
 /** Offline the supervisor's research agent answers `needs_model`: it cannot pick searches, read sources or write a report without a model. */
 const researchNeedsModel = needsModel("research agent", "choose its searches, read the sources or write a report");
@@ -12,17 +13,14 @@ const summarizeAction = (o: AgentAction): string => (o.action === "tool" ? `tool
 /** The researcher: one research step at a time (seed 004), and the supervisor's research agent (seed 002). */
 export default defineAgent({
   role: "researcher",
-  description: "Carries out one research step (critic chain), and runs the supervisor's research agent: search, analyze, synthesize, finalize",
+  description: "Carries out one research step with its tools (critic chain), and runs the supervisor's research agent: search, analyze, synthesize, finalize",
   ops: {
     research: {
       contract: "researcher.research",
-      render: (i) =>
-        [`Question: ${i.question}`, `Research step: ${i.research_step}`, `Instruction: ${i.message.content}`, i.feedback ? `Critic feedback: ${i.feedback}` : ""].filter(Boolean).join("\n\n"),
-      summarize: (o) => o.result.slice(0, 120),
-      // Offline there is no source to research: say so, never invent a finding.
-      offline: (i, ctx) => ({
-        result: clip(`No research source is available offline, so the step ${quote(i.research_step)} was not researched and nothing is reported as found. ${ctx.configHint}`, LIMITS.maxTextChars),
-      }),
+      render: renderResearch,
+      summarize: summarizeResearch,
+      // Offline it searches the corpus and quotes what it found; it never invents a finding.
+      offline: researchOffline,
     },
     search: {
       kind: "handler",

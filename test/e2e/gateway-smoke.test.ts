@@ -3,7 +3,7 @@ import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
 import { uniquePrefix } from "../setup/prefix.js";
 import { Cluster } from "./harness.js";
 
-// Offline engine (no model): critic-chain answers arithmetic through the calculator.
+// Offline engine (no model): critic-chain answers arithmetic through the calculator tool (an executor.call).
 const ALICE = generateApiKey();
 const BOB = generateApiKey();
 let cluster: Cluster;
@@ -13,9 +13,9 @@ beforeAll(async () => {
   cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("gws") });
   await cluster.open();
   cluster.start("coordinator");
-  for (const r of ["planner", "critic", "researcher", "expert", "finalizer"] as const) cluster.start(r);
+  for (const r of ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const) cluster.start(r);
   ({ url } = await cluster.startGateway({ AGENTMESH_API_KEYS: [apiKeyEntry("alice", ALICE), apiKeyEntry("bob", BOB)].join(",") }));
-  await cluster.waitReady({ coordinator: 1, planner: 1, critic: 1, researcher: 1, expert: 1, finalizer: 1 });
+  await cluster.waitReady({ coordinator: 1, planner: 1, critic: 1, researcher: 1, expert: 1, finalizer: 1, executor: 1 });
 });
 
 afterAll(async () => {
@@ -41,6 +41,8 @@ describe("the gateway as a real process under NATS access control", () => {
     const complete = events.at(-1);
     expect(complete?.event).toBe("complete");
     expect(JSON.parse(complete?.data ?? "{}").final_answer).toMatch(/42/);
+    // the expert computed it with the calculator tool, run by the executor
+    expect(events.filter((e) => e.event === "tool_call").map((e) => JSON.parse(e.data) as { tool: string })).toMatchObject([{ tool: "calculator" }]);
     const ids = events.filter((e) => e.id !== null).map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
     const mine = await fetch(`${url}/api/v1/sessions/${sid}`, { headers: { authorization: `Bearer ${ALICE}` } });

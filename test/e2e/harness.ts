@@ -11,7 +11,7 @@ import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 const root = join(import.meta.dirname, "../..");
 
 export type ServiceName = "coordinator" | "gateway" | RoleName;
-export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer"] as const;
+export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const;
 
 /** One service as a real OS process. */
 export interface Proc {

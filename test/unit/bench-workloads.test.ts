@@ -4,7 +4,7 @@ import { findCode, routeByKeywords } from "@agentmesh/offline-kit";
 import type { SessionState } from "@agentmesh/contracts";
 import { parseArgs, type BenchOptions } from "../../bench/args.js";
 import { queryBody } from "../../bench/gateway.js";
-import { CRITIC_CHAIN, SUPERVISOR, SUPERVISOR_STEPS, workloadFor, type SeenAnswer } from "../../bench/workloads.js";
+import { CRITIC_CHAIN, CRITIC_CHAIN_STEPS, SUPERVISOR, SUPERVISOR_STEPS, workloadFor, type SeenAnswer } from "../../bench/workloads.js";
 
 const options = (argv: string[]): BenchOptions => {
   const o = parseArgs(argv);
@@ -34,7 +34,7 @@ describe("pnpm bench --workflow", () => {
 });
 
 describe("the critic-chain load", () => {
-  const seen = (answer: string): SeenAnswer => ({ answer, stepNames: [], codeRuns: [] });
+  const seen = (answer: string): SeenAnswer => ({ answer, stepNames: [...CRITIC_CHAIN_STEPS], codeRuns: [] });
 
   it("asks session i for i * 7 + 0.1 and accepts only the exact answer", () => {
     expect(CRITIC_CHAIN.query(3)).toBe("What is 3 * 7 + 0.1?");
@@ -42,8 +42,13 @@ describe("the critic-chain load", () => {
     expect(CRITIC_CHAIN.check(3, seen("3 * 7 + 0.1 = 21.10"))).toBe('wrong answer "3 * 7 + 0.1 = 21.10", expected "3 * 7 + 0.1 = 21.1"');
   });
 
-  it("starts the five critic-chain roles and submits the workflow by name", () => {
-    expect(CRITIC_CHAIN.roles).toEqual(["planner", "critic", "researcher", "expert", "finalizer"]);
+  it("accepts only the path where the expert computes through the calculator (an executor.call) before it answers", () => {
+    const without = CRITIC_CHAIN.check(3, { ...seen("3 * 7 + 0.1 = 21.1"), stepNames: ["planner.plan", "critic.review_plan", "expert.answer", "critic.review_answer", "finalizer.finalize"] });
+    expect(without).toBe(`steps planner.plan → critic.review_plan → expert.answer → critic.review_answer → finalizer.finalize, expected ${CRITIC_CHAIN_STEPS.join(" → ")}`);
+  });
+
+  it("starts the five critic-chain roles and the executor, and submits the workflow by name", () => {
+    expect(CRITIC_CHAIN.roles).toEqual(["planner", "critic", "researcher", "expert", "finalizer", "executor"]);
     expect(CRITIC_CHAIN.submit).toEqual({ workflow: "critic-chain", options: {} });
   });
 

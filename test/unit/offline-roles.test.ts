@@ -1,6 +1,7 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EMPTY_MEMORY, listOps, ROLES, type OpRequest, type OpResponse, type OrchestratorMessage } from "@agentmesh/contracts";
+import { EMPTY_MEMORY, listOps, ROLES, type OpRequest, type OpResponse, type OrchestratorMessage, type ToolObservation } from "@agentmesh/contracts";
+import { createCalculatorTool, createSafeExecutor, createToolRegistry } from "@agentmesh/tools";
 import { loadRoles } from "@agentmesh/agent";
 import { offlineHandlersOf, type AgentDefinition } from "@agentmesh/agent-kit";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
@@ -26,11 +27,36 @@ async function call<R extends keyof typeof ROLES, O extends keyof (typeof ROLES)
   return reply.output as OpResponse<R, O>;
 }
 
+// The real calculator tool behind the safe executor, as the executor role runs it for an executor.call.
+const calculator = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 60_000 });
+const tools = createSafeExecutor({ registry: createToolRegistry([calculator.tool]), maxCallsPerSession: 1000 });
+afterAll(() => calculator.pool.close());
+// The calculator's worker loads mathjs once; on a busy machine that takes longer than one test may.
+beforeAll(() => tools.call({ tool: "calculator", args: { expression: "1 + 1" }, role: "expert", sessionId: "warm-up", taskId: "t" }), 60_000);
+const CALCULATOR = { name: "calculator", description: "Evaluate a math expression exactly." };
+
+/** The calculator's answer as the expert's next turn sees it (the executor's content: the value, or `<code>: <message>`). */
+async function calculate(args: Record<string, unknown>): Promise<ToolObservation> {
+  const r = await tools.call({ tool: "calculator", args, role: "expert", sessionId: "offline-roles", taskId: "t" });
+  return { tool: "calculator", arguments: args, ok: r.ok, content: r.ok ? String((r.output as { result: string }).result) : `${r.error.code}: ${r.error.message}` };
+}
+
+/** The expert's turns with the calculator, as the workflow runs them: each tool call is answered and the expert asked again. */
+async function expertTurns(input: Omit<OpRequest<"expert", "answer">, "tools" | "observations" | "tool_rounds_left" | "rejected_answer">, port: ModelPort = model) {
+  const observations: ToolObservation[] = [];
+  for (let round = 0; ; round++) {
+    const turn = await call("expert", "answer", { ...input, rejected_answer: null, tools: [CALCULATOR], observations, tool_rounds_left: 5 - round }, port);
+    if (turn.action === "answer") return { ...turn, calls: observations.length, observations };
+    expect(turn.tool).toBe("calculator");
+    observations.push(await calculate(JSON.parse(turn.arguments_json) as Record<string, unknown>));
+  }
+}
+
 /** Runs one pass of the critic chain for a question, as the coordinator would. */
 async function chain(question: string) {
-  const plan = await call("planner", "plan", { message: message("planner", `Develop a logical plan to answer: ${question}`), question, feedback: null });
+  const plan = await call("planner", "plan", { message: message("planner", `Develop a logical plan to answer: ${question}`), question, feedback: null, rejected_plan: null });
   const planVerdict = await call("critic", "review_plan", { message: message("critic", "Review plan"), question, ...plan });
-  const expert = await call("expert", "answer", {
+  const { calls, observations, ...expert } = await expertTurns({
     message: message("expert", `Perform steps: ${plan.expert_steps.join(" ")}`),
     question,
     expert_steps: plan.expert_steps,
@@ -46,11 +72,13 @@ async function chain(question: string) {
     research_results: [],
     error: null,
     error_component: null,
+    tool_calls: observations.map((o) => `expert: ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${o.content}`),
   });
-  return { plan, planVerdict, expert, answerVerdict, final };
+  return { plan, planVerdict, expert, answerVerdict, final, calls };
 }
 
-describe("offline engine: arithmetic", () => {
+// Each chain calls the calculator worker, which a loaded machine may answer slowly.
+describe("offline engine: arithmetic", { timeout: 30_000 }, () => {
   it.each([
     ["What is 0.1 + 0.2?", "0.3"],
     ["What is 123456789012345678 * 9?", "1111111101111111102"],
@@ -62,10 +90,13 @@ describe("offline engine: arithmetic", () => {
     expect(run.plan.research_steps).toEqual([]);
     expect(run.plan.expert_steps[0]).toMatch(/exactly/);
     expect(run.planVerdict.decision).toBe("approve");
+    // the value comes from the calculator tool, called once
+    expect(run.calls).toBe(1);
     expect(run.expert.expert_answer).toMatch(new RegExp(`= ${expected}$`));
     expect(run.expert.expert_reasoning).toContain(`Exact value: ${expected}.`);
     expect(run.answerVerdict.decision).toBe("approve");
     expect(run.final.final_answer).toBe(run.expert.expert_answer);
+    expect(run.final.final_reasoning_trace).toContain(`Tools called: expert: calculator {"expression":`);
   });
 
   it("puts the normalised expression in the reasoning", async () => {
@@ -81,7 +112,8 @@ describe("offline engine: arithmetic", () => {
   });
 
   it("explains an expression it will not evaluate instead of inventing a value", async () => {
-    const { expert } = await chain("What is 1/0?");
+    const { expert, calls } = await chain("What is 1/0?");
+    expect(calls).toBe(1);
     expect(expert.expert_answer).toMatch(/could not compute 1 \/ 0: division by zero/);
   });
 
@@ -97,7 +129,7 @@ describe("offline engine: arithmetic", () => {
   });
 });
 
-describe("offline engine: honesty", () => {
+describe("offline engine: honesty", { timeout: 30_000 }, () => {
   it("greets back and says what it can do", async () => {
     const { expert, final } = await chain("Hello there!");
     expect(expert.expert_answer).toMatch(/^Hello!/);
@@ -123,19 +155,15 @@ describe("offline engine: honesty", () => {
 
   it("uses a configured hint", async () => {
     const port = createOfflineModel({ handlers: offlineHandlersOf(definitions, "Set MY_MODEL_URL.") });
-    const out = await call(
-      "expert",
-      "answer",
-      { message: message("expert", "x"), question: "Who wrote Hamlet?", expert_steps: ["x"], research_steps: [], research_results: [], feedback: null },
-      port,
-    );
+    const out = await expertTurns({ message: message("expert", "x"), question: "Who wrote Hamlet?", expert_steps: ["x"], research_steps: [], research_results: [], feedback: null }, port);
     expect(out.expert_answer).toContain("Set MY_MODEL_URL.");
     expect(out.expert_answer).not.toMatch(/shakespeare/i);
   });
 
   it("the researcher reports honestly that no source is available", async () => {
-    const out = await call("researcher", "research", { message: message("researcher", "Research"), question: "What is CRISPR?", research_step: "Find the inventors of CRISPR", feedback: null });
-    expect(out.result).toMatch(/No research source is available offline/);
+    const input = { message: message("researcher", "Research"), question: "What is CRISPR?", research_step: "Find the inventors of CRISPR", feedback: null, rejected_result: null, observations: [] };
+    const out = await call("researcher", "research", { ...input, tools: [], tool_rounds_left: 5 });
+    expect(out).toMatchObject({ action: "answer", result: expect.stringMatching(/no research source is available offline/) });
     expect(out.result).not.toMatch(/doudna|charpentier/i);
   });
 
@@ -178,6 +206,7 @@ describe("offline engine: critics and finalizer", () => {
       expert_answer: "",
       expert_reasoning: "",
       research_results: [],
+      tool_calls: [],
       error: "the model endpoint failed",
       error_component: "expert",
     });

@@ -18,6 +18,7 @@ import {
 } from "./blackboard.js";
 import { CapabilitiesRequest, CapabilitiesResult, McpAnswerRequest, RetrieverAnswerRequest, SpecialistAnswer, SpecialistRequest } from "./halo.js";
 import { RoutingResult } from "./supervisor.js";
+import { ExpertTurn, RejectedAnswer, RejectedPlan, ResearchTurn, ToolTurn } from "./critic-chain.js";
 import {
   AgentAction,
   ChatRespondRequest,
@@ -82,7 +83,13 @@ export const ROLES = {
   planner: {
     plan: op(
       "Develop a logical plan: research steps and expert steps",
-      z.object({ message: OrchestratorMessage, question: Text, feedback: z.string().max(4000).nullable() }),
+      z.object({
+        message: OrchestratorMessage,
+        question: Text,
+        feedback: z.string().max(4000).nullable(),
+        /** The plan the critic rejected (a retry), handed back with its feedback. */
+        rejected_plan: RejectedPlan.nullable().default(null),
+      }),
       z.object({ research_steps: Steps, expert_steps: Steps.min(1) }),
     ),
     capabilities: op("Pick the halo specialists a question needs: one json_object model call at temperature 0, never retried", CapabilitiesRequest, CapabilitiesResult),
@@ -107,14 +114,17 @@ export const ROLES = {
   },
   researcher: {
     research: op(
-      "Carry out one research step",
+      "Carry out one research step: report its result, or call one of the offered tools (the workflow runs it and asks again)",
       z.object({
         message: OrchestratorMessage,
         question: Text,
         research_step: z.string().max(2000),
         feedback: z.string().max(4000).nullable(),
+        /** The result the critic rejected (a retry of this step), handed back with its feedback. */
+        rejected_result: Text.nullable().default(null),
+        ...ToolTurn,
       }),
-      z.object({ result: Text }),
+      ResearchTurn,
     ),
     search: op("The research agent's search_agent node: call a search tool, hand off, or end the search", ResearchSearchRequest, AgentAction),
     analyze: op("The research agent's analyze node: read the sources for the scenario", ResearchAnalyzeRequest, ResearchAnalysis),
@@ -123,7 +133,7 @@ export const ROLES = {
   },
   expert: {
     answer: op(
-      "Answer the question from the plan and the research",
+      "Answer the question from the plan and the research, or call one of the offered tools (the workflow runs it and asks again)",
       z.object({
         message: OrchestratorMessage,
         question: Text,
@@ -131,8 +141,11 @@ export const ROLES = {
         research_steps: Steps,
         research_results: z.array(Text).max(LIMITS.maxListItems),
         feedback: z.string().max(4000).nullable(),
+        /** The answer and reasoning the critic rejected (a retry), handed back with its feedback. */
+        rejected_answer: RejectedAnswer.nullable().default(null),
+        ...ToolTurn,
       }),
-      z.object({ expert_answer: Text, expert_reasoning: Text }),
+      ExpertTurn,
     ),
   },
   finalizer: {
@@ -146,6 +159,8 @@ export const ROLES = {
         research_results: z.array(Text).max(LIMITS.maxListItems),
         error: z.string().max(4000).nullable(),
         error_component: z.string().max(100).nullable(),
+        /** The researcher's and the expert's tool calls and what came of them, one line each, oldest first, for the trace. */
+        tool_calls: z.array(z.string().max(500)).max(40).default([]),
       }),
       z.object({ final_answer: Text, final_reasoning_trace: Text }),
     ),

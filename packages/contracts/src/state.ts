@@ -7,6 +7,9 @@ import { LIMITS } from "./limits.js";
 import { BlackboardData } from "./blackboard-state.js";
 import { HaloData } from "./halo.js";
 import { SupervisorData } from "./supervisor-state.js";
+import { ToolName } from "./blackboard.js";
+import { MAX_OFFERED_TOOLS } from "./supervisor-ops.js";
+import { CHAIN_MESSAGES, CRITIC_CHAIN_TOOL_ROUNDS, ChainMessage, ExpertState, ResearcherState } from "./critic-chain.js";
 
 /** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
 export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
@@ -107,6 +110,19 @@ export const CriticChainData = z.object({
   final_reasoning_trace: Text.nullable(),
   error: z.string().nullable(),
   error_component: z.string().nullable(),
+  // Added with the tool loops (issue 13); the defaults read a session stored before them.
+  /** The seed's messages: the question, each instruction and each agent's completion message, the latest kept. */
+  messages: z.array(ChainMessage).max(CHAIN_MESSAGES.max).default([]),
+  /** The seed's per-step researcher subgraph states, keyed by the research step's index. */
+  researcher_states: z.record(z.string().regex(/^\d{1,3}$/), ResearcherState).default({}),
+  /** The seed's expert subgraph state; null before the expert's first turn. */
+  expert_state: ExpertState.nullable().default(null),
+  /** The tools this deployment serves the researcher and the expert (copied from the coordinator's config at creation). */
+  tools_available: z.array(ToolName).max(MAX_OFFERED_TOOLS).default([]),
+  /** Tool rounds per researcher or expert turn. */
+  max_tool_rounds: z.number().int().min(0).max(CRITIC_CHAIN_TOOL_ROUNDS.max).default(CRITIC_CHAIN_TOOL_ROUNDS.default),
+  /** Tool calls minted so far: the next call's id is `call-<tool_calls + 1>`. */
+  tool_calls: z.number().int().nonnegative().default(0),
 });
 export type CriticChainData = z.infer<typeof CriticChainData>;
 

@@ -45,6 +45,12 @@ export function testSessionState(sessionId: string, version = 0, at = 1_700_000_
       final_reasoning_trace: null,
       error: null,
       error_component: null,
+      messages: [],
+      researcher_states: {},
+      expert_state: null,
+      tools_available: [],
+      max_tool_rounds: 5,
+      tool_calls: 0,
     },
   };
 }

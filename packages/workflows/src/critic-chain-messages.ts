@@ -1,4 +1,5 @@
-import { LIMITS, type CriticChainData, type CriticChainStep, type OpRequest, type OrchestratorMessage, type RoleName } from "@agentmesh/contracts";
+import { CHAIN_MESSAGES, LIMITS, type ChainMessage, type CriticChainData, type CriticChainStep, type OpRequest, type OrchestratorMessage, type RoleName } from "@agentmesh/contracts";
+import { loopOf, offeredTools, roundsLeft, type LoopStep } from "./critic-chain-tools.js";
 
 /** The verbatim final fields when the run ends without an answer (seed 004, DESIGN decision). */
 export const COULD_NOT_ANSWER = "The question could not be answered.";
@@ -19,6 +20,27 @@ export const STEP_OPS = {
 
 /** Cuts text to `max` characters; long plans and answers must not overflow a bounded field. */
 export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
+
+/** The state with one of the seed's messages added (its content cut to the bound, the latest kept). */
+export function withMessage(d: CriticChainData, m: ChainMessage): CriticChainData {
+  const message: ChainMessage = { ...m, content: clip(m.content, CHAIN_MESSAGES.contentChars) };
+  return { ...d, messages: [...d.messages, message].slice(-CHAIN_MESSAGES.max) };
+}
+
+/** What a researcher or expert turn gets besides its task: its offered tools, its observations and the rounds left. */
+function toolTurn(data: CriticChainData, step: LoopStep) {
+  return { tools: offeredTools(data, step), observations: loopOf(data, step)?.observations ?? [], tool_rounds_left: roundsLeft(data, step) };
+}
+
+/** The researcher's (step by step) and the expert's tool calls as one line each, the latest 40, for the finalizer's trace. */
+function toolCallLines(data: CriticChainData): string[] {
+  const steps = Object.values(data.researcher_states).sort((a, b) => a.step_id - b.step_id);
+  const turns = [...steps.map((s) => ({ who: `researcher (step ${s.step_id + 1})`, observations: s.observations })), { who: "expert", observations: data.expert_state?.observations ?? [] }];
+  const lines = turns.flatMap(({ who, observations }) =>
+    observations.map((o) => clip(`${who}: ${o.tool} ${clip(JSON.stringify(o.arguments), 200)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 200)}`, 500)),
+  );
+  return lines.slice(-40);
+}
 
 /**
  * The seed's orchestrator message for `step`, built exactly as its message-creation logic says.
@@ -79,7 +101,12 @@ export function orchestratorMessage(data: CriticChainData, step: AgentStep, adva
   }
 }
 
-/** The request of each step's op: the seed's message plus everything the agent needs, by value. */
+/**
+ * The request of each step's op: the seed's message plus everything the agent needs, by value. A
+ * retry after a critic's reject also hands back what was rejected (the plan, the step's result,
+ * the answer and its reasoning) beside the feedback; the researcher and the expert get their
+ * tools, what the tools returned so far and the rounds left.
+ */
 export function taskInput(data: CriticChainData, step: AgentStep, message: OrchestratorMessage): unknown {
   const { question } = data;
   const researchStep = data.research_steps[data.current_research_index] ?? "";
@@ -89,6 +116,7 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         message,
         question,
         feedback: data.critic_planner_decision === "reject" ? data.critic_planner_feedback : null,
+        rejected_plan: data.critic_planner_decision === "reject" ? { research_steps: data.research_steps, expert_steps: data.expert_steps } : null,
       } satisfies OpRequest<"planner", "plan">;
     case "critic_planner":
       return {
@@ -103,6 +131,8 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         question,
         research_step: researchStep,
         feedback: data.critic_researcher_decision === "reject" ? data.critic_researcher_feedback : null,
+        rejected_result: data.critic_researcher_decision === "reject" ? (data.research_results[data.current_research_index] ?? null) : null,
+        ...toolTurn(data, "researcher"),
       } satisfies OpRequest<"researcher", "research">;
     case "critic_researcher":
       return {
@@ -119,6 +149,8 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         research_steps: data.research_steps,
         research_results: data.research_results,
         feedback: data.critic_expert_decision === "reject" ? data.critic_expert_feedback : null,
+        rejected_answer: data.critic_expert_decision === "reject" ? { expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning } : null,
+        ...toolTurn(data, "expert"),
       } satisfies OpRequest<"expert", "answer">;
     case "critic_expert":
       return {
@@ -136,6 +168,7 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         research_results: data.research_results,
         error: data.error === null ? null : clip(data.error, 4000),
         error_component: data.error_component,
+        tool_calls: toolCallLines(data),
       } satisfies OpRequest<"finalizer", "finalize">;
   }
 }

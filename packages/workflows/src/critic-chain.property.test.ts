@@ -6,7 +6,8 @@ import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
 import { DEFAULTS, QUESTION, SID, T0, asCriticChain, checkApplied, failure, failureFor, inputs, out, resultFor } from "./testing.js";
 import type { StepOutcome } from "./types.js";
 
-type Verdict = "approve" | "reject" | "retryable" | "fatal" | "timeout";
+/** What the next awaited task answers; "tool" makes a researcher or expert call the calculator (any other agent approves). */
+type Verdict = "approve" | "reject" | "retryable" | "fatal" | "timeout" | "tool";
 
 interface Script {
   readonly researchSteps: number;
@@ -19,7 +20,7 @@ interface Script {
 const script: fc.Arbitrary<Script> = fc.record({
   researchSteps: fc.integer({ min: 0, max: 3 }),
   retryLimit: fc.integer({ min: 1, max: 6 }),
-  verdicts: fc.array(fc.constantFrom<Verdict>("approve", "reject", "retryable", "fatal", "timeout"), { maxLength: 40 }),
+  verdicts: fc.array(fc.constantFrom<Verdict>("approve", "reject", "retryable", "fatal", "timeout", "tool"), { maxLength: 40 }),
   redeliver: fc.array(fc.boolean(), { maxLength: 40 }),
 });
 
@@ -34,7 +35,13 @@ function answer(task: AwaitedTask, verdict: Verdict, n: number, sc: Script): Inb
       return inputs.taskTimer(task.task_id);
     case "approve":
     case "reject":
+    case "tool":
       break;
+  }
+  if (task.role === "executor") return resultFor(task, { tool: "calculator", ok: true, content: String(n), error: null, latency_ms: 1, attempts: 1, citations: [], code: null });
+  const agent = `${task.role}.${task.op}`;
+  if (verdict === "tool" && (agent === "researcher.research" || agent === "expert.answer")) {
+    return resultFor(task, { action: "tool", tool: "calculator", arguments_json: JSON.stringify({ expression: `${n} + 1` }) });
   }
   const outputs: Record<string, unknown> = {
     "planner.plan": out.plan(Array.from({ length: sc.researchSteps }, (_, i) => `research ${i}`), ["reason it out"]),
@@ -42,7 +49,7 @@ function answer(task: AwaitedTask, verdict: Verdict, n: number, sc: Script): Inb
     "expert.answer": out.answer(`answer ${n}`),
     "finalizer.finalize": out.finalize(`final ${n}`),
   };
-  const critic = verdict === "approve" ? out.approve() : out.reject(`feedback ${n}`);
+  const critic = verdict === "reject" ? out.reject(`feedback ${n}`) : out.approve();
   return resultFor(task, outputs[`${task.role}.${task.op}`] ?? critic);
 }
 
@@ -88,10 +95,12 @@ describe("critic-chain under random verdicts", () => {
         expect(b.outcomes).toEqual(a.outcomes);
 
         // Happy path: start, planner, critic, 2 per research step, expert, critic, finalizer.
-        // Each reject costs 2 more transitions and each failure or timeout 1, all under the retry limit.
+        // Each reject costs 2 more transitions and each failure or timeout 1, all under the retry limit;
+        // each tool call 2 (the call, the executor's outcome), a refused one (past the rounds) 1.
         const happy = 2 * sc.researchSteps + 6;
+        const tools = sc.verdicts.filter((v) => v === "tool").length;
         expect(isTerminal(a.final.meta.status)).toBe(true);
-        expect(a.applied).toBeLessThanOrEqual(happy + 2 * sc.retryLimit);
+        expect(a.applied).toBeLessThanOrEqual(happy + 2 * sc.retryLimit + 2 * tools);
         expect(a.final.meta.awaiting).toEqual([]);
 
         const { data } = a.final;

@@ -1,9 +1,34 @@
-import { AgentmeshError, LIMITS, ROLES, type CriticChainData, type CriticVerdict, type EventDraft, type WireError } from "@agentmesh/contracts";
-import { COULD_NOT_ANSWER, STEP_OPS, clip, orchestratorMessage, taskInput, type AgentStep } from "./critic-chain-messages.js";
-import { stage } from "./events.js";
-import type { Control, WorkflowDefinition, WorkflowInput } from "./types.js";
+import {
+  AgentmeshError,
+  CHAIN_MESSAGES,
+  LIMITS,
+  MAX_OBSERVATIONS,
+  ROLES,
+  ToolCallOutcome,
+  type CriticChainData,
+  type CriticVerdict,
+  type EventDraft,
+  type OpRequest,
+  type PendingToolCall,
+  type ToolObservation,
+  type WireError,
+} from "@agentmesh/contracts";
+import { COULD_NOT_ANSWER, STEP_OPS, clip, orchestratorMessage, taskInput, withMessage, type AgentStep } from "./critic-chain-messages.js";
+import { MINIMAL_CRITIC_CHAIN_SETTINGS, agentTools, countTurn, isLoopStep, loopOf, settleResearch, startTurn, withLoop, type AgentLoop, type LoopStep } from "./critic-chain-tools.js";
+import { boundedArgs, stage, toolResult } from "./events.js";
+import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: CriticChainData; readonly control: Control; readonly events: readonly EventDraft[] };
+
+/** Refused tool calls one researcher or expert turn may make; one more and the agent counts as failed (seed: error handler → finalizer). */
+export const MAX_REFUSALS = 3;
+/** One attempt of a tool call, and of a sandboxed code run (ms); each call gets two attempts. */
+const TOOL_TIMEOUT_MS = 30_000;
+const CODE_TIMEOUT_MS = 60_000;
+const TOOL_MAX_ATTEMPTS = 2;
+const CODE_TOOLS: ReadonlySet<string> = new Set(["run_python", "run_js"]);
+/** An observation's content as the agent gets it back (characters). */
+const OBSERVATION_MAX = 2000;
 
 const retries = (d: CriticChainData) => `retries ${d.retry_count}/${d.retry_limit}`;
 
@@ -13,13 +38,18 @@ const retries = (d: CriticChainData) => `retries ${d.retry_count}/${d.retry_limi
  */
 function execute(data: CriticChainData, step: AgentStep, attempt: number, advance: boolean, events: EventDraft[]): Decided {
   const built = orchestratorMessage({ ...data, current_step: step, next_step: step }, step, advance);
+  const sent = withMessage(built.data, built.message);
+  // A new turn of the researcher or the expert (not the same one run again after a failure) starts its tool rounds afresh.
+  const turned = isLoopStep(step) && advance ? startTurn(sent, step) : sent;
+  return dispatchAgent(turned, step, attempt, attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`, events);
+}
+
+/** Dispatches the step's agent op with the request built from the state (the seed's message rebuilt as it was sent). */
+function dispatchAgent(data: CriticChainData, step: AgentStep, attempt: number, description: string, events: EventDraft[]): Decided {
   const { role, op } = STEP_OPS[step];
-  const description = attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`;
-  return {
-    data: built.data,
-    control: { kind: "dispatch", tasks: [{ role, op, attempt, input: taskInput(built.data, step, built.message), stage: step, description }] },
-    events,
-  };
+  const counted = isLoopStep(step) ? countTurn(data, step) : data;
+  const { message } = orchestratorMessage(counted, step, false);
+  return { data: counted, control: { kind: "dispatch", tasks: [{ role, op, attempt, input: taskInput(counted, step, message), stage: step, description }] }, events };
 }
 
 /** The retry-limit exit: the run ends without asking a model (DESIGN decision on seed 004). */
@@ -52,13 +82,13 @@ function route(data: CriticChainData): CriticChainData {
     case "critic_planner":
       if (data.critic_planner_decision === "reject") return { ...data, next_step: "planner", retry_count: data.retry_count + 1 };
       return data.research_steps.length > 0
-        ? { ...data, next_step: "researcher", current_research_index: -1, research_results: [] }
+        ? { ...data, next_step: "researcher", current_research_index: -1, research_results: [], researcher_states: {} }
         : { ...data, next_step: "expert" };
     case "researcher":
       return { ...data, next_step: "critic_researcher" };
     case "critic_researcher":
       if (data.critic_researcher_decision === "reject") return { ...data, next_step: "researcher", retry_count: data.retry_count + 1 };
-      return { ...data, next_step: data.current_research_index >= data.research_steps.length - 1 ? "expert" : "researcher" };
+      return { ...settleResearch(data), next_step: data.current_research_index >= data.research_steps.length - 1 ? "expert" : "researcher" };
     case "expert":
       return { ...data, next_step: "critic_expert" };
     case "critic_expert":
@@ -87,7 +117,7 @@ function withVerdict(data: CriticChainData, step: "critic_planner" | "critic_res
   }
 }
 
-/** The seed's agent state changes for a result of `step`; null when the output does not parse. */
+/** The seed's agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the output does not parse. */
 function applyOutput(data: CriticChainData, step: AgentStep, output: unknown): { data: CriticChainData; summary: string } | null {
   switch (step) {
     case "planner": {
@@ -127,17 +157,35 @@ function applyOutput(data: CriticChainData, step: AgentStep, output: unknown): {
   }
 }
 
-/** The step the running task belongs to, or null when the input is not for it. */
-function runningStep(data: CriticChainData, input: { role: string; op: string }): AgentStep | null {
-  if (data.current_step === "input") return null;
-  const expected = STEP_OPS[data.current_step];
-  return expected.role === input.role && expected.op === input.op ? data.current_step : null;
+/** The task the session awaits: its step's agent op, or the executor.call of the agent's tool call in flight (tag `tool`). */
+function awaited(data: CriticChainData): { step: AgentStep; role: string; op: string; tool: boolean } | null {
+  const step = data.current_step;
+  if (step === "input") return null;
+  if (isLoopStep(step) && loopOf(data, step)?.pending_call) return { step, role: "executor", op: "call", tool: true };
+  return { step, ...STEP_OPS[step], tool: false };
+}
+
+/** The tool call a researcher or expert turn asked for, or null when it answered. */
+function toolActionOf(step: LoopStep, output: unknown): { tool: string; arguments_json: string } | null {
+  const parsed = (step === "researcher" ? ROLES.researcher.research.response : ROLES.expert.answer.response).safeParse(output);
+  return parsed.success && parsed.data.action === "tool" ? parsed.data : null;
 }
 
 function onResult(data: CriticChainData, step: AgentStep, output: unknown): Decided {
   const events: EventDraft[] = [];
+  if (isLoopStep(step)) {
+    const call = toolActionOf(step, output);
+    if (call) return onToolAction(data, step, call.tool, call.arguments_json, events);
+  }
   const applied = applyOutput(data, step, output);
   if (!applied) return internal(data, `output of ${step} does not match its schema`, events);
+  // The seed's completion message back to the orchestrator.
+  const told = withMessage(applied.data, { sender: step, receiver: "orchestrator", type: "response", content: applied.summary, step_id: step === "researcher" ? data.current_research_index : null });
+  return settle(data, step, { data: told, summary: applied.summary }, events);
+}
+
+/** An agent's output applied: the finalizer completes the run, any other step is routed (and a reject counted). */
+function settle(data: CriticChainData, step: AgentStep, applied: { data: CriticChainData; summary: string }, events: EventDraft[]): Decided {
   if (step === "finalizer") {
     events.push(stage(step, "completed", applied.summary));
     const done = applied.data;
@@ -158,8 +206,7 @@ function executeNext(routed: CriticChainData, events: EventDraft[]): Decided {
   return execute(routed, next, 0, true, events);
 }
 
-function onFailure(data: CriticChainData, step: AgentStep, attempt: number, error: WireError): Decided {
-  const events: EventDraft[] = [];
+function onFailure(data: CriticChainData, step: AgentStep, attempt: number, error: WireError, events: EventDraft[] = []): Decided {
   const why = `${error.code}: ${error.message}`;
   if (error.retryable) {
     // DESIGN decision: a retryable failure counts one retry, then the same step runs again.
@@ -181,6 +228,69 @@ function onFailure(data: CriticChainData, step: AgentStep, attempt: number, erro
   return execute(errored, "finalizer", 0, false, events);
 }
 
+const observed = (loop: AgentLoop, o: ToolObservation): ToolObservation[] => [...loop.observations, { ...o, content: clip(o.content, OBSERVATION_MAX) }].slice(-MAX_OBSERVATIONS);
+
+/** A researcher or expert asked for a tool: run it as an executor.call task, or refuse it (not offered, no rounds left) and ask again. */
+function onToolAction(data: CriticChainData, step: LoopStep, tool: string, argumentsJson: string, events: EventDraft[]): Decided {
+  const loop = loopOf(data, step);
+  if (!loop) return internal(data, `the ${step} called a tool outside its turn`, events);
+  const parsed: unknown = JSON.parse(argumentsJson);
+  const args = parsed as Record<string, unknown>; // the op's response schema checked it is a JSON object
+  const offered = agentTools(step, data.tools_available);
+  if (!offered.includes(tool)) {
+    return refuse(data, step, loop, tool, args, `The tool "${clip(tool, 80)}" is not one you were offered (${offered.join(", ") || "none"}). Use an offered tool or answer.`, events);
+  }
+  if (loop.tool_rounds >= data.max_tool_rounds) {
+    return refuse(data, step, loop, tool, args, `No tool rounds are left in this turn (all ${data.max_tool_rounds} used). Answer now with what you have.`, events);
+  }
+  events.push(stage(step, "completed", `The ${step} calls ${tool}`));
+  const calls = data.tool_calls + 1;
+  const call: PendingToolCall = { id: `call-${calls}`, tool, arguments: args };
+  const d = withLoop({ ...data, tool_calls: calls }, step, { ...loop, pending_call: call });
+  return { data: d, control: { kind: "dispatch", tasks: [toolTask(d, step, call)] }, events };
+}
+
+/** The executor.call task of an agent's tool call, allowed only among the agent's served tools. */
+function toolTask(d: CriticChainData, step: LoopStep, call: PendingToolCall): TaskSpec {
+  const input: OpRequest<"executor", "call"> = {
+    tool: call.tool,
+    arguments: call.arguments,
+    allowed: agentTools(step, d.tools_available),
+    limits: { max_attempts: TOOL_MAX_ATTEMPTS, timeout_ms: CODE_TOOLS.has(call.tool) ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS },
+  };
+  return { role: "executor", op: "call", input, attempt: 0, stage: `${step}_tools`, tag: "tool", description: `The ${step} calls ${call.tool}`, toolCall: { id: call.id, tool: call.tool, args: call.arguments } };
+}
+
+/** A tool call the agent may not make: it is told why (as the tool's result) and asked again; past MAX_REFUSALS its turn fails. */
+function refuse(data: CriticChainData, step: LoopStep, loop: AgentLoop, tool: string, args: Record<string, unknown>, message: string, events: EventDraft[]): Decided {
+  const refused: AgentLoop = { ...loop, refusals: loop.refusals + 1, observations: observed(loop, { tool: clip(tool, 80), arguments: boundedArgs(args).args, ok: false, content: message }) };
+  const d = withLoop(data, step, refused);
+  if (refused.refusals > MAX_REFUSALS) {
+    const error = new AgentmeshError("model_invalid_output", `the ${step} asked for ${refused.refusals} tool calls it may not make in one turn instead of answering`, { retryable: false, component: step });
+    return onFailure(d, step, 0, error.toWire(), events);
+  }
+  events.push(stage(step, "completed", `The ${step}'s call of ${clip(tool, 80)} was refused: ${message}`));
+  return dispatchAgent(d, step, 0, `The ${step} is asked again: its tool call was refused`, events);
+}
+
+/** A tool call's outcome: announced, observed, one round counted, and the agent asked again with it. */
+function onToolOutcome(data: CriticChainData, step: LoopStep, outcome: ToolCallOutcome, events: EventDraft[]): Decided {
+  const loop = loopOf(data, step);
+  const call = loop?.pending_call;
+  if (!loop || !call) return internal(data, `a tool outcome came back with no call of the ${step} pending`, events);
+  events.push(toolResult(call.id, call.tool, outcome.ok, outcome.content, outcome.latency_ms));
+  events.push(stage(`${step}_tools`, outcome.ok ? "completed" : "failed", `${call.tool} ${outcome.ok ? "answered" : `failed (${outcome.error?.code ?? "error"})`}`));
+  const observation: ToolObservation = { tool: call.tool, arguments: boundedArgs(call.arguments).args, ok: outcome.ok, content: outcome.content };
+  const d = withLoop(data, step, { ...loop, pending_call: null, tool_rounds: loop.tool_rounds + 1, observations: observed(loop, observation) });
+  return dispatchAgent(d, step, 0, `The ${step} goes on with what ${call.tool} returned`, events);
+}
+
+/** The executor's task failed (after its own retries, or at its deadline): the call failed, which the agent is told like any tool failure. */
+function toolFailed(data: CriticChainData, step: LoopStep, error: WireError, elapsedMs: number): ToolCallOutcome {
+  const tool = loopOf(data, step)?.pending_call?.tool ?? "unknown";
+  return { tool, ok: false, content: clip(`${error.code}: ${error.message}`, 4000), error: { code: error.code, message: clip(error.message, 500), retryable: error.retryable }, latency_ms: elapsedMs, attempts: 0, citations: [], code: null };
+}
+
 function decide(data: CriticChainData, input: WorkflowInput): Decided {
   switch (input.kind) {
     case "start":
@@ -188,8 +298,17 @@ function decide(data: CriticChainData, input: WorkflowInput): Decided {
       return executeNext(route(data), []);
     case "result":
     case "failure": {
-      const step = runningStep(data, input);
-      if (!step) return internal(data, `${input.kind} of ${input.role}.${input.op} while ${data.current_step} runs`, []);
+      const task = awaited(data);
+      if (!task || task.role !== input.role || task.op !== input.op || task.tool !== (input.tag === "tool")) {
+        return internal(data, `${input.kind} of ${input.role}.${input.op} while ${data.current_step} runs`, []);
+      }
+      const { step } = task;
+      if (task.tool && isLoopStep(step)) {
+        const outcome = input.kind === "result" ? ToolCallOutcome.safeParse(input.output) : null;
+        if (outcome && !outcome.success) return internal(data, `the executor's outcome for the ${step}'s tool call does not match its schema`, []);
+        if (outcome) return onToolOutcome(data, step, outcome.data, []);
+        if (input.kind === "failure") return onToolOutcome(data, step, toolFailed(data, step, input.error, input.elapsed_ms ?? 0), []);
+      }
       return input.kind === "result" ? onResult(data, step, input.output) : onFailure(data, step, input.attempt, input.error);
     }
     case "user_reply":
@@ -201,7 +320,7 @@ function decide(data: CriticChainData, input: WorkflowInput): Decided {
 export const criticChain: WorkflowDefinition<CriticChainData> = {
   name: "critic-chain",
   version: 1,
-  init: (query, options) => ({
+  init: (query, options, _messages, defaults) => ({
     workflow: "critic-chain",
     question: query,
     current_step: "input",
@@ -224,6 +343,12 @@ export const criticChain: WorkflowDefinition<CriticChainData> = {
     final_reasoning_trace: null,
     error: null,
     error_component: null,
+    messages: [{ sender: "user", receiver: "orchestrator", type: "question", content: clip(query, CHAIN_MESSAGES.contentChars), step_id: null }],
+    researcher_states: {},
+    expert_state: null,
+    tools_available: [...(defaults?.criticChain ?? MINIMAL_CRITIC_CHAIN_SETTINGS).tools],
+    max_tool_rounds: (defaults?.criticChain ?? MINIMAL_CRITIC_CHAIN_SETTINGS).max_tool_rounds,
+    tool_calls: 0,
   }),
   decide,
   abort: (data, error) => ({

@@ -14,6 +14,7 @@ export { createSession, effectiveBudgets, step, replay, type CreateSessionArgs }
 export { WORKFLOWS, getWorkflow } from "./registry.js";
 export { timerMember, parseTimerMember, type TimerTarget } from "./timers.js";
 export { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
+export { CRITIC_CHAIN_AGENT_TOOLS, CRITIC_CHAIN_TOOLS, MINIMAL_CRITIC_CHAIN_SETTINGS } from "./critic-chain-tools.js";
 export { STRATEGY_PROFILES, COMPONENT_CEILINGS, effectiveLimits, type ProfileLimits } from "./blackboard-strategy.js";
 export { NO_RETRIEVAL_INTENTS } from "./blackboard.js";
 export { AGENT_MAX_ATTEMPTS, EXECUTOR_LIMITS, JOIN_DEADLINE_MS, MAX_HUMAN_QUESTIONS } from "./blackboard-tasks.js";

@@ -5,7 +5,7 @@ import { handoffToolName } from "./supervisor-handoff.js";
 export const MINIMAL_SUPERVISOR_SETTINGS: SupervisorSettings = { tools: ["corpus_search", "run_python", "run_js"] };
 
 /** What each tool the supervisor's agents may call does, as the agent's model is told (in the order tools are offered). */
-const TOOL_DESCRIPTIONS = {
+export const TOOL_DESCRIPTIONS = {
   web_search: 'Search the web. Arguments: {"query": string}. Returns the top results with their titles, links and snippets.',
   corpus_search: 'Search the local document corpus. Arguments: {"query": string}. Returns the best passages with their files.',
   generate_image: 'Generate an image from a description. Arguments: {"prompt": string}. Returns where the image is.',

@@ -1,5 +1,5 @@
 import type { ToolCallSpec } from "./events.js";
-import type { ChatMessage, EventDraft, HaloSettings, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type { ChatMessage, CriticChainSettings, EventDraft, HaloSettings, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -107,6 +107,8 @@ export interface RuntimeDefaults {
   readonly halo?: HaloSettings;
   /** supervisor: the tools this deployment serves its agents; absent = the corpus and the sandbox (tests). */
   readonly supervisor?: SupervisorSettings;
+  /** critic-chain: the tools this deployment serves its researcher and expert, and their rounds per turn; absent = the calculator, the corpus and the sandbox, 5 rounds (tests). */
+  readonly criticChain?: CriticChainSettings;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */

@@ -47,4 +47,12 @@ describe("coordinator config", () => {
     expect(loadCoordinatorConfig({ AGENTMESH_SUPERVISOR_TOOLS: "run_js, web_search" }).defaults.supervisor?.tools).toEqual(["web_search", "run_js"]);
     expect(() => loadCoordinatorConfig({ AGENTMESH_SUPERVISOR_TOOLS: "run_python,teleport" })).toThrow(/AGENTMESH_SUPERVISOR_TOOLS: unknown tool "teleport"/);
   });
+
+  test("critic-chain's researcher and expert get the calculator, the corpus and the sandbox, web search with a key, and 5 tool rounds unless set", () => {
+    expect(loadCoordinatorConfig({}).defaults.criticChain).toEqual({ tools: ["calculator", "corpus_search", "run_python", "run_js"], max_tool_rounds: 5 });
+    const keyed = loadCoordinatorConfig({ AGENTMESH_WEB_SEARCH_KEY: "k", AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: "2" }).defaults.criticChain;
+    expect(keyed).toEqual({ tools: ["calculator", "corpus_search", "run_python", "run_js", "web_search"], max_tool_rounds: 2 });
+    expect(loadCoordinatorConfig({ AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: "0" }).defaults.criticChain?.max_tool_rounds).toBe(0);
+    expect(() => loadCoordinatorConfig({ AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: "11" })).toThrow(/AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS/);
+  });
 });

@@ -1,6 +1,6 @@
-import { Capability, DomainHints, formatZodError, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
+import { Capability, DomainHints, formatZodError, type CriticChainSettings, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
 import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
-import { MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
+import { MINIMAL_CRITIC_CHAIN_SETTINGS, MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
   ...CONNECTION_VARS, "LOG_LEVEL", "AGENTMESH_CRASH_AT",
@@ -10,7 +10,7 @@ const NAMES = [
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
   "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
-  "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL",
+  "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL", "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -73,6 +73,16 @@ function supervisorSettings(e: { AGENTMESH_SUPERVISOR_TOOLS: string; AGENTMESH_W
   if (e.AGENTMESH_WEB_SEARCH_KEY) served.add("web_search");
   if (e.AGENTMESH_IMAGES_BASE_URL) ["generate_image", "analyze_image"].forEach((t) => served.add(t));
   return { tools: SUPERVISOR_TOOLS.filter((t) => served.has(t)) };
+}
+
+/**
+ * What critic-chain's researcher and expert may call here: the calculator, the corpus and the
+ * sandbox (always served), web_search when a web search key is set; each agent is offered those of
+ * its own grants. Their tool rounds per turn from AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS.
+ */
+function criticChainSettings(e: { AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: number }): CriticChainSettings {
+  const tools = [...MINIMAL_CRITIC_CHAIN_SETTINGS.tools, ...(e.AGENTMESH_WEB_SEARCH_KEY ? ["web_search"] : [])];
+  return { tools, max_tool_rounds: e.AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS };
 }
 
 /** Everything a coordinator needs, parsed once at start-up and frozen. */
@@ -139,6 +149,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       pauseTimeoutMs: e.AGENTMESH_PAUSE_TIMEOUT_MS,
       halo,
       supervisor,
+      criticChain: criticChainSettings(e),
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
