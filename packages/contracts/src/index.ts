@@ -11,6 +11,7 @@ export * from "./halo.js";
 export * from "./supervisor.js";
 export * from "./supervisor-ops.js";
 export * from "./supervisor-state.js";
+export * from "./clarify.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";
