@@ -158,7 +158,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         output = checked.data;
         promptVersion = instructions?.version ?? op.version;
       } else if (isTextPrompt(op)) {
-        const text = await callText({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true });
+        const text = await callText({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
         const checked = spec.response.safeParse(op.toOutput(text, parsed.data));
         if (!checked.success) {
           throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);
@@ -166,7 +166,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         output = checked.data;
         promptVersion = instructions?.version ?? "unversioned";
       } else {
-        output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}` });
+        output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}`, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
         promptVersion = instructions?.version ?? "unversioned";
       }
       opts.crash?.("after-model");
