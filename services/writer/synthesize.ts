@@ -54,6 +54,6 @@ export function offlineSynthesis(i: SynthesizeRequest, ctx: { readonly configHin
   if (sources.length === 0) return noSources(i, ctx);
   const terms = contentWords([i.question, i.clarification?.answer ?? ""].join(" "));
   const lines = sources.slice(0, QUOTED).map(({ n, p }) => `${bestSentence(terms, p.text)} [${n}]`);
-  const lead = i.clarification?.answer ? `On ${i.question.trim()} (you clarified: “${clip(i.clarification.answer.trim(), 200)}”), the sources say:` : "The sources say:";
+  const lead = i.clarification?.answer ? `You asked “${clip(i.question.trim(), 200)}” and clarified “${clip(i.clarification.answer.trim(), 200)}”. The sources say:` : "The sources say:";
   return [lead, ...[...new Set(lines)].map((l) => `- ${l}`)].join("\n");
 }
