@@ -53,6 +53,21 @@ describe("researcher.gather (clarify's research agent)", () => {
       { sessionId: "s", taskId: "t", signal: new AbortController().signal },
     );
     await expect(flaky).rejects.toMatchObject({ code: "timeout", retryable: true });
+    // a failed web search is a gap: the corpus's passages are kept
+    const webDown = await gather(
+      { question: "How does Redis persist data?", clarification: null, messages: [] },
+      {
+        call: async (tool) =>
+          tool === "corpus_search"
+            ? { ok: true, tool, output: { results: [{ path: "redis.md", passage: "Redis can persist data with the AOF.", score: 1 }] }, records: [] }
+            : { ok: false, tool, error: new AgentmeshError("tool_error", "fetch failed", { retryable: true }), records: [] },
+        corpusConfigured: true,
+        webConfigured: true,
+      },
+      { sessionId: "s", taskId: "t", signal: new AbortController().signal },
+    );
+    expect(webDown.passages.map((p) => p.citation?.path)).toEqual(["redis.md"]);
+    expect(webDown.gaps).toEqual(["The web search is unavailable (tool_error): fetch failed"]);
   });
 
   it("the search is the question's content words, then the reply's", () => {

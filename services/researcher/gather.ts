@@ -57,7 +57,8 @@ async function webPassages(query: string, deps: GatherDeps, ctx: Ctx, gaps: stri
   if (!deps.webConfigured) return [];
   const r = await deps.call("web_search", { query, count: PER_SOURCE.web }, ctx);
   if (!r.ok) {
-    gap(r, "The web search", gaps);
+    // the web is optional: a failed search is a gap, never a reason to drop the corpus's passages
+    gaps.push(clip(`The web search is unavailable (${r.error.code}): ${r.error.message}`, 300));
     return [];
   }
   const hits = (r.output as { results: Array<{ title: string; url: string; snippet: string }> }).results;

@@ -102,6 +102,7 @@ describe("clarify with a scripted model: each role its own process", () => {
       ["model", "clarification", 1],
       ["answered", "research", 1],
     ]);
+    expect(data.research?.gaps, `${JSON.stringify(data.research)}\n${cluster.procs.find((p) => p.name === "researcher")?.output().slice(-3000) ?? ""}`).toEqual([]);
     expect(data.research?.query).toBe("redis persistence append-only file");
     expect(data.research?.passages[0]?.citation?.path).toContain("redis-persistence.md");
     const sources = ofType(events, "source");
