@@ -42,9 +42,11 @@ async function corpusPassages(query: string, terms: readonly string[], deps: Gat
     return [];
   }
   const hits = (r.output as { results: Array<{ path: string; passage: string; score: number }> }).results;
-  return hits
-    .map((h, i) => ({ h, i, score: coverage(terms, contentWords(h.passage)) }))
-    .filter((x) => x.score > 0 && x.h.passage.trim().length > 0)
+  const scored = hits.map((h, i) => ({ h, i, score: coverage(terms, contentWords(h.passage)) }));
+  const best = Math.max(0, ...scored.map((x) => x.score));
+  // a passage covering less than half of what the best one covers is noise beside it
+  return scored
+    .filter((x) => x.score > 0 && x.score >= best / 2 && x.h.passage.trim().length > 0)
     .sort((a, b) => b.score - a.score || a.i - b.i)
     .slice(0, PER_SOURCE.corpus)
     .map(({ h }) => {
