@@ -229,10 +229,10 @@ describe("deploy/ (kustomize + KEDA)", () => {
     expect(mounts).toEqual([{ name: volume.name, mountPath: posix.dirname(SEED_FILE), readOnly: true }]);
   });
 
-  it.each([...ROLE_NAMES])("%s: AGENTMESH_WEB_SEARCH_KEY from an optional Secret for the retriever and executor only", (role) => {
+  it.each([...ROLE_NAMES])("%s: AGENTMESH_WEB_SEARCH_KEY from an optional Secret for the retriever, the executor and the researcher (clarify's web passages) only", (role) => {
     const env = list(at(deployments.find((d) => nameOf(d) === role), "spec", "template", "spec", "containers", 0, "env"), `${role} env`);
     const key = env.filter((e) => at(e, "name") === "AGENTMESH_WEB_SEARCH_KEY");
-    if (role === "retriever" || role === "executor") {
+    if (role === "retriever" || role === "executor" || role === "researcher") {
       expect(key).toEqual([{ name: "AGENTMESH_WEB_SEARCH_KEY", valueFrom: { secretKeyRef: { name: "agentmesh-web-search", key: "api_key", optional: true } } }]);
     } else {
       expect(key).toEqual([]);
