@@ -325,7 +325,10 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   it.each(Object.keys(before.deployments))("%s: Deployment, ScaledObject and compose service equal the hand-written ones", (role) => {
     expect(beforeAccessControl(find("Deployment", role))).toStrictEqual(before.deployments[role]);
     expect(beforeAccessControl(find("ScaledObject", role))).toStrictEqual(before.scaledObjects[role]);
-    expect(beforeAccessControl(compose[role])).toStrictEqual(before.compose[role]);
+    const service = beforeAccessControl(compose[role]);
+    // the researcher's web search key came later, with clarify's research agent (researcher.gather)
+    if (role === "researcher" && isMap(service) && isMap(service.environment)) delete service.environment.AGENTMESH_WEB_SEARCH_KEY;
+    expect(service).toStrictEqual(before.compose[role]);
   });
 
   it("a role in the registry that was not rendered is reported by name", () => {
