@@ -18,7 +18,10 @@ import { createLogger } from "@agentmesh/service-kit";
 import { createScriptedModel, offlineModelOf, recordingModel, scriptedHttpModel, type ScriptEntry } from "../../test/setup/model.js";
 import { strictSchemaProblems } from "../../test/setup/strict-schema.js";
 import { SCENARIOS } from "./research-agent.js";
-import researcher from "./role.js";
+import { researcherAgent } from "./role.js";
+
+/** The researcher without search backends (these tests never gather). */
+const researcher = researcherAgent({ call: () => Promise.reject(new Error("no search in these tests")), corpusConfigured: false, webConfigured: false });
 
 type ModelPort = Parameters<typeof createOpRunner>[1];
 type TokenEvent = Parameters<TokenSink>[0];

@@ -9,6 +9,7 @@ import {
 } from "@agentmesh/contracts";
 import { draftToolCall, needsModel, parseToolArguments, renderBrief, renderObservations, renderTools } from "@agentmesh/offline-kit";
 import { z } from "zod";
+import { offlineSynthesis, renderSynthesize } from "./synthesize.js";
 
 /**
  * What the analyze node's model writes: one flat object, every field present (those the action
@@ -68,7 +69,7 @@ const summarizeAnalysis = (o: WritingAnalysis): string => (o.action === "tool" ?
 /** The writer: the supervisor's writing agent (seed 002's `analyze → outline → write → finalize`). */
 export default defineAgent({
   role: "writer",
-  description: "The supervisor's writing agent: reads the task (or hands off to research for facts), outlines, drafts and finalizes the piece",
+  description: "The supervisor's writing agent (reads the task or hands off to research, outlines, drafts, finalizes) and clarify's synthesis agent (a cited answer from gathered passages)",
   ops: {
     analyze: {
       kind: "handler",
@@ -105,6 +106,16 @@ export default defineAgent({
       toOutput: (text) => ({ final_content: text }),
       summarize: (o) => `the final text, ${o.final_content.length} characters`,
       offline: writingNeedsModel,
+    },
+    synthesize: {
+      contract: "writer.synthesize",
+      output: "text",
+      // clarify's synthesis agent streams its answer; the workflow adds the source list after it
+      stream: true,
+      render: renderSynthesize,
+      toOutput: (text) => ({ answer: text }),
+      summarize: (o) => `an answer of ${o.answer.length} characters`,
+      offline: offlineSynthesis,
     },
   },
 });

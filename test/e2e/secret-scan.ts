@@ -36,7 +36,7 @@ function withPassword(url: string, user: string, password: string): string {
 }
 
 /** The roles whose web search a planted key would switch on (and so change what they do). */
-const WEB_SEARCH_ROLES = new Set(["retriever", "executor"]);
+const WEB_SEARCH_ROLES = new Set(["retriever", "executor", "researcher"]);
 
 /**
  * Secrets planted in every service's environment, and what the services printed and published,

@@ -30,6 +30,7 @@ const VALID: Record<SessionEventType, Record<string, unknown>> = {
   error: { type: "error", code: "model_error", message: "the model failed", component: "planner" },
   complete: { type: "complete", status: "completed", final_answer: "4", final_reasoning_trace: "computed" },
   routing: { type: "routing", agent: "research", confidence: 0.42, reason: "needs sources", is_low_confidence: true },
+  orchestration: { type: "orchestration", iteration: 2, layer: "answered", next_agent: "research", clarification_count: 1, max_clarifications: 2, reason: "the person answered" },
   config: { type: "config", agent: "research", settings: { depth: "quick", scenario: "news", sources_kept: 5, charted: false, model: null } },
   handoff: { type: "handoff", source_agent: "chat", target_agent: "code", task_description: "Run the numbers", context: null },
   source: { type: "source", title: "JetStream", url: "https://docs.nats.io/nats-concepts/jetstream", path: null, snippet: "JetStream is the persistence layer" },
@@ -113,6 +114,22 @@ describe("routing (seed 002)", () => {
     expect(parses("routing", { confidence: 1.2, is_low_confidence: false })).toBe(false);
     expect(parses("routing", { confidence: -0.1 })).toBe(false);
     expect(parses("routing", { reason: x(1001) })).toBe(false);
+  });
+});
+
+describe("orchestration (seed 003's orchestrator runs)", () => {
+  test("routes to clarification or research, from one of the four layers", () => {
+    expect(parses("orchestration", { next_agent: "clarification", layer: "model" })).toBe(true);
+    expect(parses("orchestration", { next_agent: "end" })).toBe(false);
+    expect(parses("orchestration", { layer: "guess" })).toBe(false);
+  });
+
+  test("the count and the cap are whole numbers, not negative; the iteration starts at 1; the reason at most 4000 characters", () => {
+    expect(parses("orchestration", { clarification_count: -1 })).toBe(false);
+    expect(parses("orchestration", { max_clarifications: 1.5 })).toBe(false);
+    expect(parses("orchestration", { iteration: 0 })).toBe(false);
+    expect(parses("orchestration", { reason: x(4000) })).toBe(true);
+    expect(parses("orchestration", { reason: x(4001) })).toBe(false);
   });
 });
 

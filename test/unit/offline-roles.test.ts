@@ -3,12 +3,14 @@ import { z } from "zod";
 import { EMPTY_MEMORY, listOps, ROLES, type OpRequest, type OpResponse, type OrchestratorMessage, type ToolObservation } from "@agentmesh/contracts";
 import { createCalculatorTool, createSafeExecutor, createToolRegistry } from "@agentmesh/tools";
 import { loadRoles } from "@agentmesh/agent";
-import { offlineHandlersOf, type AgentDefinition } from "@agentmesh/agent-kit";
+import { offlineHandlersOf, setUpRole } from "@agentmesh/agent-kit";
+import { createLogger } from "@agentmesh/service-kit";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
 
 // The offline engine with the roles' own offline behaviours injected, as an agent process builds it.
 const roles = (await loadRoles(["planner", "critic", "researcher", "expert", "finalizer", "perception", "decision"])).map((r) => r.module);
-const definitions = roles.filter((m): m is AgentDefinition => !("setup" in m));
+// a role built from its environment (the researcher's search tools) is built without a corpus: these ops never search
+const definitions = (await Promise.all(roles.map((m) => setUpRole(m, { AGENTMESH_CORPUS_DIR: "/nonexistent/corpus" }, createLogger({ service: "test", level: "silent" }))))).flatMap((s) => s.agents);
 const model = createOfflineModel({ handlers: offlineHandlersOf(definitions) });
 const message = (receiver: string, content: string): OrchestratorMessage => ({ sender: "orchestrator", receiver, type: "instruction", content, step_id: null });
 

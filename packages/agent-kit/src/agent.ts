@@ -6,7 +6,8 @@ import type { ModelPort } from "@agentmesh/llm";
 import type { Logger, Stoppable } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
-import { contractVersion, type PromptContract } from "./prompts.js";
+import type { PromptContract } from "./prompts.js";
+import { FILE_PROMPTS, compileTemplate, type PromptSource, type ResolvedPrompt } from "./prompt-source.js";
 
 export interface AgentOptions {
   readonly nc: NatsConnection;
@@ -26,6 +27,8 @@ export interface AgentOptions {
   readonly rpc?: boolean;
   /** Prompt contracts by id (loaded at start-up); every contract the role's ops name must be here. */
   readonly prompts?: ReadonlyMap<string, PromptContract>;
+  /** Where instructions come from first (Langfuse), the prompt files being the fallback; default the files only. */
+  readonly promptSource?: PromptSource;
 }
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
@@ -41,6 +44,8 @@ export interface OpRunnerOptions {
   readonly prompts?: ReadonlyMap<string, PromptContract>;
   /** Where streaming ops' token messages go; without one, nothing streams. */
   readonly tokens?: TokenSink;
+  /** Where instructions come from first (Langfuse), the prompt files being the fallback; default the files only. */
+  readonly promptSource?: PromptSource;
 }
 
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
@@ -69,9 +74,17 @@ export function checkContracts(def: AgentDefinition, prompts: ReadonlyMap<string
   if (missing.length) throw new Error(`${def.role}: prompt contract(s) not found: ${missing.join(", ")} (expected prompts/<id>.v<N>.json)`);
 }
 
-/** A prompt op's system text: the contract's instructions, then the op's own. */
-function systemOf(contract: PromptContract | null, own: string | undefined): string {
-  return [contract?.system, own].filter((s): s is string => typeof s === "string" && s.length > 0).join("\n\n");
+/** A prompt op's system text: the resolved instructions, then the op's own. */
+function systemOf(resolved: ResolvedPrompt | null, own: string | undefined): string {
+  return [resolved?.text, own].filter((s): s is string => typeof s === "string" && s.length > 0).join("\n\n");
+}
+
+/** The op's instructions: from the prompt source by the op's prompt name (Langfuse, else the file), placeholders filled. */
+async function instructionsOf(op: AnyOp, contract: PromptContract | null, source: PromptSource, input: unknown): Promise<ResolvedPrompt | null> {
+  if (!contract) return null;
+  const resolved = await source.resolve(isHandler(op) ? contract.id : (op.promptName ?? contract.id), contract);
+  const vars = !isHandler(op) && op.variables ? op.variables(input) : null;
+  return vars ? { ...resolved, text: compileTemplate(resolved.text, vars) } : resolved;
 }
 
 /**
@@ -103,6 +116,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     };
     try {
       const contract = contractOf(op, opts.prompts);
+      const instructions = await instructionsOf(op, contract, opts.promptSource ?? FILE_PROMPTS, parsed.data);
       /** What every model call of this task carries, whatever its mode. */
       const base = (c: Pick<HandlerTextCall, "system" | "prompt" | "temperature" | "tier">) => {
         if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
@@ -110,7 +124,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           role: task.role,
           op: task.op,
           taskId: task.task_id,
-          system: c.system ?? systemOf(contract, undefined),
+          system: c.system ?? systemOf(instructions, undefined),
           prompt: c.prompt,
           input: parsed.data,
           ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
@@ -142,18 +156,18 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           return fail(new AgentmeshError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`).toWire(def.role));
         }
         output = checked.data;
-        promptVersion = contract ? contractVersion(contract) : op.version;
+        promptVersion = instructions?.version ?? op.version;
       } else if (isTextPrompt(op)) {
-        const text = await callText({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true });
+        const text = await callText({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
         const checked = spec.response.safeParse(op.toOutput(text, parsed.data));
         if (!checked.success) {
           throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);
         }
         output = checked.data;
-        promptVersion = contract ? contractVersion(contract) : "unversioned";
+        promptVersion = instructions?.version ?? "unversioned";
       } else {
-        output = await call({ system: systemOf(contract, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}` });
-        promptVersion = contract ? contractVersion(contract) : "unversioned";
+        output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}`, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
+        promptVersion = instructions?.version ?? "unversioned";
       }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
@@ -192,6 +206,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     logPayloads: opts.logPayloads,
     crash: opts.crash,
     prompts: opts.prompts,
+    ...(opts.promptSource ? { promptSource: opts.promptSource } : {}),
     tokens: (t) => publisher.publishTokens(t),
   });
   const worker = await startWorker(opts.nc, {

@@ -6,6 +6,7 @@ const NAMES = [
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
+  "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS",
   ...NATS_ACCESS_VARS,
 ] as const;
 
@@ -37,6 +38,8 @@ export interface AgentConfig {
   readonly maxDeliver: number;
   /** Folder of prompt-contract overrides; each replaces the built-in contract of the same id. */
   readonly promptsDir: string | undefined;
+  /** Langfuse to take prompts from by name (the prompt files the fallback); null = the files only. */
+  readonly langfuse: { readonly host: string; readonly publicKey: string; readonly secretKey: string; readonly ttlMs: number; readonly timeoutMs: number } | null;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -49,7 +52,16 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
   const problems: string[] = [];
   try { roles = parseRoleModels(e.AGENTMESH_ROLE_MODELS, defaultRole); } catch (err) { problems.push((err as Error).message); roles = {}; }
   try { prices = parsePrices(e.AGENTMESH_LLM_PRICES); } catch (err) { problems.push((err as Error).message); prices = {}; }
+  const lf = [e.LANGFUSE_HOST, e.LANGFUSE_PUBLIC_KEY, e.LANGFUSE_SECRET_KEY];
+  if (lf.some(Boolean) && !lf.every(Boolean)) {
+    const missing = (["LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"] as const).filter((_n, i) => !lf[i]);
+    problems.push(`Langfuse needs LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY together; missing ${missing.join(", ")}`);
+  }
   if (problems.length) throw configError(problems);
+  const langfuse =
+    e.LANGFUSE_HOST && e.LANGFUSE_PUBLIC_KEY && e.LANGFUSE_SECRET_KEY
+      ? { host: e.LANGFUSE_HOST, publicKey: e.LANGFUSE_PUBLIC_KEY, secretKey: e.LANGFUSE_SECRET_KEY, ttlMs: e.AGENTMESH_PROMPT_CACHE_TTL_MS, timeoutMs: e.AGENTMESH_PROMPT_FETCH_TIMEOUT_MS }
+      : null;
   return Object.freeze({
     natsUrl: e.NATS_URL,
     nats: natsAccess(e),
@@ -73,5 +85,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     ackWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
     maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     promptsDir: e.AGENTMESH_PROMPTS_DIR,
+    langfuse,
   });
 }

@@ -26,6 +26,15 @@ interface PromptOpBase<Req, Res> {
   readonly contract: string;
   /** Op-specific instructions after the prompt file's (e.g. output rules). */
   readonly system?: string;
+  /**
+   * The prompt's name in Langfuse when one is configured (default: `contract`); its text there
+   * replaces the prompt file's instructions, which stay the fallback.
+   */
+  readonly promptName?: string;
+  /** The op's own temperature, over the role's configured one (seed 003's orchestrator: 0.3). */
+  readonly temperature?: number;
+  /** Values of the `{{name}}` placeholders in the instructions (the prompt file's or Langfuse's). */
+  variables?(input: Req): Readonly<Record<string, string | number>>;
   render(input: Req): string;
   summarize(output: Res): string;
 }

@@ -18,3 +18,4 @@ export { startAgentsInProcess, defineRoleSetup, setUpRole, type AgentSetup, type
 export { offlineHandlersOf } from "./offline.js";
 export { PromptContract, loadPromptContracts, type LoadedContract } from "./prompts.js";
 export { renderConversation, type ConversationView } from "./render.js";
+export { FILE_PROMPTS, compileTemplate, createLangfusePromptSource, type LangfuseOptions, type PromptSource, type ResolvedPrompt } from "./prompt-source.js";

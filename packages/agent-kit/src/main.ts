@@ -7,6 +7,7 @@ import type { AgentConfig } from "./config.js";
 import { checkContracts, startAgent, type RunningAgent } from "./agent.js";
 import { loadPromptContracts, type PromptContract } from "./prompts.js";
 import { offlineHandlersOf } from "./offline.js";
+import { createLangfusePromptSource } from "./prompt-source.js";
 
 /** What an agent process runs: its roles, and what to close when it stops (tool workers, sandboxes). */
 export interface AgentSetup {
@@ -86,6 +87,8 @@ export async function startAgentsInProcess(
   const prompts = deps.prompts ?? loadPromptContracts({ builtinDirs: deps.promptDirs ?? [], overrideDir: cfg.promptsDir });
   // every role's contracts are checked before any role starts taking tasks
   for (const def of wanted) checkContracts(def, prompts);
+  const promptSource = cfg.langfuse ? createLangfusePromptSource({ ...cfg.langfuse, log: deps.log.child({ component: "prompts" }) }) : undefined;
+  if (cfg.langfuse) deps.log.info({ langfuse: new URL(cfg.langfuse.host).origin, ttl_ms: cfg.langfuse.ttlMs }, "prompts from Langfuse, the prompt files as the fallback");
   deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
   const agents: RunningAgent[] = [];
   for (const def of wanted) {
@@ -102,6 +105,7 @@ export async function startAgentsInProcess(
         logPayloads: cfg.logPayloads,
         rpc: cfg.rpc,
         prompts,
+        ...(promptSource ? { promptSource } : {}),
       })),
     );
   }

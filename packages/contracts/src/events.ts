@@ -7,6 +7,7 @@ import { ToolFlags } from "./tool-flags.js";
 import { SessionStatus } from "./state.js";
 import { HaloCitation } from "./halo.js";
 import { SupervisorAgent } from "./workflows.js";
+import { OrchestratorDecision } from "./clarify.js";
 import { CodeLanguage, HANDOFF_OUTSIDE_MATRIX, HandoffInfo, inHandoffMatrix, LOW_ROUTING_CONFIDENCE, RoutingDecision, VegaLiteSpec } from "./supervisor.js";
 
 const Base = {
@@ -98,6 +99,8 @@ export const SessionEvent = z.discriminatedUnion("type", [
       message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
       path: ["is_low_confidence"],
     }),
+  /** One run of clarify's orchestrator (seed 003): which layer decided, where it routes, the count against its cap. */
+  z.object({ ...Base, type: z.literal("orchestration"), ...OrchestratorDecision.shape }),
   z.object({
     ...Base,
     type: z.literal("config"),

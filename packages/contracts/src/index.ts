@@ -12,6 +12,7 @@ export * from "./supervisor.js";
 export * from "./supervisor-ops.js";
 export * from "./supervisor-state.js";
 export * from "./critic-chain.js";
+export * from "./clarify.js";
 export * from "./roles.js";
 export * from "./workflows.js";
 export * from "./messages.js";

@@ -109,6 +109,13 @@ export function boundConversation(messages: readonly ChatMessage[]): ChatMessage
   return kept;
 }
 
+/**
+ * What a session hands on to the next session of its thread besides its turns: clarify's count
+ * (DESIGN: "the count lives as long as the thread"). Null: nothing to hand on.
+ */
+export const ThreadCarry = z.object({ clarification_count: z.number().int().nonnegative().nullable() });
+export type ThreadCarry = z.infer<typeof ThreadCarry>;
+
 /** `<p>.submit` request (core request/reply). The query is checked separately for a precise error. */
 export const SubmitRequest = z.object({
   v: V,
@@ -185,6 +192,8 @@ export const InboxInput = z.discriminatedUnion("kind", [
     options: SessionOptions,
     /** Earlier turns of the conversation (a thread's, or the client's), oldest first; absent = none. */
     messages: Conversation.optional(),
+    /** What the thread's latest session handed on (clarify's count); absent = nothing. */
+    carry: ThreadCarry.optional(),
   }),
   z.object({ ...InboxBase, kind: z.literal("result"), task_id: TaskId, role: z.string().max(40), op: z.string().max(40), outcome: TaskOutcome }),
   z.object({ ...InboxBase, kind: z.literal("timer"), task_id: TaskId.nullable(), reason: z.enum(["task_deadline", "session_deadline"]) }),

@@ -19,6 +19,7 @@ import {
 import { CapabilitiesRequest, CapabilitiesResult, McpAnswerRequest, RetrieverAnswerRequest, SpecialistAnswer, SpecialistRequest } from "./halo.js";
 import { RoutingResult } from "./supervisor.js";
 import { ExpertTurn, RejectedAnswer, RejectedPlan, ResearchTurn, ToolTurn } from "./critic-chain.js";
+import { AskRequest, AskResult, DecideRequest, DecideResult, GatherRequest, GatherResult, SynthesizeRequest, SynthesizeResult } from "./clarify.js";
 import {
   AgentAction,
   ChatRespondRequest,
@@ -130,6 +131,7 @@ export const ROLES = {
     analyze: op("The research agent's analyze node: read the sources for the scenario", ResearchAnalyzeRequest, ResearchAnalysis),
     synthesize: op("The research agent's synthesize node (streamed): the findings, for the scenario", ResearchSynthesizeRequest, ResearchSynthesis),
     finalize: op("The research agent's finalize node (streamed): the cited report", ResearchFinalizeRequest, ResearchReport),
+    gather: op("clarify's research agent: passages from the corpus, the web when configured and the conversation, each corpus and web one cited", GatherRequest, GatherResult),
   },
   expert: {
     answer: op(
@@ -204,11 +206,18 @@ export const ROLES = {
     outline: op("The writing agent's outline node", WritingOutlineRequest, WritingOutline),
     write: op("The writing agent's write node (streamed): the draft", WritingWriteRequest, WritingDraft),
     finalize: op("The writing agent's finalize node (streamed): the final text", WritingFinalizeRequest, WritingFinal),
+    synthesize: op("clarify's synthesis agent (streamed): the answer from the gathered passages, citing them as [n]", SynthesizeRequest, SynthesizeResult),
   },
   analyst: {
     plan: op("The data agent's plan node: the analysis plan and whether to chart, or a handoff to code", DataPlanRequest, DataPlan),
     generate: op("The data agent's generate node: Python (standard library) over DATA_TEXT, and a chart spec without data", DataGenerateRequest, DataCode),
     summarize: op("The data agent's summarize node (streamed): what the run found", DataSummarizeRequest, DataSummary),
+  },
+  orchestrator: {
+    decide: op("clarify's Layer 3: CLARIFICATION or RESEARCH for the latest message, as free text (prompt agent_orchestrator, temperature 0.3)", DecideRequest, DecideResult),
+  },
+  clarifier: {
+    ask: op("clarify's clarification agent: one question that resolves what the latest message leaves open", AskRequest, AskResult),
   },
 } as const;
 

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { Owner, SessionId, ThreadId } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
-import { Budgets } from "./messages.js";
+import { Budgets, type ThreadCarry } from "./messages.js";
 import { LIMITS } from "./limits.js";
 import { BlackboardData } from "./blackboard-state.js";
 import { HaloData } from "./halo.js";
@@ -10,6 +10,7 @@ import { SupervisorData } from "./supervisor-state.js";
 import { ToolName } from "./blackboard.js";
 import { MAX_OFFERED_TOOLS } from "./supervisor-ops.js";
 import { CHAIN_MESSAGES, CRITIC_CHAIN_TOOL_ROUNDS, ChainMessage, ExpertState, ResearcherState } from "./critic-chain.js";
+import { ClarifyData } from "./clarify.js";
 
 /** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
 export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
@@ -127,7 +128,7 @@ export const CriticChainData = z.object({
 export type CriticChainData = z.infer<typeof CriticChainData>;
 
 /** Workflow data, a union keyed by `workflow`. */
-export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData, HaloData, SupervisorData]);
+export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData, HaloData, SupervisorData, ClarifyData]);
 export type SessionData = z.infer<typeof SessionData>;
 
 /** The whole session as stored on the blackboard. */
@@ -151,7 +152,18 @@ export function conversationTurn(state: SessionState): { question: string; answe
       return { question: d.question, answer: d.response_str, asked: null };
     case "supervisor":
       return { question: d.query, answer: d.response, asked: null };
+    case "clarify":
+      return { question: d.question, answer: d.final_answer, asked: waiting ? (d.clarification?.question ?? null) : null };
   }
+}
+
+/**
+ * What a session hands on to the next session of its thread besides its turn: clarify's count
+ * (it lives as long as the thread). A workflow without such state hands on nothing.
+ */
+export function threadCarry(state: SessionState): ThreadCarry {
+  const d = state.data;
+  return { clarification_count: d.workflow === "clarify" ? d.clarification_count : null };
 }
 
 /** A thread: sessions in order, owned by one API key. Written only by coordinators, at submit. */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
-/** Workflows this runtime knows. A later issue adds clarify. */
-export const WorkflowName = z.enum(["critic-chain", "blackboard", "halo", "supervisor"]);
+/** Workflows this runtime knows. */
+export const WorkflowName = z.enum(["critic-chain", "blackboard", "halo", "supervisor", "clarify"]);
 export type WorkflowName = z.infer<typeof WorkflowName>;
 export const DEFAULT_WORKFLOW: WorkflowName = "critic-chain";
 
@@ -11,6 +11,7 @@ export const WORKFLOW_DESCRIPTIONS: Readonly<Record<WorkflowName, string>> = {
   blackboard: "perception, memory, retrieval, a tool plan run by a safe executor, and a critic (seed 001)",
   halo: "a capability plan, specialists (graph, corpus, MCP servers, web, chat) in parallel, a judge and one cited answer (seed 000)",
   supervisor: "a router picks one of five agents (chat, research, code, writing, data), which may hand the task on to another (seed 002)",
+  clarify: "an orchestrator asks one clarifying question when the query is vague (at most 2 in a row per thread), then research and a cited answer (seed 003)",
 };
 
 /** The seed's agent types (seed 002, supervisor): what the router picks, handoffs name and a client's `mode` forces. */

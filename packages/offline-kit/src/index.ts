@@ -13,3 +13,4 @@ export { findCode, guessLanguage, type FoundCode } from "./code.js";
 export { dataColumns, type ColumnKind, type DataColumn } from "./data.js";
 export { draftToolCall, isHandoffTool, mayCall, parseToolArguments, renderAttempts, renderBrief, renderObservations, renderTools } from "./brief.js";
 export { needsModel } from "./needs-model.js";
+export { latestUserMessage, offlineClarification, offlineDecision, unclearOf, type Unclear } from "./clarity.js";

@@ -23,3 +23,4 @@ export { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
 export { MAX_REFUSALS } from "./supervisor.js";
 export { AGENT_TOOLS, MINIMAL_SUPERVISOR_SETTINGS, NODE_OPS, offeredTools, ownTools, SUPERVISOR_TOOLS, type NodeOp } from "./supervisor-tools.js";
 export { findDataInput } from "./supervisor-data-input.js";
+export { CLARIFY_MAX_ATTEMPTS, DEFAULT_CLARIFY_SETTINGS, parseDecision } from "./clarify.js";

@@ -1,5 +1,6 @@
 import type { SessionData, WorkflowName } from "@agentmesh/contracts";
 import { blackboard } from "./blackboard.js";
+import { clarify } from "./clarify.js";
 import { criticChain } from "./critic-chain.js";
 import { halo } from "./halo.js";
 import { supervisor } from "./supervisor.js";
@@ -11,6 +12,7 @@ export const WORKFLOWS = {
   blackboard,
   halo,
   supervisor,
+  clarify,
 } as const satisfies { readonly [K in WorkflowName]: WorkflowDefinition<Extract<SessionData, { workflow: K }>> };
 
 /**

@@ -12,6 +12,7 @@ import {
   type Provenance,
   type SessionOptions,
   type SessionState,
+  type ThreadCarry,
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
@@ -32,6 +33,8 @@ export interface CreateSessionArgs {
   readonly threadId?: string | null;
   /** The conversation's earlier turns, already bounded. */
   readonly messages?: readonly ChatMessage[];
+  /** What the thread's latest session handed on (clarify's count). */
+  readonly carry?: ThreadCarry;
 }
 
 /** The session at version 0, before its `start` input is applied. Throws on an unknown workflow (a caller bug). */
@@ -63,7 +66,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       owner: args.owner ?? null,
       thread_id: args.threadId ?? null,
     },
-    data: def.init(args.query, args.options, args.messages ?? [], args.defaults),
+    data: def.init(args.query, args.options, args.messages ?? [], args.defaults, args.carry),
   };
 }
 

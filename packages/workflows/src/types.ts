@@ -1,5 +1,5 @@
 import type { ToolCallSpec } from "./events.js";
-import type { ChatMessage, CriticChainSettings, EventDraft, HaloSettings, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type { ChatMessage, ClarifySettings, CriticChainSettings, EventDraft, HaloSettings, ThreadCarry, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -72,9 +72,10 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
   /**
    * The session's data before its start; `messages` are the conversation's earlier turns (a
    * workflow that takes one question ignores them); `defaults` the deployment's settings a
-   * workflow copies into its data (halo's capabilities), so later steps never read config.
+   * workflow copies into its data (halo's capabilities), so later steps never read config;
+   * `carry` what the thread's latest session handed on (clarify's count).
    */
-  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[], defaults?: RuntimeDefaults): D;
+  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[], defaults?: RuntimeDefaults, carry?: ThreadCarry): D;
   decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
   /**
    * Called when the runtime ends the session on its own authority (cancel, session deadline,
@@ -109,6 +110,8 @@ export interface RuntimeDefaults {
   readonly supervisor?: SupervisorSettings;
   /** critic-chain: the tools this deployment serves its researcher and expert, and their rounds per turn; absent = the calculator, the corpus and the sandbox, 5 rounds (tests). */
   readonly criticChain?: CriticChainSettings;
+  /** clarify: the clarification cap and the orchestrator's history; absent = the seed's 2 and 10. */
+  readonly clarify?: ClarifySettings;
 }
 
 /** What step() needs besides the state and the input: the time and the runtime defaults. */

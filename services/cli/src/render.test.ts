@@ -16,6 +16,11 @@ const CASES: Record<SessionEventType, Array<{ event: SessionEvent; quiet: string
       verbose: "  ✗ researcher: failed (model_error: boom); retries 1/5",
     },
     { event: ev({ type: "stage", name: "executor", status: "failed", description: "" }), quiet: "  ✗ executor failed", verbose: "  ✗ executor failed" },
+    {
+      event: ev({ type: "stage", name: "awaiting_user", status: "running", description: "Which aspect do you mean?" }),
+      quiet: '  ? Which aspect do you mean? (answer: agentmesh answer sess_test_0001 "…")',
+      verbose: '  ? Which aspect do you mean? (answer: agentmesh answer sess_test_0001 "…")',
+    },
   ],
   step: [
     {
@@ -61,6 +66,13 @@ const CASES: Record<SessionEventType, Array<{ event: SessionEvent; quiet: string
       verbose: "  → research agent (confidence 0.42, low): needs sources",
     },
     { event: ev({ type: "routing", agent: "chat", confidence: 1, reason: "", is_low_confidence: false }), quiet: "  → chat agent (confidence 1)", verbose: "  → chat agent (confidence 1)" },
+  ],
+  orchestration: [
+    {
+      event: ev({ type: "orchestration", iteration: 1, layer: "model", next_agent: "clarification", clarification_count: 1, max_clarifications: 2, reason: "Decision: CLARIFICATION" }),
+      quiet: "  → clarification (orchestrator model, clarifications 1/2)",
+      verbose: "  → clarification (orchestrator model, clarifications 1/2): Decision: CLARIFICATION",
+    },
   ],
   config: [
     {

@@ -32,6 +32,8 @@ function stageLine(e: Extract<SessionEvent, { type: "stage" }>, verbose: boolean
   const about = e.description ? `: ${brief(e.description)}` : "";
   switch (e.status) {
     case "running":
+      // the question a paused session asks is what the person must answer, so it is always shown
+      if (e.name === "awaiting_user" && e.description) return `  ? ${brief(e.description, 200)} (answer: agentmesh answer ${e.session_id} "…")`;
       return `  … ${STAGE_NAMES[e.name] ?? e.name}${verbose && e.description ? ` (${brief(e.description)})` : ""}`;
     case "completed":
       return `  ✓ ${e.name}${about}`;
@@ -62,6 +64,8 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
       return null;
     case "routing":
       return `  → ${e.agent} agent (confidence ${e.confidence}${e.is_low_confidence ? ", low" : ""})${e.reason ? `: ${brief(e.reason)}` : ""}`;
+    case "orchestration":
+      return `  → ${e.next_agent} (orchestrator ${e.layer}, clarifications ${e.clarification_count}/${e.max_clarifications})${verbose && e.reason ? `: ${brief(e.reason)}` : ""}`;
     case "config": {
       if (!verbose) return null;
       const settings = Object.entries(e.settings).map(([k, v]) => `${k}=${String(v)}`).join(", ");

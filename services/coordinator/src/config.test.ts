@@ -55,4 +55,10 @@ describe("coordinator config", () => {
     expect(loadCoordinatorConfig({ AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: "0" }).defaults.criticChain?.max_tool_rounds).toBe(0);
     expect(() => loadCoordinatorConfig({ AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: "11" })).toThrow(/AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS/);
   });
+
+  test("clarify takes the seed's 2 clarifications and 10 messages of history unless configured; out-of-range values are refused", () => {
+    expect(loadCoordinatorConfig({}).defaults.clarify).toEqual({ max_clarifications: 2, max_history: 10 });
+    expect(loadCoordinatorConfig({ AGENTMESH_CLARIFY_MAX_CLARIFICATIONS: "1", AGENTMESH_CLARIFY_MAX_HISTORY: "4" }).defaults.clarify).toEqual({ max_clarifications: 1, max_history: 4 });
+    expect(() => loadCoordinatorConfig({ AGENTMESH_CLARIFY_MAX_CLARIFICATIONS: "11", AGENTMESH_CLARIFY_MAX_HISTORY: "0" })).toThrow(/AGENTMESH_CLARIFY_MAX_CLARIFICATIONS[^]*AGENTMESH_CLARIFY_MAX_HISTORY/);
+  });
 });

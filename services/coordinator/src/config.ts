@@ -11,6 +11,7 @@ const NAMES = [
   "AGENTMESH_CANCELLED_TTL_MS",
   "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
   "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL", "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
+  "AGENTMESH_CLARIFY_MAX_CLARIFICATIONS", "AGENTMESH_CLARIFY_MAX_HISTORY",
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -150,6 +151,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       halo,
       supervisor,
       criticChain: criticChainSettings(e),
+      clarify: { max_clarifications: e.AGENTMESH_CLARIFY_MAX_CLARIFICATIONS, max_history: e.AGENTMESH_CLARIFY_MAX_HISTORY },
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

@@ -263,6 +263,43 @@ describe("threads: a conversation of sessions", () => {
     expect((await store.loadThread(THREAD))?.sessions).toEqual([s1, second.ok ? second.session_id : ""]);
   });
 
+  test("clarify: the clarification count lives as long as the thread — each new session starts from the last one's", async () => {
+    const { core, rec, store } = setup();
+    /** Runs the clarify session of the last start: the orchestrator says `decision`, a question is answered by the thread's next message. */
+    async function clarifyTurn(query: string, sid: string, decision: string): Promise<number> {
+      expect(await core.submit(q(query, { workflow: "clarify", session_id: sid }))).toMatchObject({ ok: true, created: true });
+      await core.handleInput(rec.inbox.at(-1)!);
+      const reply = (task: TaskEnvelope, output: unknown) => core.handleInput(resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, output, {}, sid));
+      for (let i = 0; i < 6; i++) {
+        const loaded = (await store.load(sid))?.state;
+        if (!loaded || loaded.meta.status !== "running") break;
+        const task = rec.tasks().findLast((t) => t.session_id === sid);
+        if (!task) break;
+        const outputs: Record<string, unknown> = {
+          "orchestrator.decide": { decision },
+          "clarifier.ask": { question: "Which one do you mean?" },
+          "researcher.gather": { query: "redis", passages: [], gaps: [] },
+          "writer.synthesize": { answer: "Redis persists with the AOF." },
+        };
+        await reply(task, outputs[`${task.role}.${task.op}`]);
+        if ((await store.load(sid))?.state.meta.status === "awaiting_user") {
+          // the thread's next message is the waiting session's reply
+          expect(await core.submit(q("The Redis one"))).toMatchObject({ ok: true, session_id: sid, replied: true });
+          await core.handleInput(rec.inbox.at(-1)!);
+        }
+      }
+      const done = (await store.load(sid))?.state;
+      expect(done?.meta.status).toBe("completed");
+      return done?.data.workflow === "clarify" ? done.data.clarification_count : -1;
+    }
+    expect(await clarifyTurn("Tell me more about it", "clarifysess00001", "CLARIFICATION")).toBe(1);
+    const second = rec.inbox.length;
+    expect(await clarifyTurn("And that one?", "clarifysess00002", "CLARIFICATION")).toBe(0);
+    // the second session was handed the first's count: its second clarification met the cap (2 of 2) at the reply
+    expect(rec.inbox[second]).toMatchObject({ kind: "start", carry: { clarification_count: 1 } });
+    expect(await clarifyTurn("And the last one?", "clarifysess00003", "RESEARCH")).toBe(0);
+  });
+
   test("messages given by the client replace the thread's own, bounded to the latest that fit", async () => {
     const { core, rec } = setup();
     const long = Array.from({ length: LIMITS.maxConversationMessages + 10 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { createHash } from "node:crypto";
 import {
-  LIMITS, SCHEMA_VERSION, SubmitRequest, boundConversation, checkQuery, conversationTurn, inputIds, isTerminal, AgentmeshError, formatZodError,
-  type ChatMessage, type InboxInput, type Outbox, type SubmitReply, type Thread,
+  LIMITS, SCHEMA_VERSION, SubmitRequest, boundConversation, checkQuery, conversationTurn, inputIds, threadCarry, isTerminal, AgentmeshError, formatZodError,
+  type ChatMessage, type InboxInput, type Outbox, type SubmitReply, type Thread, type ThreadCarry,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
 import type { CrashHook } from "@agentmesh/messaging";
@@ -145,17 +145,20 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     const proposed = retried?.meta.session_id ?? req.session_id ?? newSessionId();
     const idempotencyKey = req.idempotency_key ?? proposed;
     const sessionId = await store.claimIdempotencyKey(idempotencyKey, proposed);
-    const messages = boundConversation(req.messages ?? (thread === null ? [] : await threadConversation(thread, sessionId)));
+    const earlierTurns = thread === null ? null : await threadConversation(thread, sessionId);
+    const messages = boundConversation(req.messages ?? earlierTurns?.messages ?? []);
+    // what the thread's latest session hands on (clarify's count) holds whoever gave the turns
+    const carry = earlierTurns?.carry ?? null;
     const start: InboxInput = {
       v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
-      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}),
+      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}), ...(carry ? { carry } : {}),
     };
     // Checked before the session exists: a start the bus refuses would leave it waiting for nothing.
     const startBytes = new TextEncoder().encode(JSON.stringify(start)).byteLength;
     if (startBytes > LIMITS.maxMessageBytes) {
       return reject("payload_too_large", `the session's start (query, options and attachments, earlier turns) is ${startBytes} bytes, over the ${LIMITS.maxMessageBytes}-byte message limit; send less`);
     }
-    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages });
+    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages, ...(carry ? { carry } : {}) });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
     const created = await store.create(state, idempotencyKey);
@@ -196,19 +199,26 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     return accepted(sessionId, false, threadId, true);
   }
 
-  /** The thread's earlier turns, oldest first: each session's question, and its answer once it has one. */
-  async function threadConversation(thread: Thread, current: string): Promise<ChatMessage[]> {
+  /**
+   * The thread's earlier turns, oldest first: each session's question, and its answer once it has
+   * one; and what its latest session hands on (clarify's count), null when nothing.
+   */
+  async function threadConversation(thread: Thread, current: string): Promise<{ messages: ChatMessage[]; carry: ThreadCarry | null }> {
     // The latest sessions are enough: the conversation keeps at most maxConversationMessages turns.
     const recent = thread.sessions.filter((sid) => sid !== current).slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
     const loaded = await Promise.all(recent.map((sid) => store.load(sid)));
     const out: ChatMessage[] = [];
+    let carry: ThreadCarry | null = null;
     for (const l of loaded) {
       if (!l) continue; // expired: its turns are gone with it
       const turn = conversationTurn(l.state);
       out.push({ role: "user", content: turn.question });
       if (turn.answer !== null) out.push({ role: "assistant", content: turn.answer });
+      const handed = threadCarry(l.state);
+      // the latest session that has something to hand on wins: the count lives as long as the thread
+      if (handed.clarification_count !== null) carry = handed;
     }
-    return out;
+    return { messages: out, carry };
   }
 
   /**

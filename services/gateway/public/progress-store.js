@@ -63,7 +63,7 @@
  * @property {Record<string, ToolResult>} orphanResults results whose call has not arrived yet
  * @property {Step[]} steps
  * @property {Source[]} sources de-duplicated by url or path
- * @property {Note[]} notes routing decisions, agent settings and handoffs, as text
+ * @property {Note[]} notes routing decisions, agent settings, handoffs and clarify's orchestrator runs, as text
  * @property {Chart[]} charts
  * @property {Record<string, string>} streaming live token text by task id, while the task runs
  * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown (a redelivered task streams from 0 again)
@@ -166,6 +166,7 @@ function applyTyped(p, e) {
     case "routing": return addNote(p, e.at, `Routed to ${e.agent} (confidence ${Number(e.confidence).toFixed(2)}${e.is_low_confidence ? ", low" : ""}): ${e.reason}`);
     case "config": return addNote(p, e.at, configNote(e.agent, e.settings));
     case "handoff": return addNote(p, e.at, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
+    case "orchestration": return addNote(p, e.at, `Orchestrator (${e.layer}): ${e.next_agent}, clarifications ${e.clarification_count}/${e.max_clarifications}`);
     case "visualization": return { ...p, charts: [...p.charts, { key: `${e.version}:${e.index}`, spec: e.spec, refused: chartRefusal(e.spec) }] };
     case "error": return { ...p, errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.at }] };
     case "complete": return applyComplete(p, e);

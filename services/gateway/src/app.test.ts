@@ -200,7 +200,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const noKey = await call("/v1/models", { key: null });
     expect((await body(noKey)).error.type).toBe("authentication_error");
     const models = await body(await call("/v1/models"));
-    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo", "agentmesh/supervisor"]);
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo", "agentmesh/supervisor", "agentmesh/clarify"]);
   });
 
   test("draining: /readyz fails and new API requests are turned away with 503", async () => {

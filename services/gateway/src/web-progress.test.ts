@@ -194,6 +194,19 @@ describe("progress store", () => {
     ]);
   });
 
+  test("clarify's orchestrator runs become notes: the layer, the route and the count", () => {
+    const p = replay(
+      session([
+        { at: T0, events: [{ type: "orchestration", iteration: 1, layer: "model", next_agent: "clarification", clarification_count: 1, max_clarifications: 2, reason: "Decision: CLARIFICATION" }] },
+        { at: T0 + 1, events: [{ type: "orchestration", iteration: 2, layer: "answered", next_agent: "research", clarification_count: 1, max_clarifications: 2, reason: "answered" }] },
+      ]),
+    );
+    expect(p.notes).toEqual([
+      { at: T0, text: "Orchestrator (model): clarification, clarifications 1/2" },
+      { at: T0 + 1, text: "Orchestrator (answered): research, clarifications 1/2" },
+    ]);
+  });
+
   test("a config event of any shape is a note, never a throw", () => {
     const odd = [
       { agent: "data", settings: null },
