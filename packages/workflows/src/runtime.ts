@@ -12,6 +12,7 @@ import {
   type Provenance,
   type SessionOptions,
   type SessionState,
+  type SessionTrace,
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
@@ -32,6 +33,8 @@ export interface CreateSessionArgs {
   readonly threadId?: string | null;
   /** The conversation's earlier turns, already bounded. */
   readonly messages?: readonly ChatMessage[];
+  /** Its trace context, minted by the coordinator (null: none). */
+  readonly trace?: SessionTrace | null;
 }
 
 /** The session at version 0, before its `start` input is applied. Throws on an unknown workflow (a caller bug). */
@@ -62,6 +65,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       pause: null,
       owner: args.owner ?? null,
       thread_id: args.threadId ?? null,
+      trace: args.trace ?? null,
     },
     data: def.init(args.query, args.options, args.messages ?? [], args.defaults),
   };
@@ -123,6 +127,7 @@ function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
   const decided = d.def.decide(d.data, input);
   d.data = decided.data;
   d.events.push(...decided.events);
+  if (decided.span !== undefined) d.span = { ...d.span, ...decided.span };
   applyControl(d, decided.control);
   return seal(d);
 }
