@@ -1,4 +1,4 @@
-import { NATS_ACCESS_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, type NatsAccess } from "@agentmesh/service-kit";
+import { NATS_ACCESS_VARS, TRACING_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
@@ -6,7 +6,7 @@ const NAMES = [
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
-  ...NATS_ACCESS_VARS,
+  ...NATS_ACCESS_VARS, ...TRACING_VARS,
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
@@ -37,6 +37,8 @@ export interface AgentConfig {
   readonly maxDeliver: number;
   /** Folder of prompt-contract overrides; each replaces the built-in contract of the same id. */
   readonly promptsDir: string | undefined;
+  /** Where task and model-call spans go (none = off). */
+  readonly tracing: TracingConfig;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -49,6 +51,7 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
   const problems: string[] = [];
   try { roles = parseRoleModels(e.AGENTMESH_ROLE_MODELS, defaultRole); } catch (err) { problems.push((err as Error).message); roles = {}; }
   try { prices = parsePrices(e.AGENTMESH_LLM_PRICES); } catch (err) { problems.push((err as Error).message); prices = {}; }
+  const tracing = tracingConfig(e, problems);
   if (problems.length) throw configError(problems);
   return Object.freeze({
     natsUrl: e.NATS_URL,
@@ -73,5 +76,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     ackWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
     maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     promptsDir: e.AGENTMESH_PROMPTS_DIR,
+    tracing,
   });
 }

@@ -1,6 +1,6 @@
 import { AgentmeshError, naming as makeNaming, type RoleName } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
-import { crashHook, type Logger, type Stoppable } from "@agentmesh/service-kit";
+import { crashHook, type Logger, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
 import type { AgentConfig } from "./config.js";
@@ -75,6 +75,8 @@ export async function startAgentsInProcess(
     /** The loaded prompt files; by default read from `promptDirs` (the roles' folders) and the configured override folder. */
     prompts?: ReadonlyMap<string, PromptContract>;
     promptDirs?: readonly string[];
+    /** Where task and model-call spans go (default off). */
+    tracing?: Tracing;
   },
 ): Promise<Stoppable & { agents: RunningAgent[] }> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
@@ -102,6 +104,7 @@ export async function startAgentsInProcess(
         logPayloads: cfg.logPayloads,
         rpc: cfg.rpc,
         prompts,
+        ...(deps.tracing ? { tracing: deps.tracing } : {}),
       })),
     );
   }

@@ -31,6 +31,8 @@ export interface StartRequest {
   readonly messages?: readonly ChatMessage[] | undefined;
   /** Continues this thread; absent = a new thread. */
   readonly threadId?: string | undefined;
+  /** The client's W3C `traceparent` header: the session's trace continues it (an invalid one is ignored). */
+  readonly traceparent?: string | undefined;
 }
 
 export interface Started {
@@ -98,7 +100,7 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
         owner,
         thread_id: threadId,
         ...(req.messages === undefined ? {} : { messages: req.messages }),
-      }, d.submitTimeoutMs),
+      }, d.submitTimeoutMs, { traceparent: req.traceparent }),
     );
   } catch (err) {
     await d.limits.release(owner, proposed);
