@@ -123,10 +123,14 @@ export interface OtlpReceiver {
   readonly spans: ReceivedSpan[];
   /** Requests that were not protobuf trace exports (content type, path). */
   readonly refused: string[];
+  /** Exports accepted and their bytes (as sent). */
+  readonly counts: { exports: number; bytes: number };
   close(): Promise<void>;
 }
 
-export async function startOtlpReceiver(): Promise<OtlpReceiver> {
+/** Starts the receiver; `decode: false` (the bench) only counts exports, keeping its own CPU out of the figures. */
+export async function startOtlpReceiver(opts: { decode?: boolean } = {}): Promise<OtlpReceiver> {
+  const counts = { exports: 0, bytes: 0 };
   const spans: ReceivedSpan[] = [];
   const refused: string[] = [];
   const server: Server = createServer((req, res) => {
@@ -140,9 +144,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         return;
       }
       let body: Uint8Array = Buffer.concat(chunks);
-      if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
+      counts.exports++;
+      counts.bytes += body.byteLength;
+      if (req.headers["content-encoding"] === "gzip" && opts.decode !== false) body = gunzipSync(body);
       try {
-        spans.push(...decodeTraces(body));
+        if (opts.decode !== false) spans.push(...decodeTraces(body));
       } catch (err) {
         refused.push(`undecodable: ${(err as Error).message}`);
         res.writeHead(400).end();
@@ -159,6 +165,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     url: `http://127.0.0.1:${addr.port}`,
     spans,
     refused,
+    counts,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
