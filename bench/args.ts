@@ -34,6 +34,8 @@ export interface BenchOptions {
    * empty with `--no-gateway`, and then no gateway process is started.
    */
   readonly gatewaySessions: ReadonlyMap<number, number>;
+  /** Tracing on: every service exports its spans (OTLP/HTTP protobuf) to a receiver the bench starts. */
+  readonly tracing: boolean;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -55,6 +57,8 @@ const HELP = `usage: pnpm bench [options]
   --open                  NATS without access control (the mode before issue 8), for comparison;
                           default: access control on (see below)
   --no-gateway            skip the gateway comparison (no gateway process is started)
+  --tracing               tracing on: every service exports its spans (OTLP/HTTP protobuf) to a
+                          local receiver the bench starts (default off: the no-op tracer)
   --gateway-levels 1,64   concurrency levels of the gateway comparison (default 1,64)
   --gateway-sessions-<c> N  sessions per path (direct and gateway) at concurrency c
                           (default 30 at c=1, else 4c; --quick: 10 at c=1, else 2c)
@@ -96,6 +100,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let cpuProfDir: string | null = null;
   let accessControl = true;
   let gateway = true;
+  let tracing = false;
   let gatewayLevels = [1, 64];
   const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
@@ -157,6 +162,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--no-gateway":
         gateway = false;
         break;
+      case "--tracing":
+        tracing = true;
+        break;
       case "--gateway-levels":
         gatewayLevels = value().split(",").map((s) => positiveInt("--gateway-levels", s.trim()));
         break;
@@ -171,7 +179,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions };
+  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing };
 }
 
 export { HELP };

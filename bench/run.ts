@@ -11,6 +11,7 @@ import { redactUrls } from "@agentmesh/contracts";
 import { resolveInfra, type Infra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
 import { Cluster, type ServiceName } from "../test/e2e/harness.js";
+import { startOtlpReceiver, type OtlpReceiver } from "../test/e2e/otlp-receiver.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
@@ -165,12 +166,20 @@ async function main(opts: BenchOptions): Promise<number> {
   const prefix = uniquePrefix("bench");
   const tag = prefix.slice(5);
   if (opts.cpuProfDir) mkdirSync(resolve(root, opts.cpuProfDir), { recursive: true });
+  let otlp: OtlpReceiver | null = null;
+  if (opts.tracing) {
+    const receiver = await startOtlpReceiver({ decode: false });
+    otlp = receiver;
+    cleanups.push({ what: "OTLP receiver", run: () => receiver.close() });
+    log(`bench: tracing ON, spans exported to ${receiver.url}/v1/traces (counted, not decoded)`);
+  }
   const extraEnv = {
     AGENTMESH_AGENT_CONCURRENCY: String(opts.agentConcurrency),
     AGENTMESH_COORDINATOR_CONCURRENCY: String(opts.coordinatorConcurrency),
     AGENTMESH_TASK_ACK_WAIT_MS: String(opts.ackWaitMs),
     AGENTMESH_INBOX_ACK_WAIT_MS: String(opts.ackWaitMs),
     LOG_LEVEL: "warn",
+    ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } : {}),
     ...(opts.cpuProfDir ? { NODE_OPTIONS: `--import=${join(root, "bench/cpu-prof.mjs")}`, BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
@@ -297,6 +306,7 @@ async function main(opts: BenchOptions): Promise<number> {
       LOG_LEVEL: "warn",
       warmup: opts.warmup,
       rtt_samples: opts.rttSamples,
+      tracing: otlp ? `on (OTLP/HTTP protobuf, ${otlp.counts.exports} exports, ${Math.round(otlp.counts.bytes / 1024)} KiB)` : "off",
       gateway: gateway ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key` : "skipped",
     },
     roundTrips,

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DATA_VARIABLE, LIMITS, ROLES, type ToolCallRequest } from "@agentmesh/contracts";
 import { createOpRunner } from "@agentmesh/agent-kit";
 import { createLogger } from "@agentmesh/service-kit";
+import { createRecordingTracing } from "@agentmesh/service-kit/testing";
 import { createScriptedModel } from "../../test/setup/model.js";
 import { callTool, citationsOf, codeRunOf } from "./call.js";
 import { executorAgent } from "./role.js";
@@ -48,6 +49,17 @@ describe("executor.call", () => {
     const task = { task_id: "sesscall0002.1.0.0", session_id: "sesscall0002", role: "executor", op: "call", attempt: 0, input: request("run_js", { code: "6 * 7" }) };
     const outcome = await createOpRunner(agent, model, { log })(task, new AbortController().signal);
     expect(outcome).toMatchObject({ ok: true, output: { tool: "run_js", ok: true, code: { exit_code: 0, result: "42" } }, provenance: { prompt_version: "executor.call/1", usage: { model_calls: 0 } } });
+  }, 30_000);
+
+  it("traced: a code run is a sandbox_run span inside a tool_call span inside the task's span", async () => {
+    const tracing = createRecordingTracing("executor");
+    const task = { task_id: "sesscall0003.1.0.0", session_id: "sesscall0003", role: "executor", op: "call", attempt: 0, input: request("run_js", { code: "6 * 7" }) };
+    const outcome = await createOpRunner(executorAgent(tools), createScriptedModel([]), { log, tracing })(task, new AbortController().signal);
+    expect(outcome.ok).toBe(true);
+    const spans = tracing.spans();
+    const byName = (n: string) => spans.find((x) => x.name === n)!;
+    expect(byName("tool_call")).toMatchObject({ parentSpanId: byName("task").spanId, attributes: { "gen_ai.tool.name": "run_js", "agentmesh.ok": true, "agentmesh.attempts": 1, "agentmesh.session_id": "sesscall0003" } });
+    expect(byName("sandbox_run")).toMatchObject({ parentSpanId: byName("tool_call").spanId, attributes: { "agentmesh.tool": "run_js", "agentmesh.ok": true } });
   }, 30_000);
 
   it("refuses a tool outside the caller's tools before any attempt, permission_denied", async () => {

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentmeshError, ROLES, type McpAnswerRequest } from "@agentmesh/contracts";
 import type { HandlerModelCall } from "@agentmesh/agent-kit";
-import { createLogger } from "@agentmesh/service-kit";
+import { TRACING_OFF, createLogger, type SpanHandle } from "@agentmesh/service-kit";
 import { createMcpClient, type McpClient, type McpServerConfig } from "@agentmesh/tools";
 import { startHttpTestServer, stdioTestServer, type HttpTestServer } from "@agentmesh/tools/testing";
 import { answerViaMcp, mcpChoiceOffline, type McpChoice, type McpClients } from "./answer.js";
@@ -128,7 +128,7 @@ describe("mcp.answer", () => {
     const setup = createMcp({ servers: [stdioTestServer("biomcp", { allow: { mcp: "*" } })] }, log);
     const op = (setup.agents[0] as ReturnType<typeof mcpAgent>).ops.answer;
     if (op.kind !== "handler") throw new Error("mcp.answer is a handler op");
-    const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), completeText: () => Promise.reject(new Error("mcp.answer asks for no free text")), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null };
+    const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), completeText: () => Promise.reject(new Error("mcp.answer asks for no free text")), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null, tracing: false, annotate: () => {}, span: <T>(n: string, _a: unknown, fn: (s: SpanHandle) => Promise<T>) => TRACING_OFF.run(n, {}, fn) };
     const out = (await op.run({ question: "Which process answers?", server: "biomcp" }, ctx)) as { response_str: string };
     const pid = Number(out.response_str);
     expect(Number.isInteger(pid) && pid !== process.pid).toBe(true);

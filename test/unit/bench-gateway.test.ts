@@ -24,6 +24,13 @@ describe("pnpm bench gateway flags", () => {
   });
 });
 
+describe("pnpm bench --tracing", () => {
+  it("is off by default and on with the flag", () => {
+    expect(options(["--quick"]).tracing).toBe(false);
+    expect(options(["--quick", "--no-gateway", "--tracing"]).tracing).toBe(true);
+  });
+});
+
 describe("the gateway comparison's rounds", () => {
   const order = (c: number, n: number) => schedule(c, n).map((r) => `${r.path === "direct" ? "D" : "G"}${r.sessions}`).join(" ");
 

@@ -2,8 +2,8 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
 import { createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
-import type { ModelPort } from "@agentmesh/llm";
-import type { Logger, Stoppable } from "@agentmesh/service-kit";
+import type { ModelPort, ModelReply } from "@agentmesh/llm";
+import { TRACING_OFF, type Logger, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import type { PromptContract } from "./prompts.js";
@@ -29,6 +29,8 @@ export interface AgentOptions {
   readonly prompts?: ReadonlyMap<string, PromptContract>;
   /** Where instructions come from first (Langfuse), the prompt files being the fallback; default the files only. */
   readonly promptSource?: PromptSource;
+  /** Where task and model-call spans go (default off). */
+  readonly tracing?: Tracing;
 }
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
@@ -46,7 +48,18 @@ export interface OpRunnerOptions {
   readonly tokens?: TokenSink;
   /** Where instructions come from first (Langfuse), the prompt files being the fallback; default the files only. */
   readonly promptSource?: PromptSource;
+  /** Where task and model-call spans go (default off). */
+  readonly tracing?: Tracing;
 }
+
+/** Where a task's spans hang: the traceparent and thread its message carried. */
+export interface TaskTrace {
+  readonly traceparent?: string | undefined;
+  readonly threadId?: string | undefined;
+}
+
+/** `gen_ai.system` of a model port: the provider family its name starts with (`openai`, `offline`, `scripted`). */
+export const genAiSystem = (portName: string): string => (portName.startsWith("openai") ? "openai" : (portName.split(/[\s-]/)[0] ?? portName));
 
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
 export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & { readonly session_id?: string };
@@ -93,7 +106,40 @@ async function instructionsOf(op: AnyOp, contract: PromptContract | null, source
  */
 export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpRunnerOptions) {
   const fail = (error: WireError): TaskOutcome => ({ ok: false, error, provenance: null });
-  return async function runOp(task: OpTask, signal: AbortSignal): Promise<TaskOutcome> {
+  const tracing = opts.tracing ?? TRACING_OFF;
+  const system = genAiSystem(model.name);
+
+  /**
+   * One task's span (a child of the coordinator's transition span named in its message), its
+   * outcome recorded on it; with tracing off no span is built.
+   */
+  return async function runOp(task: OpTask, signal: AbortSignal, where: TaskTrace = {}): Promise<TaskOutcome> {
+    if (!tracing.enabled) return runTraced(task, signal, TRACING_OFF.start("task"), {});
+    const common: SpanAttributeMap = { "agentmesh.session_id": task.session_id ?? task.task_id.split(".")[0], "langfuse.session.id": where.threadId };
+    const span = tracing.start("task", {
+      parent: where.traceparent,
+      kind: "consumer",
+      attributes: { ...common, "agentmesh.role": task.role, "agentmesh.op": task.op, "agentmesh.task_id": task.task_id, "agentmesh.attempt": task.attempt },
+    });
+    try {
+      const outcome = await runTraced(task, signal, span, common);
+      if (outcome.ok) {
+        const p = outcome.provenance;
+        span.setAttributes({
+          "agentmesh.ok": true, "agentmesh.model": p?.model, "agentmesh.prompt_version": p?.prompt_version, "agentmesh.model_calls": p?.usage.model_calls,
+          "gen_ai.usage.input_tokens": p?.usage.prompt_tokens, "gen_ai.usage.output_tokens": p?.usage.completion_tokens, "agentmesh.cost_usd": p?.usage.cost_usd,
+        });
+      } else {
+        span.setAttributes({ "agentmesh.ok": false, "agentmesh.error_code": outcome.error.code, "agentmesh.retryable": outcome.error.retryable });
+        span.fail(new Error(`${outcome.error.code}: ${outcome.error.message}`));
+      }
+      return outcome;
+    } finally {
+      span.end();
+    }
+  };
+
+  async function runTraced(task: OpTask, signal: AbortSignal, taskSpan: SpanHandle, common: SpanAttributeMap): Promise<TaskOutcome> {
     const spec = findOp(task.role, task.op);
     const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
     if (task.role !== def.role || !spec || !op) return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
@@ -132,24 +178,46 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           signal,
         };
       };
+      /** A model call in its own span, with the GenAI attributes of its request and reply. */
+      const traced = <R extends ModelReply<unknown>>(temperature: number | undefined, fn: () => Promise<R>): Promise<R> => {
+        if (!tracing.enabled) return fn();
+        const attributes = {
+          ...common, "gen_ai.operation.name": "chat", "gen_ai.system": system, "gen_ai.request.temperature": temperature,
+          "agentmesh.role": task.role, "agentmesh.op": task.op, "agentmesh.task_id": task.task_id, "langfuse.observation.type": "generation",
+        };
+        return tracing.run("model_call", { parent: taskSpan.traceparent, kind: "client", attributes }, async (span) => {
+          const reply = await fn();
+          span.setAttributes({
+            "gen_ai.request.model": reply.model, "gen_ai.response.model": reply.model, "gen_ai.request.temperature": reply.temperature ?? temperature,
+            "gen_ai.usage.input_tokens": reply.usage.prompt_tokens, "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
+            "agentmesh.cost_usd": reply.usage.cost_usd, "agentmesh.tier": reply.tier, "agentmesh.model_requests": reply.usage.model_calls,
+          });
+          return reply;
+        });
+      };
       const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
-        const reply = await model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" });
+        const reply = await traced(c.temperature, () => model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" }));
         account(reply);
         return reply.output;
       };
       const callText = async (c: HandlerTextCall): Promise<string> => {
-        const reply = await model.complete({
+        const reply = await traced(c.temperature, () => model.complete({
           ...base(c),
           mode: "text",
           ...(c.stream === true && onToken ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) } : {}),
-        });
+        }));
         account(reply);
         return cutModelText(reply.output);
       };
       let output: unknown;
       let promptVersion: string;
       if (isHandler(op)) {
-        const ctx: HandlerContext = { taskId: task.task_id, sessionId, attempt: task.attempt, signal, log, prompt: contract, complete: call, completeText: callText };
+        const ctx: HandlerContext = {
+          taskId: task.task_id, sessionId, attempt: task.attempt, signal, log, prompt: contract, complete: call, completeText: callText,
+          tracing: tracing.enabled,
+          annotate: (attributes) => taskSpan.setAttributes(attributes),
+          span: (name, attributes, fn, parent) => tracing.run(name, { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } }, fn),
+        };
         const raw = await op.run(parsed.data, ctx);
         const checked = spec.response.safeParse(raw);
         if (!checked.success) {
@@ -169,6 +237,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}`, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
         promptVersion = instructions?.version ?? "unversioned";
       }
+      if (tracing.enabled && op.spanAttributes) taskSpan.setAttributes(op.spanAttributes(parsed.data, output));
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
       log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
@@ -190,7 +259,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       else log.error({ err }, "op crashed");
       return fail(error.toWire(def.role));
     }
-  };
+  }
 }
 
 /**
@@ -208,6 +277,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     prompts: opts.prompts,
     ...(opts.promptSource ? { promptSource: opts.promptSource } : {}),
     tokens: (t) => publisher.publishTokens(t),
+    ...(opts.tracing ? { tracing: opts.tracing } : {}),
   });
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
@@ -217,7 +287,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     maxDeliver: opts.maxDeliver,
     log,
     crash: opts.crash,
-    handler: (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal),
+    handler: (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal, { traceparent: ctx.traceparent, threadId: ctx.threadId }),
   });
   const workCounts = () => ({ ...worker.stats, alive: worker.alive() });
   const micro = await createMicroService(opts.nc, {

@@ -1,4 +1,4 @@
-import { NATS_ACCESS_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, type NatsAccess } from "@agentmesh/service-kit";
+import { NATS_ACCESS_VARS, TRACING_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
@@ -6,8 +6,8 @@ const NAMES = [
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
-  "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS",
-  ...NATS_ACCESS_VARS,
+  "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS",
+  ...NATS_ACCESS_VARS, ...TRACING_VARS,
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
@@ -40,6 +40,8 @@ export interface AgentConfig {
   readonly promptsDir: string | undefined;
   /** Langfuse to take prompts from by name (the prompt files the fallback); null = the files only. */
   readonly langfuse: { readonly host: string; readonly publicKey: string; readonly secretKey: string; readonly ttlMs: number; readonly timeoutMs: number } | null;
+  /** Where task and model-call spans go (none = off). */
+  readonly tracing: TracingConfig;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -52,11 +54,7 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
   const problems: string[] = [];
   try { roles = parseRoleModels(e.AGENTMESH_ROLE_MODELS, defaultRole); } catch (err) { problems.push((err as Error).message); roles = {}; }
   try { prices = parsePrices(e.AGENTMESH_LLM_PRICES); } catch (err) { problems.push((err as Error).message); prices = {}; }
-  const lf = [e.LANGFUSE_HOST, e.LANGFUSE_PUBLIC_KEY, e.LANGFUSE_SECRET_KEY];
-  if (lf.some(Boolean) && !lf.every(Boolean)) {
-    const missing = (["LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"] as const).filter((_n, i) => !lf[i]);
-    problems.push(`Langfuse needs LANGFUSE_HOST, LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY together; missing ${missing.join(", ")}`);
-  }
+  const tracing = tracingConfig(e, problems);
   if (problems.length) throw configError(problems);
   const langfuse =
     e.LANGFUSE_HOST && e.LANGFUSE_PUBLIC_KEY && e.LANGFUSE_SECRET_KEY
@@ -86,5 +84,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     promptsDir: e.AGENTMESH_PROMPTS_DIR,
     langfuse,
+    tracing,
   });
 }

@@ -1,6 +1,6 @@
 import type { OpName, OpRequest, OpResponse, RoleName, Tier } from "@agentmesh/contracts";
 import type { SchemaRequest } from "@agentmesh/llm";
-import type { Logger } from "@agentmesh/service-kit";
+import type { Logger, SpanAttributeMap, SpanHandle } from "@agentmesh/service-kit";
 import type { PromptContract } from "./prompts.js";
 
 /** What an op's offline behaviour gets besides its validated input. */
@@ -37,6 +37,8 @@ interface PromptOpBase<Req, Res> {
   variables?(input: Req): Readonly<Record<string, string | number>>;
   render(input: Req): string;
   summarize(output: Res): string;
+  /** Attributes for the task's span from a successful output (a decision record); called only when tracing is on. */
+  spanAttributes?(input: Req, output: Res): SpanAttributeMap;
 }
 
 /** A prompt op whose model writes its response as JSON, validated against the op's response schema (the default). */
@@ -122,6 +124,15 @@ export interface HandlerContext {
   complete<T>(call: HandlerModelCall<T>): Promise<T>;
   /** Calls the model port for free text (streamed live when `stream` is set), at most `LIMITS.maxTextChars` (see `cutModelText`); usage as for `complete`. */
   completeText(call: HandlerTextCall): Promise<string>;
+  /** Adds attributes to the task's span (no-op when tracing is off). */
+  annotate(attributes: SpanAttributeMap): void;
+  /**
+   * Runs `fn` in a child span of the task's (a tool call, a sandbox run), ended when it settles and
+   * failed when it throws; with tracing off `fn` runs directly with a no-op span.
+   */
+  span<T>(name: string, attributes: SpanAttributeMap, fn: (span: SpanHandle) => Promise<T>, parent?: SpanHandle): Promise<T>;
+  /** True when spans are recorded: compute costly attributes only then. */
+  readonly tracing: boolean;
 }
 
 /**
@@ -137,6 +148,8 @@ export interface OpHandler<Req, Res> {
   readonly contract?: string;
   run(input: Req, ctx: HandlerContext): Promise<Res>;
   summarize(output: Res): string;
+  /** Attributes for the task's span from a successful output (a decision record); called only when tracing is on. */
+  spanAttributes?(input: Req, output: Res): SpanAttributeMap;
   /** The offline answer to the model call the handler makes (`ctx.complete`), if it makes one. */
   readonly offline?: OfflineBehaviour<Req, unknown>;
 }

@@ -1,6 +1,6 @@
 import { AgentmeshError, naming as makeNaming, type RoleName } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
-import { crashHook, type Logger, type Stoppable } from "@agentmesh/service-kit";
+import { crashHook, type Logger, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
 import type { AgentConfig } from "./config.js";
@@ -76,6 +76,8 @@ export async function startAgentsInProcess(
     /** The loaded prompt files; by default read from `promptDirs` (the roles' folders) and the configured override folder. */
     prompts?: ReadonlyMap<string, PromptContract>;
     promptDirs?: readonly string[];
+    /** Where task and model-call spans go (default off). */
+    tracing?: Tracing;
   },
 ): Promise<Stoppable & { agents: RunningAgent[] }> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
@@ -106,6 +108,7 @@ export async function startAgentsInProcess(
         rpc: cfg.rpc,
         prompts,
         ...(promptSource ? { promptSource } : {}),
+        ...(deps.tracing ? { tracing: deps.tracing } : {}),
       })),
     );
   }

@@ -4,6 +4,7 @@ import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Budgets, type ThreadCarry } from "./messages.js";
 import { LIMITS } from "./limits.js";
+import { SessionTrace } from "./headers.js";
 import { BlackboardData } from "./blackboard-state.js";
 import { HaloData } from "./halo.js";
 import { SupervisorData } from "./supervisor-state.js";
@@ -77,6 +78,8 @@ export const SessionMeta = z.object({
   owner: Owner.nullable().default(null),
   /** The thread the session belongs to (null: none); state schema 3. */
   thread_id: ThreadId.nullable().default(null),
+  /** The session's OpenTelemetry trace (null: a session created before it was stored); state schema 4. */
+  trace: SessionTrace.nullable().default(null),
 });
 export type SessionMeta = z.infer<typeof SessionMeta>;
 

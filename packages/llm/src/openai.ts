@@ -258,6 +258,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       model: tally.model,
       tier: cfg.tier,
       latencyMs: Math.round(performance.now() - started),
+      temperature: req.temperature ?? cfg.temperature,
     });
     switch (req.mode) {
       case "text":

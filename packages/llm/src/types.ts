@@ -64,6 +64,8 @@ export interface ModelReply<T> {
   readonly model: string;
   readonly tier: Tier;
   readonly latencyMs: number;
+  /** The temperature the model was asked for (absent: none applies, e.g. the offline engine). */
+  readonly temperature?: number;
 }
 
 /** The model port: the OpenAI-compatible adapter, the offline engine and the scripted model. */

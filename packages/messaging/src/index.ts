@@ -5,7 +5,7 @@ export { provision } from "./provision.js";
 export { natsPermissions, replyPrefix, SERVICE_USERS, type ServiceUser, type UserPermissions, type SubjectRules } from "./permissions.js";
 export { natsAccountName, natsServerConfig, newUserKey, publicKeyOfSeed, type NatsServerConfigOptions } from "./nats-config.js";
 export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent } from "./publisher.js";
-export { newTraceparent, type MessageContext } from "./trace.js";
+export { newTraceparent, traceparentOf, type MessageContext } from "./trace.js";
 export { startWorker, type WorkerOptions } from "./worker.js";
 export { startInboxConsumer, type InboxConsumerOptions } from "./inbox-consumer.js";
 export {

@@ -87,7 +87,7 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     async publishTask(task, ctx) {
       const t = validate(TaskEnvelope, task, "task");
       const body = encodeBounded(t, `task ${t.task_id}`);
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id });
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
       return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
     },
 
@@ -103,7 +103,7 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
       const e = validate(SessionEvent, event, "event");
       const body = encodeBounded(e, `event ${e.type}`);
       const taskId = "task_id" in e ? e.task_id : undefined;
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId });
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId, threadId: ctx?.threadId });
       return jsPublish(naming.events(e.session_id), naming.streams.events, body, eventMsgId(e.session_id, e.version, e.index), h);
     },
 

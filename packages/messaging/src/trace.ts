@@ -5,7 +5,9 @@ import { headers as natsHeaders, Match, type MsgHdrs } from "@nats-io/transport-
 /** Correlation carried in the headers of every message we publish. */
 export interface MessageContext {
   /** W3C traceparent to continue; a fresh one is generated when absent or invalid. */
-  readonly traceparent?: string;
+  readonly traceparent?: string | undefined;
+  /** The session's thread (header `x-thread-id`), when it has one. */
+  readonly threadId?: string | null | undefined;
 }
 
 function nonZeroHex(bytes: number): string {
@@ -29,11 +31,12 @@ export function childTraceparent(tp: string | undefined): string {
 }
 
 /** Builds the standard header set. */
-export function buildHeaders(o: { traceparent?: string | undefined; sessionId?: string | undefined; taskId?: string | undefined }): MsgHdrs {
+export function buildHeaders(o: { traceparent?: string | undefined; sessionId?: string | undefined; taskId?: string | undefined; threadId?: string | null | undefined }): MsgHdrs {
   const h = natsHeaders();
   h.set(HEADERS.traceparent, o.traceparent && Traceparent.safeParse(o.traceparent).success ? o.traceparent : newTraceparent());
   if (o.sessionId) h.set(HEADERS.sessionId, o.sessionId);
   if (o.taskId) h.set(HEADERS.taskId, o.taskId);
+  if (o.threadId) h.set(HEADERS.threadId, o.threadId);
   h.set(HEADERS.schemaVersion, String(SCHEMA_VERSION));
   return h;
 }
@@ -43,4 +46,10 @@ export function readHeader(h: MsgHdrs | undefined, name: string): string | undef
   if (!h) return undefined;
   const v = h.get(name, Match.IgnoreCase);
   return v === "" ? undefined : v;
+}
+
+/** The traceparent a message carries, when it is a valid one. */
+export function traceparentOf(h: MsgHdrs | undefined): string | undefined {
+  const tp = readHeader(h, HEADERS.traceparent);
+  return tp !== undefined && Traceparent.safeParse(tp).success ? tp : undefined;
 }

@@ -39,6 +39,10 @@ export interface TaskContext {
   readonly lastDelivery: boolean;
   /** Aborted on a session cancel broadcast, on shutdown, or at the task deadline. */
   readonly signal: AbortSignal;
+  /** The task message's traceparent (the coordinator's transition span), when valid. */
+  readonly traceparent?: string | undefined;
+  /** The session's thread, from the task message's headers. */
+  readonly threadId?: string | undefined;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { AgentmeshError, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { cancelledChecker } from "./cancelled.js";
 import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
@@ -7,7 +7,7 @@ import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
 import { createPublisher } from "./publisher.js";
 import { getDurable, SHUTDOWN, startPullLoop, type InFlight } from "./pull-loop.js";
-import { childTraceparent, readHeader } from "./trace.js";
+import { childTraceparent, readHeader, traceparentOf } from "./trace.js";
 import type { CrashHook, TaskHandler, Worker, WorkStats } from "./types.js";
 
 /** Settings of one role's task worker. */
@@ -173,7 +173,13 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
 
     let outcome: TaskOutcome;
     try {
-      const result = await handler(task, { deliveryCount, lastDelivery: deliveryCount >= maxDeliver, signal: controller.signal });
+      const result = await handler(task, {
+        deliveryCount,
+        lastDelivery: deliveryCount >= maxDeliver,
+        signal: controller.signal,
+        traceparent: traceparentOf(m.headers),
+        threadId: readHeader(m.headers, HEADERS.threadId),
+      });
       const checked = TaskOutcome.safeParse(result);
       outcome = checked.success
         ? checked.data

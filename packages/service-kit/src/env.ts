@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentmeshError, REDACTED, formatZodError, secretsOfUrl } from "@agentmesh/contracts";
+import type { TraceExportTarget, TracingConfig } from "./tracing.js";
 
 /** One environment variable: its schema (with default), what it does, and which services read it. */
 export interface EnvVar {
@@ -46,9 +47,6 @@ export const ENV_VARS = [
   { name: "AGENTMESH_AGENT_CONCURRENCY", schema: int(1).default(4), default: "4", description: "tasks one agent process works at once (pull batch size)", usedBy: ["agents"] },
   { name: "AGENTMESH_ROLES", schema: z.string().default(""), default: "— (all)", description: "local runner: comma-separated roles to run in this process", usedBy: ["agents"] },
   { name: "AGENTMESH_PROMPTS_DIR", schema: z.string().min(1).optional(), default: "— (each role's own folder)", description: "folder of prompt-file overrides (`<role>.<op>.v<N>.json`); each replaces the built-in contract of the same role.op", usedBy: ["agents"] },
-  { name: "LANGFUSE_HOST", schema: z.string().url().optional(), default: "— (prompt files only)", description: "Langfuse to take prompts from by name (`GET /api/public/v2/prompts/<name>?label=production`, text prompts with `{{var}}` placeholders); the orchestrator's is `agent_orchestrator`, other ops' their prompt file id; the prompt files are the fallback when it is down, slow or lacks one. Needs both keys", usedBy: ["agents"], secret: "url" },
-  { name: "LANGFUSE_PUBLIC_KEY", schema: z.string().min(1).optional(), default: "—", description: "Langfuse project's public key (basic auth user)", usedBy: ["agents"] },
-  { name: "LANGFUSE_SECRET_KEY", schema: z.string().min(1).optional(), default: "—", description: "Langfuse project's secret key (basic auth password; redacted in logs)", usedBy: ["agents"], secret: "value" },
   { name: "AGENTMESH_PROMPT_CACHE_TTL_MS", schema: int(0).default(60_000), default: "60000", description: "how long a prompt fetched from Langfuse (or its absence) is used before Langfuse is asked again", usedBy: ["agents"] },
   { name: "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS", schema: int(100).max(60_000).default(2000), default: "2000", description: "one Langfuse prompt fetch's timeout; past it the prompt file is used", usedBy: ["agents"] },
   { name: "AGENTMESH_CORPUS_DIR", schema: z.string().min(1).default("corpus"), default: "corpus", description: "folder of documents `corpus_search` ranks (retriever, executor); missing folder = no corpus_search", usedBy: ["agents"] },
@@ -99,6 +97,16 @@ export const ENV_VARS = [
   { name: "AGENTMESH_MAX_CONCURRENT_SESSIONS", schema: int(1).default(10), default: "10", description: "gateway: sessions one API key may have running at once, across all replicas (429 beyond)", usedBy: ["gateway"] },
   { name: "AGENTMESH_MAX_BODY_BYTES", schema: int(1024).default(256 * 1024), default: "262144", description: "gateway: largest request body (413 beyond)", usedBy: ["gateway"] },
   { name: "AGENTMESH_REQUIRE_DURABLE", schema: flag.default(false), default: "0", description: "refuse to start unless Redis has AOF, appendfsync always and no eviction", usedBy: ["coordinator"] },
+  { name: "OTEL_EXPORTER_OTLP_ENDPOINT", schema: z.string().url().optional(), default: "— (no export)", description: "tracing: OTLP/HTTP (protobuf) collector base URL; traces go to `<url>/v1/traces`", usedBy: ["coordinator", "agents", "gateway"], secret: "url" },
+  { name: "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", schema: z.string().url().optional(), default: "—", description: "tracing: full OTLP/HTTP traces URL, used as is (wins over `OTEL_EXPORTER_OTLP_ENDPOINT`)", usedBy: ["coordinator", "agents", "gateway"], secret: "url" },
+  { name: "OTEL_EXPORTER_OTLP_HEADERS", schema: z.string().optional(), default: "—", description: "tracing: headers of every OTLP export, `key=value,…` (values URL-encoded), e.g. a collector's auth", usedBy: ["coordinator", "agents", "gateway"], secret: "value" },
+  { name: "OTEL_SERVICE_NAME", schema: z.string().min(1).max(100).optional(), default: "— (the process: `coordinator`, `gateway`, the role names)", description: "tracing: `service.name` of this process's spans", usedBy: ["coordinator", "agents", "gateway"] },
+  { name: "OTEL_BSP_SCHEDULE_DELAY", schema: int(1).max(60_000).default(5000), default: "5000", description: "tracing: longest wait (ms) before buffered spans are exported", usedBy: ["coordinator", "agents", "gateway"] },
+  { name: "OTEL_SDK_DISABLED", schema: flag.default(false), default: "0", description: "tracing: off even when an endpoint is set", usedBy: ["coordinator", "agents", "gateway"] },
+  { name: "TRACEPARENT", schema: z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/, "a W3C traceparent: 00-<32 hex>-<16 hex>-<2 hex>").optional(), default: "— (a new trace)", description: "CLI `ask`: the W3C traceparent the session's trace continues (a caller's span, e.g. a CI job's)", usedBy: ["cli"] },
+  { name: "LANGFUSE_HOST", schema: z.string().url().optional(), default: "— (no Langfuse)", description: "a Langfuse server (e.g. https://cloud.langfuse.com), with both keys: agents take prompts from it by name (`GET /api/public/v2/prompts/<name>?label=production`, text prompts with `{{var}}` placeholders; the orchestrator's is `agent_orchestrator`, other ops' their prompt file id; the prompt files are the fallback when it is down, slow or lacks one), and spans also go to its OTLP endpoint `<host>/api/public/otel/v1/traces`", usedBy: ["coordinator", "agents", "gateway"], secret: "url" },
+  { name: "LANGFUSE_PUBLIC_KEY", schema: z.string().min(1).optional(), default: "—", description: "Langfuse public key (`pk-lf-…`, basic auth user), with `LANGFUSE_HOST`", usedBy: ["coordinator", "agents", "gateway"] },
+  { name: "LANGFUSE_SECRET_KEY", schema: z.string().min(1).optional(), default: "—", description: "Langfuse secret key (`sk-lf-…`, basic auth password), with `LANGFUSE_HOST` (redacted in logs)", usedBy: ["coordinator", "agents", "gateway"], secret: "value" },
 ] as const satisfies readonly EnvVar[];
 
 export type EnvName = (typeof ENV_VARS)[number]["name"];
@@ -173,4 +181,55 @@ export const CONNECTION_VARS = ["NATS_URL", "REDIS_URL", "REDIS_TLS_CA", "AGENTM
 /** The connection part of a service's config, from parsed CONNECTION_VARS. */
 export function connectionConfig(e: EnvValues<(typeof CONNECTION_VARS)[number]>) {
   return { natsUrl: e.NATS_URL, nats: natsAccess(e), redisUrl: e.REDIS_URL, redisTlsCa: e.REDIS_TLS_CA, prefix: e.AGENTMESH_PREFIX };
+}
+
+/** The tracing variables every service reads (OpenTelemetry's standard ones and Langfuse's). */
+export const TRACING_VARS = [
+  "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_SERVICE_NAME",
+  "OTEL_BSP_SCHEDULE_DELAY", "OTEL_SDK_DISABLED", "LANGFUSE_HOST", "LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY",
+] as const;
+
+/** `key=value,…` with URL-encoded values (the OTLP exporter headers format); throws a message naming the bad entry. */
+function otlpHeaders(raw: string | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [i, part] of (raw ?? "").split(",").entries()) {
+    if (part.trim() === "") continue;
+    const eq = part.indexOf("=");
+    const key = eq > 0 ? part.slice(0, eq).trim() : "";
+    // never the value in the message: it is usually a credential
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key)) throw new Error(`OTEL_EXPORTER_OTLP_HEADERS: entry ${i + 1} is not key=value`);
+    try {
+      out[key] = decodeURIComponent(part.slice(eq + 1).trim());
+    } catch {
+      throw new Error(`OTEL_EXPORTER_OTLP_HEADERS: the value of ${key} is not URL-encoded`);
+    }
+  }
+  return out;
+}
+
+const joinUrl = (base: string, path: string) => `${base.replace(/\/+$/, "")}${path}`;
+
+/**
+ * Where this process's spans go: the OTLP/HTTP endpoint of the standard variables and/or
+ * Langfuse's OTLP endpoint (basic auth with its keys). None configured (or `OTEL_SDK_DISABLED`)
+ * = tracing off. A Langfuse host without both keys is a configuration error: added to `found`
+ * when given (the service lists every problem at once), else thrown.
+ */
+export function tracingConfig(e: EnvValues<(typeof TRACING_VARS)[number]>, found?: string[]): TracingConfig {
+  const problems: string[] = found ?? [];
+  const targets: TraceExportTarget[] = [];
+  let headers: Record<string, string> = {};
+  try { headers = otlpHeaders(e.OTEL_EXPORTER_OTLP_HEADERS); } catch (err) { problems.push((err as Error).message); }
+  const otlp = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : joinUrl(e.OTEL_EXPORTER_OTLP_ENDPOINT, "/v1/traces"));
+  if (otlp !== undefined) targets.push({ url: otlp, headers });
+  if (e.LANGFUSE_HOST !== undefined) {
+    if (e.LANGFUSE_PUBLIC_KEY === undefined || e.LANGFUSE_SECRET_KEY === undefined) {
+      problems.push("LANGFUSE_HOST is set: LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are required too");
+    } else {
+      const auth = Buffer.from(`${e.LANGFUSE_PUBLIC_KEY}:${e.LANGFUSE_SECRET_KEY}`).toString("base64");
+      targets.push({ url: joinUrl(e.LANGFUSE_HOST, "/api/public/otel/v1/traces"), headers: { Authorization: `Basic ${auth}` } });
+    }
+  }
+  if (found === undefined && problems.length) throw configError(problems);
+  return Object.freeze({ targets: e.OTEL_SDK_DISABLED ? [] : targets, serviceName: e.OTEL_SERVICE_NAME, scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY });
 }

@@ -40,6 +40,12 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
     }
     return json;
   },
+  // 3 -> 4: a session gained its trace context; one written before has none (its spans start a trace per transition).
+  3: (json) => {
+    const meta = (json as { meta?: Record<string, unknown> } | null)?.meta;
+    if (meta && typeof meta === "object" && !("trace" in meta)) meta.trace = null;
+    return json;
+  },
 };
 
 /**

@@ -21,6 +21,7 @@ export function testSessionState(sessionId: string, version = 0, at = 1_700_000_
       pause: null,
       owner: null,
       thread_id: null,
+      trace: null,
     },
     data: {
       workflow: "critic-chain",

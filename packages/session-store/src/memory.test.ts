@@ -75,6 +75,13 @@ describe("stored layout versions", () => {
     const owned = JSON.stringify({ ...s, meta: { ...s.meta, owner: "alice", thread_id: "thread-0001" } });
     expect(decodeState("sess-layout-v", owned, "0", "3").meta).toMatchObject({ owner: "alice", thread_id: "thread-0001" });
   });
+
+  it("migrates layout 3: a session gains its trace context, null; layout 4 keeps the stored one", () => {
+    const { trace: _t, ...meta3 } = s.meta;
+    expect(decodeState("sess-layout-v", JSON.stringify({ ...s, meta: meta3 }), "0", "3").meta.trace).toBeNull();
+    const trace = { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736", root_span_id: "00f067aa0ba902b7", parent_span_id: null, sampled: true };
+    expect(decodeState("sess-layout-v", JSON.stringify({ ...s, meta: { ...s.meta, trace } }), "0", "4").meta.trace).toEqual(trace);
+  });
 });
 
 describe("key layout", () => {

@@ -7,6 +7,7 @@ export type {
   StepContext,
   StepOutcome,
   TimerEntry,
+  SpanAttributes,
   DropReason,
   Aborted,
 } from "./types.js";

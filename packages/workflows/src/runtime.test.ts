@@ -45,6 +45,7 @@ describe("createSession", () => {
       pause: null,
       owner: null,
       thread_id: null,
+      trace: null,
     });
     expect(s.data).toEqual(WORKFLOWS["critic-chain"].init(QUESTION, {}));
   });

@@ -13,6 +13,7 @@ import {
   type SessionOptions,
   type SessionState,
   type ThreadCarry,
+  type SessionTrace,
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
@@ -35,6 +36,8 @@ export interface CreateSessionArgs {
   readonly messages?: readonly ChatMessage[];
   /** What the thread's latest session handed on (clarify's count). */
   readonly carry?: ThreadCarry;
+  /** Its trace context, minted by the coordinator (null: none). */
+  readonly trace?: SessionTrace | null;
 }
 
 /** The session at version 0, before its `start` input is applied. Throws on an unknown workflow (a caller bug). */
@@ -65,6 +68,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       pause: null,
       owner: args.owner ?? null,
       thread_id: args.threadId ?? null,
+      trace: args.trace ?? null,
     },
     data: def.init(args.query, args.options, args.messages ?? [], args.defaults, args.carry),
   };
@@ -126,6 +130,7 @@ function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
   const decided = d.def.decide(d.data, input);
   d.data = decided.data;
   d.events.push(...decided.events);
+  if (decided.span !== undefined) d.span = { ...d.span, ...decided.span };
   applyControl(d, decided.control);
   return seal(d);
 }

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { LIMITS, SCHEMA_VERSION, SessionEvent } from "@agentmesh/contracts";
-import { completeTexts } from "./transition.js";
-import { SID } from "./testing.js";
+import { completeTexts, openDraft, seal } from "./transition.js";
+import { createSession } from "./runtime.js";
+import { getWorkflow } from "./registry.js";
+import { DEFAULTS, QUESTION, SID, T0 } from "./testing.js";
 
 const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
 const event = (texts: ReturnType<typeof completeTexts>) => ({ v: SCHEMA_VERSION, session_id: SID, version: 9, index: 1, at: 1, type: "complete" as const, status: "completed" as const, ...texts });
@@ -31,5 +33,24 @@ describe("the complete event's size", () => {
   it("the event schema refuses a complete event over the limit", () => {
     const e = event({ final_answer: "x".repeat(LIMITS.maxCompleteEventBytes), final_reasoning_trace: "" });
     expect(SessionEvent.safeParse(e).success).toBe(false);
+  });
+});
+
+describe("the transition's span attributes (a workflow's decision record)", () => {
+  const trace = { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736", root_span_id: "00f067aa0ba902b7", parent_span_id: null, sampled: true };
+  const prev = createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS, trace });
+
+  it("a new session keeps the trace context it was created with", () => {
+    expect(prev.meta.trace).toEqual(trace);
+  });
+
+  it("are sealed into the outcome when the workflow gave some, and absent otherwise", () => {
+    const def = getWorkflow("critic-chain")!;
+    const plain = seal(openDraft(prev, def, { now: T0, defaults: DEFAULTS }));
+    expect(plain.kind === "apply" && plain.spanAttributes).toBeUndefined();
+    const d = openDraft(prev, def, { now: T0, defaults: DEFAULTS });
+    d.span = { "orchestrator_decision.next_agent": "research", "orchestrator_decision.iteration": 2 };
+    const sealed = seal(d);
+    expect(sealed.kind === "apply" && sealed.spanAttributes).toEqual({ "orchestrator_decision.next_agent": "research", "orchestrator_decision.iteration": 2 });
   });
 });

@@ -40,12 +40,14 @@ export interface Draft {
   readonly commands: string[];
   readonly timers: TimerEntry[];
   readonly clear: string[];
+  /** The workflow's attributes for the transition's span (its decision record), merged in order. */
+  span: Record<string, string | number | boolean> | null;
 }
 
 /** Starts a transition of `prev`; the version it will write is `prev.meta.version + 1`. */
 export function openDraft(prev: SessionState, def: WorkflowDefinition, ctx: StepContext): Draft {
   const meta: SessionMeta = { ...prev.meta, awaiting: [...prev.meta.awaiting], usage: { ...prev.meta.usage } };
-  return { prev, ctx, def, meta, data: prev.data, tasks: [], events: [], cancel: null, commands: [], timers: [], clear: [] };
+  return { prev, ctx, def, meta, data: prev.data, tasks: [], events: [], cancel: null, commands: [], timers: [], clear: [], span: null };
 }
 
 const newVersion = (d: Draft) => d.prev.meta.version + 1;
@@ -318,5 +320,6 @@ export function seal(d: Draft): StepOutcome {
     commands: d.commands,
     timers,
     clearTimers: [...new Set(d.clear)],
+    ...(d.span === null ? {} : { spanAttributes: d.span }),
   };
 }

@@ -24,6 +24,13 @@ export interface TaskSpec {
   readonly deadlineMs?: number;
 }
 
+/**
+ * Attributes a workflow puts on the coordinator's span of the transition it decided (a decision
+ * record, e.g. clarify's `orchestrator_decision.*`): data, never a side effect; ignored when
+ * tracing is off.
+ */
+export type SpanAttributes = Readonly<Record<string, string | number | boolean>>;
+
 /** What a workflow decides after an input: control flow as data, never an exception. */
 export type Control =
   | {
@@ -76,7 +83,7 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
    * `carry` what the thread's latest session handed on (clarify's count).
    */
   init(query: string, options: SessionOptions, messages?: readonly ChatMessage[], defaults?: RuntimeDefaults, carry?: ThreadCarry): D;
-  decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[] };
+  decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[]; readonly span?: SpanAttributes };
   /**
    * Called when the runtime ends the session on its own authority (cancel, session deadline,
    * budget, an internal fault), so the workflow's data and the `complete` event still carry
@@ -141,6 +148,8 @@ export type StepOutcome =
       /** Timer members to (re)arm and to clear, for durable deadlines. */
       readonly timers: readonly TimerEntry[];
       readonly clearTimers: readonly string[];
+      /** What the workflow asked to record on the transition's span (see `SpanAttributes`). */
+      readonly spanAttributes?: SpanAttributes;
     }
   | { readonly kind: "drop"; readonly reason: DropReason; readonly detail: string };
 

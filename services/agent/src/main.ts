@@ -1,7 +1,7 @@
 import { loadAgentConfig } from "@agentmesh/agent-kit";
 import { connectNats } from "@agentmesh/messaging";
 import { redactUrls } from "@agentmesh/contracts";
-import { createLogger, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
+import { createLogger, createTracing, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
 import { loadRoles } from "./roles.js";
 import { startRoles } from "./run.js";
 
@@ -21,10 +21,12 @@ await runUntilSignalled({
     const roles = await loadRoles(names);
     log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
     const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
-    const running = await startRoles(roles, process.env, { nc, log, cfg });
+    const tracing = createTracing({ serviceName: service, config: cfg.tracing });
+    const running = await startRoles(roles, process.env, { nc, log, cfg, tracing });
     return {
       async stop(graceMs: number) {
         await running.stop(graceMs);
+        await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last export failed"));
         await nc.drain();
       },
     };

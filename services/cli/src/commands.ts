@@ -62,7 +62,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     // subscribed before the submit goes out on this connection, so no early delta is missed
     const untokens = opts.tokens === false ? () => {} : followTokens(nc, naming, sessionId, (t) => print.token(t));
     const reply = SubmitReply.parse(
-      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: sessionOptions(opts) }, 15_000).catch((e: unknown) => {
+      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: sessionOptions(opts) }, 15_000, { traceparent: cfg.traceparent }).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
           throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
         }

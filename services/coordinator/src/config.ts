@@ -1,5 +1,5 @@
 import { Capability, DomainHints, formatZodError, type CriticChainSettings, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
-import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, TRACING_VARS, configError, connectionConfig, parseEnv, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import { MINIMAL_CRITIC_CHAIN_SETTINGS, MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
@@ -12,6 +12,7 @@ const NAMES = [
   "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
   "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL", "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
   "AGENTMESH_CLARIFY_MAX_CLARIFICATIONS", "AGENTMESH_CLARIFY_MAX_HISTORY",
+  ...TRACING_VARS,
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -106,6 +107,8 @@ export interface CoordinatorConfig {
   readonly finishedTtlMs: number;
   readonly cancelledTtlMs: number;
   readonly requireDurable: boolean;
+  /** Where transition and session spans go (none = off). */
+  readonly tracing: TracingConfig;
 }
 
 /** Reads the coordinator configuration, listing every problem at once. */
@@ -133,6 +136,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   }
   const halo = haloSettings(e, problems);
   const supervisor = supervisorSettings(e, problems);
+  const tracing = tracingConfig(e, problems);
   if (problems.length) throw configError(problems);
   return Object.freeze({
     ...connectionConfig(e),
@@ -157,5 +161,6 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
+    tracing,
   });
 }

@@ -7,12 +7,25 @@ import {
 import type { SessionStore } from "@agentmesh/session-store";
 import type { CrashHook } from "@agentmesh/messaging";
 import { createSession, parseTimerMember, step, timerMember, type RuntimeDefaults } from "@agentmesh/workflows";
-import type { Logger } from "@agentmesh/service-kit";
+import { TRACING_OFF, type Logger, type Tracing } from "@agentmesh/service-kit";
+import { mintSessionTrace, rootTraceparent, sessionSpans } from "./trace.js";
 
 /** The publishing side the coordinator needs (implemented over JetStream by messaging). */
 export interface CoordinatorPublisher {
-  publishInbox(input: InboxInput): Promise<void>;
-  publishOutbox(entries: Outbox["entries"]): Promise<void>;
+  publishInbox(input: InboxInput, ctx?: PublishContext): Promise<void>;
+  publishOutbox(entries: Outbox["entries"], ctx?: PublishContext): Promise<void>;
+}
+
+/** The trace headers of what the coordinator publishes. */
+export interface PublishContext {
+  readonly traceparent?: string | undefined;
+  readonly threadId?: string | null | undefined;
+}
+
+/** What a submit's transport knows besides its body. */
+export interface SubmitContext {
+  /** The client's W3C traceparent (a header of the request), which the session's trace continues. */
+  readonly traceparent?: string | undefined;
 }
 
 export interface CoordinatorCoreDeps {
@@ -27,6 +40,8 @@ export interface CoordinatorCoreDeps {
   readonly sleep?: (ms: number) => Promise<void>;
   /** Jitter source in [0, 1) (default `Math.random`). */
   readonly random?: () => number;
+  /** Where transition and session spans go (default off). */
+  readonly tracing?: Tracing;
 }
 
 /** Counters a coordinator reports in its `$SRV` stats. */
@@ -99,6 +114,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const newSessionId = deps.newSessionId ?? (() => randomUUID().replaceAll("-", ""));
   const sleep = deps.sleep ?? timerSleep;
   const random = deps.random ?? Math.random;
+  const spans = sessionSpans(deps.tracing ?? TRACING_OFF);
   const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, forged: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
 
   const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread" | "payload_too_large", message: string): SubmitReply => {
@@ -112,7 +128,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    * thread, the session receives the thread's earlier turns; and when the thread's latest session
    * waits for a person, the query is that session's reply instead of a new session.
    */
-  async function submit(body: unknown): Promise<SubmitReply> {
+  async function submit(body: unknown, ctx: SubmitContext = {}): Promise<SubmitReply> {
     const v = (body as { v?: unknown } | null)?.v;
     if (body !== null && typeof body === "object" && v !== undefined && v !== SCHEMA_VERSION) {
       return reject("unsupported_version", `schema version ${JSON.stringify(v)} is not supported (expected ${SCHEMA_VERSION})`);
@@ -158,7 +174,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (startBytes > LIMITS.maxMessageBytes) {
       return reject("payload_too_large", `the session's start (query, options and attachments, earlier turns) is ${startBytes} bytes, over the ${LIMITS.maxMessageBytes}-byte message limit; send less`);
     }
-    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages, ...(carry ? { carry } : {}) });
+    const trace = mintSessionTrace(ctx.traceparent);
+    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages, trace, ...(carry ? { carry } : {}) });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
     const created = await store.create(state, idempotencyKey);
@@ -167,7 +184,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       const attached = await store.attachToThread(threadId, owner, sessionId, now());
       if (!attached.ok) return reject("unknown_thread", `no thread ${threadId}`);
     }
-    await publisher.publishInbox(start);
+    // A retried submit (not created) keeps the stored session's trace; its start message is a duplicate anyway.
+    await publisher.publishInbox(start, { traceparent: created ? rootTraceparent(state) : undefined, threadId });
     stats.submitted++;
     deps.log.info({ session_id: sessionId, created, workflow: req.workflow, thread_id: threadId }, "session submitted");
     return accepted(sessionId, created, threadId, false);
@@ -232,8 +250,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     else if (why === "unknown_session" || why === "terminal") await store.removeTimers([timerMember.session(input.session_id)]);
   }
 
-  async function flush(sessionId: string, outbox: Outbox): Promise<void> {
-    await publisher.publishOutbox(outbox.entries);
+  async function flush(sessionId: string, outbox: Outbox, threadId: string | null): Promise<void> {
+    await publisher.publishOutbox(outbox.entries, { traceparent: outbox.traceparent, threadId });
     crash("after-publish");
     await store.clearOutbox(sessionId, outbox.version);
   }
@@ -257,7 +275,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (loaded.outbox) {
         // A crash between CAS and publish left this unpublished; publishing again is safe (de-dup ids).
         stats.republished++;
-        await flush(sid, loaded.outbox);
+        spans.republished(loaded.state, loaded.outbox);
+        await flush(sid, loaded.outbox, loaded.state.meta.thread_id);
       }
       if (await store.isApplied(sid, input.input_id)) {
         stats.duplicates++;
@@ -276,19 +295,32 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         return "ack";
       }
       const version = out.state.meta.version;
-      const outbox: Outbox = { version, entries: [...out.outbox] };
-      const res = await store.commit({
-        sessionId: sid,
-        expectedVersion: loaded.state.meta.version,
-        state: out.state,
-        inputId: input.input_id,
-        outbox,
-        log: { version, input_id: input.input_id, input: logInput(input), now: at, commands: logCommands(out.commands), status: out.state.meta.status },
-        terminal: isTerminal(out.state.meta.status),
-        timers: out.timers,
-        clearTimers: out.clearTimers,
-      });
+      // The transition's span is started before the CAS: its id goes into the stored outbox, so
+      // the tasks name it as their parent even when another coordinator publishes them.
+      const span = spans.transition(loaded.state, out.state, input, out.spanAttributes);
+      const traceparent = span.traceparent ?? rootTraceparent(out.state);
+      const outbox: Outbox = { version, entries: [...out.outbox], ...(traceparent === undefined ? {} : { traceparent }) };
+      let res: Awaited<ReturnType<SessionStore["commit"]>>;
+      try {
+        res = await store.commit({
+          sessionId: sid,
+          expectedVersion: loaded.state.meta.version,
+          state: out.state,
+          inputId: input.input_id,
+          outbox,
+          log: { version, input_id: input.input_id, input: logInput(input), now: at, commands: logCommands(out.commands), status: out.state.meta.status },
+          terminal: isTerminal(out.state.meta.status),
+          timers: out.timers,
+          clearTimers: out.clearTimers,
+        });
+      } catch (err) {
+        span.fail(err);
+        span.end();
+        throw err;
+      }
       if (!res.ok) {
+        span.setAttributes({ "agentmesh.outcome": res.reason });
+        span.end();
         if (res.reason === "missing") return "ack";
         if (res.reason === "conflict") {
           // Another coordinator moved the session: back off before re-loading, or 25 tight retries burn out in milliseconds.
@@ -300,7 +332,15 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       crash("after-cas");
       stats.applied++;
       log.debug({ version, status: out.state.meta.status, commands: out.commands }, "applied");
-      await flush(sid, outbox);
+      try {
+        await flush(sid, outbox, out.state.meta.thread_id);
+      } catch (err) {
+        // the outbox stays stored: whoever re-publishes it writes this span under its id
+        span.fail(err);
+        throw err;
+      }
+      span.end();
+      if (isTerminal(out.state.meta.status)) spans.ended(out.state);
       return "ack";
     }
     log.warn("gave up after repeated CAS conflicts; will be redelivered");

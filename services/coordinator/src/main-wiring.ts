@@ -1,7 +1,7 @@
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
-import { createLogger, crashHook, runUntilSignalled, secretsOf, type Logger } from "@agentmesh/service-kit";
+import { createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, type Logger, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
@@ -17,7 +17,7 @@ export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: L
 }
 
 /** Starts a coordinator from configuration on existing connections (used by main and the local runner). */
-export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: { nc: NatsConnection; redis: Redis; log: Logger }): Promise<RunningCoordinator> {
+export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: { nc: NatsConnection; redis: Redis; log: Logger; tracing?: Tracing }): Promise<RunningCoordinator> {
   await assertDurable(deps.redis, cfg, deps.log);
   const store = createRedisSessionStore(deps.redis, {
     keyPrefix: cfg.prefix,
@@ -38,6 +38,7 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
     cancelledTtlMs: cfg.cancelledTtlMs,
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
     storeReady: () => deps.redis.status === "ready",
+    ...(deps.tracing ? { tracing: deps.tracing } : {}),
   });
 }
 
@@ -55,10 +56,12 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
-      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log });
+      const tracing = createTracing({ serviceName: "coordinator", config: cfg.tracing });
+      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing });
       return {
         async stop(graceMs: number) {
           await running.stop(graceMs);
+          await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last export failed"));
           await nc.drain();
           await redis.quit();
         },

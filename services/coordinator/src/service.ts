@@ -2,9 +2,9 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
-import { createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, type CrashHook, type Worker } from "@agentmesh/messaging";
+import { createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, traceparentOf, type CrashHook, type Worker } from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
-import type { Logger, Stoppable } from "@agentmesh/service-kit";
+import type { Logger, Stoppable, Tracing } from "@agentmesh/service-kit";
 import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
 
 export interface CoordinatorServiceOptions {
@@ -24,6 +24,8 @@ export interface CoordinatorServiceOptions {
   /** Whether the store answers (readiness); e.g. the Redis client's status is "ready". */
   readonly storeReady?: () => boolean;
   readonly version?: string;
+  /** Where transition and session spans go (default off). */
+  readonly tracing?: Tracing;
 }
 
 /** A running coordinator replica. */
@@ -52,7 +54,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const core = createCoordinatorCore({ store: opts.store, publisher, log, defaults: opts.defaults, crash: opts.crash });
+  const core = createCoordinatorCore({ store: opts.store, publisher, log, defaults: opts.defaults, crash: opts.crash, ...(opts.tracing ? { tracing: opts.tracing } : {}) });
   const inbox = await startInboxConsumer(opts.nc, {
     naming: opts.naming,
     concurrency: opts.concurrency,
@@ -69,7 +71,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     metadata: { prefix: opts.naming.prefix, kind: "coordinator", host: hostname() },
     statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() && (opts.storeReady?.() ?? true), store_ready: opts.storeReady?.() ?? true }),
   });
-  await micro.addEndpoint("submit", opts.naming.submit, (body: unknown) => core.submit(body), { queue: "coordinators" });
+  await micro.addEndpoint("submit", opts.naming.submit, (body: unknown, headers) => core.submit(body, { traceparent: traceparentOf(headers) }), { queue: "coordinators" });
 
   let timerLoop: NodeJS.Timeout | undefined;
   let polling = false;

@@ -183,6 +183,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     };
     const started = await startSession(d, c.get("owner"), {
       query: q.query, workflow: body.workflow ?? d.defaultWorkflow, options, taskId: body.task_id, messages: body.messages, threadId: body.thread_id,
+      traceparent: c.req.header("traceparent"),
     });
     const head = { session_id: started.sessionId, thread_id: started.threadId, created: started.created, replied: started.replied };
     c.header("X-Agentmesh-Session", started.sessionId);

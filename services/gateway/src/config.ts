@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
-import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, TRACING_VARS, configError, connectionConfig, parseEnv, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
 
 const VARS = [
@@ -8,6 +8,7 @@ const VARS = [
   "AGENTMESH_GATEWAY_HOST", "AGENTMESH_GATEWAY_PORT", "AGENTMESH_API_KEYS", "AGENTMESH_API_KEYS_FILE", "AGENTMESH_GATEWAY_ANONYMOUS",
   "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  ...TRACING_VARS,
 ] as const;
 
 /** What the gateway reads from the environment, checked once at start. */
@@ -32,6 +33,8 @@ export interface GatewayConfig {
   readonly finishedTtlMs: number;
   /** How long a session's concurrency slot is held at most without being released (its wall-clock deadline). */
   readonly sessionSlotTtlMs: number;
+  /** Where the `submit` spans go (none = off). */
+  readonly tracing: TracingConfig;
 }
 
 /** Parses the gateway's configuration; every problem is listed at once (`invalid_config`). */
@@ -48,6 +51,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
       problems.push(`AGENTMESH_API_KEYS_FILE: cannot read ${e.AGENTMESH_API_KEYS_FILE} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
     }
   }
+  const tracing = tracingConfig(e, problems);
   if (problems.length) throw configError(problems);
   const keys = parseApiKeys({ inline: e.AGENTMESH_API_KEYS, ...(file ? { file } : {}) });
   if (keys.names.length === 0 && !e.AGENTMESH_GATEWAY_ANONYMOUS) {
@@ -71,5 +75,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+    tracing,
   });
 }

@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { connectNats, createPublisher } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
-import { createLogger, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
+import { createLogger, createTracing, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
 import { createGatewayApp } from "./app.js";
 import { loadGatewayConfig } from "./config.js";
 import { createRedisLimits } from "./limits.js";
@@ -28,8 +28,9 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       const limits = createRedisLimits(redis, {
         keyPrefix: cfg.prefix, rateLimit: cfg.rateLimit, rateWindowMs: cfg.rateWindowMs, maxConcurrentSessions: cfg.maxConcurrentSessions, sessionTtlMs: cfg.sessionSlotTtlMs,
       });
+      const tracing = createTracing({ serviceName: "gateway", config: cfg.tracing });
       const gw = createGatewayApp({
-        nc, naming, store, limits, log, submitTimeoutMs: 10_000,
+        nc, naming, store, limits, log, submitTimeoutMs: 10_000, tracing,
         publisher: createPublisher(nc, naming, log, { client: true }),
         keys: cfg.keys, anonymous: cfg.anonymous, defaultWorkflow: cfg.defaultWorkflow, maxBodyBytes: cfg.maxBodyBytes,
         ready: async () => !nc.isClosed() && redis.status === "ready" && (await redis.ping()) === "PONG",
@@ -55,6 +56,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
           });
           await nc.drain();
           await redis.quit();
+          await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last export failed"));
         },
       };
     },

@@ -100,6 +100,7 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
     }
     const started = await startSession(d, c.get("owner"), {
       query, workflow, options: {}, threadId, messages: history.length ? history : undefined,
+      traceparent: c.req.header("traceparent"),
     });
     c.header("X-Agentmesh-Session", started.sessionId);
     c.header("X-Agentmesh-Thread", started.threadId);

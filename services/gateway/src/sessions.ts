@@ -4,6 +4,7 @@ import {
   type ChatMessage, type Naming, type SessionOptions, type SessionState, type WorkflowName,
 } from "@agentmesh/contracts";
 import { request, type Log } from "@agentmesh/messaging";
+import { TRACING_OFF, type Tracing } from "@agentmesh/service-kit";
 import type { SessionStore } from "@agentmesh/session-store";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ApiError } from "./http.js";
@@ -19,6 +20,8 @@ export interface SessionDeps {
   readonly log: Log;
   /** How long to wait for a coordinator to accept a submit. */
   readonly submitTimeoutMs: number;
+  /** Where the `submit` span goes (default off). */
+  readonly tracing?: Tracing;
 }
 
 /** A query as the gateway hands it on. */
@@ -31,6 +34,8 @@ export interface StartRequest {
   readonly messages?: readonly ChatMessage[] | undefined;
   /** Continues this thread; absent = a new thread. */
   readonly threadId?: string | undefined;
+  /** The client's W3C `traceparent` header: the session's trace continues it (an invalid one is ignored). */
+  readonly traceparent?: string | undefined;
 }
 
 export interface Started {
@@ -86,6 +91,8 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
     if (!admitted.ok) throw new ApiError("too_many_sessions", `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`);
   }
   let reply: SubmitReply;
+  // The session's trace continues this span (or, with tracing off, the client's traceparent as is).
+  const span = (d.tracing ?? TRACING_OFF).start("submit", { parent: req.traceparent, kind: "server", attributes: { "agentmesh.owner": owner, "langfuse.session.id": threadId } });
   try {
     reply = SubmitReply.parse(
       await request(d.nc, d.naming.submit, {
@@ -98,9 +105,14 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
         owner,
         thread_id: threadId,
         ...(req.messages === undefined ? {} : { messages: req.messages }),
-      }, d.submitTimeoutMs),
+      }, d.submitTimeoutMs, { traceparent: span.traceparent ?? req.traceparent }),
     );
+    if (reply.ok) span.setAttributes({ "agentmesh.session_id": reply.session_id, "agentmesh.replied": reply.replied });
+    else span.fail(new Error(reply.error.code));
+    span.end();
   } catch (err) {
+    span.fail(err);
+    span.end();
     await d.limits.release(owner, proposed);
     d.log.warn({ err: (err as Error).message }, "submit failed");
     throw new ApiError("unavailable", "no coordinator accepted the query in time; try again");
