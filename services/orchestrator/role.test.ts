@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createLangfusePromptSource, createOpRunner, loadPromptContracts } from "@agentmesh/agent-kit";
 import type { ChatMessage, DecideRequest } from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
+import { createRecordingTracing } from "@agentmesh/service-kit/testing";
 import { createScriptedModel, offlineModelOf, recordingModel } from "../../test/setup/model.js";
 import orchestrator, { ORCHESTRATOR_PROMPT } from "./role.js";
 
@@ -71,5 +72,25 @@ describe("orchestrator.decide offline (offline-kit's keyword rules)", () => {
   ])("%s → %s", async (query, word) => {
     const out = await run(task({ messages: [{ role: "user", content: query }], clarification_count: 0, max_clarifications: 2 }), signal());
     expect(out).toMatchObject({ ok: true, output: { decision: expect.stringMatching(new RegExp(`^Decision: ${word}\\n`)) } });
+  });
+});
+
+describe("orchestrator.decide's decision record", () => {
+  it("puts seed 003's orchestrator_decision (input, output, model, prompt name) on the task's span when tracing is on", async () => {
+    const tracing = createRecordingTracing("orchestrator");
+    const model = createScriptedModel([{ role: "orchestrator", op: "decide", content: "Decision: RESEARCH\nReasoning: clear" }]);
+    const input: DecideRequest = { messages: [{ role: "user", content: "Which prompt gave the highest accuracy in Zhang 2024?" }], clarification_count: 1, max_clarifications: 2 };
+    const outcome = await createOpRunner(orchestrator, model, { log, prompts, tracing })(task(input), signal());
+    expect(outcome.ok).toBe(true);
+    const span = tracing.spans().find((s) => s.name === "task");
+    expect(span?.attributes).toMatchObject({
+      "orchestrator_decision.input.conversation_history": "User: Which prompt gave the highest accuracy in Zhang 2024?",
+      "orchestrator_decision.input.clarification_count": 1,
+      "orchestrator_decision.output": "Decision: RESEARCH\nReasoning: clear",
+      "orchestrator_decision.prompt_name": ORCHESTRATOR_PROMPT,
+      "orchestrator_decision.prompt_version": "orchestrator.decide/v1",
+      "orchestrator_decision.metadata.agent": "orchestrator",
+    });
+    expect(typeof span?.attributes["orchestrator_decision.model"]).toBe("string");
   });
 });

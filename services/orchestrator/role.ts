@@ -39,6 +39,16 @@ export default defineAgent({
       render: renderDecide,
       toOutput: (text) => ({ decision: clip(text.trim(), CLARIFY_LIMITS.maxDecisionChars) }),
       summarize: (o) => clip(o.decision.replace(/\s+/g, " "), 120),
+      // seed 003's `orchestrator_decision` record on the task's span (the workflow adds next_agent and iteration to its transition's)
+      spanAttributes: (input, output, made) => ({
+        "orchestrator_decision.input.conversation_history": clip(formatHistory(input.messages), 4000),
+        "orchestrator_decision.input.clarification_count": input.clarification_count,
+        "orchestrator_decision.output": output.decision,
+        "orchestrator_decision.model": made.model,
+        "orchestrator_decision.prompt_name": made.promptName,
+        "orchestrator_decision.prompt_version": made.promptVersion,
+        "orchestrator_decision.metadata.agent": "orchestrator",
+      }),
       // offline: offline-kit's keyword rules (a bare pronoun, an unnamed paper, "best" without a measure, …)
       offline: (input) => offlineDecision(input.messages),
     },

@@ -237,7 +237,10 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}`, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
         promptVersion = instructions?.version ?? "unversioned";
       }
-      if (tracing.enabled && op.spanAttributes) taskSpan.setAttributes(op.spanAttributes(parsed.data, output));
+      if (tracing.enabled && op.spanAttributes) {
+        const promptName = contract ? (isHandler(op) ? contract.id : (op.promptName ?? contract.id)) : task.op;
+        taskSpan.setAttributes(op.spanAttributes(parsed.data, output, { model: modelName, promptName, promptVersion }));
+      }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
       log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");

@@ -38,7 +38,16 @@ interface PromptOpBase<Req, Res> {
   render(input: Req): string;
   summarize(output: Res): string;
   /** Attributes for the task's span from a successful output (a decision record); called only when tracing is on. */
-  spanAttributes?(input: Req, output: Res): SpanAttributeMap;
+  spanAttributes?(input: Req, output: Res, made: SpanMade): SpanAttributeMap;
+}
+
+/** How an output was made, for an op's span attributes: the model that answered and the prompt it was given. */
+export interface SpanMade {
+  readonly model: string;
+  /** The prompt's name (Langfuse's, or the prompt file id). */
+  readonly promptName: string;
+  /** `<id>/v<N>`, `langfuse:<name>/v<N>` or the handler's version. */
+  readonly promptVersion: string;
 }
 
 /** A prompt op whose model writes its response as JSON, validated against the op's response schema (the default). */
@@ -149,7 +158,7 @@ export interface OpHandler<Req, Res> {
   run(input: Req, ctx: HandlerContext): Promise<Res>;
   summarize(output: Res): string;
   /** Attributes for the task's span from a successful output (a decision record); called only when tracing is on. */
-  spanAttributes?(input: Req, output: Res): SpanAttributeMap;
+  spanAttributes?(input: Req, output: Res, made: SpanMade): SpanAttributeMap;
   /** The offline answer to the model call the handler makes (`ctx.complete`), if it makes one. */
   readonly offline?: OfflineBehaviour<Req, unknown>;
 }

@@ -130,6 +130,28 @@ describe("clarify: the seed's unit and integration tests", () => {
   });
 });
 
+describe("clarify: the seed's decision record on the transition's span", () => {
+  const spanOf = (o: StepOutcome | undefined) => (o?.kind === "apply" ? o.spanAttributes : undefined);
+  it("every orchestrator run records agent, next_agent, iteration, its layer and the count; other transitions record none", () => {
+    const h = clarifyHarness("Tell me more about it");
+    expect(spanOf(h.start())).toBeUndefined(); // Layer 3: the decision is recorded when the model's reply is applied
+    expect(spanOf(h.reply("orchestrator.decide", { decision: "CLARIFICATION" }))).toEqual({
+      "orchestrator_decision.metadata.agent": "orchestrator",
+      "orchestrator_decision.metadata.next_agent": "clarification",
+      "orchestrator_decision.metadata.iteration": 1,
+      "orchestrator_decision.layer": "model",
+      "orchestrator_decision.clarification_count": 1,
+    });
+    expect(spanOf(h.reply("clarifier.ask", { question: "Which aspect?" }))).toBeUndefined();
+    expect(spanOf(h.answer("The persistence options"))).toMatchObject({ "orchestrator_decision.metadata.next_agent": "research", "orchestrator_decision.metadata.iteration": 2, "orchestrator_decision.layer": "answered", "orchestrator_decision.clarification_count": 1 });
+    const capped = clarifyHarness("Still unclear", { carry: { clarification_count: 2 } });
+    expect(spanOf(capped.start())).toMatchObject({ "orchestrator_decision.layer": "cap", "orchestrator_decision.clarification_count": 0, "orchestrator_decision.metadata.iteration": 1 });
+    const failed = clarifyHarness("Tell me more about it");
+    failed.start();
+    expect(spanOf(failed.fail("orchestrator.decide", "model_unavailable", true))).toMatchObject({ "orchestrator_decision.layer": "fallback", "orchestrator_decision.metadata.next_agent": "research" });
+  });
+});
+
 describe("clarify: Layer 3's parse and its failures", () => {
   it("parses as the seed: CLARIFICATION first, then RESEARCH, else research", () => {
     expect(parseDecision("Decision: RESEARCH (no clarification needed)")).toEqual({ next: "clarification", matched: "CLARIFICATION" });

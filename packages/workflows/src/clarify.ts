@@ -17,9 +17,9 @@ import {
 } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { stage } from "./events.js";
-import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
+import type { Control, SpanAttributes, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
-type Decided = { readonly data: ClarifyData; readonly control: Control; readonly events: readonly EventDraft[] };
+type Decided = { readonly data: ClarifyData; readonly control: Control; readonly events: readonly EventDraft[]; readonly span?: SpanAttributes };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 
 /** The seed's settings (`max_clarifications = 2`, `max_history = 10`), for a deployment that sets none. */
@@ -98,7 +98,7 @@ const synthesizeTask = (data: ClarifyData, attempt: number): TaskSpec => ({
 const dispatch = (data: ClarifyData, tasks: readonly TaskSpec[], events: readonly EventDraft[]): Decided => ({ data, control: { kind: "dispatch", tasks }, events });
 
 /** Records one orchestrator run (the seed's state updates) and announces it. */
-function decided(data: ClarifyData, layer: OrchestratorDecision["layer"], next: ClarifyRoute, count: number, reason: string): { data: ClarifyData; events: EventDraft[] } {
+function decided(data: ClarifyData, layer: OrchestratorDecision["layer"], next: ClarifyRoute, count: number, reason: string): Routed {
   const decision: OrchestratorDecision = {
     iteration: data.iteration + 1,
     layer,
@@ -116,18 +116,29 @@ function decided(data: ClarifyData, layer: OrchestratorDecision["layer"], next: 
     decisions: [...data.decisions, decision].slice(-CLARIFY_LIMITS.maxDecisions),
   };
   const line = `${next} (${layer}; count ${count}/${data.max_clarifications})`;
-  return { data: recorded, events: [{ type: "orchestration", ...decision }, stage(STAGE.orchestrator, "completed", line)] };
+  // seed 003's decision record's metadata, on the transition's span (the orchestrator's task span has its input, output, model and prompt)
+  const span: SpanAttributes = {
+    "orchestrator_decision.metadata.agent": "orchestrator",
+    "orchestrator_decision.metadata.next_agent": next,
+    "orchestrator_decision.metadata.iteration": decision.iteration,
+    "orchestrator_decision.layer": layer,
+    "orchestrator_decision.clarification_count": count,
+  };
+  return { data: recorded, events: [{ type: "orchestration", ...decision }, stage(STAGE.orchestrator, "completed", line)], span };
 }
 
+/** One orchestrator run's outcome: the state, its events and its span attributes. */
+type Routed = { data: ClarifyData; events: EventDraft[]; span: SpanAttributes };
+
 /** Goes where the orchestrator routed: the clarification agent, or the research agent. */
-function route(step: { data: ClarifyData; events: EventDraft[] }): Decided {
-  const { data, events } = step;
+function route(step: Routed): Decided {
+  const { data, events, span } = step;
   if (data.next_agent === "clarification") {
     const next = { ...data, phase: "clarify" as const };
-    return dispatch(next, [askTask(next, 0)], events);
+    return { ...dispatch(next, [askTask(next, 0)], events), span };
   }
   const next = { ...data, phase: "research" as const };
-  return dispatch(next, [gatherTask(next, 0)], events);
+  return { ...dispatch(next, [gatherTask(next, 0)], events), span };
 }
 
 /**
@@ -155,7 +166,7 @@ function onDecision(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
     const events = [stage(STAGE.orchestrator, "failed", `failed (${input.error.code}: ${clip(input.error.message, 300)}); falling back to research`)];
     const step = decided(data, "fallback", "research", data.clarification_count, `The orchestrator failed (${input.error.code}); research is the safe default.`);
-    return route({ data: step.data, events: [...events, ...step.events] });
+    return route({ ...step, events: [...events, ...step.events] });
   }
   const reply = (input.output as DecideResult).decision;
   const parsed = parseDecision(reply);
