@@ -72,20 +72,29 @@ describe("the metrics registry", () => {
     expect(sample(text, "agentmesh_many_total", { model: "m0" })).toBe(2);
   });
 
-  it("reads counters and samples gauges at each scrape", async () => {
+  it("reads counters and samples gauges at each scrape, from every source sharing the name", async () => {
     const m = createMetrics({ defaultMetrics: false });
     const stats = { forged: 0 };
     let pending = 7;
     m.readCounter({ name: "agentmesh_read_total", help: "x", labels: ["reason"], read: () => [{ labels: { reason: "forged" }, value: stats.forged }] });
     m.sampledGauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"], sample: async (g) => g.set({ consumer: "role_critic" }, pending) });
-    expect(sample(await m.text(), "agentmesh_read_total", { reason: "forged" })).toBeNull();
+    expect(sample(await m.text(), "agentmesh_read_total", { reason: "forged" })).toBe(0);
     expect(sample(await m.text(), "agentmesh_pending", { consumer: "role_critic" })).toBe(7);
     stats.forged = 3;
     pending = 2;
-    const text = await m.text();
-    expect(sample(text, "agentmesh_read_total", { reason: "forged" })).toBe(3);
+    const removeReader = m.readCounter({ name: "agentmesh_read_total", help: "x", labels: ["reason"], read: () => [{ labels: { reason: "forged" }, value: 10 }] });
+    const removeSampler = m.sampledGauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"], sample: (g) => g.set({ consumer: "coordinator" }, 5) });
+    let text = await m.text();
+    expect(sample(text, "agentmesh_read_total", { reason: "forged" })).toBe(13);
     expect(sample(text, "agentmesh_pending", { consumer: "role_critic" })).toBe(2);
-    expect(() => m.readCounter({ name: "agentmesh_read_total", help: "x", labels: ["reason"], read: () => [] })).toThrow(/registered twice/);
+    expect(sample(text, "agentmesh_pending", { consumer: "coordinator" })).toBe(5);
+    removeReader();
+    removeSampler();
+    text = await m.text();
+    expect(sample(text, "agentmesh_read_total", { reason: "forged" })).toBe(3);
+    expect(sample(text, "agentmesh_pending", { consumer: "coordinator" })).toBeNull();
+    expect(() => m.counter({ name: "agentmesh_read_total", help: "x", labels: ["reason"] })).toThrow(/registered twice/);
+    expect(() => m.gauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"] })).toThrow(/registered twice/);
   });
 });
 

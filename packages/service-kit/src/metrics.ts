@@ -57,11 +57,17 @@ export interface SampledGaugeSpec<L extends MetricLabel> extends MetricSpec<L> {
  */
 export interface Metrics {
   counter<L extends MetricLabel>(spec: MetricSpec<L>): CounterMetric<L>;
-  /** A counter read from elsewhere at scrape time; each name may be registered once. */
-  readCounter<L extends MetricLabel>(spec: ReadCounterSpec<L>): void;
+  /**
+   * A counter read from elsewhere at scrape time. Several sources may share a name (their values
+   * for the same labels add up); the returned function removes this source.
+   */
+  readCounter<L extends MetricLabel>(spec: ReadCounterSpec<L>): () => void;
   gauge<L extends MetricLabel>(spec: MetricSpec<L>): GaugeMetric<L>;
-  /** A gauge sampled at scrape time; each name may be registered once. */
-  sampledGauge<L extends MetricLabel>(spec: SampledGaugeSpec<L>): void;
+  /**
+   * A gauge sampled at scrape time. Several samplers may share a name (each sets its own label
+   * sets, e.g. one consumer each); the returned function removes this sampler.
+   */
+  sampledGauge<L extends MetricLabel>(spec: SampledGaugeSpec<L>): () => void;
   histogram<L extends MetricLabel>(spec: MetricSpec<L> & { readonly buckets: readonly number[] }): HistogramMetric<L>;
   /** The exposition text of every metric, default Node metrics included. */
   text(): Promise<string>;
@@ -77,20 +83,20 @@ export const STEP_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.
 
 const NAME = /^agentmesh_[a-z][a-z0-9_]*$/;
 
-type Kind = "counter" | "gauge" | "histogram";
+type Kind = "counter" | "gauge" | "histogram" | "read counter" | "sampled gauge";
 interface Entry {
   readonly kind: Kind;
   readonly labels: string;
+  /** The handle (counter, gauge, histogram) or the set of sources (read counter, sampled gauge). */
   readonly metric: unknown;
-  /** Registered with its own collect function: never shared. */
-  readonly exclusive: boolean;
 }
 
 function checkSpec(spec: MetricSpec<MetricLabel>, kind: Kind): void {
   const problems: string[] = [];
+  const counter = kind === "counter" || kind === "read counter";
   if (!NAME.test(spec.name)) problems.push(`name must match ${NAME.source}`);
-  if (kind === "counter" && !spec.name.endsWith("_total")) problems.push("a counter's name ends in _total");
-  if (kind !== "counter" && spec.name.endsWith("_total")) problems.push("only counters end in _total");
+  if (counter && !spec.name.endsWith("_total")) problems.push("a counter's name ends in _total");
+  if (!counter && spec.name.endsWith("_total")) problems.push("only counters end in _total");
   const unknown = spec.labels.filter((l) => !(METRIC_LABELS as readonly string[]).includes(l));
   if (unknown.length) problems.push(`label(s) ${unknown.join(", ")} not in METRIC_LABELS (labels must have bounded values)`);
   if (new Set(spec.labels).size !== spec.labels.length) problems.push("a label is named twice");
@@ -130,62 +136,77 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const entries = new Map<string, Entry>();
 
-  function existing(spec: MetricSpec<MetricLabel>, kind: Kind, exclusive: boolean): unknown {
+  function existing(spec: MetricSpec<MetricLabel>, kind: Kind): unknown {
     checkSpec(spec, kind);
     const e = entries.get(spec.name);
     if (!e) return undefined;
     const labels = [...spec.labels].sort().join(",");
-    if (e.kind !== kind || e.labels !== labels || e.exclusive || exclusive) {
+    if (e.kind !== kind || e.labels !== labels) {
       throw new AgentmeshError("internal", `metric ${spec.name} is registered twice (${e.kind} {${e.labels}}, then ${kind} {${labels}})`);
     }
     return e.metric;
   }
-  const remember = (spec: MetricSpec<MetricLabel>, kind: Kind, metric: unknown, exclusive = false) => {
-    entries.set(spec.name, { kind, labels: [...spec.labels].sort().join(","), metric, exclusive });
+  const remember = (spec: MetricSpec<MetricLabel>, kind: Kind, metric: unknown) => {
+    entries.set(spec.name, { kind, labels: [...spec.labels].sort().join(","), metric });
     return metric;
   };
+  /** Adds `source` to the set kept under the spec's name (creating the metric once); returns its removal. */
+  function addSource<S>(spec: MetricSpec<MetricLabel>, kind: Kind, source: S, create: (sources: Set<S>) => void): () => void {
+    let sources = existing(spec, kind) as Set<S> | undefined;
+    if (!sources) {
+      sources = new Set<S>();
+      create(sources);
+      remember(spec, kind, sources);
+    }
+    const set = sources;
+    set.add(source);
+    return () => void set.delete(source);
+  }
   const base = <L extends MetricLabel>(spec: MetricSpec<L>) => ({ name: spec.name, help: spec.help, labelNames: [...spec.labels], registers: [registry] });
 
   return {
     counter<L extends MetricLabel>(spec: MetricSpec<L>): CounterMetric<L> {
-      const found = existing(spec, "counter", false) as CounterMetric<L> | undefined;
+      const found = existing(spec, "counter") as CounterMetric<L> | undefined;
       if (found) return found;
       const c = new Counter<L>(base(spec));
       const cap = seriesCap(spec.labels);
       const handle: CounterMetric<L> = { inc: (labels, by = 1) => c.inc(cap(labels), by) };
       return remember(spec, "counter", handle) as CounterMetric<L>;
     },
-    readCounter<L extends MetricLabel>(spec: ReadCounterSpec<L>): void {
-      existing(spec, "counter", true);
-      const cap = seriesCap(spec.labels);
-      const c: Counter<L> = new Counter<L>({
-        ...base(spec),
-        collect() {
-          c.reset();
-          for (const s of spec.read()) if (s.value > 0) c.inc(cap(s.labels), s.value);
-        },
+    readCounter<L extends MetricLabel>(spec: ReadCounterSpec<L>): () => void {
+      return addSource(spec, "read counter", spec.read, (sources) => {
+        const cap = seriesCap(spec.labels);
+        const c: Counter<L> = new Counter<L>({
+          ...base(spec),
+          collect() {
+            c.reset();
+            for (const read of sources) for (const s of read()) c.inc(cap(s.labels), s.value);
+          },
+        });
       });
-      remember(spec, "counter", c, true);
     },
     gauge<L extends MetricLabel>(spec: MetricSpec<L>): GaugeMetric<L> {
-      const found = existing(spec, "gauge", false) as GaugeMetric<L> | undefined;
+      const found = existing(spec, "gauge") as GaugeMetric<L> | undefined;
       if (found) return found;
       return remember(spec, "gauge", gaugeHandle(new Gauge<L>(base(spec)), spec.labels)) as GaugeMetric<L>;
     },
-    sampledGauge<L extends MetricLabel>(spec: SampledGaugeSpec<L>): void {
-      existing(spec, "gauge", true);
-      let handle: GaugeMetric<L> | undefined;
-      const g: Gauge<L> = new Gauge<L>({
-        ...base(spec),
-        async collect() {
-          handle ??= gaugeHandle(g, spec.labels);
-          await spec.sample(handle);
-        },
+    sampledGauge<L extends MetricLabel>(spec: SampledGaugeSpec<L>): () => void {
+      return addSource(spec, "sampled gauge", spec.sample, (sources) => {
+        let handle: GaugeMetric<L> | undefined;
+        const g: Gauge<L> = new Gauge<L>({
+          ...base(spec),
+          async collect() {
+            handle ??= gaugeHandle(g, spec.labels);
+            const h = handle;
+            // a removed sampler's series go with it; a sampler sets all of its own each time
+            g.reset();
+            await Promise.all([...sources].map((sample) => sample(h)));
+          },
+        });
       });
-      remember(spec, "gauge", g, true);
     },
     histogram<L extends MetricLabel>(spec: MetricSpec<L> & { readonly buckets: readonly number[] }): HistogramMetric<L> {
-      const found = existing(spec, "histogram", false) as HistogramMetric<L> | undefined;
+      const found = existing(spec, "histogram") as HistogramMetric<L> | undefined;
       if (found) return found;
       const h = new Histogram<L>({ ...base(spec), buckets: [...spec.buckets] });
       const cap = seriesCap(spec.labels);
