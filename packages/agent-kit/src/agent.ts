@@ -1,12 +1,13 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
-import { createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
+import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
 import type { ModelPort } from "@agentmesh/llm";
-import type { Logger, Stoppable } from "@agentmesh/service-kit";
+import type { Logger, Metrics, Stoppable } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import { contractVersion, type PromptContract } from "./prompts.js";
+import { roleMetrics } from "./metrics.js";
 
 export interface AgentOptions {
   readonly nc: NatsConnection;
@@ -26,6 +27,8 @@ export interface AgentOptions {
   readonly rpc?: boolean;
   /** Prompt contracts by id (loaded at start-up); every contract the role's ops name must be here. */
   readonly prompts?: ReadonlyMap<string, PromptContract>;
+  /** The process's metrics registry; without one the role keeps no metrics. */
+  readonly metrics?: Metrics;
 }
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
@@ -187,13 +190,15 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
   checkContracts(def, opts.prompts);
   const log = opts.log.child({ role: def.role });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const runOp = createOpRunner(def, opts.model, {
+  const metrics = opts.metrics ? roleMetrics(opts.metrics, { role: def.role, naming: opts.naming, lag: consumerLagReader(opts.nc), log }) : null;
+  const runOp = createOpRunner(def, metrics ? metrics.metered(opts.model) : opts.model, {
     log,
     logPayloads: opts.logPayloads,
     crash: opts.crash,
     prompts: opts.prompts,
     tokens: (t) => publisher.publishTokens(t),
   });
+  const work: TaskHandler = (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal);
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
     role: def.role,
@@ -202,8 +207,10 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     maxDeliver: opts.maxDeliver,
     log,
     crash: opts.crash,
-    handler: (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal),
+    handler: metrics ? metrics.timed(work) : work,
+    ...(metrics ? { onSettled: metrics.onSettled } : {}),
   });
+  const unwatch = metrics?.watch(worker);
   const workCounts = () => ({ ...worker.stats, alive: worker.alive() });
   const micro = await createMicroService(opts.nc, {
     name: def.role,
@@ -232,6 +239,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     worker,
     async stop(graceMs: number) {
       await worker.stop(graceMs);
+      unwatch?.();
       await micro.stop();
     },
   };

@@ -1,4 +1,4 @@
-import { NATS_ACCESS_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, type NatsAccess } from "@agentmesh/service-kit";
+import { METRICS_VARS, NATS_ACCESS_VARS, metricsSettings, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, type MetricsSettings, type NatsAccess } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
@@ -6,7 +6,7 @@ const NAMES = [
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
-  ...NATS_ACCESS_VARS,
+  ...NATS_ACCESS_VARS, ...METRICS_VARS,
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
@@ -37,6 +37,8 @@ export interface AgentConfig {
   readonly maxDeliver: number;
   /** Folder of prompt-contract overrides; each replaces the built-in contract of the same id. */
   readonly promptsDir: string | undefined;
+  /** Where the process serves its metrics; null = it keeps none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -73,5 +75,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     ackWaitMs: e.AGENTMESH_TASK_ACK_WAIT_MS,
     maxDeliver: e.AGENTMESH_TASK_MAX_DELIVER,
     promptsDir: e.AGENTMESH_PROMPTS_DIR,
+    metrics: metricsSettings(e),
   });
 }

@@ -8,7 +8,7 @@ export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent
 export { newTraceparent, type MessageContext } from "./trace.js";
 export { startWorker, type WorkerOptions } from "./worker.js";
 export { startInboxConsumer, type InboxConsumerOptions } from "./inbox-consumer.js";
-export { consumerLagReader, type ConsumerLag } from "./consumer-lag.js";
+export { consumerLagReader, type ConsumerLag, type ConsumerLagReader } from "./consumer-lag.js";
 export {
   createMicroService,
   type MicroService,

@@ -21,3 +21,4 @@ export {
   type SampledGaugeSpec,
 } from "./metrics.js";
 export { startMetricsServer, startProcessMetrics, type MetricsServer, type ProcessMetrics } from "./metrics-server.js";
+export { METRIC_CATALOGUE, type CatalogueEntry } from "./metric-catalogue.js";
