@@ -1,5 +1,5 @@
 import { Capability, DomainHints, formatZodError, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
-import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, METRICS_VARS, configError, connectionConfig, metricsSettings, parseEnv, type MetricsSettings, type NatsAccess } from "@agentmesh/service-kit";
 import { MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
@@ -11,6 +11,7 @@ const NAMES = [
   "AGENTMESH_CANCELLED_TTL_MS",
   "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
   "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL",
+  ...METRICS_VARS,
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -95,6 +96,8 @@ export interface CoordinatorConfig {
   readonly finishedTtlMs: number;
   readonly cancelledTtlMs: number;
   readonly requireDurable: boolean;
+  /** Where the process serves its metrics; null = it keeps none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Reads the coordinator configuration, listing every problem at once. */
@@ -144,5 +147,6 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
+    metrics: metricsSettings(e),
   });
 }

@@ -3,12 +3,13 @@ import { loadRoles, startRoles } from "@agentmesh/agent";
 import { connectRedis } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
 import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
-import { createLogger, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
+import { createLogger, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
 
 /**
  * Runs a coordinator and every agent role of the registry in one process for local use. Each
  * role is still its own NATS micro service with its own durable consumer, exactly as when
- * deployed one per pod; roles with tools (retriever, executor) build them here too.
+ * deployed one per pod; roles with tools (retriever, executor) build them here too. One metrics
+ * registry and endpoint serve them all.
  */
 export async function localMain(env: Record<string, string | undefined>): Promise<void> {
   const secrets = secretsOf(env);
@@ -24,13 +25,16 @@ export async function localMain(env: Record<string, string | undefined>): Promis
       const roles = await loadRoles([]);
       const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
       const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
-      const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log });
-      const agents = await startRoles(roles, env, { nc, log, cfg: acfg });
+      const served = await startProcessMetrics(ccfg.metrics, log);
+      const metrics = served ? { metrics: served.metrics } : {};
+      const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log, ...metrics });
+      const agents = await startRoles(roles, env, { nc, log, cfg: acfg, ...metrics });
       log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
       return {
         async stop(graceMs: number) {
           await agents.stop(graceMs);
           await coordinator.stop(graceMs);
+          await served?.server.close();
           await nc.drain();
           await redis.quit();
         },
