@@ -20,7 +20,7 @@ export type ConsumerLagReader = (stream: string, durable: string) => Promise<Con
  * (`unavailable`, `timeout`) and is not cached.
  */
 export function consumerLagReader(nc: NatsConnection, opts: { maxAgeMs?: number; timeoutMs?: number } = {}): ConsumerLagReader {
-  const maxAgeMs = opts.maxAgeMs ?? 1000;
+  const maxAgeMs = opts.maxAgeMs ?? 250;
   let jsm: Promise<JetStreamManager> | null = null;
   const cache = new Map<string, { at: number; lag: Promise<ConsumerLag> }>();
   const read = async (stream: string, durable: string): Promise<ConsumerLag> => {
