@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
-import { CONNECTION_VARS, configError, connectionConfig, parseEnv, type NatsAccess } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, METRICS_VARS, configError, connectionConfig, metricsSettings, parseEnv, type MetricsSettings, type NatsAccess } from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
 
 const VARS = [
@@ -8,6 +8,7 @@ const VARS = [
   "AGENTMESH_GATEWAY_HOST", "AGENTMESH_GATEWAY_PORT", "AGENTMESH_API_KEYS", "AGENTMESH_API_KEYS_FILE", "AGENTMESH_GATEWAY_ANONYMOUS",
   "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  ...METRICS_VARS,
 ] as const;
 
 /** What the gateway reads from the environment, checked once at start. */
@@ -32,6 +33,8 @@ export interface GatewayConfig {
   readonly finishedTtlMs: number;
   /** How long a session's concurrency slot is held at most without being released (its wall-clock deadline). */
   readonly sessionSlotTtlMs: number;
+  /** Where the process serves its (Node) metrics; null = none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Parses the gateway's configuration; every problem is listed at once (`invalid_config`). */
@@ -71,5 +74,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+    metrics: metricsSettings(e),
   });
 }
