@@ -3,14 +3,38 @@ import { loadRoles, startRoles } from "@agentmesh/agent";
 import { connectRedis } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
 import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
-import { createLogger, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
+import { createLogger, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Stoppable } from "@agentmesh/service-kit";
 
 /**
- * Runs a coordinator and every agent role of the registry in one process for local use. Each
- * role is still its own NATS micro service with its own durable consumer, exactly as when
- * deployed one per pod; roles with tools (retriever, executor) build them here too. One metrics
- * registry and endpoint serve them all.
+ * Starts a coordinator and the named roles (every role of the registry when none is named) in
+ * this process, on connections it opens. Each role is still its own NATS micro service with its
+ * own durable consumer, exactly as when deployed one per pod; roles with tools (retriever,
+ * executor) build them here too. One metrics registry and endpoint serve them all.
  */
+export async function startLocal(env: Record<string, string | undefined>, log: Logger, roleNames: readonly string[] = []): Promise<Stoppable & { metricsUrl: string | null }> {
+  const ccfg = loadCoordinatorConfig(env);
+  const acfg = loadAgentConfig(env);
+  const roles = await loadRoles(roleNames);
+  const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
+  const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
+  const served = await startProcessMetrics(ccfg.metrics, log);
+  const metrics = served ? { metrics: served.metrics } : {};
+  const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log, ...metrics });
+  const agents = await startRoles(roles, env, { nc, log, cfg: acfg, ...metrics });
+  log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
+  return {
+    metricsUrl: served?.server.url ?? null,
+    async stop(graceMs: number) {
+      await agents.stop(graceMs);
+      await coordinator.stop(graceMs);
+      await served?.server.close();
+      await nc.drain();
+      await redis.quit();
+    },
+  };
+}
+
+/** The local runner: a coordinator and every agent role in one process, until SIGTERM. */
 export async function localMain(env: Record<string, string | undefined>): Promise<void> {
   const secrets = secretsOf(env);
   let log = createLogger({ service: "local", level: "info", secrets });
@@ -19,26 +43,8 @@ export async function localMain(env: Record<string, string | undefined>): Promis
     log,
     secrets,
     start: async () => {
-      const ccfg = loadCoordinatorConfig(env);
-      const acfg = loadAgentConfig(env);
-      log = createLogger({ service: "local", level: ccfg.logLevel, secrets });
-      const roles = await loadRoles([]);
-      const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
-      const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
-      const served = await startProcessMetrics(ccfg.metrics, log);
-      const metrics = served ? { metrics: served.metrics } : {};
-      const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log, ...metrics });
-      const agents = await startRoles(roles, env, { nc, log, cfg: acfg, ...metrics });
-      log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
-      return {
-        async stop(graceMs: number) {
-          await agents.stop(graceMs);
-          await coordinator.stop(graceMs);
-          await served?.server.close();
-          await nc.drain();
-          await redis.quit();
-        },
-      };
+      log = createLogger({ service: "local", level: loadCoordinatorConfig(env).logLevel, secrets });
+      return startLocal(env, log);
     },
   });
 }
