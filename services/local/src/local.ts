@@ -2,7 +2,7 @@ import { loadAgentConfig } from "@agentmesh/agent-kit";
 import { loadRoles, startRoles } from "@agentmesh/agent";
 import { connectRedis } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
-import { loadCoordinatorConfig, startCoordinatorFromConfig } from "@agentmesh/coordinator";
+import { loadCoordinatorConfig, startCoordinatorFromConfig, type RunningCoordinator } from "@agentmesh/coordinator";
 import { createLogger, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Stoppable } from "@agentmesh/service-kit";
 
 /**
@@ -11,7 +11,7 @@ import { createLogger, runUntilSignalled, secretsOf, startProcessMetrics, type L
  * own durable consumer, exactly as when deployed one per pod; roles with tools (retriever,
  * executor) build them here too. One metrics registry and endpoint serve them all.
  */
-export async function startLocal(env: Record<string, string | undefined>, log: Logger, roleNames: readonly string[] = []): Promise<Stoppable & { metricsUrl: string | null }> {
+export async function startLocal(env: Record<string, string | undefined>, log: Logger, roleNames: readonly string[] = []): Promise<Stoppable & { coordinator: RunningCoordinator; metricsUrl: string | null }> {
   const ccfg = loadCoordinatorConfig(env);
   const acfg = loadAgentConfig(env);
   const roles = await loadRoles(roleNames);
@@ -23,6 +23,7 @@ export async function startLocal(env: Record<string, string | undefined>, log: L
   const agents = await startRoles(roles, env, { nc, log, cfg: acfg, ...metrics });
   log.info({ llm: acfg.llm.baseURL ?? "offline engine" }, "coordinator and agents running");
   return {
+    coordinator,
     metricsUrl: served?.server.url ?? null,
     async stop(graceMs: number) {
       await agents.stop(graceMs);
