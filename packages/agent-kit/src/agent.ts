@@ -1,13 +1,14 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
-import { createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type Worker } from "@agentmesh/messaging";
+import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
 import type { ModelPort, ModelReply } from "@agentmesh/llm";
-import { TRACING_OFF, type Logger, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
+import { TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import type { PromptContract } from "./prompts.js";
 import { FILE_PROMPTS, compileTemplate, type PromptSource, type ResolvedPrompt } from "./prompt-source.js";
+import { roleMetrics } from "./metrics.js";
 
 export interface AgentOptions {
   readonly nc: NatsConnection;
@@ -31,6 +32,8 @@ export interface AgentOptions {
   readonly promptSource?: PromptSource;
   /** Where task and model-call spans go (default off). */
   readonly tracing?: Tracing;
+  /** The process's metrics registry; without one the role keeps no metrics. */
+  readonly metrics?: Metrics;
 }
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
@@ -273,7 +276,8 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
   checkContracts(def, opts.prompts);
   const log = opts.log.child({ role: def.role });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const runOp = createOpRunner(def, opts.model, {
+  const metrics = opts.metrics ? roleMetrics(opts.metrics, { role: def.role, naming: opts.naming, lag: consumerLagReader(opts.nc), log }) : null;
+  const runOp = createOpRunner(def, metrics ? metrics.metered(opts.model) : opts.model, {
     log,
     logPayloads: opts.logPayloads,
     crash: opts.crash,
@@ -282,6 +286,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     tokens: (t) => publisher.publishTokens(t),
     ...(opts.tracing ? { tracing: opts.tracing } : {}),
   });
+  const work: TaskHandler = (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal, { traceparent: ctx.traceparent, threadId: ctx.threadId });
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
     role: def.role,
@@ -290,8 +295,10 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     maxDeliver: opts.maxDeliver,
     log,
     crash: opts.crash,
-    handler: (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal, { traceparent: ctx.traceparent, threadId: ctx.threadId }),
+    handler: metrics ? metrics.timed(work) : work,
+    ...(metrics ? { onSettled: metrics.onSettled } : {}),
   });
+  const unwatch = metrics?.watch(worker);
   const workCounts = () => ({ ...worker.stats, alive: worker.alive() });
   const micro = await createMicroService(opts.nc, {
     name: def.role,
@@ -320,6 +327,7 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     worker,
     async stop(graceMs: number) {
       await worker.stop(graceMs);
+      unwatch?.();
       await micro.stop();
     },
   };

@@ -1,4 +1,4 @@
-import { NATS_ACCESS_VARS, TRACING_VARS, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
+import { METRICS_VARS, NATS_ACCESS_VARS, TRACING_VARS, metricsSettings, natsAccess, parseEnv, parsePrices, parseRoleModels, configError, tracingConfig, type MetricsSettings, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import type { RoleModelConfig } from "@agentmesh/llm";
 
 const NAMES = [
@@ -7,7 +7,7 @@ const NAMES = [
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
   "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS",
-  ...NATS_ACCESS_VARS, ...TRACING_VARS,
+  ...NATS_ACCESS_VARS, ...TRACING_VARS, ...METRICS_VARS,
 ] as const;
 
 /** Everything an agent process needs, parsed once at start-up and frozen. */
@@ -42,6 +42,8 @@ export interface AgentConfig {
   readonly langfuse: { readonly host: string; readonly publicKey: string; readonly secretKey: string; readonly ttlMs: number; readonly timeoutMs: number } | null;
   /** Where task and model-call spans go (none = off). */
   readonly tracing: TracingConfig;
+  /** Where the process serves its metrics; null = it keeps none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Reads the agent configuration from an environment, listing every problem at once. */
@@ -85,5 +87,6 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
     promptsDir: e.AGENTMESH_PROMPTS_DIR,
     langfuse,
     tracing,
+    metrics: metricsSettings(e),
   });
 }

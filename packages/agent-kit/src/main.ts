@@ -1,6 +1,6 @@
 import { AgentmeshError, naming as makeNaming, type RoleName } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
-import { crashHook, type Logger, type Stoppable, type Tracing } from "@agentmesh/service-kit";
+import { crashHook, startProcessMetrics, type Logger, type Metrics, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
 import type { AgentConfig } from "./config.js";
@@ -78,8 +78,14 @@ export async function startAgentsInProcess(
     promptDirs?: readonly string[];
     /** Where task and model-call spans go (default off). */
     tracing?: Tracing;
+    /**
+     * The process's metrics registry when the process serves it (services/local shares one with
+     * its coordinator); without one, a registry and its endpoint are started here when
+     * `cfg.metrics` says so, and closed on stop.
+     */
+    metrics?: Metrics;
   },
-): Promise<Stoppable & { agents: RunningAgent[] }> {
+): Promise<Stoppable & { agents: RunningAgent[]; metricsUrl: string | null }> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
   const unknown = cfg.roles.filter((r) => !defs.some((d) => d.role === r));
   if (unknown.length) throw new Error(`AGENTMESH_ROLES names unknown roles: ${unknown.join(", ")}`);
@@ -92,30 +98,40 @@ export async function startAgentsInProcess(
   const promptSource = cfg.langfuse ? createLangfusePromptSource({ ...cfg.langfuse, log: deps.log.child({ component: "prompts" }) }) : undefined;
   if (cfg.langfuse) deps.log.info({ langfuse: new URL(cfg.langfuse.host).origin, ttl_ms: cfg.langfuse.ttlMs }, "prompts from Langfuse, the prompt files as the fallback");
   deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
+  const own = deps.metrics ? null : await startProcessMetrics(cfg.metrics, deps.log);
+  const metrics = deps.metrics ?? own?.metrics;
   const agents: RunningAgent[] = [];
-  for (const def of wanted) {
-    agents.push(
-      await untilProvisioned(deps.log, def.role, () => startAgent(def, {
-        nc: deps.nc,
-        naming,
-        model,
-        log: deps.log,
-        concurrency: cfg.concurrency,
-        ackWaitMs: cfg.ackWaitMs,
-        maxDeliver: cfg.maxDeliver,
-        crash,
-        logPayloads: cfg.logPayloads,
-        rpc: cfg.rpc,
-        prompts,
-        ...(promptSource ? { promptSource } : {}),
-        ...(deps.tracing ? { tracing: deps.tracing } : {}),
-      })),
-    );
+  try {
+    for (const def of wanted) {
+      agents.push(
+        await untilProvisioned(deps.log, def.role, () => startAgent(def, {
+          nc: deps.nc,
+          naming,
+          model,
+          log: deps.log,
+          concurrency: cfg.concurrency,
+          ackWaitMs: cfg.ackWaitMs,
+          maxDeliver: cfg.maxDeliver,
+          crash,
+          logPayloads: cfg.logPayloads,
+          rpc: cfg.rpc,
+          prompts,
+          ...(promptSource ? { promptSource } : {}),
+          ...(deps.tracing ? { tracing: deps.tracing } : {}),
+          ...(metrics ? { metrics } : {}),
+        })),
+      );
+    }
+  } catch (err) {
+    await own?.server.close();
+    throw err;
   }
   return {
     agents,
+    metricsUrl: own?.server.url ?? null,
     async stop(graceMs: number) {
       await Promise.all(agents.map((a) => a.stop(graceMs)));
+      await own?.server.close();
     },
   };
 }

@@ -8,6 +8,7 @@ export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent
 export { newTraceparent, traceparentOf, type MessageContext } from "./trace.js";
 export { startWorker, type WorkerOptions } from "./worker.js";
 export { startInboxConsumer, type InboxConsumerOptions } from "./inbox-consumer.js";
+export { consumerLagReader, type ConsumerLag, type ConsumerLagReader } from "./consumer-lag.js";
 export {
   createMicroService,
   type MicroService,
@@ -23,6 +24,8 @@ export type {
   CrashHook,
   TaskContext,
   TaskHandler,
+  TaskSettledHook,
+  TaskSettlement,
   WorkStats,
   Worker,
   InboxContext,

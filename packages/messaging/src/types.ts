@@ -51,6 +51,15 @@ export interface TaskContext {
  */
 export type TaskHandler = (task: TaskEnvelope, ctx: TaskContext) => Promise<TaskOutcome>;
 
+/** How one delivery of a task ended, for metrics: worked and reported, not worked, or left to a later delivery. */
+export type TaskSettlement = "completed" | "failed" | "dropped" | "redelivered";
+
+/**
+ * Told once per delivery when the worker settles it. `op` is the task's op as it arrived (empty
+ * when unreadable): bound it before using it as a label.
+ */
+export type TaskSettledHook = (s: { readonly op: string; readonly settlement: TaskSettlement; readonly deliveryCount: number }) => void;
+
 /** Counts of JetStream work, reported in the `$SRV` STATS `data` field. */
 export interface WorkStats {
   /** Messages finished successfully (task: ok outcome reported; inbox: acked). */

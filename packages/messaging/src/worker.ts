@@ -8,7 +8,7 @@ import type { Log } from "./log.js";
 import { createPublisher } from "./publisher.js";
 import { getDurable, SHUTDOWN, startPullLoop, type InFlight } from "./pull-loop.js";
 import { childTraceparent, readHeader, traceparentOf } from "./trace.js";
-import type { CrashHook, TaskHandler, Worker, WorkStats } from "./types.js";
+import type { CrashHook, TaskHandler, TaskSettledHook, TaskSettlement, Worker, WorkStats } from "./types.js";
 
 /** Settings of one role's task worker. */
 export interface WorkerOptions {
@@ -25,6 +25,8 @@ export interface WorkerOptions {
   readonly crash?: CrashHook;
   /** Clock for deadlines (tests). */
   readonly now?: () => number;
+  /** Told how each delivery was settled (metrics); must not throw. */
+  readonly onSettled?: TaskSettledHook;
 }
 
 /** Longest delay setTimeout accepts (~24.8 days); a farther deadline is simply not armed. */
@@ -46,6 +48,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   const { ackWaitMs, maxDeliver } = reconcile(await consumer.info(true), opts, log, what);
 
   const publisher = createPublisher(nc, naming, log);
+  const settled = (op: string, settlement: TaskSettlement, deliveryCount: number) => opts.onSettled?.({ op, settlement, deliveryCount });
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
   const bySession = new Map<string, Set<AbortController>>();
   const readCancelled = cancelledChecker(nc, naming);
@@ -78,19 +81,21 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   async function unworkable(entry: InFlight, code: WireError["code"], reason: string, mayReport: boolean): Promise<void> {
     const m = entry.msg;
     counts.dropped++;
-    const ids = mayReport ? recoverIds(m.data, m.headers) : { taskId: null, sessionId: null };
     const op = m.subject.startsWith(`${naming.task(role, "")}`) ? m.subject.slice(naming.task(role, "").length) : "";
+    settled(op, "dropped", m.info.deliveryCount);
+    const ids = mayReport ? recoverIds(m.data, m.headers) : { taskId: null, sessionId: null };
     if (ids.taskId !== null && ids.sessionId !== null && op.length > 0 && op.length <= 40 && !op.includes(".")) {
       log.warn({ ...what, subject: m.subject, seq: m.seq, task_id: ids.taskId, session_id: ids.sessionId, reason }, "unreadable task; reporting a non-retryable failure to its session");
       const error = wireFailure(code, `the ${role} agent could not read task ${ids.taskId}: ${reason}`, role);
-      return report(entry, { session_id: ids.sessionId, task_id: ids.taskId, role, op }, { ok: false, error, provenance: null });
+      return report(entry, { session_id: ids.sessionId, task_id: ids.taskId, role, op }, { ok: false, error, provenance: null }, true);
     }
     const r = await moveToDeadLetters(nc, naming, role, stream, entry, reason, (n) => retryDelayMs(n));
     if (r.moved) log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
     else if (r.err !== undefined) log.error({ ...what, seq: m.seq, err: r.err, delay_ms: r.delayMs }, "cannot dead-letter an unworkable task; retrying later");
   }
 
-  async function report(entry: InFlight, task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">, outcome: TaskOutcome): Promise<void> {
+  /** Publishes the outcome, then acks; `counted` when the delivery was already told as dropped. */
+  async function report(entry: InFlight, task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">, outcome: TaskOutcome, counted = false): Promise<void> {
     const m = entry.msg;
     const traceparent = childTraceparent(readHeader(m.headers, "traceparent"));
     const input = (o: TaskOutcome): InboxInput => ({
@@ -118,6 +123,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       const delay = retryDelayMs(m.info.deliveryCount);
       log.error({ ...what, task_id: task.task_id, err, delay_ms: delay }, "cannot publish the task outcome; retrying the task later");
       m.nak(delay);
+      if (!counted) settled(task.op, "redelivered", m.info.deliveryCount);
       return;
     }
     crash("after-result-publish");
@@ -126,6 +132,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     entry.settled = true;
     if (outcome.ok) counts.processed++;
     else counts.failed++;
+    if (!counted) settled(task.op, outcome.ok ? "completed" : "failed", m.info.deliveryCount);
     const acked = await m.ackAck().catch((err: unknown) => {
       log.warn({ ...what, task_id: task.task_id, err }, "ack not confirmed; the task may be redelivered (its result is de-duplicated)");
       return null;
@@ -148,14 +155,16 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     const now = clock();
     if (task.deadline_at !== null && task.deadline_at <= now) {
       log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
+      settled(task.op, "dropped", deliveryCount);
       const error = wireFailure("deadline_exceeded", `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`, role);
-      return report(entry, task, { ok: false, error, provenance: null });
+      return report(entry, task, { ok: false, error, provenance: null }, true);
     }
 
     if (await sessionCancelled(task.session_id)) {
       log.info(tlog, "session was cancelled before this task started; reporting cancelled without working it");
+      settled(task.op, "dropped", deliveryCount);
       const error = wireFailure("cancelled", `session ${task.session_id} was cancelled before task ${task.task_id} started`, role);
-      return report(entry, task, { ok: false, error, provenance: null });
+      return report(entry, task, { ok: false, error, provenance: null }, true);
     }
 
     crash("after-fetch");
@@ -201,6 +210,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     if (controller.signal.reason === SHUTDOWN) {
       entry.settled = true;
       m.nak();
+      settled(task.op, "redelivered", deliveryCount);
       return;
     }
     if (!outcome.ok && outcome.error.retryable && deliveryCount < maxDeliver) {
@@ -208,6 +218,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       log.warn({ ...tlog, code: outcome.error.code, delay_ms: delay, error: outcome.error.message }, "retryable failure; nak with delay");
       entry.settled = true;
       m.nak(delay);
+      settled(task.op, "redelivered", deliveryCount);
       return;
     }
     if (!outcome.ok) log.warn({ ...tlog, code: outcome.error.code, error: outcome.error.message }, "task failed; reporting the failure");

@@ -36,6 +36,8 @@ export const ENV_VARS = [
   { name: "LOG_LEVEL", schema: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), default: "info", description: "pino log level", usedBy: ["all"] },
   { name: "AGENTMESH_LOG_PAYLOADS", schema: flag.default(false), default: "0", description: "log prompts and task payloads (off: they may hold user data)", usedBy: ["agents"] },
   { name: "AGENTMESH_CRASH_AT", schema: z.string().max(40).optional(), default: "—", description: "fault injection: exit at this named crash point (tests only)", usedBy: ["coordinator", "agents"] },
+  { name: "AGENTMESH_METRICS_PORT", schema: int(0).max(65535).optional(), default: "— (no metrics server)", description: "port of this process's Prometheus endpoint `GET /metrics` (0 = any free port, logged at start); unset = no metrics are kept", usedBy: ["coordinator", "agents", "gateway"] },
+  { name: "AGENTMESH_METRICS_HOST", schema: z.string().min(1).default("127.0.0.1"), default: "127.0.0.1", description: "address the metrics endpoint listens on (`0.0.0.0` in a container, so Prometheus can scrape the pod)", usedBy: ["coordinator", "agents", "gateway"] },
   { name: "AGENTMESH_LLM_BASE_URL", schema: z.string().url().optional(), default: "— (offline engine)", description: "OpenAI-compatible endpoint, e.g. http://127.0.0.1:11434/v1 for Ollama", usedBy: ["agents"], secret: "url" },
   { name: "AGENTMESH_LLM_API_KEY", schema: z.string().optional(), default: "—", description: "API key for the endpoint (redacted in logs)", usedBy: ["agents"], secret: "value" },
   { name: "AGENTMESH_LLM_MODEL", schema: z.string().min(1).default("gpt-4o-mini"), default: "gpt-4o-mini", description: "default model for every role", usedBy: ["agents"] },
@@ -232,4 +234,19 @@ export function tracingConfig(e: EnvValues<(typeof TRACING_VARS)[number]>, found
   }
   if (found === undefined && problems.length) throw configError(problems);
   return Object.freeze({ targets: e.OTEL_SDK_DISABLED ? [] : targets, serviceName: e.OTEL_SERVICE_NAME, scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY });
+}
+
+/** The variables of a process's metrics endpoint. */
+export const METRICS_VARS = ["AGENTMESH_METRICS_PORT", "AGENTMESH_METRICS_HOST"] as const;
+
+/** Where a process serves its metrics; null when it keeps none. */
+export interface MetricsSettings {
+  readonly host: string;
+  /** 0 = any free port. */
+  readonly port: number;
+}
+
+/** MetricsSettings from parsed METRICS_VARS: null when no port is set. */
+export function metricsSettings(e: EnvValues<(typeof METRICS_VARS)[number]>): MetricsSettings | null {
+  return e.AGENTMESH_METRICS_PORT === undefined ? null : Object.freeze({ host: e.AGENTMESH_METRICS_HOST, port: e.AGENTMESH_METRICS_PORT });
 }

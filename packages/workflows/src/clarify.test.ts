@@ -148,7 +148,7 @@ describe("clarify: the seed's decision record on the transition's span", () => {
     expect(spanOf(capped.start())).toMatchObject({ "orchestrator_decision.layer": "cap", "orchestrator_decision.clarification_count": 0, "orchestrator_decision.metadata.iteration": 1 });
     const failed = clarifyHarness("Tell me more about it");
     failed.start();
-    expect(spanOf(failed.fail("orchestrator.decide", "model_unavailable", true))).toMatchObject({ "orchestrator_decision.layer": "fallback", "orchestrator_decision.metadata.next_agent": "research" });
+    expect(spanOf(failed.fail("orchestrator.decide", "timeout", true))).toMatchObject({ "orchestrator_decision.layer": "fallback", "orchestrator_decision.metadata.next_agent": "research" });
   });
 });
 

@@ -1,6 +1,6 @@
 import { loadAgentConfig, setUpRole, startAgentsInProcess, type AgentConfig, type AgentSetup } from "@agentmesh/agent-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { Logger, Stoppable, Tracing } from "@agentmesh/service-kit";
+import type { Logger, Metrics, Stoppable, Tracing } from "@agentmesh/service-kit";
 import type { LoadedRole } from "./roles.js";
 
 /**
@@ -11,7 +11,7 @@ import type { LoadedRole } from "./roles.js";
 export async function startRoles(
   roles: readonly LoadedRole[],
   env: Record<string, string | undefined>,
-  deps: { nc: NatsConnection; log: Logger; cfg?: AgentConfig; tracing?: Tracing },
+  deps: { nc: NatsConnection; log: Logger; cfg?: AgentConfig; tracing?: Tracing; /** A registry the process already serves (services/local); else the agents serve their own when configured. */ metrics?: Metrics },
 ): Promise<Stoppable> {
   const cfg = deps.cfg ?? loadAgentConfig(env);
   const setups: AgentSetup[] = [];
@@ -21,7 +21,7 @@ export async function startRoles(
     const running = await startAgentsInProcess(
       setups.flatMap((s) => s.agents),
       cfg,
-      { nc: deps.nc, log: deps.log, promptDirs: roles.map((r) => r.dir), ...(deps.tracing ? { tracing: deps.tracing } : {}) },
+      { nc: deps.nc, log: deps.log, promptDirs: roles.map((r) => r.dir), ...(deps.tracing ? { tracing: deps.tracing } : {}), ...(deps.metrics ? { metrics: deps.metrics } : {}) },
     );
     return {
       async stop(graceMs: number) {

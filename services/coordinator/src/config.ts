@@ -1,5 +1,5 @@
 import { Capability, DomainHints, formatZodError, type CriticChainSettings, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
-import { CONNECTION_VARS, TRACING_VARS, configError, connectionConfig, parseEnv, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, METRICS_VARS, TRACING_VARS, configError, connectionConfig, metricsSettings, parseEnv, tracingConfig, type MetricsSettings, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import { MINIMAL_CRITIC_CHAIN_SETTINGS, MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
 
 const NAMES = [
@@ -13,6 +13,7 @@ const NAMES = [
   "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL", "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
   "AGENTMESH_CLARIFY_MAX_CLARIFICATIONS", "AGENTMESH_CLARIFY_MAX_HISTORY",
   ...TRACING_VARS,
+  ...METRICS_VARS,
 ] as const;
 
 /** The MCP capabilities of halo: each is served when a configured MCP server has its name. */
@@ -109,6 +110,8 @@ export interface CoordinatorConfig {
   readonly requireDurable: boolean;
   /** Where transition and session spans go (none = off). */
   readonly tracing: TracingConfig;
+  /** Where the process serves its metrics; null = it keeps none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Reads the coordinator configuration, listing every problem at once. */
@@ -162,5 +165,6 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
     tracing,
+    metrics: metricsSettings(e),
   });
 }

@@ -1,7 +1,7 @@
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { connectNats } from "@agentmesh/messaging";
-import { createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, type Logger, type Tracing } from "@agentmesh/service-kit";
+import { createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Metrics, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
@@ -16,16 +16,25 @@ export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: L
   }
 }
 
-/** Starts a coordinator from configuration on existing connections (used by main and the local runner). */
-export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: { nc: NatsConnection; redis: Redis; log: Logger; tracing?: Tracing }): Promise<RunningCoordinator> {
+/**
+ * Starts a coordinator from configuration on existing connections (used by main and the local
+ * runner). With `deps.metrics` (the local runner's one registry) it reports there; otherwise it
+ * serves its own metrics when `cfg.metrics` says so, and closes them on stop.
+ */
+export async function startCoordinatorFromConfig(
+  cfg: CoordinatorConfig,
+  deps: { nc: NatsConnection; redis: Redis; log: Logger; tracing?: Tracing; metrics?: Metrics },
+): Promise<RunningCoordinator & { metricsUrl: string | null }> {
   await assertDurable(deps.redis, cfg, deps.log);
+  const own = deps.metrics ? null : await startProcessMetrics(cfg.metrics, deps.log);
+  const metrics = deps.metrics ?? own?.metrics;
   const store = createRedisSessionStore(deps.redis, {
     keyPrefix: cfg.prefix,
     activeTtlMs: cfg.activeTtlMs,
     finishedTtlMs: cfg.finishedTtlMs,
     idempotencyTtlMs: cfg.activeTtlMs,
   });
-  return startCoordinator({
+  const running = await startCoordinator({
     nc: deps.nc,
     store,
     naming: makeNaming(cfg.prefix),
@@ -39,7 +48,19 @@ export async function startCoordinatorFromConfig(cfg: CoordinatorConfig, deps: {
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
     storeReady: () => deps.redis.status === "ready",
     ...(deps.tracing ? { tracing: deps.tracing } : {}),
+    ...(metrics ? { metrics } : {}),
+  }).catch(async (err: unknown) => {
+    await own?.server.close();
+    throw err;
   });
+  return {
+    ...running,
+    metricsUrl: own?.server.url ?? null,
+    async stop(graceMs: number) {
+      await running.stop(graceMs);
+      await own?.server.close();
+    },
+  };
 }
 
 /** The coordinator process: config → connections → service → run until SIGTERM. */

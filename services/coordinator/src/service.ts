@@ -2,10 +2,11 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
-import { createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, traceparentOf, type CrashHook, type Worker } from "@agentmesh/messaging";
+import { consumerLagReader, createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, traceparentOf, type CrashHook, type InboxHandler, type Worker } from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
-import type { Logger, Stoppable, Tracing } from "@agentmesh/service-kit";
+import type { Logger, Metrics, Stoppable, Tracing } from "@agentmesh/service-kit";
 import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
+import { coordinatorMetrics } from "./metrics.js";
 
 export interface CoordinatorServiceOptions {
   readonly nc: NatsConnection;
@@ -26,6 +27,8 @@ export interface CoordinatorServiceOptions {
   readonly version?: string;
   /** Where transition and session spans go (default off). */
   readonly tracing?: Tracing;
+  /** The process's metrics registry; without one the coordinator keeps no metrics. */
+  readonly metrics?: Metrics;
 }
 
 /** A running coordinator replica. */
@@ -54,15 +57,19 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const core = createCoordinatorCore({ store: opts.store, publisher, log, defaults: opts.defaults, crash: opts.crash, ...(opts.tracing ? { tracing: opts.tracing } : {}) });
+  const metrics = opts.metrics ? coordinatorMetrics(opts.metrics, { naming: opts.naming, lag: consumerLagReader(opts.nc), log }) : null;
+  const store = metrics ? metrics.store(opts.store) : opts.store;
+  const core = createCoordinatorCore({ store, publisher, log, defaults: opts.defaults, crash: opts.crash, ...(opts.tracing ? { tracing: opts.tracing } : {}) });
+  const step: InboxHandler = (input) => core.handleInput(input);
   const inbox = await startInboxConsumer(opts.nc, {
     naming: opts.naming,
     concurrency: opts.concurrency,
     ackWaitMs: opts.inboxAckWaitMs,
-    handler: (input) => core.handleInput(input),
+    handler: metrics ? metrics.handler(step) : step,
     log,
     crash: opts.crash,
   });
+  const unwatch = metrics?.watch(core.stats, inbox);
   const deadLetters = await startDeadLetterMover(opts.nc, { naming: opts.naming, log });
   const micro = await createMicroService(opts.nc, {
     name: "coordinator",
@@ -93,6 +100,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
       timerLoop = undefined;
       await micro.stop();
       await inbox.stop(graceMs);
+      unwatch?.();
       await deadLetters.stop();
     },
   };

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
-import { CONNECTION_VARS, TRACING_VARS, configError, connectionConfig, parseEnv, tracingConfig, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
+import { CONNECTION_VARS, METRICS_VARS, TRACING_VARS, configError, connectionConfig, metricsSettings, parseEnv, tracingConfig, type MetricsSettings, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
 
 const VARS = [
@@ -9,6 +9,7 @@ const VARS = [
   "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
   ...TRACING_VARS,
+  ...METRICS_VARS,
 ] as const;
 
 /** What the gateway reads from the environment, checked once at start. */
@@ -35,6 +36,8 @@ export interface GatewayConfig {
   readonly sessionSlotTtlMs: number;
   /** Where the `submit` spans go (none = off). */
   readonly tracing: TracingConfig;
+  /** Where the process serves its (Node) metrics; null = none. */
+  readonly metrics: MetricsSettings | null;
 }
 
 /** Parses the gateway's configuration; every problem is listed at once (`invalid_config`). */
@@ -76,5 +79,6 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,
     tracing,
+    metrics: metricsSettings(e),
   });
 }

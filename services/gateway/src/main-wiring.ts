@@ -4,7 +4,7 @@ import { serve } from "@hono/node-server";
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { connectNats, createPublisher } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
-import { createLogger, createTracing, runUntilSignalled, secretsOf } from "@agentmesh/service-kit";
+import { createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
 import { createGatewayApp } from "./app.js";
 import { loadGatewayConfig } from "./config.js";
 import { createRedisLimits } from "./limits.js";
@@ -24,6 +24,8 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
       const naming = makeNaming(cfg.prefix);
+      // The process's own metrics (CPU, memory, event-loop lag) on a port apart from the API.
+      const metrics = await startProcessMetrics(cfg.metrics, log);
       const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
       const limits = createRedisLimits(redis, {
         keyPrefix: cfg.prefix, rateLimit: cfg.rateLimit, rateWindowMs: cfg.rateWindowMs, maxConcurrentSessions: cfg.maxConcurrentSessions, sessionTtlMs: cfg.sessionSlotTtlMs,
@@ -54,6 +56,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
             // The streams end at once; a connection still open a moment later only carries retries answered 503.
             setTimeout(() => server.closeAllConnections(), 1000).unref();
           });
+          await metrics?.server.close();
           await nc.drain();
           await redis.quit();
           await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last export failed"));

@@ -1,1 +1,1 @@
-export { localMain } from "./local.js";
+export { localMain, startLocal } from "./local.js";
