@@ -135,7 +135,7 @@ describe("Langfuse configuration", () => {
       ttlMs: 5000,
       timeoutMs: 2000,
     });
-    expect(() => loadAgentConfig({ LANGFUSE_HOST: "http://127.0.0.1:3000", LANGFUSE_SECRET_KEY: SECRET })).toThrow(/missing LANGFUSE_PUBLIC_KEY/);
+    expect(() => loadAgentConfig({ LANGFUSE_HOST: "http://127.0.0.1:3000", LANGFUSE_SECRET_KEY: SECRET })).toThrow(/LANGFUSE_HOST is set: LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are required too/);
     // a bad secret key is never echoed
     expect(() => loadAgentConfig({ LANGFUSE_HOST: "not a url", LANGFUSE_PUBLIC_KEY: PUBLIC, LANGFUSE_SECRET_KEY: SECRET })).toThrow(/LANGFUSE_HOST/);
   });
