@@ -285,19 +285,27 @@ describe("the agent roles' deployment, generated from the role registry (scripts
 
   /**
    * An object as it was before issue 8's access control: without the NATS seed (env, mount,
-   * volume, fsGroup), the web search key Secret and the generated account (was `$G`), and
-   * without the executor's MCP servers setting (issue 10, passed through in compose). The rest
-   * must still equal the hand-written files; the additions are checked by the tests above.
+   * volume, fsGroup), the web search key Secret and the generated account (was `$G`), without
+   * the executor's MCP servers setting (issue 10, passed through in compose) and without the
+   * metrics endpoint (issue 12: env, port, Prometheus annotations). The rest must still equal
+   * the hand-written files; the additions are checked by the tests above and below.
    */
+  const METRICS_ENV = ["AGENTMESH_METRICS_PORT", "AGENTMESH_METRICS_HOST"];
+
   function beforeAccessControl(o: Yaml | undefined): Yaml | undefined {
     const copy = structuredClone(o) as YamlMap | undefined;
+    const podMeta = at(copy, "spec", "template", "metadata");
+    if (isMap(podMeta)) delete podMeta.annotations;
     const pod = at(copy, "spec", "template", "spec");
     if (isMap(pod)) {
       if (isMap(pod.securityContext)) delete pod.securityContext.fsGroup;
       pod.volumes = list(pod.volumes, "volumes").filter((v) => at(v, "name") !== "nats-seed");
       for (const c of list(pod.containers, "containers")) {
         const container = map(c, "container");
-        container.env = list(container.env, "env").filter((e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY"].includes(String(at(e, "name"))));
+        container.env = list(container.env, "env").filter((e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY", ...METRICS_ENV].includes(String(at(e, "name"))));
+        const ports = list(container.ports ?? [], "ports").filter((p) => at(p, "name") !== "metrics");
+        if (ports.length) container.ports = ports;
+        else delete container.ports;
         container.volumeMounts = list(container.volumeMounts, "volumeMounts").filter((m) => at(m, "name") !== "nats-seed");
       }
     }
@@ -306,12 +314,33 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     if (copy?.kind === undefined && isMap(copy?.environment)) {
       delete copy.environment.NATS_NKEY_SEED_FILE;
       delete copy.environment.AGENTMESH_MCP_SERVERS;
+      for (const name of METRICS_ENV) delete copy.environment[name];
       const volumes = list(copy.volumes ?? [], "volumes").filter((v) => !isSeedMount(v));
       if (volumes.length) copy.volumes = volumes;
       else delete copy.volumes;
     }
     return copy;
   }
+
+  it("every agent role, the coordinator and the gateway serve /metrics on 9464, annotated for Prometheus, in Kubernetes and compose", () => {
+    const deployments = [...ROLE_NAMES, "coordinator", "gateway"].map((r) => find("Deployment", r));
+    expect(deployments).toHaveLength(ROLE_NAMES.length + 2);
+    for (const d of deployments) {
+      if (!d) throw new Error("a Deployment is missing");
+      const name = nameOf(d);
+      expect(at(d, "spec", "template", "metadata", "annotations"), name).toEqual({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464", "prometheus.io/path": "/metrics" });
+      const container = at(d, "spec", "template", "spec", "containers", 0);
+      expect(list(at(container, "ports") ?? [], "ports"), name).toContainEqual({ name: "metrics", containerPort: 9464 });
+      const env = list(at(container, "env"), "env");
+      expect(env, name).toContainEqual({ name: "AGENTMESH_METRICS_PORT", value: "9464" });
+      expect(env, name).toContainEqual({ name: "AGENTMESH_METRICS_HOST", value: "0.0.0.0" });
+    }
+    for (const service of [...ROLE_NAMES, "coordinator", "gateway"]) {
+      expect(at(compose[service], "environment"), service).toMatchObject({ AGENTMESH_METRICS_PORT: "9464", AGENTMESH_METRICS_HOST: "0.0.0.0" });
+      // never published on the host: only the gateway's 8080 is
+      expect(JSON.stringify(at(compose[service], "ports") ?? []), service).not.toContain("9464");
+    }
+  });
 
   it("the committed files are what `pnpm deploy:render` writes for ROLE_NAMES", () => {
     expect(checkDeploy()).toEqual([]);
