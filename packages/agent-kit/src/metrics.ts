@@ -1,7 +1,7 @@
 import { findOp, type Naming } from "@agentmesh/contracts";
 import type { ModelPort, ModelReply, ModelRequest } from "@agentmesh/llm";
 import type { ConsumerLagReader, TaskHandler, TaskSettledHook, Worker } from "@agentmesh/messaging";
-import { METRIC_CATALOGUE as M, TASK_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
+import { METRIC_CATALOGUE as M, consumerLagGauges, TASK_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
 
 /** What one agent role reports to its process's metrics registry. */
 export interface RoleMetrics {
@@ -61,20 +61,7 @@ export function roleMetrics(metrics: Metrics, opts: { role: string; naming: Nami
     watch(worker) {
       const removals = [
         metrics.sampledGauge({ ...M.tasksInFlight, sample: (g) => g.set({ role }, worker.stats.in_flight) }),
-        metrics.sampledGauge({
-          ...M.consumerPending,
-          sample: async (g) => {
-            const lag = await opts.lag(stream, consumer).catch((err: unknown) => void opts.log.debug({ err, consumer }, "consumer lag not read"));
-            if (lag) g.set({ stream, consumer }, lag.pending);
-          },
-        }),
-        metrics.sampledGauge({
-          ...M.consumerAckPending,
-          sample: async (g) => {
-            const lag = await opts.lag(stream, consumer).catch(() => undefined);
-            if (lag) g.set({ stream, consumer }, lag.ackPending);
-          },
-        }),
+        consumerLagGauges(metrics, { lag: opts.lag, stream, consumer, log: opts.log }),
       ];
       return () => removals.forEach((remove) => remove());
     },

@@ -25,4 +25,4 @@ export {
   type SampledGaugeSpec,
 } from "./metrics.js";
 export { startMetricsServer, startProcessMetrics, type MetricsServer, type ProcessMetrics } from "./metrics-server.js";
-export { METRIC_CATALOGUE, type CatalogueEntry } from "./metric-catalogue.js";
+export { METRIC_CATALOGUE, consumerLagGauges, type CatalogueEntry, type ReadConsumerLag } from "./metric-catalogue.js";

@@ -1,4 +1,5 @@
-import type { MetricLabel } from "./metrics.js";
+import type { Logger } from "./logger.js";
+import type { MetricLabel, Metrics } from "./metrics.js";
 
 /** One metric agentmesh exports: what the README's metrics table lists about it. */
 export interface CatalogueEntry {
@@ -33,3 +34,31 @@ export const METRIC_CATALOGUE = {
   inputsDropped: { name: "agentmesh_inputs_dropped_total", type: "counter", by: "coordinator", labels: ["reason"], help: "Inbox inputs not applied: forged (sender may not write it), stale (not awaited, session ended or unknown), duplicate (already applied), unreadable (dead-lettered)" },
   submits: { name: "agentmesh_submits_total", type: "counter", by: "coordinator", labels: ["result"], help: "Submit requests, accepted or rejected" },
 } as const satisfies Record<string, CatalogueEntry>;
+
+/** What a consumer-lag reader returns (messaging's `ConsumerLagReader`, typed here by shape). */
+export type ReadConsumerLag = (stream: string, consumer: string) => Promise<{ readonly pending: number; readonly ackPending: number }>;
+
+/**
+ * The two backlog gauges of one durable consumer (pending, ack-pending), read from the server at
+ * scrape time; a failed read leaves them unset and is logged at debug. Returns their removal.
+ */
+export function consumerLagGauges(metrics: Metrics, o: { lag: ReadConsumerLag; stream: string; consumer: string; log: Logger }): () => void {
+  const { stream, consumer } = o;
+  const removals = [
+    metrics.sampledGauge({
+      ...METRIC_CATALOGUE.consumerPending,
+      sample: async (g) => {
+        const lag = await o.lag(stream, consumer).catch((err: unknown) => void o.log.debug({ err, consumer }, "consumer lag not read"));
+        if (lag) g.set({ stream, consumer }, lag.pending);
+      },
+    }),
+    metrics.sampledGauge({
+      ...METRIC_CATALOGUE.consumerAckPending,
+      sample: async (g) => {
+        const lag = await o.lag(stream, consumer).catch(() => undefined);
+        if (lag) g.set({ stream, consumer }, lag.ackPending);
+      },
+    }),
+  ];
+  return () => removals.forEach((remove) => remove());
+}

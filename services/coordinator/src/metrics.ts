@@ -1,7 +1,7 @@
 import type { Naming } from "@agentmesh/contracts";
 import type { ConsumerLagReader, InboxHandler, Worker } from "@agentmesh/messaging";
 import type { SessionStore } from "@agentmesh/session-store";
-import { METRIC_CATALOGUE as M, STEP_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
+import { METRIC_CATALOGUE as M, consumerLagGauges, STEP_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
 import type { CoordinatorStats } from "./core.js";
 
 /** What a coordinator reports to its process's metrics registry. */
@@ -73,20 +73,7 @@ export function coordinatorMetrics(metrics: Metrics, opts: { naming: Naming; lag
             { labels: { result: "rejected" }, value: stats.rejected },
           ],
         }),
-        metrics.sampledGauge({
-          ...M.consumerPending,
-          sample: async (g) => {
-            const lag = await opts.lag(stream, consumer).catch((err: unknown) => void opts.log.debug({ err, consumer }, "consumer lag not read"));
-            if (lag) g.set({ stream, consumer }, lag.pending);
-          },
-        }),
-        metrics.sampledGauge({
-          ...M.consumerAckPending,
-          sample: async (g) => {
-            const lag = await opts.lag(stream, consumer).catch(() => undefined);
-            if (lag) g.set({ stream, consumer }, lag.ackPending);
-          },
-        }),
+        consumerLagGauges(metrics, { lag: opts.lag, stream, consumer, log: opts.log }),
       ];
       return () => removals.forEach((remove) => remove());
     },
