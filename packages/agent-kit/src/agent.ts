@@ -95,10 +95,13 @@ function systemOf(resolved: ResolvedPrompt | null, own: string | undefined): str
   return [resolved?.text, own].filter((s): s is string => typeof s === "string" && s.length > 0).join("\n\n");
 }
 
+/** The name an op's prompt goes by in a prompt registry (Langfuse): its own `promptName`, else its prompt file id. */
+const promptNameOf = (op: AnyOp, contract: PromptContract): string => (isHandler(op) ? contract.id : (op.promptName ?? contract.id));
+
 /** The op's instructions: from the prompt source by the op's prompt name (Langfuse, else the file), placeholders filled. */
 async function instructionsOf(op: AnyOp, contract: PromptContract | null, source: PromptSource, input: unknown): Promise<ResolvedPrompt | null> {
   if (!contract) return null;
-  const resolved = await source.resolve(isHandler(op) ? contract.id : (op.promptName ?? contract.id), contract);
+  const resolved = await source.resolve(promptNameOf(op, contract), contract);
   const vars = !isHandler(op) && op.variables ? op.variables(input) : null;
   return vars ? { ...resolved, text: compileTemplate(resolved.text, vars) } : resolved;
 }
@@ -241,7 +244,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         promptVersion = instructions?.version ?? "unversioned";
       }
       if (tracing.enabled && op.spanAttributes) {
-        const promptName = contract ? (isHandler(op) ? contract.id : (op.promptName ?? contract.id)) : task.op;
+        const promptName = contract ? promptNameOf(op, contract) : task.op;
         taskSpan.setAttributes(op.spanAttributes(parsed.data, output, { model: modelName, promptName, promptVersion }));
       }
       opts.crash?.("after-model");
