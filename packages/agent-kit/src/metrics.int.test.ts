@@ -11,6 +11,7 @@ import { loadAgentConfig } from "./config.js";
 import { defineAgent, type OpSpec } from "./definition.js";
 import { startAgentsInProcess } from "./main.js";
 import type { PromptContract } from "./prompts.js";
+import { metricSample as sample } from "@agentmesh/service-kit/testing";
 
 // An agent process with metrics on (port 0) over a real NATS server: its /metrics endpoint,
 // scraped over HTTP, shows the tasks it worked, their redeliveries, the model's tokens and cost,
@@ -83,17 +84,6 @@ async function freshNaming(): Promise<Naming> {
   return naming;
 }
 
-/** The value of one sample `name{labels} value` in exposition text (labels in any order), or null. */
-function sample(text: string, name: string, labels: Record<string, string>): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? "").split(",").filter(Boolean);
-    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
-  }
-  return null;
-}
 
 const until = async (cond: () => boolean | Promise<boolean>, what: string) => {
   for (const end = Date.now() + 15_000; !(await cond()); ) {

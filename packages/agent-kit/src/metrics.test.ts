@@ -5,22 +5,12 @@ import type { Worker } from "@agentmesh/messaging";
 import { createLogger, createMetrics, METRIC_CATALOGUE } from "@agentmesh/service-kit";
 import { z } from "zod";
 import { roleMetrics } from "./metrics.js";
+import { metricSample as sample } from "@agentmesh/service-kit/testing";
 
 const log = createLogger({ service: "test", level: "silent" });
 const n = naming("agentmesh");
 const noLag = async () => ({ pending: 4, ackPending: 1 });
 
-/** The value of one sample `name{labels} value` in exposition text (labels in any order), or null. */
-function sample(text: string, name: string, labels: Record<string, string>): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? "").split(",").filter(Boolean);
-    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
-  }
-  return null;
-}
 
 const idle = (inFlight: number): Worker => ({ stats: { processed: 0, failed: 0, redelivered: 0, dropped: 0, in_flight: inFlight }, alive: () => true, stop: async () => undefined });
 

@@ -2,18 +2,8 @@ import { describe, expect, it } from "vitest";
 import { AgentmeshError } from "@agentmesh/contracts";
 import { METRICS_VARS, metricsSettings, parseEnv } from "./env.js";
 import { createMetrics, MAX_SERIES_PER_METRIC, type MetricLabel } from "./metrics.js";
+import { metricSample as sample } from "./testing.js";
 
-/** The value of one sample line `name{labels} value` in exposition text, or null. */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? "").split(",").filter(Boolean);
-    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
-  }
-  return null;
-}
 
 describe("the metrics registry", () => {
   it("renders counters, gauges and histograms with their labels, and the default Node metrics", async () => {

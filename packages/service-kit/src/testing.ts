@@ -35,3 +35,15 @@ export function createRecordingTracing(serviceName = "test"): Tracing & { spans(
       })),
   });
 }
+
+/** The value of one sample `name{labels} value` in Prometheus exposition text (labels in any order), or null. */
+export function metricSample(text: string, name: string, labels: Record<string, string> = {}): number | null {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  for (const line of text.split("\n")) {
+    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = (m[2] ?? "").split(",").filter(Boolean);
+    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
+  }
+  return null;
+}

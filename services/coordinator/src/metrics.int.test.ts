@@ -13,6 +13,7 @@ import { loadCoordinatorConfig } from "./config.js";
 import { createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
 import { startCoordinatorFromConfig } from "./main-wiring.js";
 import { coordinatorMetrics } from "./metrics.js";
+import { metricSample as sample } from "@agentmesh/service-kit/testing";
 
 // A coordinator with metrics on, over real NATS and Redis: its /metrics endpoint shows the
 // transitions it commits, the inputs it drops, its inbox backlog; and two coordinators racing on
@@ -44,17 +45,6 @@ function cleanUp(naming: Naming): void {
   });
 }
 
-/** The value of one sample `name{labels} value` in exposition text (labels in any order), or null. */
-function sample(text: string, name: string, labels: Record<string, string>): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? "").split(",").filter(Boolean);
-    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
-  }
-  return null;
-}
 
 const until = async (cond: () => Promise<boolean>, what: string) => {
   for (const end = Date.now() + 15_000; !(await cond()); ) {

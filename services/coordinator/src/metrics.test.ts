@@ -5,6 +5,7 @@ import { createLogger, createMetrics, METRIC_CATALOGUE } from "@agentmesh/servic
 import type { CoordinatorStats } from "./core.js";
 import { coordinatorMetrics } from "./metrics.js";
 import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { metricSample as sample } from "@agentmesh/service-kit/testing";
 
 const log = createLogger({ service: "test", level: "silent" });
 const n = naming("agentmesh");
@@ -13,17 +14,6 @@ const stats = (): CoordinatorStats => ({ submitted: 0, rejected: 0, applied: 0, 
 const inbox = (s: Partial<Worker["stats"]> = {}): Worker => ({ stats: { processed: 0, failed: 0, redelivered: 0, dropped: 0, in_flight: 0, forged: 0, ...s }, alive: () => true, stop: async () => undefined });
 const cancel: InboxInput = { v: SCHEMA_VERSION, kind: "cancel", session_id: "metricstest00001", input_id: "cancel:1", reason: "x" };
 
-/** The value of one sample `name{labels} value` in exposition text (labels in any order), or null. */
-function sample(text: string, name: string, labels: Record<string, string>): number | null {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  for (const line of text.split("\n")) {
-    const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? "").split(",").filter(Boolean);
-    if (want.length === have.length && want.every((w) => have.includes(w))) return Number(m[3]);
-  }
-  return null;
-}
 
 describe("a coordinator's metrics", () => {
   test("registers exactly the catalogue's coordinator metrics", () => {
