@@ -39,7 +39,11 @@ export interface Publisher {
   publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
   /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
   publishTokens(event: TokenEvent, ctx?: MessageContext): void;
-  /** Publishes a transition's outbox in order (events keep their order). */
+  /**
+   * Publishes a transition's outbox in order (events keep their order). The entries must come from
+   * an outbox the session store accepted (it validates each one when it writes it): they are not
+   * validated again here.
+   */
   publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
 }
 
@@ -83,12 +87,24 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     }
   }
 
+  /** A task already validated (by `publishTask`, or as part of a stored outbox). */
+  function sendTask(t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
+    const body = encodeBounded(t, `task ${t.task_id}`);
+    const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
+    return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
+  }
+
+  /** An event already validated (by `publishEvent`, or as part of a stored outbox). */
+  function sendEvent(e: SessionEvent, ctx: MessageContext | undefined): Promise<void> {
+    const body = encodeBounded(e, `event ${e.type}`);
+    const taskId = "task_id" in e ? e.task_id : undefined;
+    const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId, threadId: ctx?.threadId });
+    return jsPublish(naming.events(e.session_id), naming.streams.events, body, eventMsgId(e.session_id, e.version, e.index), h);
+  }
+
   const publisher: Publisher = {
     async publishTask(task, ctx) {
-      const t = validate(TaskEnvelope, task, "task");
-      const body = encodeBounded(t, `task ${t.task_id}`);
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
-      return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
+      return sendTask(validate(TaskEnvelope, task, "task"), ctx);
     },
 
     async publishInbox(input, ctx) {
@@ -100,11 +116,7 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     },
 
     async publishEvent(event, ctx) {
-      const e = validate(SessionEvent, event, "event");
-      const body = encodeBounded(e, `event ${e.type}`);
-      const taskId = "task_id" in e ? e.task_id : undefined;
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId, threadId: ctx?.threadId });
-      return jsPublish(naming.events(e.session_id), naming.streams.events, body, eventMsgId(e.session_id, e.version, e.index), h);
+      return sendEvent(validate(SessionEvent, event, "event"), ctx);
     },
 
     async publishCancel(notice, ctx) {
@@ -131,13 +143,15 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
 
     async publishOutbox(entries, ctx) {
       // Each publish starts synchronously, so entries reach the connection in order; their acks
-      // are awaited together rather than one round trip after another.
+      // are awaited together rather than one round trip after another. Tasks and events are not
+      // validated again: an outbox is validated as a whole when the session store writes it, and
+      // only a stored outbox is published (the size and depth limits still apply, in encodeBounded).
       const pending = entries.map((entry) => {
         switch (entry.kind) {
           case "task":
-            return publisher.publishTask(entry.task, ctx);
+            return sendTask(entry.task, ctx);
           case "event":
-            return publisher.publishEvent(entry.event, ctx);
+            return sendEvent(entry.event, ctx);
           case "cancel":
             return publisher.publishCancel(entry.notice, ctx);
           default: {
