@@ -17,10 +17,8 @@ export interface SeenCodeRun {
 /** `text` cut to `max` characters, marked when cut. */
 const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max)}…`);
 
-/** Steps that run side by side: their step events may come in either order. */
-export type ParallelSteps = readonly string[];
-/** A session's steps: each entry one step, or steps that run side by side. */
-export type StepPath = ReadonlyArray<string | ParallelSteps>;
+/** A session's steps: each entry one step, or a list of steps that run side by side (their step events come in any order). */
+export type StepPath = ReadonlyArray<string | readonly string[]>;
 
 const showPath = (path: StepPath): string => path.map((s) => (typeof s === "string" ? s : `{${s.join(", ")} in any order}`)).join(" → ");
 
@@ -124,18 +122,17 @@ export const SUPERVISOR: Workload = {
   },
 };
 
+/** One step of a blackboard plan: executed, its result perceived, reviewed by the critic and remembered. */
+function planStep(): string[] {
+  return ["executor.execute", "perception.perceive", "critic.report", "memory.update"];
+}
+
 /**
  * The steps of an offline blackboard session on an arithmetic question (CONSERVATIVE): the question
  * perceived while the executor lists its tools, memory, a plan of two steps (the calculator, then
  * summarize), and each step executed, perceived, reviewed by the critic and remembered. No retrieval.
  */
-export const BLACKBOARD_STEPS: StepPath = [
-  ["perception.perceive", "executor.list_tools"],
-  "memory.update",
-  "decision.plan",
-  ...["executor.execute", "perception.perceive", "critic.report", "memory.update"],
-  ...["executor.execute", "perception.perceive", "critic.report", "memory.update"],
-];
+export const BLACKBOARD_STEPS: StepPath = [["perception.perceive", "executor.list_tools"], "memory.update", "decision.plan", ...planStep(), ...planStep()];
 
 /** blackboard: critic-chain's question through the blackboard's loop, the same exact answer from its calculator step. */
 export const BLACKBOARD: Workload = {
@@ -151,7 +148,7 @@ export const BLACKBOARD: Workload = {
 /** A question the handbook in corpus/ answers, with the exact offline answers of halo and clarify. */
 export interface HandbookQuestion {
   readonly question: string;
-  /** halo's: the graph's triple primary (one citation, `file:line`), the corpus passage beside it. */
+  /** halo's: the graph's one triple (cited `file:line`) and the corpus passage (cited by file), the judge's pick first. */
   readonly halo: string;
   /** clarify's: the research agent's passage quoted by the synthesis agent, with its source. */
   readonly clarify: string;
