@@ -40,8 +40,11 @@ export interface BenchOptions {
 
 const HELP = `usage: pnpm bench [options]
 
-  --workflow NAME         critic-chain (default) or supervisor (router → coder → executor,
-                          a JavaScript run in the QuickJS sandbox; see bench/README.md)
+  --workflow NAME         the load (bench/workloads.ts, bench/README.md): critic-chain (default);
+                          supervisor (router → coder → executor, JavaScript in QuickJS);
+                          blackboard (arithmetic under CONSERVATIVE, 12 steps); halo (graph and
+                          rag in parallel on a handbook question); clarify (a clear handbook
+                          question: orchestrator → researcher → writer, nobody asked)
   --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
   --sessions-1 N          sessions at concurrency 1            (default 40)
   --sessions-64 N         sessions at concurrency 64           (default 400)
