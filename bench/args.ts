@@ -8,6 +8,8 @@ export interface BenchOptions {
   readonly levels: readonly number[];
   /** Sessions per level, keyed by concurrency. */
   readonly sessions: ReadonlyMap<number, number>;
+  /** Rounds: in each, every level of the runtime and of the floor, alternating R F / F R (default 3). */
+  readonly rounds: number;
   /** Untimed sessions run first, so JIT warm-up does not count. */
   readonly warmup: number;
   /** Sequential samples per round-trip measurement. */
@@ -45,11 +47,14 @@ const HELP = `usage: pnpm bench [options]
                           blackboard (arithmetic under CONSERVATIVE, 12 steps); halo (graph and
                           rag in parallel on a handbook question); clarify (a clear handbook
                           question: orchestrator → researcher → writer, nobody asked)
-  --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
-  --sessions-1 N          sessions at concurrency 1            (default 40)
-  --sessions-64 N         sessions at concurrency 64           (default 400)
+  --quick                 small run (3 rounds of 5 sessions at c=1 and 64 at c=64, 200 round-trip samples)
+  --rounds N              rounds; in each the runtime and the floor run every level back to back,
+                          R F in odd rounds, F R in even ones; headline figures are the rounds'
+                          medians                              (default 3)
+  --sessions-1 N          sessions per round at concurrency 1  (default 40)
+  --sessions-64 N         sessions per round at concurrency 64 (default 400)
   --levels 1,64           concurrency levels to run            (default 1,64; other levels use --sessions-<c>)
-  --sessions-<c> N        sessions at concurrency c            (default 40 for c=1, else 400)
+  --sessions-<c> N        sessions per round at concurrency c  (default 40 for c=1, else 400)
   --warmup N              untimed warm-up sessions             (default 10)
   --rtt N                 sequential samples per round trip    (default 2000)
   --timeout-ms MS         a session without 'complete' by then is lost (default 120000)
@@ -92,6 +97,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let workflow: BenchWorkflow = "critic-chain";
   let levels = [1, 64];
   const explicit = new Map<number, number>();
+  let rounds = 3;
   let warmup = quick ? 3 : 10;
   let rttSamples = quick ? 200 : 2000;
   let sessionTimeoutMs = 120_000;
@@ -138,6 +144,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         warmup = Number(value());
         if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup needs a non-negative integer");
         break;
+      case "--rounds":
+        rounds = positiveInt(flag, value());
+        break;
       case "--rtt":
         rttSamples = positiveInt(flag, value());
         break;
@@ -182,7 +191,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing };
+  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing };
 }
 
 export { HELP };
