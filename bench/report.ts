@@ -3,7 +3,7 @@ import type { GatewayComparison, PathFigures } from "./gateway.js";
 import type { LoadProbe, RoundTrips } from "./roundtrips.js";
 import type { LevelResult } from "./sessions.js";
 import { ms, roundSummary, round3, type Summary } from "./stats.js";
-import { headlineJson, renderHeadline, targetsLine, type Headline } from "./targets.js";
+import { headlineJson, renderFloorCpu, renderHeadline, targetsLine, type Headline } from "./targets.js";
 
 /** Everything measured at one concurrency level. */
 export interface LevelReport {
@@ -88,6 +88,7 @@ export function renderReport(r: BenchReport): string {
   out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`);
 
   out.push("", ...renderHeadline(r.headline, r.floor.stepsPerSession));
+  out.push("", ...renderFloorCpu(r.floor.levels));
 
   out.push("", "Round trips, idle, sequential (ms)");
   const rt: Array<[string, Summary]> = [

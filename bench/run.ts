@@ -229,7 +229,8 @@ async function main(opts: BenchOptions): Promise<number> {
   log(`bench: the floor: ${opts.coordinators} driver processes and a worker (bench/floor, raw clients)…`);
   await floor.open();
   const warmSteps = warm && warm.ok > 0 ? warm.stepsPerSession.p50 : null;
-  if (opts.warmup > 0) await floor.run(Math.min(4, opts.warmup), opts.warmup, warmSteps ?? 7, `${tag}-fw`);
+  // The floor's warm-up: its steps are cheap, so it gets 8× the runtime's warm-up sessions, at up to 16 in flight.
+  if (opts.warmup > 0) await floor.run(Math.min(16, Math.max(...opts.levels)), opts.warmup * 8, warmSteps ?? 7, `${tag}-fw`);
 
   const { rounds, steps } = await runRounds({
     cluster, router, workload, nc, lab, floor, pids, prefix, tag, levels: opts.levels, sessions: opts.sessions, rounds: opts.rounds,

@@ -141,6 +141,22 @@ export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
   ];
 }
 
+/** The floor's CPU per step by process, each level's rounds pooled (ms of CPU ÷ steps). */
+export function renderFloorCpu(levels: readonly FloorLevel[]): string[] {
+  const cs = [...new Set(levels.map((l) => l.concurrency))];
+  const procs = [...new Set(levels.flatMap((l) => Object.keys(l.cpuMsByProcess)))];
+  const per = (c: number, p: string | null) => {
+    const at = levels.filter((l) => l.concurrency === c);
+    const steps = at.reduce((a, l) => a + l.steps, 0);
+    const cpu = at.reduce((a, l) => a + (p === null ? Object.values(l.cpuMsByProcess).reduce((x, y) => x + y, 0) : (l.cpuMsByProcess[p] ?? 0)), 0);
+    return steps === 0 ? "-" : (cpu / steps).toFixed(3);
+  };
+  return [
+    "The floor's CPU per step by process (ms of CPU ÷ steps, rounds pooled; /proc ticks are 10 ms, so short levels read coarse)",
+    table(["process", ...cs.map((c) => `c=${c}`)], [...procs.map((p) => [p, ...cs.map((c) => per(c, p))]), ["total", ...cs.map((c) => per(c, null))]], 1),
+  ];
+}
+
 /** The targets for the one-line summary. */
 export function targetsLine(h: Headline): string {
   return h.targets.map((t) => `${t.id} ${fmt(t.ratio)} ${t.verdict}`).join(", ");
