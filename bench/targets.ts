@@ -18,6 +18,9 @@ export interface LevelFigures {
   readonly floorStepP99: number | null;
   readonly floorStepsPerSecond: number | null;
   readonly floorCpuMsPerStep: number | null;
+  /** transitionP50 ÷ floorStepP50, and agentStepsPerSecond ÷ floorStepsPerSecond (in the medians: the median of the rounds' ratios). */
+  readonly p50Ratio: number | null;
+  readonly stepsRatio: number | null;
 }
 
 /** A target of issue 14: a ratio of a runtime figure to the floor's, within one run. */
@@ -65,6 +68,8 @@ function figuresOf(r: Round): LevelFigures[] {
       floorStepP99: f?.stepMs.p99 ?? null,
       floorStepsPerSecond: f?.stepsPerSecond ?? null,
       floorCpuMsPerStep: f?.cpuMsPerStep ?? null,
+      p50Ratio: f ? l.level.transitionMs.p50 / f.stepMs.p50 : null,
+      stepsRatio: f ? l.level.agentStepsPerSecond / f.stepsPerSecond : null,
     };
   });
 }
@@ -94,15 +99,15 @@ export function headlineOf(rounds: readonly Round[]): Headline {
       floorStepP99: hasFloor ? med((l) => l.floorStepP99) : null,
       floorStepsPerSecond: hasFloor ? med((l) => l.floorStepsPerSecond) : null,
       floorCpuMsPerStep: hasFloor ? med((l) => l.floorCpuMsPerStep) : null,
+      p50Ratio: hasFloor ? med((l) => l.p50Ratio) : null,
+      stepsRatio: hasFloor ? med((l) => l.stepsRatio) : null,
     };
   });
   const ratios = (c: number, f: (l: LevelFigures) => number | null) =>
     perRound.flatMap((r) => r.levels.filter((l) => l.concurrency === c)).map(f).filter((x): x is number => x !== null);
   const targets = [
-    target("transition_p50_c1", "runtime per-transition p50 at c=1 ÷ floor per-step p50 at c=1", "max", 1.5,
-      ratios(1, (l) => (l.floorStepP50 === null ? null : l.transitionP50 / l.floorStepP50))),
-    target("agent_steps_per_s_c64", "runtime agent steps/s at c=64 ÷ floor steps/s at c=64", "min", 0.4,
-      ratios(64, (l) => (l.floorStepsPerSecond === null ? null : l.agentStepsPerSecond / l.floorStepsPerSecond))),
+    target("transition_p50_c1", "runtime per-transition p50 at c=1 ÷ floor per-step p50 at c=1", "max", 1.5, ratios(1, (l) => l.p50Ratio)),
+    target("agent_steps_per_s_c64", "runtime agent steps/s at c=64 ÷ floor steps/s at c=64", "min", 0.4, ratios(64, (l) => l.stepsRatio)),
   ];
   return { levels, rounds: perRound, targets };
 }
@@ -120,7 +125,7 @@ function table(head: string[], rows: string[][], leftCols: number): string {
 const row = (label: string[], l: LevelFigures) => [
   ...label, String(l.concurrency), ms(l.transitionP50), ms(l.transitionP99), l.agentStepsPerSecond.toFixed(0), fmt(l.cpuMsPerStep),
   l.floorStepP50 === null ? "-" : ms(l.floorStepP50), l.floorStepP99 === null ? "-" : ms(l.floorStepP99), fmt(l.floorStepsPerSecond, 0), fmt(l.floorCpuMsPerStep),
-  l.floorStepP50 === null ? "-" : fmt(l.transitionP50 / l.floorStepP50), l.floorStepsPerSecond === null ? "-" : fmt(l.agentStepsPerSecond / l.floorStepsPerSecond),
+  fmt(l.p50Ratio), fmt(l.stepsRatio),
 ];
 
 const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "floor step p50", "p99", "floor steps/s", "floor CPU ms/step", "p50 ratio", "steps/s ratio"];
@@ -130,7 +135,8 @@ export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
   return [
     `The runtime beside the floor (medians of ${h.rounds.length} interleaved rounds; ms)`,
     `  runtime transition = gap between consecutive transitions (events' at, 1 ms resolution); floor step = Redis read → ack of one`,
-    `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps`,
+    `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps;`,
+    `  ratios = runtime ÷ floor within a round (p50: transition p50 ÷ floor step p50; steps/s: agent steps/s ÷ floor steps/s), the median row the rounds' median`,
     table(["", ...HEAD], h.levels.map((l) => row(["median"], l)), 1),
     "",
     "Targets (issue 14; ratio = median of the rounds' ratios)",
