@@ -81,6 +81,11 @@ not used for the services. REDIS_URL (loopback only) selects an existing Redis, 
 redis-server (AOF, appendfsync always) on a free port. With --open, NATS_URL selects an existing NATS
 as well, else the bench starts an open nats-server (JetStream file store) on a free port.
 
+Every round also runs the floor at each level (bench/floor: a minimal durable step on the raw
+NATS and Redis clients, drivers as many as --coordinators and one worker process, on the same
+servers) and the report sets the runtime per transition and per agent step beside it, with
+issue 14's ratio targets (PASS/MISS).
+
 The gateway comparison starts one gateway process (NATS user gateway, one API key) in front of the
 same coordinators and agents, and runs the same sessions through POST /api/v1/query (read as SSE to
 'complete') and directly over NATS, in interleaved rounds.`;

@@ -97,6 +97,11 @@ async function runtimeLevel(x: RoundsContext, round: number, c: number, firstInd
   return { level, casConflicts: serviceCounters.coordinator?.conflicts ?? 0, serviceCounters, machineBusyPct: busyPercent(machineBefore, machineAfter), cpuMsByProcess, probe: probed };
 }
 
+/** Which side runs first at each level of round `round` (1-based): R F, F R, R F, … */
+export function roundOrder(round: number): Round["order"] {
+  return round % 2 === 1 ? "RF" : "FR";
+}
+
 /**
  * Runs `rounds` rounds. At each level the runtime and the floor run back to back, R F in odd
  * rounds and F R in even ones (R F, F R, R F, …), so a steady drift of the machine's load weighs
@@ -107,7 +112,7 @@ export async function runRounds(x: RoundsContext): Promise<{ rounds: Round[]; st
   let steps = x.steps;
   let firstIndex = 0;
   for (let round = 1; round <= x.rounds; round++) {
-    const order = round % 2 === 1 ? "RF" : "FR";
+    const order = roundOrder(round);
     const loadavgStart = loadNow();
     const machineBefore = machineCpu();
     const runtime: LevelReport[] = [];
