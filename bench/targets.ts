@@ -133,7 +133,7 @@ const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "flo
 /** The headline section of the report. */
 export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
   return [
-    `The runtime beside the floor (medians of ${h.rounds.length} interleaved rounds; ms)`,
+    `The runtime beside the floor (${h.rounds.length === 1 ? "one round" : `medians of ${h.rounds.length} interleaved rounds`}; ms)`,
     `  runtime transition = gap between consecutive transitions (events' at, 1 ms resolution); floor step = Redis read → ack of one`,
     `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps;`,
     `  ratios = runtime ÷ floor within a round (p50: transition p50 ÷ floor step p50; steps/s: agent steps/s ÷ floor steps/s), the median row the rounds' median`,
