@@ -8,7 +8,7 @@ import { AckPolicy, jetstreamManager, RetentionPolicy, StorageType } from "@nats
 import { Redis } from "ioredis";
 import { summarize, type Summary } from "../stats.js";
 import { busyPercent, cpuMs, machineCpu } from "../sysinfo.js";
-import { FLOOR_ENV, floorConnect, floorNames, type FloorDone, type FloorEnv, type FloorReport, type FloorRun } from "./proto.js";
+import { FLOOR_ENV, floorConnect, floorNames, type FloorDone, type FloorEnv, type FloorNames, type FloorReport, type FloorRun } from "./proto.js";
 
 const NS_PER_MS = 1_000_000;
 
@@ -44,7 +44,7 @@ interface Child {
 
 /** The floor's processes and streams; `open()` before `run()`, `close()` at the end. */
 export class Floor {
-  private readonly names;
+  private readonly names: FloorNames;
   private readonly children: Child[] = [];
   private readonly pending = new Map<number, { left: number; done: FloorDone[]; resolve(d: FloorDone[]): void }>();
   private runs = 0;

@@ -15,7 +15,19 @@ export interface FloorEnv {
 }
 
 /** The floor's streams, consumers, subjects and Redis keys under one run prefix. */
-export function floorNames(prefix: string) {
+export interface FloorNames {
+  readonly tasksStream: string;
+  readonly resultsStream: string;
+  readonly tasksSubject: string;
+  /** Every driver's results subject (the results stream's subjects). */
+  readonly resultsAll: string;
+  resultsOf(driver: number): string;
+  readonly workerConsumer: string;
+  driverConsumer(driver: number): string;
+  readonly keyPrefix: string;
+}
+
+export function floorNames(prefix: string): FloorNames {
   const stream = prefix.toUpperCase().replace(/[^A-Z0-9]/g, "_");
   return {
     tasksStream: `${stream}_FLOOR_TASKS`,
