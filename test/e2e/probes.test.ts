@@ -1,7 +1,8 @@
 /**
  * The ops endpoint's probes on real service processes: an agent that waits for its streams is
  * alive but not ready and says why; it and the coordinator turn ready together, and ready means
- * their `$SRV` services answer; a SIGTERM'd agent still working a task is alive and not ready.
+ * their `$SRV` services answer; the gateway's ops port answers them too; a SIGTERM'd agent still
+ * working a task is alive and not ready.
  */
 import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -71,6 +72,14 @@ describe("/readyz and /healthz of real service processes", () => {
     expect(seen.get("planner")).toBe(1);
     expect(await probe(coordinatorPort, "/healthz")).toEqual({ status: 200, body: { status: "alive" } });
     expect(String((await probe(coordinatorPort, "/metrics"))?.body)).toContain("agentmesh_");
+  });
+
+  test("the gateway answers the same probes on its ops port as on its API port", async () => {
+    const opsPort = await freePort();
+    const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1", AGENTMESH_METRICS_PORT: String(opsPort) });
+    expect((await fetch(`${url}/readyz`)).status).toBe(200);
+    await waitFor("the gateway's ops /readyz", () => ready(opsPort), 10_000, 20);
+    expect(await probe(opsPort, "/healthz")).toEqual({ status: 200, body: { status: "alive" } });
   });
 
   test("SIGTERM with a task in flight: not ready (draining) while it finishes, still alive", async () => {
