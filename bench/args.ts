@@ -8,6 +8,8 @@ export interface BenchOptions {
   readonly levels: readonly number[];
   /** Sessions per level, keyed by concurrency. */
   readonly sessions: ReadonlyMap<number, number>;
+  /** Rounds: in each, every level of the runtime and of the floor, alternating R F / F R (default 3). */
+  readonly rounds: number;
   /** Untimed sessions run first, so JIT warm-up does not count. */
   readonly warmup: number;
   /** Sequential samples per round-trip measurement. */
@@ -44,13 +46,19 @@ export interface BenchOptions {
 
 const HELP = `usage: pnpm bench [options]
 
-  --workflow NAME         critic-chain (default) or supervisor (router → coder → executor,
-                          a JavaScript run in the QuickJS sandbox; see bench/README.md)
-  --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
-  --sessions-1 N          sessions at concurrency 1            (default 40)
-  --sessions-64 N         sessions at concurrency 64           (default 400)
+  --workflow NAME         the load (bench/workloads.ts, bench/README.md): critic-chain (default);
+                          supervisor (router → coder → executor, JavaScript in QuickJS);
+                          blackboard (arithmetic under CONSERVATIVE, 12 steps); halo (graph and
+                          rag in parallel on a handbook question); clarify (a clear handbook
+                          question: orchestrator → researcher → writer, nobody asked)
+  --quick                 small run (3 rounds of 5 sessions at c=1 and 64 at c=64, 200 round-trip samples)
+  --rounds N              rounds; in each the runtime and the floor run every level back to back,
+                          R F in odd rounds, F R in even ones; headline figures are the rounds'
+                          medians                              (default 3)
+  --sessions-1 N          sessions per round at concurrency 1  (default 40)
+  --sessions-64 N         sessions per round at concurrency 64 (default 400)
   --levels 1,64           concurrency levels to run            (default 1,64; other levels use --sessions-<c>)
-  --sessions-<c> N        sessions at concurrency c            (default 40 for c=1, else 400)
+  --sessions-<c> N        sessions per round at concurrency c  (default 40 for c=1, else 400)
   --warmup N              untimed warm-up sessions             (default 10)
   --rtt N                 sequential samples per round trip    (default 2000)
   --timeout-ms MS         a session without 'complete' by then is lost (default 120000)
@@ -82,6 +90,11 @@ not used for the services. REDIS_URL (loopback only) selects an existing Redis, 
 redis-server (AOF, appendfsync always) on a free port. With --open, NATS_URL selects an existing NATS
 as well, else the bench starts an open nats-server (JetStream file store) on a free port.
 
+Every round also runs the floor at each level (bench/floor: a minimal durable step on the raw
+NATS and Redis clients, drivers as many as --coordinators and one worker process, on the same
+servers) and the report sets the runtime per transition and per agent step beside it, with
+issue 14's ratio targets (PASS/MISS).
+
 The gateway comparison starts one gateway process (NATS user gateway, one API key) in front of the
 same coordinators and agents, and runs the same sessions through POST /api/v1/query (read as SSE to
 'complete') and directly over NATS, in interleaved rounds.`;
@@ -98,6 +111,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let workflow: BenchWorkflow = "critic-chain";
   let levels = [1, 64];
   const explicit = new Map<number, number>();
+  let rounds = 3;
   let warmup = quick ? 3 : 10;
   let rttSamples = quick ? 200 : 2000;
   let sessionTimeoutMs = 120_000;
@@ -145,6 +159,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--warmup":
         warmup = Number(value());
         if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup needs a non-negative integer");
+        break;
+      case "--rounds":
+        rounds = positiveInt(flag, value());
         break;
       case "--rtt":
         rttSamples = positiveInt(flag, value());
@@ -200,7 +217,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
   if (argv.includes("--startup-only") && argv.includes("--no-startup")) throw new Error("--startup-only and --no-startup contradict each other");
-  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds };
+  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds };
 }
 
 export { HELP };

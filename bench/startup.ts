@@ -127,7 +127,11 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   const opsPort = await freePort();
   const { command, args } = serviceCommand(name);
   const t0 = performance.now();
-  const child = spawn(command, args, { cwd: root, env: cluster.env(envFor(name, opsPort), name), stdio: ["ignore", "pipe", "pipe"] });
+  const env = cluster.env(envFor(name, opsPort), name);
+  // a start is timed as deployed: without the CPU profiler `--cpu-prof` preloads into the run's services
+  delete env.NODE_OPTIONS;
+  delete env.BENCH_CPU_PROF_DIR;
+  const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   child.stdout?.on("data", (b: Buffer) => { out += b.toString(); });
   child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
