@@ -38,6 +38,10 @@ export interface BenchOptions {
   readonly gatewaySessions: ReadonlyMap<number, number>;
   /** Tracing on: every service exports its spans (OTLP/HTTP protobuf) to a receiver the bench starts. */
   readonly tracing: boolean;
+  /** Start-up timing (bench/startup.ts): after the sessions (default), alone (`--startup-only`) or off (`--no-startup`). */
+  readonly startup: "also" | "only" | "off";
+  /** Starts per service kind of the start-up timing. */
+  readonly startupRounds: number;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -70,6 +74,11 @@ const HELP = `usage: pnpm bench [options]
   --gateway-levels 1,64   concurrency levels of the gateway comparison (default 1,64)
   --gateway-sessions-<c> N  sessions per path (direct and gateway) at concurrency c
                           (default 30 at c=1, else 4c; --quick: 10 at c=1, else 2c)
+  --startup-only          only time service start-up (spawn → /readyz 200 and → first $SRV.PING,
+                          CPU and RSS at ready) for a coordinator, a planner and a gateway;
+                          writes startup.json beside --out
+  --no-startup            skip the start-up timing a full run ends with
+  --startup-rounds N      starts per service kind, interleaved  (default 3; the median is shown)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
@@ -116,6 +125,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let gateway = true;
   let tracing = false;
   let gatewayLevels = [1, 64];
+  let startup: BenchOptions["startup"] = "also";
+  let startupRounds = 3;
   const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -188,6 +199,15 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--cpu-prof":
         cpuProfDir = value();
         break;
+      case "--startup-only":
+        startup = "only";
+        break;
+      case "--no-startup":
+        startup = "off";
+        break;
+      case "--startup-rounds":
+        startupRounds = positiveInt(flag, value());
+        break;
       default:
         throw new Error(`unknown option ${flag}\n\n${HELP}`);
     }
@@ -196,7 +216,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing };
+  if (argv.includes("--startup-only") && argv.includes("--no-startup")) throw new Error("--startup-only and --no-startup contradict each other");
+  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds };
 }
 
 export { HELP };

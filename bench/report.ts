@@ -2,6 +2,7 @@ import type { FloorLevel } from "./floor/floor.js";
 import type { GatewayComparison, PathFigures } from "./gateway.js";
 import type { LoadProbe, RoundTrips } from "./roundtrips.js";
 import type { LevelResult } from "./sessions.js";
+import { renderStartup, type StartupReport } from "./startup.js";
 import { ms, roundSummary, round3, type Summary } from "./stats.js";
 import { headlineJson, renderFloorCpu, renderHeadline, targetsLine, type Headline } from "./targets.js";
 
@@ -39,6 +40,8 @@ export interface BenchReport {
   readonly gateway: GatewayComparison | null;
   readonly rssKiB: Record<string, number | null>;
   readonly deadProcesses: readonly string[];
+  /** Start-up timing (bench/startup.ts); null with --no-startup. */
+  readonly startup: StartupReport | null;
   readonly summary: string;
   readonly ok: boolean;
 }
@@ -146,6 +149,7 @@ export function renderReport(r: BenchReport): string {
   }
 
   if (r.gateway) out.push("", ...renderGateway(r.gateway));
+  if (r.startup) out.push("", renderStartup(r.startup));
 
   const gatewayProblems = r.gateway ? [...r.gateway.warmup.problems, ...r.gateway.levels.flatMap((l) => [...l.direct.problems, ...l.gateway.problems])] : [];
   const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems), ...gatewayProblems];

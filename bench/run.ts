@@ -21,6 +21,7 @@ import { renderReport, summaryLine, toJson, type BenchReport } from "./report.js
 import { RoundTripLab } from "./roundtrips.js";
 import { poolLevel, runRounds } from "./rounds.js";
 import { runLevel, type LevelResult } from "./sessions.js";
+import { measureStartup, renderStartup, type StartupReport } from "./startup.js";
 import { findServerPid, rssKiB } from "./sysinfo.js";
 import { headlineOf } from "./targets.js";
 import { workloadFor } from "./workloads.js";
@@ -188,6 +189,7 @@ async function main(opts: BenchOptions): Promise<number> {
   /** The bench's own connections: the cluster's NATS, as the config's admin user under access control. */
   const natsTarget: BenchNats = { url: cluster.natsUrl, ...(adminSeed ? { seedFile: adminSeed } : {}) };
   log(`bench: ${opts.accessControl ? "own access-controlled nats-server" : `${infra.source} nats-server`} ${redactUrls(cluster.natsUrl)}, ${infra.source} redis ${redactUrls(infra.redisUrl)}; prefix ${prefix}`);
+  if (opts.startup === "only") return startupOnly(opts, cluster, natsTarget);
 
   // Coordinators provision the streams and consumers the agents attach to, so they go first.
   const t0 = Date.now();
@@ -249,6 +251,12 @@ async function main(opts: BenchOptions): Promise<number> {
     log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
   }
 
+  let startup: StartupReport | null = null;
+  if (opts.startup === "also") {
+    log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+    startup = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
+  }
+
   if (opts.cpuProfDir) {
     const dir = resolve(root, opts.cpuProfDir);
     mkdirSync(dir, { recursive: true });
@@ -294,6 +302,7 @@ async function main(opts: BenchOptions): Promise<number> {
     gateway: gatewayRun,
     rssKiB: rss,
     deadProcesses: dead,
+    startup,
   };
   const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) + gatewayProblems(gatewayRun) +
     floorLevels.reduce((a, l) => a + l.problems.length, 0);
@@ -308,6 +317,20 @@ async function main(opts: BenchOptions): Promise<number> {
   log(`bench: wrote ${out}`);
   if (!report.ok) process.stderr.write(`bench: ${bad} session(s) lost or failed, ${dead.length} process(es) died — see PROBLEMS above\n`);
   return report.ok ? 0 : 1;
+}
+
+/** `--startup-only`: times the services' start-up on the run's NATS and Redis, prints it and writes startup.json beside --out. */
+async function startupOnly(opts: BenchOptions, cluster: Cluster, target: BenchNats): Promise<number> {
+  const nc = await natsConnect(target, "bench");
+  cleanups.push({ what: "bench connection", run: () => nc.close() });
+  log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+  const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
+  log(`\n${renderStartup(report)}\n`);
+  const out = join(dirname(resolve(root, opts.out)), "startup.json");
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ ...report, git: gitRevision(), node: process.version, cpus: cpus().length }, null, 2)}\n`);
+  log(`bench: wrote ${out}`);
+  return 0;
 }
 
 let parsed: BenchOptions | "help";

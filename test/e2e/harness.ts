@@ -13,6 +13,17 @@ const root = join(import.meta.dirname, "../..");
 export type ServiceName = "coordinator" | "gateway" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const;
 
+/**
+ * The command that runs one service as its own process, from the repository root: node with tsx
+ * over `services/<name>/src/main.ts`, or for a role `services/agent/src/main.ts <role>`. Every
+ * process the tests and the bench start comes from here, so this is the one place to switch
+ * them to another way of running the services (compiled output).
+ */
+export function serviceCommand(name: ServiceName): { readonly command: string; readonly args: readonly string[] } {
+  const entry = name === "coordinator" || name === "gateway" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
+  return { command: process.execPath, args: ["--import", "tsx", ...entry] };
+}
+
 /** One service as a real OS process. */
 export interface Proc {
   readonly name: ServiceName;
@@ -89,10 +100,10 @@ export class Cluster {
     };
   }
 
-  /** Spawns one service process: `tsx services/<name>/src/main.ts`, or for a role `tsx services/agent/src/main.ts <role>`. */
+  /** Spawns one service process with `serviceCommand(name)`. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const entry = name === "coordinator" || name === "gateway" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
-    const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
+    const { command, args } = serviceCommand(name);
+    const child = spawn(command, args, {
       cwd: root,
       env: this.secrets.plant(name, this.env(extra, name)),
       stdio: ["ignore", "pipe", "pipe"],
