@@ -6,7 +6,7 @@ const NAMES = [
   "AGENTMESH_LLM_BASE_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_MODEL", "AGENTMESH_FAST_MODEL", "AGENTMESH_ROLE_MODELS",
   "AGENTMESH_LLM_PRICES", "AGENTMESH_LLM_TIMEOUT_MS", "AGENTMESH_LLM_MAX_ATTEMPTS", "AGENTMESH_AGENT_CONCURRENCY",
   "AGENTMESH_ROLES", "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_PROMPTS_DIR", "AGENTMESH_RPC",
-  "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS",
+  "AGENTMESH_PROMPT_CACHE_TTL_MS", "AGENTMESH_PROMPT_FETCH_TIMEOUT_MS", "AGENTMESH_OFFLINE_LATENCY_MS",
   ...NATS_ACCESS_VARS, ...TRACING_VARS, ...METRICS_VARS,
 ] as const;
 
@@ -31,6 +31,8 @@ export interface AgentConfig {
     readonly prices: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
     readonly timeoutMs: number;
     readonly maxHttpAttempts: number;
+    /** Tests and benches: how long each offline-engine answer takes (0 = at once). */
+    readonly offlineLatencyMs: number;
   };
   readonly concurrency: number;
   readonly roles: readonly string[];
@@ -79,6 +81,7 @@ export function loadAgentConfig(env: Record<string, string | undefined>): AgentC
       prices,
       timeoutMs: e.AGENTMESH_LLM_TIMEOUT_MS,
       maxHttpAttempts: e.AGENTMESH_LLM_MAX_ATTEMPTS,
+      offlineLatencyMs: e.AGENTMESH_OFFLINE_LATENCY_MS,
     },
     concurrency: e.AGENTMESH_AGENT_CONCURRENCY,
     roles: e.AGENTMESH_ROLES.split(",").map((s) => s.trim()).filter(Boolean),

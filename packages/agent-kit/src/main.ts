@@ -46,6 +46,7 @@ function modelFrom(cfg: AgentConfig, defs: readonly AgentDefinition[]): ModelPor
     timeoutMs: cfg.llm.timeoutMs,
     maxHttpAttempts: cfg.llm.maxHttpAttempts,
     prices: cfg.llm.prices,
+    offlineLatencyMs: cfg.llm.offlineLatencyMs,
   });
 }
 

@@ -19,6 +19,8 @@ export interface ModelConfig {
   readonly offlineConfigHint?: string;
   /** The offline behaviours of the roles this process runs, keyed `<role>.<op>`. */
   readonly offlineHandlers?: ReadonlyMap<string, OfflineHandler>;
+  /** Test and bench knob: how long each offline answer takes (default 0); ignored with an endpoint. */
+  readonly offlineLatencyMs?: number;
 }
 
 /** The OpenAI-compatible adapter when an endpoint is configured, else the offline engine. */
@@ -27,6 +29,7 @@ export function createModelFromConfig(config: ModelConfig): ModelPort {
     return createOfflineModel({
       ...(config.offlineConfigHint === undefined ? {} : { configHint: config.offlineConfigHint }),
       ...(config.offlineHandlers === undefined ? {} : { handlers: config.offlineHandlers }),
+      ...(config.offlineLatencyMs === undefined ? {} : { latencyMs: config.offlineLatencyMs }),
     });
   }
   return createOpenAIModel({

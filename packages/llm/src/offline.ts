@@ -1,5 +1,6 @@
 import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
 import { z } from "zod";
+import { delay } from "./delay.js";
 import { forwardDelta } from "./stream.js";
 import type { ModelPort, ModelReply, ModelRequest } from "./types.js";
 
@@ -21,6 +22,11 @@ export interface OfflineModelOptions {
    * service env vars; a deployment with other settings passes its own sentence.
    */
   readonly configHint?: string;
+  /**
+   * Test and bench knob: how long every answer takes, as a model's would (default 0). The wait is
+   * a timer inside the engine, cut short by the request's abort signal.
+   */
+  readonly latencyMs?: number;
 }
 
 /** The default configuration hint quoted in "needs a language model" answers. */
@@ -39,12 +45,16 @@ export const offlineKey = (role: string, op: string): string => `${role}.${op}`;
 export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
   const hint = opts.configHint ?? DEFAULT_CONFIG_HINT;
   const handlers = opts.handlers ?? new Map<string, OfflineHandler>();
+  const latencyMs = opts.latencyMs ?? 0;
+  if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new AgentmeshError("internal", `offline engine: latencyMs must be a non-negative number, got ${latencyMs}`);
   return {
     name: "offline",
     async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
       if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
       const handler = handlers.get(offlineKey(req.role, req.op));
       if (!handler) throw new AgentmeshError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
+      const started = performance.now();
+      if (latencyMs > 0) await delay(latencyMs, req.signal);
       const raw = await handler(req.input, req.signal);
       // free text (mode "text") is a string, delivered as one delta; the other modes are validated like a model's reply
       const output = (req.mode === "text" ? z.string() : req.schema).safeParse(raw);
@@ -55,7 +65,7 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
         usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },
         model: "offline",
         tier: "fast",
-        latencyMs: 0,
+        latencyMs: latencyMs > 0 ? performance.now() - started : 0,
       };
     },
   };

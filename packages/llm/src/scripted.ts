@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { AgentmeshError, ErrorCode, formatZodError, type Tier, type Usage } from "@agentmesh/contracts";
+import { delay } from "./delay.js";
 import { forwardDelta } from "./stream.js";
 
 /** The codes a model call fails with, so a script can fail only as a real model port can. */
@@ -157,22 +158,4 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
     },
     complete,
   };
-}
-
-function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false }));
-      return;
-    }
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false }));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener("abort", onAbort, { once: true });
-  });
 }

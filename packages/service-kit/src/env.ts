@@ -46,6 +46,7 @@ export const ENV_VARS = [
   { name: "AGENTMESH_LLM_PRICES", schema: z.string().default(""), default: "—", description: "cost table: `model=input/output` USD per million tokens, comma-separated", usedBy: ["agents"] },
   { name: "AGENTMESH_LLM_TIMEOUT_MS", schema: int(1000).default(60_000), default: "60000", description: "one model HTTP request's timeout", usedBy: ["agents"] },
   { name: "AGENTMESH_LLM_MAX_ATTEMPTS", schema: int(1).default(3), default: "3", description: "HTTP attempts per model call on 429/5xx (ours; the client's retries are off)", usedBy: ["agents"] },
+  { name: "AGENTMESH_OFFLINE_LATENCY_MS", schema: int(0).max(600_000).default(0), default: "0", description: "tests and benches only: how long each answer of the offline engine takes, as a model's would (a timer in the agent; ignored with `AGENTMESH_LLM_BASE_URL`)", usedBy: ["agents"] },
   { name: "AGENTMESH_AGENT_CONCURRENCY", schema: int(1).default(4), default: "4", description: "tasks one agent process works at once (pull batch size)", usedBy: ["agents"] },
   { name: "AGENTMESH_ROLES", schema: z.string().default(""), default: "— (all)", description: "local runner: comma-separated roles to run in this process", usedBy: ["agents"] },
   { name: "AGENTMESH_PROMPTS_DIR", schema: z.string().min(1).optional(), default: "— (each role's own folder)", description: "folder of prompt-file overrides (`<role>.<op>.v<N>.json`); each replaces the built-in contract of the same role.op", usedBy: ["agents"] },
