@@ -42,6 +42,17 @@ export interface BenchOptions {
   readonly startup: "also" | "only" | "off";
   /** Starts per service kind of the start-up timing. */
   readonly startupRounds: number;
+  /**
+   * The many-sessions mode (`--concurrent N`): N sessions in flight at once instead of the levels,
+   * the round trips and the gateway; null = the ordinary bench.
+   */
+  readonly concurrent: number | null;
+  /** How long every offline-engine answer takes (AGENTMESH_OFFLINE_LATENCY_MS); 0 = instant agents. */
+  readonly modelLatencyMs: number;
+  /** --concurrent: submit requests in flight at most. */
+  readonly submitWindow: number;
+  /** --concurrent: the Σ VmHWM budget of services and servers, MiB. */
+  readonly rssBudgetMiB: number;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -79,6 +90,15 @@ const HELP = `usage: pnpm bench [options]
                           writes startup.json beside --out
   --no-startup            skip the start-up timing a full run ends with
   --startup-rounds N      starts per service kind, interleaved  (default 3; the median is shown)
+  --model-latency-ms MS   every offline answer takes MS (AGENTMESH_OFFLINE_LATENCY_MS, a timer in
+                          the agent; default 0: instant agents)
+  --concurrent N          the many-sessions mode: N sessions in flight at once on one coordinator
+                          and one replica per role, instead of the levels, round trips and gateway;
+                          defaults there: --coordinators 1, --model-latency-ms 1000,
+                          --agent-concurrency 1000, --coordinator-concurrency 64, --timeout-ms 900000,
+                          --warmup 4 (see bench/README.md, "Many concurrent sessions")
+  --submit-window N       --concurrent: submit requests in flight at most (default 64)
+  --rss-budget-mib N      --concurrent: Σ peak RSS of services and servers must stay below (default 1024)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
@@ -127,6 +147,10 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let gatewayLevels = [1, 64];
   let startup: BenchOptions["startup"] = "also";
   let startupRounds = 3;
+  let concurrent: number | null = null;
+  let submitWindow = 64;
+  let rssBudgetMiB = 1024;
+  const given = new Map<string, number>();
   const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -159,6 +183,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--warmup":
         warmup = Number(value());
         if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup needs a non-negative integer");
+        given.set(flag, warmup);
         break;
       case "--rounds":
         rounds = positiveInt(flag, value());
@@ -168,15 +193,19 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         break;
       case "--timeout-ms":
         sessionTimeoutMs = positiveInt(flag, value());
+        given.set(flag, sessionTimeoutMs);
         break;
       case "--coordinators":
         coordinators = positiveInt(flag, value());
+        given.set(flag, coordinators);
         break;
       case "--agent-concurrency":
         agentConcurrency = positiveInt(flag, value());
+        given.set(flag, agentConcurrency);
         break;
       case "--coordinator-concurrency":
         coordinatorConcurrency = positiveInt(flag, value());
+        given.set(flag, coordinatorConcurrency);
         break;
       case "--ack-wait-ms":
         ackWaitMs = positiveInt(flag, value());
@@ -208,6 +237,21 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--startup-rounds":
         startupRounds = positiveInt(flag, value());
         break;
+      case "--concurrent":
+        concurrent = positiveInt(flag, value());
+        break;
+      case "--model-latency-ms": {
+        const v = Number(value());
+        if (!Number.isInteger(v) || v < 0 || v > 600_000) throw new Error(`--model-latency-ms needs an integer from 0 to 600000, got ${argv[i]}`);
+        given.set(flag, v);
+        break;
+      }
+      case "--submit-window":
+        submitWindow = positiveInt(flag, value());
+        break;
+      case "--rss-budget-mib":
+        rssBudgetMiB = positiveInt(flag, value());
+        break;
       default:
         throw new Error(`unknown option ${flag}\n\n${HELP}`);
     }
@@ -217,7 +261,23 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
   if (argv.includes("--startup-only") && argv.includes("--no-startup")) throw new Error("--startup-only and --no-startup contradict each other");
-  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds };
+  let modelLatencyMs = given.get("--model-latency-ms") ?? 0;
+  if (concurrent !== null) {
+    // the mode's own defaults, each overridden by its flag
+    const or = (f: string, d: number) => given.get(f) ?? d;
+    coordinators = or("--coordinators", 1);
+    agentConcurrency = or("--agent-concurrency", 1000);
+    coordinatorConcurrency = or("--coordinator-concurrency", 64);
+    sessionTimeoutMs = or("--timeout-ms", 900_000);
+    warmup = or("--warmup", 4);
+    modelLatencyMs = or("--model-latency-ms", 1000);
+    gatewaySessions.clear();
+    if (!argv.includes("--startup-only")) startup = "off";
+  }
+  return {
+    workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds,
+    concurrent, modelLatencyMs, submitWindow, rssBudgetMiB,
+  };
 }
 
 export { HELP };

@@ -14,6 +14,7 @@ import { Cluster, type ServiceName } from "../test/e2e/harness.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../test/e2e/otlp-receiver.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
+import { concurrentJson, renderConcurrent, runConcurrent } from "./concurrent.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
 import { natsConnect, type BenchNats } from "./nats.js";
 import { Floor } from "./floor/floor.js";
@@ -174,6 +175,7 @@ async function main(opts: BenchOptions): Promise<number> {
     AGENTMESH_TASK_ACK_WAIT_MS: String(opts.ackWaitMs),
     AGENTMESH_INBOX_ACK_WAIT_MS: String(opts.ackWaitMs),
     LOG_LEVEL: "warn",
+    ...(opts.modelLatencyMs > 0 ? { AGENTMESH_OFFLINE_LATENCY_MS: String(opts.modelLatencyMs) } : {}),
     ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } : {}),
     ...(opts.cpuProfDir ? { NODE_OPTIONS: `--import=${join(root, "bench/cpu-prof.mjs")}`, BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
@@ -218,6 +220,49 @@ async function main(opts: BenchOptions): Promise<number> {
   if (opts.warmup > 0) {
     log(`bench: ${opts.warmup} warm-up sessions (not measured)…`);
     warm = await runLevel({ cluster, router, workload, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
+  }
+
+  if (opts.concurrent !== null) {
+    const n = opts.concurrent;
+    log(`bench: ${n} concurrent sessions, model latency ${opts.modelLatencyMs} ms, at most ${opts.submitWindow} submits in flight…`);
+    const r = await runConcurrent({
+      cluster, router, workload, nc, redis, prefix, pids, sessions: n, submitWindow: opts.submitWindow, stem: `${tag}-n`, timeoutMs: opts.sessionTimeoutMs,
+      rssBudgetKiB: opts.rssBudgetMiB * 1024, log,
+    });
+    const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);
+    const ok = r.ok && dead.length === 0 && (warm === null || warm.ok === warm.sessions);
+    const l = r.level;
+    const summary =
+      `bench ${workload.workflow} --concurrent ${n}: ${l.ok}/${l.sessions} verified, peak live ${l.peakLive}, ${l.sessionsPerSecond.toFixed(1)} sessions/s, ` +
+      `wall p50 ${(l.wallMs.p50 / 1000).toFixed(1)} s p99 ${(l.wallMs.p99 / 1000).toFixed(1)} s, Σ peak RSS ${(r.hwmTotalKiB / 1024).toFixed(0)} MiB, ` +
+      r.checks.slice(3).map((c) => `${c.what.split(" (")[0]} ${c.value}`).join(", ");
+    log("");
+    log(`agentmesh bench --concurrent — ${workload.workflow} (${workload.path}), offline engine with ${opts.modelLatencyMs} ms per model answer, every service its own OS process`);
+    log(`  access    NATS access control ${opts.accessControl ? "ON" : "OFF (--open)"}; tracing ${otlp ? "on" : "off"}; nats-server ${natsVersion}; ${redisDesc}`);
+    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow} warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
+    log(`  host      ${cpus().length} CPUs, load avg ${loadavgStart} at start (shared machine); git ${gitRevision()}`);
+    for (const line of renderConcurrent(r, cpus().length)) log(line);
+    if (l.problems.length || dead.length) {
+      log("\nPROBLEMS");
+      for (const p of l.problems.slice(0, 50)) log(`  ${p.outcome.toUpperCase()} ${p.sessionId}: ${p.reason ?? ""}`);
+      if (l.problems.length > 50) log(`  … and ${l.problems.length - 50} more (all in the JSON)`);
+      for (const d of dead) log(`  PROCESS EXITED during the run: ${d}`);
+    }
+    log(`\n${summary}\n`);
+    const out = resolve(root, opts.out);
+    mkdirSync(dirname(out), { recursive: true });
+    const json = `${JSON.stringify({
+      mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
+      host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
+      settings: { prefix, access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB },
+      warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
+      ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
+    }, null, 2)}\n`;
+    writeFileSync(out, json);
+    writeFileSync(join(dirname(out), `bench-concurrent-${startedAt.replace(/[:.]/g, "-")}.json`), json);
+    log(`bench: wrote ${out}`);
+    if (!ok) process.stderr.write(`bench: --concurrent ${n} missed a target (see Targets and PROBLEMS above)\n`);
+    return ok ? 0 : 1;
   }
 
   const lab = new RoundTripLab(nc, redis, natsTarget, prefix);

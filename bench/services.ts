@@ -20,7 +20,11 @@ export async function serviceStats(nc: NatsConnection, prefix: string, timeoutMs
     const data = s.stats?.endpoints.find((e) => e.data !== undefined)?.data;
     const counters: Record<string, number> = {};
     if (data && typeof data === "object") {
-      for (const [k, v] of Object.entries(data as Record<string, unknown>)) if (typeof v === "number") counters[k] = v;
+      for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
+        if (typeof v === "number") counters[k] = v;
+        // one level of nesting: the coordinator's inbox consumer reports under `inbox`
+        else if (v && typeof v === "object") for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) if (typeof v2 === "number") counters[`${k}.${k2}`] = v2;
+      }
     }
     out.push({ name: s.info.name, id: s.info.id, counters });
   }
@@ -37,7 +41,7 @@ export function totalsByService(stats: readonly InstanceStats[]): Record<string,
   return out;
 }
 
-/** after − before, per service and counter (in_flight is a gauge: its after value is kept). */
+/** after − before, per service and counter (in_flight gauges keep their after value). */
 export function diffTotals(
   before: Record<string, Record<string, number>>,
   after: Record<string, Record<string, number>>,
@@ -45,7 +49,7 @@ export function diffTotals(
   const out: Record<string, Record<string, number>> = {};
   for (const [name, counters] of Object.entries(after)) {
     const b = before[name] ?? {};
-    out[name] = Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, k === "in_flight" ? v : v - (b[k] ?? 0)]));
+    out[name] = Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, k === "in_flight" || k.endsWith(".in_flight") ? v : v - (b[k] ?? 0)]));
   }
   return out;
 }

@@ -75,6 +75,13 @@ export interface LevelOptions {
   readonly onProgress?: (done: number, total: number, elapsedMs: number) => void;
   /** Called once the last session settled, before stragglers are awaited and sessions verified. */
   readonly onTimedEnd?: () => void;
+  /**
+   * Submit requests in flight at most (default: no bound beyond `concurrency`). With a large
+   * `concurrency` (every session in flight) this keeps the submits themselves a sane stream.
+   */
+  readonly submitWindow?: number;
+  /** Told the number of live sessions (submit accepted, not yet settled) whenever it changes. */
+  readonly onLive?: (live: number) => void;
 }
 
 interface Raw {
@@ -89,11 +96,21 @@ interface Raw {
 }
 
 /** Runs `sessions` sessions with at most `concurrency` in flight; verifies each against Redis afterwards. */
-export async function runLevel(o: LevelOptions): Promise<LevelResult> {
+export async function runLevel(o: LevelOptions): Promise<LevelResult & { readonly peakLive: number }> {
   const raws: Raw[] = [];
   let next = 0;
   let done = 0;
+  let live = 0;
+  let peakLive = 0;
   const start = performance.now();
+  const window = o.submitWindow ?? Number.POSITIVE_INFINITY;
+  let submitting = 0;
+  const waiting: Array<() => void> = [];
+  const liveBy = (d: number) => {
+    live += d;
+    peakLive = Math.max(peakLive, live);
+    o.onLive?.(live);
+  };
 
   async function one(i: number): Promise<void> {
     const index = o.firstIndex + i;
@@ -101,6 +118,8 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
     const tracked = o.router.track(sessionId);
     const raw: Raw = { index, sessionId, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, firstEventMs: null, error: null };
     raws.push(raw);
+    while (submitting >= window) await new Promise<void>((r) => waiting.push(r));
+    submitting++;
     const t0 = performance.now();
     try {
       await o.cluster.submit(o.workload.query(index), sessionId, o.workload.submit);
@@ -108,10 +127,15 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
     } catch (err) {
       raw.error = `submit failed: ${(err as Error).message}`;
       return;
+    } finally {
+      submitting--;
+      waiting.shift()?.();
     }
+    liveBy(1);
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([tracked.done, new Promise<void>((r) => (timer = setTimeout(r, o.timeoutMs)))]);
     clearTimeout(timer);
+    liveBy(-1);
     if (tracked.completeAt !== null) raw.wallMs = tracked.completeAt - t0;
     if (tracked.firstAt !== null) raw.firstEventMs = tracked.firstAt - t0;
   }
@@ -136,7 +160,7 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult> {
   for (const raw of raws) results.push(await verify(o.cluster, o.workload, raw));
   for (const raw of raws) o.router.forget(raw.sessionId);
   results.sort((a, b) => a.index - b.index);
-  return aggregate(o.concurrency, elapsedMs, results);
+  return { ...aggregate(o.concurrency, elapsedMs, results), peakLive };
 }
 
 /** Checks a session against its events and its Redis state and transition log. */

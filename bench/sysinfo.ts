@@ -18,6 +18,12 @@ export function rssKiB(pid: number): number | null {
   return m ? Number(m[1]) : null;
 }
 
+/** Peak resident set size of a process so far in KiB (VmHWM from /proc/<pid>/status), null when it is gone. */
+export function hwmKiB(pid: number): number | null {
+  const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(read(`/proc/${pid}/status`) ?? "");
+  return m ? Number(m[1]) : null;
+}
+
 /** CPU time (user + system) a process has used so far, in ms; null when it is gone. */
 export function cpuMs(pid: number): number | null {
   const stat = read(`/proc/${pid}/stat`);
