@@ -70,7 +70,25 @@ export interface ConcurrentReport {
   readonly redisPerLiveSessionBytes: number | null;
   readonly timeline: readonly Sample[];
   readonly checks: readonly Check[];
+  /** Per process: its warn/error log lines, counted by message (most frequent first). */
+  readonly logs: Record<string, ReadonlyArray<{ readonly msg: string; readonly n: number }>>;
   readonly ok: boolean;
+}
+
+/** Counts a process's JSON log lines at warn and above by message; other output counts as one message. */
+export function logSummary(output: string): Array<{ msg: string; n: number }> {
+  const counts = new Map<string, number>();
+  for (const line of output.split("\n")) {
+    if (!line.trim()) continue;
+    let msg = line.slice(0, 120);
+    try {
+      const j = JSON.parse(line) as { level?: unknown; msg?: unknown };
+      if (typeof j.level === "number" && j.level < 40) continue;
+      if (typeof j.msg === "string") msg = j.msg;
+    } catch { /* not a JSON line: counted as it is */ }
+    counts.set(msg, (counts.get(msg) ?? 0) + 1);
+  }
+  return [...counts].map(([msg, n]) => ({ msg, n })).sort((a, b) => b.n - a.n);
 }
 
 const BENCH = "bench (this process)";
@@ -180,6 +198,10 @@ export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentRep
     redisPerLiveSessionBytes: level.peakLive > 0 && redisBase !== null ? (peakRedis - redisBase) / level.peakLive : null,
     timeline,
     checks,
+    logs: Object.fromEntries(o.cluster.procs.flatMap((p, i) => {
+      const l = logSummary(p.output());
+      return l.length > 0 ? [[`${p.name}#${i}`, l] as const] : [];
+    })),
     ok: checks.every((c) => c.ok),
   };
 }
@@ -209,6 +231,9 @@ export function renderConcurrent(r: ConcurrentReport, cores: number): string[] {
   if (hops.length) out.push("", "  where a session's time goes (gap between transitions, ms): " + hops.map(([k, s]) => `${k} p50 ${ms(s.p50)} p99 ${ms(s.p99)}`).join("; "));
   out.push("", "  timeline (s: live / done / Σ RSS MiB): " + thin(r.timeline, 12).map((s) => `${s.atS.toFixed(0)}: ${s.live}/${s.done}/${mib(s.rssKiB)}`).join(", "));
   out.push("", `  service counters: ${Object.entries(r.serviceCounters).map(([n, c]) => `${n} ${Object.entries(c).filter(([, v]) => v !== 0).map(([k, v]) => `${k}=${v}`).join(" ") || "-"}`).join("; ")}`);
+  const logs = Object.entries(r.logs);
+  out.push("", `  service warnings and errors: ${logs.length === 0 ? "none" : ""}`);
+  for (const [p, l] of logs) out.push(`    ${p}: ${l.slice(0, 4).map((x) => `${x.n}× ${x.msg}`).join("; ")}`);
   out.push("", "Targets");
   for (const c of r.checks) out.push(`  ${c.ok ? "ok  " : "FAIL"}  ${c.what}: ${c.value}`);
   return out;
@@ -233,7 +258,7 @@ export function concurrentJson(r: ConcurrentReport): unknown {
     hwmKiB: r.hwmKiB, rssEndKiB: r.rssEndKiB, hwmTotalKiB: r.hwmTotalKiB, rssBaseKiB: r.rssBaseKiB,
     perLiveSessionKiB: round3(r.perLiveSessionKiB), redisPerLiveSessionBytes: r.redisPerLiveSessionBytes === null ? null : Math.round(r.redisPerLiveSessionBytes),
     timeline: r.timeline.map((s) => ({ ...s, atS: round3(s.atS) })),
-    checks: r.checks, targetsMet: r.ok,
+    checks: r.checks, targetsMet: r.ok, logs: r.logs,
     problems: l.problems,
     sessionColumns: ["sessionId", "outcome", "wallMs", "submitMs"],
     sessionRows: l.results.map((s) => [s.sessionId, s.outcome, s.wallMs === null ? null : round3(s.wallMs), s.submitMs === null ? null : round3(s.submitMs)]),
