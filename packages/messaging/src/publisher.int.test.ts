@@ -1,9 +1,10 @@
-import { AgentmeshError, HEADERS, SCHEMA_VERSION, taskId, type SessionEvent } from "@agentmesh/contracts";
+import { AgentmeshError, HEADERS, SCHEMA_VERSION, naming as makeNaming, taskId, type SessionEvent } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { followEvents } from "./events.js";
 import { createPublisher } from "./publisher.js";
+import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, streamMessages, waitFor } from "./test-support.js";
 
 let nc: NatsConnection;
@@ -180,4 +181,19 @@ describe("followEvents", () => {
     }
     expect(got).toEqual([0, 1]);
   });
+
+  it("waits past the client's 5 s default for a publish ack: a busy server's late ack is not a failure", async () => {
+    // no streams under this prefix: a plain subscriber acks the publish, 6 s late, as a starved server would
+    const naming = makeNaming(uniquePrefix("msgslow"));
+    const publisher = createPublisher(nc, naming, recordingLog());
+    const task = makeTask(sessionId());
+    const sub = nc.subscribe(naming.task("planner", "plan"), {
+      max: 1,
+      callback: (_err, m: Msg) => void setTimeout(() => m.respond(JSON.stringify({ stream: naming.streams.tasks, seq: 1 })), 6000),
+    });
+    const t0 = performance.now();
+    await expect(publisher.publishTask(task)).resolves.toBeUndefined();
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(5900);
+    sub.unsubscribe();
+  }, 20_000);
 });

@@ -82,6 +82,15 @@ function validate<S extends z.ZodType>(schema: S, value: unknown, what: string):
   return r.data;
 }
 
+/**
+ * How long a JetStream publish waits for its ack. The client's default, 5 s, is exceeded by a
+ * busy server (seen with `pnpm bench --concurrent 10000` on a loaded machine):
+ * an agent then nak'd a task it had finished and a coordinator redelivered a step it had
+ * committed, so the server got the same work again exactly when it was short of time. The
+ * message being handled is heartbeated while the publish waits, so a long wait costs no lease.
+ */
+export const JS_ACK_TIMEOUT_MS = 30_000;
+
 /** Who a publisher writes inbox inputs as. */
 export interface PublisherOptions {
   /** A client (CLI, gateway): user_reply and cancel go out under the `client` sender. */
@@ -90,7 +99,7 @@ export interface PublisherOptions {
 
 /** Creates the publisher for one naming table. */
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
-  const js: JetStreamClient = jetstream(nc);
+  const js: JetStreamClient = jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS });
 
   async function jsPublish(subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs): Promise<void> {
     try {
