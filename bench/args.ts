@@ -53,6 +53,8 @@ export interface BenchOptions {
   readonly submitWindow: number;
   /** --concurrent: the Σ VmHWM budget of services and servers, MiB. */
   readonly rssBudgetMiB: number;
+  /** NODE_OPTIONS of every service process (e.g. V8 heap flags), or null. */
+  readonly serviceNodeOptions: string | null;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -99,6 +101,7 @@ const HELP = `usage: pnpm bench [options]
                           --warmup 4 (see bench/README.md, "Many concurrent sessions")
   --submit-window N       --concurrent: submit requests in flight at most (default 64)
   --rss-budget-mib N      --concurrent: Σ peak RSS of services and servers must stay below (default 1024)
+  --service-node-options S  NODE_OPTIONS of every service process (e.g. --max-semi-space-size=2)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
@@ -150,6 +153,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let concurrent: number | null = null;
   let submitWindow = 64;
   let rssBudgetMiB = 1024;
+  let serviceNodeOptions: string | null = null;
   const given = new Map<string, number>();
   const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
@@ -249,6 +253,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--submit-window":
         submitWindow = positiveInt(flag, value());
         break;
+      case "--service-node-options":
+        serviceNodeOptions = value();
+        break;
       case "--rss-budget-mib":
         rssBudgetMiB = positiveInt(flag, value());
         break;
@@ -276,7 +283,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   }
   return {
     workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds,
-    concurrent, modelLatencyMs, submitWindow, rssBudgetMiB,
+    concurrent, modelLatencyMs, submitWindow, rssBudgetMiB, serviceNodeOptions,
   };
 }
 

@@ -177,8 +177,10 @@ async function main(opts: BenchOptions): Promise<number> {
     LOG_LEVEL: "warn",
     ...(opts.modelLatencyMs > 0 ? { AGENTMESH_OFFLINE_LATENCY_MS: String(opts.modelLatencyMs) } : {}),
     ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } : {}),
-    ...(opts.cpuProfDir ? { NODE_OPTIONS: `--import=${join(root, "bench/cpu-prof.mjs")}`, BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
+    ...(opts.cpuProfDir ? { BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
+  const nodeOptions = [opts.cpuProfDir ? `--import=${join(root, "bench/cpu-prof.mjs")}` : null, opts.serviceNodeOptions].filter((x) => x !== null).join(" ");
+  if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
   const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv, accessControl: opts.accessControl });
   // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
@@ -239,7 +241,7 @@ async function main(opts: BenchOptions): Promise<number> {
     log("");
     log(`agentmesh bench --concurrent — ${workload.workflow} (${workload.path}), offline engine with ${opts.modelLatencyMs} ms per model answer, every service its own OS process`);
     log(`  access    NATS access control ${opts.accessControl ? "ON" : "OFF (--open)"}; tracing ${otlp ? "on" : "off"}; nats-server ${natsVersion}; ${redisDesc}`);
-    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow} warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
+    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow}${opts.serviceNodeOptions ? ` NODE_OPTIONS="${opts.serviceNodeOptions}"` : ""} warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
     log(`  host      ${cpus().length} CPUs, load avg ${loadavgStart} at start (shared machine); git ${gitRevision()}`);
     for (const line of renderConcurrent(r, cpus().length)) log(line);
     if (l.problems.length || dead.length) {
@@ -254,7 +256,7 @@ async function main(opts: BenchOptions): Promise<number> {
     const json = `${JSON.stringify({
       mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
       host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-      settings: { prefix, access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB },
+      settings: { prefix, access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions },
       warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
       ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
     }, null, 2)}\n`;
