@@ -21,7 +21,7 @@ await runUntilSignalled({
     const roles = await loadRoles(names);
     log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
     const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
-    const tracing = createTracing({ serviceName: service, config: cfg.tracing });
+    const tracing = await createTracing({ serviceName: service, config: cfg.tracing });
     const running = await startRoles(roles, process.env, { nc, log, cfg, tracing });
     return {
       async stop(graceMs: number) {

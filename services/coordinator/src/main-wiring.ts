@@ -77,7 +77,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
-      const tracing = createTracing({ serviceName: "coordinator", config: cfg.tracing });
+      const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing });
       return {
         async stop(graceMs: number) {
