@@ -10,6 +10,33 @@ import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 
 const root = join(import.meta.dirname, "../..");
 
+/**
+ * How a service process runs: `tsx` (its TypeScript source through tsx's loader) or `compiled`
+ * (the JavaScript `pnpm build` wrote into the dist/ folders, as production runs it).
+ */
+export type ServiceRuntime = "tsx" | "compiled";
+
+/**
+ * The runtime of processes the tests spawn: AGENTMESH_SERVICE_RUNTIME, which the e2e project's
+ * global setup sets to `compiled` once it has built (`tsx` when unset: a bench or a script that
+ * spawns services without building first runs the sources).
+ */
+export function serviceRuntime(): ServiceRuntime {
+  const v = process.env.AGENTMESH_SERVICE_RUNTIME;
+  if (v === undefined || v === "" || v === "tsx") return "tsx";
+  if (v === "compiled") return "compiled";
+  throw new Error(`AGENTMESH_SERVICE_RUNTIME=${v}: expected tsx or compiled`);
+}
+
+/**
+ * The node arguments that start a service's main module (`coordinator`, `gateway`, `cli`,
+ * `local`, or `agent` with its roles as `args`).
+ */
+export function serviceArgv(service: "coordinator" | "gateway" | "cli" | "local" | "agent", args: readonly string[] = [], runtime: ServiceRuntime = serviceRuntime()): string[] {
+  if (runtime === "compiled") return [join(root, "services", service, "dist/main.js"), ...args];
+  return ["--import", "tsx", join(root, "services", service, "src/main.ts"), ...args];
+}
+
 export type ServiceName = "coordinator" | "gateway" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const;
 
@@ -35,6 +62,8 @@ export interface ClusterOptions {
    * that stops and restarts the NATS server itself.
    */
   readonly accessControl?: boolean;
+  /** How the service processes run (default: `serviceRuntime()`). */
+  readonly runtime?: ServiceRuntime;
 }
 
 /** A set of service processes sharing one prefix, plus clients to watch them. */
@@ -89,10 +118,11 @@ export class Cluster {
     };
   }
 
-  /** Spawns one service process: `tsx services/<name>/src/main.ts`, or for a role `tsx services/agent/src/main.ts <role>`. */
+  /** Spawns one service process: `services/<name>`'s main, or for a role the agent's main with the role. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const entry = name === "coordinator" || name === "gateway" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
-    const child = spawn(process.execPath, ["--import", "tsx", ...entry], {
+    const runtime = this.opts.runtime ?? serviceRuntime();
+    const argv = name === "coordinator" || name === "gateway" ? serviceArgv(name, [], runtime) : serviceArgv("agent", [name], runtime);
+    const child = spawn(process.execPath, argv, {
       cwd: root,
       env: this.secrets.plant(name, this.env(extra, name)),
       stdio: ["ignore", "pipe", "pipe"],
