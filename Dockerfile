@@ -7,8 +7,9 @@ FROM node:20-bookworm-slim AS base
 
 # tini runs as PID 1: it forwards SIGTERM to node (the entrypoint `exec`s into node) and reaps
 # any child processes that tools leave behind. `docker run --init` is then unnecessary.
+# curl is the compose healthcheck's probe of /readyz (a few MB with its libraries; no node process per probe).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends tini bubblewrap \
+ && apt-get install -y --no-install-recommends tini bubblewrap curl \
  && rm -rf /var/lib/apt/lists/* \
  && npm i -g pnpm@10 \
  && npm cache clean --force
@@ -33,7 +34,11 @@ RUN CI=true pnpm install --frozen-lockfile --offline \
 
 FROM base
 COPY --from=build --chown=node:node /app /app
+# Every service in a container serves its ops endpoint (/metrics, /readyz, /healthz) on 9464, so
+# probes work without configuration; one process per container, so the fixed port cannot clash.
 ENV NODE_ENV=production \
-    SERVICE=""
+    SERVICE="" \
+    AGENTMESH_METRICS_PORT=9464 \
+    AGENTMESH_METRICS_HOST=0.0.0.0
 ENTRYPOINT ["/usr/bin/tini", "--", "/bin/sh", "/app/deploy/docker/entrypoint.sh"]
 CMD []

@@ -172,6 +172,17 @@ export default tseslint.config(
     rules: { "no-restricted-imports": ["error", { patterns: [DEEP_IMPORT] }] },
   },
 
+  // The bench's floor is the runtime's yardstick: its processes use the raw clients and nothing of ours.
+  {
+    files: ["bench/floor/driver.ts", "bench/floor/worker.ts", "bench/floor/proto.ts"],
+    rules: {
+      "no-restricted-imports": [
+        "error",
+        { patterns: [{ group: ["@agentmesh/*", "../*", "../../*"], message: "the floor imports only the raw NATS and Redis clients and its own files" }] },
+      ],
+    },
+  },
+
   // The dependency table, one block per package folder.
   ...rows.map((row) => ({
     files: [`${row.dir}/**/*.{ts,js,mjs}`],

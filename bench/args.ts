@@ -8,6 +8,8 @@ export interface BenchOptions {
   readonly levels: readonly number[];
   /** Sessions per level, keyed by concurrency. */
   readonly sessions: ReadonlyMap<number, number>;
+  /** Rounds: in each, every level of the runtime and of the floor, alternating R F / F R (default 3). */
+  readonly rounds: number;
   /** Untimed sessions run first, so JIT warm-up does not count. */
   readonly warmup: number;
   /** Sequential samples per round-trip measurement. */
@@ -36,17 +38,27 @@ export interface BenchOptions {
   readonly gatewaySessions: ReadonlyMap<number, number>;
   /** Tracing on: every service exports its spans (OTLP/HTTP protobuf) to a receiver the bench starts. */
   readonly tracing: boolean;
+  /** Start-up timing (bench/startup.ts): after the sessions (default), alone (`--startup-only`) or off (`--no-startup`). */
+  readonly startup: "also" | "only" | "off";
+  /** Starts per service kind of the start-up timing. */
+  readonly startupRounds: number;
 }
 
 const HELP = `usage: pnpm bench [options]
 
-  --workflow NAME         critic-chain (default) or supervisor (router → coder → executor,
-                          a JavaScript run in the QuickJS sandbox; see bench/README.md)
-  --quick                 small run (5 sessions at c=1, 64 at c=64, 200 round-trip samples)
-  --sessions-1 N          sessions at concurrency 1            (default 40)
-  --sessions-64 N         sessions at concurrency 64           (default 400)
+  --workflow NAME         the load (bench/workloads.ts, bench/README.md): critic-chain (default);
+                          supervisor (router → coder → executor, JavaScript in QuickJS);
+                          blackboard (arithmetic under CONSERVATIVE, 12 steps); halo (graph and
+                          rag in parallel on a handbook question); clarify (a clear handbook
+                          question: orchestrator → researcher → writer, nobody asked)
+  --quick                 small run (3 rounds of 5 sessions at c=1 and 64 at c=64, 200 round-trip samples)
+  --rounds N              rounds; in each the runtime and the floor run every level back to back,
+                          R F in odd rounds, F R in even ones; headline figures are the rounds'
+                          medians                              (default 3)
+  --sessions-1 N          sessions per round at concurrency 1  (default 40)
+  --sessions-64 N         sessions per round at concurrency 64 (default 400)
   --levels 1,64           concurrency levels to run            (default 1,64; other levels use --sessions-<c>)
-  --sessions-<c> N        sessions at concurrency c            (default 40 for c=1, else 400)
+  --sessions-<c> N        sessions per round at concurrency c  (default 40 for c=1, else 400)
   --warmup N              untimed warm-up sessions             (default 10)
   --rtt N                 sequential samples per round trip    (default 2000)
   --timeout-ms MS         a session without 'complete' by then is lost (default 120000)
@@ -62,6 +74,11 @@ const HELP = `usage: pnpm bench [options]
   --gateway-levels 1,64   concurrency levels of the gateway comparison (default 1,64)
   --gateway-sessions-<c> N  sessions per path (direct and gateway) at concurrency c
                           (default 30 at c=1, else 4c; --quick: 10 at c=1, else 2c)
+  --startup-only          only time service start-up (spawn → /readyz 200 and → first $SRV.PING,
+                          CPU and RSS at ready) for a coordinator, a planner and a gateway;
+                          writes startup.json beside --out
+  --no-startup            skip the start-up timing a full run ends with
+  --startup-rounds N      starts per service kind, interleaved  (default 3; the median is shown)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR
@@ -72,6 +89,11 @@ and connects itself as the config's unrestricted admin user, as the e2e harness 
 not used for the services. REDIS_URL (loopback only) selects an existing Redis, else the bench starts
 redis-server (AOF, appendfsync always) on a free port. With --open, NATS_URL selects an existing NATS
 as well, else the bench starts an open nats-server (JetStream file store) on a free port.
+
+Every round also runs the floor at each level (bench/floor: a minimal durable step on the raw
+NATS and Redis clients, drivers as many as --coordinators and one worker process, on the same
+servers) and the report sets the runtime per transition and per agent step beside it, with
+issue 14's ratio targets (PASS/MISS).
 
 The gateway comparison starts one gateway process (NATS user gateway, one API key) in front of the
 same coordinators and agents, and runs the same sessions through POST /api/v1/query (read as SSE to
@@ -89,6 +111,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let workflow: BenchWorkflow = "critic-chain";
   let levels = [1, 64];
   const explicit = new Map<number, number>();
+  let rounds = 3;
   let warmup = quick ? 3 : 10;
   let rttSamples = quick ? 200 : 2000;
   let sessionTimeoutMs = 120_000;
@@ -102,6 +125,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let gateway = true;
   let tracing = false;
   let gatewayLevels = [1, 64];
+  let startup: BenchOptions["startup"] = "also";
+  let startupRounds = 3;
   const gatewayExplicit = new Map<number, number>();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i]!;
@@ -134,6 +159,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--warmup":
         warmup = Number(value());
         if (!Number.isInteger(warmup) || warmup < 0) throw new Error("--warmup needs a non-negative integer");
+        break;
+      case "--rounds":
+        rounds = positiveInt(flag, value());
         break;
       case "--rtt":
         rttSamples = positiveInt(flag, value());
@@ -171,6 +199,15 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--cpu-prof":
         cpuProfDir = value();
         break;
+      case "--startup-only":
+        startup = "only";
+        break;
+      case "--no-startup":
+        startup = "off";
+        break;
+      case "--startup-rounds":
+        startupRounds = positiveInt(flag, value());
+        break;
       default:
         throw new Error(`unknown option ${flag}\n\n${HELP}`);
     }
@@ -179,7 +216,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
   if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  return { workflow, levels, sessions, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing };
+  if (argv.includes("--startup-only") && argv.includes("--no-startup")) throw new Error("--startup-only and --no-startup contradict each other");
+  return { workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds };
 }
 
 export { HELP };

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { SessionEvent, type Naming } from "@agentmesh/contracts";
+import type { Naming, SessionEvent } from "@agentmesh/contracts";
+import { decodeEvents } from "@agentmesh/messaging";
 import type { SeenCodeRun } from "./workloads.js";
 
 /** What the bench saw of one session's events. */
@@ -47,18 +48,16 @@ export class EventRouter {
 
   private onEvent(subject: string, data: Uint8Array): void {
     const now = performance.now();
-    let parsed: SessionEvent;
-    try {
-      const r = SessionEvent.safeParse(JSON.parse(new TextDecoder().decode(data)));
-      if (!r.success || !subject.endsWith(`.${r.data.session_id}`)) {
-        this.malformed++;
-        return;
-      }
-      parsed = r.data;
-    } catch {
+    // one message per transition: its events, in order
+    const d = decodeEvents(data);
+    if (!d.ok || !subject.endsWith(`.${d.value[0]?.session_id}`)) {
       this.malformed++;
       return;
     }
+    for (const e of d.value) this.onOne(e, now);
+  }
+
+  private onOne(parsed: SessionEvent, now: number): void {
     const t = this.sessions.get(parsed.session_id);
     if (!t) {
       this.untracked++;

@@ -1,7 +1,10 @@
+import type { FloorLevel } from "./floor/floor.js";
 import type { GatewayComparison, PathFigures } from "./gateway.js";
 import type { LoadProbe, RoundTrips } from "./roundtrips.js";
 import type { LevelResult } from "./sessions.js";
+import { renderStartup, type StartupReport } from "./startup.js";
 import { ms, roundSummary, round3, type Summary } from "./stats.js";
+import { headlineJson, renderFloorCpu, renderHeadline, targetsLine, type Headline } from "./targets.js";
 
 /** Everything measured at one concurrency level. */
 export interface LevelReport {
@@ -27,11 +30,18 @@ export interface BenchReport {
   readonly settings: Record<string, unknown>;
   readonly roundTrips: RoundTrips;
   readonly warmup: { readonly sessions: number; readonly ok: number; readonly problems: LevelResult["problems"] };
+  /** The runtime's levels, each pooled over the rounds (the rounds' own figures are in `headline`). */
   readonly levels: readonly LevelReport[];
+  /** The runtime beside the floor: medians of the rounds, each round, and the targets. */
+  readonly headline: Headline;
+  /** The floor's levels of every round, and the steps each floor session took. */
+  readonly floor: { readonly stepsPerSession: number; readonly levels: ReadonlyArray<FloorLevel & { readonly round: number }> };
   /** The gateway comparison; null with --no-gateway. */
   readonly gateway: GatewayComparison | null;
   readonly rssKiB: Record<string, number | null>;
   readonly deadProcesses: readonly string[];
+  /** Start-up timing (bench/startup.ts); null with --no-startup. */
+  readonly startup: StartupReport | null;
   readonly summary: string;
   readonly ok: boolean;
 }
@@ -68,7 +78,7 @@ export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt"
     `c=${l.concurrency} ${delta(l.gateway.wallMs.p50, l.direct.wallMs.p50)} ms p50 ${delta(l.gateway.wallMs.p95, l.direct.wallMs.p95)} ms p95, first event p50 ${ms(l.gateway.firstEventMs.p50)} ms`,
   );
   const rt = r.roundTrips;
-  return `bench ${r.workflow} (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
+  return `bench ${r.workflow} (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | targets ${targetsLine(r.headline)} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
 }
 
 /** The human-readable report for stdout. */
@@ -80,6 +90,9 @@ export function renderReport(r: BenchReport): string {
   out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);
   out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`);
 
+  out.push("", ...renderHeadline(r.headline, r.floor.stepsPerSession));
+  out.push("", ...renderFloorCpu(r.floor.levels));
+
   out.push("", "Round trips, idle, sequential (ms)");
   const rt: Array<[string, Summary]> = [
     ["NATS core request/reply (echo)", r.roundTrips.nats_request],
@@ -90,6 +103,7 @@ export function renderReport(r: BenchReport): string {
   ];
   out.push(table(["round trip", "n", "p50", "p90", "p99", "max"], rt.map(([k, s]) => [k, String(s.n), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max)])));
 
+  out.push("", `The runtime's sessions, all ${r.headline.rounds.length} rounds pooled`);
   out.push("", "Sessions (wall = submit → 'complete' event; overhead/step = (wall − Σ agent handler ms) / steps; ms)");
   out.push(
     table(
@@ -135,12 +149,15 @@ export function renderReport(r: BenchReport): string {
   }
 
   if (r.gateway) out.push("", ...renderGateway(r.gateway));
+  if (r.startup) out.push("", renderStartup(r.startup));
 
   const gatewayProblems = r.gateway ? [...r.gateway.warmup.problems, ...r.gateway.levels.flatMap((l) => [...l.direct.problems, ...l.gateway.problems])] : [];
   const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems), ...gatewayProblems];
-  if (problems.length || r.deadProcesses.length) {
+  const floorProblems = r.floor.levels.flatMap((l) => l.problems.map((p) => `round ${l.round} c=${l.concurrency}: ${p}`));
+  if (problems.length || floorProblems.length || r.deadProcesses.length) {
     out.push("", "PROBLEMS");
     for (const p of problems) out.push(`  ${p.outcome.toUpperCase()} ${p.sessionId}: ${p.reason ?? ""}`);
+    for (const p of floorProblems) out.push(`  FLOOR ${p}`);
     for (const d of r.deadProcesses) out.push(`  PROCESS EXITED during the run: ${d}`);
   }
   out.push("", r.summary, "");
@@ -199,6 +216,14 @@ export function toJson(r: BenchReport): unknown {
   return {
     ...r,
     roundTrips: rt,
+    headline: headlineJson(r.headline),
+    floor: {
+      stepsPerSession: r.floor.stepsPerSession,
+      levels: r.floor.levels.map((l) => ({
+        ...l,
+        elapsedMs: round3(l.elapsedMs), stepsPerSecond: round3(l.stepsPerSecond), stepMs: roundSummary(l.stepMs), cpuMsPerStep: round3(l.cpuMsPerStep), machineBusyPct: round3(l.machineBusyPct),
+      })),
+    },
     levels: r.levels.map((l) => ({
       concurrency: l.level.concurrency,
       sessions: l.level.sessions,
@@ -216,6 +241,8 @@ export function toJson(r: BenchReport): unknown {
       eventsPerSession: roundSummary(l.level.eventsPerSession),
       duplicateEvents: l.level.duplicateEvents,
       hopsMs: Object.fromEntries(Object.entries(l.level.hopsMs).map(([k, v]) => [k, roundSummary(v)])),
+      transitionMs: roundSummary(l.level.transitionMs),
+      agentStepsPerSecond: round3(l.level.agentStepsPerSecond),
       casConflicts: l.casConflicts,
       serviceCounters: l.serviceCounters,
       machineBusyPct: round3(l.machineBusyPct),

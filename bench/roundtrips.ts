@@ -26,6 +26,8 @@ export interface RoundTrips {
 export interface LoadProbe {
   readonly nats_request: Summary;
   readonly redis_cas: Summary;
+  /** The samples themselves (ms), to pool the rounds of a level. */
+  readonly samples: { readonly nats_request: readonly number[]; readonly redis_cas: readonly number[] };
 }
 
 const PAYLOAD = new TextEncoder().encode(JSON.stringify({ v: 1, pad: "x".repeat(480) }));
@@ -140,7 +142,7 @@ export class RoundTripLab {
         stopping = true;
         await loop;
         if (failure) throw new Error(`round-trip probe failed: ${(failure as Error).message ?? String(failure)}`);
-        return { nats_request: summarize(nats), redis_cas: summarize(cas) };
+        return { nats_request: summarize(nats), redis_cas: summarize(cas), samples: { nats_request: nats, redis_cas: cas } };
       },
     };
   }

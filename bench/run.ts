@@ -16,11 +16,14 @@ import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
 import { natsConnect, type BenchNats } from "./nats.js";
-import { renderReport, summaryLine, toJson, type BenchReport, type LevelReport } from "./report.js";
+import { Floor } from "./floor/floor.js";
+import { renderReport, summaryLine, toJson, type BenchReport } from "./report.js";
 import { RoundTripLab } from "./roundtrips.js";
+import { poolLevel, runRounds } from "./rounds.js";
 import { runLevel, type LevelResult } from "./sessions.js";
-import { diffTotals, serviceStats, totalsByService } from "./services.js";
-import { busyPercent, cpuMs, findServerPid, machineCpu, rssKiB } from "./sysinfo.js";
+import { measureStartup, renderStartup, type StartupReport } from "./startup.js";
+import { findServerPid, rssKiB } from "./sysinfo.js";
+import { headlineOf } from "./targets.js";
 import { workloadFor } from "./workloads.js";
 
 const root = join(import.meta.dirname, "..");
@@ -54,6 +57,9 @@ function onSignal(signal: NodeJS.Signals, code: number): void {
 }
 process.on("SIGINT", () => onSignal("SIGINT", 130));
 process.on("SIGTERM", () => onSignal("SIGTERM", 143));
+
+/** The processes whose CPU counts with the runtime's and with the floor's alike. */
+const SERVERS_AND_BENCH = ["nats-server", "redis-server", "bench (this process)"];
 
 /** Process label → pid, for CPU and RSS readings. */
 function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
@@ -138,17 +144,6 @@ async function ready(cluster: Cluster, want: Partial<Record<ServiceName, number>
   }
 }
 
-function progress(c: number): (done: number, total: number, elapsedMs: number) => void {
-  let shown = 0;
-  return (done, total, elapsedMs) => {
-    const step = Math.max(1, Math.ceil(total / 10));
-    if (done === total || done >= shown + step) {
-      shown = done;
-      log(`  c=${c}: ${done}/${total} sessions done (${(done / (elapsedMs / 1000)).toFixed(1)}/s so far)`);
-    }
-  };
-}
-
 /** Lost or failed sessions of the gateway comparison, its warm-up included. */
 function gatewayProblems(g: GatewayComparison | null): number {
   return g ? g.warmup.problems.length + g.levels.reduce((a, l) => a + l.direct.problems.length + l.gateway.problems.length, 0) : 0;
@@ -194,6 +189,7 @@ async function main(opts: BenchOptions): Promise<number> {
   /** The bench's own connections: the cluster's NATS, as the config's admin user under access control. */
   const natsTarget: BenchNats = { url: cluster.natsUrl, ...(adminSeed ? { seedFile: adminSeed } : {}) };
   log(`bench: ${opts.accessControl ? "own access-controlled nats-server" : `${infra.source} nats-server`} ${redactUrls(cluster.natsUrl)}, ${infra.source} redis ${redactUrls(infra.redisUrl)}; prefix ${prefix}`);
+  if (opts.startup === "only") return startupOnly(opts, cluster, natsTarget);
 
   // Coordinators provision the streams and consumers the agents attach to, so they go first.
   const t0 = Date.now();
@@ -230,43 +226,22 @@ async function main(opts: BenchOptions): Promise<number> {
   log(`bench: round trips, ${opts.rttSamples} sequential samples each…`);
   const roundTrips = await lab.measure(opts.rttSamples);
 
-  const levels: LevelReport[] = [];
-  let firstIndex = 0;
-  for (const c of opts.levels) {
-    const n = opts.sessions.get(c)!;
-    log(`bench: concurrency ${c}, ${n} sessions…`);
-    const before = totalsByService(await serviceStats(nc, prefix));
-    const cpuBefore = new Map([...pids].map(([k, pid]) => [k, cpuMs(pid)]));
-    const machineBefore = machineCpu();
-    const probe = lab.probe(25);
-    const startUs = monoUs();
-    let machineAfter = machineBefore;
-    const cpuMsByProcess: Record<string, number> = {};
-    const timedEnd = () => {
-      windows.push({ label: `c=${c}`, startUs, endUs: monoUs() });
-      machineAfter = machineCpu();
-      for (const [k, pid] of pids) {
-        const a = cpuBefore.get(k);
-        const b = cpuMs(pid);
-        if (a != null && b != null) cpuMsByProcess[k] = b - a;
-      }
-    };
-    const level = await runLevel({
-      cluster, router, workload, concurrency: c, sessions: n, firstIndex, stem: `${tag}-c${c}`, timeoutMs: opts.sessionTimeoutMs, onProgress: progress(c), onTimedEnd: timedEnd,
-    });
-    const probed = await probe.stop();
-    const after = totalsByService(await serviceStats(nc, prefix));
-    const serviceCounters = diffTotals(before, after);
-    levels.push({
-      level,
-      casConflicts: serviceCounters.coordinator?.conflicts ?? 0,
-      serviceCounters,
-      machineBusyPct: busyPercent(machineBefore, machineAfter),
-      cpuMsByProcess,
-      probe: probed,
-    });
-    firstIndex += n;
-  }
+  const floor = new Floor({ natsUrl: natsTarget.url, seedFile: natsTarget.seedFile ?? null, redisUrl: infra.redisUrl, prefix }, opts.coordinators, new Map([...pids].filter(([k]) => SERVERS_AND_BENCH.includes(k))));
+  cleanups.push({ what: "the floor's processes, streams and keys", run: () => floor.close() });
+  log(`bench: the floor: ${opts.coordinators} driver processes and a worker (bench/floor, raw clients)…`);
+  await floor.open();
+  const warmSteps = warm && warm.ok > 0 ? warm.stepsPerSession.p50 : null;
+  // The floor's warm-up: its steps are cheap, so it gets 8× the runtime's warm-up sessions, at up to 16 in flight.
+  if (opts.warmup > 0) await floor.run(Math.min(16, Math.max(...opts.levels)), opts.warmup * 8, warmSteps ?? 7, `${tag}-fw`);
+
+  const { rounds, steps } = await runRounds({
+    cluster, router, workload, nc, lab, floor, pids, prefix, tag, levels: opts.levels, sessions: opts.sessions, rounds: opts.rounds,
+    timeoutMs: opts.sessionTimeoutMs, steps: warmSteps, log, onWindow: (label, startUs, endUs) => windows.push({ label, startUs, endUs }),
+  });
+  const levels = opts.levels.map((c) => poolLevel(rounds.map((r) => r.runtime.find((l) => l.level.concurrency === c)!)));
+  const headline = headlineOf(rounds);
+  const floorLevels = rounds.flatMap((r) => r.floor.map((l) => ({ ...l, round: r.round })));
+  const firstIndex = opts.levels.reduce((a, c) => a + opts.sessions.get(c)!, 0) * opts.rounds;
 
   let gatewayRun: GatewayComparison | null = null;
   if (gateway) {
@@ -276,6 +251,12 @@ async function main(opts: BenchOptions): Promise<number> {
     log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
   }
 
+  let startup: StartupReport | null = null;
+  if (opts.startup === "also") {
+    log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+    startup = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
+  }
+
   if (opts.cpuProfDir) {
     const dir = resolve(root, opts.cpuProfDir);
     mkdirSync(dir, { recursive: true });
@@ -283,7 +264,10 @@ async function main(opts: BenchOptions): Promise<number> {
   }
   const rss: Record<string, number | null> = {};
   for (const [k, pid] of pids) rss[k] = rssKiB(pid);
-  const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);
+  const dead = [
+    ...cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`),
+    ...floor.dead(),
+  ];
 
   const base = {
     workflow: workload.workflow,
@@ -305,6 +289,7 @@ async function main(opts: BenchOptions): Promise<number> {
       ack_wait_ms: opts.ackWaitMs,
       LOG_LEVEL: "warn",
       warmup: opts.warmup,
+      rounds: opts.rounds,
       rtt_samples: opts.rttSamples,
       tracing: otlp ? `on (OTLP/HTTP protobuf, ${otlp.counts.exports} exports, ${Math.round(otlp.counts.bytes / 1024)} KiB)` : "off",
       gateway: gateway ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key` : "skipped",
@@ -312,11 +297,15 @@ async function main(opts: BenchOptions): Promise<number> {
     roundTrips,
     warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
     levels,
+    headline,
+    floor: { stepsPerSession: steps, levels: floorLevels },
     gateway: gatewayRun,
     rssKiB: rss,
     deadProcesses: dead,
+    startup,
   };
-  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) + gatewayProblems(gatewayRun);
+  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) + gatewayProblems(gatewayRun) +
+    floorLevels.reduce((a, l) => a + l.problems.length, 0);
   const report: BenchReport = { ...base, finishedAt: new Date().toISOString(), summary: summaryLine(base), ok: bad === 0 && dead.length === 0 };
 
   log(renderReport(report));
@@ -328,6 +317,20 @@ async function main(opts: BenchOptions): Promise<number> {
   log(`bench: wrote ${out}`);
   if (!report.ok) process.stderr.write(`bench: ${bad} session(s) lost or failed, ${dead.length} process(es) died — see PROBLEMS above\n`);
   return report.ok ? 0 : 1;
+}
+
+/** `--startup-only`: times the services' start-up on the run's NATS and Redis, prints it and writes startup.json beside --out. */
+async function startupOnly(opts: BenchOptions, cluster: Cluster, target: BenchNats): Promise<number> {
+  const nc = await natsConnect(target, "bench");
+  cleanups.push({ what: "bench connection", run: () => nc.close() });
+  log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+  const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
+  log(`\n${renderStartup(report)}\n`);
+  const out = join(dirname(resolve(root, opts.out)), "startup.json");
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, `${JSON.stringify({ ...report, git: gitRevision(), node: process.version, cpus: cpus().length }, null, 2)}\n`);
+  log(`bench: wrote ${out}`);
+  return 0;
 }
 
 let parsed: BenchOptions | "help";

@@ -52,6 +52,10 @@ export interface LevelResult {
   readonly duplicateEvents: number;
   /** Transition-to-transition gaps per step kind (role.op), and the head/tail of a session. */
   readonly hopsMs: Record<string, Summary>;
+  /** Every gap between consecutive transitions of the verified sessions, whatever the step: the runtime's cost per transition, to set beside the floor's per-step latency. */
+  readonly transitionMs: Summary;
+  /** Agent steps (step events) of the verified sessions per second over elapsedMs. */
+  readonly agentStepsPerSecond: number;
   readonly problems: ReadonlyArray<Pick<SessionResult, "sessionId" | "outcome" | "reason">>;
   readonly results: readonly SessionResult[];
 }
@@ -218,7 +222,8 @@ export async function checkSession(cluster: Cluster, workload: Workload, s: Seen
   return null;
 }
 
-function aggregate(concurrency: number, elapsedMs: number, results: SessionResult[]): LevelResult {
+/** A level's figures from its sessions; also pools the sessions of several rounds (elapsed summed). */
+export function aggregate(concurrency: number, elapsedMs: number, results: readonly SessionResult[]): LevelResult {
   const ok = results.filter((r) => r.outcome === "ok");
   const num = (xs: Array<number | null>) => xs.filter((x): x is number => x !== null);
   const hopSamples = new Map<string, number[]>();
@@ -255,6 +260,8 @@ function aggregate(concurrency: number, elapsedMs: number, results: SessionResul
     eventsPerSession: summarize(ok.map((r) => r.events)),
     duplicateEvents: results.reduce((a, r) => a + r.duplicateEvents, 0),
     hopsMs: Object.fromEntries([...hopSamples].map(([k, v]) => [k, summarize(v)])),
+    transitionMs: summarize(ok.flatMap((r) => r.hops.map((h) => h.ms))),
+    agentStepsPerSecond: ok.reduce((a, r) => a + r.steps, 0) / (elapsedMs / 1000),
     problems: results.filter((r) => r.outcome !== "ok").map((r) => ({ sessionId: r.sessionId, outcome: r.outcome, reason: r.reason })),
     results,
   };

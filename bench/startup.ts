@@ -1,199 +1,219 @@
-// `pnpm bench:startup`: how long a service takes from its process's start to ready, under tsx and
-// compiled (`pnpm build`). Ready is what a client can see: the coordinator and an agent answer
-// `$SRV.PING` (registered once their consume loops run), the gateway answers GET /readyz. Per
-// start: wall ms (spawn → ready), the process's CPU ms and RSS at that moment. See bench/README.md.
-//
-//   pnpm bench:startup [--rounds N] [--runtime tsx,compiled] [--service coordinator,gateway,planner] [--cpu-prof DIR]
-//
-// --cpu-prof DIR: each start writes a V8 CPU profile into DIR, with bench-window.json marking
-// spawn → ready per start; `pnpm tsx bench/profile.ts DIR --window "planner compiled 1"` splits it.
+// Start-up timing of one process per service kind: spawn → `/readyz` 200 on its ops port and
+// spawn → its first `$SRV.PING` answer, with the CPU it used and its RSS when ready. The command
+// is the harness's serviceCommand(), so switching that to compiled output switches this too.
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
-import { cpus, loadavg } from "node:os";
-import { join, resolve } from "node:path";
-import { performance } from "node:perf_hooks";
-import { ROLE_NAMES } from "@agentmesh/contracts";
-import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
-import { resolveInfra, freePort } from "../test/setup/infra.js";
-import { uniquePrefix } from "../test/setup/prefix.js";
-import { Cluster, serviceArgv, type ServiceRuntime } from "../test/e2e/harness.js";
+import { basename, join } from "node:path";
+import { loadavg } from "node:os";
+import { createInbox, type NatsConnection } from "@nats-io/transport-node";
+import type { RoleName } from "@agentmesh/contracts";
+import { freePort } from "../test/setup/infra.js";
+import { serviceCommand, type Cluster, type ServiceName } from "../test/e2e/harness.js";
 import { summarize } from "./stats.js";
 import { cpuMs, rssKiB } from "./sysinfo.js";
 
 const root = join(import.meta.dirname, "..");
-const log = (s: string) => process.stdout.write(`${s}\n`);
 
-type Kind = "coordinator" | "gateway" | (typeof ROLE_NAMES)[number];
+/** The target the issue sets: a service ready this soon after its process starts. */
+export const READY_TARGET_MS = 300;
+/** How often the probes are polled while a process starts. */
+const POLL_MS = 5;
 
-function option(name: string, fallback: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  const v = i >= 0 ? process.argv[i + 1] : undefined;
-  if (i >= 0 && (v === undefined || v.startsWith("--"))) throw new Error(`--${name} needs a value`);
-  return v ?? fallback;
+/** One start of one service process. */
+export interface StartupSample {
+  /** spawn → the first `/readyz` answered 200. */
+  readonly readyMs: number;
+  /** spawn → the first `$SRV.PING` answer from this process; null for a service without `$SRV` (the gateway). */
+  readonly pingMs: number | null;
+  /** CPU (user + system) the process used up to ready. */
+  readonly cpuMs: number | null;
+  /** Resident memory when ready. */
+  readonly rssMiB: number | null;
 }
 
-interface Options {
+/** Every start of one service kind, and their medians. */
+export interface StartupResult {
+  readonly service: ServiceName;
+  readonly samples: readonly StartupSample[];
+  readonly median: { readonly readyMs: number; readonly pingMs: number | null; readonly cpuMs: number | null; readonly rssMiB: number | null };
+}
+
+/** What `pnpm bench` reports about start-up. */
+export interface StartupReport {
+  /** How the processes were run, e.g. `node --import tsx`. */
+  readonly command: string;
   readonly rounds: number;
-  readonly runtimes: ServiceRuntime[];
-  readonly kinds: Kind[];
-  readonly cpuProfDir: string | null;
+  readonly targetMs: number;
+  readonly loadavgStart: string;
+  readonly loadavgEnd: string;
+  readonly results: readonly StartupResult[];
 }
 
-function parseOptions(): Options {
-  const rounds = Number(option("rounds", "3"));
-  if (!Number.isInteger(rounds) || rounds < 1) throw new Error(`--rounds: expected a whole number ≥ 1, got ${option("rounds", "3")}`);
-  const runtimes = option("runtime", "tsx,compiled").split(",");
-  const badRuntime = runtimes.filter((r) => r !== "tsx" && r !== "compiled");
-  if (badRuntime.length) throw new Error(`--runtime: ${badRuntime.join(", ")} is not tsx or compiled`);
-  const kinds = option("service", "coordinator,gateway,planner").split(",");
-  const known: readonly string[] = ["coordinator", "gateway", ...ROLE_NAMES];
-  const badKind = kinds.filter((k) => !known.includes(k));
-  if (badKind.length) throw new Error(`--service: ${badKind.join(", ")} is not coordinator, gateway or a role`);
-  const cpuProf = option("cpu-prof", "");
-  return { rounds, runtimes: runtimes as ServiceRuntime[], kinds: kinds as Kind[], cpuProfDir: cpuProf ? resolve(cpuProf) : null };
+export interface StartupOptions {
+  /** Starts per service kind, interleaved (coordinator, agent, gateway, coordinator, …); default 3. */
+  readonly rounds?: number;
+  /** The agent role whose process is timed; default planner. */
+  readonly role?: RoleName;
+  /** Give one start up after this long; default 120 s. */
+  readonly timeoutMs?: number;
+  readonly log?: (line: string) => void;
 }
 
-/** One start, as measured. */
-interface Start {
-  readonly pid: number;
-  /** spawn and ready on CLOCK_MONOTONIC, µs (the clock of a V8 CPU profile's sample times) */
-  readonly window: { readonly startUs: number; readonly endUs: number };
-  readonly wallMs: number;
-  readonly cpuMs: number;
-  readonly rssMiB: number;
-}
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+const loads = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 
-/** The ids of the service instances of this prefix that answer `$SRV.PING` now. */
-async function instanceIds(cluster: Cluster, prefix: string): Promise<Set<string>> {
-  const ids = new Set<string>();
-  const inbox = cluster.natsConnection.subscribe(`_INBOX.startup.${Math.random().toString(36).slice(2)}`, {
-    callback: (_err, m) => {
-      const r = m.json<{ id: string; metadata?: Record<string, string> }>();
-      if (r.metadata?.prefix === prefix) ids.add(r.id);
-    },
-  });
-  cluster.natsConnection.publish("$SRV.PING", "", { reply: inbox.getSubject() });
-  await new Promise((r) => setTimeout(r, 300));
-  inbox.unsubscribe();
-  return ids;
+/** `node --import tsx` for `node --import tsx /…/main.ts planner`: the command up to the entry file. */
+export function describeCommand(name: ServiceName): string {
+  const { command, args } = serviceCommand(name);
+  const entry = args.findIndex((a) => a.startsWith("/"));
+  return [basename(command), ...(entry < 0 ? args : args.slice(0, entry))].join(" ");
 }
 
 /**
- * Resolves when `$SRV.PING` gets an answer from an instance of `name` of this prefix that is not
- * in `before` (asked every 5 ms).
+ * Ids of the instances of `name` that answer `$SRV.PING.<name>` for this prefix, every `POLL_MS`,
+ * from the moment it is called; `first(except)` resolves with the time of the first answer by an
+ * instance not in `except` (the bench's own long-running replica of the same role answers too).
  */
-function pingedReady(cluster: Cluster, name: string, prefix: string, before: ReadonlySet<string>, child: ChildProcess): Promise<void> {
-  const nc = cluster.natsConnection;
-  return new Promise((resolve, reject) => {
-    const inbox = nc.subscribe(`_INBOX.startup.${Math.random().toString(36).slice(2)}`, {
-      callback: (_err, m) => {
-        const r = m.json<{ id: string; name: string; metadata?: Record<string, string> }>();
-        if (r.name === name && r.metadata?.prefix === prefix && !before.has(r.id)) done();
-      },
-    });
-    const timer = setInterval(() => nc.publish("$SRV.PING", "", { reply: inbox.getSubject() }), 5);
-    const onExit = (code: number | null) => done(new Error(`${name} exited (${code}) before it was ready`));
-    child.once("exit", onExit);
-    function done(err?: Error): void {
-      clearInterval(timer);
-      inbox.unsubscribe();
-      child.off("exit", onExit);
-      if (err) reject(err);
-      else resolve();
-    }
+function pingWatch(nc: NatsConnection, name: string, prefix: string) {
+  const inbox = createInbox();
+  const seen = new Map<string, number>();
+  const sub = nc.subscribe(inbox, {
+    callback: (err, m) => {
+      // nobody subscribed yet: the server's "no responders" status, an empty message
+      if (err || m.data.length === 0) return;
+      let r: { id?: string; metadata?: Record<string, string> };
+      try {
+        r = m.json();
+      } catch {
+        return;
+      }
+      if (r.id && r.metadata?.prefix === prefix && !seen.has(r.id)) seen.set(r.id, performance.now());
+    },
   });
+  const timer = setInterval(() => nc.publish(`$SRV.PING.${name}`, "", { reply: inbox }), POLL_MS);
+  nc.publish(`$SRV.PING.${name}`, "", { reply: inbox });
+  return {
+    ids: () => new Set(seen.keys()),
+    firstNew: (except: ReadonlySet<string>) => [...seen].filter(([id]) => !except.has(id)).map(([, t]) => t).sort((a, b) => a - b)[0],
+    stop: () => {
+      clearInterval(timer);
+      sub.unsubscribe();
+    },
+  };
 }
 
-/** Resolves when GET <url>/readyz answers 200 (asked every 5 ms). */
-async function httpReady(url: string, child: ChildProcess): Promise<void> {
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`the gateway exited (${child.exitCode}) before it was ready`);
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) return;
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** Starts one service process, waits until it is ready, reads its CPU and RSS, stops it. */
-async function measure(cluster: Cluster, prefix: string, kind: Kind, runtime: ServiceRuntime, cpuProfDir: string | null): Promise<Start> {
-  const gatewayEnv: Record<string, string> = {};
-  let url = "";
-  if (kind === "gateway") {
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    Object.assign(gatewayEnv, { AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: String(port), AGENTMESH_API_KEYS: apiKeyEntry("startup", generateApiKey()) });
-  }
-  const argv = kind === "coordinator" || kind === "gateway" ? serviceArgv(kind, [], runtime) : serviceArgv("agent", [kind], runtime);
-  if (cpuProfDir) argv.unshift("--cpu-prof", "--cpu-prof-dir", cpuProfDir);
-  const before = await instanceIds(cluster, prefix);
-  const startUs = Number(process.hrtime.bigint() / 1000n);
-  const t0 = performance.now();
-  const child = spawn(process.execPath, argv, { cwd: root, env: cluster.env(gatewayEnv, kind), stdio: ["ignore", "ignore", "pipe"] });
-  let err = "";
-  child.stderr?.on("data", (b: Buffer) => { err += b.toString(); });
-  const exited = new Promise((r) => child.once("exit", r));
-  try {
-    if (kind === "gateway") await httpReady(url, child);
-    else await pingedReady(cluster, kind, prefix, before, child);
-    const wallMs = performance.now() - t0;
-    const endUs = Number(process.hrtime.bigint() / 1000n);
-    const pid = child.pid ?? 0;
-    return { pid, window: { startUs, endUs }, wallMs, cpuMs: cpuMs(pid) ?? NaN, rssMiB: (rssKiB(pid) ?? NaN) / 1024 };
-  } catch (e) {
-    throw new Error(`${(e as Error).message}\n${err.slice(-2000)}`);
-  } finally {
-    child.kill("SIGTERM");
+async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  const done = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
+  if (!done) {
+    child.kill("SIGKILL");
     await exited;
   }
 }
 
-async function main(): Promise<void> {
-  const opts = parseOptions();
-  if (opts.runtimes.includes("compiled") && !existsSync(join(root, "services/agent/dist/main.js"))) {
-    throw new Error("no compiled services: run pnpm build first");
-  }
-  if (opts.cpuProfDir) mkdirSync(opts.cpuProfDir, { recursive: true });
-  const infra = await resolveInfra();
-  const prefix = uniquePrefix("startup");
-  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix });
+/** Env a service needs to start here beyond the cluster's: its ops port, and the gateway its own listener. */
+function envFor(name: ServiceName, opsPort: number): Record<string, string> {
+  const ops = { AGENTMESH_METRICS_PORT: String(opsPort), AGENTMESH_METRICS_HOST: "127.0.0.1" };
+  return name === "gateway" ? { ...ops, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", AGENTMESH_GATEWAY_ANONYMOUS: "1" } : ops;
+}
+
+/** Starts one process of `name`, times it to ready and to its first `$SRV.PING` answer, then stops it. */
+async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName, timeoutMs: number): Promise<StartupSample> {
+  const hasSrv = name !== "gateway";
+  const watch = hasSrv ? pingWatch(nc, name, cluster.opts.prefix) : null;
+  // instances already up (the bench's own replica) answer within a few polls
+  await sleep(hasSrv ? 300 : 0);
+  const before = watch?.ids() ?? new Set<string>();
+  const opsPort = await freePort();
+  const { command, args } = serviceCommand(name);
+  const t0 = performance.now();
+  const env = cluster.env(envFor(name, opsPort), name);
+  // a start is timed as deployed: without the CPU profiler `--cpu-prof` preloads into the run's services
+  delete env.NODE_OPTIONS;
+  delete env.BENCH_CPU_PROF_DIR;
+  const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  child.stdout?.on("data", (b: Buffer) => { out += b.toString(); });
+  child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
+  const exited = new Promise((r) => child.once("exit", r));
   try {
-    await cluster.open();
-    // a coordinator provisions the streams and consumers an agent and the gateway start on
-    cluster.start("coordinator");
-    await cluster.waitReady({ coordinator: 1 });
-    const results = new Map<string, Start[]>();
-    const profiled: { processes: Record<string, number>; windows: Array<{ label: string; startUs: number; endUs: number }> } = { processes: {}, windows: [] };
-    // interleaved: every kind and runtime once per round, so machine load spreads over all of them
-    for (let round = 0; round < opts.rounds; round++) {
-      for (const kind of opts.kinds) {
-        for (const runtime of opts.runtimes) {
-          const s = await measure(cluster, prefix, kind, runtime, opts.cpuProfDir);
-          const key = `${kind} ${runtime}`;
-          profiled.processes[`${key} ${round + 1}`] = s.pid;
-          profiled.windows.push({ label: `${key} ${round + 1}`, ...s.window });
-          results.set(key, [...(results.get(key) ?? []), s]);
-          log(`round ${round + 1}: ${key.padEnd(24)} wall ${s.wallMs.toFixed(0).padStart(5)} ms  cpu ${s.cpuMs.toFixed(0).padStart(5)} ms  rss ${s.rssMiB.toFixed(0).padStart(4)} MiB`);
-        }
+    const end = t0 + timeoutMs;
+    let ready: { at: number; cpu: number | null; rss: number | null } | null = null;
+    let pinged: number | null = null;
+    while (ready === null || (hasSrv && pinged === null)) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) while starting:\n${out.slice(-2000)}`);
+      if (performance.now() > end) throw new Error(`${name} not ready within ${timeoutMs} ms:\n${out.slice(-2000)}`);
+      if (ready === null) {
+        const ok = await fetch(`http://127.0.0.1:${opsPort}/readyz`).then((r) => r.status === 200, () => false);
+        // CPU and memory are read the moment it answers ready
+        if (ok) ready = { at: performance.now(), cpu: child.pid === undefined ? null : cpuMs(child.pid), rss: child.pid === undefined ? null : rssKiB(child.pid) };
       }
+      pinged ??= watch?.firstNew(before) ?? null;
+      if (ready === null || (hasSrv && pinged === null)) await sleep(POLL_MS);
     }
-    if (opts.cpuProfDir) writeFileSync(join(opts.cpuProfDir, "bench-window.json"), `${JSON.stringify(profiled, null, 2)}\n`);
-    const [l1, l5] = loadavg();
-    log(`\nmedians of ${opts.rounds} starts (${cpus().length} cores, load ${l1?.toFixed(2)} / ${l5?.toFixed(2)} at the end)`);
-    log("| service | runtime | wall ms | CPU ms | RSS MiB |");
-    log("| --- | --- | ---: | ---: | ---: |");
-    for (const [key, starts] of results) {
-      const [kind, runtime] = key.split(" ");
-      const med = (f: (s: Start) => number) => summarize(starts.map(f)).p50.toFixed(0);
-      log(`| ${kind} | ${runtime} | ${med((s) => s.wallMs)} | ${med((s) => s.cpuMs)} | ${med((s) => s.rssMiB)} |`);
-    }
+    return {
+      readyMs: ready.at - t0,
+      pingMs: pinged === null ? null : pinged - t0,
+      cpuMs: ready.cpu,
+      rssMiB: ready.rss === null ? null : ready.rss / 1024,
+    };
   } finally {
-    await cluster.close();
-    await infra.stop();
+    watch?.stop();
+    await stopChild(child, exited);
   }
 }
 
-try {
-  await main();
-} catch (err) {
-  process.stderr.write(`bench:startup: ${(err as Error).message}\n`);
-  process.exitCode = 1;
+/** The median of the figures there are (nearest rank: with 3 starts, the middle one); null with none. */
+function medianOf(xs: readonly (number | null)[]): number | null {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length ? summarize(v).p50 : null;
+}
+
+/**
+ * Times `rounds` starts of a coordinator, one agent role's process and a gateway, interleaved, on
+ * the cluster's NATS and Redis (the first coordinator provisions the streams the others need).
+ * Every process is its own, started and stopped here; the cluster's own processes are untouched.
+ */
+export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts: StartupOptions = {}): Promise<StartupReport> {
+  const rounds = opts.rounds ?? 3;
+  const kinds: ServiceName[] = ["coordinator", opts.role ?? "planner", "gateway"];
+  const samples = new Map<ServiceName, StartupSample[]>(kinds.map((k) => [k, []]));
+  const loadavgStart = loads();
+  for (let round = 1; round <= rounds; round++) {
+    for (const kind of kinds) {
+      const s = await startOnce(cluster, nc, kind, opts.timeoutMs ?? 120_000);
+      samples.get(kind)?.push(s);
+      opts.log?.(`  start-up ${round}/${rounds} ${kind}: ready ${s.readyMs.toFixed(0)} ms${s.pingMs === null ? "" : `, $SRV.PING ${s.pingMs.toFixed(0)} ms`}, CPU ${s.cpuMs ?? "?"} ms, RSS ${s.rssMiB?.toFixed(0) ?? "?"} MiB`);
+    }
+  }
+  const results = kinds.map((service) => {
+    const xs = samples.get(service) ?? [];
+    return {
+      service,
+      samples: xs,
+      median: { readyMs: medianOf(xs.map((s) => s.readyMs)) ?? Number.NaN, pingMs: medianOf(xs.map((s) => s.pingMs)), cpuMs: medianOf(xs.map((s) => s.cpuMs)), rssMiB: medianOf(xs.map((s) => s.rssMiB)) },
+    };
+  });
+  return { command: describeCommand("coordinator"), rounds, targetMs: READY_TARGET_MS, loadavgStart, loadavgEnd: loads(), results };
+}
+
+/** The start-up table of the bench report. */
+export function renderStartup(r: StartupReport): string {
+  const ms = (x: number | null) => (x === null ? "—" : `${x.toFixed(0)} ms`);
+  const rows = r.results.map((x) => [
+    x.service,
+    ms(x.median.readyMs),
+    ms(x.median.pingMs),
+    ms(x.median.cpuMs),
+    x.median.rssMiB === null ? "—" : `${x.median.rssMiB.toFixed(0)} MiB`,
+    x.median.readyMs <= r.targetMs ? "yes" : "no",
+  ]);
+  const head = ["service", "spawn → /readyz 200", "spawn → $SRV.PING", "CPU to ready", "RSS at ready", `≤ ${r.targetMs} ms`];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
+  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  return [
+    `START-UP (${r.command}; median of ${r.rounds} starts each, interleaved; load ${r.loadavgStart} → ${r.loadavgEnd})`,
+    line(head),
+    ...rows.map(line),
+  ].join("\n");
 }

@@ -40,6 +40,16 @@ export function serviceArgv(service: "coordinator" | "gateway" | "cli" | "local"
 export type ServiceName = "coordinator" | "gateway" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const;
 
+/**
+ * The command that runs one service as its own process, from the repository root: node over
+ * `services/<name>`'s main, or for a role the agent's main with the role, compiled or through tsx
+ * (`serviceArgv`). Every service process the tests and the bench start comes from here.
+ */
+export function serviceCommand(name: ServiceName, runtime: ServiceRuntime = serviceRuntime()): { readonly command: string; readonly args: readonly string[] } {
+  const args = name === "coordinator" || name === "gateway" ? serviceArgv(name, [], runtime) : serviceArgv("agent", [name], runtime);
+  return { command: process.execPath, args };
+}
+
 /** One service as a real OS process. */
 export interface Proc {
   readonly name: ServiceName;
@@ -118,11 +128,10 @@ export class Cluster {
     };
   }
 
-  /** Spawns one service process: `services/<name>`'s main, or for a role the agent's main with the role. */
+  /** Spawns one service process with `serviceCommand(name)`, in this cluster's runtime. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const runtime = this.opts.runtime ?? serviceRuntime();
-    const argv = name === "coordinator" || name === "gateway" ? serviceArgv(name, [], runtime) : serviceArgv("agent", [name], runtime);
-    const child = spawn(process.execPath, argv, {
+    const { command, args } = serviceCommand(name, this.opts.runtime ?? serviceRuntime());
+    const child = spawn(command, args, {
       cwd: root,
       env: this.secrets.plant(name, this.env(extra, name)),
       stdio: ["ignore", "pipe", "pipe"],

@@ -38,9 +38,8 @@ describe("docker-compose.yml: the gateway", () => {
     expect(env.AGENTMESH_API_KEYS).toBe("${AGENTMESH_API_KEYS:-}");
     // anonymous access only when .env asks for it
     expect(env.AGENTMESH_GATEWAY_ANONYMOUS).toBe("${AGENTMESH_GATEWAY_ANONYMOUS:-0}");
-    const test = argv(at(gw, "healthcheck", "test"));
-    expect(test.slice(0, 3)).toEqual(["CMD", "node", "-e"]);
-    expect(test[3]).toContain(`http://127.0.0.1:${String(env.AGENTMESH_GATEWAY_PORT)}/readyz`);
+    // curl (installed in the image), not a node process per probe
+    expect(argv(at(gw, "healthcheck", "test"))).toEqual(["CMD", "curl", "-sS", "--fail-with-body", `http://127.0.0.1:${String(env.AGENTMESH_GATEWAY_PORT)}/readyz`]);
     expect(at(gw, "depends_on", "redis", "condition")).toBe("service_healthy");
     expect(seconds(gw.stop_grace_period)).toBeGreaterThan(GATEWAY_STOP_S);
   });

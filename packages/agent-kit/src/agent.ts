@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type RoleName, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
 import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
 import type { ModelPort, ModelReply } from "@agentmesh/llm";
 import { TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
@@ -38,6 +38,7 @@ export interface AgentOptions {
 
 /** A running agent role: its JetStream worker and its `$SRV` registration. */
 export interface RunningAgent extends Stoppable {
+  readonly role: RoleName;
   readonly worker: Worker;
 }
 
@@ -326,7 +327,10 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
       return outcome;
     });
   }
+  // the server has the `$SRV` and op subscriptions once this returns: ready means answering
+  await opts.nc.flush();
   return {
+    role: def.role,
     worker,
     async stop(graceMs: number) {
       await worker.stop(graceMs);

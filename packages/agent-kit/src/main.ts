@@ -65,6 +65,14 @@ async function untilProvisioned<T>(log: Logger, role: string, start: () => Promi
   }
 }
 
+/** The roles an agent process runs. */
+export interface RunningAgents extends Stoppable {
+  readonly agents: RunningAgent[];
+  readonly metricsUrl: string | null;
+  /** For `/readyz`: null while every role's consume loop runs (their `$SRV` services answer from start), else the first that does not. */
+  whyNotReady(): string | null;
+}
+
 /** Starts the given roles on one connection; each is still its own NATS service and consumer. */
 export async function startAgentsInProcess(
   defs: readonly AgentDefinition[],
@@ -85,7 +93,7 @@ export async function startAgentsInProcess(
      */
     metrics?: Metrics;
   },
-): Promise<Stoppable & { agents: RunningAgent[]; metricsUrl: string | null }> {
+): Promise<RunningAgents> {
   const wanted = cfg.roles.length ? defs.filter((d) => cfg.roles.includes(d.role)) : defs;
   const unknown = cfg.roles.filter((r) => !defs.some((d) => d.role === r));
   if (unknown.length) throw new Error(`AGENTMESH_ROLES names unknown roles: ${unknown.join(", ")}`);
@@ -129,6 +137,10 @@ export async function startAgentsInProcess(
   return {
     agents,
     metricsUrl: own?.server.url ?? null,
+    whyNotReady: () => {
+      const idle = agents.find((a) => !a.worker.alive());
+      return idle ? `${idle.role}: consume loop not running` : null;
+    },
     async stop(graceMs: number) {
       await Promise.all(agents.map((a) => a.stop(graceMs)));
       await own?.server.close();

@@ -162,5 +162,34 @@ export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent 
  */
 export const ANSWER_OPS: ReadonlySet<string> = new Set<string>(["chat.respond", "researcher.finalize", "writer.finalize", "analyst.summarize"]);
 
-/** The JetStream message id of an event. */
+/**
+ * The JetStream message id of an event message: the session, the transition's version and the
+ * index of its first event. A republished outbox splits its events the same way, so it is a duplicate.
+ */
 export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;
+
+/**
+ * What one message on `<p>.events.<sid>` carries: the events of one transition of one session, in
+ * index order. A transition's events go out as one message (more only when they would not fit in
+ * `LIMITS.maxMessageBytes`), so a step costs one events publish however many events it emits.
+ * Readers also accept a message holding one bare `SessionEvent`, as written before this existed.
+ */
+export const EventBatch = z
+  .object({
+    v: z.literal(SCHEMA_VERSION),
+    session_id: SessionId,
+    version: z.number().int().nonnegative(),
+    events: z.array(SessionEvent).min(1).max(256),
+  })
+  .superRefine((b, ctx) => {
+    let last = -1;
+    for (const [i, e] of b.events.entries()) {
+      if (e.session_id !== b.session_id || e.version !== b.version) {
+        ctx.addIssue({ code: "custom", path: ["events", i], message: `event ${e.session_id} v${e.version} in a batch of ${b.session_id} v${b.version}` });
+      } else if (e.index <= last) {
+        ctx.addIssue({ code: "custom", path: ["events", i], message: `event index ${e.index} after ${last}: a batch is in index order` });
+      }
+      last = e.index;
+    }
+  });
+export type EventBatch = z.infer<typeof EventBatch>;

@@ -98,7 +98,7 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
       pingInterval: 20_000,
       timeout: opts.timeoutMs ?? 2500,
       waitOnFirstConnect: opts.waitOnFirstConnect ?? false,
-      // Every JetStream publish and ackAck is a request; capturing a stack trace for each costs
+      // Every JetStream publish is a request; capturing a stack trace for each costs
       // ~10% of a busy coordinator's CPU (measured by `pnpm bench --cpu-prof`).
       noAsyncTraces: true,
     });

@@ -81,14 +81,18 @@ export function describeValue(v: unknown): string {
 export function decodeMessage<S extends z.ZodType>(data: Uint8Array, schema: S, what: string): Decoded<z.infer<S>> {
   const parsed = parseBoundedJson(data, what);
   if (!parsed.ok) return parsed;
-  const raw = parsed.value;
+  return decodeValue(parsed.value, schema, what, (v) => v);
+}
+
+/** The schema-version and schema half of `decodeMessage`, for a value already parsed within bounds; `map` shapes the result. */
+export function decodeValue<S extends z.ZodType, T>(raw: unknown, schema: S, what: string, map: (v: z.infer<S>) => T): Decoded<T> {
   const v = typeof raw === "object" && raw !== null ? (raw as { v?: unknown }).v : undefined;
   if (v !== SCHEMA_VERSION) {
     return { ok: false, code: "invalid_message", reason: `${what} has unsupported schema version ${describeValue(v)}, expected ${SCHEMA_VERSION}` };
   }
   const r = schema.safeParse(raw);
   if (!r.success) return { ok: false, code: "invalid_message", reason: `invalid ${what}: ${formatZodError(r.error)}` };
-  return { ok: true, value: r.data };
+  return { ok: true, value: map(r.data) };
 }
 
 /** Exponential retry delay with a little jitter, so naks spread out instead of retrying in lockstep. */

@@ -1,7 +1,7 @@
-import { SessionEvent, type Naming } from "@agentmesh/contracts";
+import { EventBatch, SessionEvent, type Naming } from "@agentmesh/contracts";
 import { jetstream, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { decodeMessage } from "./decode.js";
+import { decodeMessage, decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 
@@ -11,6 +11,19 @@ export interface FollowEventsOptions {
   readonly signal?: AbortSignal;
   /** Malformed events are skipped; with a log they are also reported. */
   readonly log?: Log;
+}
+
+/**
+ * The events one message on `<p>.events.<sid>` carries, in order: an `EventBatch` (one transition's
+ * events), or one bare `SessionEvent` as written before batches existed. Checked like every message
+ * (size, depth, schema version, schema).
+ */
+export function decodeEvents(data: Uint8Array): Decoded<SessionEvent[]> {
+  const peek = parseBoundedJson(data, "event message");
+  if (!peek.ok) return peek;
+  const batch = typeof peek.value === "object" && peek.value !== null && "events" in peek.value;
+  if (batch) return decodeValue(peek.value, EventBatch, "event batch", (b) => b.events);
+  return decodeValue(peek.value, SessionEvent, "event", (e) => [e]);
 }
 
 /**
@@ -37,8 +50,8 @@ export async function* followEvents(
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   try {
     for await (const m of messages) {
-      const d = decodeMessage(m.data, SessionEvent, "event");
-      if (d.ok && d.value.session_id === sessionId) yield d.value;
+      const d = decodeEvents(m.data);
+      if (d.ok && d.value[0]?.session_id === sessionId) yield* d.value;
       else opts.log?.warn({ subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason }, "skipping a malformed event");
     }
   } finally {

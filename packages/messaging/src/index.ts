@@ -1,6 +1,7 @@
 // The one front door of @agentmesh/messaging: NATS, JetStream work queues, `$SRV`, headers, wire errors.
 export type { Log } from "./log.js";
 export { connectNats, type ConnectNatsOptions } from "./connect.js";
+export { linkHealth, type LinkHealth } from "./link-health.js";
 export { provision } from "./provision.js";
 export { natsPermissions, replyPrefix, SERVICE_USERS, type ServiceUser, type UserPermissions, type SubjectRules } from "./permissions.js";
 export { natsAccountName, natsServerConfig, newUserKey, publicKeyOfSeed, type NatsServerConfigOptions } from "./nats-config.js";
@@ -17,7 +18,7 @@ export {
   type EndpointOptions,
 } from "./micro.js";
 export { request, listServices, type ServiceSummary, type ServiceInfo, type ServiceStats } from "./request.js";
-export { createTokenDedup, followEvents, followTokens, type FollowEventsOptions, type TokenDedup, type TokenDelta } from "./events.js";
+export { createTokenDedup, decodeEvents, followEvents, followTokens, type FollowEventsOptions, type TokenDedup, type TokenDelta } from "./events.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {
   ProvisionOptions,

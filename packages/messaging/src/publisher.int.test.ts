@@ -63,7 +63,7 @@ describe("createPublisher", () => {
     await expect(publisher.publishTask(bad)).rejects.toMatchObject({ code: "invalid_message" });
   });
 
-  it("publishes an outbox in order: tasks to TASKS, events with <sid>:<version>:<index> ids, cancel on core NATS", async () => {
+  it("publishes an outbox in order: tasks to TASKS, its events as one message with id <sid>:<version>:<first index>, cancel on core NATS", async () => {
     const { naming, publisher } = await setup();
     const sid = sessionId();
     const cancels: Msg[] = [];
@@ -75,12 +75,70 @@ describe("createPublisher", () => {
       { kind: "cancel", notice: { v: SCHEMA_VERSION, session_id: sid, reason: "stop" } },
     ]);
     const events = await streamMessages(nc, naming.streams.events);
-    expect(events.map((e) => e.header.get("Nats-Msg-Id"))).toEqual([`${sid}:3:0`, `${sid}:3:1`]);
+    expect(events.map((e) => e.header.get("Nats-Msg-Id"))).toEqual([`${sid}:3:0`]);
+    expect(events[0]!.subject).toBe(naming.events(sid));
+    expect(events[0]!.json()).toEqual({ v: SCHEMA_VERSION, session_id: sid, version: 3, events: [stage(sid, 3, 0), stage(sid, 3, 1)] });
     expect((await streamMessages(nc, naming.streams.tasks)).map((t) => t.header.get("Nats-Msg-Id"))).toEqual([taskId(sid, 3, 0, 0)]);
     await waitFor(() => cancels.length === 1, 5000, "cancel notice");
     expect(cancels[0]!.subject).toBe(naming.cancel(sid));
     expect(cancels[0]!.json()).toEqual({ v: SCHEMA_VERSION, session_id: sid, reason: "stop" });
     sub.unsubscribe();
+  });
+});
+
+describe("a transition's events as one message", () => {
+  it("a republished outbox is a duplicate: the stream keeps one message, readers see each event once", async () => {
+    const { naming, publisher } = await setup();
+    const sid = sessionId();
+    const outbox = [0, 1, 2].map((i) => ({ kind: "event" as const, event: stage(sid, 4, i) }));
+    await publisher.publishOutbox(outbox);
+    await publisher.publishOutbox(outbox);
+    expect(await streamMessages(nc, naming.streams.events)).toHaveLength(1);
+    const got: number[] = [];
+    for await (const e of followEvents(nc, naming, sid)) if (got.push(e.index) === 3) break;
+    expect(got).toEqual([0, 1, 2]);
+  });
+
+  it("splits events that would not fit in one message, in index order, the same way each time", async () => {
+    const { naming, publisher } = await setup();
+    const sid = sessionId();
+    // ~100 KB each: three do not fit in 256 KB together
+    const huge = (i: number): SessionEvent => ({
+      v: SCHEMA_VERSION, session_id: sid, version: 5, index: i, at: 1_700_000_000_005, type: "complete", status: "completed", final_answer: "a".repeat(100_000), final_reasoning_trace: "t",
+    });
+    const outbox = [0, 1, 2, 3].map((i) => ({ kind: "event" as const, event: i === 3 ? stage(sid, 5, 3) : huge(i) }));
+    await publisher.publishOutbox(outbox);
+    await publisher.publishOutbox(outbox);
+    const msgs = await streamMessages(nc, naming.streams.events);
+    expect(msgs.map((m) => m.header.get("Nats-Msg-Id"))).toEqual([`${sid}:5:0`, `${sid}:5:2`]);
+    for (const m of msgs) expect(m.data.byteLength).toBeLessThanOrEqual(256 * 1024);
+    const got: number[] = [];
+    for await (const e of followEvents(nc, naming, sid)) if (got.push(e.index) === 4) break;
+    expect(got).toEqual([0, 1, 2, 3]);
+  });
+
+  it("refuses a batch mixing sessions or versions, or out of index order, and sends nothing", async () => {
+    const { naming, publisher } = await setup();
+    const sid = sessionId();
+    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sessionId(), 1, 1)])).rejects.toMatchObject({ code: "invalid_message" });
+    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sid, 2, 1)])).rejects.toMatchObject({ code: "invalid_message" });
+    await expect(publisher.publishEvents([stage(sid, 1, 1), stage(sid, 1, 0)])).rejects.toMatchObject({ code: "invalid_message" });
+    expect(await streamMessages(nc, naming.streams.events)).toHaveLength(0);
+  });
+
+  it("a reader skips a forged batch naming another session, and still reads a bare event written before batches", async () => {
+    const { naming } = await setup();
+    const sid = sessionId();
+    const js = jetstream(nc);
+    await js.publish(naming.events(sid), JSON.stringify(stage(sid, 1, 0)));
+    const other = sessionId();
+    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: other, version: 2, events: [stage(other, 2, 0)] }));
+    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 2, events: [stage(sid, 2, 0), stage(sid, 2, 1)] }));
+    const log = recordingLog();
+    const got: string[] = [];
+    for await (const e of followEvents(nc, naming, sid, { log })) if (got.push(`${e.version}.${e.index}`) === 3) break;
+    expect(got).toEqual(["1.0", "2.0", "2.1"]);
+    expect(log.lines.some((l) => l.msg === "skipping a malformed event")).toBe(true);
   });
 });
 

@@ -2,9 +2,11 @@ import {
   AgentmeshError,
   CancelNotice,
   eventMsgId,
+  EventBatch,
   formatZodError,
   InboxInput,
   LIMITS,
+  SCHEMA_VERSION,
   SessionEvent,
   TaskEnvelope,
   type Naming,
@@ -33,14 +35,30 @@ export interface Publisher {
    * publisher was made with `{ client: true }` (the CLI, a gateway), else `coordinator`.
    */
   publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
-  /** A lifecycle event on `<p>.events.<sid>`, msg id = `<sid>:<version>:<index>`. */
+  /** A lifecycle event on `<p>.events.<sid>`, as a batch of one (msg id `<sid>:<version>:<index>`). */
   publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
+  /**
+   * Events of one session and transition, in index order, as one message on `<p>.events.<sid>`
+   * (an `EventBatch`; split in index order only when one message would exceed the size limit),
+   * msg id `<sid>:<version>:<first index>`.
+   */
+  publishEvents(events: readonly SessionEvent[], ctx?: MessageContext): Promise<void>;
   /** Marks the session in the cancelled KV bucket (queued tasks are skipped), then broadcasts on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
   publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
   /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
   publishTokens(event: TokenEvent, ctx?: MessageContext): void;
-  /** Publishes a transition's outbox in order (events keep their order). */
+  /**
+   * Publishes a transition's outbox in order (events keep their order). The entries must come from
+   * an outbox the session store accepted (it validates each one when it writes it): they are not
+   * validated again here.
+   */
   publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
+}
+
+/** A batch's bytes when it fits one message, else null. */
+function encodeBatch(b: EventBatch): Uint8Array | null {
+  const bytes = new TextEncoder().encode(JSON.stringify(b));
+  return bytes.byteLength <= LIMITS.maxMessageBytes && !jsonDepthOver(bytes, LIMITS.maxJsonDepth) ? bytes : null;
 }
 
 /** Serialises a message, refusing anything over LIMITS.maxMessageBytes or LIMITS.maxJsonDepth before it reaches the broker. */
@@ -83,12 +101,46 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     }
   }
 
+  /** A task already validated (by `publishTask`, or as part of a stored outbox). */
+  function sendTask(t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
+    const body = encodeBounded(t, `task ${t.task_id}`);
+    const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
+    return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
+  }
+
+  /**
+   * Events already validated (by `publishEvents`, or as part of a stored outbox), of one session and
+   * version in index order: one message each run of events that fits the size limit.
+   */
+  function sendEvents(events: readonly SessionEvent[], ctx: MessageContext | undefined): Promise<void>[] {
+    const first = events[0];
+    if (first === undefined) return [];
+    const sid = first.session_id;
+    const h = () => buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId });
+    const publish = (run: readonly SessionEvent[], body: Uint8Array) =>
+      jsPublish(naming.events(sid), naming.streams.events, body, eventMsgId(sid, first.version, run[0]!.index), h());
+    const batch = (run: readonly SessionEvent[]): EventBatch => ({ v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] });
+    const whole = encodeBatch(batch(events));
+    if (whole !== null) return [publish(events, whole)];
+    // Too large together: greedy runs in index order, each under the limit (one event always fits,
+    // its own size was checked when it was made). The split depends only on the events, so a
+    // republished outbox splits the same way and every message is a duplicate.
+    const sent: Promise<void>[] = [];
+    let run: SessionEvent[] = [];
+    for (const e of events) {
+      if (run.length > 0 && encodeBatch(batch([...run, e])) === null) {
+        sent.push(publish(run, encodeBounded(batch(run), `events of ${sid} v${first.version}`)));
+        run = [];
+      }
+      run.push(e);
+    }
+    sent.push(publish(run, encodeBounded(batch(run), `events of ${sid} v${first.version}`)));
+    return sent;
+  }
+
   const publisher: Publisher = {
     async publishTask(task, ctx) {
-      const t = validate(TaskEnvelope, task, "task");
-      const body = encodeBounded(t, `task ${t.task_id}`);
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
-      return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
+      return sendTask(validate(TaskEnvelope, task, "task"), ctx);
     },
 
     async publishInbox(input, ctx) {
@@ -100,11 +152,14 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     },
 
     async publishEvent(event, ctx) {
-      const e = validate(SessionEvent, event, "event");
-      const body = encodeBounded(e, `event ${e.type}`);
-      const taskId = "task_id" in e ? e.task_id : undefined;
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId, threadId: ctx?.threadId });
-      return jsPublish(naming.events(e.session_id), naming.streams.events, body, eventMsgId(e.session_id, e.version, e.index), h);
+      await Promise.all(sendEvents([validate(SessionEvent, event, "event")], ctx));
+    },
+
+    async publishEvents(events, ctx) {
+      if (events.length === 0) return;
+      const first = events[0]!;
+      const b = validate(EventBatch, { v: SCHEMA_VERSION, session_id: first.session_id, version: first.version, events }, "event batch");
+      await Promise.all(sendEvents(b.events, ctx));
     },
 
     async publishCancel(notice, ctx) {
@@ -131,13 +186,18 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
 
     async publishOutbox(entries, ctx) {
       // Each publish starts synchronously, so entries reach the connection in order; their acks
-      // are awaited together rather than one round trip after another.
-      const pending = entries.map((entry) => {
+      // are awaited together rather than one round trip after another. Tasks and events are not
+      // validated again: an outbox is validated as a whole when the session store writes it, and
+      // only a stored outbox is published (the size and depth limits still apply, in encodeBounded).
+      // A transition's events (all of its version, in index order) go out as one message, where the first one stood.
+      const events = entries.flatMap((e) => (e.kind === "event" ? [e.event] : []));
+      const firstEvent = entries.findIndex((e) => e.kind === "event");
+      const pending = entries.flatMap((entry, i): Promise<void> | Promise<void>[] => {
         switch (entry.kind) {
           case "task":
-            return publisher.publishTask(entry.task, ctx);
+            return sendTask(entry.task, ctx);
           case "event":
-            return publisher.publishEvent(entry.event, ctx);
+            return i === firstEvent ? sendEvents(events, ctx) : [];
           case "cancel":
             return publisher.publishCancel(entry.notice, ctx);
           default: {

@@ -133,11 +133,9 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     if (outcome.ok) counts.processed++;
     else counts.failed++;
     if (!counted) settled(task.op, outcome.ok ? "completed" : "failed", m.info.deliveryCount);
-    const acked = await m.ackAck().catch((err: unknown) => {
-      log.warn({ ...what, task_id: task.task_id, err }, "ack not confirmed; the task may be redelivered (its result is de-duplicated)");
-      return null;
-    });
-    if (acked === false) log.warn({ ...what, task_id: task.task_id }, "ack not confirmed; the task may be redelivered");
+    // A plain ack, not a confirmed one: a lost ack only means a redelivery, whose result is
+    // de-duplicated, and waiting for the server's confirmation cost a request per task.
+    m.ack();
   }
 
   async function handle(entry: InFlight): Promise<void> {

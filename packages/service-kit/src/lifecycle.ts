@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
 import { redactText } from "@agentmesh/contracts";
+import type { Health } from "./health.js";
 
 /** Something running that can be stopped gracefully. */
 export interface Stoppable {
@@ -16,9 +17,11 @@ export function describeFailure(err: unknown, secrets: readonly string[] = []): 
 
 /**
  * Runs a service until SIGTERM/SIGINT, then stops it within `graceMs`. A start-up failure
- * prints one clear line and exits 1.
+ * prints one clear line and exits 1. With `health`, the process is marked started once `start`
+ * resolves and draining the moment a signal arrives (before `stop` runs), so `/readyz` turns 503
+ * while in-flight work finishes.
  */
-export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; secrets?: readonly string[]; start: () => Promise<Stoppable> }): Promise<void> {
+export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; secrets?: readonly string[]; health?: Health; start: () => Promise<Stoppable> }): Promise<void> {
   const grace = opts.graceMs ?? 25_000;
   let running: Stoppable;
   try {
@@ -28,11 +31,13 @@ export async function runUntilSignalled(opts: { name: string; log: Logger; grace
     opts.log.debug({ err }, "start-up failed");
     process.exit(1);
   }
+  opts.health?.started();
   opts.log.info("started");
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    opts.health?.drain();
     opts.log.info({ signal }, "stopping");
     const hard = setTimeout(() => process.exit(1), grace + 5000);
     hard.unref();

@@ -1,6 +1,7 @@
 import { request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { AgentmeshError } from "@agentmesh/contracts";
+import { createHealth, type Health } from "./health.js";
 import { createLogger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { startMetricsServer, startProcessMetrics, type MetricsServer } from "./metrics-server.js";
@@ -11,8 +12,8 @@ afterEach(async () => {
   for (const s of servers.splice(0)) await s.close();
 });
 
-async function start(metrics = createMetrics({ defaultMetrics: false })): Promise<MetricsServer> {
-  const s = await startMetricsServer(metrics, { host: "127.0.0.1", port: 0, log });
+async function start(metrics = createMetrics({ defaultMetrics: false }), health?: Health): Promise<MetricsServer> {
+  const s = await startMetricsServer(metrics, { host: "127.0.0.1", port: 0, log, ...(health ? { health } : {}) });
   servers.push(s);
   return s;
 }
@@ -81,5 +82,85 @@ describe("the metrics endpoint", () => {
     if (!pm) return;
     servers.push(pm.server);
     expect(await (await fetch(pm.server.url)).text()).toContain("process_resident_memory_bytes");
+  });
+});
+
+/** A probe's status and body. */
+async function probe(s: MetricsServer, path: string, init?: RequestInit): Promise<{ status: number; body: string }> {
+  const res = await fetch(`${s.origin}${path}`, init);
+  return { status: res.status, body: await res.text() };
+}
+
+describe("the probes on the same port (/readyz, /healthz)", () => {
+  it("/readyz is 503 while starting, while a part is not ready and once draining; 200 only in between", async () => {
+    const health = createHealth();
+    let consuming = false;
+    health.require(() => (consuming ? null : "planner: consume loop not running"));
+    const s = await start(undefined, health);
+    // starting and the loop not running: the part that is down is the reason
+    expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"planner: consume loop not running"}\n' });
+    consuming = true;
+    // every part is up but start-up has not finished (more parts may come)
+    expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"starting"}\n' });
+    health.started();
+    expect(await probe(s, "/readyz")).toEqual({ status: 200, body: '{"status":"ready"}\n' });
+    consuming = false;
+    expect((await probe(s, "/readyz")).status).toBe(503);
+    consuming = true;
+    expect((await probe(s, "/readyz")).status).toBe(200);
+    health.drain();
+    expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"draining (shutting down)"}\n' });
+    // draining is for good: a late started() does not bring it back
+    health.started();
+    expect((await probe(s, "/readyz")).status).toBe(503);
+    // draining is not dead: the process is finishing its work
+    expect(await probe(s, "/healthz")).toEqual({ status: 200, body: '{"status":"alive"}\n' });
+  });
+
+  it("/healthz is 200 from the start (even while not ready) and 503 only when a liveness check fails", async () => {
+    const health = createHealth();
+    let closed = false;
+    health.require(() => "nats: disconnected, reconnecting");
+    health.requireAlive(() => (closed ? "nats: connection closed for good" : null));
+    const s = await start(undefined, health);
+    expect(await probe(s, "/healthz")).toEqual({ status: 200, body: '{"status":"alive"}\n' });
+    expect((await probe(s, "/readyz")).status).toBe(503);
+    closed = true;
+    expect(await probe(s, "/healthz")).toEqual({ status: 503, body: '{"status":"fail","reason":"nats: connection closed for good"}\n' });
+  });
+
+  it("a check that throws is a 503 naming the failure, one line of JSON", async () => {
+    const health = createHealth();
+    health.started();
+    health.require(() => {
+      throw new Error("boom");
+    });
+    const r = await probe(await start(undefined, health), "/readyz");
+    expect(r.status).toBe(503);
+    expect(r.body.trim().split("\n")).toHaveLength(1);
+    expect(JSON.parse(r.body)).toEqual({ status: "fail", reason: "health check failed: boom" });
+  });
+
+  it("answers HEAD without a body, refuses other methods, 404s unknown paths, and still serves /metrics", async () => {
+    const health = createHealth();
+    health.started();
+    const m = createMetrics({ defaultMetrics: false });
+    m.counter({ name: "agentmesh_served_total", help: "x", labels: [] }).inc({}, 2);
+    const s = await start(m, health);
+    expect(await probe(s, "/readyz", { method: "HEAD" })).toEqual({ status: 200, body: "" });
+    expect((await probe(s, "/readyz", { method: "POST", body: "x" })).status).toBe(405);
+    expect((await probe(s, "/healthz?verbose=1")).status).toBe(200);
+    const unknown = await probe(s, "/ready");
+    expect(unknown.status).toBe(404);
+    expect(unknown.body).toBe("not found: /metrics, /readyz and /healthz are served here\n");
+    expect((await probe(s, "/")).status).toBe(404);
+    expect((await probe(s, "/readyz/")).status).toBe(404);
+    expect((await probe(s, "/metrics")).body).toContain("agentmesh_served_total 2");
+  });
+
+  it("without a Health the port serves /metrics only: no probe that would always say ready", async () => {
+    const s = await start();
+    expect((await probe(s, "/readyz")).status).toBe(404);
+    expect((await probe(s, "/healthz")).status).toBe(404);
   });
 });

@@ -155,3 +155,19 @@ function configValue(reply: unknown, param: string): string | null {
   }
   return null;
 }
+
+/** What the probes read about a Redis client: null when all is well, else why not. */
+export interface RedisHealth {
+  /** Not ready unless it takes commands now (not while connecting or reconnecting). */
+  whyNotReady(): string | null;
+  /** Not alive once the client has ended for good: only a restart brings it back. */
+  whyDead(): string | null;
+}
+
+/** The probes' view of a client from connectRedis: its status, read without a round trip. */
+export function redisHealth(redis: Redis): RedisHealth {
+  return {
+    whyNotReady: () => (redis.status === "ready" ? null : `redis: ${redis.status}`),
+    whyDead: () => (redis.status === "end" ? "redis: connection ended for good" : null),
+  };
+}

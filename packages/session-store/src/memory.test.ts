@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, type SessionState } from "@agentmesh/contracts";
-import { decodeState } from "./codec.js";
+import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, SessionState } from "@agentmesh/contracts";
+import { decodeOutbox, decodeState, encodeState } from "./codec.js";
 import { createInMemorySessionStore } from "./memory.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
 import { keyLayout } from "./keys.js";
@@ -60,6 +60,25 @@ describe("stored layout versions", () => {
       expect((err as AgentmeshError).code).toBe("unsupported_version");
     }
     expect(() => decodeState("sess-layout-v", raw, "0", "zero")).toThrow(/corrupt state of session sess-layout-v: schema version/);
+  });
+
+  it("reads a current-layout state as written, which is what the schema makes of it", () => {
+    // Validated on write only: reading must not differ from a validating read for what a writer stores.
+    const done = { ...s, meta: { ...s.meta, version: 3, status: "completed" as const, owner: "alice", thread_id: "thread-0001" } };
+    for (const state of [s, done]) {
+      const json = encodeState(state);
+      expect(decodeState(state.meta.session_id, json, String(state.meta.version))).toEqual(SessionState.parse(JSON.parse(json)));
+    }
+    // ...and the write refuses what the schema refuses, so no such state is ever stored
+    expect(() => encodeState({ ...s, meta: { ...s.meta, status: "sleeping" } } as unknown as SessionState)).toThrow(/refusing to store invalid state/);
+  });
+
+  it("refuses a stored value that is not a state or an outbox at all", () => {
+    expect(() => decodeState("sess-layout-v", JSON.stringify({ meta: { version: 0 } }), "0")).toThrow(/corrupt state of session sess-layout-v/);
+    expect(() => decodeState("sess-layout-v", "[]", "0")).toThrow(/corrupt state/);
+    expect(() => decodeState("sess-layout-v", raw, "1")).toThrow(/stored version 1, state says version 0/);
+    expect(() => decodeOutbox("sess-layout-v", '{"entries":"no"}')).toThrow(/corrupt outbox of session sess-layout-v/);
+    expect(() => decodeOutbox("sess-layout-v", "{")).toThrow(/corrupt outbox of session sess-layout-v: not JSON/);
   });
 
   it("migrates layout 1 (no stored version): a pause gains expires_at null", () => {

@@ -98,6 +98,13 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       return { state: decodeState(sessionId, h.state, h.version, h.schema), outbox: decodeOutbox(sessionId, h.outbox) };
     },
 
+    async loadForInput(sessionId, inputId) {
+      const s = keysOf(sessionId);
+      const h = s.state?.value;
+      if (!h) return null;
+      return { state: decodeState(sessionId, h.state, h.version, h.schema), outbox: decodeOutbox(sessionId, h.outbox), applied: s.applied?.value.has(inputId) ?? false };
+    },
+
     async isApplied(sessionId, inputId) {
       return keysOf(sessionId).applied?.value.has(inputId) ?? false;
     },

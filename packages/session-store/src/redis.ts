@@ -2,8 +2,8 @@ import { LIMITS, STATE_SCHEMA_VERSION, Thread } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
 import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState } from "./codec.js";
 import { checkCommit, checkSessionId, checkThreadId, keyLayout, resolveOptions, SESSION_KEY_NAMES, threadTtlMs } from "./keys.js";
-import { ATTACH_THREAD_LUA, CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA } from "./scripts.js";
-import type { AttachResult, SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedSession } from "./types.js";
+import { ATTACH_THREAD_LUA, CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA, LOAD_FOR_INPUT_LUA } from "./scripts.js";
+import type { AttachResult, SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedForInput, LoadedSession } from "./types.js";
 
 /** Options of the Redis adapter. */
 export interface RedisSessionStoreOptions extends SessionStoreOptions {
@@ -34,6 +34,7 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
   const o = resolveOptions(opts);
   const keys = keyLayout(o.keyPrefix);
   const commitScript = defineScript(redis, "Commit", 4, COMMIT_LUA);
+  const loadForInputScript = defineScript(redis, "LoadForInput", 2, LOAD_FOR_INPUT_LUA);
   const createScript = defineScript(redis, "Create", 3, CREATE_LUA);
   const clearOutboxScript = defineScript(redis, "ClearOutbox", 1, CLEAR_OUTBOX_LUA);
   const claimTimersScript = defineScript(redis, "ClaimTimers", 1, CLAIM_TIMERS_LUA);
@@ -71,6 +72,18 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       const [version, state, outbox, schema] = await redis.hmget(k(sessionId).state, "version", "state", "outbox", "schema");
       if (state === null || state === undefined) return null;
       return { state: decodeState(sessionId, state, version ?? null, schema ?? null), outbox: decodeOutbox(sessionId, outbox ?? null) };
+    },
+
+    async loadForInput(sessionId, inputId): Promise<LoadedForInput | null> {
+      const s = k(sessionId);
+      const r = (await loadForInputScript([s.state, s.applied], [inputId])) as unknown[];
+      if (String(r[0]) !== "ok") return null;
+      const field = (i: number): string | null => (r[i] === "" || r[i] === null || r[i] === undefined ? null : String(r[i]));
+      return {
+        state: decodeState(sessionId, String(r[2]), field(1), field(4)),
+        outbox: decodeOutbox(sessionId, field(3)),
+        applied: Number(r[5]) === 1,
+      };
     },
 
     async isApplied(sessionId, inputId) {

@@ -48,6 +48,18 @@ return {'ok'}
 `;
 
 /**
+ * Loads a session for one inbox input: the state hash's fields and whether the input was applied,
+ * in one round trip. KEYS: state hash, applied set. ARGV: inputId.
+ * Replies {'missing'} or {'ok', version, state, outbox or '', schema or '', applied 0/1}: a stored
+ * outbox or schema is never the empty string (JSON, a number).
+ */
+export const LOAD_FOR_INPUT_LUA = `
+local h = redis.call('HMGET', KEYS[1], 'version', 'state', 'outbox', 'schema')
+if not h[2] then return {'missing'} end
+return {'ok', h[1] or '', h[2], h[3] or '', h[4] or '', redis.call('SISMEMBER', KEYS[2], ARGV[1])}
+`;
+
+/**
  * Creates a session if its state key is absent.
  * KEYS: state hash, applied set, log list. ARGV: version, stateJson, ttlMs, stateSchema,
  * idempotency key ('' for none), sessionId.
@@ -128,7 +140,7 @@ return {'ok'}
  */
 export const SCRIPT_COMMANDS: readonly string[] = [
   ...new Set(
-    [COMMIT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA, ATTACH_THREAD_LUA].flatMap((lua) =>
+    [COMMIT_LUA, LOAD_FOR_INPUT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA, ATTACH_THREAD_LUA].flatMap((lua) =>
       [...lua.matchAll(/redis\.p?call\(\s*['"]([A-Za-z]+)['"]/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
   ),

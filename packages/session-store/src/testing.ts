@@ -93,6 +93,22 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         expect(await store.transitionLog(SID)).toEqual([req.log]);
       }));
 
+    it("loads a session for an input in one read: state, pending outbox, and whether the input was applied", () =>
+      withBb(async ({ store }) => {
+        expect(await store.loadForInput(SID, "start:a")).toBeNull();
+        const s = await created(store);
+        expect(await store.loadForInput(SID, "start:a")).toEqual({ state: s, outbox: null, applied: false });
+        const req = testCommit(s, "start:a");
+        expect(await store.commit(req)).toEqual({ ok: true });
+        expect(await store.loadForInput(SID, "start:a")).toEqual({ state: req.state, outbox: req.outbox, applied: true });
+        expect(await store.loadForInput(SID, "in:b")).toEqual({ state: req.state, outbox: req.outbox, applied: false });
+        await store.clearOutbox(SID, req.outbox.version);
+        expect(await store.loadForInput(SID, "in:b")).toEqual({ state: req.state, outbox: null, applied: false });
+        // agrees with the two separate reads it replaces
+        expect(await store.load(SID)).toEqual({ state: req.state, outbox: null });
+        expect(await store.isApplied(SID, "start:a")).toBe(true);
+      }));
+
     it("lets exactly one of two commits from the same version win", () =>
       withBb(async ({ store }) => {
         const s = await created(store);

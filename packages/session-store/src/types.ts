@@ -33,6 +33,11 @@ export interface LoadedSession {
   readonly outbox: Outbox | null;
 }
 
+/** A session loaded for one inbox input: whether that input was already applied. */
+export interface LoadedForInput extends LoadedSession {
+  readonly applied: boolean;
+}
+
 /** The session store port: the system of record for sessions. The coordinator is its only writer. */
 export interface SessionStore {
   /** SET NX of an idempotency key; returns the session id that owns the key (ours or an earlier one). */
@@ -46,6 +51,11 @@ export interface SessionStore {
    */
   create(state: SessionState, idempotencyKey?: string): Promise<boolean>;
   load(sessionId: string): Promise<LoadedSession | null>;
+  /**
+   * `load` and `isApplied` in one read (one round trip to Redis, atomic): what a coordinator needs
+   * to step a session with one inbox input.
+   */
+  loadForInput(sessionId: string, inputId: string): Promise<LoadedForInput | null>;
   isApplied(sessionId: string, inputId: string): Promise<boolean>;
   /** The compare-and-set of one transition. */
   commit(req: CommitRequest): Promise<CommitResult>;

@@ -12,7 +12,7 @@ export async function startRoles(
   roles: readonly LoadedRole[],
   env: Record<string, string | undefined>,
   deps: { nc: NatsConnection; log: Logger; cfg?: AgentConfig; tracing?: Tracing; /** A registry the process already serves (services/local); else the agents serve their own when configured. */ metrics?: Metrics },
-): Promise<Stoppable> {
+): Promise<Stoppable & { /** For `/readyz`: null while every role consumes, else the first that does not. */ whyNotReady(): string | null }> {
   const cfg = deps.cfg ?? loadAgentConfig(env);
   const setups: AgentSetup[] = [];
   const close = () => Promise.all(setups.map((s) => s.close?.()));
@@ -24,6 +24,7 @@ export async function startRoles(
       { nc: deps.nc, log: deps.log, promptDirs: roles.map((r) => r.dir), ...(deps.tracing ? { tracing: deps.tracing } : {}), ...(deps.metrics ? { metrics: deps.metrics } : {}) },
     );
     return {
+      whyNotReady: () => running.whyNotReady(),
       async stop(graceMs: number) {
         await running.stop(graceMs);
         await close();

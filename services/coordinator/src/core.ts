@@ -262,13 +262,16 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    */
   async function handleInput(input: InboxInput): Promise<"ack" | "retry"> {
     const sid = input.session_id;
-    const log = deps.log.child({ session_id: sid, input_id: input.input_id });
+    // Made on first use: most inputs log nothing at info level, and a child logger costs CPU per input.
+    let child: Logger | undefined;
+    const log = { get it(): Logger { return (child ??= deps.log.child({ session_id: sid, input_id: input.input_id })); } };
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
-      const loaded = await store.load(sid);
+      // The state, a pending outbox and whether this input was applied, in one read.
+      const loaded = await store.loadForInput(sid, input.input_id);
       crash("after-load");
       if (!loaded) {
         stats.dropped++;
-        log.warn({ kind: input.kind }, "dropped: unknown session");
+        log.it.warn({ kind: input.kind }, "dropped: unknown session");
         await retireTimer(input, "unknown_session");
         return "ack";
       }
@@ -278,9 +281,9 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         spans.republished(loaded.state, loaded.outbox);
         await flush(sid, loaded.outbox, loaded.state.meta.thread_id);
       }
-      if (await store.isApplied(sid, input.input_id)) {
+      if (loaded.applied) {
         stats.duplicates++;
-        log.debug("already applied");
+        if (deps.log.isLevelEnabled("debug")) log.it.debug("already applied");
         return "ack";
       }
       const at = now();
@@ -289,8 +292,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         stats.dropped++;
         if (out.reason === "wrong_sender") {
           stats.forged++;
-          log.warn({ reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
-        } else log.info({ reason: out.reason, detail: out.detail }, "dropped input");
+          log.it.warn({ reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
+        } else log.it.info({ reason: out.reason, detail: out.detail }, "dropped input");
         await retireTimer(input, out.reason);
         return "ack";
       }
@@ -331,7 +334,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       }
       crash("after-cas");
       stats.applied++;
-      log.debug({ version, status: out.state.meta.status, commands: out.commands }, "applied");
+      if (deps.log.isLevelEnabled("debug")) log.it.debug({ version, status: out.state.meta.status, commands: out.commands }, "applied");
       try {
         await flush(sid, outbox, out.state.meta.thread_id);
       } catch (err) {
@@ -343,7 +346,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (isTerminal(out.state.meta.status)) spans.ended(out.state);
       return "ack";
     }
-    log.warn("gave up after repeated CAS conflicts; will be redelivered");
+    log.it.warn("gave up after repeated CAS conflicts; will be redelivered");
     return "retry";
   }
 

@@ -1,7 +1,7 @@
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
-import { checkDurability, connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
-import { connectNats } from "@agentmesh/messaging";
-import { createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Metrics, type Tracing } from "@agentmesh/service-kit";
+import { checkDurability, connectRedis, createRedisSessionStore, redisHealth } from "@agentmesh/session-store";
+import { connectNats, linkHealth } from "@agentmesh/messaging";
+import { createHealth, createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Metrics, type Tracing } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
@@ -63,28 +63,40 @@ export async function startCoordinatorFromConfig(
   };
 }
 
-/** The coordinator process: config → connections → service → run until SIGTERM. */
+/**
+ * The coordinator process: config → its ops endpoint (metrics and probes, first, so a probe is
+ * answered while it waits for NATS) → connections → service → run until SIGTERM.
+ */
 export async function coordinatorMain(env: Record<string, string | undefined>): Promise<void> {
   const secrets = secretsOf(env);
   let log = createLogger({ service: "coordinator", level: "info", secrets });
+  const health = createHealth();
   await runUntilSignalled({
     name: "coordinator",
     log,
     secrets,
+    health,
     start: async () => {
       const cfg = loadCoordinatorConfig(env);
       log = createLogger({ service: "coordinator", level: cfg.logLevel, secrets });
+      const ops = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+      for (const link of [linkHealth(nc), redisHealth(redis)]) {
+        health.require(link.whyNotReady);
+        health.requireAlive(link.whyDead);
+      }
       const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
-      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing });
+      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
+      health.require(running.whyNotReady);
       return {
         async stop(graceMs: number) {
           await running.stop(graceMs);
           await tracing.shutdown().catch((err: unknown) => log.warn({ err }, "tracing: last export failed"));
           await nc.drain();
           await redis.quit();
+          await ops?.server.close();
         },
       };
     },

@@ -122,7 +122,7 @@ describe("two coordinators racing on one session through the Redis store", () =>
       const base = createRedisSessionStore(redis, opts);
       let first = true;
       const store: SessionStore = paused
-        ? { ...base, isApplied: async (sid, id) => { const r = await base.isApplied(sid, id); if (first) { first = false; paused.loaded(); await paused.release; } return r; } }
+        ? { ...base, loadForInput: async (sid, id) => { const r = await base.loadForInput(sid, id); if (first) { first = false; paused.loaded(); await paused.release; } return r; } }
         : base;
       const m = coordinatorMetrics(metrics, { naming, lag: noLag, log });
       const core = createCoordinatorCore({ store: m.store(store), publisher, log, defaults: DEFAULTS });

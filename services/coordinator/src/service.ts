@@ -35,6 +35,8 @@ export interface CoordinatorServiceOptions {
 export interface RunningCoordinator extends Stoppable {
   readonly core: CoordinatorCore;
   readonly inbox: Worker;
+  /** For `/readyz`: null while its inbox consume loop runs (its `$SRV` service answers from start), else why not. */
+  whyNotReady(): string | null;
 }
 
 /**
@@ -79,6 +81,8 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() && (opts.storeReady?.() ?? true), store_ready: opts.storeReady?.() ?? true }),
   });
   await micro.addEndpoint("submit", opts.naming.submit, (body: unknown, headers) => core.submit(body, { traceparent: traceparentOf(headers) }), { queue: "coordinators" });
+  // the server has the `$SRV` and submit subscriptions once this returns: ready means answering
+  await opts.nc.flush();
 
   let timerLoop: NodeJS.Timeout | undefined;
   let polling = false;
@@ -95,6 +99,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
   return {
     core,
     inbox,
+    whyNotReady: () => (inbox.alive() ? null : "coordinator: inbox consume loop not running"),
     async stop(graceMs: number) {
       if (timerLoop) clearInterval(timerLoop);
       timerLoop = undefined;

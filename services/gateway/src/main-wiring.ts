@@ -2,9 +2,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { serve } from "@hono/node-server";
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
-import { connectNats, createPublisher } from "@agentmesh/messaging";
-import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
-import { createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
+import { connectNats, createPublisher, linkHealth } from "@agentmesh/messaging";
+import { connectRedis, createRedisSessionStore, redisHealth } from "@agentmesh/session-store";
+import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
 import { createGatewayApp } from "./app.js";
 import { loadGatewayConfig } from "./config.js";
 import { createRedisLimits } from "./limits.js";
@@ -13,19 +13,26 @@ import { createRedisLimits } from "./limits.js";
 export async function gatewayMain(env: Record<string, string | undefined>): Promise<void> {
   const secrets = secretsOf(env);
   let log = createLogger({ service: "gateway", level: "info", secrets });
+  // The ops port's probes (as every service has them; the API port keeps its own /readyz and /healthz).
+  const health = createHealth();
   await runUntilSignalled({
     name: "gateway",
     log,
     secrets,
+    health,
     start: async () => {
       const cfg = loadGatewayConfig(env);
       log = createLogger({ service: "gateway", level: cfg.logLevel as "info", secrets });
+      // The process's own metrics (CPU, memory, event-loop lag) and probes on a port apart from the API.
+      const metrics = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+      for (const link of [linkHealth(nc), redisHealth(redis)]) {
+        health.require(link.whyNotReady);
+        health.requireAlive(link.whyDead);
+      }
       const naming = makeNaming(cfg.prefix);
-      // The process's own metrics (CPU, memory, event-loop lag) on a port apart from the API.
-      const metrics = await startProcessMetrics(cfg.metrics, log);
       const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
       const limits = createRedisLimits(redis, {
         keyPrefix: cfg.prefix, rateLimit: cfg.rateLimit, rateWindowMs: cfg.rateWindowMs, maxConcurrentSessions: cfg.maxConcurrentSessions, sessionTtlMs: cfg.sessionSlotTtlMs,
