@@ -1,7 +1,9 @@
-# One image for every agentmesh service (coordinator, the agents, the CLI, local).
+# One image for every agentmesh service (coordinator, gateway, the agents, the CLI, local).
 # The service is chosen at run time:  SERVICE=<name>  or  `docker run agentmesh <name> [args]`.
-# agentmesh ships as TypeScript source run by tsx: there is no build stage.
-FROM node:20-bookworm-slim
+# Two stages: `build` installs every dependency and compiles the services (`pnpm build`, into each
+# package's and role folder's dist/); the image then keeps the production dependencies and the
+# compiled JavaScript, with no TypeScript sources, tsx, tests or dev tools.
+FROM node:20-bookworm-slim AS base
 
 # tini runs as PID 1: it forwards SIGTERM to node (the entrypoint `exec`s into node) and reaps
 # any child processes that tools leave behind. `docker run --init` is then unnecessary.
@@ -16,14 +18,22 @@ WORKDIR /app
 RUN chown node:node /app
 USER node
 
+FROM base AS build
 # Dependencies first (cached while only sources change): the lockfile is enough to fetch.
 COPY --chown=node:node pnpm-lock.yaml pnpm-workspace.yaml ./
 RUN CI=true pnpm fetch
 
 COPY --chown=node:node . .
-# tsx (the runtime) is a root devDependency, hence --prod=false.
-RUN CI=true pnpm install --frozen-lockfile --prod=false
+# Everything (esbuild is a devDependency) → compile → production dependencies only (pnpm removes
+# the dev ones) → drop the sources, tests and tooling the compiled services never read.
+RUN CI=true pnpm install --frozen-lockfile --offline \
+ && pnpm build \
+ && CI=true pnpm install --frozen-lockfile --offline --prod \
+ && rm -rf test bench scripts packages/*/src services/*/src \
+ && find services -maxdepth 2 -name '*.ts' -delete
 
+FROM base
+COPY --from=build --chown=node:node /app /app
 # Every service in a container serves its ops endpoint (/metrics, /readyz, /healthz) on 9464, so
 # probes work without configuration; one process per container, so the fixed port cannot clash.
 ENV NODE_ENV=production \

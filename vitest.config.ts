@@ -25,7 +25,8 @@ export default defineConfig({
         test: {
           name: "e2e",
           include: ["test/e2e/**/*.test.ts"],
-          globalSetup: ["test/setup/global-setup.ts"],
+          // the services are compiled first and run compiled (AGENTMESH_SERVICE_RUNTIME=tsx: from source)
+          globalSetup: ["test/setup/build.ts", "test/setup/global-setup.ts"],
           testTimeout: 120_000,
           hookTimeout: 120_000,
           fileParallelism: false,

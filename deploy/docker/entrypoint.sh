@@ -1,15 +1,16 @@
 #!/bin/sh
-# Starts one agentmesh service in the container.
-#   docker run IMAGE coordinator            -> services/coordinator/src/main.ts
-#   docker run -e SERVICE=planner IMAGE     -> services/agent/src/main.ts planner (a role folder)
+# Starts one agentmesh service in the container, from the JavaScript `pnpm build` compiled.
+#   docker run IMAGE coordinator            -> services/coordinator/dist/main.js
+#   docker run -e SERVICE=planner IMAGE     -> services/agent/dist/main.js planner (a role folder)
 #   docker run IMAGE cli ask "2+2?"          -> the CLI with arguments
 # `exec` replaces this shell, so node is the process that receives SIGTERM (tini, PID 1,
-# forwards it) and drains. Sources run through tsx's loader: there is no build step.
+# forwards it) and drains. Stack traces name the compiled files; NODE_OPTIONS=--enable-source-maps
+# maps them to the TypeScript lines (the .js.map files are in the image; it costs start-up time).
 set -eu
 cd "$(dirname "$0")/../.."
 
-# A service is a package with src/main.ts, or an agent role folder with role.ts.
-known() { [ -n "$1" ] && { [ -f "services/$1/src/main.ts" ] || [ -f "services/$1/role.ts" ]; }; }
+# A service is a package with dist/main.js, or an agent role folder with dist/role.js.
+known() { [ -n "$1" ] && { [ -f "services/$1/dist/main.js" ] || [ -f "services/$1/dist/role.js" ]; }; }
 
 if [ $# -gt 0 ] && known "$1"; then
   service="$1"
@@ -21,7 +22,7 @@ fi
 if ! known "$service"; then
   echo "agentmesh image: name a service with SERVICE=<name> or as the first argument." >&2
   printf 'services:' >&2
-  for main in services/*/src/main.ts services/*/role.ts; do
+  for main in services/*/dist/main.js services/*/dist/role.js; do
     name="${main#services/}"
     printf ' %s' "${name%%/*}" >&2
   done
@@ -29,7 +30,7 @@ if ! known "$service"; then
   exit 64
 fi
 
-if [ -f "services/$service/role.ts" ]; then
-  exec node --import tsx --conditions=source services/agent/src/main.ts "$service" "$@"
+if [ -f "services/$service/dist/role.js" ]; then
+  exec node services/agent/dist/main.js "$service" "$@"
 fi
-exec node --import tsx --conditions=source "services/$service/src/main.ts" "$@"
+exec node "services/$service/dist/main.js" "$@"

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import type { BlackboardData, SessionEvent, SessionState, StrategyProfile } from "@agentmesh/contracts";
 import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, assertAppliedOnce, type Proc, type ServiceName } from "./harness.js";
+import { Cluster, assertAppliedOnce, serviceArgv, type Proc, type ServiceName } from "./harness.js";
 
 // The blackboard workflow end to end: two coordinators and every blackboard agent as separate OS
 // processes over real NATS and Redis, with the offline engine (no model endpoint) and the sample
@@ -144,7 +144,7 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 
     const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
-    const cli = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "answer", sid, "Celsius"], { cwd: root, env, encoding: "utf8" });
+    const cli = spawnSync(process.execPath, serviceArgv("cli", ["answer", sid, "Celsius"]), { cwd: root, env, encoding: "utf8" });
     cluster.secrets.record("cli answer", cli.stdout + cli.stderr);
     expect(cli.status, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`answer sent to session ${sid}`);

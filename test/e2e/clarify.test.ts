@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import type { ClarifyData, SessionEvent, SessionState, SessionStatus } from "@agentmesh/contracts";
 import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, assertAppliedOnce, type Proc, type ServiceName } from "./harness.js";
+import { Cluster, assertAppliedOnce, serviceArgv, type Proc, type ServiceName } from "./harness.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -87,7 +87,7 @@ describe("clarify with a scripted model: each role its own process", () => {
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 
     const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
-    const cli = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "answer", sid, "Redis persistence with the append-only file"], { cwd: root, env, encoding: "utf8" });
+    const cli = spawnSync(process.execPath, serviceArgv("cli", ["answer", sid, "Redis persistence with the append-only file"]), { cwd: root, env, encoding: "utf8" });
     cluster.secrets.record("cli answer", cli.stdout + cli.stderr);
     expect(cli.status, cli.stderr).toBe(0);
 

@@ -5,7 +5,7 @@ import { headers } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, assertAppliedOnce } from "./harness.js";
+import { Cluster, assertAppliedOnce, serviceArgv } from "./harness.js";
 import { happyPath, rejectTwice } from "./scripts.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -125,7 +125,7 @@ describe("critic-chain over real NATS and Redis, every service its own process",
   test("agentmesh services lists every role and replica; inspect prints state and transition log", () => {
     const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
     const cli = (...args: string[]) => {
-      const r = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), ...args], { cwd: root, env, encoding: "utf8" });
+      const r = spawnSync(process.execPath, serviceArgv("cli", args), { cwd: root, env, encoding: "utf8" });
       cluster.secrets.record(`cli ${args[0] ?? ""}`, r.stdout + r.stderr);
       return r;
     };

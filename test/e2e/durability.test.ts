@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { freePort, startRedis } from "../setup/infra.js";
 import { uniquePrefix } from "../setup/prefix.js";
+import { serviceArgv } from "./harness.js";
 
 const root = join(import.meta.dirname, "../..");
 const servers: ChildProcess[] = [];
@@ -21,7 +22,7 @@ async function redis(args: string[]): Promise<string> {
 
 /** Runs a coordinator until it prints `until` or exits; returns its exit code (null if still running) and output. */
 function coordinator(redisUrl: string, strict: boolean, until: RegExp): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", join(root, "services/coordinator/src/main.ts")], {
+  const child = spawn(process.execPath, serviceArgv("coordinator"), {
     cwd: root,
     env: { PATH: process.env.PATH, NATS_URL: inject("natsUrl"), REDIS_URL: redisUrl, AGENTMESH_PREFIX: uniquePrefix("dur"), AGENTMESH_REQUIRE_DURABLE: strict ? "1" : "0", LOG_LEVEL: "info" },
     stdio: ["ignore", "pipe", "pipe"],

@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "@agentmesh/llm/testing";
 import type { TransitionLogLine } from "@agentmesh/contracts";
-import type { Cluster, Proc } from "./harness.js";
+import { serviceArgv, type Cluster, type Proc } from "./harness.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -152,7 +152,7 @@ export async function waitAnswering(cluster: Cluster, want: Record<string, numbe
 /** Runs the CLI (`pnpm agentmesh …`) with the cluster's environment. */
 export function runCli(cluster: Cluster, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), ...args], {
+    const child = spawn(process.execPath, serviceArgv("cli", args), {
       cwd: root,
       env: cluster.env(),
       stdio: ["ignore", "pipe", "pipe"],

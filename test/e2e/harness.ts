@@ -10,18 +10,44 @@ import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 
 const root = join(import.meta.dirname, "../..");
 
+/**
+ * How a service process runs: `tsx` (its TypeScript source through tsx's loader) or `compiled`
+ * (the JavaScript `pnpm build` wrote into the dist/ folders, as production runs it).
+ */
+export type ServiceRuntime = "tsx" | "compiled";
+
+/**
+ * The runtime of processes the tests spawn: AGENTMESH_SERVICE_RUNTIME, which the e2e project's
+ * global setup sets to `compiled` once it has built (`tsx` when unset: a bench or a script that
+ * spawns services without building first runs the sources).
+ */
+export function serviceRuntime(): ServiceRuntime {
+  const v = process.env.AGENTMESH_SERVICE_RUNTIME;
+  if (v === undefined || v === "" || v === "tsx") return "tsx";
+  if (v === "compiled") return "compiled";
+  throw new Error(`AGENTMESH_SERVICE_RUNTIME=${v}: expected tsx or compiled`);
+}
+
+/**
+ * The node arguments that start a service's main module (`coordinator`, `gateway`, `cli`,
+ * `local`, or `agent` with its roles as `args`).
+ */
+export function serviceArgv(service: "coordinator" | "gateway" | "cli" | "local" | "agent", args: readonly string[] = [], runtime: ServiceRuntime = serviceRuntime()): string[] {
+  if (runtime === "compiled") return [join(root, "services", service, "dist/main.js"), ...args];
+  return ["--import", "tsx", join(root, "services", service, "src/main.ts"), ...args];
+}
+
 export type ServiceName = "coordinator" | "gateway" | RoleName;
 export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finalizer", "executor"] as const;
 
 /**
- * The command that runs one service as its own process, from the repository root: node with tsx
- * over `services/<name>/src/main.ts`, or for a role `services/agent/src/main.ts <role>`. Every
- * process the tests and the bench start comes from here, so this is the one place to switch
- * them to another way of running the services (compiled output).
+ * The command that runs one service as its own process, from the repository root: node over
+ * `services/<name>`'s main, or for a role the agent's main with the role, compiled or through tsx
+ * (`serviceArgv`). Every service process the tests and the bench start comes from here.
  */
-export function serviceCommand(name: ServiceName): { readonly command: string; readonly args: readonly string[] } {
-  const entry = name === "coordinator" || name === "gateway" ? [join(root, "services", name, "src/main.ts")] : [join(root, "services/agent/src/main.ts"), name];
-  return { command: process.execPath, args: ["--import", "tsx", ...entry] };
+export function serviceCommand(name: ServiceName, runtime: ServiceRuntime = serviceRuntime()): { readonly command: string; readonly args: readonly string[] } {
+  const args = name === "coordinator" || name === "gateway" ? serviceArgv(name, [], runtime) : serviceArgv("agent", [name], runtime);
+  return { command: process.execPath, args };
 }
 
 /** One service as a real OS process. */
@@ -46,6 +72,8 @@ export interface ClusterOptions {
    * that stops and restarts the NATS server itself.
    */
   readonly accessControl?: boolean;
+  /** How the service processes run (default: `serviceRuntime()`). */
+  readonly runtime?: ServiceRuntime;
 }
 
 /** A set of service processes sharing one prefix, plus clients to watch them. */
@@ -100,9 +128,9 @@ export class Cluster {
     };
   }
 
-  /** Spawns one service process with `serviceCommand(name)`. */
+  /** Spawns one service process with `serviceCommand(name)`, in this cluster's runtime. */
   start(name: ServiceName, extra: Record<string, string> = {}): Proc {
-    const { command, args } = serviceCommand(name);
+    const { command, args } = serviceCommand(name, this.opts.runtime ?? serviceRuntime());
     const child = spawn(command, args, {
       cwd: root,
       env: this.secrets.plant(name, this.env(extra, name)),

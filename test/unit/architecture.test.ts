@@ -150,7 +150,8 @@ function checkImports(
 function sourceFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    if (e.name === "node_modules" || e.name.startsWith(".")) return [];
+    // dist/: what `pnpm build` compiled from these sources
+    if (e.name === "node_modules" || e.name === "dist" || e.name.startsWith(".")) return [];
     const path = join(dir, e.name);
     if (e.isDirectory()) return sourceFiles(path);
     return SOURCE_EXT.test(e.name) && !e.name.endsWith(".d.ts") ? [path] : [];

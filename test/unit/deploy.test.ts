@@ -98,7 +98,7 @@ describe("docker-compose.yml", () => {
     expect(svc.image).toBe("agentmesh:local");
     const env = map(svc.environment, `${name} environment`);
     expect(env.SERVICE).toBe(name);
-    // the image's entrypoint runs a package's src/main.ts, or a role folder through services/agent
+    // the image's entrypoint runs a package's main (src/main.ts, compiled by pnpm build), or a role folder through services/agent
     const isRole = (ROLE_NAMES as readonly string[]).includes(name);
     const entry = isRole ? join("services", name, "role.ts") : join("services", name, "src", "main.ts");
     expect(existsSync(join(ROOT, entry)), entry).toBe(true);
@@ -166,10 +166,16 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^\s+AGENTMESH_METRICS_HOST=0\.0\.0\.0\b/m);
   });
 
-  it("builds one image from node:20-bookworm-slim with pnpm 10 and the frozen lockfile", () => {
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim$/m);
+  it("builds one image from node:20-bookworm-slim with pnpm 10 and the frozen lockfile: compiled in a build stage, production dependencies only", () => {
+    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim AS base$/m);
     expect(dockerfile).toContain("npm i -g pnpm@10");
-    expect(dockerfile).toContain("pnpm install --frozen-lockfile --prod=false");
+    expect(dockerfile).toMatch(/^FROM base AS build$/m);
+    expect(dockerfile).toMatch(/pnpm install --frozen-lockfile --offline \\\n && pnpm build \\\n && CI=true pnpm install --frozen-lockfile --offline --prod /);
+    // the image is the last stage: the build stage's result, never its own install
+    const last = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
+    expect(last).toMatch(/^\nFROM base\n/);
+    expect(last).toContain("COPY --from=build");
+    expect(last).not.toMatch(/pnpm install|tsx/);
   });
 
   it("runs as a non-root user, with node receiving SIGTERM", () => {
@@ -178,11 +184,14 @@ describe("Dockerfile", () => {
     expect(["root", "0"]).not.toContain(users.at(-1));
     // Exec form, so no shell sits between the init process and node; the script `exec`s node.
     expect(dockerfile).toMatch(/^ENTRYPOINT \[.*"\/usr\/bin\/tini", "--"/m);
-    expect(entry).toMatch(/^exec node --import tsx .*"services\/\$service\/src\/main\.ts" "\$@"$/m);
+    expect(entry).toMatch(/^exec node "services\/\$service\/dist\/main\.js" "\$@"$/m);
+    expect(entry).toMatch(/^ {2}exec node services\/agent\/dist\/main\.js "\$service" "\$@"$/m);
+    expect(entry).not.toContain("tsx");
   });
 
   it("copies only files that exist", () => {
-    for (const m of dockerfile.matchAll(/^COPY\s+(?:--\S+\s+)*(.+)\s+\S+$/gm)) {
+    // (a COPY --from copies out of an earlier stage, not from the build context)
+    for (const m of dockerfile.matchAll(/^COPY\s+(?!.*--from=)(?:--\S+\s+)*(.+)\s+\S+$/gm)) {
       for (const source of (m[1] ?? "").split(/\s+/)) expect(existsSync(join(ROOT, source)), `COPY ${source}`).toBe(true);
     }
   });

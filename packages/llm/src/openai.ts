@@ -1,4 +1,5 @@
-import OpenAI from "openai";
+import type { OpenAI } from "openai";
+import type * as OpenAISdk from "openai";
 import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { z } from "zod";
 import { AgentmeshError, formatZodError, redactUrls, Tier, type Usage } from "@agentmesh/contracts";
@@ -39,6 +40,10 @@ export interface OpenAIModelOptions {
   /** Backoff tuning; tests pin `random`. */
   readonly backoff?: Partial<BackoffPolicy>;
 }
+
+let sdkImport: Promise<typeof OpenAISdk> | null = null;
+/** The `openai` package, imported by the first request: a process on the offline engine never loads it. */
+const loadOpenAI = (): Promise<typeof OpenAISdk> => (sdkImport ??= import("openai"));
 
 /** HTTP attempts per exchange unless configured. */
 export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
@@ -100,7 +105,9 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   const opts = Object.freeze(parsed.data);
   const sleep = options.sleep ?? realSleep;
   const backoff: BackoffPolicy = { ...DEFAULT_BACKOFF, ...options.backoff };
-  const client = new OpenAI({
+  // made by the first request (see loadOpenAI)
+  let made: Promise<OpenAI> | null = null;
+  const client = (): Promise<OpenAI> => (made ??= loadOpenAI().then((sdk) => new sdk.OpenAI({
     baseURL: opts.baseURL,
     // The client insists on a key (or reads OPENAI_API_KEY); local servers ignore it.
     apiKey: opts.apiKey ?? "not-needed",
@@ -112,7 +119,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     maxRetries: 0,
     // Our own timer (per attempt) fires first; this is only a backstop.
     timeout: opts.timeoutMs + 5_000,
-  });
+  })));
   // The structured-output mode that works for this endpoint; it only ever moves down the list.
   let mode: WireMode = opts.structuredMode === "auto" ? "json_schema" : opts.structuredMode;
   const downgrade = (from: WireMode) => {
@@ -158,7 +165,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     try {
       if (req.onToken || req.mode === "text") {
         const text = req.mode === "text";
-        const stream = await client.chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+        const stream = await (await client()).chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
         let content = "";
         for await (const chunk of stream) {
           if (chunk.model) tally.model = chunk.model;
@@ -179,7 +186,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
         tally.calls += 1;
         return content;
       }
-      const completion = await client.chat.completions.create({ ...params, stream: false }, requestOptions);
+      const completion = await (await client()).chat.completions.create({ ...params, stream: false }, requestOptions);
       tally.calls += 1;
       if (completion.model) tally.model = completion.model;
       tally.prompt += completion.usage?.prompt_tokens ?? 0;
@@ -205,7 +212,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       try {
         return await send(req, body(req, cfg, wire, conversation), tally);
       } catch (err) {
-        const failure = classifyAttemptError(err, wire === "json_schema" || wire === "json_object");
+        const failure = classifyAttemptError(err, wire === "json_schema" || wire === "json_object", await loadOpenAI());
         if (failure.kind === "fail") throw failure.error;
         if (failure.kind === "fallback") {
           if (opts.structuredMode !== "auto" || wire === "text" || FALLBACK[wire] === null) throw failure.error;

@@ -1,4 +1,4 @@
-import { APIError, APIConnectionError, APIConnectionTimeoutError } from "openai";
+import type { APIError, APIConnectionError, APIConnectionTimeoutError } from "openai";
 import { AgentmeshError } from "@agentmesh/contracts";
 
 /** What one failed HTTP attempt means for the next one. */
@@ -25,12 +25,19 @@ export function retryAfterMs(headers: Headers | undefined, now: () => number = D
   return Number.isFinite(date) ? Math.max(0, date - now()) : null;
 }
 
+/** The `openai` package's error classes (the package is imported on the first request). */
+export interface OpenAIErrorClasses {
+  readonly APIError: typeof APIError;
+  readonly APIConnectionError: typeof APIConnectionError;
+  readonly APIConnectionTimeoutError: typeof APIConnectionTimeoutError;
+}
+
 /**
  * Classifies an error from one HTTP attempt. `formatSent` says whether the request carried a
  * `response_format`, so that a 400 about it can mean "this server lacks the feature" rather than
  * "our request is wrong".
  */
-export function classifyAttemptError(err: unknown, formatSent: boolean): AttemptFailure {
+export function classifyAttemptError(err: unknown, formatSent: boolean, { APIError, APIConnectionError, APIConnectionTimeoutError }: OpenAIErrorClasses): AttemptFailure {
   if (err instanceof AgentmeshError) return err.retryable ? { kind: "retry", error: err, retryAfterMs: null } : { kind: "fail", error: err };
   if (err instanceof APIConnectionTimeoutError) {
     return { kind: "retry", error: new AgentmeshError("timeout", "the model endpoint did not answer in time"), retryAfterMs: null };

@@ -1,5 +1,6 @@
 import { InMemorySpanExporter } from "@opentelemetry/sdk-trace-base";
-import { createTracing, type Tracing } from "./tracing.js";
+import { sdkTracing } from "./tracing-sdk.js";
+import type { Tracing } from "./tracing.js";
 
 /** A finished span as tests look at it. */
 export interface RecordedSpan {
@@ -19,7 +20,7 @@ const ms = (t: readonly [number, number]) => t[0] * 1000 + t[1] / 1e6;
 /** Tracing that is on and keeps every finished span in memory, for tests. */
 export function createRecordingTracing(serviceName = "test"): Tracing & { spans(): RecordedSpan[] } {
   const exporter = new InMemorySpanExporter();
-  const tracing = createTracing({ serviceName, config: { targets: [], serviceName: undefined, scheduleDelayMs: 1 }, exporter });
+  const tracing = sdkTracing({ serviceName, config: { targets: [], serviceName: undefined, scheduleDelayMs: 1 }, exporter });
   return Object.assign(Object.create(null) as object, tracing, {
     spans: (): RecordedSpan[] =>
       exporter.getFinishedSpans().map((s) => ({

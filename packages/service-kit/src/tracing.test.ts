@@ -9,7 +9,7 @@ describe("tracing configuration", () => {
   it("is off with nothing configured, and builds no span", async () => {
     const c = config({});
     expect(c.targets).toEqual([]);
-    const t = createTracing({ serviceName: "x", config: c });
+    const t = await createTracing({ serviceName: "x", config: c });
     expect(t).toBe(TRACING_OFF);
     expect(t.start("a").traceparent).toBeUndefined();
     expect(await t.run("a", {}, async (s) => s.traceparent ?? "none")).toBe("none");

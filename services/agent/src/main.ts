@@ -28,7 +28,7 @@ await runUntilSignalled({
     const link = linkHealth(nc);
     health.require(link.whyNotReady);
     health.requireAlive(link.whyDead);
-    const tracing = createTracing({ serviceName: service, config: cfg.tracing });
+    const tracing = await createTracing({ serviceName: service, config: cfg.tracing });
     const running = await startRoles(roles, process.env, { nc, log, cfg, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
     health.require(running.whyNotReady);
     return {

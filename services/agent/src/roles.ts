@@ -11,6 +11,11 @@ export interface LoadedRole {
   readonly module: RoleModule;
 }
 
+/**
+ * The role module inside a role folder: its source under tsx and vitest, the file `pnpm build`
+ * compiled from it when this module is itself compiled (`services/agent/dist/roles.js`).
+ */
+const ROLE_MODULE = import.meta.url.endsWith(".ts") ? "role.ts" : "dist/role.js";
 
 /**
  * Loads the role folders of the named roles (every role in the registry when `names` is empty).
@@ -26,8 +31,8 @@ export async function loadRoles(names: readonly string[]): Promise<LoadedRole[]>
     // `services/<role>/`, beside this package
     const folder = new URL(`../../${role}/`, import.meta.url);
     const dir = fileURLToPath(folder);
-    const file = new URL("role.ts", folder);
-    if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts)`);
+    const file = new URL(ROLE_MODULE, folder);
+    if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts${ROLE_MODULE === "role.ts" ? "" : ", compiled by pnpm build"})`);
     const imported = (await import(file.href)) as { default?: RoleModule };
     const module = imported.default;
     if (!module || module.role !== role) throw new Error(`role ${role}: services/${role}/role.ts must export default the ${role} role (defineAgent or defineRoleSetup)`);

@@ -87,7 +87,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
         health.require(link.whyNotReady);
         health.requireAlive(link.whyDead);
       }
-      const tracing = createTracing({ serviceName: "coordinator", config: cfg.tracing });
+      const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
       health.require(running.whyNotReady);
       return {

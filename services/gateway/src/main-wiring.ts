@@ -37,7 +37,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       const limits = createRedisLimits(redis, {
         keyPrefix: cfg.prefix, rateLimit: cfg.rateLimit, rateWindowMs: cfg.rateWindowMs, maxConcurrentSessions: cfg.maxConcurrentSessions, sessionTtlMs: cfg.sessionSlotTtlMs,
       });
-      const tracing = createTracing({ serviceName: "gateway", config: cfg.tracing });
+      const tracing = await createTracing({ serviceName: "gateway", config: cfg.tracing });
       const gw = createGatewayApp({
         nc, naming, store, limits, log, submitTimeoutMs: 10_000, tracing,
         publisher: createPublisher(nc, naming, log, { client: true }),

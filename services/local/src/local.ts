@@ -27,7 +27,7 @@ export async function startLocal(env: Record<string, string | undefined>, log: L
   const served = await startProcessMetrics(ccfg.metrics, log, health);
   const metrics = served ? { metrics: served.metrics } : {};
   // one process, one service name: its spans still say which role or transition made them
-  const tracing = createTracing({ serviceName: "agentmesh-local", config: ccfg.tracing });
+  const tracing = await createTracing({ serviceName: "agentmesh-local", config: ccfg.tracing });
   const coordinator = await startCoordinatorFromConfig(ccfg, { nc, redis, log, tracing, ...metrics });
   const agents = await startRoles(roles, env, { nc, log, cfg: acfg, tracing, ...metrics });
   health?.require(coordinator.whyNotReady);

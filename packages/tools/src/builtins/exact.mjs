@@ -3,7 +3,7 @@
 // It exists once: the calculator tool's worker evaluates with it (off the event loop), and the
 // roles' offline behaviours classify and answer arithmetic with it. Plain JavaScript, so the
 // worker runs it without a TypeScript loader; its types are in exact.d.mts.
-import { all, create } from "mathjs";
+import { createRequire } from "node:module";
 
 /** Significant digits every offline computation carries. */
 export const CALC_PRECISION = 64;
@@ -18,21 +18,41 @@ const MAX_TRIG_ARGUMENT = 1e6;
 const PLAIN_NOTATION_MAX_EXPONENT = 80;
 const PLAIN_NOTATION_MIN_EXPONENT = -30;
 
-if (!all) throw new Error("mathjs: the full factory set is missing");
-const math = create(all, { number: "BigNumber", precision: CALC_PRECISION });
-// Keep our own handle on the parser before the instance's dangerous entry points are disabled.
-const parse = math.parse.bind(math);
-const refuse = (name) => () => {
-  throw new Error(`${name} is disabled in the exact evaluator`);
-};
-// Defence in depth: the evaluator below never compiles a node, so these are unreachable from an
-// expression anyway; disabling them means a future change that does compile cannot reach them.
-math.import(
-  Object.fromEntries(
-    ["import", "createUnit", "evaluate", "parse", "compile", "simplify", "derivative", "resolve", "reviver", "chain"].map((n) => [n, refuse(n)]),
-  ),
-  { override: true },
-);
+/**
+ * mathjs for the evaluator, loaded on the first evaluation: its one-file build
+ * (`mathjs/lib/browser/math.js`, UMD, which Node loads as CommonJS). The package's ESM entry is
+ * hundreds of modules and about a second of CPU to load, this file a few tens of ms, and importing
+ * the tools package (every agent process does) loads neither. The build is minified, so mathjs'
+ * `typeOf` names its classes wrongly; the evaluator never asks (the calculator's worker, which
+ * does, imports the package). The build's default instance carries `create` bound to every
+ * factory, so `create(config)` is a fresh, fully featured instance.
+ */
+function loadMathjs() {
+  return createRequire(import.meta.url)("mathjs/lib/browser/math.js");
+}
+
+/** The evaluator's mathjs instance and its parser, made by `ready()` on the first evaluation. */
+let math;
+let parse;
+
+function ready() {
+  if (math) return;
+  const instance = loadMathjs().create({ number: "BigNumber", precision: CALC_PRECISION });
+  // Keep our own handle on the parser before the instance's dangerous entry points are disabled.
+  parse = instance.parse.bind(instance);
+  const refuse = (name) => () => {
+    throw new Error(`${name} is disabled in the exact evaluator`);
+  };
+  // Defence in depth: the evaluator below never compiles a node, so these are unreachable from an
+  // expression anyway; disabling them means a future change that does compile cannot reach them.
+  instance.import(
+    Object.fromEntries(
+      ["import", "createUnit", "evaluate", "parse", "compile", "simplify", "derivative", "resolve", "reviver", "chain"].map((n) => [n, refuse(n)]),
+    ),
+    { override: true },
+  );
+  math = instance;
+}
 
 const big = (v) => math.bignumber(v);
 
@@ -178,6 +198,7 @@ function printConstant(node) {
  * parentheses, pi, e and a short list of functions are allowed; everything else is refused.
  */
 export function evaluateExact(input) {
+  ready();
   const source = input.trim();
   if (source.length === 0) return { ok: false, expression: source, reason: "the expression is empty", arithmetic: true };
   if (source.length > MAX_EXPRESSION_CHARS) return { ok: false, expression: source.slice(0, 80), reason: "the expression is too long", arithmetic: false };
@@ -202,6 +223,7 @@ export function evaluateExact(input) {
 
 /** True when two decimal strings denote the same number (used to check a stated answer). */
 export function sameNumber(a, b) {
+  ready();
   try {
     return big(a).eq(big(b));
   } catch {

@@ -1,6 +1,7 @@
 import { BlockList, isIP } from "node:net";
 import { AgentmeshError, redactText } from "@agentmesh/contracts";
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
+import type { OpenAI } from "openai";
+import type * as OpenAISdk from "openai";
 import { z } from "zod";
 import { readBodyCapped } from "./read-capped.js";
 
@@ -126,31 +127,40 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
   const maxImage = opts.maxImageChars ?? 8 * 1024 * 1024;
   const maxAnswer = opts.maxAnswerChars ?? 8000;
   const secrets = opts.apiKey ? [opts.apiKey] : [];
-  const client = new OpenAI({
-    baseURL: opts.baseUrl,
-    apiKey: opts.apiKey || "not-needed",
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    logLevel: "off",
-    maxRetries: 0,
-    // The executor's per-attempt timeout aborts first; this is only a backstop.
-    timeout: 600_000,
-    fetch: cappedFetch(opts.fetch ?? globalThis.fetch, opts.maxResponseBytes ?? 16 * 1024 * 1024),
-  });
+  // the `openai` package is imported by the first call: an executor without images never loads it
+  let made: Promise<{ readonly sdk: typeof OpenAISdk; readonly client: OpenAI }> | null = null;
+  let sdk: typeof OpenAISdk | null = null;
+  const connect = (): Promise<{ readonly sdk: typeof OpenAISdk; readonly client: OpenAI }> =>
+    (made ??= import("openai").then((loaded) => {
+      sdk = loaded;
+      const client = new loaded.OpenAI({
+        baseURL: opts.baseUrl,
+        apiKey: opts.apiKey || "not-needed",
+        organization: null,
+        project: null,
+        webhookSecret: null,
+        logLevel: "off",
+        maxRetries: 0,
+        // The executor's per-attempt timeout aborts first; this is only a backstop.
+        timeout: 600_000,
+        fetch: cappedFetch(opts.fetch ?? globalThis.fetch, opts.maxResponseBytes ?? 16 * 1024 * 1024),
+      });
+      return { sdk: loaded, client };
+    }));
 
   function failure(err: unknown, what: string, signal: AbortSignal): Error {
+    const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk ?? {};
     if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new AgentmeshError("cancelled", `${what} was cancelled`);
     const cause = (err as { cause?: unknown } | null)?.cause;
     if (err instanceof AgentmeshError) return err;
     if (cause instanceof AgentmeshError) return cause;
-    if (err instanceof APIUserAbortError) return new AgentmeshError("cancelled", `${what} was cancelled`);
-    if (err instanceof APIConnectionTimeoutError) return new AgentmeshError("timeout", `the images endpoint did not answer ${what} in time`);
-    if (err instanceof APIConnectionError) {
+    if (APIUserAbortError && err instanceof APIUserAbortError) return new AgentmeshError("cancelled", `${what} was cancelled`);
+    if (APIConnectionTimeoutError && err instanceof APIConnectionTimeoutError) return new AgentmeshError("timeout", `the images endpoint did not answer ${what} in time`);
+    if (APIConnectionError && err instanceof APIConnectionError) {
       const why = cause instanceof Error ? `: ${redactText(cause.message, secrets).slice(0, 200)}` : "";
       return new AgentmeshError("tool_error", `could not reach the images endpoint for ${what}${why}`, { retryable: true });
     }
-    if (err instanceof APIError && typeof err.status === "number") {
+    if (APIError && err instanceof APIError && typeof err.status === "number") {
       const said = (err.error as { message?: unknown } | undefined)?.message;
       const detail = typeof said === "string" && said ? `: ${redactText(said, secrets).replace(/\s+/g, " ").slice(0, 300)}` : "";
       if (err.status === 401 || err.status === 403) return new AgentmeshError("tool_unavailable", `the images endpoint refused the API key for ${what} (HTTP ${err.status})`);
@@ -166,6 +176,7 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
     async generate(prompt, { size, signal }) {
       let body: unknown;
       try {
+        const { client } = await connect();
         body = await client.images.generate({ model: opts.imageModel, prompt, n: 1, ...(size ? { size } : {}) }, { signal, maxRetries: 0 });
       } catch (err) {
         throw failure(err, "image generation", signal);
@@ -188,6 +199,7 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
     async analyze(imageUrl, question, { signal }) {
       let body: unknown;
       try {
+        const { client } = await connect();
         body = await client.chat.completions.create(
           {
             model: opts.visionModel,

@@ -1,13 +1,12 @@
 import { AgentmeshError } from "@agentmesh/contracts";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { CallToolResultSchema, type CallToolResult, ErrorCode as McpCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { clipText } from "../text.js";
 import type { McpServerConfig } from "./config.js";
 import { compileArgsCheck, type ArgsCheck } from "./schema.js";
 import { mapCallResult, resultText, type McpCallResult } from "./result.js";
+import type * as McpSdk from "./sdk.js";
 
 /** One tool as an MCP server lists it. */
 export interface McpToolInfo {
@@ -50,7 +49,13 @@ export interface McpClientOptions {
   readonly onStderr?: (text: string) => void;
 }
 
+type Sdk = typeof McpSdk;
+let sdkImport: Promise<Sdk> | null = null;
+/** The MCP SDK, imported once, by the first connection of any client (see sdk.ts). */
+const loadSdk = (): Promise<Sdk> => (sdkImport ??= import("./sdk.js"));
+
 interface Connection {
+  readonly sdk: Sdk;
   readonly client: Client;
   tools: Map<string, McpToolInfo> | null;
   closed: boolean;
@@ -118,7 +123,7 @@ class McpClientImpl implements McpClient {
     const signal = opts.signal ? AbortSignal.any([opts.signal, conn.lost.signal]) : conn.lost.signal;
     let answer;
     try {
-      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, CallToolResultSchema, { timeout: timeoutMs, signal });
+      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, conn.sdk.CallToolResultSchema, { timeout: timeoutMs, signal });
     } catch (err) {
       throw this.#failure(err, conn, opts.signal, `tool "${tool}"`, timeoutMs);
     }
@@ -152,29 +157,30 @@ class McpClientImpl implements McpClient {
   }
 
   async #connect(): Promise<Connection> {
-    const client = new Client({ name: "agentmesh", version: "0.1.0" });
-    const conn: Connection = { client, tools: null, closed: false, lost: new AbortController(), probing: false };
+    const sdk = await loadSdk();
+    const client = new sdk.Client({ name: "agentmesh", version: "0.1.0" });
+    const conn: Connection = { sdk, client, tools: null, closed: false, lost: new AbortController(), probing: false };
     client.onclose = () => {
       conn.closed = true;
     };
     if (this.config.transport === "http") client.onerror = () => this.#probe(conn);
     const timeout = this.#opts.connectTimeoutMs ?? 10_000;
     try {
-      await client.connect(this.#transport(), { timeout });
+      await client.connect(this.#transport(sdk), { timeout });
       return conn;
     } catch (err) {
       conn.closed = true;
       await client.close().catch(() => undefined);
-      const why = err instanceof McpError && err.code === Number(McpCode.RequestTimeout) ? `no answer within ${timeout} ms` : (err as Error).message;
+      const why = err instanceof sdk.McpError && err.code === Number(sdk.ErrorCode.RequestTimeout) ? `no answer within ${timeout} ms` : (err as Error).message;
       throw new AgentmeshError("tool_unavailable", `MCP server "${this.server}" cannot be reached: ${clipText(why, 300)}`, { cause: err });
     }
   }
 
-  #transport(): Transport {
+  #transport(sdk: Sdk): Transport {
     const c = this.config;
-    if (c.transport === "http") return new StreamableHTTPClientTransport(new URL(c.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
+    if (c.transport === "http") return new sdk.StreamableHTTPClientTransport(new URL(c.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
     // `env: {}`: the SDK adds only its short list of harmless variables (HOME, PATH, USER, ...), never our secrets
-    const transport = new StdioClientTransport({ command: c.command, args: [...c.args], cwd: c.cwd, env: {}, stderr: this.#opts.onStderr ? "pipe" : "ignore" });
+    const transport = new sdk.StdioClientTransport({ command: c.command, args: [...c.args], cwd: c.cwd, env: {}, stderr: this.#opts.onStderr ? "pipe" : "ignore" });
     const onStderr = this.#opts.onStderr;
     if (onStderr) transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString("utf8")));
     return transport;
@@ -243,6 +249,7 @@ class McpClientImpl implements McpClient {
     if (signal?.aborted) return aborted(signal);
     if (conn.lost.signal.aborted) return conn.lost.signal.reason as AgentmeshError;
     const at = `MCP server "${this.server}", ${what}`;
+    const { McpError, ErrorCode: McpCode } = conn.sdk;
     if (err instanceof McpError) {
       switch (err.code) {
         case Number(McpCode.RequestTimeout):
