@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
 import { redactUrls } from "@agentmesh/contracts";
+import { buildAll } from "../scripts/build.js";
 import { resolveInfra, type Infra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
 import { Cluster, type ServiceName } from "../test/e2e/harness.js";
@@ -156,6 +157,12 @@ async function main(opts: BenchOptions): Promise<number> {
   const workload = workloadFor(opts.workflow);
   log(`bench: workflow ${workload.workflow} (${workload.path}), roles ${workload.roles.join(", ")}`);
   log(`bench: NATS access control ${opts.accessControl ? "ON (own nats-server, generated config, one NKey per service)" : "OFF (--open)"}`);
+  // The services run compiled, as production runs them (AGENTMESH_SERVICE_RUNTIME=tsx: from source).
+  if (process.env.AGENTMESH_SERVICE_RUNTIME !== "tsx") {
+    const built = await buildAll();
+    process.env.AGENTMESH_SERVICE_RUNTIME = "compiled";
+    log(`bench: services compiled (${built.files} modules in ${built.ms} ms); they run as node …/dist/main.js`);
+  } else log("bench: AGENTMESH_SERVICE_RUNTIME=tsx: services run from source under tsx");
   log(`bench: resolving NATS and Redis (NATS_URL/REDIS_URL, else testcontainers, else native binaries)…`);
   const infra = await resolveInfra();
   cleanups.push({ what: "NATS and Redis", run: () => infra.stop() });
@@ -256,7 +263,7 @@ async function main(opts: BenchOptions): Promise<number> {
     const json = `${JSON.stringify({
       mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
       host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-      settings: { prefix, access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions },
+      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions },
       warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
       ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
     }, null, 2)}\n`;
@@ -329,6 +336,7 @@ async function main(opts: BenchOptions): Promise<number> {
     },
     settings: {
       prefix,
+      services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx",
       access_control: opts.accessControl,
       coordinators: opts.coordinators,
       AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency,
