@@ -114,7 +114,9 @@ export const CriticChainData = z.object({
   final_reasoning_trace: Text.nullable(),
   error: z.string().nullable(),
   error_component: z.string().nullable(),
-  // Added with the tool loops (issue 13); the defaults read a session stored before them.
+  // Added with the tool loops (issue 13), before layout 4: every layout-4 state has them. A state of
+  // the current layout is not parsed when read (session-store), so a new field needs a layout bump
+  // and a migration, not just a default (the layout test in session-store fails until then).
   /** The seed's messages: the question, each instruction and each agent's completion message, the latest kept. */
   messages: z.array(ChainMessage).max(CHAIN_MESSAGES.max).default([]),
   /** The seed's per-step researcher subgraph states, keyed by the research step's index. */

@@ -119,7 +119,9 @@ export function decodeLog(sessionId: string, lines: readonly string[]): Transiti
 export function encode<S extends z.ZodType>(schema: S, value: z.infer<S>, what: string): string {
   const r = schema.safeParse(value);
   if (!r.success) throw new Error(`refusing to store invalid ${what}: ${formatZodError(r.error)}`);
-  return JSON.stringify(value);
+  // What the schema made of it (defaults filled, unknown keys dropped): a current-layout read is
+  // not parsed again, so the stored JSON must already be the parsed value.
+  return JSON.stringify(r.data);
 }
 
 /** UTF-8 bytes of a string, as Redis counts them (`STRLEN`, Lua `string.len`). */

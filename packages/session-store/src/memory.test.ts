@@ -1,4 +1,6 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, SessionState } from "@agentmesh/contracts";
 import { decodeOutbox, decodeState, encodeState } from "./codec.js";
 import { createInMemorySessionStore } from "./memory.js";
@@ -71,6 +73,21 @@ describe("stored layout versions", () => {
     }
     // ...and the write refuses what the schema refuses, so no such state is ever stored
     expect(() => encodeState({ ...s, meta: { ...s.meta, status: "sleeping" } } as unknown as SessionState)).toThrow(/refusing to store invalid state/);
+  });
+
+  it("the schema of a layout never changes: a change needs STATE_SCHEMA_VERSION + 1 and a migration", () => {
+    // A current-layout state is read without the schema, so a default added to SessionState would
+    // never reach a state stored before it. Record the new layout's fingerprint here when bumping.
+    const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = { 4: "392f170d56bb3f78" };
+    const now = createHash("sha256").update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" }))).digest("hex").slice(0, 16);
+    expect(now, `SessionState changed under layout ${STATE_SCHEMA_VERSION}: bump STATE_SCHEMA_VERSION, add a migration in codec.ts, and record ${now} here`).toBe(LAYOUT_FINGERPRINTS[STATE_SCHEMA_VERSION]);
+  });
+
+  it("stores what the schema makes of a state, so defaults reach a state read without the schema", () => {
+    const { paused_ms: _p, ...meta } = s.meta;
+    const json = encodeState({ ...s, meta } as unknown as SessionState);
+    expect(JSON.parse(json).meta.paused_ms).toBe(0);
+    expect(decodeState(s.meta.session_id, json, String(s.meta.version)).meta.paused_ms).toBe(0);
   });
 
   it("refuses a stored value that is not a state or an outbox at all", () => {
