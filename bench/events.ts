@@ -50,11 +50,12 @@ export class EventRouter {
     const now = performance.now();
     // one message per transition: its events, in order
     const d = decodeEvents(data);
-    if (!d.ok || !subject.endsWith(`.${d.value[0]?.session_id}`)) {
+    if (!d.ok || d.value.events.some((e) => !subject.endsWith(`.${e.session_id}`))) {
       this.malformed++;
       return;
     }
-    for (const e of d.value) this.onOne(e, now);
+    this.malformed += d.value.skipped.length;
+    for (const e of d.value.events) this.onOne(e, now);
   }
 
   private onOne(parsed: SessionEvent, now: number): void {

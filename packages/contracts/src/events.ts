@@ -162,17 +162,24 @@ export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent 
  */
 export const ANSWER_OPS: ReadonlySet<string> = new Set<string>(["chat.respond", "researcher.finalize", "writer.finalize", "analyst.summarize"]);
 
-/**
- * The JetStream message id of an event message: the session, the transition's version and the
- * index of its first event. A republished outbox splits its events the same way, so it is a duplicate.
- */
+/** The JetStream message id of one bare event (as events went out before batches, and still do when one fits only alone). */
 export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;
+
+/**
+ * The JetStream message id of an `EventBatch`: the session, the transition's version, its first
+ * event's index and how many it holds. A republished outbox splits its events the same way, so it
+ * is a duplicate; and it never equals a bare event's id, so a batch is not mistaken for a bare
+ * event an earlier version published before a crash (readers skip the events they already had).
+ */
+export const eventBatchMsgId = (sid: string, version: number, first: number, count: number) => `${sid}:${version}:${first}+${count}`;
 
 /**
  * What one message on `<p>.events.<sid>` carries: the events of one transition of one session, in
  * index order. A transition's events go out as one message (more only when they would not fit in
  * `LIMITS.maxMessageBytes`), so a step costs one events publish however many events it emits.
  * Readers also accept a message holding one bare `SessionEvent`, as written before this existed.
+ * Readers check the wrapper with `EventBatchEnvelope` and each event on its own, so one event they
+ * cannot read (a newer type) costs them that event, not the transition's others.
  */
 export const EventBatch = z
   .object({
@@ -193,3 +200,11 @@ export const EventBatch = z
     }
   });
 export type EventBatch = z.infer<typeof EventBatch>;
+
+/** What a reader checks of a batch before it checks each event on its own. */
+export const EventBatchEnvelope = z.object({
+  v: z.literal(SCHEMA_VERSION),
+  session_id: SessionId,
+  version: z.number().int().nonnegative(),
+  events: z.array(z.unknown()).min(1).max(256),
+});

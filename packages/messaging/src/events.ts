@@ -1,4 +1,4 @@
-import { EventBatch, SessionEvent, type Naming } from "@agentmesh/contracts";
+import { EventBatchEnvelope, formatZodError, SessionEvent, type Naming } from "@agentmesh/contracts";
 import { jetstream, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeMessage, decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
@@ -13,17 +13,34 @@ export interface FollowEventsOptions {
   readonly log?: Log;
 }
 
+/** The events of one message on `<p>.events.<sid>`, and why any of them could not be read. */
+export interface DecodedEvents {
+  readonly events: SessionEvent[];
+  /** One reason per event of a batch that was skipped (its schema, or another session or version than the batch's). */
+  readonly skipped: string[];
+}
+
 /**
  * The events one message on `<p>.events.<sid>` carries, in order: an `EventBatch` (one transition's
- * events), or one bare `SessionEvent` as written before batches existed. Checked like every message
- * (size, depth, schema version, schema).
+ * events), or one bare `SessionEvent` as written before batches existed. The message is checked like
+ * every message (size, depth, schema version); a batch's wrapper, then each event on its own, so an
+ * event this reader cannot read (a newer type) is skipped without the others of its transition.
  */
-export function decodeEvents(data: Uint8Array): Decoded<SessionEvent[]> {
+export function decodeEvents(data: Uint8Array): Decoded<DecodedEvents> {
   const peek = parseBoundedJson(data, "event message");
   if (!peek.ok) return peek;
   const batch = typeof peek.value === "object" && peek.value !== null && "events" in peek.value;
-  if (batch) return decodeValue(peek.value, EventBatch, "event batch", (b) => b.events);
-  return decodeValue(peek.value, SessionEvent, "event", (e) => [e]);
+  if (!batch) return decodeValue(peek.value, SessionEvent, "event", (e) => ({ events: [e], skipped: [] }));
+  const env = decodeValue(peek.value, EventBatchEnvelope, "event batch", (b) => b);
+  if (!env.ok) return env;
+  const out: DecodedEvents = { events: [], skipped: [] };
+  for (const [i, raw] of env.value.events.entries()) {
+    const e = SessionEvent.safeParse(raw);
+    if (!e.success) out.skipped.push(`event ${i} of the batch: ${formatZodError(e.error)}`);
+    else if (e.data.session_id !== env.value.session_id || e.data.version !== env.value.version) out.skipped.push(`event ${i} of the batch belongs to ${e.data.session_id} v${e.data.version}`);
+    else out.events.push(e.data);
+  }
+  return { ok: true, value: out };
 }
 
 /**
@@ -49,10 +66,21 @@ export async function* followEvents(
   const onAbort = () => messages.stop();
   opts.signal?.addEventListener("abort", onAbort, { once: true });
   try {
+    // The highest index yielded per version: an event seen again (a batch re-published after an
+    // earlier version's crash left some of its events out bare) is not handed out twice.
+    const seen = new Map<number, number>();
     for await (const m of messages) {
       const d = decodeEvents(m.data);
-      if (d.ok && d.value[0]?.session_id === sessionId) yield* d.value;
-      else opts.log?.warn({ subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason }, "skipping a malformed event");
+      if (!d.ok || d.value.events.some((e) => e.session_id !== sessionId)) {
+        opts.log?.warn({ subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason }, "skipping a malformed event");
+        continue;
+      }
+      for (const reason of d.value.skipped) opts.log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
+      for (const e of d.value.events) {
+        if (e.index <= (seen.get(e.version) ?? -1)) continue;
+        seen.set(e.version, e.index);
+        yield e;
+      }
     }
   } finally {
     opts.signal?.removeEventListener("abort", onAbort);

@@ -18,7 +18,7 @@ export {
   type EndpointOptions,
 } from "./micro.js";
 export { request, listServices, type ServiceSummary, type ServiceInfo, type ServiceStats } from "./request.js";
-export { createTokenDedup, decodeEvents, followEvents, followTokens, type FollowEventsOptions, type TokenDedup, type TokenDelta } from "./events.js";
+export { createTokenDedup, decodeEvents, followEvents, type DecodedEvents, followTokens, type FollowEventsOptions, type TokenDedup, type TokenDelta } from "./events.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {
   ProvisionOptions,

@@ -1,4 +1,5 @@
-import { AgentmeshError, HEADERS, SCHEMA_VERSION, naming as makeNaming, taskId, type SessionEvent } from "@agentmesh/contracts";
+import { AgentmeshError, HEADERS, LIMITS, SCHEMA_VERSION, naming as makeNaming, taskId, type SessionEvent } from "@agentmesh/contracts";
+import { jsonDepthOver } from "./decode.js";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -64,7 +65,7 @@ describe("createPublisher", () => {
     await expect(publisher.publishTask(bad)).rejects.toMatchObject({ code: "invalid_message" });
   });
 
-  it("publishes an outbox in order: tasks to TASKS, its events as one message with id <sid>:<version>:<first index>, cancel on core NATS", async () => {
+  it("publishes an outbox in order: tasks to TASKS, its events as one message with id <sid>:<version>:<first index>+<count>, cancel on core NATS", async () => {
     const { naming, publisher } = await setup();
     const sid = sessionId();
     const cancels: Msg[] = [];
@@ -76,7 +77,7 @@ describe("createPublisher", () => {
       { kind: "cancel", notice: { v: SCHEMA_VERSION, session_id: sid, reason: "stop" } },
     ]);
     const events = await streamMessages(nc, naming.streams.events);
-    expect(events.map((e) => e.header.get("Nats-Msg-Id"))).toEqual([`${sid}:3:0`]);
+    expect(events.map((e) => e.header.get("Nats-Msg-Id"))).toEqual([`${sid}:3:0+2`]);
     expect(events[0]!.subject).toBe(naming.events(sid));
     expect(events[0]!.json()).toEqual({ v: SCHEMA_VERSION, session_id: sid, version: 3, events: [stage(sid, 3, 0), stage(sid, 3, 1)] });
     expect((await streamMessages(nc, naming.streams.tasks)).map((t) => t.header.get("Nats-Msg-Id"))).toEqual([taskId(sid, 3, 0, 0)]);
@@ -111,11 +112,47 @@ describe("a transition's events as one message", () => {
     await publisher.publishOutbox(outbox);
     await publisher.publishOutbox(outbox);
     const msgs = await streamMessages(nc, naming.streams.events);
-    expect(msgs.map((m) => m.header.get("Nats-Msg-Id"))).toEqual([`${sid}:5:0`, `${sid}:5:2`]);
+    expect(msgs.map((m) => m.header.get("Nats-Msg-Id"))).toEqual([`${sid}:5:0+2`, `${sid}:5:2+2`]);
     for (const m of msgs) expect(m.data.byteLength).toBeLessThanOrEqual(256 * 1024);
     const got: number[] = [];
     for await (const e of followEvents(nc, naming, sid)) if (got.push(e.index) === 4) break;
     expect(got).toEqual([0, 1, 2, 3]);
+  });
+
+  it("an event that fits only on its own (the batch's nesting would pass the depth limit) goes out bare, and is read", async () => {
+    const { naming, publisher } = await setup();
+    const sid = sessionId();
+    const nest = (n: number): Record<string, unknown> => (n === 0 ? { x: 1 } : { a: nest(n - 1) });
+    const call = (n: number): SessionEvent => ({
+      v: SCHEMA_VERSION, session_id: sid, version: 6, index: 1, at: 1_700_000_000_006, type: "tool_call", id: "call-1", task_id: "t", tool: "calculator", args: nest(n), args_truncated: false,
+    });
+    // the deepest event that is still under the depth limit on its own
+    let n = 70;
+    while (jsonDepthOver(new TextEncoder().encode(JSON.stringify(call(n))), LIMITS.maxJsonDepth)) n--;
+    const outbox = [{ kind: "event" as const, event: stage(sid, 6, 0) }, { kind: "event" as const, event: call(n) }, { kind: "event" as const, event: stage(sid, 6, 2) }];
+    await publisher.publishOutbox(outbox);
+    await publisher.publishOutbox(outbox);
+    const msgs = await streamMessages(nc, naming.streams.events);
+    expect(msgs.map((m) => m.header.get("Nats-Msg-Id"))).toEqual([`${sid}:6:0+1`, `${sid}:6:1`, `${sid}:6:2+1`]);
+    const got: string[] = [];
+    for await (const e of followEvents(nc, naming, sid)) if (got.push(`${e.index}:${e.type}`) === 3) break;
+    expect(got).toEqual(["0:stage", "1:tool_call", "2:stage"]);
+  });
+
+  it("a reader skips only the event of a batch it cannot read, and each event it already had", async () => {
+    const { naming } = await setup();
+    const sid = sessionId();
+    const js = jetstream(nc);
+    // an earlier version's coordinator left event 0 bare and crashed; the batch re-published after carries 0 and 1 again
+    await js.publish(naming.events(sid), JSON.stringify(stage(sid, 7, 0)), { msgID: `${sid}:7:0` });
+    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 7, events: [stage(sid, 7, 0), stage(sid, 7, 1)] }), { msgID: `${sid}:7:0+2` });
+    // a newer event type this reader does not know, between two it does
+    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 8, events: [stage(sid, 8, 0), { ...stage(sid, 8, 1), type: "hologram" }, stage(sid, 8, 2)] }));
+    const log = recordingLog();
+    const got: string[] = [];
+    for await (const e of followEvents(nc, naming, sid, { log })) if (got.push(`${e.version}.${e.index}`) === 4) break;
+    expect(got).toEqual(["7.0", "7.1", "8.0", "8.2"]);
+    expect(log.lines.filter((l) => l.msg === "skipping a malformed event")).toHaveLength(1);
   });
 
   it("refuses a batch mixing sessions or versions, or out of index order, and sends nothing", async () => {

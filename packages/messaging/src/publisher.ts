@@ -1,6 +1,7 @@
 import {
   AgentmeshError,
   CancelNotice,
+  eventBatchMsgId,
   eventMsgId,
   EventBatch,
   formatZodError,
@@ -35,12 +36,12 @@ export interface Publisher {
    * publisher was made with `{ client: true }` (the CLI, a gateway), else `coordinator`.
    */
   publishInbox(input: InboxInput, ctx?: MessageContext): Promise<void>;
-  /** A lifecycle event on `<p>.events.<sid>`, as a batch of one (msg id `<sid>:<version>:<index>`). */
+  /** A lifecycle event on `<p>.events.<sid>`, as a batch of one (msg id `<sid>:<version>:<index>+1`). */
   publishEvent(event: SessionEvent, ctx?: MessageContext): Promise<void>;
   /**
    * Events of one session and transition, in index order, as one message on `<p>.events.<sid>`
    * (an `EventBatch`; split in index order only when one message would exceed the size limit),
-   * msg id `<sid>:<version>:<first index>`.
+   * msg id `<sid>:<version>:<first index>+<count>`.
    */
   publishEvents(events: readonly SessionEvent[], ctx?: MessageContext): Promise<void>;
   /** Marks the session in the cancelled KV bucket (queued tasks are skipped), then broadcasts on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
@@ -55,25 +56,23 @@ export interface Publisher {
   publishOutbox(entries: readonly OutboxEntry[], ctx?: MessageContext): Promise<void>;
 }
 
-/** A batch's bytes when it fits one message, else null. */
-function encodeBatch(b: EventBatch): Uint8Array | null {
-  const bytes = new TextEncoder().encode(JSON.stringify(b));
-  return bytes.byteLength <= LIMITS.maxMessageBytes && !jsonDepthOver(bytes, LIMITS.maxJsonDepth) ? bytes : null;
+/** A message's bytes, or why it cannot be sent: over LIMITS.maxMessageBytes or nested deeper than LIMITS.maxJsonDepth. */
+function tryEncodeBounded(value: unknown, what: string): { ok: true; bytes: Uint8Array } | { ok: false; error: AgentmeshError } {
+  const bytes = new TextEncoder().encode(JSON.stringify(value));
+  if (bytes.byteLength > LIMITS.maxMessageBytes) {
+    return { ok: false, error: new AgentmeshError("payload_too_large", `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`) };
+  }
+  if (jsonDepthOver(bytes, LIMITS.maxJsonDepth)) {
+    return { ok: false, error: new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`) };
+  }
+  return { ok: true, bytes };
 }
 
 /** Serialises a message, refusing anything over LIMITS.maxMessageBytes or LIMITS.maxJsonDepth before it reaches the broker. */
 export function encodeBounded(value: unknown, what: string): Uint8Array {
-  const bytes = new TextEncoder().encode(JSON.stringify(value));
-  if (bytes.byteLength > LIMITS.maxMessageBytes) {
-    throw new AgentmeshError(
-      "payload_too_large",
-      `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`,
-    );
-  }
-  if (jsonDepthOver(bytes, LIMITS.maxJsonDepth)) {
-    throw new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`);
-  }
-  return bytes;
+  const r = tryEncodeBounded(value, what);
+  if (!r.ok) throw r.error;
+  return r.bytes;
 }
 
 function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
@@ -119,31 +118,38 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
 
   /**
    * Events already validated (by `publishEvents`, or as part of a stored outbox), of one session and
-   * version in index order: one message each run of events that fits the size limit.
+   * version in index order: one batch message (msg id `<sid>:<version>:<first>+<count>`) per run of
+   * events that fits the limits, in index order. The split depends only on the events, so a
+   * republished outbox splits the same way and every message is a duplicate. An event that fits
+   * only on its own (the batch's wrapper adds bytes and two levels of nesting) goes out bare, under
+   * its own id `<sid>:<version>:<index>`, as events did before batches.
    */
   function sendEvents(events: readonly SessionEvent[], ctx: MessageContext | undefined): Promise<void>[] {
     const first = events[0];
     if (first === undefined) return [];
     const sid = first.session_id;
-    const h = () => buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId });
-    const publish = (run: readonly SessionEvent[], body: Uint8Array) =>
-      jsPublish(naming.events(sid), naming.streams.events, body, eventMsgId(sid, first.version, run[0]!.index), h());
-    const batch = (run: readonly SessionEvent[]): EventBatch => ({ v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] });
-    const whole = encodeBatch(batch(events));
-    if (whole !== null) return [publish(events, whole)];
-    // Too large together: greedy runs in index order, each under the limit (one event always fits,
-    // its own size was checked when it was made). The split depends only on the events, so a
-    // republished outbox splits the same way and every message is a duplicate.
+    const what = `events of ${sid} v${first.version}`;
+    const send = (body: Uint8Array, msgId: string) =>
+      jsPublish(naming.events(sid), naming.streams.events, body, msgId, buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId }));
+    const batch = (run: readonly SessionEvent[]) => tryEncodeBounded({ v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] } satisfies EventBatch, what);
+    const sendRun = (run: readonly SessionEvent[], encoded = batch(run)): Promise<void> => {
+      const head = run[0]!;
+      if (encoded.ok) return send(encoded.bytes, eventBatchMsgId(sid, first.version, head.index, run.length));
+      // only a run of one can be refused here (a longer run was tried one event shorter first)
+      return send(encodeBounded(head, `event ${head.type} of ${sid} v${first.version}`), eventMsgId(sid, first.version, head.index));
+    };
+    const whole = batch(events);
+    if (whole.ok) return [sendRun(events, whole)];
     const sent: Promise<void>[] = [];
     let run: SessionEvent[] = [];
     for (const e of events) {
-      if (run.length > 0 && encodeBatch(batch([...run, e])) === null) {
-        sent.push(publish(run, encodeBounded(batch(run), `events of ${sid} v${first.version}`)));
+      if (run.length > 0 && !batch([...run, e]).ok) {
+        sent.push(sendRun(run));
         run = [];
       }
       run.push(e);
     }
-    sent.push(publish(run, encodeBounded(batch(run), `events of ${sid} v${first.version}`)));
+    sent.push(sendRun(run));
     return sent;
   }
 
