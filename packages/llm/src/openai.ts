@@ -43,7 +43,11 @@ export interface OpenAIModelOptions {
 
 let sdkImport: Promise<typeof OpenAISdk> | null = null;
 /** The `openai` package, imported by the first request: a process on the offline engine never loads it. */
-const loadOpenAI = (): Promise<typeof OpenAISdk> => (sdkImport ??= import("openai"));
+const loadOpenAI = (): Promise<typeof OpenAISdk> =>
+  (sdkImport ??= import("openai").catch((err: unknown) => {
+    // A broken install is a typed, non-retryable failure of every call, never a raw module error.
+    throw new AgentmeshError("model_error", `the openai client cannot be loaded: ${err instanceof Error ? err.message : String(err)}`, { retryable: false, cause: err });
+  }));
 
 /** HTTP attempts per exchange unless configured. */
 export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
