@@ -7,8 +7,8 @@ import { loadavg } from "node:os";
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import type { RoleName } from "@agentmesh/contracts";
 import { freePort } from "../test/setup/infra.js";
-import { serviceCommand, type Cluster, type ServiceName } from "../test/e2e/harness.js";
-import { summarize } from "./stats.js";
+import { serviceCommand, serviceRuntime, type Cluster, type ServiceName, type ServiceRuntime } from "../test/e2e/harness.js";
+import { median } from "./stats.js";
 import { cpuMs, rssKiB } from "./sysinfo.js";
 
 const root = join(import.meta.dirname, "..");
@@ -62,8 +62,8 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const loads = () => loadavg().map((x) => x.toFixed(2)).join(" ");
 
 /** `node --import tsx` for `node --import tsx /…/main.ts planner`: the command up to the entry file. */
-export function describeCommand(name: ServiceName): string {
-  const { command, args } = serviceCommand(name);
+export function describeCommand(name: ServiceName, runtime: ServiceRuntime = serviceRuntime()): string {
+  const { command, args } = serviceCommand(name, runtime);
   const entry = args.findIndex((a) => a.startsWith("/"));
   return [basename(command), ...(entry < 0 ? args : args.slice(0, entry))].join(" ");
 }
@@ -163,10 +163,10 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   }
 }
 
-/** The median of the figures there are (nearest rank: with 3 starts, the middle one); null with none. */
+/** The median of the figures there are (with 3 starts, the middle one); null with none. */
 function medianOf(xs: readonly (number | null)[]): number | null {
-  const v = xs.filter((x): x is number => x !== null);
-  return v.length ? summarize(v).p50 : null;
+  const v = xs.filter((x): x is number => x !== null && Number.isFinite(x));
+  return v.length ? median(v) : null;
 }
 
 /**

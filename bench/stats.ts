@@ -24,6 +24,14 @@ export function summarize(samples: readonly number[]): Summary {
   return { n: s.length, min: s[0] ?? Number.NaN, p50: rank(s, 50), p90: rank(s, 90), p95: rank(s, 95), p99: rank(s, 99), max: s.at(-1) ?? Number.NaN, mean };
 }
 
+/** The median of a set of figures (the mean of the middle two for an even count), ignoring non-finite ones; NaN for none. */
+export function median(xs: readonly number[]): number {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
 /** Rounds for the JSON report (3 decimals: microsecond resolution). */
 export function round3(x: number): number {
   return Number.isFinite(x) ? Math.round(x * 1000) / 1000 : x;

@@ -2,7 +2,7 @@
 // medians of the rounds, and issue 14's two ratio targets with PASS or MISS. See bench/README.md.
 import type { FloorLevel } from "./floor/floor.js";
 import type { Round } from "./rounds.js";
-import { ms, round3 } from "./stats.js";
+import { median, ms, round3 } from "./stats.js";
 
 /** One level's figures in one round. */
 export interface LevelFigures {
@@ -43,14 +43,6 @@ export interface Headline {
   /** Each round's figures, per level, with its machine load. */
   readonly rounds: ReadonlyArray<{ readonly round: number; readonly order: string; readonly load: Round["load"]; readonly levels: readonly LevelFigures[] }>;
   readonly targets: readonly Target[];
-}
-
-/** Median (the mean of the middle two for an even count); NaN for none. */
-export function median(xs: readonly number[]): number {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 function figuresOf(r: Round): LevelFigures[] {

@@ -7,7 +7,8 @@ import type { LevelReport } from "../../bench/report.js";
 import { poolLevel, roundOrder, type Round } from "../../bench/rounds.js";
 import { aggregate, type SessionResult } from "../../bench/sessions.js";
 import { summarize } from "../../bench/stats.js";
-import { headlineOf, median } from "../../bench/targets.js";
+import { headlineOf } from "../../bench/targets.js";
+import { median } from "../../bench/stats.js";
 
 const options = (argv: string[]): BenchOptions => {
   const o = parseArgs(argv);

@@ -47,7 +47,8 @@ describe("the start-up table", () => {
     expect(lines[3]?.split(/\s{2,}/)).toEqual(["gateway", "420 ms", "—", "—", "—", "no"]);
   });
 
-  it("names the command the harness runs services with (serviceCommand)", () => {
-    expect(describeCommand("planner")).toBe(`${basename(process.execPath)} --import tsx`);
+  it("names the command the harness runs services with (serviceCommand), for either runtime", () => {
+    expect(describeCommand("planner", "tsx")).toBe(`${basename(process.execPath)} --import tsx`);
+    expect(describeCommand("planner", "compiled")).toBe(basename(process.execPath));
   });
 });
