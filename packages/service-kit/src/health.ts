@@ -4,6 +4,12 @@
  */
 export type HealthCheck = () => string | null;
 
+/** A connection as a probe sees it: why it is not usable now, and why it never will be again. */
+export interface LinkChecks {
+  readonly whyNotReady: HealthCheck;
+  readonly whyDead: HealthCheck;
+}
+
 /** A probe's answer: ok, or the first reason it is not. */
 export type HealthVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: string };
 
@@ -19,6 +25,8 @@ export interface Health {
   require(check: HealthCheck): void;
   /** Adds a liveness check. */
   requireAlive(check: HealthCheck): void;
+  /** Connections (NATS, Redis) the process needs: each must be up to be ready, and not closed for good to be alive. */
+  requireLinks(...links: readonly LinkChecks[]): void;
   /** Start-up is complete (every part added): from now on the checks decide. */
   started(): void;
   /** Shutting down (SIGTERM): not ready from now on, for good. */
@@ -50,6 +58,12 @@ export function createHealth(): Health {
   return {
     require: (check) => void ready.push(check),
     requireAlive: (check) => void alive.push(check),
+    requireLinks: (...links) => {
+      for (const link of links) {
+        ready.push(link.whyNotReady);
+        alive.push(link.whyDead);
+      }
+    },
     started: () => {
       if (phase === "starting") phase = "running";
     },

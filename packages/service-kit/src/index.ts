@@ -2,7 +2,7 @@ export { ENV_VARS, NATS_ACCESS_VARS, TRACING_VARS, tracingConfig, CONNECTION_VAR
 export { createLogger, type Logger } from "./logger.js";
 export { crashHook, CRASH_POINTS, type CrashPoint } from "./crash.js";
 export { runUntilSignalled, describeFailure, type Stoppable } from "./lifecycle.js";
-export { createHealth, type Health, type HealthCheck, type HealthVerdict } from "./health.js";
+export { createHealth, type Health, type HealthCheck, type HealthVerdict, type LinkChecks } from "./health.js";
 export { parseRoleModels, parsePrices } from "./model-config.js";
 export {
   createTracing, TRACING_OFF,

@@ -117,6 +117,22 @@ describe("the probes on the same port (/readyz, /healthz)", () => {
     expect(await probe(s, "/healthz")).toEqual({ status: 200, body: '{"status":"alive"}\n' });
   });
 
+  it("a required link is needed for ready while it reconnects, and for alive once it is closed for good", () => {
+    const health = createHealth();
+    let nats: "up" | "reconnecting" | "closed" = "up";
+    const redisDown = false;
+    health.requireLinks(
+      { whyNotReady: () => (nats === "up" ? null : `nats: ${nats}`), whyDead: () => (nats === "closed" ? "nats: closed" : null) },
+      { whyNotReady: () => (redisDown ? "redis: down" : null), whyDead: () => null },
+    );
+    health.started();
+    expect([health.readiness(), health.liveness()]).toEqual([{ ok: true }, { ok: true }]);
+    nats = "reconnecting";
+    expect([health.readiness(), health.liveness()]).toEqual([{ ok: false, reason: "nats: reconnecting" }, { ok: true }]);
+    nats = "closed";
+    expect([health.readiness(), health.liveness()]).toEqual([{ ok: false, reason: "nats: closed" }, { ok: false, reason: "nats: closed" }]);
+  });
+
   it("/healthz is 200 from the start (even while not ready) and 503 only when a liveness check fails", async () => {
     const health = createHealth();
     let closed = false;

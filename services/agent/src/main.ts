@@ -25,9 +25,7 @@ await runUntilSignalled({
     const roles = await loadRoles(names);
     log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
     const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
-    const link = linkHealth(nc);
-    health.require(link.whyNotReady);
-    health.requireAlive(link.whyDead);
+    health.requireLinks(linkHealth(nc));
     const tracing = await createTracing({ serviceName: service, config: cfg.tracing });
     const running = await startRoles(roles, process.env, { nc, log, cfg, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
     health.require(running.whyNotReady);

@@ -83,10 +83,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
-      for (const link of [linkHealth(nc), redisHealth(redis)]) {
-        health.require(link.whyNotReady);
-        health.requireAlive(link.whyDead);
-      }
+      health.requireLinks(linkHealth(nc), redisHealth(redis));
       const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
       health.require(running.whyNotReady);

@@ -28,10 +28,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true });
       const redis = await connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
-      for (const link of [linkHealth(nc), redisHealth(redis)]) {
-        health.require(link.whyNotReady);
-        health.requireAlive(link.whyDead);
-      }
+      health.requireLinks(linkHealth(nc), redisHealth(redis));
       const naming = makeNaming(cfg.prefix);
       const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
       const limits = createRedisLimits(redis, {

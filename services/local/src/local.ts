@@ -19,10 +19,7 @@ export async function startLocal(env: Record<string, string | undefined>, log: L
   const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
   const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
   if (health) {
-    for (const link of [linkHealth(nc), redisHealth(redis)]) {
-      health.require(link.whyNotReady);
-      health.requireAlive(link.whyDead);
-    }
+    health.requireLinks(linkHealth(nc), redisHealth(redis));
   }
   const served = await startProcessMetrics(ccfg.metrics, log, health);
   const metrics = served ? { metrics: served.metrics } : {};
