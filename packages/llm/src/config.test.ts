@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { ROLES } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelConfig } from "./config.js";
 import { DEFAULT_MAX_HTTP_ATTEMPTS, maxModelRequestsPerCall } from "./openai.js";
 import { startScriptedOpenAIServer, type ScriptedServer } from "./scripted-server.js";
+import { planRequest } from "./test-support.js";
 
 const config: ModelConfig = {
   roles: {},
@@ -10,17 +10,6 @@ const config: ModelConfig = {
   timeoutMs: 5_000,
   maxHttpAttempts: 2,
   prices: { m: { input_per_mtok: 1, output_per_mtok: 1 } },
-};
-const msg = { sender: "orchestrator", receiver: "planner", type: "instruction", content: "Plan", step_id: null } as const;
-const planRequest = {
-  role: "planner",
-  op: "plan",
-  taskId: "t1",
-  system: "s",
-  prompt: "p",
-  input: { message: msg, question: "What is 2 + 2?", feedback: null },
-  schema: ROLES.planner.plan.response,
-  schemaName: "plan",
 };
 
 let server: ScriptedServer | undefined;

@@ -1,18 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ROLES } from "@agentmesh/contracts";
 import { createOfflineModel } from "./offline.js";
+import { planRequest } from "./test-support.js";
 
-const msg = { sender: "orchestrator", receiver: "planner", type: "instruction", content: "Plan", step_id: null } as const;
-const planRequest = {
-  role: "planner",
-  op: "plan",
-  taskId: "t1",
-  system: "s",
-  prompt: "p",
-  input: { message: msg, question: "What is 2 + 2?", feedback: null },
-  schema: ROLES.planner.plan.response,
-  schemaName: "plan",
-};
 const handlers = new Map([["planner.plan", () => ({ research_steps: [], expert_steps: ["Evaluate 2 + 2 exactly"] })]]);
 
 describe("the offline engine's latency knob (tests and benches)", () => {

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test/setup/wait.js";
 import { freePort, startNats } from "../../../test/setup/infra.js";
 import { connectNats } from "./connect.js";
 import { linkHealth } from "./link-health.js";
@@ -15,14 +16,6 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function until(what: string, ok: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe("linkHealth: what the probes read about a NATS connection", () => {
   it("ready while connected, unready (not dead) through an outage, ready again after it, dead once closed", async () => {
     const port = await freePort();
@@ -34,13 +27,13 @@ describe("linkHealth: what the probes read about a NATS connection", () => {
 
     const down = server;
     await new Promise((r) => { down.once("exit", r); down.kill("SIGKILL"); });
-    await until("the disconnect to show", () => link.whyNotReady() !== null);
+    await waitUntil("the disconnect to show", () => link.whyNotReady() !== null);
     expect(link.whyNotReady()).toBe("nats: disconnected, reconnecting");
     // the client keeps reconnecting: a restart would not help, so it is not dead
     expect(link.whyDead()).toBeNull();
 
     server = await startNats(port, dir);
-    await until("the reconnect to show", () => link.whyNotReady() === null);
+    await waitUntil("the reconnect to show", () => link.whyNotReady() === null);
     expect(link.whyDead()).toBeNull();
 
     await nc.close();

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { waitUntil } from "../../../test/setup/wait.js";
 import { freePort, startRedis } from "../../../test/setup/infra.js";
 import { connectRedis, redisHealth } from "./connect.js";
 
@@ -13,14 +14,6 @@ afterAll(() => {
   server?.kill("SIGKILL");
   rmSync(dir, { recursive: true, force: true });
 });
-
-async function until(what: string, ok: () => boolean, ms = 15_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe("redisHealth: what the probes read about a Redis client", () => {
   it("ready while it takes commands, unready (not dead) through an outage, ready again after it, dead once ended", async () => {
@@ -33,15 +26,15 @@ describe("redisHealth: what the probes read about a Redis client", () => {
 
     const down = server;
     await new Promise((r) => { down.once("exit", r); down.kill("SIGKILL"); });
-    await until("the outage to show", () => health.whyNotReady() !== null);
+    await waitUntil("the outage to show", () => health.whyNotReady() !== null);
     expect(health.whyNotReady()).toMatch(/^redis: (connecting|reconnecting|close)$/);
     expect(health.whyDead()).toBeNull();
 
     server = await startRedis(port, dir, []);
-    await until("the reconnect to show", () => health.whyNotReady() === null);
+    await waitUntil("the reconnect to show", () => health.whyNotReady() === null);
 
     await redis.quit();
-    await until("the client to end", () => redis.status === "end");
+    await waitUntil("the client to end", () => redis.status === "end");
     expect(health.whyNotReady()).toBe("redis: end");
     expect(health.whyDead()).toBe("redis: connection ended for good");
   });
