@@ -77,7 +77,10 @@ export async function* followEvents(
       }
       for (const reason of d.value.skipped) opts.log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
       for (const e of d.value.events) {
-        if (e.index <= (seen.get(e.version) ?? -1)) continue;
+        if (e.index <= (seen.get(e.version) ?? -1)) {
+          opts.log?.debug({ subject: m.subject, seq: m.seq, version: e.version, index: e.index }, "skipping an event already delivered");
+          continue;
+        }
         seen.set(e.version, e.index);
         yield e;
       }
