@@ -3,13 +3,11 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream, type Consumer, type Co
 import type { NatsConnection } from "@nats-io/transport-node";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
-import { JS_ACK_TIMEOUT_MS } from "./publisher.js";
 
 /** Looks up a provisioned durable consumer; a missing one is `unavailable` (provisioning may still be under way). */
 export async function getDurable(nc: NatsConnection, stream: string, durable: string): Promise<Consumer> {
   try {
-    // its messages' ackAck() waits as long as a publish does for its ack (JS_ACK_TIMEOUT_MS)
-    return await jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS }).consumers.get(stream, durable);
+    return await jetstream(nc).consumers.get(stream, durable);
   } catch (err) {
     if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound)) {
       throw new AgentmeshError("unavailable", `JetStream consumer ${durable} on stream ${stream} does not exist (yet): streams and consumers are provisioned by the coordinator at start-up`, {
