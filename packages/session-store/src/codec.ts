@@ -1,5 +1,6 @@
 import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
 import type { z } from "zod";
+import type { LoadedSession } from "./types.js";
 
 function parseJson(raw: string, what: string): unknown {
   try {
@@ -105,6 +106,19 @@ export function decodeOutbox(sessionId: string, raw: string | null): Outbox | nu
     throw new Error(`corrupt ${what}: not an outbox`);
   }
   return outbox;
+}
+
+/** The state hash's fields as stored (null where absent). */
+export interface StoredFields {
+  readonly state: string;
+  readonly version: string | null;
+  readonly outbox: string | null;
+  readonly schema: string | null;
+}
+
+/** A loaded session from its state hash's fields: what `load` returns, in every adapter. */
+export function decodeLoaded(sessionId: string, f: StoredFields): LoadedSession {
+  return { state: decodeState(sessionId, f.state, f.version, f.schema), outbox: decodeOutbox(sessionId, f.outbox) };
 }
 
 /** Decodes the transition log, oldest first. */

@@ -1,5 +1,5 @@
 import { LIMITS, STATE_SCHEMA_VERSION, type Thread } from "@agentmesh/contracts";
-import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState, utf8Bytes } from "./codec.js";
+import { decodeLoaded, decodeLog, encodeCommit, encodeState, utf8Bytes } from "./codec.js";
 import { checkCommit, checkSessionId, checkThreadId, resolveOptions, SESSION_KEY_NAMES, threadTtlMs, type SessionKeyName } from "./keys.js";
 import type { SessionStore, SessionStoreOptions, CommitResult } from "./types.js";
 
@@ -94,15 +94,13 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
 
     async load(sessionId) {
       const h = keysOf(sessionId).state?.value;
-      if (!h) return null;
-      return { state: decodeState(sessionId, h.state, h.version, h.schema), outbox: decodeOutbox(sessionId, h.outbox) };
+      return h ? decodeLoaded(sessionId, h) : null;
     },
 
     async loadForInput(sessionId, inputId) {
       const s = keysOf(sessionId);
       const h = s.state?.value;
-      if (!h) return null;
-      return { state: decodeState(sessionId, h.state, h.version, h.schema), outbox: decodeOutbox(sessionId, h.outbox), applied: s.applied?.value.has(inputId) ?? false };
+      return h ? { ...decodeLoaded(sessionId, h), applied: s.applied?.value.has(inputId) ?? false } : null;
     },
 
     async isApplied(sessionId, inputId) {

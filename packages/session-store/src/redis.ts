@@ -1,6 +1,6 @@
 import { LIMITS, STATE_SCHEMA_VERSION, Thread } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
-import { decodeLog, decodeOutbox, decodeState, encodeCommit, encodeState } from "./codec.js";
+import { decodeLoaded, decodeLog, encodeCommit, encodeState } from "./codec.js";
 import { checkCommit, checkSessionId, checkThreadId, keyLayout, resolveOptions, SESSION_KEY_NAMES, threadTtlMs } from "./keys.js";
 import { ATTACH_THREAD_LUA, CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA, LOAD_FOR_INPUT_LUA } from "./scripts.js";
 import type { AttachResult, SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedForInput, LoadedSession } from "./types.js";
@@ -71,19 +71,16 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
     async load(sessionId): Promise<LoadedSession | null> {
       const [version, state, outbox, schema] = await redis.hmget(k(sessionId).state, "version", "state", "outbox", "schema");
       if (state === null || state === undefined) return null;
-      return { state: decodeState(sessionId, state, version ?? null, schema ?? null), outbox: decodeOutbox(sessionId, outbox ?? null) };
+      return decodeLoaded(sessionId, { state, version: version ?? null, outbox: outbox ?? null, schema: schema ?? null });
     },
 
     async loadForInput(sessionId, inputId): Promise<LoadedForInput | null> {
       const s = k(sessionId);
       const r = (await loadForInputScript([s.state, s.applied], [inputId])) as unknown[];
       if (String(r[0]) !== "ok") return null;
+      // the script answers '' for an absent field (Lua nil would cut the reply short)
       const field = (i: number): string | null => (r[i] === "" || r[i] === null || r[i] === undefined ? null : String(r[i]));
-      return {
-        state: decodeState(sessionId, String(r[2]), field(1), field(4)),
-        outbox: decodeOutbox(sessionId, field(3)),
-        applied: Number(r[5]) === 1,
-      };
+      return { ...decodeLoaded(sessionId, { state: String(r[2]), version: field(1), outbox: field(3), schema: field(4) }), applied: Number(r[5]) === 1 };
     },
 
     async isApplied(sessionId, inputId) {
