@@ -262,16 +262,15 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    */
   async function handleInput(input: InboxInput): Promise<"ack" | "retry"> {
     const sid = input.session_id;
-    // Made on first use: most inputs log nothing at info level, and a child logger costs CPU per input.
-    let child: Logger | undefined;
-    const log = { get it(): Logger { return (child ??= deps.log.child({ session_id: sid, input_id: input.input_id })); } };
+    // On each line instead of a child logger per input: most inputs log nothing, and a child costs CPU.
+    const ids = { session_id: sid, input_id: input.input_id };
     for (let attempt = 0; attempt < MAX_CAS_ATTEMPTS; attempt++) {
       // The state, a pending outbox and whether this input was applied, in one read.
       const loaded = await store.loadForInput(sid, input.input_id);
       crash("after-load");
       if (!loaded) {
         stats.dropped++;
-        log.it.warn({ kind: input.kind }, "dropped: unknown session");
+        deps.log.warn({ ...ids, kind: input.kind }, "dropped: unknown session");
         await retireTimer(input, "unknown_session");
         return "ack";
       }
@@ -283,7 +282,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       }
       if (loaded.applied) {
         stats.duplicates++;
-        if (deps.log.isLevelEnabled("debug")) log.it.debug("already applied");
+        deps.log.debug(ids, "already applied");
         return "ack";
       }
       const at = now();
@@ -292,8 +291,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         stats.dropped++;
         if (out.reason === "wrong_sender") {
           stats.forged++;
-          log.it.warn({ reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
-        } else log.it.info({ reason: out.reason, detail: out.detail }, "dropped input");
+          deps.log.warn({ ...ids, reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
+        } else deps.log.info({ ...ids, reason: out.reason, detail: out.detail }, "dropped input");
         await retireTimer(input, out.reason);
         return "ack";
       }
@@ -334,7 +333,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       }
       crash("after-cas");
       stats.applied++;
-      if (deps.log.isLevelEnabled("debug")) log.it.debug({ version, status: out.state.meta.status, commands: out.commands }, "applied");
+      deps.log.debug({ ...ids, version, status: out.state.meta.status, commands: out.commands }, "applied");
       try {
         await flush(sid, outbox, out.state.meta.thread_id);
       } catch (err) {
@@ -346,7 +345,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       if (isTerminal(out.state.meta.status)) spans.ended(out.state);
       return "ack";
     }
-    log.it.warn("gave up after repeated CAS conflicts; will be redelivered");
+    deps.log.warn(ids, "gave up after repeated CAS conflicts; will be redelivered");
     return "retry";
   }
 
