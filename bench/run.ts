@@ -189,7 +189,7 @@ async function main(opts: BenchOptions): Promise<number> {
   const nodeOptions = [opts.cpuProfDir ? `--import=${join(root, "bench/cpu-prof.mjs")}` : null, opts.serviceNodeOptions].filter((x) => x !== null).join(" ");
   if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
-  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv, accessControl: opts.accessControl });
+  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv, accessControl: opts.accessControl, logLevel: extraEnv.LOG_LEVEL });
   // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
   if (infra.source !== "native") {
     cleanups.push({ what: "the run's streams and keys", run: () => purgePrefix(opts.accessControl ? null : { url: infra.natsUrl }, infra.redisUrl, cluster) });

@@ -31,6 +31,7 @@ const cluster = new Cluster({
   natsUrl: infra.natsUrl,
   redisUrl: infra.redisUrl,
   prefix: uniquePrefix("soak"),
+  logLevel: "warn",
   extraEnv: { LOG_LEVEL: "warn", AGENTMESH_TASK_ACK_WAIT_MS: "30000", AGENTMESH_INBOX_ACK_WAIT_MS: "30000", AGENTMESH_AGENT_CONCURRENCY: "16", AGENTMESH_COORDINATOR_CONCURRENCY: "16" },
 });
 let stopping = false;

@@ -74,6 +74,11 @@ export interface ClusterOptions {
   readonly accessControl?: boolean;
   /** How the service processes run (default: `serviceRuntime()`). */
   readonly runtime?: ServiceRuntime;
+  /**
+   * The services' LOG_LEVEL, kept as given (the bench's `warn`). Unset, the secret scan raises the
+   * default `warn` to `info` so that more output is scanned.
+   */
+  readonly logLevel?: string;
 }
 
 /** A set of service processes sharing one prefix, plus clients to watch them. */
@@ -133,7 +138,7 @@ export class Cluster {
     const { command, args } = serviceCommand(name, this.opts.runtime ?? serviceRuntime());
     const child = spawn(command, args, {
       cwd: root,
-      env: this.secrets.plant(name, this.env(extra, name)),
+      env: { ...this.secrets.plant(name, this.env(extra, name)), ...(this.opts.logLevel === undefined ? {} : { LOG_LEVEL: this.opts.logLevel }) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
