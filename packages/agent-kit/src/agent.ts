@@ -3,7 +3,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type RoleName, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
 import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
 import type { ModelPort, ModelReply } from "@agentmesh/llm";
-import { TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
+import { lazyChild, TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
 import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import type { PromptContract } from "./prompts.js";
@@ -154,7 +154,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     if (!parsed.success) {
       return fail(new AgentmeshError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`).toWire(def.role));
     }
-    const log = opts.log.child({ task_id: task.task_id, op: task.op });
+    // made only if the task writes a line at an enabled level
+    const log = lazyChild(opts.log, { task_id: task.task_id, op: task.op });
     const started = performance.now();
     let usage: Usage = ZERO_USAGE;
     let modelName = "none";
@@ -250,7 +251,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
-      log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
+      if (log.isLevelEnabled("info")) log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
       const provenance: Provenance = {
         role: task.role,
         op: task.op,

@@ -35,3 +35,22 @@ describe("question classification", () => {
     expect(classifyQuestion("What is the capital of France?")).toEqual({ kind: "needs_model" });
   });
 });
+
+describe("classifyQuestion remembers recent questions", () => {
+  it("returns the same frozen class for the same question, and classifies another afresh", () => {
+    const a = classifyQuestion("What is 12345 * 7 + 0.1?");
+    expect(classifyQuestion("What is 12345 * 7 + 0.1?")).toBe(a);
+    expect(Object.isFrozen(a)).toBe(true);
+    expect(a.kind === "arithmetic" && Object.isFrozen(a.calc)).toBe(true);
+    expect(classifyQuestion("What is 12346 * 7 + 0.1?")).not.toBe(a);
+    expect(classifyQuestion("What is 12346 * 7 + 0.1?")).toMatchObject({ kind: "arithmetic", source: "12346 * 7 + 0.1" });
+  });
+
+  it("keeps a bounded number of questions: an old one is classified again, to an equal class", () => {
+    const first = classifyQuestion("What is 1 + 99999?");
+    for (let i = 0; i < 300; i++) classifyQuestion(`What is ${i} + 2?`);
+    const again = classifyQuestion("What is 1 + 99999?");
+    expect(again).not.toBe(first);
+    expect(again).toEqual(first);
+  });
+});

@@ -137,8 +137,33 @@ export function isVague(question: string): boolean {
   return content.every((w) => VAGUE_WORDS.has(w));
 }
 
-/** Classifies a question for the offline engine: arithmetic, greeting, vague, or needs a model. */
+/** How many recent questions' classes are kept: one role classifies a session's question at each of its steps. */
+const REMEMBERED = 256;
+const remembered = new Map<string, QuestionKind>();
+
+/**
+ * Classifies a question for the offline engine: arithmetic, greeting, vague, or needs a model.
+ * Pure, so the class of a recent question is remembered (the same frozen object is returned): an
+ * arithmetic question costs an exact evaluation, and every step of a session asks about the same one.
+ */
 export function classifyQuestion(question: string): QuestionKind {
+  const known = remembered.get(question);
+  if (known !== undefined) return known;
+  const kind = deepFreeze(classifyAfresh(question));
+  if (remembered.size >= REMEMBERED) remembered.delete(remembered.keys().next().value as string);
+  remembered.set(question, kind);
+  return kind;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+function classifyAfresh(question: string): QuestionKind {
   const source = findExpression(question);
   if (source !== null) return { kind: "arithmetic", source, calc: evaluateExact(source) };
   if (isGreeting(question)) return { kind: "greeting" };

@@ -24,3 +24,32 @@ export function createLogger(opts: { service: string; level: string; secrets?: r
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }
+
+const LEVELS = new Set(["fatal", "error", "warn", "info", "debug", "trace"]);
+const noop = (): void => undefined;
+
+/**
+ * A child of `parent` with `bindings` that is made only when a line is written at an enabled
+ * level (or anything else of the logger is used). A pino child is costly to make (its bindings
+ * pass the redaction), and most tasks write no line below the process's level.
+ */
+export function lazyChild(parent: Logger, bindings: pino.Bindings): Logger {
+  let child: Logger | undefined;
+  const made = (): Logger => (child ??= parent.child(bindings));
+  return new Proxy({} as Logger, {
+    get(_target, prop) {
+      if (child === undefined && typeof prop === "string") {
+        if (LEVELS.has(prop) && !parent.isLevelEnabled(prop)) return noop;
+        // a child has its parent's level until it is given its own
+        if (prop === "level") return parent.level;
+        if (prop === "isLevelEnabled") return (level: string) => parent.isLevelEnabled(level);
+      }
+      const c = made();
+      const v: unknown = Reflect.get(c, prop, c);
+      return typeof v === "function" ? (v as (...a: unknown[]) => unknown).bind(c) : v;
+    },
+    set(_target, prop, value) {
+      return Reflect.set(made(), prop, value);
+    },
+  });
+}
