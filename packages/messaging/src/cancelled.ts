@@ -1,5 +1,5 @@
 import type { Naming } from "@agentmesh/contracts";
-import { DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 
 /*
@@ -43,5 +43,93 @@ export function cancelledChecker(nc: NatsConnection, naming: Naming): (sessionId
     // a KV delete or purge leaves a marker message, which means "not cancelled"
     const op = m.header?.get("KV-Operation");
     return op !== "DEL" && op !== "PURGE";
+  };
+}
+
+/** A local copy of the cancelled-sessions bucket, kept current by a watch, read without a round trip. */
+export interface CancelledView {
+  /**
+   * True once the watch has applied every mark stored when it began; until then (and after
+   * `stop()`) `has` could miss one, so the caller asks the bucket instead.
+   */
+  readonly ready: boolean;
+  /** True when the session is marked here (and the mark is younger than the bucket's max age). */
+  has(sessionId: string): boolean;
+  /** Marks a session here at once: its cancel broadcast can arrive before the watch delivers its mark. */
+  add(sessionId: string): void;
+  stop(): void;
+}
+
+/** How often expired marks are dropped from a view. */
+const SWEEP_MS = 60_000;
+
+/**
+ * Watches the bucket (an ordered consumer, last value per key) into a `CancelledView`. A failure
+ * to start or a broken watch leaves the view not ready, and `onError` is told; it never throws.
+ */
+export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err: unknown) => void, now: () => number = Date.now): CancelledView {
+  const stream = streamOf(naming);
+  const prefix = `$KV.${naming.kv.cancelled}.`;
+  /** session id → when it was marked (ms) */
+  const marks = new Map<string, number>();
+  let maxAgeMs = 0;
+  let ready = false;
+  let stopped = false;
+  let messages: ConsumerMessages | null = null;
+  const alive = (at: number) => maxAgeMs === 0 || now() - at < maxAgeMs;
+  const sweep = setInterval(() => {
+    for (const [sid, at] of marks) if (!alive(at)) marks.delete(sid);
+  }, SWEEP_MS);
+  sweep.unref();
+
+  void (async () => {
+    const info = await (await jetstreamManager(nc)).streams.info(stream);
+    maxAgeMs = Math.floor(info.config.max_age / 1_000_000);
+    const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: `${prefix}>`, deliver_policy: DeliverPolicy.LastPerSubject });
+    if (stopped) return;
+    messages = await consumer.consume();
+    let applied = 0;
+    // Caught up once nothing stored when the watch began is still to come: an empty bucket at
+    // once, else the message the server says has none pending after it, or (should that one have
+    // expired meanwhile) a consumer with nothing pending and nothing delivered that is not applied.
+    if (info.state.messages === 0) ready = true;
+    else {
+      void consumer.info(false).then(
+        (ci) => {
+          if (ci.num_pending === 0 && ci.delivered.stream_seq <= applied) ready = !stopped;
+        },
+        () => undefined,
+      );
+    }
+    for await (const m of messages) {
+      const sid = m.subject.slice(prefix.length);
+      const op = m.headers?.get("KV-Operation");
+      if (op === "DEL" || op === "PURGE") marks.delete(sid);
+      else marks.set(sid, Number(m.timestampNanos / 1_000_000n));
+      applied = m.seq;
+      if (m.info.pending === 0) ready = !stopped;
+    }
+  })().catch((err: unknown) => {
+    ready = false;
+    if (!stopped) onError(err);
+  });
+
+  return {
+    get ready() {
+      return ready && !stopped;
+    },
+    has(sessionId) {
+      const at = marks.get(sessionId);
+      return at !== undefined && alive(at);
+    },
+    add(sessionId) {
+      marks.set(sessionId, now());
+    },
+    stop() {
+      stopped = true;
+      ready = false;
+      clearInterval(sweep);
+      messages?.stop();
+    },
   };
 }

@@ -3,6 +3,7 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { Match, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { markCancelled } from "./cancelled.js";
 import { listDeadLetters } from "./dead-letters.js";
 import { buildHeaders } from "./trace.js";
 import { createPublisher } from "./publisher.js";
@@ -311,6 +312,20 @@ describe("startWorker", () => {
     for (const i of outcomes) expect(i).toMatchObject({ kind: "result", outcome: { ok: false, error: { code: "cancelled", retryable: false } } });
     expect(w.stats).toMatchObject({ processed: 1, failed: 3, redelivered: 0 });
     expect(await streamMessages(nc, naming.streams.tasks)).toHaveLength(0);
+  });
+
+  it("never starts a task of a session marked while it runs, with no broadcast heard (the watched bucket)", async () => {
+    const { naming, publisher } = await setup();
+    const calls: string[] = [];
+    const { w } = await worker(naming, async (task) => (calls.push(task.task_id), ok()));
+    const sid = sessionId();
+    // marked by another coordinator; this worker hears no broadcast
+    await markCancelled(nc, naming, sid, "budget");
+    await publisher.publishTask(makeTask(sid));
+    await waitFor(() => w.stats.failed === 1, 10_000, "reported cancelled");
+    expect(calls).toEqual([]);
+    const [r] = await results(naming);
+    expect(r!.input).toMatchObject({ session_id: sid, outcome: { ok: false, error: { code: "cancelled" } } });
   });
 
   it("never works a task whose deadline has passed; reports deadline_exceeded", async () => {

@@ -1,6 +1,6 @@
 import { AgentmeshError, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { cancelledChecker } from "./cancelled.js";
+import { cancelledChecker, watchCancelled } from "./cancelled.js";
 import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import { thrownError } from "./errors.js";
@@ -52,8 +52,15 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
   const bySession = new Map<string, Set<AbortController>>();
   const readCancelled = cancelledChecker(nc, naming);
+  // The bucket, watched: a task checks it here without a round trip once the watch has caught up.
+  // A mark the watch has not delivered yet is the same case as a cancel that comes just after the
+  // task started: the broadcast (sent after the mark was stored) aborts the task, or, when it
+  // arrives first, marks the session here before the task starts.
+  const cancelled = watchCancelled(nc, naming, (err) => log.warn({ ...what, err }, "cannot watch the cancelled-sessions bucket; reading it per task"));
   /** A failed lookup works the task (as before the bucket existed); the cancel broadcast still reaches it. */
   async function sessionCancelled(sessionId: string): Promise<boolean> {
+    if (cancelled.has(sessionId)) return true;
+    if (cancelled.ready) return false;
     try {
       return await readCancelled(sessionId);
     } catch (err) {
@@ -66,6 +73,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     callback: (err, msg) => {
       if (err) return;
       const sid = msg.subject.slice(msg.subject.lastIndexOf(".") + 1);
+      cancelled.add(sid);
       const running = bySession.get(sid);
       if (!running) return;
       log.info({ ...what, session_id: sid, tasks: running.size }, "cancel notice: aborting in-flight tasks");
@@ -242,6 +250,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     async stop(graceMs) {
       await loop.stop(graceMs);
       cancelSub.unsubscribe();
+      cancelled.stop();
       log.info({ ...what, ...counts }, "worker stopped");
     },
   };
