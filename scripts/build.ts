@@ -1,20 +1,29 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { dirname, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build as esbuild, type Plugin } from "esbuild";
+import { build as esbuild, type Metafile, type Plugin } from "esbuild";
+import { buildVendor, isVendored, vendorFile } from "./build-vendor.js";
 
-// `pnpm build`: the JavaScript production runs. Every source file is compiled on its own, one
-// .js (and .js.map) per .ts, into its package's `dist/`: `<pkg>/src/a/b.ts` → `<pkg>/dist/a/b.js`,
-// a role folder's `services/<role>/x.ts` → `services/<role>/dist/x.js`. Nothing is bundled, so
-//  - a compiled file sits as deep in its package as its source, and every path a module works
-//    out from `import.meta.url` (role folders beside the agent, the gateway's public/, the tools'
-//    workers, the analyst's describe.py) points where it did;
-//  - npm packages resolve from the same package folder as under tsx (pnpm links each package's
-//    own dependencies into its node_modules; nothing is hoisted to the root);
-//  - each workspace package is loaded once per process, by the agent and the role modules it
-//    imports at run time alike (one zod registry, one `AgentmeshError` class).
-// Imports of `@agentmesh/<name>` (whose exports point at src/*.ts for tsx and vitest) are
-// rewritten to the relative path of that package's compiled front door.
+// `pnpm build`: the JavaScript production runs, in each package's and role folder's `dist/`.
+// Node's ES module loader costs about a millisecond per file, so a process should load few:
+//  - each package is bundled into its front door: `<pkg>/src/index.ts` → `<pkg>/dist/index.js`, a
+//    service's `src/main.ts` → `dist/main.js`, a role folder's `role.ts` → `dist/role.js`. A module
+//    the code imports lazily (`import("./tracing-sdk.js")`) is bundled on its own beside it and
+//    stays lazy. Every entry sits directly in `src/` (or the role folder), so a compiled file lies
+//    in `dist/` as deep as its source in `src/`, and every path worked out from `import.meta.url`
+//    (role folders beside the agent, the gateway's public/ and vega files, the analyst's
+//    describe.py) points where it did;
+//  - `packages/tools` is compiled file by file (`src/a/b.ts` → `dist/a/b.js`), because its modules
+//    find their workers, the exact evaluator, the Python child and Pyodide beside themselves;
+//  - imports of `@agentmesh/<name>` (whose exports point at src/*.ts for tsx and vitest) become the
+//    relative path of that package's compiled front door, so each workspace package is one module,
+//    loaded once per process by the agent and the role modules it imports at run time alike (one
+//    `AgentmeshError` class);
+//  - the npm packages every service loads at start (zod, @nats-io/*, ioredis, pino, …; VENDORED
+//    in build-vendor.ts) are bundled once into `dist/vendor/` at the root, and imports of them
+//    point there (one zod registry per process); any other npm package stays a bare import and
+//    resolves at run time from the package's own node_modules, as under tsx (pnpm links each
+//    package's dependencies into its node_modules; nothing is hoisted to the root).
 //
 //   pnpm build           compiles into the dist/ folders (deleted first)
 
@@ -26,7 +35,12 @@ interface SourceRoot {
   readonly out: string;
   /** Only the folder's own files (a role folder), or its whole tree (a package's src/). */
   readonly recursive: boolean;
+  /** Compiled file by file (`packages/tools`) instead of bundled into its entries. */
+  readonly perFile: boolean;
 }
+
+/** Packages whose modules find files by path beside themselves: compiled file by file. */
+const PER_FILE = new Set(["packages/tools"]);
 
 const isSource = (name: string): boolean => name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.endsWith(".test.ts") && name !== "testing.ts";
 /** Plain JavaScript the compiled code loads by path or import (workers, the exact evaluator, scripts a tool runs). */
@@ -39,8 +53,9 @@ export function sourceRoots(root = ROOT): SourceRoot[] {
   for (const group of ["packages", "services"]) {
     for (const name of readdirSync(join(root, group)).sort()) {
       const dir = join(root, group, name);
-      if (existsSync(join(dir, "src"))) roots.push({ src: join(dir, "src"), out: join(dir, "dist"), recursive: true });
-      else if (existsSync(join(dir, "role.ts"))) roots.push({ src: dir, out: join(dir, "dist"), recursive: false });
+      const perFile = PER_FILE.has(`${group}/${name}`);
+      if (existsSync(join(dir, "src"))) roots.push({ src: join(dir, "src"), out: join(dir, "dist"), recursive: true, perFile });
+      else if (existsSync(join(dir, "role.ts"))) roots.push({ src: dir, out: join(dir, "dist"), recursive: false, perFile });
     }
   }
   return roots;
@@ -79,76 +94,144 @@ function workspaceTargets(roots: readonly SourceRoot[]): Map<string, string> {
 }
 
 /**
- * Leaves every import as it is written (npm packages and sibling modules resolve at run time)
- * except `@agentmesh/*`, which becomes a relative path to the compiled front door.
+ * The entries of a bundled root: the package's exports (its `./testing` twins are not shipped)
+ * and a service's `src/main.ts`, or a role folder's `role.ts`.
  */
-function importsPlugin(targets: ReadonlyMap<string, string>, outFileOf: ReadonlyMap<string, string>): Plugin {
+function bundleEntries(r: SourceRoot): string[] {
+  if (!r.recursive) return [join(r.src, "role.ts")];
+  const pkg = JSON.parse(readFileSync(join(dirname(r.src), "package.json"), "utf8")) as { exports?: Record<string, string> };
+  const files = Object.values(pkg.exports ?? {}).map((f) => resolve(dirname(r.src), f)).filter((f) => isSource(basename(f)));
+  const main = join(r.src, "main.ts");
+  return [...new Set(existsSync(main) ? [...files, main] : files)];
+}
+
+/** Where a source file's compiled module goes: `<src>/a/b.ts` → `<out>/a/b.js`. */
+const outFile = (r: SourceRoot, source: string): string => join(r.out, relative(r.src, source).replace(/\.ts$/, ".js"));
+
+/** A relative import path from the compiled file `from` to the file `to`. */
+function relativeImport(from: string, to: string): string {
+  const rel = relative(dirname(from), to).split(sep).join("/");
+  return rel.startsWith(".") ? rel : `./${rel}`;
+}
+
+/** What the plugin learns while it resolves: the vendored specifiers in use and the lazy modules to bundle on their own. */
+interface Found {
+  /** Vendored specifier → the folder of a module importing it. */
+  readonly vendor: Map<string, string>;
+  /** Source files imported with `import()` from a bundled root, with their root. */
+  readonly lazy: Map<string, SourceRoot>;
+}
+
+/**
+ * Rewrites `@agentmesh/*` to the relative path of the compiled front door and a vendored npm
+ * specifier to its file in `dist/vendor/`; leaves other npm packages and Node's built-ins as they
+ * are written. A per-file root's own imports stay as written too; a bundled root's are bundled,
+ * except `import()` of a sibling, which stays lazy (that module is bundled on its own).
+ */
+function importsPlugin(root: string, roots: readonly SourceRoot[], targets: ReadonlyMap<string, string>, found: Found): Plugin {
+  const rootOf = (file: string): SourceRoot | undefined => roots.find((r) => (r.recursive ? file.startsWith(r.src + sep) : dirname(file) === r.src));
   return {
     name: "agentmesh-imports",
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === "entry-point") return undefined;
-        if (!args.path.startsWith("@agentmesh/")) return { path: args.path, external: true };
-        const target = targets.get(args.path);
-        if (!target) return { errors: [{ text: `${args.path} is not an export of a workspace package` }] };
-        const from = outFileOf.get(args.importer);
-        if (!from) return { errors: [{ text: `${args.importer}: no output file` }] };
-        let rel = relative(dirname(from), target).split(sep).join("/");
-        if (!rel.startsWith(".")) rel = `./${rel}`;
-        return { path: rel, external: true };
+        const r = rootOf(args.importer);
+        if (!r) return { errors: [{ text: `${args.importer}: not in a source root` }] };
+        // the file the import is written in: a bundled root's modules all land in its dist/ top level
+        const from = r.perFile ? outFile(r, args.importer) : join(r.out, "x.js");
+        if (args.path.startsWith(".")) {
+          if (r.perFile) return { path: args.path, external: true };
+          if (args.kind !== "dynamic-import") return undefined;
+          const source = resolve(dirname(args.importer), args.path.replace(/\.js$/, ".ts"));
+          found.lazy.set(source, r);
+          return { path: relativeImport(from, outFile(r, source)), external: true };
+        }
+        if (args.path.startsWith("@agentmesh/")) {
+          const target = targets.get(args.path);
+          if (!target) return { errors: [{ text: `${args.path} is not an export of a workspace package` }] };
+          return { path: relativeImport(from, target), external: true };
+        }
+        if (isVendored(args.path)) {
+          if (!found.vendor.has(args.path)) found.vendor.set(args.path, args.resolveDir);
+          return { path: relativeImport(from, vendorFile(root, args.path)), external: true };
+        }
+        return { path: args.path, external: true };
       });
     },
   };
 }
 
+/**
+ * Fails when a source file went into two compiled files of one root: its module-level state would
+ * exist twice in a process that loads both. A service's `main.js` and `index.js` may share (no
+ * process loads both: the service runs main, `services/local` imports the front doors).
+ */
+function checkDisjoint(meta: Metafile, root: string): void {
+  const owner = new Map<string, string>();
+  for (const [out, o] of Object.entries(meta.outputs)) {
+    if (out.endsWith(".map")) continue;
+    for (const input of Object.keys(o.inputs)) {
+      const prev = owner.get(input);
+      const pair = prev !== undefined && dirname(prev) === dirname(out) && new Set([basename(prev), basename(out)]).size === 2 && [basename(prev), basename(out)].every((n) => n === "main.js" || n === "index.js");
+      if (prev !== undefined && prev !== out && !pair) throw new Error(`build: ${relative(root, resolve(root, input))} is bundled into both ${prev} and ${out}`);
+      owner.set(input, out);
+    }
+  }
+}
+
 export interface BuildResult {
+  /** Compiled files written (bundles and per-file modules, vendor files not counted). */
   readonly files: number;
   readonly assets: number;
+  /** Vendored import specifiers bundled into `dist/vendor/`. */
+  readonly vendored: number;
   readonly ms: number;
 }
 
-/** Compiles every source root into its dist/ (deleting what was there). */
+/** Compiles every source root into its dist/ and the vendored npm packages into dist/vendor/ (deleting what was there). */
 export async function buildAll(root = ROOT): Promise<BuildResult> {
   const t0 = performance.now();
   const roots = sourceRoots(root);
-  const entries: { in: string; out: string }[] = [];
-  const outFileOf = new Map<string, string>();
+  rmSync(join(root, "dist"), { recursive: true, force: true });
+  const entries = new Map<string, string>();
   let assets = 0;
   for (const r of roots) {
     rmSync(r.out, { recursive: true, force: true });
-    for (const rel of filesOf(r, isSource)) {
-      const source = join(r.src, rel);
-      const out = join(r.out, rel.replace(/\.ts$/, ""));
-      entries.push({ in: source, out: relative(root, out) });
-      outFileOf.set(source, `${out}.js`);
-    }
+    const sources = r.perFile ? filesOf(r, isSource).map((rel) => join(r.src, rel)) : bundleEntries(r);
+    for (const source of sources) entries.set(source, outFile(r, source));
     for (const rel of filesOf(r, isAsset)) {
       mkdirSync(dirname(join(r.out, rel)), { recursive: true });
       copyFileSync(join(r.src, rel), join(r.out, rel));
       assets++;
     }
   }
-  const result = await esbuild({
-    absWorkingDir: root,
-    entryPoints: entries,
-    outdir: root,
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    sourcemap: "linked",
-    sourcesContent: false,
-    logLevel: "silent",
-    plugins: [importsPlugin(workspaceTargets(roots), outFileOf)],
-  });
-  if (result.warnings.length) throw new Error(`build: ${result.warnings.map((w) => w.text).join("; ")}`);
-  return { files: entries.length, assets, ms: Math.round(performance.now() - t0) };
+  for (const [source, out] of entries) {
+    const r = roots.find((x) => !x.perFile && out.startsWith(x.out + sep));
+    if (r && dirname(out) !== r.out) throw new Error(`build: ${relative(root, source)} is bundled, so it must sit directly in ${relative(root, r.src)}/`);
+  }
+  const found: Found = { vendor: new Map(), lazy: new Map() };
+  const plugin = importsPlugin(root, roots, workspaceTargets(roots), found);
+  const options = { absWorkingDir: root, outdir: root, bundle: true, platform: "node", format: "esm", target: "node20", sourcemap: "linked", sourcesContent: false, logLevel: "silent", metafile: true, plugins: [plugin] } as const;
+  const inputs: Record<string, Metafile["inputs"][string]> = {};
+  const outputs: Record<string, Metafile["outputs"][string]> = {};
+  // a lazily imported module becomes an entry of its own, found while building the others
+  for (let batch = [...entries]; batch.length > 0; ) {
+    const result = await esbuild({ ...options, entryPoints: batch.map(([source, out]) => ({ in: source, out: relative(root, out).replace(/\.js$/, "") })) });
+    if (result.warnings.length) throw new Error(`build: ${result.warnings.map((w) => w.text).join("; ")}`);
+    Object.assign(inputs, result.metafile.inputs);
+    Object.assign(outputs, result.metafile.outputs);
+    batch = [...found.lazy].filter(([source]) => !entries.has(source)).map(([source, r]) => [source, outFile(r, source)] as [string, string]);
+    for (const [source, out] of batch) entries.set(source, out);
+  }
+  checkDisjoint({ inputs, outputs }, root);
+  const vendored = await buildVendor(root, found.vendor);
+  return { files: entries.size, assets, vendored, ms: Math.round(performance.now() - t0) };
 }
 
 if (resolve(process.argv[1] ?? "") === fileURLToPath(import.meta.url)) {
   try {
     const r = await buildAll();
-    console.log(`built ${r.files} modules and ${r.assets} assets into the dist/ folders in ${r.ms} ms`);
+    console.log(`built ${r.files} files, ${r.assets} assets and ${r.vendored} vendored npm imports into the dist/ folders in ${r.ms} ms`);
   } catch (err) {
     // esbuild's own error lists every failed file with its location
     console.error(err instanceof Error ? err.message : String(err));
