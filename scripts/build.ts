@@ -8,13 +8,13 @@ import { buildVendor, isVendored, vendorFile } from "./build-vendor.js";
 // Node's ES module loader costs about a millisecond per file, so a process should load few:
 //  - each package is bundled into its front door: `<pkg>/src/index.ts` → `<pkg>/dist/index.js`, a
 //    service's `src/main.ts` → `dist/main.js`, a role folder's `role.ts` → `dist/role.js`. A module
-//    the code imports lazily (`import("./tracing-sdk.js")`) is bundled on its own beside it and
-//    stays lazy. Every entry sits directly in `src/` (or the role folder), so a compiled file lies
-//    in `dist/` as deep as its source in `src/`, and every path worked out from `import.meta.url`
-//    (role folders beside the agent, the gateway's public/ and vega files, the analyst's
-//    describe.py) points where it did;
-//  - `packages/tools` is compiled file by file (`src/a/b.ts` → `dist/a/b.js`), because its modules
-//    find their workers, the exact evaluator, the Python child and Pyodide beside themselves;
+//    the code imports lazily (`import("./mcp/sdk.js")`) is bundled on its own, at its path in
+//    `dist/`, and stays lazy. Every front door sits at the top of `src/` (or the role folder), so
+//    bundled code runs with an `import.meta.url` at the top of `dist/`: a path worked out from
+//    there (role folders beside the agent, the gateway's public/, the analyst's describe.py, the
+//    tools' `packageFile()` for their workers and the Python child) points where it does from the
+//    top of `src/` under tsx. A module deeper in `src/` must not find files beside itself. The
+//    plain `.mjs`/`.py` files (workers, scripts) are copied to their own paths in `dist/`;
 //  - imports of `@agentmesh/<name>` (whose exports point at src/*.ts for tsx and vitest) become the
 //    relative path of that package's compiled front door, so each workspace package is one module,
 //    loaded once per process by the agent and the role modules it imports at run time alike (one
@@ -35,12 +35,7 @@ interface SourceRoot {
   readonly out: string;
   /** Only the folder's own files (a role folder), or its whole tree (a package's src/). */
   readonly recursive: boolean;
-  /** Compiled file by file (`packages/tools`) instead of bundled into its entries. */
-  readonly perFile: boolean;
 }
-
-/** Packages whose modules find files by path beside themselves: compiled file by file. */
-const PER_FILE = new Set(["packages/tools"]);
 
 const isSource = (name: string): boolean => name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.endsWith(".test.ts") && name !== "testing.ts";
 /** Plain JavaScript the compiled code loads by path or import (workers, the exact evaluator, scripts a tool runs). */
@@ -53,9 +48,8 @@ export function sourceRoots(root = ROOT): SourceRoot[] {
   for (const group of ["packages", "services"]) {
     for (const name of readdirSync(join(root, group)).sort()) {
       const dir = join(root, group, name);
-      const perFile = PER_FILE.has(`${group}/${name}`);
-      if (existsSync(join(dir, "src"))) roots.push({ src: join(dir, "src"), out: join(dir, "dist"), recursive: true, perFile });
-      else if (existsSync(join(dir, "role.ts"))) roots.push({ src: dir, out: join(dir, "dist"), recursive: false, perFile });
+      if (existsSync(join(dir, "src"))) roots.push({ src: join(dir, "src"), out: join(dir, "dist"), recursive: true });
+      else if (existsSync(join(dir, "role.ts"))) roots.push({ src: dir, out: join(dir, "dist"), recursive: false });
     }
   }
   return roots;
@@ -94,7 +88,7 @@ function workspaceTargets(roots: readonly SourceRoot[]): Map<string, string> {
 }
 
 /**
- * The entries of a bundled root: the package's exports (its `./testing` twins are not shipped)
+ * The entries of a root: the package's exports (its `./testing` twins are not shipped)
  * and a service's `src/main.ts`, or a role folder's `role.ts`.
  */
 function bundleEntries(r: SourceRoot): string[] {
@@ -123,12 +117,12 @@ interface Found {
 }
 
 /**
- * Rewrites `@agentmesh/*` to the relative path of the compiled front door and a vendored npm
- * specifier to its file in `dist/vendor/`; leaves other npm packages and Node's built-ins as they
- * are written. A per-file root's own imports stay as written too; a bundled root's are bundled,
- * except `import()` of a sibling, which stays lazy (that module is bundled on its own).
+ * Bundles a root's own modules, except `import()` of one, which stays lazy (that module is
+ * bundled on its own). Rewrites `@agentmesh/*` to the relative path of the compiled front door and
+ * a vendored npm specifier to its file in `dist/vendor/`; leaves other npm packages and Node's
+ * built-ins as they are written. `outOf(root)` is the compiled file the imports are written in.
  */
-function importsPlugin(root: string, roots: readonly SourceRoot[], targets: ReadonlyMap<string, string>, found: Found): Plugin {
+function importsPlugin(root: string, roots: readonly SourceRoot[], targets: ReadonlyMap<string, string>, found: Found, outOf: (r: SourceRoot) => string): Plugin {
   const rootOf = (file: string): SourceRoot | undefined => roots.find((r) => (r.recursive ? file.startsWith(r.src + sep) : dirname(file) === r.src));
   return {
     name: "agentmesh-imports",
@@ -137,10 +131,8 @@ function importsPlugin(root: string, roots: readonly SourceRoot[], targets: Read
         if (args.kind === "entry-point") return undefined;
         const r = rootOf(args.importer);
         if (!r) return { errors: [{ text: `${args.importer}: not in a source root` }] };
-        // the file the import is written in: a bundled root's modules all land in its dist/ top level
-        const from = r.perFile ? outFile(r, args.importer) : join(r.out, "x.js");
+        const from = outOf(r);
         if (args.path.startsWith(".")) {
-          if (r.perFile) return { path: args.path, external: true };
           if (args.kind !== "dynamic-import") return undefined;
           const source = resolve(dirname(args.importer), args.path.replace(/\.js$/, ".ts"));
           found.lazy.set(source, r);
@@ -180,7 +172,7 @@ function checkDisjoint(meta: Metafile, root: string): void {
 }
 
 export interface BuildResult {
-  /** Compiled files written (bundles and per-file modules, vendor files not counted). */
+  /** Compiled files written (front doors, mains, role modules, lazy modules; not the vendor files). */
   readonly files: number;
   readonly assets: number;
   /** Vendored import specifiers bundled into `dist/vendor/`. */
@@ -197,31 +189,48 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   let assets = 0;
   for (const r of roots) {
     rmSync(r.out, { recursive: true, force: true });
-    const sources = r.perFile ? filesOf(r, isSource).map((rel) => join(r.src, rel)) : bundleEntries(r);
-    for (const source of sources) entries.set(source, outFile(r, source));
+    for (const source of bundleEntries(r)) {
+      if (dirname(source) !== r.src) throw new Error(`build: ${relative(root, source)} is an entry, so it must sit at the top of ${relative(root, r.src)}/`);
+      entries.set(source, outFile(r, source));
+    }
     for (const rel of filesOf(r, isAsset)) {
       mkdirSync(dirname(join(r.out, rel)), { recursive: true });
       copyFileSync(join(r.src, rel), join(r.out, rel));
       assets++;
     }
   }
-  for (const [source, out] of entries) {
-    const r = roots.find((x) => !x.perFile && out.startsWith(x.out + sep));
-    if (r && dirname(out) !== r.out) throw new Error(`build: ${relative(root, source)} is bundled, so it must sit directly in ${relative(root, r.src)}/`);
-  }
   const found: Found = { vendor: new Map(), lazy: new Map() };
-  const plugin = importsPlugin(root, roots, workspaceTargets(roots), found);
-  const options = { absWorkingDir: root, outdir: root, bundle: true, platform: "node", format: "esm", target: "node20", sourcemap: "linked", sourcesContent: false, logLevel: "silent", metafile: true, plugins: [plugin] } as const;
-  const inputs: Record<string, Metafile["inputs"][string]> = {};
-  const outputs: Record<string, Metafile["outputs"][string]> = {};
-  // a lazily imported module becomes an entry of its own, found while building the others
-  for (let batch = [...entries]; batch.length > 0; ) {
-    const result = await esbuild({ ...options, entryPoints: batch.map(([source, out]) => ({ in: source, out: relative(root, out).replace(/\.js$/, "") })) });
+  const targets = workspaceTargets(roots);
+  const inputs: Metafile["inputs"] = {};
+  const outputs: Metafile["outputs"] = {};
+  const run = async (batch: readonly (readonly [string, string])[], outOf: (r: SourceRoot) => string): Promise<void> => {
+    const result = await esbuild({
+      absWorkingDir: root,
+      entryPoints: batch.map(([source, out]) => ({ in: source, out: relative(root, out).replace(/\.js$/, "") })),
+      outdir: root,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      sourcemap: "linked",
+      sourcesContent: false,
+      logLevel: "silent",
+      metafile: true,
+      plugins: [importsPlugin(root, roots, targets, found, outOf)],
+    });
     if (result.warnings.length) throw new Error(`build: ${result.warnings.map((w) => w.text).join("; ")}`);
     Object.assign(inputs, result.metafile.inputs);
     Object.assign(outputs, result.metafile.outputs);
-    batch = [...found.lazy].filter(([source]) => !entries.has(source)).map(([source, r]) => [source, outFile(r, source)] as [string, string]);
-    for (const [source, out] of batch) entries.set(source, out);
+  };
+  // every entry at the top of its dist/
+  await run([...entries], (r) => join(r.out, "index.js"));
+  // then each lazily imported module, found while building the others, at its own path
+  for (let lazy = [...found.lazy].filter(([s]) => !entries.has(s)); lazy.length > 0; lazy = [...found.lazy].filter(([s]) => !entries.has(s))) {
+    for (const [source, r] of lazy) {
+      const out = outFile(r, source);
+      entries.set(source, out);
+      await run([[source, out]], () => out);
+    }
   }
   checkDisjoint({ inputs, outputs }, root);
   const vendored = await buildVendor(root, found.vendor);
