@@ -51,6 +51,12 @@ async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec): Promise<voi
 }
 
 /** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
+/** Waits for every one of them (none is left running behind a failure), then throws the first failure. */
+async function settleAll(work: readonly Promise<void>[]): Promise<void> {
+  const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+}
+
 async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
   try {
     await jsm.consumers.add(stream, cfg);
@@ -102,27 +108,30 @@ export async function provision(nc: NatsConnection, o: ProvisionOptions): Promis
   ];
   try {
     const jsm = await jetstreamManager(nc);
-    for (const s of streams) await ensureStream(jsm, s);
-    await ensureStream(jsm, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas));
+    // the streams are independent of each other, and so are the consumers once their streams
+    // exist: each group goes out at once instead of ~30 API round trips one after another
+    await settleAll([...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)));
     const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All };
-    await ensureConsumer(jsm, n.streams.inbox, {
-      ...pull,
-      durable_name: n.consumers.coordinator,
-      filter_subject: n.inboxAll,
-      ack_wait: nanos(o.inboxAckWaitMs),
-      max_deliver: o.inboxMaxDeliver,
-      max_ack_pending: o.inboxMaxAckPending ?? 1000,
-    });
-    for (const role of o.roles) {
-      await ensureConsumer(jsm, n.streams.tasks, {
+    await settleAll([
+      ensureConsumer(jsm, n.streams.inbox, {
         ...pull,
-        durable_name: n.consumers.role(role),
-        filter_subject: n.taskFilter(role),
-        ack_wait: nanos(o.taskAckWaitMs),
-        max_deliver: o.taskMaxDeliver,
-        max_ack_pending: o.maxAckPendingPerRole,
-      });
-    }
+        durable_name: n.consumers.coordinator,
+        filter_subject: n.inboxAll,
+        ack_wait: nanos(o.inboxAckWaitMs),
+        max_deliver: o.inboxMaxDeliver,
+        max_ack_pending: o.inboxMaxAckPending ?? 1000,
+      }),
+      ...o.roles.map((role) =>
+        ensureConsumer(jsm, n.streams.tasks, {
+          ...pull,
+          durable_name: n.consumers.role(role),
+          filter_subject: n.taskFilter(role),
+          ack_wait: nanos(o.taskAckWaitMs),
+          max_deliver: o.taskMaxDeliver,
+          max_ack_pending: o.maxAckPendingPerRole,
+        }),
+      ),
+    ]);
   } catch (err) {
     throw natsFailure(err, `provisioning JetStream for prefix ${n.prefix} failed`);
   }
