@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import { AgentmeshError } from "@agentmesh/contracts";
 import {
   AckPolicy,
@@ -20,6 +21,7 @@ import type { ProvisionOptions } from "./types.js";
 const API = {
   streamNotFound: 10059,
   streamNameInUse: 10058,
+  consumerNotFound: 10014,
   /** 2.10+ answers a create for an existing consumer with a different config with this. */
   consumerAlreadyExists: 10148,
 } as const;
@@ -33,9 +35,18 @@ function apiCode(err: unknown): number | null {
 type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[] };
 
 /** Creates the stream, or brings an existing one to `cfg` (safe when another process races us). */
+/**
+ * Whether every field we set already has that value on the server (which adds defaults of its
+ * own): then a restart leaves the stream or consumer as it is instead of writing it again.
+ */
+function holds(have: object, want: object): boolean {
+  return Object.entries(want).every(([k, v]) => isDeepStrictEqual((have as Record<string, unknown>)[k], v));
+}
+
 async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec): Promise<void> {
   try {
-    await jsm.streams.info(cfg.name);
+    const info = await jsm.streams.info(cfg.name);
+    if (holds(info.config, cfg)) return;
   } catch (err) {
     if (apiCode(err) !== API.streamNotFound) throw err;
     try {
@@ -58,6 +69,12 @@ async function settleAll(work: readonly Promise<void>[]): Promise<void> {
 }
 
 async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+  // an info is a lookup; an add of an existing consumer makes the server check and store it again
+  try {
+    if (holds((await jsm.consumers.info(stream, cfg.durable_name)).config, cfg)) return;
+  } catch (err) {
+    if (apiCode(err) !== API.consumerNotFound) throw err;
+  }
   try {
     await jsm.consumers.add(stream, cfg);
   } catch (err) {
