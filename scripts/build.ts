@@ -108,10 +108,13 @@ function relativeImport(from: string, to: string): string {
   return rel.startsWith(".") ? rel : `./${rel}`;
 }
 
+/** Marks the plugin's own look-ups (esbuild's resolution, not the plugin's rewrite). */
+const RESOLVING = Symbol("resolving");
+
 /** What the plugin learns while it resolves: the vendored specifiers in use and the lazy modules to bundle on their own. */
 interface Found {
-  /** Vendored specifier → the folder of a module importing it. */
-  readonly vendor: Map<string, string>;
+  /** Vendored specifier → the folder of a module importing it, and the file it resolves to. */
+  readonly vendor: Map<string, { readonly dir: string; readonly file: string }>;
   /** Source files imported with `import()` from a bundled root, with their root. */
   readonly lazy: Map<string, SourceRoot>;
 }
@@ -127,8 +130,8 @@ function importsPlugin(root: string, roots: readonly SourceRoot[], targets: Read
   return {
     name: "agentmesh-imports",
     setup(b) {
-      b.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind === "entry-point") return undefined;
+      b.onResolve({ filter: /.*/ }, async (args) => {
+        if (args.kind === "entry-point" || args.pluginData === RESOLVING) return undefined;
         const r = rootOf(args.importer);
         if (!r) return { errors: [{ text: `${args.importer}: not in a source root` }] };
         const from = outOf(r);
@@ -144,7 +147,12 @@ function importsPlugin(root: string, roots: readonly SourceRoot[], targets: Read
           return { path: relativeImport(from, target), external: true };
         }
         if (isVendored(args.path)) {
-          if (!found.vendor.has(args.path)) found.vendor.set(args.path, args.resolveDir);
+          // one bundle stands for every importer's copy: they must all be the same file (one version)
+          const file = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, pluginData: RESOLVING });
+          if (file.errors.length) return { errors: file.errors };
+          const seen = found.vendor.get(args.path);
+          if (seen && seen.file !== file.path) return { errors: [{ text: `${args.path} resolves to ${file.path} here and to ${seen.file} from ${seen.dir}: a vendored package must be one version in the workspace` }] };
+          if (!seen) found.vendor.set(args.path, { dir: args.resolveDir, file: file.path });
           return { path: relativeImport(from, vendorFile(root, args.path)), external: true };
         }
         return { path: args.path, external: true };
@@ -233,7 +241,7 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
     }
   }
   checkDisjoint({ inputs, outputs }, root);
-  const vendored = await buildVendor(root, found.vendor);
+  const vendored = await buildVendor(root, new Map([...found.vendor].map(([spec, v]) => [spec, v.dir])));
   return { files: entries.size, assets, vendored, ms: Math.round(performance.now() - t0) };
 }
 
