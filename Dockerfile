@@ -1,8 +1,9 @@
 # One image for every agentmesh service (coordinator, gateway, the agents, the CLI, local).
 # The service is chosen at run time:  SERVICE=<name>  or  `docker run agentmesh <name> [args]`.
 # Two stages: `build` installs every dependency and compiles the services (`pnpm build`, into each
-# package's and role folder's dist/); the image then keeps the production dependencies and the
-# compiled JavaScript, with no TypeScript sources, tsx, tests or dev tools.
+# package's and role folder's dist/, and the npm packages loaded at start into /app/dist/vendor/);
+# the image then keeps the production dependencies and the compiled JavaScript, with no TypeScript
+# sources, tsx, tests or dev tools.
 FROM node:20-bookworm-slim AS base
 
 # tini runs as PID 1: it forwards SIGTERM to node (the entrypoint `exec`s into node) and reaps

@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-import { AuthorizationError, connect, nkeyAuthenticator, type NatsConnection } from "@nats-io/transport-node";
+import { AuthorizationError, connect, type Authenticator, type NatsConnection } from "@nats-io/transport-node";
 import { AgentmeshError, redactUrls } from "@agentmesh/contracts";
 import type { Log } from "./log.js";
-import { publicKeyOfSeed } from "./nats-config.js";
+import { userKeyOfSeed } from "./nats-config.js";
 import { replyPrefix } from "./permissions.js";
 
 /** How to reach NATS. */
@@ -27,16 +27,22 @@ export interface ConnectNatsOptions {
   readonly tls?: { readonly caFile?: string; readonly certFile?: string; readonly keyFile?: string };
 }
 
-/** Reads an NKey seed file: its authenticator and the reply prefix its user may read. */
-function nkeyAuth(file: string): { authenticator: ReturnType<typeof nkeyAuthenticator>; inboxPrefix: string } {
+/**
+ * Reads an NKey seed file: its authenticator and the reply prefix its user may read. The
+ * authenticator signs the server's nonce with node:crypto (the client's `nkeyAuthenticator`
+ * derives the key with the pure-JS tweetnacl on every connect: ≈ 40 ms of a start-up's CPU).
+ */
+function nkeyAuth(file: string): { authenticator: Authenticator; inboxPrefix: string } {
   let seed: string;
   try {
     seed = readFileSync(file, "utf8").trim();
   } catch (err) {
     throw new AgentmeshError("invalid_config", `cannot read the NATS NKey seed file ${file} (${err instanceof Error ? err.message : String(err)})`, { component: "nats" });
   }
-  const publicKey = publicKeyOfSeed(seed);
-  return { authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)), inboxPrefix: replyPrefix(publicKey) };
+  const key = userKeyOfSeed(seed);
+  const encoder = new TextEncoder();
+  const authenticator: Authenticator = (nonce) => ({ nkey: key.publicKey, sig: nonce ? Buffer.from(key.sign(encoder.encode(nonce))).toString("base64") : "" });
+  return { authenticator, inboxPrefix: replyPrefix(key.publicKey) };
 }
 
 /** Server addresses and credentials parsed out of a NATS URL (the v3 client ignores URL credentials). */

@@ -1,5 +1,6 @@
 import { AgentmeshError, type Naming } from "@agentmesh/contracts";
 import { nkeys } from "@nats-io/transport-node";
+import { userNKey, type UserNKey } from "./nkey.js";
 import { natsPermissions, replyPrefix, SERVICE_USERS, type ServiceUser } from "./permissions.js";
 
 /** A new NATS user NKey: the seed (a secret: mount it, never commit it) and its public key. */
@@ -10,11 +11,13 @@ export function newUserKey(): { readonly seed: string; readonly publicKey: strin
 
 /** The public key of a user seed; a typed error when it is not one. */
 export function publicKeyOfSeed(seed: string): string {
+  return userKeyOfSeed(seed).publicKey;
+}
+
+/** A user seed's key (public key and signer); a typed error when it is not one. */
+export function userKeyOfSeed(seed: string): UserNKey {
   try {
-    const kp = nkeys.fromSeed(new TextEncoder().encode(seed.trim()));
-    const pub = kp.getPublicKey();
-    if (!pub.startsWith("U")) throw new Error("not a user seed");
-    return pub;
+    return userNKey(seed);
   } catch (err) {
     throw new AgentmeshError("invalid_config", `the NATS NKey seed is not a user seed (${err instanceof Error ? err.message : String(err)})`, { component: "nats" });
   }

@@ -81,8 +81,11 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       log = createLogger({ service: "coordinator", level: cfg.logLevel, secrets });
       const ops = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true });
-      const redis = await connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+      // both at once (each waits on its server): a failure of either ends the start, and the process
+      const [nc, redis] = await Promise.all([
+        connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true }),
+        connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),
+      ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));
       const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
       const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing, ...(ops ? { metrics: ops.metrics } : {}) });

@@ -26,8 +26,11 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       // The process's own metrics (CPU, memory, event-loop lag) and probes on a port apart from the API.
       const metrics = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true });
-      const redis = await connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+      // both at once (each waits on its server): a failure of either ends the start, and the process
+      const [nc, redis] = await Promise.all([
+        connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true }),
+        connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),
+      ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));
       const naming = makeNaming(cfg.prefix);
       const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { createComputePool, type ComputePool } from "../compute-pool.js";
 import { defineTool, type ToolDefinition } from "../registry.js";
 import type { RoleName } from "@agentmesh/contracts";
+import { packageFile } from "../files.js";
 
 /** Options of the `calculator` tool. */
 export interface CalculatorOptions {
@@ -19,7 +20,7 @@ const Output = z.object({ result: z.string(), type: z.string().max(40), truncate
 /** The calculator tool and the pool to close when the process stops. */
 export function createCalculatorTool(opts: CalculatorOptions): { tool: ToolDefinition<typeof Input, typeof Output>; pool: ComputePool } {
   const pool = createComputePool({
-    url: new URL("./calculator.worker.mjs", import.meta.url),
+    url: packageFile("./builtins/calculator.worker.mjs"),
     size: opts.workers ?? 1,
     warm: true,
     resourceLimits: { maxOldGenerationSizeMb: opts.maxHeapMb ?? 128, maxYoungGenerationSizeMb: 16, stackSizeMb: 4 },

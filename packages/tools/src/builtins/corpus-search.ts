@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { z } from "zod";
 import { createComputePool, type ComputePool } from "../compute-pool.js";
 import { defineTool, type ToolDefinition } from "../registry.js";
+import { packageFile } from "../files.js";
 
 /** Options of the `corpus_search` tool. */
 export interface CorpusSearchOptions {
@@ -36,7 +37,7 @@ export function createCorpusSearchTool(opts: CorpusSearchOptions): { tool: ToolD
     passageChars: opts.passageChars ?? 800,
   };
   const pool = createComputePool({
-    url: new URL("./corpus.worker.mjs", import.meta.url),
+    url: packageFile("./builtins/corpus.worker.mjs"),
     size: 1,
     resourceLimits: { maxOldGenerationSizeMb: opts.maxHeapMb ?? 512, maxYoungGenerationSizeMb: 32 },
   });

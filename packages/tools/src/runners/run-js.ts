@@ -4,6 +4,7 @@ import { AgentmeshError } from "@agentmesh/contracts";
 import { createWarmPool } from "../warm-pool.js";
 import { createSlots, type Slot } from "./slots.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
+import { packageFile } from "../files.js";
 
 /** Limits of the JavaScript runner. */
 export interface JsRunnerOptions {
@@ -39,7 +40,7 @@ interface WorkerReply {
   readonly durationMs: number;
 }
 
-const WORKER_URL = new URL("./quickjs.worker.mjs", import.meta.url);
+const WORKER_URL = packageFile("./runners/quickjs.worker.mjs");
 
 function startWorker(): Promise<Worker> {
   return new Promise((resolve, reject) => {

@@ -13,6 +13,7 @@ import { deniedSyscallCount, seccompArch } from "./seccomp.js";
 import { findBinary, killSandbox, SANDBOX_NPROC, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
 import { createSlots, defaultSandboxSlots, type Slot } from "./slots.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
+import { packageFile } from "../files.js";
 
 /** Limits and locations of the Python runner. */
 export interface PythonRunnerOptions {
@@ -106,7 +107,7 @@ function readAnswer(line: string, key: Buffer, maxOutputBytes: number): ChildRes
   return r;
 }
 
-const CHILD_SCRIPT = fileURLToPath(new URL("./python-child.mjs", import.meta.url));
+const CHILD_SCRIPT = fileURLToPath(packageFile("./runners/python-child.mjs"));
 
 function defaultPyodideDir(): string {
   return dirname(createRequire(import.meta.url).resolve("pyodide/package.json"));
