@@ -13,6 +13,7 @@ import { naming, ROLE_NAMES } from "@agentmesh/contracts";
 import { natsAccountName } from "@agentmesh/messaging";
 import { checkDeploy, COMPOSE_FILE, DeployConfig, K8S_OUTPUT, PREFIX, renderDeploy, SEED_FILE, SEED_SECRET } from "../../scripts/render-deploy.js";
 import { passwordVar, renderCompose } from "../../scripts/redis-acl.js";
+import { NATS_SERVER_ENV } from "../setup/infra.js";
 import {
   argv, at, hasPair, isMap, isSeedMount, kustomizeObjects, list, map, nameOf, NATS_USERS, ofKind, parseYaml, parseYamlDocuments, read, ROOT, seedMounts, type Yaml, type YamlMap,
 } from "./test-support.js";
@@ -38,6 +39,11 @@ describe("docker-compose.yml", () => {
     expect(hasPair(args, "-m", "8222")).toBe(true);
     expect(list(nats.ports, "nats ports").map(String)).toContain("127.0.0.1:8222:8222");
     expect(list(nats.volumes, "nats volumes").length).toBeGreaterThan(0);
+  });
+
+  it("runs nats-server with the environment the tests and the bench start it with", () => {
+    const env = map(map(services.nats, "nats").environment, "nats environment");
+    for (const [k, v] of Object.entries(NATS_SERVER_ENV)) expect(env[k], k).toBe(v);
   });
 
   it("runs NATS with the config `pnpm nats:keys` generates, mounted read-only, JetStream on the volume", () => {
@@ -314,6 +320,11 @@ describe("deploy/ (kustomize + KEDA)", () => {
     const k = map(parseYaml(read("deploy/base/kustomization.yaml")), "deploy/base/kustomization.yaml");
     const config = list(k.configMapGenerator, "configMapGenerator").find((g) => at(g, "name") === "agentmesh-config");
     expect(list(at(config, "literals"), "agentmesh-config literals")).toContain(`AGENTMESH_PREFIX=${PREFIX}`);
+  });
+
+  it("NATS chart values run nats-server with the environment the tests and the bench start it with", () => {
+    const values = parseYaml(read("deploy/infra/nats-values.yaml"));
+    for (const [k, v] of Object.entries(NATS_SERVER_ENV)) expect(at(values, "container", "env", k), k).toBe(v);
   });
 
   it("NATS chart values turn on JetStream with a file store and the monitoring port", () => {
