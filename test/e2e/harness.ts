@@ -18,7 +18,7 @@ const root = join(import.meta.dirname, "../..");
  */
 export const SERVICE_NODE_OPTIONS = readFileSync(join(root, "deploy/node-options"), "utf8")
   .split("\n")
-  .filter((line) => !line.startsWith("#"))
+  .filter((line) => line.trim() !== "" && !line.startsWith("#"))
   .join(" ")
   .trim();
 
