@@ -53,7 +53,7 @@ export interface BenchOptions {
   readonly submitWindow: number;
   /** --concurrent: the Σ VmHWM budget of services and servers, MiB. */
   readonly rssBudgetMiB: number;
-  /** NODE_OPTIONS of every service process (e.g. V8 heap flags), or null. */
+  /** NODE_OPTIONS added after deploy/node-options for every service process (e.g. V8 heap flags), or null. */
   readonly serviceNodeOptions: string | null;
 }
 
@@ -101,7 +101,7 @@ const HELP = `usage: pnpm bench [options]
                           --warmup 4 (see bench/README.md, "Many concurrent sessions")
   --submit-window N       --concurrent: submit requests in flight at most (default 64)
   --rss-budget-mib N      --concurrent: Σ peak RSS of services and servers must stay below (default 1024)
-  --service-node-options S  NODE_OPTIONS of every service process (e.g. --max-semi-space-size=2)
+  --service-node-options S  NODE_OPTIONS added after deploy/node-options's (e.g. --max-semi-space-size=2)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR

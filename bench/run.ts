@@ -11,7 +11,7 @@ import { redactUrls } from "@agentmesh/contracts";
 import { buildAll } from "../scripts/build.js";
 import { resolveInfra, type Infra } from "../test/setup/infra.js";
 import { uniquePrefix } from "../test/setup/prefix.js";
-import { Cluster, type ServiceName } from "../test/e2e/harness.js";
+import { Cluster, SERVICE_NODE_OPTIONS, type ServiceName } from "../test/e2e/harness.js";
 import { startOtlpReceiver, type OtlpReceiver } from "../test/e2e/otlp-receiver.js";
 import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
@@ -248,7 +248,7 @@ async function main(opts: BenchOptions): Promise<number> {
     log("");
     log(`agentmesh bench --concurrent — ${workload.workflow} (${workload.path}), offline engine with ${opts.modelLatencyMs} ms per model answer, every service its own OS process`);
     log(`  access    NATS access control ${opts.accessControl ? "ON" : "OFF (--open)"}; tracing ${otlp ? "on" : "off"}; nats-server ${natsVersion}; ${redisDesc}`);
-    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow}${opts.serviceNodeOptions ? ` NODE_OPTIONS="${opts.serviceNodeOptions}"` : ""} warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
+    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow} NODE_OPTIONS="${[SERVICE_NODE_OPTIONS, opts.serviceNodeOptions].filter((x) => x).join(" ")}" warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
     log(`  host      ${cpus().length} CPUs, load avg ${loadavgStart} at start (shared machine); git ${gitRevision()}`);
     for (const line of renderConcurrent(r, cpus().length)) log(line);
     if (l.problems.length || dead.length) {
@@ -263,7 +263,7 @@ async function main(opts: BenchOptions): Promise<number> {
     const json = `${JSON.stringify({
       mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
       host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions },
+      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions, default_node_options: SERVICE_NODE_OPTIONS },
       warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
       ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
     }, null, 2)}\n`;

@@ -7,7 +7,7 @@ import { loadavg } from "node:os";
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import type { RoleName } from "@agentmesh/contracts";
 import { freePort } from "../test/setup/infra.js";
-import { serviceCommand, serviceRuntime, type Cluster, type ServiceName, type ServiceRuntime } from "../test/e2e/harness.js";
+import { SERVICE_NODE_OPTIONS, serviceCommand, serviceRuntime, type Cluster, type ServiceName, type ServiceRuntime } from "../test/e2e/harness.js";
 import { median } from "./stats.js";
 import { cpuMs, rssKiB } from "./sysinfo.js";
 
@@ -128,8 +128,9 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   const { command, args } = serviceCommand(name);
   const t0 = performance.now();
   const env = cluster.env(envFor(name, opsPort), name);
-  // a start is timed as deployed: without the CPU profiler `--cpu-prof` preloads into the run's services
-  delete env.NODE_OPTIONS;
+  // a start is timed as deployed: the services' NODE_OPTIONS (deploy/node-options) without the CPU
+  // profiler `--cpu-prof` preloads into the run's services
+  env.NODE_OPTIONS = SERVICE_NODE_OPTIONS;
   delete env.BENCH_CPU_PROF_DIR;
   const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";

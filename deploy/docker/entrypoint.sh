@@ -30,6 +30,11 @@ if ! known "$service"; then
   exit 64
 fi
 
+# The V8 heap settings every service runs with (deploy/node-options), before the environment's own
+# NODE_OPTIONS so that a deployment's value for the same flag wins.
+defaults=$(grep -v '^#' deploy/node-options | tr '\n' ' ')
+export NODE_OPTIONS="${defaults% }${NODE_OPTIONS:+ $NODE_OPTIONS}"
+
 if [ -f "services/$service/dist/role.js" ]; then
   exec node services/agent/dist/main.js "$service" "$@"
 fi

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -9,6 +10,17 @@ import { SecretScan } from "./secret-scan.js";
 import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
 
 const root = join(import.meta.dirname, "../..");
+
+/**
+ * The NODE_OPTIONS every service process starts with (V8 heap settings): deploy/node-options, the
+ * file the image's entrypoint reads, without its comment lines. `Cluster.env` puts them before
+ * any NODE_OPTIONS of its own, which therefore win for the same flag (as a deployment's do).
+ */
+export const SERVICE_NODE_OPTIONS = readFileSync(join(root, "deploy/node-options"), "utf8")
+  .split("\n")
+  .filter((line) => line.trim() !== "" && !line.startsWith("#"))
+  .join(" ")
+  .trim();
 
 /**
  * How a service process runs: `tsx` (its TypeScript source through tsx's loader) or `compiled`
@@ -116,6 +128,7 @@ export class Cluster {
 
   /** A process environment as NATS user `user` (a role, `coordinator`, `client` for the CLI, `inspect`). */
   env(extra: Record<string, string> = {}, user = "client"): NodeJS.ProcessEnv {
+    const own = extra.NODE_OPTIONS ?? this.opts.extraEnv?.NODE_OPTIONS;
     return {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
@@ -130,6 +143,7 @@ export class Cluster {
       ...(this.opts.llmBaseUrl ? { AGENTMESH_LLM_BASE_URL: this.opts.llmBaseUrl, AGENTMESH_LLM_MODEL: "scripted", AGENTMESH_LLM_MAX_ATTEMPTS: "2" } : {}),
       ...this.opts.extraEnv,
       ...extra,
+      NODE_OPTIONS: own ? `${SERVICE_NODE_OPTIONS} ${own}` : SERVICE_NODE_OPTIONS,
     };
   }
 

@@ -65,9 +65,17 @@ export function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<v
   });
 }
 
+/**
+ * The environment nats-server runs with wherever we start it (compose and the NATS chart values
+ * set the same; test/unit/deploy.test.ts checks): Go's garbage collector at GOGC=50, so the heap
+ * grows to 1.5 × its live part between collections instead of 2 × (10,000 concurrent sessions:
+ * bench/README.md).
+ */
+export const NATS_SERVER_ENV = { GOGC: "50" } as const;
+
 /** Starts nats-server (JetStream, file store) on a given port and dir; resolves when ready. */
 export async function startNats(port: number, dir: string): Promise<ChildProcess> {
-  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { env: { ...process.env, ...NATS_SERVER_ENV }, stdio: ["ignore", "pipe", "pipe"] });
   await waitForLine(p, /Server is ready/);
   return p;
 }

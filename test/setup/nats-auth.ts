@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROLE_NAMES, naming } from "@agentmesh/contracts";
 import { natsServerConfig, newUserKey, SERVICE_USERS } from "@agentmesh/messaging";
-import { freePort, waitForLine } from "./infra.js";
+import { freePort, NATS_SERVER_ENV, waitForLine } from "./infra.js";
 
 /** A nats-server of our own, started with the generated access-control config for one prefix. */
 export interface AuthNats {
@@ -56,7 +56,7 @@ export async function startAuthNats(prefix: string, roles: readonly string[] = R
     listen: `127.0.0.1:${port}`,
     storeDir: join(dir, "js"),
   }));
-  const proc: ChildProcess = spawn(bin, ["-c", conf], { stdio: ["ignore", "pipe", "pipe"] });
+  const proc: ChildProcess = spawn(bin, ["-c", conf], { env: { ...process.env, ...NATS_SERVER_ENV }, stdio: ["ignore", "pipe", "pipe"] });
   try {
     await waitForLine(proc, /Server is ready/);
   } catch (err) {
