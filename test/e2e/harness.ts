@@ -152,7 +152,8 @@ export class Cluster {
     const { command, args } = serviceCommand(name, this.opts.runtime ?? serviceRuntime());
     const child = spawn(command, args, {
       cwd: root,
-      env: { ...this.secrets.plant(name, this.env(extra, name)), ...(this.opts.logLevel === undefined ? {} : { LOG_LEVEL: this.opts.logLevel }) },
+      // a level the caller gives this process (the gateway's info, for its "listening" line) wins over the cluster's
+      env: { ...this.secrets.plant(name, this.env(extra, name)), ...(this.opts.logLevel === undefined || extra.LOG_LEVEL !== undefined ? {} : { LOG_LEVEL: this.opts.logLevel }) },
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
