@@ -1,8 +1,10 @@
 import type { Naming } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { cancelledChecker, markCancelled, watchCancelled, type CancelledView } from "./cancelled.js";
+import { connect as tcpConnect, createServer, type Socket } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { cancelledChecker, markCancelled, sharedCancelledView, watchCancelled, type CancelledView } from "./cancelled.js";
+import { connectNats } from "./connect.js";
 import { connectTest, dropStreams, freshNaming, sessionId, waitFor } from "./test-support.js";
 
 let nc: NatsConnection;
@@ -29,6 +31,43 @@ function watch(naming: Naming, now?: () => number): { view: CancelledView; error
   const view = watchCancelled(nc, naming, (err) => errors.push(err), now);
   cleanups.push(() => view.stop());
   return { view, errors };
+}
+
+/** A loopback TCP relay to the NATS server that a test can cut (every connection dropped, new ones refused) and resume. */
+async function tcpProxy(target: URL): Promise<{ url: string; cut(): void; resume(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let open = true;
+  const server = createServer((client) => {
+    if (!open) return void client.destroy();
+    const upstream = tcpConnect(Number(target.port), target.hostname);
+    const end = () => {
+      client.destroy();
+      upstream.destroy();
+      sockets.delete(client);
+      sockets.delete(upstream);
+    };
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", end).on("close", end);
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const port = (server.address() as { port: number }).port;
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    cut() {
+      open = false;
+      for (const s of sockets) s.destroy();
+    },
+    resume() {
+      open = true;
+    },
+    close: () => new Promise<void>((r) => {
+      for (const s of sockets) s.destroy();
+      server.close(() => r());
+    }),
+  };
 }
 
 /** A KV delete of the session's mark, as `nats kv del` writes it. */
@@ -81,6 +120,37 @@ describe("watchCancelled", () => {
     expect(view.has(sid)).toBe(false);
   });
 
+  it("after a disconnect, is not ready until it has the marks stored while it was away", { timeout: 60_000 }, async () => {
+    const naming = await setup();
+    const link = await tcpProxy(new URL(inject("natsUrl")));
+    cleanups.push(() => link.close());
+    const own = await connectNats({ url: link.url, name: "messaging-cancelled-away" });
+    cleanups.push(() => own.close());
+    const errors: unknown[] = [];
+    const view = watchCancelled(own, naming, (err) => errors.push(err));
+    cleanups.push(() => view.stop());
+    await waitFor(() => view.ready, 5000, "ready");
+    // the link goes down; marks are stored (their broadcasts would be lost) while it is away
+    link.cut();
+    await waitFor(() => !view.ready, 5000, "not ready once the link is down");
+    const away = Array.from({ length: 50 }, () => sessionId());
+    await Promise.all(away.map((sid) => markCancelled(nc, naming, sid, "while away")));
+    let readyWithout = 0;
+    let sampling = true;
+    // looked at on every turn of the event loop: never ready without every mark stored while away
+    const sample = (): void => {
+      if (view.ready && away.some((sid) => !view.has(sid))) readyWithout++;
+      if (sampling) setImmediate(sample);
+    };
+    sample();
+    link.resume();
+    await waitFor(() => view.ready, 30_000, "ready again after the reconnect");
+    sampling = false;
+    expect(readyWithout).toBe(0);
+    expect(away.filter((sid) => !view.has(sid))).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   it("takes a mark from add() before the watch delivers it, and is not ready after stop()", async () => {
     const naming = await setup();
     const { view } = watch(naming);
@@ -97,5 +167,24 @@ describe("watchCancelled", () => {
     const { view, errors } = watch({ ...naming, kv: { ...naming.kv, cancelled: `${naming.kv.cancelled}_missing` } });
     await waitFor(() => errors.length > 0, 5000, "the error");
     expect(view.ready).toBe(false);
+  });
+});
+
+describe("sharedCancelledView", () => {
+  it("gives every worker of a connection one watch, stopped when the last one lets go", async () => {
+    const naming = await setup();
+    const a = sharedCancelledView(nc, naming, () => undefined);
+    const b = sharedCancelledView(nc, naming, () => undefined);
+    expect(b.view).toBe(a.view);
+    await waitFor(() => a.view.ready, 5000, "ready");
+    a.release();
+    a.release(); // twice is once
+    expect(b.view.ready).toBe(true);
+    b.release();
+    expect(b.view.ready).toBe(false);
+    const c = sharedCancelledView(nc, naming, () => undefined);
+    cleanups.push(() => c.release());
+    expect(c.view).not.toBe(a.view);
+    await waitFor(() => c.view.ready, 5000, "a new watch ready");
   });
 });

@@ -66,6 +66,8 @@ const SWEEP_MS = 60_000;
 /**
  * Watches the bucket (an ordered consumer, last value per key) into a `CancelledView`. A failure
  * to start or a broken watch leaves the view not ready, and `onError` is told; it never throws.
+ * After a reconnect the watch starts over (marks stored meanwhile, whose broadcasts this process
+ * may have missed, are read again) and is not ready until it has caught up.
  */
 export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err: unknown) => void, now: () => number = Date.now): CancelledView {
   const stream = streamOf(naming);
@@ -75,6 +77,8 @@ export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err
   let maxAgeMs = 0;
   let ready = false;
   let stopped = false;
+  /** The current watch: a reconnect ends it and starts the next one. */
+  let generation = 0;
   let messages: ConsumerMessages | null = null;
   const alive = (at: number) => maxAgeMs === 0 || now() - at < maxAgeMs;
   const sweep = setInterval(() => {
@@ -82,37 +86,65 @@ export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err
   }, SWEEP_MS);
   sweep.unref();
 
-  void (async () => {
+  /** One watch from the bucket's current marks on; ready once nothing stored before it began is still to come. */
+  async function watch(gen: number): Promise<void> {
+    const current = () => gen === generation && !stopped;
     const info = await (await jetstreamManager(nc)).streams.info(stream);
     maxAgeMs = Math.floor(info.config.max_age / 1_000_000);
     const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: `${prefix}>`, deliver_policy: DeliverPolicy.LastPerSubject });
-    if (stopped) return;
-    messages = await consumer.consume();
+    if (!current()) return;
+    const msgs = await consumer.consume();
+    if (!current()) {
+      msgs.stop();
+      return;
+    }
+    messages = msgs;
     let applied = 0;
-    // Caught up once nothing stored when the watch began is still to come: an empty bucket at
-    // once, else the message the server says has none pending after it, or (should that one have
-    // expired meanwhile) a consumer with nothing pending and nothing delivered that is not applied.
+    // Caught up: an empty bucket at once; else the message the server says has none pending
+    // after it, or (should that one have expired meanwhile) a consumer with nothing pending and
+    // nothing delivered that is not applied.
     if (info.state.messages === 0) ready = true;
     else {
-      void consumer.info(false).then(
+      consumer.info(false).then(
         (ci) => {
-          if (ci.num_pending === 0 && ci.delivered.stream_seq <= applied) ready = !stopped;
+          if (current() && ci.num_pending === 0 && ci.delivered.stream_seq <= applied) ready = true;
         },
         () => undefined,
       );
     }
-    for await (const m of messages) {
+    for await (const m of msgs) {
+      if (!current()) break;
       const sid = m.subject.slice(prefix.length);
       const op = m.headers?.get("KV-Operation");
       if (op === "DEL" || op === "PURGE") marks.delete(sid);
       else marks.set(sid, Number(m.timestampNanos / 1_000_000n));
       applied = m.seq;
-      if (m.info.pending === 0) ready = !stopped;
+      if (m.info.pending === 0) ready = true;
     }
-  })().catch((err: unknown) => {
+    // ended without an error: stopped, replaced after a reconnect, or the connection closed
+    if (gen === generation) ready = false;
+  }
+
+  const start = (): void => {
+    const gen = ++generation;
     ready = false;
-    if (!stopped) onError(err);
-  });
+    messages?.stop();
+    messages = null;
+    watch(gen).catch((err: unknown) => {
+      if (gen !== generation) return;
+      ready = false;
+      if (!stopped) onError(err);
+    });
+  };
+  start();
+  void (async () => {
+    // Marks may be stored, and their broadcasts lost, while this process is away.
+    for await (const st of nc.status()) {
+      if (stopped) return;
+      if (st.type === "disconnect") ready = false;
+      else if (st.type === "reconnect") start();
+    }
+  })().catch(() => undefined);
 
   return {
     get ready() {
@@ -128,8 +160,38 @@ export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err
     stop() {
       stopped = true;
       ready = false;
+      generation++;
       clearInterval(sweep);
       messages?.stop();
+    },
+  };
+}
+
+/** The watches of a process, one per connection and bucket. */
+const watches = new WeakMap<NatsConnection, Map<string, { view: CancelledView; users: number }>>();
+
+/**
+ * The connection's one watch of the bucket, shared by every worker on it (an agent process that
+ * runs several roles, `services/local`); `release()` stops it when its last user is done.
+ * `onError` is the first user's.
+ */
+export function sharedCancelledView(nc: NatsConnection, naming: Naming, onError: (err: unknown) => void): { view: CancelledView; release(): void } {
+  let byBucket = watches.get(nc);
+  if (!byBucket) watches.set(nc, (byBucket = new Map()));
+  const bucket = naming.kv.cancelled;
+  let entry = byBucket.get(bucket);
+  if (!entry) byBucket.set(bucket, (entry = { view: watchCancelled(nc, naming, onError), users: 0 }));
+  entry.users++;
+  const held = entry;
+  let released = false;
+  return {
+    view: held.view,
+    release() {
+      if (released) return;
+      released = true;
+      if (--held.users > 0) return;
+      held.view.stop();
+      if (byBucket.get(bucket) === held) byBucket.delete(bucket);
     },
   };
 }

@@ -4,7 +4,7 @@ import { PermissionViolationError, type NatsConnection } from "@nats-io/transpor
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startAuthNats, type AuthNats } from "../../../test/setup/nats-auth.js";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { watchCancelled } from "./cancelled.js";
+import { markCancelled, watchCancelled } from "./cancelled.js";
 import { connectNats } from "./connect.js";
 import { followEvents } from "./events.js";
 import { startInboxConsumer } from "./inbox-consumer.js";
@@ -181,12 +181,14 @@ describe("the allowed paths work under the generated config", () => {
       await waitFor(() => got.some((i) => i.kind === "result"), 10_000, "the planner's result reaches the coordinator");
       expect(got.find((i) => i.kind === "result")).toMatchObject({ role: "planner", session_id: sid });
       expect(inboxConsumer.stats.forged).toBe(0);
-      // an agent watches the cancelled-sessions bucket (an ordered consumer on its stream)
+      // an agent watches the cancelled-sessions bucket (an ordered consumer on its stream) and
+      // receives a mark the coordinator stores
+      await markCancelled(coord.nc, n, sid, "probe");
       const watchErrors: unknown[] = [];
       const view = watchCancelled(planner.nc, n, (e) => watchErrors.push(e));
-      await waitFor(() => view.ready || watchErrors.length > 0, 10_000, "the planner's watch of the cancelled bucket");
-      view.stop();
+      await waitFor(() => (view.ready && view.has(sid)) || watchErrors.length > 0, 10_000, "the planner's watch of the cancelled bucket");
       expect(watchErrors).toEqual([]);
+      view.stop();
 
       await createPublisher(client.nc, n, recordingLog(), { client: true }).publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-probe`), reason: "probe" });
       await waitFor(() => got.some((i) => i.kind === "cancel"), 10_000, "the client's cancel reaches the coordinator");

@@ -1,6 +1,6 @@
 import { AgentmeshError, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
-import { cancelledChecker, watchCancelled } from "./cancelled.js";
+import { cancelledChecker, sharedCancelledView } from "./cancelled.js";
 import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
 import { decodeMessage, retryDelayMs } from "./decode.js";
 import { thrownError } from "./errors.js";
@@ -56,7 +56,8 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   // A mark the watch has not delivered yet is the same case as a cancel that comes just after the
   // task started: the broadcast (sent after the mark was stored) aborts the task, or, when it
   // arrives first, marks the session here before the task starts.
-  const cancelled = watchCancelled(nc, naming, (err) => log.warn({ ...what, err }, "cannot watch the cancelled-sessions bucket; reading it per task"));
+  const watch = sharedCancelledView(nc, naming, (err) => log.warn({ ...what, err }, "cannot watch the cancelled-sessions bucket; reading it per task"));
+  const cancelled = watch.view;
   /** A failed lookup works the task (as before the bucket existed); the cancel broadcast still reaches it. */
   async function sessionCancelled(sessionId: string): Promise<boolean> {
     if (cancelled.has(sessionId)) return true;
@@ -250,7 +251,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     async stop(graceMs) {
       await loop.stop(graceMs);
       cancelSub.unsubscribe();
-      cancelled.stop();
+      watch.release();
       log.info({ ...what, ...counts }, "worker stopped");
     },
   };
