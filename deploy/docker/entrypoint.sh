@@ -33,6 +33,21 @@ fi
 # The V8 heap settings every service runs with (deploy/node-options), before the environment's own
 # NODE_OPTIONS so that a deployment's value for the same flag wins.
 defaults=$(grep -v '^#' deploy/node-options | tr '\n' ' ')
+# A container given more memory than the manifests' 512 MiB gets an old-space ceiling of half its
+# limit (cgroup v2 memory.max, else v1), never less than the file's: a raised limit alone is enough.
+cgroup=${AGENTMESH_CGROUP_DIR:-/sys/fs/cgroup}
+limit=$(cat "$cgroup/memory.max" 2>/dev/null || cat "$cgroup/memory/memory.limit_in_bytes" 2>/dev/null || echo max)
+case "$limit" in
+  '' | *[!0-9]*) ;;
+  *)
+    half=$((limit / 2097152))
+    floor=$(printf '%s\n' "$defaults" | sed -n 's/.*--max-old-space-size=\([0-9]*\).*/\1/p')
+    # no limit reads as a huge number under cgroup v1: 1 TiB and more is no limit
+    if [ -n "$floor" ] && [ "$half" -gt "$floor" ] && [ "$limit" -lt 1099511627776 ]; then
+      defaults="$defaults --max-old-space-size=$half"
+    fi
+    ;;
+esac
 export NODE_OPTIONS="${defaults% }${NODE_OPTIONS:+ $NODE_OPTIONS}"
 
 if [ -f "services/$service/dist/role.js" ]; then
