@@ -67,7 +67,7 @@ export function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<v
 
 /**
  * The environment nats-server runs with wherever we start it (compose and the NATS chart values
- * set the same; test/unit/deploy.test.ts checks): Go's garbage collector at GOGC=50, so the heap
+ * set the same; test/unit/memory-defaults.test.ts checks): Go's garbage collector at GOGC=50, so the heap
  * grows to 1.5 × its live part between collections instead of 2 × (10,000 concurrent sessions:
  * bench/README.md).
  */

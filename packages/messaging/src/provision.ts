@@ -34,7 +34,6 @@ function apiCode(err: unknown): number | null {
 
 type StreamSpec = Partial<StreamConfig> & { name: string; subjects: string[] };
 
-/** Creates the stream, or brings an existing one to `cfg` (safe when another process races us). */
 /**
  * Whether every field we set already has that value on the server (which adds defaults of its
  * own): then a restart leaves the stream or consumer as it is instead of writing it again.
@@ -43,6 +42,7 @@ function holds(have: object, want: object): boolean {
   return Object.entries(want).every(([k, v]) => isDeepStrictEqual((have as Record<string, unknown>)[k], v));
 }
 
+/** Creates the stream, or brings an existing one to `cfg` (safe when another process races us). */
 async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec): Promise<void> {
   try {
     const info = await jsm.streams.info(cfg.name);
@@ -61,13 +61,13 @@ async function ensureStream(jsm: JetStreamManager, cfg: StreamSpec): Promise<voi
   await jsm.streams.update(name, mutable);
 }
 
-/** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
 /** Waits for every one of them (none is left running behind a failure), then throws the first failure. */
 async function settleAll(work: readonly Promise<void>[]): Promise<void> {
   const failed = (await Promise.allSettled(work)).find((r): r is PromiseRejectedResult => r.status === "rejected");
   if (failed) throw failed.reason;
 }
 
+/** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
 async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
   // an info is a lookup; an add of an existing consumer makes the server check and store it again
   try {

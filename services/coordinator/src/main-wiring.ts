@@ -82,6 +82,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       const ops = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       // both at once (each waits on its server): a failure of either ends the start, and the process
+      // exits with it (runUntilSignalled), which drops the other connection too
       const [nc, redis] = await Promise.all([
         connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true }),
         connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),

@@ -27,6 +27,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       const metrics = await startProcessMetrics(cfg.metrics, log, health);
       log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
       // both at once (each waits on its server): a failure of either ends the start, and the process
+      // exits with it (runUntilSignalled), which drops the other connection too
       const [nc, redis] = await Promise.all([
         connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true }),
         connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),
