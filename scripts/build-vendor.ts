@@ -24,6 +24,9 @@ export const vendorFile = (root: string, spec: string): string => join(root, "di
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
+/** What every bundle of the build is: ES modules for Node 20, linked source maps without the sources. */
+export const NODE_BUNDLE = { bundle: true, platform: "node", format: "esm", target: "node20", sourcemap: "linked", sourcesContent: false, logLevel: "silent" } as const;
+
 /**
  * Bundles the vendored specifiers our compiled modules import (each with the folder of a module
  * that imports it, where it resolves as it would at run time) into `dist/vendor/`, ES modules
@@ -55,14 +58,8 @@ export async function buildVendor(root: string, used: ReadonlyMap<string, string
     entryPoints: [...used.keys()].sort().map((spec) => ({ in: `vendor:${spec}`, out: vendorFile(root, spec).replace(/\.js$/, "") })),
     outdir: join(root, "dist", "vendor"),
     chunkNames: "chunk-[hash]",
-    bundle: true,
+    ...NODE_BUNDLE,
     splitting: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    sourcemap: "linked",
-    sourcesContent: false,
-    logLevel: "silent",
     // CommonJS bundled into an ES module calls require() for Node's built-ins
     banner: { js: 'import { createRequire as __agentmeshRequire } from "node:module";\nconst require = __agentmeshRequire(import.meta.url);' },
     plugins: [stubPlugin],

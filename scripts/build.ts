@@ -2,7 +2,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync 
 import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build as esbuild, type Metafile, type Plugin } from "esbuild";
-import { buildVendor, isVendored, vendorFile } from "./build-vendor.js";
+import { buildVendor, isVendored, NODE_BUNDLE, vendorFile } from "./build-vendor.js";
 
 // `pnpm build`: the JavaScript production runs, in each package's and role folder's `dist/`.
 // Node's ES module loader costs about a millisecond per file, so a process should load few:
@@ -216,13 +216,7 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
       absWorkingDir: root,
       entryPoints: batch.map(([source, out]) => ({ in: source, out: relative(root, out).replace(/\.js$/, "") })),
       outdir: root,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      sourcemap: "linked",
-      sourcesContent: false,
-      logLevel: "silent",
+      ...NODE_BUNDLE,
       metafile: true,
       plugins: [importsPlugin(root, roots, targets, found, outOf)],
     });
