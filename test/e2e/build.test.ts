@@ -61,6 +61,8 @@ describe("pnpm build", () => {
       const t = await import(${JSON.stringify(join(root, "packages/tools/dist/index.js"))});
       const { tool, pool } = t.createCalculatorTool({});
       const calc = await tool.execute({ expression: "2^70" }, { signal: AbortSignal.timeout(60000) });
+      // beyond plain arithmetic: the worker loads mathjs, a bare import resolved from dist/
+      const units = await tool.execute({ expression: "5 cm to inch" }, { signal: AbortSignal.timeout(60000) });
       await pool.close();
       const js = t.createJsRunner();
       const ran = await js.run("1 + 41");
@@ -69,12 +71,13 @@ describe("pnpm build", () => {
       const status = await py.status();
       const printed = status.available ? (await py.run("print(6 * 7)")).stdout : null;
       await py.close();
-      console.log(JSON.stringify({ calc: calc.result, js: ran.result, python: status.detail, printed }));
+      console.log(JSON.stringify({ calc: calc.result, units: units.result, js: ran.result, python: status.detail, printed }));
       process.exit(0);`;
     const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: root, encoding: "utf8", timeout: 110_000 });
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { calc: string; js: string; python: string; printed: string | null };
+    const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { calc: string; units: string; js: string; python: string; printed: string | null };
     expect(out.calc).toBe("1180591620717411303424");
+    expect(out.units).toMatch(/^1\.9685\d* inch$/);
     expect(out.js).toBe("42");
     // without bubblewrap the runner says so; a Pyodide or child script not found would say that
     expect(out.python).not.toMatch(/no Pyodide|python-child|ENOENT/);
