@@ -136,7 +136,7 @@ export class Cluster {
       ...(this.authNats ? { NATS_NKEY_SEED_FILE: this.authNats.seedFile(user) } : {}),
       REDIS_URL: this.opts.redisUrl,
       AGENTMESH_PREFIX: this.opts.prefix,
-      LOG_LEVEL: process.env.E2E_LOG_LEVEL ?? "warn",
+      LOG_LEVEL: this.opts.logLevel ?? process.env.E2E_LOG_LEVEL ?? "warn",
       AGENTMESH_TASK_ACK_WAIT_MS: "2000",
       AGENTMESH_INBOX_ACK_WAIT_MS: "2000",
       AGENTMESH_AGENT_CONCURRENCY: "4",
@@ -152,8 +152,7 @@ export class Cluster {
     const { command, args } = serviceCommand(name, this.opts.runtime ?? serviceRuntime());
     const child = spawn(command, args, {
       cwd: root,
-      // a level the caller gives this process (the gateway's info, for its "listening" line) wins over the cluster's
-      env: { ...this.secrets.plant(name, this.env(extra, name)), ...(this.opts.logLevel === undefined || extra.LOG_LEVEL !== undefined ? {} : { LOG_LEVEL: this.opts.logLevel }) },
+      env: this.secrets.plant(name, this.env(extra, name), { raiseLogLevel: this.opts.logLevel === undefined }),
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";

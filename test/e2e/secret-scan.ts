@@ -62,9 +62,13 @@ export class SecretScan {
     return [...this.#secrets];
   }
 
-  /** `env` for the service `name` with secrets planted (and the log level raised so more is scanned). */
-  plant(name: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-    const out: NodeJS.ProcessEnv = { ...env, LOG_LEVEL: env.LOG_LEVEL === "warn" ? "info" : env.LOG_LEVEL };
+  /**
+   * `env` for the service `name` with secrets planted, and a `warn` log level raised to `info` so
+   * more is scanned, unless `raiseLogLevel` is false (a run that measures at its own level).
+   */
+  plant(name: string, env: NodeJS.ProcessEnv, opts: { raiseLogLevel?: boolean } = {}): NodeJS.ProcessEnv {
+    const raise = (opts.raiseLogLevel ?? true) && env.LOG_LEVEL === "warn";
+    const out: NodeJS.ProcessEnv = { ...env, LOG_LEVEL: raise ? "info" : env.LOG_LEVEL };
     for (const v of ["NATS_URL", "REDIS_URL"] as const) {
       const url = env[v];
       if (!url) continue;
