@@ -172,7 +172,7 @@ function checkDisjoint(meta: Metafile, root: string): void {
     if (out.endsWith(".map")) continue;
     for (const input of Object.keys(o.inputs)) {
       const prev = owner.get(input);
-      const pair = prev !== undefined && dirname(prev) === dirname(out) && new Set([basename(prev), basename(out)]).size === 2 && [basename(prev), basename(out)].every((n) => n === "main.js" || n === "index.js");
+      const pair = prev !== undefined && dirname(prev) === dirname(out) && [basename(prev), basename(out)].sort().join() === "index.js,main.js";
       if (prev !== undefined && prev !== out && !pair) throw new Error(`build: ${relative(root, resolve(root, input))} is bundled into both ${prev} and ${out}`);
       owner.set(input, out);
     }
@@ -227,7 +227,8 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   // every entry at the top of its dist/
   await run([...entries], (r) => join(r.out, "index.js"));
   // then each lazily imported module, found while building the others, at its own path
-  for (let lazy = [...found.lazy].filter(([s]) => !entries.has(s)); lazy.length > 0; lazy = [...found.lazy].filter(([s]) => !entries.has(s))) {
+  const unbuilt = () => [...found.lazy].filter(([s]) => !entries.has(s));
+  for (let lazy = unbuilt(); lazy.length > 0; lazy = unbuilt()) {
     for (const [source, r] of lazy) {
       const out = outFile(r, source);
       entries.set(source, out);
