@@ -20,9 +20,10 @@ const ROLE_MODULE = import.meta.url.endsWith(".ts") ? "role.ts" : "dist/role.js"
 /**
  * Loads the role folders of the named roles (every role in the registry when `names` is empty).
  * A name outside the registry, a missing folder or a `role.ts` whose default export serves
- * another role is an error naming the role.
+ * another role is an error naming the role. A role in `bundled` (a process bundle built with its
+ * role module, scripts/build-process.ts) is taken from there instead of imported from its folder.
  */
-export async function loadRoles(names: readonly string[]): Promise<LoadedRole[]> {
+export async function loadRoles(names: readonly string[], bundled: Readonly<Partial<Record<RoleName, RoleModule>>> = {}): Promise<LoadedRole[]> {
   const unknown = names.filter((n) => !RoleName.safeParse(n).success);
   if (unknown.length) throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
   const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
@@ -31,6 +32,12 @@ export async function loadRoles(names: readonly string[]): Promise<LoadedRole[]>
     // `services/<role>/`, beside this package
     const folder = new URL(`../../${role}/`, import.meta.url);
     const dir = fileURLToPath(folder);
+    const preloaded = bundled[role];
+    if (preloaded) {
+      if (preloaded.role !== role) throw new Error(`role ${role}: the bundled role module serves ${preloaded.role}`);
+      loaded.push({ role, dir, module: preloaded });
+      continue;
+    }
     const file = new URL(ROLE_MODULE, folder);
     if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts${ROLE_MODULE === "role.ts" ? "" : ", compiled by pnpm build"})`);
     const imported = (await import(file.href)) as { default?: RoleModule };
