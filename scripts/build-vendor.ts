@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build as esbuild, type Plugin } from "esbuild";
 
@@ -23,6 +23,27 @@ export const isVendored = (spec: string): boolean => VENDORED.some((p) => spec =
 export const vendorFile = (root: string, spec: string): string => join(root, "dist", "vendor", `${spec.replace(/^@/, "").replace(/\//g, "__")}.js`);
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
+
+/**
+ * zod's messages in English only. Its `locales` namespace re-exports every translation (about 360 KB
+ * of the 760 KB zod bundles into), which every process would read, compile and evaluate at start;
+ * our messages are English (formatZodError) and nothing selects another locale, so `z.locales`
+ * keeps `en`, the one zod registers by default.
+ */
+export const zodEnglishOnly: Plugin = {
+  name: "agentmesh-zod-english",
+  setup(b) {
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => {
+      if (!/[\\/]zod[\\/]v4[\\/]/.test(args.importer)) return undefined;
+      return { path: join(args.resolveDir, args.path), namespace: "zod-english" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "zod-english" }, (args) => ({
+      contents: 'export { default as en } from "./en.js";\n',
+      resolveDir: dirname(args.path),
+      loader: "js",
+    }));
+  },
+};
 
 /** What every bundle of the build is: ES modules for Node 20, linked source maps without the sources. */
 export const NODE_BUNDLE = { bundle: true, platform: "node", format: "esm", target: "node20", sourcemap: "linked", sourcesContent: false, logLevel: "silent" } as const;
@@ -62,7 +83,7 @@ export async function buildVendor(root: string, used: ReadonlyMap<string, string
     splitting: true,
     // CommonJS bundled into an ES module calls require() for Node's built-ins
     banner: { js: 'import { createRequire as __agentmeshRequire } from "node:module";\nconst require = __agentmeshRequire(import.meta.url);' },
-    plugins: [stubPlugin],
+    plugins: [stubPlugin, zodEnglishOnly],
   });
   if (result.warnings.length) throw new Error(`build (vendor): ${result.warnings.map((w) => w.text).join("; ")}`);
   return used.size;
