@@ -3,6 +3,8 @@ import { basename, dirname, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build as esbuild, type Metafile, type Plugin } from "esbuild";
 import { buildVendor, isVendored, NODE_BUNDLE, vendorFile } from "./build-vendor.js";
+import { BUNDLED_SERVICES, buildProcesses } from "./build-process.js";
+import { ESM_MAIN } from "./launcher.js";
 
 // `pnpm build`: the JavaScript production runs, in each package's and role folder's `dist/`.
 // Node's ES module loader costs about a millisecond per file, so a process should load few:
@@ -99,8 +101,14 @@ function bundleEntries(r: SourceRoot): string[] {
   return [...new Set(existsSync(main) ? [...files, main] : files)];
 }
 
-/** Where a source file's compiled module goes: `<src>/a/b.ts` → `<out>/a/b.js`. */
-const outFile = (r: SourceRoot, source: string): string => join(r.out, relative(r.src, source).replace(/\.ts$/, ".js"));
+/**
+ * Where a source file's compiled module goes: `<src>/a/b.ts` → `<out>/a/b.js`; the `src/main.ts` of
+ * a service with a process bundle → `main.esm.js` (its `main.js` is the launcher, build-process.ts).
+ */
+const outFile = (r: SourceRoot, source: string): string => {
+  if (relative(r.src, source) === "main.ts" && (BUNDLED_SERVICES as readonly string[]).includes(basename(dirname(r.src)))) return join(r.out, ESM_MAIN);
+  return join(r.out, relative(r.src, source).replace(/\.ts$/, ".js"));
+};
 
 /** A relative import path from the compiled file `from` to the file `to`. */
 function relativeImport(from: string, to: string): string {
@@ -172,7 +180,7 @@ function checkDisjoint(meta: Metafile, root: string): void {
     if (out.endsWith(".map")) continue;
     for (const input of Object.keys(o.inputs)) {
       const prev = owner.get(input);
-      const pair = prev !== undefined && dirname(prev) === dirname(out) && [basename(prev), basename(out)].sort().join() === "index.js,main.js";
+      const pair = prev !== undefined && dirname(prev) === dirname(out) && /^index\.js,main(\.esm)?\.js$/.test([basename(prev), basename(out)].sort().join());
       if (prev !== undefined && prev !== out && !pair) throw new Error(`build: ${relative(root, resolve(root, input))} is bundled into both ${prev} and ${out}`);
       owner.set(input, out);
     }
@@ -185,11 +193,13 @@ export interface BuildResult {
   readonly assets: number;
   /** Vendored import specifiers bundled into `dist/vendor/`. */
   readonly vendored: number;
+  /** Process bundles written (build-process.ts). */
+  readonly processes: number;
   readonly ms: number;
 }
 
 /** Compiles every source root into its dist/ and the vendored npm packages into dist/vendor/ (deleting what was there). */
-export async function buildAll(root = ROOT): Promise<BuildResult> {
+export async function buildAll(root = ROOT, opts: { readonly prime?: boolean } = {}): Promise<BuildResult> {
   const t0 = performance.now();
   const roots = sourceRoots(root);
   rmSync(join(root, "dist"), { recursive: true, force: true });
@@ -237,13 +247,14 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   }
   checkDisjoint({ inputs, outputs }, root);
   const vendored = await buildVendor(root, new Map([...found.vendor].map(([spec, v]) => [spec, v.dir])));
-  return { files: entries.size, assets, vendored, ms: Math.round(performance.now() - t0) };
+  const processes = await buildProcesses(root, readdirSync(join(root, "services")).sort(), { prime: opts.prime ?? true });
+  return { files: entries.size, assets, vendored, processes, ms: Math.round(performance.now() - t0) };
 }
 
 if (resolve(process.argv[1] ?? "") === fileURLToPath(import.meta.url)) {
   try {
     const r = await buildAll();
-    console.log(`built ${r.files} files, ${r.assets} assets and ${r.vendored} vendored npm imports into the dist/ folders in ${r.ms} ms`);
+    console.log(`built ${r.files} files, ${r.assets} assets, ${r.vendored} vendored npm imports and ${r.processes} process bundles (code cache primed) into the dist/ folders in ${r.ms} ms`);
   } catch (err) {
     // esbuild's own error lists every failed file with its location
     console.error(err instanceof Error ? err.message : String(err));

@@ -4,8 +4,9 @@ import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ROLE_NAMES } from "@agentmesh/contracts";
 import { buildAll, sourceRoots } from "../../scripts/build.js";
+import { BUNDLE_PARAMS, PROCESS_BUNDLE } from "../../scripts/launcher.js";
 import { uniquePrefix } from "../setup/prefix.js";
-import { AGENT_ROLES, Cluster, assertAppliedOnce, serviceArgv, serviceRuntime } from "./harness.js";
+import { AGENT_ROLES, Cluster, SERVICE_NODE_OPTIONS, assertAppliedOnce, serviceArgv, serviceRuntime } from "./harness.js";
 
 // `pnpm build`'s output is what production runs: every service main and role module is there, no
 // compiled import still names a workspace package or a TypeScript file, and the compiled services
@@ -26,6 +27,11 @@ function jsFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js")).map((f) => join(dir, f));
 }
 
+/** The ES module build's files: not the process bundles (a whole process each) nor the launcher mains. */
+function moduleFiles(dir: string): string[] {
+  return jsFiles(dir).filter((f) => !f.endsWith(PROCESS_BUNDLE) && !(f.endsWith("/dist/main.js") && readFileSync(f, "utf8").includes("launch(import.meta.url")));
+}
+
 describe("pnpm build", () => {
   test("the e2e processes run compiled, as the global setup arranged (AGENTMESH_SERVICE_RUNTIME=tsx runs them from source)", () => {
     expect(serviceRuntime()).toBe(process.env.AGENTMESH_SERVICE_RUNTIME === "tsx" ? "tsx" : "compiled");
@@ -42,7 +48,7 @@ describe("pnpm build", () => {
     expect(existsSync(join(root, "services/analyst/dist/describe.py"))).toBe(true);
     const offenders: string[] = [];
     for (const r of sourceRoots()) {
-      for (const file of jsFiles(r.out)) {
+      for (const file of moduleFiles(r.out)) {
         const text = readFileSync(file, "utf8");
         // an import or export naming a workspace package or a .ts file would fail at run time
         for (const m of text.matchAll(/(?:from|import)\s*\(?\s*"([^"]+)"/g)) {
@@ -53,6 +59,10 @@ describe("pnpm build", () => {
     expect(offenders).toEqual([]);
     // the npm packages every service loads at start, bundled once (scripts/build-vendor.ts)
     for (const v of ["zod", "nats-io__transport-node", "nats-io__jetstream", "ioredis", "pino", "prom-client"]) expect(existsSync(join(root, "dist/vendor", `${v}.js`)), v).toBe(true);
+    // zod's messages in English only: the other translations are never read or compiled
+    const zod = spawnSync(process.execPath, ["--input-type=module", "-e", `const { z } = await import(${JSON.stringify(join(root, "dist/vendor/zod.js"))}); console.log(JSON.stringify({ locales: Object.keys(z.locales), message: z.string().safeParse(1).error?.issues[0]?.message }));`], { encoding: "utf8" });
+    expect(JSON.parse(zod.stdout)).toEqual({ locales: ["en"], message: "Invalid input: expected string, received number" });
+    expect(readFileSync(join(root, "dist/vendor/zod.js"), "utf8")).not.toContain("Tipus d");
   });
 
   test("the bundled tools find their workers, the QuickJS worker, the Python child and Pyodide from dist/", () => {
@@ -84,16 +94,43 @@ describe("pnpm build", () => {
     if (out.printed !== null) expect(out.printed).toBe("42\n");
   });
 
+  test("the coordinator, the gateway and every role have a process bundle with its code cache primed for the services' flags; a bundle requires npm files only", () => {
+    // the tag V8 gives the services' flags (deploy/node-options, as the harness sets them)
+    const tag = spawnSync(process.execPath, ["-p", "require('node:v8').cachedDataVersionTag()"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS } }).stdout.trim();
+    expect(tag).toMatch(/^\d+$/);
+    for (const dir of ["coordinator", "gateway", ...ROLE_NAMES]) {
+      const bundle = join(root, "services", dir, "dist", PROCESS_BUNDLE);
+      const text = readFileSync(bundle, "utf8");
+      expect(text.startsWith(BUNDLE_PARAMS), dir).toBe(true);
+      expect(existsSync(`${bundle}.${tag}.cache`), `${dir}: no cache for the services' flags`).toBe(true);
+      // anything required by path is an npm package's file: a workspace module from outside the
+      // bundle would be a second instance of it in the process
+      for (const m of text.matchAll(/require\("(\.[^"]+)"\)/g)) {
+        const file = join(dirname(bundle), m[1] ?? "");
+        expect(file, dir).toContain("/node_modules/");
+        expect(existsSync(file), `${dir}: ${m[1]}`).toBe(true);
+      }
+      expect(text, dir).not.toMatch(/require\("@agentmesh\//);
+    }
+    for (const s of ["agent", "coordinator", "gateway"]) {
+      expect(readFileSync(join(root, "services", s, "dist/main.js"), "utf8"), s).toContain(`launch(import.meta.url, "${s}")`);
+      expect(existsSync(join(root, "services", s, "dist/main.esm.js")), s).toBe(true);
+    }
+    // prime mode starts nothing: a planner that reaches it ran its bundle, not the ES module main
+    const primed = spawnSync(process.execPath, serviceArgv("agent", ["planner"], "compiled"), { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS, AGENTMESH_CODE_CACHE: "prime" } });
+    expect(primed.status, primed.stderr).toBe(0);
+  });
+
   test("a source file is bundled into one compiled file of its package (no module state twice in a process)", () => {
     const seen = new Map<string, string>();
     for (const r of sourceRoots()) {
-      for (const file of jsFiles(r.out)) {
+      for (const file of moduleFiles(r.out)) {
         const map = JSON.parse(readFileSync(`${file}.map`, "utf8")) as { sources: string[] };
         for (const src of map.sources) {
           const abs = join(dirname(file), src);
           const prev = seen.get(abs);
-          // a service's main.js and index.js share its modules: no process loads both
-          const pair = prev !== undefined && dirname(prev) === dirname(file) && [prev, file].every((f) => /\/(main|index)\.js$/.test(f));
+          // a service's main and index.js share its modules: no process loads both
+          const pair = prev !== undefined && dirname(prev) === dirname(file) && [prev, file].every((f) => /\/(main|main\.esm|index)\.js$/.test(f));
           if (prev !== undefined && !pair) expect.fail(`${abs} is in ${prev} and ${file}`);
           seen.set(abs, file);
         }

@@ -1,0 +1,180 @@
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, relative, sep } from "node:path";
+import { build as esbuild, type Plugin } from "esbuild";
+import { isVendored, zodEnglishOnly } from "./build-vendor.js";
+import { BUNDLE_PARAMS, ESM_MAIN, PROCESS_BUNDLE } from "./launcher.js";
+
+// `pnpm build`'s second part: a process bundle for every service that runs as one process per
+// replica (the coordinator, the gateway, and an agent per role), loaded by `dist/launcher.js`
+// through V8's code cache (why: scripts/launcher.ts). Each bundle holds the whole process: the
+// workspace packages from their sources (one copy each, so one module instance per process), the
+// role module of an agent, and the npm packages the services load at start (VENDORED). Other npm
+// packages (those loaded lazily: openai, the OpenTelemetry SDK, the MCP SDK) stay outside and are
+// required at run time from where the importing package resolves them. A module that finds files
+// by `import.meta.url` sees the URL it has in the ES module build (the top of its package's dist/).
+// The service's `main.js` becomes a few lines that call the launcher; its ES module main is kept as
+// `main.esm.js` for what has no bundle (an agent running several roles).
+
+/** Services whose main runs a process bundle; every role folder gets one too (run by the agent's main). */
+export const BUNDLED_SERVICES = ["coordinator", "gateway", "agent"] as const;
+
+/** What a bundle's entry runs, per kind. */
+function entrySource(root: string, kind: { service: "coordinator" | "gateway" } | { role: string }): string {
+  const path = (p: string) => JSON.stringify(join(root, p).split(sep).join("/"));
+  if ("service" in kind) {
+    const fn = kind.service === "coordinator" ? "coordinatorMain" : "gatewayMain";
+    return `import { ${fn} } from ${path(`services/${kind.service}/src/main-wiring.ts`)};\nexport const main = () => ${fn}(process.env);\n`;
+  }
+  return [
+    `import role from ${path(`services/${kind.role}/role.ts`)};`,
+    `import { runAgentProcess } from ${path("services/agent/src/process.ts")};`,
+    `export const main = () => runAgentProcess({ ${JSON.stringify(kind.role)}: role });`,
+    "",
+  ].join("\n");
+}
+
+/** The generated `main.js` of a bundled service: the launcher, nothing else. */
+function launcherMain(root: string, service: string): string {
+  const launcher = relative(join(root, "services", service, "dist"), join(root, "dist", "launcher.js")).split(sep).join("/");
+  return [
+    "// Written by pnpm build (scripts/build-process.ts): runs this service's process bundle through",
+    `// V8's code cache (dist/launcher.js), or ${ESM_MAIN} where there is none for its arguments.`,
+    `import { launch } from ${JSON.stringify(launcher)};`,
+    `await launch(import.meta.url, ${JSON.stringify(service)});`,
+    "",
+  ].join("\n");
+}
+
+/** Where a source file's `import.meta.url` points in the ES module build: the top of its package's (or role folder's) dist/. */
+function esmUrlTarget(root: string, file: string): string | null {
+  const rel = relative(root, file).split(sep);
+  if (rel[0] === "packages" && rel[2] === "src") return join(root, "packages", rel[1]!, "dist", "index.js");
+  if (rel[0] === "services" && rel[2] === "src") return join(root, "services", rel[1]!, "dist", "index.js");
+  if (rel[0] === "services" && rel.length === 3) return join(root, "services", rel[1]!, "dist", "role.js");
+  return null;
+}
+
+/**
+ * Rewrites `import.meta.url` in the workspace's sources to the URL that file has in the ES module
+ * build, computed from the bundle's own location at run time; and leaves every npm package that is
+ * not vendored outside, required from the file it resolves to (where the importing package finds it).
+ */
+function processPlugin(root: string, outDir: string): Plugin {
+  const fromBundle = (file: string) => {
+    const rel = relative(outDir, file).split(sep).join("/");
+    return rel.startsWith(".") ? rel : `./${rel}`;
+  };
+  return {
+    name: "agentmesh-process",
+    setup(b) {
+      b.onLoad({ filter: /\.(ts|mjs)$/ }, (args) => {
+        if (args.path.includes(`${sep}node_modules${sep}`)) return undefined;
+        const text = readFileSync(args.path, "utf8");
+        const loader = args.path.endsWith(".ts") ? "ts" : "js";
+        if (!text.includes("import.meta")) return { contents: text, loader };
+        const target = esmUrlTarget(root, args.path);
+        if (target === null) return { errors: [{ text: `${relative(root, args.path)} uses import.meta outside a package's src/ or a role folder` }] };
+        const contents = text.replaceAll("import.meta.url", `__agentmeshUrl(${JSON.stringify(fromBundle(target))})`);
+        if (contents.includes("import.meta")) return { errors: [{ text: `${relative(root, args.path)}: only import.meta.url can be bundled into a process bundle` }] };
+        return { contents, loader };
+      });
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData === "resolving" || args.path.startsWith("node:") || args.path.startsWith("@agentmesh/") || isVendored(args.path)) return undefined;
+        if (args.importer.includes(`${sep}node_modules${sep}`)) return undefined;
+        const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: "require-call", pluginData: "resolving" });
+        if (r.errors.length) return { errors: r.errors };
+        // a Node built-in without its node: prefix
+        if (r.external) return undefined;
+        return { path: fromBundle(r.path), external: true };
+      });
+    },
+  };
+}
+
+/** Runs the launcher of each bundle in its priming mode, with the services' V8 flags, two at a time. */
+async function primeCaches(root: string, runs: readonly { readonly main: string; readonly args: readonly string[] }[]): Promise<void> {
+  const flags = readFileSync(join(root, "deploy", "node-options"), "utf8")
+    .split("\n")
+    .filter((l) => !l.startsWith("#"))
+    .join(" ")
+    .split(/\s+/)
+    .filter(Boolean);
+  const one = (main: string, args: readonly string[]) =>
+    new Promise<void>((resolve, reject) => {
+      // the flags on the command line only: the cache is for exactly the services' flags
+      const env: NodeJS.ProcessEnv = { ...process.env, AGENTMESH_CODE_CACHE: "prime" };
+      delete env.NODE_OPTIONS;
+      const child = spawn(process.execPath, [...flags, main, ...args], { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
+      let err = "";
+      child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+      child.on("error", reject);
+      child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} failed (${code}):\n${err.slice(-2000)}`))));
+    });
+  const queue = [...runs];
+  const worker = async () => {
+    for (let r = queue.shift(); r; r = queue.shift()) await one(r.main, r.args);
+  };
+  await Promise.all([worker(), worker()]);
+}
+
+/** The role folders: `services/<role>/` with a role.ts. */
+const roleFolders = (root: string, services: readonly string[]) => services.filter((s) => existsSync(join(root, "services", s, "role.ts")));
+
+/**
+ * Writes the process bundles, the launcher (`dist/launcher.js`) and the bundled services' `main.js`,
+ * then primes each bundle's code cache. The ES module build (build.ts) has written `main.esm.js`.
+ */
+export async function buildProcesses(root: string, services: readonly string[], opts: { prime?: boolean } = {}): Promise<number> {
+  await esbuild({
+    absWorkingDir: root,
+    entryPoints: [join(root, "scripts", "launcher.ts")],
+    outfile: join(root, "dist", "launcher.js"),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "silent",
+  });
+  const kinds = [
+    ...(["coordinator", "gateway"] as const).map((service) => ({ kind: { service }, out: join(root, "services", service, "dist") })),
+    ...roleFolders(root, services).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
+  ];
+  // esbuild runs them on its own threads: one call each, all at once
+  await Promise.all(kinds.map(async ({ kind, out }) => {
+    const result = await esbuild({
+      absWorkingDir: root,
+      stdin: { contents: entrySource(root, kind), resolveDir: root, sourcefile: "process-entry.ts", loader: "ts" },
+      outfile: join(out, PROCESS_BUNDLE),
+      bundle: true,
+      platform: "node",
+      format: "cjs",
+      target: "node20",
+      // comments and indentation only: names stay, so stack traces read as the sources do
+      minifyWhitespace: true,
+      // external packages loaded with import() are required instead: a script compiled through the
+      // vm module has no loader for import()
+      supported: { "dynamic-import": false },
+      // strict, as the ES module build runs all of it (the vendored CommonJS packages included)
+      banner: { js: `${BUNDLE_PARAMS}"use strict";const __agentmeshUrl = (p) => require("node:url").pathToFileURL(require("node:path").join(__dirname, p)).href;` },
+      footer: { js: "\n})" },
+      logLevel: "silent",
+      plugins: [zodEnglishOnly, processPlugin(root, out)],
+    });
+    if (result.warnings.length) throw new Error(`build (process bundle of ${relative(root, out)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
+  }));
+  for (const service of BUNDLED_SERVICES) {
+    const dist = join(root, "services", service, "dist");
+    if (!existsSync(join(dist, ESM_MAIN))) throw new Error(`build: services/${service}/dist/${ESM_MAIN} is missing`);
+    writeFileSync(join(dist, "main.js"), launcherMain(root, service));
+  }
+  if (opts.prime ?? true) {
+    await primeCaches(root, [
+      { main: join(root, "services", "coordinator", "dist", "main.js"), args: [] },
+      { main: join(root, "services", "gateway", "dist", "main.js"), args: [] },
+      ...roleFolders(root, services).map((role) => ({ main: join(root, "services", "agent", "dist", "main.js"), args: [role] })),
+    ]);
+  }
+  return kinds.length;
+}
+

@@ -1,0 +1,145 @@
+// The start of a service process that has a process bundle (scripts/build-process.ts): the whole
+// process, every workspace package and the npm packages it loads at start, in one script that is
+// compiled through V8's code cache. Node 20 keeps no compile cache for ES modules, and compiling a
+// service's two megabytes of JavaScript was the largest part of its start. Compiled by `pnpm
+// build` into `dist/launcher.js`; it may import Node's built-ins only.
+//
+// The cache sits beside the bundle, one file per V8 version and flag set
+// (`<bundle>.<v8.cachedDataVersionTag()>.cache`): `pnpm build` writes the one for the services'
+// own flags (deploy/node-options), and a process that finds none for its flags writes it a few
+// seconds after it started (when the directory is writable). V8 checks a cache only against the
+// source's length, and data that is not its own can crash the process, so each file carries the
+// SHA-256 of the bundle it was made from and of its own data: anything else is ignored.
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { cachedDataVersionTag } from "node:v8";
+import { Script } from "node:vm";
+
+/** The bundle's file name beside each service's `main.js` (a role's: in its role folder's `dist/`). */
+export const PROCESS_BUNDLE = "process.bundle.js";
+/** What a process bundle's source is: one function over CommonJS's module parameters, written by the build. */
+export const BUNDLE_PARAMS = "(function (exports, require, module, __filename, __dirname) {";
+/** The ES module main a service without a process bundle for its arguments runs (an agent with several roles). */
+export const ESM_MAIN = "main.esm.js";
+/** A process that found no cache writes one this long after it started, when its own start-up code is compiled too. */
+export const CACHE_WRITE_DELAY_MS = 5_000;
+
+const MAGIC = Buffer.from("AMCC1");
+const DIGEST = 32;
+const sha256 = (b: Buffer | string): Buffer => createHash("sha256").update(b).digest();
+
+/** What a process bundle exports: its main, which runs the service. */
+export interface BundleExports {
+  readonly main?: () => Promise<void>;
+}
+
+/**
+ * How the cache served one load: used (`hit`); none for these flags (`missing`); a file that is not
+ * ours, is for another bundle or is damaged, never handed to V8 (`invalid`); refused by V8
+ * (`rejected`); not asked for (`off`). Every case but `hit` compiles the source.
+ */
+export type CacheUse = "hit" | "missing" | "invalid" | "rejected" | "off";
+
+export interface LoadedBundle {
+  readonly exports: BundleExports;
+  readonly cache: CacheUse;
+  readonly cacheFile: string;
+  /** Writes the cache for this bundle and these flags (atomically); false when it could not. */
+  writeCache(): boolean;
+}
+
+/** The cache file of `bundle` for this process's V8 version and flags. */
+export const cacheFileOf = (bundle: string): string => `${bundle}.${cachedDataVersionTag()}.cache`;
+
+/** V8's data from a cache file; `missing` when there is no file, `invalid` when it is not ours, for another bundle or damaged. */
+export function readCacheData(file: string, sourceDigest: Buffer): Buffer | "missing" | "invalid" {
+  let raw: Buffer;
+  try {
+    raw = readFileSync(file);
+  } catch {
+    return "missing";
+  }
+  const head = MAGIC.length;
+  if (raw.length <= head + 2 * DIGEST || !raw.subarray(0, head).equals(MAGIC)) return "invalid";
+  if (!raw.subarray(head, head + DIGEST).equals(sourceDigest)) return "invalid";
+  const data = raw.subarray(head + 2 * DIGEST);
+  return raw.subarray(head + DIGEST, head + 2 * DIGEST).equals(sha256(data)) ? data : "invalid";
+}
+
+/**
+ * Compiles and runs a process bundle (its modules' top level; not its main), with the cache when
+ * `useCache` and one is there for it.
+ */
+export function loadBundle(path: string, useCache = true): LoadedBundle {
+  const bundle = resolve(path);
+  const bytes = readFileSync(bundle);
+  const source = bytes.toString("utf8");
+  if (!source.startsWith(BUNDLE_PARAMS)) throw new Error(`${bundle} is not a process bundle (pnpm build writes them)`);
+  const digest = sha256(bytes);
+  const cacheFile = cacheFileOf(bundle);
+  const read = useCache ? readCacheData(cacheFile, digest) : "off";
+  const cachedData = typeof read === "string" ? undefined : read;
+  const script = new Script(source, { filename: bundle, ...(cachedData ? { cachedData } : {}) });
+  const cache: CacheUse = typeof read === "string" ? read : script.cachedDataRejected ? "rejected" : "hit";
+  const module = { exports: {} as BundleExports };
+  const run = script.runInThisContext() as (exports: unknown, require: NodeRequire, module: unknown, filename: string, dirname: string) => void;
+  run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+  return {
+    exports: module.exports,
+    cache,
+    cacheFile,
+    writeCache() {
+      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      try {
+        const data = script.createCachedData();
+        writeFileSync(tmp, Buffer.concat([MAGIC, digest, sha256(data), data]));
+        renameSync(tmp, cacheFile);
+        return true;
+      } catch {
+        rmSync(tmp, { force: true });
+        return false;
+      }
+    },
+  };
+}
+
+/**
+ * The process bundle a service's `main.js` runs, or null for the ES module main: the service's own,
+ * or for the agent the one of its role when it runs exactly one (`agent <role>` or `SERVICE`).
+ */
+export function bundleFor(service: string, distDir: string, argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): string | null {
+  if (service !== "agent") return join(distDir, PROCESS_BUNDLE);
+  const roles = argv.length ? argv : [env.SERVICE ?? ""].filter(Boolean);
+  const role = roles.length === 1 ? roles[0] : undefined;
+  if (role === undefined || !/^[a-z][a-z0-9-]*$/.test(role)) return null;
+  const file = join(distDir, "..", "..", role, "dist", PROCESS_BUNDLE);
+  return existsSync(file) ? file : null;
+}
+
+/**
+ * What a service's compiled `main.js` calls. `AGENTMESH_CODE_CACHE`: `on` (default), `off` (compile
+ * without the cache and write none) or `prime` (write the cache, then exit without starting: the build's step).
+ */
+export async function launch(mainUrl: string, service: string): Promise<void> {
+  const distDir = dirname(fileURLToPath(mainUrl));
+  const bundle = bundleFor(service, distDir);
+  if (bundle === null) {
+    await import(pathToFileURL(join(distDir, ESM_MAIN)).href);
+    return;
+  }
+  const mode = process.env.AGENTMESH_CODE_CACHE ?? "on";
+  if (mode !== "on" && mode !== "off" && mode !== "prime") throw new Error(`AGENTMESH_CODE_CACHE=${mode}: expected on, off or prime`);
+  const loaded = loadBundle(bundle, mode !== "off");
+  if (mode === "prime") {
+    if (!loaded.writeCache()) throw new Error(`could not write ${loaded.cacheFile}`);
+    // a module's top level may have left a handle open: priming never starts the service
+    process.exit(0);
+  }
+  if (mode === "on" && loaded.cache !== "hit") setTimeout(() => loaded.writeCache(), CACHE_WRITE_DELAY_MS).unref();
+  const main = loaded.exports.main;
+  if (typeof main !== "function") throw new Error(`${bundle} exports no main`);
+  await main();
+}

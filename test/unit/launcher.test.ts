@@ -1,0 +1,187 @@
+// The process launcher (scripts/launcher.ts): a process bundle compiled through V8's code cache.
+// Every load runs in a child process, as a service starts: a fresh V8 with its own flags, so a
+// cache is really deserialized (or refused), and a cache that crashed V8 would fail the test
+// instead of the test runner.
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { BUNDLE_PARAMS, ESM_MAIN, PROCESS_BUNDLE, bundleFor } from "../../scripts/launcher.js";
+
+const LAUNCHER = join(import.meta.dirname, "../../scripts/launcher.ts");
+
+/** A process bundle whose `value` is `value` and whose main writes `value` to the file `$MAIN_RAN`. */
+const bundleSource = (value: string) =>
+  `${BUNDLE_PARAMS}
+const words = [];
+for (let i = 0; i < 200; i++) words.push(((n) => "w" + n.toString(36))(i));
+exports.value = ${JSON.stringify(value)};
+exports.words = words.length;
+exports.main = async () => { require("node:fs").writeFileSync(process.env.MAIN_RAN, exports.value); };
+})`;
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "launcher-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+interface ChildResult {
+  readonly status: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `code` (an ES module body with `L`, the launcher, imported) in a child node with `flags`. */
+function child(code: string, opts: { flags?: readonly string[]; env?: Record<string, string> } = {}): ChildResult {
+  const script = `const L = await import(${JSON.stringify(pathToFileURL(LAUNCHER).href)});\n${code}`;
+  const r = spawnSync(process.execPath, [...(opts.flags ?? []), "--import", "tsx", "--input-type=module", "-e", script], {
+    encoding: "utf8",
+    env: { ...process.env, NODE_OPTIONS: "", ...opts.env },
+    timeout: 60_000,
+  });
+  return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** Loads `bundle` in a child and reports how the cache served it and what the bundle exported. */
+function load(bundle: string, opts: { flags?: readonly string[]; write?: boolean } = {}): { cache: string; value: string; words: number; cacheFile: string } {
+  const r = child(
+    `const b = L.loadBundle(${JSON.stringify(bundle)});
+     ${opts.write ? "if (!b.writeCache()) throw new Error('no cache written');" : ""}
+     console.log(JSON.stringify({ cache: b.cache, value: b.exports.value, words: b.exports.words, cacheFile: b.cacheFile }));`,
+    opts,
+  );
+  expect(r.signal, r.stderr).toBeNull();
+  expect(r.status, r.stderr).toBe(0);
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { cache: string; value: string; words: number; cacheFile: string };
+}
+
+describe("a process bundle through the code cache", () => {
+  it("compiles without a cache, writes one, and the next process loads from it", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const first = load(bundle, { write: true });
+    expect(first).toMatchObject({ cache: "missing", value: "A", words: 200 });
+    expect(existsSync(first.cacheFile)).toBe(true);
+    expect(load(bundle)).toMatchObject({ cache: "hit", value: "A", words: 200 });
+  });
+
+  it("never hands V8 a damaged, truncated or foreign cache file (V8 itself checks only the length, and damaged data can crash it)", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const { cacheFile } = load(bundle, { write: true });
+    const good = readFileSync(cacheFile);
+    const damaged = Buffer.from(good);
+    for (let i = 0; i < 64; i++) {
+      const at = Math.floor(damaged.length / 2) + i * 7;
+      damaged.writeUInt8(damaged.readUInt8(at) ^ 0x5a, at);
+    }
+    for (const bad of [damaged, good.subarray(0, Math.floor(good.length / 2)), Buffer.from("not a cache at all"), Buffer.alloc(0)]) {
+      writeFileSync(cacheFile, bad);
+      expect(load(bundle)).toMatchObject({ cache: "invalid", value: "A", words: 200 });
+    }
+  });
+
+  it("ignores the cache of an earlier bundle of the same length: the new source runs", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    load(bundle, { write: true });
+    writeFileSync(bundle, bundleSource("B"));
+    expect(bundleSource("B").length).toBe(bundleSource("A").length);
+    expect(load(bundle)).toMatchObject({ cache: "invalid", value: "B" });
+  });
+
+  it("keeps one cache file per V8 flag set: another set neither uses nor replaces it", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const plain = load(bundle, { write: true });
+    const before = readFileSync(plain.cacheFile);
+    const other = load(bundle, { flags: ["--max-old-space-size=300"] });
+    expect(other.cache).toBe("missing");
+    expect(other.cacheFile).not.toBe(plain.cacheFile);
+    expect(readFileSync(plain.cacheFile).equals(before)).toBe(true);
+    expect(load(bundle).cache).toBe("hit");
+  });
+
+  it("refuses a file that is not a process bundle", () => {
+    const file = join(dir, "other.js");
+    writeFileSync(file, "module.exports = 1;\n");
+    const r = child(`L.loadBundle(${JSON.stringify(file)});`);
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain("is not a process bundle");
+  });
+});
+
+describe("launch: what a bundled service's main.js does", () => {
+  /** services/<service>/dist/ with a bundle (unless `bundle` is null) and an ES module main that records it ran. */
+  function service(name: string, bundle: string | null): string {
+    const dist = join(dir, "services", name, "dist");
+    mkdirSync(dist, { recursive: true });
+    if (bundle !== null) writeFileSync(join(dist, PROCESS_BUNDLE), bundle);
+    writeFileSync(join(dist, ESM_MAIN), `import { writeFileSync } from "node:fs";\nwriteFileSync(process.env.MAIN_RAN, "esm");\n`);
+    return join(dist, "main.js");
+  }
+  const launch = (main: string, name: string, env: Record<string, string>, argv: readonly string[] = []) =>
+    child(`process.argv = [process.execPath, "main.js", ...${JSON.stringify(argv)}]; await L.launch(${JSON.stringify(pathToFileURL(main).href)}, ${JSON.stringify(name)});`, {
+      env: { MAIN_RAN: join(dir, "ran"), ...env },
+    });
+
+  it("runs the bundle's main; `prime` writes the cache and starts nothing; `off` compiles without it and writes none", () => {
+    const main = service("coordinator", bundleSource("A"));
+    const ran = join(dir, "ran");
+    const cacheOf = () => child(`console.log(L.cacheFileOf(${JSON.stringify(join(dir, "services/coordinator/dist", PROCESS_BUNDLE))}));`).stdout.trim();
+    const cacheFile = cacheOf();
+
+    const primed = launch(main, "coordinator", { AGENTMESH_CODE_CACHE: "prime" });
+    expect(primed.status, primed.stderr).toBe(0);
+    expect(existsSync(ran)).toBe(false);
+    expect(existsSync(cacheFile)).toBe(true);
+
+    rmSync(cacheFile);
+    const off = launch(main, "coordinator", { AGENTMESH_CODE_CACHE: "off" });
+    expect(off.status, off.stderr).toBe(0);
+    expect(readFileSync(ran, "utf8")).toBe("A");
+    expect(existsSync(cacheFile)).toBe(false);
+
+    const bad = launch(main, "coordinator", { AGENTMESH_CODE_CACHE: "sometimes" });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain("AGENTMESH_CODE_CACHE=sometimes: expected on, off or prime");
+  });
+
+  it("runs an agent's role bundle for one role, and the ES module main for several roles or a role without a bundle", () => {
+    const main = service("agent", null);
+    const planner = join(dir, "services", "planner", "dist");
+    mkdirSync(planner, { recursive: true });
+    writeFileSync(join(planner, PROCESS_BUNDLE), bundleSource("planner"));
+    const ran = join(dir, "ran");
+
+    expect(launch(main, "agent", {}, ["planner"]).status).toBe(0);
+    expect(readFileSync(ran, "utf8")).toBe("planner");
+    expect(launch(main, "agent", { SERVICE: "planner" }).status).toBe(0);
+    expect(readFileSync(ran, "utf8")).toBe("planner");
+    for (const argv of [["planner", "critic"], ["critic"]]) {
+      rmSync(ran);
+      const r = launch(main, "agent", {}, argv);
+      expect(r.status, r.stderr).toBe(0);
+      expect(readFileSync(ran, "utf8")).toBe("esm");
+    }
+  });
+});
+
+describe("bundleFor", () => {
+  it("picks the service's own bundle, or an agent's role bundle only for exactly one plain role name", () => {
+    const agentDist = join(dir, "services", "agent", "dist");
+    mkdirSync(join(dir, "services", "planner", "dist"), { recursive: true });
+    writeFileSync(join(dir, "services", "planner", "dist", PROCESS_BUNDLE), bundleSource("p"));
+    expect(bundleFor("coordinator", join(dir, "services", "coordinator", "dist"), [], {})).toBe(join(dir, "services", "coordinator", "dist", PROCESS_BUNDLE));
+    expect(bundleFor("agent", agentDist, ["planner"], {})).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
+    expect(bundleFor("agent", agentDist, [], { SERVICE: "planner" })).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
+    expect(bundleFor("agent", agentDist, ["planner", "critic"], {})).toBeNull();
+    expect(bundleFor("agent", agentDist, ["critic"], {})).toBeNull();
+    expect(bundleFor("agent", agentDist, [], {})).toBeNull();
+    expect(bundleFor("agent", agentDist, ["../planner"], {})).toBeNull();
+  });
+});
