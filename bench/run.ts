@@ -379,7 +379,7 @@ async function startupOnly(opts: BenchOptions, cluster: Cluster, target: BenchNa
   const nc = await natsConnect(target, "bench");
   cleanups.push({ what: "bench connection", run: () => nc.close() });
   log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
-  const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
+  const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log, cpuProfDir: opts.cpuProfDir === null ? null : resolve(root, opts.cpuProfDir) });
   log(`\n${renderStartup(report)}\n`);
   const out = join(dirname(resolve(root, opts.out)), "startup.json");
   mkdirSync(dirname(out), { recursive: true });

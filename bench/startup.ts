@@ -55,6 +55,8 @@ export interface StartupOptions {
   readonly role?: RoleName;
   /** Give one start up after this long; default 120 s. */
   readonly timeoutMs?: number;
+  /** Each started process writes a V8 CPU profile of its whole life here (Node's `--cpu-prof`). */
+  readonly cpuProfDir?: string | null;
   readonly log?: (line: string) => void;
 }
 
@@ -118,14 +120,16 @@ function envFor(name: ServiceName, opsPort: number): Record<string, string> {
 }
 
 /** Starts one process of `name`, times it to ready and to its first `$SRV.PING` answer, then stops it. */
-async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName, timeoutMs: number): Promise<StartupSample> {
+async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName, timeoutMs: number, cpuProfDir: string | null): Promise<StartupSample> {
   const hasSrv = name !== "gateway";
   const watch = hasSrv ? pingWatch(nc, name, cluster.opts.prefix) : null;
   // instances already up (the bench's own replica) answer within a few polls
   await sleep(hasSrv ? 300 : 0);
   const before = watch?.ids() ?? new Set<string>();
   const opsPort = await freePort();
-  const { command, args } = serviceCommand(name);
+  const { command, args: serviceArgs } = serviceCommand(name);
+  // on the command line: Node 20 refuses --cpu-prof in NODE_OPTIONS
+  const args = cpuProfDir === null ? serviceArgs : [`--cpu-prof`, `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}.${process.hrtime.bigint()}.cpuprofile`, "--cpu-prof-interval=100", ...serviceArgs];
   const t0 = performance.now();
   const env = cluster.env(envFor(name, opsPort), name);
   // a start is timed as deployed: the services' NODE_OPTIONS (deploy/node-options) without the CPU
@@ -182,7 +186,7 @@ export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts:
   const loadavgStart = loads();
   for (let round = 1; round <= rounds; round++) {
     for (const kind of kinds) {
-      const s = await startOnce(cluster, nc, kind, opts.timeoutMs ?? 120_000);
+      const s = await startOnce(cluster, nc, kind, opts.timeoutMs ?? 120_000, opts.cpuProfDir ?? null);
       samples.get(kind)?.push(s);
       opts.log?.(`  start-up ${round}/${rounds} ${kind}: ready ${s.readyMs.toFixed(0)} ms${s.pingMs === null ? "" : `, $SRV.PING ${s.pingMs.toFixed(0)} ms`}, CPU ${s.cpuMs ?? "?"} ms, RSS ${s.rssMiB?.toFixed(0) ?? "?"} MiB`);
     }
