@@ -104,7 +104,8 @@ const HELP = `usage: pnpm bench [options]
   --service-node-options S  NODE_OPTIONS added after deploy/node-options's (e.g. --max-semi-space-size=2)
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
-                          summarise them with: pnpm tsx bench/profile.ts DIR
+                          summarise them with: pnpm tsx bench/profile.ts DIR; with --startup-only,
+                          each process started is profiled from its first instruction (Node's --cpu-prof)
 
 By default NATS access control is on: the bench starts its own nats-server (JetStream file store in
 a temp dir) with the config generated for its prefix, gives every service process its own NKey seed

@@ -2,10 +2,12 @@
 //   pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20]
 // Only samples inside the measured window(s) count (bench-window.json, CLOCK_MONOTONIC µs), so
 // start-up (module loading, transpiling) is left out.
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { SourceMap } from "node:module";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-interface CallFrame { functionName: string; url: string; lineNumber: number }
+interface CallFrame { functionName: string; url: string; lineNumber: number; columnNumber?: number }
 interface ProfileNode { id: number; callFrame: CallFrame; children?: number[] }
 interface CpuProfile { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] }
 interface BenchWindow { processes: Record<string, number>; windows: Array<{ label: string; startUs: number; endUs: number }> }
@@ -22,10 +24,25 @@ function bucket(f: CallFrame): string {
   return url.replace(/^file:\/\//, "");
 }
 
+/**
+ * A frame in a process bundle (`process.bundle.cjs`, one file holding a whole process) named by the
+ * source its code came from, through the bundle's source map, so the buckets name packages again.
+ */
+const maps = new Map<string, SourceMap | null>();
+function unbundle(f: CallFrame): CallFrame {
+  if (!f.url.endsWith(".cjs")) return f;
+  const file = f.url.startsWith("file:") ? fileURLToPath(f.url) : f.url;
+  if (!maps.has(file)) maps.set(file, existsSync(`${file}.map`) ? new SourceMap(JSON.parse(readFileSync(`${file}.map`, "utf8")) as ConstructorParameters<typeof SourceMap>[0]) : null);
+  const entry = maps.get(file)?.findEntry(f.lineNumber, f.columnNumber ?? 0) as { originalSource?: string; originalLine?: number } | undefined;
+  if (!entry?.originalSource) return f;
+  const source = entry.originalSource.startsWith("file:") ? fileURLToPath(entry.originalSource) : resolve(dirname(file), entry.originalSource);
+  return { ...f, url: pathToFileURL(source).href, lineNumber: entry.originalLine ?? f.lineNumber };
+}
+
 const frameName = (f: CallFrame) => `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?|work\/main\/)/, "")}:${f.lineNumber + 1}`;
 
 function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolean, top: number): void {
-  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const byId = new Map(p.nodes.map((n) => [n.id, { ...n, callFrame: unbundle(n.callFrame) }]));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<string, number>();

@@ -1,18 +1,20 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import { build as esbuild, type Plugin } from "esbuild";
 import { isVendored, zodEnglishOnly } from "./build-vendor.js";
-import { BUNDLE_PARAMS, ESM_MAIN, PROCESS_BUNDLE } from "./launcher.js";
+import { BUNDLE_MARK, ESM_MAIN, PROCESS_BUNDLE } from "./launcher.js";
 
 // `pnpm build`'s second part: a process bundle for every service that runs as one process per
 // replica (the coordinator, the gateway, and an agent per role), loaded by `dist/launcher.js`
 // through V8's code cache (why: scripts/launcher.ts). Each bundle holds the whole process: the
 // workspace packages from their sources (one copy each, so one module instance per process), the
-// role module of an agent, and the npm packages the services load at start (VENDORED). Other npm
-// packages (those loaded lazily: openai, the OpenTelemetry SDK, the MCP SDK) stay outside and are
-// required at run time from where the importing package resolves them. A module that finds files
-// by `import.meta.url` sees the URL it has in the ES module build (the top of its package's dist/).
+// role module of an agent (evaluated when the agent loads its roles, as the ES module main imports
+// it), and the npm packages the services load at start (VENDORED). Other npm packages (openai, the
+// OpenTelemetry SDK, the MCP SDK, …) stay outside: at run time they are required from the
+// importing package's folder, where Node finds them as it does for the ES module build (in their
+// CommonJS form where a package has one). A module that finds files by `import.meta.url` sees the
+// URL it has in the ES module build (the top of its package's dist/).
 // The service's `main.js` becomes a few lines that call the launcher; its ES module main is kept as
 // `main.esm.js` for what has no bundle (an agent running several roles).
 
@@ -26,9 +28,12 @@ function entrySource(root: string, kind: { service: "coordinator" | "gateway" } 
     const fn = kind.service === "coordinator" ? "coordinatorMain" : "gatewayMain";
     return `import { ${fn} } from ${path(`services/${kind.service}/src/main-wiring.ts`)};\nexport const main = () => ${fn}(process.env);\n`;
   }
+  // the role module is imported lazily, when the agent loads its roles (after its config and ops
+  // endpoint, inside its start-up error handling), as the ES module main does; `warm` loads it for priming
   return [
-    `import role from ${path(`services/${kind.role}/role.ts`)};`,
     `import { runAgentProcess } from ${path("services/agent/src/process.ts")};`,
+    `const role = () => import(${path(`services/${kind.role}/role.ts`)}).then((m) => m.default);`,
+    `export const warm = role;`,
     `export const main = () => runAgentProcess({ ${JSON.stringify(kind.role)}: role });`,
     "",
   ].join("\n");
@@ -82,15 +87,31 @@ function processPlugin(root: string, outDir: string): Plugin {
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
         if (args.pluginData === "resolving" || args.path.startsWith("node:") || args.path.startsWith("@agentmesh/") || isVendored(args.path)) return undefined;
         if (args.importer.includes(`${sep}node_modules${sep}`)) return undefined;
-        const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: "require-call", pluginData: "resolving" });
+        const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, pluginData: "resolving" });
         if (r.errors.length) return { errors: r.errors };
         // a Node built-in without its node: prefix
         if (r.external) return undefined;
-        return { path: fromBundle(r.path), external: true };
+        // a module of its own that requires the package at run time from the importer's package folder
+        return { path: JSON.stringify([relative(root, packageDirOf(root, args.importer)), args.path]), namespace: "agentmesh-external" };
+      });
+      b.onLoad({ filter: /.*/, namespace: "agentmesh-external" }, (args) => {
+        const [dir, spec] = JSON.parse(args.path) as [string, string];
+        return { contents: `module.exports = __agentmeshExternal(${JSON.stringify(fromBundle(join(root, dir)))}, ${JSON.stringify(spec)});\n`, loader: "js" };
       });
     },
   };
 }
+
+/** The folder of the workspace package (or role folder) a source file belongs to: the nearest package.json, else its role folder. */
+function packageDirOf(root: string, file: string): string {
+  for (let dir = dirname(file); dir.startsWith(root) && dir !== root; dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json"))) return dir;
+  }
+  throw new Error(`build: ${relative(root, file)} is in no package`);
+}
+
+/** How long priming one bundle may take: loading it is well under a second. */
+const PRIME_TIMEOUT_MS = 60_000;
 
 /** Runs the launcher of each bundle in its priming mode, with the services' V8 flags, two at a time. */
 async function primeCaches(root: string, runs: readonly { readonly main: string; readonly args: readonly string[] }[]): Promise<void> {
@@ -107,15 +128,56 @@ async function primeCaches(root: string, runs: readonly { readonly main: string;
       delete env.NODE_OPTIONS;
       const child = spawn(process.execPath, [...flags, main, ...args], { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
       let err = "";
+      // priming loads modules and exits; anything longer is a bundle that started something
+      const timer = setTimeout(() => child.kill("SIGKILL"), PRIME_TIMEOUT_MS);
       child.stderr.on("data", (d: Buffer) => (err += d.toString()));
       child.on("error", reject);
-      child.on("exit", (code) => (code === 0 ? resolve() : reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} failed (${code}):\n${err.slice(-2000)}`))));
+      child.on("exit", (code, signal) => {
+        clearTimeout(timer);
+        if (code === 0) resolve();
+        else reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} failed (${signal === "SIGKILL" ? `not done within ${PRIME_TIMEOUT_MS} ms` : `exit ${code}`}):\n${err.slice(-2000)}`));
+      });
     });
   const queue = [...runs];
   const worker = async () => {
     for (let r = queue.shift(); r; r = queue.shift()) await one(r.main, r.args);
   };
   await Promise.all([worker(), worker()]);
+}
+
+/**
+ * Bundles one process from `entry` (TypeScript, resolved from the root) into `outFile`: a process
+ * bundle as the launcher loads it. Exported for the tests, which bundle their own entries the same way.
+ */
+export async function bundleProcess(root: string, entry: string, outFile: string): Promise<void> {
+  const out = dirname(outFile);
+  const result = await esbuild({
+    absWorkingDir: root,
+    stdin: { contents: entry, resolveDir: root, sourcefile: "process-entry.ts", loader: "ts" },
+    outfile: outFile,
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    // stack traces name the sources with --enable-source-maps (the launcher then requires the bundle)
+    sourcemap: "linked",
+    sourcesContent: false,
+    // npm packages outside the bundle are required (by __agentmeshExternal), not imported: a
+    // script compiled through the vm module has no loader for import()
+    supported: { "dynamic-import": false },
+    // strict, as the ES module build runs all of it (the vendored CommonJS packages included)
+    banner: {
+      js: [
+        BUNDLE_MARK,
+        '"use strict";',
+        'const __agentmeshUrl = (p) => require("node:url").pathToFileURL(require("node:path").join(__dirname, p)).href;',
+        'const __agentmeshExternal = (dir, spec) => require("node:module").createRequire(require("node:path").join(__dirname, dir, "package.json"))(spec);',
+      ].join("\n"),
+    },
+    logLevel: "silent",
+    plugins: [zodEnglishOnly, processPlugin(root, out)],
+  });
+  if (result.warnings.length) throw new Error(`build (process bundle ${relative(root, outFile)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
 }
 
 /** The role folders: `services/<role>/` with a role.ts. */
@@ -125,7 +187,7 @@ const roleFolders = (root: string, services: readonly string[]) => services.filt
  * Writes the process bundles, the launcher (`dist/launcher.js`) and the bundled services' `main.js`,
  * then primes each bundle's code cache. The ES module build (build.ts) has written `main.esm.js`.
  */
-export async function buildProcesses(root: string, services: readonly string[], opts: { prime?: boolean } = {}): Promise<number> {
+export async function buildProcesses(root: string, services: readonly string[]): Promise<number> {
   await esbuild({
     absWorkingDir: root,
     entryPoints: [join(root, "scripts", "launcher.ts")],
@@ -141,40 +203,17 @@ export async function buildProcesses(root: string, services: readonly string[], 
     ...roleFolders(root, services).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
   ];
   // esbuild runs them on its own threads: one call each, all at once
-  await Promise.all(kinds.map(async ({ kind, out }) => {
-    const result = await esbuild({
-      absWorkingDir: root,
-      stdin: { contents: entrySource(root, kind), resolveDir: root, sourcefile: "process-entry.ts", loader: "ts" },
-      outfile: join(out, PROCESS_BUNDLE),
-      bundle: true,
-      platform: "node",
-      format: "cjs",
-      target: "node20",
-      // comments and indentation only: names stay, so stack traces read as the sources do
-      minifyWhitespace: true,
-      // external packages loaded with import() are required instead: a script compiled through the
-      // vm module has no loader for import()
-      supported: { "dynamic-import": false },
-      // strict, as the ES module build runs all of it (the vendored CommonJS packages included)
-      banner: { js: `${BUNDLE_PARAMS}"use strict";const __agentmeshUrl = (p) => require("node:url").pathToFileURL(require("node:path").join(__dirname, p)).href;` },
-      footer: { js: "\n})" },
-      logLevel: "silent",
-      plugins: [zodEnglishOnly, processPlugin(root, out)],
-    });
-    if (result.warnings.length) throw new Error(`build (process bundle of ${relative(root, out)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
-  }));
+  await Promise.all(kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE))));
   for (const service of BUNDLED_SERVICES) {
     const dist = join(root, "services", service, "dist");
     if (!existsSync(join(dist, ESM_MAIN))) throw new Error(`build: services/${service}/dist/${ESM_MAIN} is missing`);
     writeFileSync(join(dist, "main.js"), launcherMain(root, service));
   }
-  if (opts.prime ?? true) {
-    await primeCaches(root, [
-      { main: join(root, "services", "coordinator", "dist", "main.js"), args: [] },
-      { main: join(root, "services", "gateway", "dist", "main.js"), args: [] },
-      ...roleFolders(root, services).map((role) => ({ main: join(root, "services", "agent", "dist", "main.js"), args: [role] })),
-    ]);
-  }
+  await primeCaches(root, [
+    { main: join(root, "services", "coordinator", "dist", "main.js"), args: [] },
+    { main: join(root, "services", "gateway", "dist", "main.js"), args: [] },
+    ...roleFolders(root, services).map((role) => ({ main: join(root, "services", "agent", "dist", "main.js"), args: [role] })),
+  ]);
   return kinds.length;
 }
 

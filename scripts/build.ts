@@ -199,7 +199,7 @@ export interface BuildResult {
 }
 
 /** Compiles every source root into its dist/ and the vendored npm packages into dist/vendor/ (deleting what was there). */
-export async function buildAll(root = ROOT, opts: { readonly prime?: boolean } = {}): Promise<BuildResult> {
+export async function buildAll(root = ROOT): Promise<BuildResult> {
   const t0 = performance.now();
   const roots = sourceRoots(root);
   rmSync(join(root, "dist"), { recursive: true, force: true });
@@ -247,7 +247,7 @@ export async function buildAll(root = ROOT, opts: { readonly prime?: boolean } =
   }
   checkDisjoint({ inputs, outputs }, root);
   const vendored = await buildVendor(root, new Map([...found.vendor].map(([spec, v]) => [spec, v.dir])));
-  const processes = await buildProcesses(root, readdirSync(join(root, "services")).sort(), { prime: opts.prime ?? true });
+  const processes = await buildProcesses(root, readdirSync(join(root, "services")).sort());
   return { files: entries.size, assets, vendored, processes, ms: Math.round(performance.now() - t0) };
 }
 

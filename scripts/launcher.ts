@@ -1,8 +1,10 @@
 // The start of a service process that has a process bundle (scripts/build-process.ts): the whole
-// process, every workspace package and the npm packages it loads at start, in one script that is
-// compiled through V8's code cache. Node 20 keeps no compile cache for ES modules, and compiling a
-// service's two megabytes of JavaScript was the largest part of its start. Compiled by `pnpm
-// build` into `dist/launcher.js`; it may import Node's built-ins only.
+// process, every workspace package and the npm packages it loads at start, in one CommonJS file
+// that is compiled through V8's code cache. Node 20 keeps no compile cache for ES modules, and
+// compiling a service's one and a half megabytes of JavaScript was the largest part of its start.
+// Compiled by `pnpm build` into `dist/launcher.js`; it may import Node's built-ins only. With
+// source maps on (`--enable-source-maps`) the bundle is required as the CommonJS module it is,
+// without the cache, so stack traces name the TypeScript sources.
 //
 // The cache sits beside the bundle, one file per V8 version and flag set
 // (`<bundle>.<v8.cachedDataVersionTag()>.cache`): `pnpm build` writes the one for the services'
@@ -10,8 +12,8 @@
 // seconds after it started (when the directory is writable). V8 checks a cache only against the
 // source's length, and data that is not its own can crash the process, so each file carries the
 // SHA-256 of the bundle it was made from and of its own data: anything else is ignored.
-import { createHash } from "node:crypto";
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { createHash, randomBytes } from "node:crypto";
+import { accessSync, constants as fsConstants, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -19,9 +21,12 @@ import { cachedDataVersionTag } from "node:v8";
 import { Script } from "node:vm";
 
 /** The bundle's file name beside each service's `main.js` (a role's: in its role folder's `dist/`). */
-export const PROCESS_BUNDLE = "process.bundle.js";
-/** What a process bundle's source is: one function over CommonJS's module parameters, written by the build. */
-export const BUNDLE_PARAMS = "(function (exports, require, module, __filename, __dirname) {";
+export const PROCESS_BUNDLE = "process.bundle.cjs";
+/** The first line of every process bundle (the build's banner): how the launcher tells one. */
+export const BUNDLE_MARK = "// agentmesh process bundle";
+/** The function a bundle's source is wrapped in for the code cache: CommonJS's module parameters. */
+const WRAPPER_HEAD = "(function (exports, require, module, __filename, __dirname) {";
+const WRAPPER_TAIL = "\n})";
 /** The ES module main a service without a process bundle for its arguments runs (an agent with several roles). */
 export const ESM_MAIN = "main.esm.js";
 /** A process that found no cache writes one this long after it started, when its own start-up code is compiled too. */
@@ -31,17 +36,22 @@ const MAGIC = Buffer.from("AMCC1");
 const DIGEST = 32;
 const sha256 = (b: Buffer | string): Buffer => createHash("sha256").update(b).digest();
 
-/** What a process bundle exports: its main, which runs the service. */
+/** What a process bundle exports: its main, which runs the service, and what priming runs besides its modules' top level. */
 export interface BundleExports {
   readonly main?: () => Promise<void>;
+  readonly warm?: () => Promise<unknown>;
 }
 
 /**
  * How the cache served one load: used (`hit`); none for these flags (`missing`); a file that is not
  * ours, is for another bundle or is damaged, never handed to V8 (`invalid`); refused by V8
- * (`rejected`); not asked for (`off`). Every case but `hit` compiles the source.
+ * (`rejected`); not asked for (`off`); source maps on, so required as a module (`source-maps`).
+ * Every case but `hit` compiles the source.
  */
-export type CacheUse = "hit" | "missing" | "invalid" | "rejected" | "off";
+export type CacheUse = "hit" | "missing" | "invalid" | "rejected" | "off" | "source-maps";
+
+/** Where the launcher leaves how the cache served this process, for its "started" log line (service-kit). */
+export const CODE_CACHE_USE = Symbol.for("agentmesh.codeCache");
 
 export interface LoadedBundle {
   readonly exports: BundleExports;
@@ -71,18 +81,21 @@ export function readCacheData(file: string, sourceDigest: Buffer): Buffer | "mis
 
 /**
  * Compiles and runs a process bundle (its modules' top level; not its main), with the cache when
- * `useCache` and one is there for it.
+ * `useCache` and one is there for it; as a plain CommonJS module when source maps are on.
  */
 export function loadBundle(path: string, useCache = true): LoadedBundle {
   const bundle = resolve(path);
   const bytes = readFileSync(bundle);
   const source = bytes.toString("utf8");
-  if (!source.startsWith(BUNDLE_PARAMS)) throw new Error(`${bundle} is not a process bundle (pnpm build writes them)`);
-  const digest = sha256(bytes);
+  if (!source.startsWith(BUNDLE_MARK)) throw new Error(`${bundle} is not a process bundle (pnpm build writes them)`);
   const cacheFile = cacheFileOf(bundle);
+  if (process.sourceMapsEnabled) {
+    return { exports: createRequire(bundle)(bundle) as BundleExports, cache: "source-maps", cacheFile, writeCache: () => false };
+  }
+  const digest = sha256(bytes);
   const read = useCache ? readCacheData(cacheFile, digest) : "off";
   const cachedData = typeof read === "string" ? undefined : read;
-  const script = new Script(source, { filename: bundle, ...(cachedData ? { cachedData } : {}) });
+  const script = new Script(WRAPPER_HEAD + source + WRAPPER_TAIL, { filename: bundle, ...(cachedData ? { cachedData } : {}) });
   const cache: CacheUse = typeof read === "string" ? read : script.cachedDataRejected ? "rejected" : "hit";
   const module = { exports: {} as BundleExports };
   const run = script.runInThisContext() as (exports: unknown, require: NodeRequire, module: unknown, filename: string, dirname: string) => void;
@@ -92,14 +105,22 @@ export function loadBundle(path: string, useCache = true): LoadedBundle {
     cache,
     cacheFile,
     writeCache() {
-      const tmp = `${cacheFile}.${process.pid}.tmp`;
+      const tmp = `${cacheFile}.${randomBytes(6).toString("hex")}.tmp`;
       try {
+        // where it cannot be written (a read-only root file system), do not serialise a megabyte first
+        accessSync(dirname(cacheFile), fsConstants.W_OK);
+        // a process of an earlier build must not overwrite the cache of the bundle there now
+        if (!sha256(readFileSync(bundle)).equals(digest)) return false;
         const data = script.createCachedData();
         writeFileSync(tmp, Buffer.concat([MAGIC, digest, sha256(data), data]));
         renameSync(tmp, cacheFile);
         return true;
       } catch {
-        rmSync(tmp, { force: true });
+        try {
+          rmSync(tmp, { force: true });
+        } catch {
+          // nothing was written, or it cannot be removed: either way the cache stays as it was
+        }
         return false;
       }
     },
@@ -114,9 +135,10 @@ export function bundleFor(service: string, distDir: string, argv: readonly strin
   if (service !== "agent") return join(distDir, PROCESS_BUNDLE);
   const roles = argv.length ? argv : [env.SERVICE ?? ""].filter(Boolean);
   const role = roles.length === 1 ? roles[0] : undefined;
-  if (role === undefined || !/^[a-z][a-z0-9-]*$/.test(role)) return null;
-  const file = join(distDir, "..", "..", role, "dist", PROCESS_BUNDLE);
-  return existsSync(file) ? file : null;
+  if (role === undefined || !/^[a-z][a-z0-9_-]*$/.test(role)) return null;
+  // a role folder (its compiled role module beside the bundle), never another service's bundle
+  const dist = join(distDir, "..", "..", role, "dist");
+  return existsSync(join(dist, "role.js")) && existsSync(join(dist, PROCESS_BUNDLE)) ? join(dist, PROCESS_BUNDLE) : null;
 }
 
 /**
@@ -125,20 +147,25 @@ export function bundleFor(service: string, distDir: string, argv: readonly strin
  */
 export async function launch(mainUrl: string, service: string): Promise<void> {
   const distDir = dirname(fileURLToPath(mainUrl));
+  const mode = process.env.AGENTMESH_CODE_CACHE ?? "on";
+  if (mode !== "on" && mode !== "off" && mode !== "prime") throw new Error(`AGENTMESH_CODE_CACHE=${mode}: expected on, off or prime`);
   const bundle = bundleFor(service, distDir);
   if (bundle === null) {
+    // priming must never start a service
+    if (mode === "prime") throw new Error(`no process bundle for ${service} ${process.argv.slice(2).join(" ")}`.trim());
     await import(pathToFileURL(join(distDir, ESM_MAIN)).href);
     return;
   }
-  const mode = process.env.AGENTMESH_CODE_CACHE ?? "on";
-  if (mode !== "on" && mode !== "off" && mode !== "prime") throw new Error(`AGENTMESH_CODE_CACHE=${mode}: expected on, off or prime`);
   const loaded = loadBundle(bundle, mode !== "off");
+  (globalThis as Record<symbol, unknown>)[CODE_CACHE_USE] = loaded.cache;
   if (mode === "prime") {
+    // what the service runs first besides its modules' top level (an agent's role module), compiled into the cache too
+    await loaded.exports.warm?.();
     if (!loaded.writeCache()) throw new Error(`could not write ${loaded.cacheFile}`);
     // a module's top level may have left a handle open: priming never starts the service
     process.exit(0);
   }
-  if (mode === "on" && loaded.cache !== "hit") setTimeout(() => loaded.writeCache(), CACHE_WRITE_DELAY_MS).unref();
+  if (mode === "on" && loaded.cache !== "hit" && loaded.cache !== "source-maps") setTimeout(() => loaded.writeCache(), CACHE_WRITE_DELAY_MS).unref();
   const main = loaded.exports.main;
   if (typeof main !== "function") throw new Error(`${bundle} exports no main`);
   await main();

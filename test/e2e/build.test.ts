@@ -1,10 +1,13 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ROLE_NAMES } from "@agentmesh/contracts";
 import { buildAll, sourceRoots } from "../../scripts/build.js";
-import { BUNDLE_PARAMS, PROCESS_BUNDLE } from "../../scripts/launcher.js";
+import { bundleProcess } from "../../scripts/build-process.js";
+import { BUNDLE_MARK, PROCESS_BUNDLE } from "../../scripts/launcher.js";
 import { uniquePrefix } from "../setup/prefix.js";
 import { AGENT_ROLES, Cluster, SERVICE_NODE_OPTIONS, assertAppliedOnce, serviceArgv, serviceRuntime } from "./harness.js";
 
@@ -101,24 +104,69 @@ describe("pnpm build", () => {
     for (const dir of ["coordinator", "gateway", ...ROLE_NAMES]) {
       const bundle = join(root, "services", dir, "dist", PROCESS_BUNDLE);
       const text = readFileSync(bundle, "utf8");
-      expect(text.startsWith(BUNDLE_PARAMS), dir).toBe(true);
+      expect(text.startsWith(BUNDLE_MARK), dir).toBe(true);
       expect(existsSync(`${bundle}.${tag}.cache`), `${dir}: no cache for the services' flags`).toBe(true);
-      // anything required by path is an npm package's file: a workspace module from outside the
-      // bundle would be a second instance of it in the process
-      for (const m of text.matchAll(/require\("(\.[^"]+)"\)/g)) {
-        const file = join(dirname(bundle), m[1] ?? "");
-        expect(file, dir).toContain("/node_modules/");
-        expect(existsSync(file), `${dir}: ${m[1]}`).toBe(true);
-      }
+      // nothing is required by path: a workspace module from outside the bundle would be a second
+      // instance of it in the process; npm packages outside it resolve from their importer's package
+      expect(text, dir).not.toMatch(/require\("\.{1,2}\//);
       expect(text, dir).not.toMatch(/require\("@agentmesh\//);
+      for (const m of text.matchAll(/__agentmeshExternal\("([^"]+)", "([^"]+)"\)/g)) {
+        const from = createRequire(join(dirname(bundle), m[1] ?? "", "package.json"));
+        expect(() => from.resolve(m[2] ?? ""), `${dir}: ${m[2]} from ${m[1]}`).not.toThrow();
+      }
     }
     for (const s of ["agent", "coordinator", "gateway"]) {
       expect(readFileSync(join(root, "services", s, "dist/main.js"), "utf8"), s).toContain(`launch(import.meta.url, "${s}")`);
       expect(existsSync(join(root, "services", s, "dist/main.esm.js")), s).toBe(true);
     }
-    // prime mode starts nothing: a planner that reaches it ran its bundle, not the ES module main
-    const primed = spawnSync(process.execPath, serviceArgv("agent", ["planner"], "compiled"), { cwd: root, encoding: "utf8", timeout: 60_000, env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS, AGENTMESH_CODE_CACHE: "prime" } });
+    // prime mode writes the planner's cache and starts nothing (without a bundle it refuses)
+    const cache = join(root, "services/planner/dist", `${PROCESS_BUNDLE}.${tag}.cache`);
+    const before = statSync(cache).mtimeMs;
+    const primed = spawnSync(process.execPath, serviceArgv("agent", ["planner"], "compiled"), { cwd: root, encoding: "utf8", timeout: 15_000, env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS, AGENTMESH_CODE_CACHE: "prime" } });
     expect(primed.status, primed.stderr).toBe(0);
+    expect(statSync(cache).mtimeMs).toBeGreaterThan(before);
+  });
+
+  test("inside a process bundle too, the tools find their workers, mathjs, the QuickJS worker, the Python child and Pyodide", async () => {
+    // the same checks as above, from a bundle built as the services' are: every `import.meta.url` rewritten
+    const dir = mkdtempSync(join(tmpdir(), "bundle-tools-"));
+    try {
+      const bundle = join(root, "services/executor/dist", `test-tools-${process.pid}.cjs`);
+      await bundleProcess(
+        root,
+        `import * as t from "@agentmesh/tools";
+         export async function main() {
+           const { tool, pool } = t.createCalculatorTool({});
+           const calc = await tool.execute({ expression: "2^70" }, { signal: AbortSignal.timeout(60000) });
+           const units = await tool.execute({ expression: "5 cm to inch" }, { signal: AbortSignal.timeout(60000) });
+           const exact = t.evaluateExact("1/3 + 1/6");
+           await pool.close();
+           const js = t.createJsRunner();
+           const ran = await js.run("1 + 41");
+           await js.close();
+           const py = t.createPythonRunner();
+           const status = await py.status();
+           const printed = status.available ? (await py.run("print(6 * 7)")).stdout : null;
+           await py.close();
+           console.log(JSON.stringify({ calc: calc.result, units: units.result, exact, js: ran.result, python: status.detail, printed }));
+         }`,
+        bundle,
+      );
+      const launcher = join(root, "dist/launcher.js");
+      const script = `const L = await import(${JSON.stringify(launcher)}); await L.loadBundle(${JSON.stringify(bundle)}, false).exports.main(); process.exit(0);`;
+      const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: dir, encoding: "utf8", timeout: 110_000 });
+      expect(r.status, r.stderr).toBe(0);
+      const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { calc: string; units: string; exact: unknown; js: string; python: string; printed: string | null };
+      expect(out.calc).toBe("1180591620717411303424");
+      expect(out.units).toMatch(/^1\.9685\d* inch$/);
+      expect(JSON.stringify(out.exact)).toContain("0.5");
+      expect(out.js).toBe("42");
+      expect(out.python).not.toMatch(/no Pyodide|python-child|ENOENT/);
+      if (out.printed !== null) expect(out.printed).toBe("42\n");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      for (const f of readdirSync(join(root, "services/executor/dist")).filter((n) => n.startsWith(`test-tools-${process.pid}.`))) rmSync(join(root, "services/executor/dist", f));
+    }
   });
 
   test("a source file is bundled into one compiled file of its package (no module state twice in a process)", () => {
@@ -142,6 +190,8 @@ describe("pnpm build", () => {
   test("the compiled coordinator and agents answer a question end to end; the compiled CLI and gateway answer too", async () => {
     cluster.startAll(1);
     await cluster.waitReady({ coordinator: 1, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) });
+    // each started from its process bundle, compiled from the cache the build wrote
+    await expect.poll(() => cluster.procs.filter((p) => /"code_cache":"hit"[^\n]*"started"/.test(p.output())).map((p) => p.name).sort(), { timeout: 10_000 }).toEqual(["coordinator", ...AGENT_ROLES].sort());
     const sid = await cluster.submit("What is 123456789 * 987654321?", "buildsmoke0000000001");
     const { state, log } = await cluster.waitDone(sid);
     expect(state.meta.status).toBe("completed");

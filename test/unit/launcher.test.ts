@@ -7,20 +7,34 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { BUNDLE_PARAMS, ESM_MAIN, PROCESS_BUNDLE, bundleFor } from "../../scripts/launcher.js";
+import { build } from "esbuild";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { BUNDLE_MARK, ESM_MAIN, PROCESS_BUNDLE, bundleFor } from "../../scripts/launcher.js";
 
-const LAUNCHER = join(import.meta.dirname, "../../scripts/launcher.ts");
+// compiled as the build compiles it (dist/launcher.js): the children run it without a TypeScript
+// loader, which would turn source maps on (tsx does) and so change what the launcher does
+const compiled = mkdtempSync(join(tmpdir(), "launcher-js-"));
+const LAUNCHER = join(compiled, "launcher.mjs");
+beforeAll(async () => {
+  await build({ entryPoints: [join(import.meta.dirname, "../../scripts/launcher.ts")], outfile: LAUNCHER, bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "silent" });
+});
+afterAll(() => rmSync(compiled, { recursive: true, force: true }));
 
-/** A process bundle whose `value` is `value` and whose main writes `value` to the file `$MAIN_RAN`. */
+/**
+ * A process bundle whose `value` is `value`, whose main writes `value` to the file `$MAIN_RAN` and
+ * whose `warm` (what priming runs) writes "warm" to `$WARMED`.
+ */
 const bundleSource = (value: string) =>
-  `${BUNDLE_PARAMS}
+  `${BUNDLE_MARK}
+"use strict";
 const words = [];
 for (let i = 0; i < 200; i++) words.push(((n) => "w" + n.toString(36))(i));
 exports.value = ${JSON.stringify(value)};
 exports.words = words.length;
+exports.strict = (function () { return this === undefined; })();
 exports.main = async () => { require("node:fs").writeFileSync(process.env.MAIN_RAN, exports.value); };
-})`;
+exports.warm = async () => { if (process.env.WARMED) require("node:fs").writeFileSync(process.env.WARMED, "warm"); };
+`;
 
 let dir: string;
 beforeEach(() => {
@@ -38,7 +52,7 @@ interface ChildResult {
 /** Runs `code` (an ES module body with `L`, the launcher, imported) in a child node with `flags`. */
 function child(code: string, opts: { flags?: readonly string[]; env?: Record<string, string> } = {}): ChildResult {
   const script = `const L = await import(${JSON.stringify(pathToFileURL(LAUNCHER).href)});\n${code}`;
-  const r = spawnSync(process.execPath, [...(opts.flags ?? []), "--import", "tsx", "--input-type=module", "-e", script], {
+  const r = spawnSync(process.execPath, [...(opts.flags ?? []), "--input-type=module", "-e", script], {
     encoding: "utf8",
     env: { ...process.env, NODE_OPTIONS: "", ...opts.env },
     timeout: 60_000,
@@ -47,16 +61,16 @@ function child(code: string, opts: { flags?: readonly string[]; env?: Record<str
 }
 
 /** Loads `bundle` in a child and reports how the cache served it and what the bundle exported. */
-function load(bundle: string, opts: { flags?: readonly string[]; write?: boolean } = {}): { cache: string; value: string; words: number; cacheFile: string } {
+function load(bundle: string, opts: { flags?: readonly string[]; write?: boolean } = {}): { cache: string; value: string; words: number; strict: boolean; cacheFile: string } {
   const r = child(
     `const b = L.loadBundle(${JSON.stringify(bundle)});
      ${opts.write ? "if (!b.writeCache()) throw new Error('no cache written');" : ""}
-     console.log(JSON.stringify({ cache: b.cache, value: b.exports.value, words: b.exports.words, cacheFile: b.cacheFile }));`,
+     console.log(JSON.stringify({ cache: b.cache, value: b.exports.value, words: b.exports.words, strict: b.exports.strict, cacheFile: b.cacheFile }));`,
     opts,
   );
   expect(r.signal, r.stderr).toBeNull();
   expect(r.status, r.stderr).toBe(0);
-  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { cache: string; value: string; words: number; cacheFile: string };
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { cache: string; value: string; words: number; strict: boolean; cacheFile: string };
 }
 
 describe("a process bundle through the code cache", () => {
@@ -64,9 +78,31 @@ describe("a process bundle through the code cache", () => {
     const bundle = join(dir, PROCESS_BUNDLE);
     writeFileSync(bundle, bundleSource("A"));
     const first = load(bundle, { write: true });
-    expect(first).toMatchObject({ cache: "missing", value: "A", words: 200 });
+    expect(first).toMatchObject({ cache: "missing", value: "A", words: 200, strict: true });
     expect(existsSync(first.cacheFile)).toBe(true);
-    expect(load(bundle)).toMatchObject({ cache: "hit", value: "A", words: 200 });
+    expect(load(bundle)).toMatchObject({ cache: "hit", value: "A", words: 200, strict: true });
+  });
+
+  it("with source maps on, requires the bundle as the CommonJS module it is, and neither reads nor writes a cache", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const mapped = load(bundle, { flags: ["--enable-source-maps"] });
+    expect(mapped).toMatchObject({ cache: "source-maps", value: "A", strict: true });
+    const r = child(`const b = L.loadBundle(${JSON.stringify(bundle)}); console.log(b.writeCache());`, { flags: ["--enable-source-maps"] });
+    expect(r.stdout.trim()).toBe("false");
+    expect(existsSync(mapped.cacheFile)).toBe(false);
+  });
+
+  it("a process of an earlier build does not write its cache over the bundle there now", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const r = child(
+      `const b = L.loadBundle(${JSON.stringify(bundle)});
+       (await import("node:fs")).writeFileSync(${JSON.stringify(bundle)}, ${JSON.stringify(bundleSource("B"))});
+       console.log(JSON.stringify({ wrote: b.writeCache(), exists: (await import("node:fs")).existsSync(b.cacheFile) }));`,
+    );
+    expect(JSON.parse(r.stdout.trim())).toEqual({ wrote: false, exists: false });
+    expect(load(bundle)).toMatchObject({ cache: "missing", value: "B" });
   });
 
   it("never hands V8 a damaged, truncated or foreign cache file (V8 itself checks only the length, and damaged data can crash it)", () => {
@@ -107,7 +143,7 @@ describe("a process bundle through the code cache", () => {
   });
 
   it("refuses a file that is not a process bundle", () => {
-    const file = join(dir, "other.js");
+    const file = join(dir, "other.cjs");
     writeFileSync(file, "module.exports = 1;\n");
     const r = child(`L.loadBundle(${JSON.stringify(file)});`);
     expect(r.status).not.toBe(0);
@@ -135,9 +171,11 @@ describe("launch: what a bundled service's main.js does", () => {
     const cacheOf = () => child(`console.log(L.cacheFileOf(${JSON.stringify(join(dir, "services/coordinator/dist", PROCESS_BUNDLE))}));`).stdout.trim();
     const cacheFile = cacheOf();
 
-    const primed = launch(main, "coordinator", { AGENTMESH_CODE_CACHE: "prime" });
+    const warmed = join(dir, "warmed");
+    const primed = launch(main, "coordinator", { AGENTMESH_CODE_CACHE: "prime", WARMED: warmed });
     expect(primed.status, primed.stderr).toBe(0);
     expect(existsSync(ran)).toBe(false);
+    expect(readFileSync(warmed, "utf8")).toBe("warm");
     expect(existsSync(cacheFile)).toBe(true);
 
     rmSync(cacheFile);
@@ -156,6 +194,7 @@ describe("launch: what a bundled service's main.js does", () => {
     const planner = join(dir, "services", "planner", "dist");
     mkdirSync(planner, { recursive: true });
     writeFileSync(join(planner, PROCESS_BUNDLE), bundleSource("planner"));
+    writeFileSync(join(planner, "role.js"), "export default {};\n");
     const ran = join(dir, "ran");
 
     expect(launch(main, "agent", {}, ["planner"]).status).toBe(0);
@@ -169,6 +208,20 @@ describe("launch: what a bundled service's main.js does", () => {
       expect(readFileSync(ran, "utf8")).toBe("esm");
     }
   });
+
+  it("the agent's main never runs another service's bundle, and priming without a bundle starts nothing", () => {
+    const main = service("agent", null);
+    service("coordinator", bundleSource("coordinator"));
+    const ran = join(dir, "ran");
+    // not a role folder: the ES module main gets the name (and refuses it, as before bundles)
+    expect(launch(main, "agent", {}, ["coordinator"]).status).toBe(0);
+    expect(readFileSync(ran, "utf8")).toBe("esm");
+    rmSync(ran);
+    const primed = launch(main, "agent", { AGENTMESH_CODE_CACHE: "prime" }, ["planner", "critic"]);
+    expect(primed.status).not.toBe(0);
+    expect(primed.stderr).toContain("no process bundle for agent planner critic");
+    expect(existsSync(ran)).toBe(false);
+  });
 });
 
 describe("bundleFor", () => {
@@ -176,6 +229,9 @@ describe("bundleFor", () => {
     const agentDist = join(dir, "services", "agent", "dist");
     mkdirSync(join(dir, "services", "planner", "dist"), { recursive: true });
     writeFileSync(join(dir, "services", "planner", "dist", PROCESS_BUNDLE), bundleSource("p"));
+    writeFileSync(join(dir, "services", "planner", "dist", "role.js"), "export default {};\n");
+    mkdirSync(join(dir, "services", "gateway", "dist"), { recursive: true });
+    writeFileSync(join(dir, "services", "gateway", "dist", PROCESS_BUNDLE), bundleSource("g"));
     expect(bundleFor("coordinator", join(dir, "services", "coordinator", "dist"), [], {})).toBe(join(dir, "services", "coordinator", "dist", PROCESS_BUNDLE));
     expect(bundleFor("agent", agentDist, ["planner"], {})).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
     expect(bundleFor("agent", agentDist, [], { SERVICE: "planner" })).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
@@ -183,5 +239,6 @@ describe("bundleFor", () => {
     expect(bundleFor("agent", agentDist, ["critic"], {})).toBeNull();
     expect(bundleFor("agent", agentDist, [], {})).toBeNull();
     expect(bundleFor("agent", agentDist, ["../planner"], {})).toBeNull();
+    expect(bundleFor("agent", agentDist, ["gateway"], {})).toBeNull();
   });
 });

@@ -81,6 +81,18 @@ describe("every role in the registry is one complete folder", () => {
     await expect(loadRoles(["nosuchrole"])).rejects.toThrow(/unknown role\(s\): nosuchrole/);
   });
 
+  it("a role a process bundle holds is loaded from it, when asked for, with its folder for the prompts; one serving another role is refused", async () => {
+    const planner = loaded.find((r) => r.role === "planner");
+    if (!planner) throw new Error("no planner loaded");
+    const asked: string[] = [];
+    const bundled = { planner: async () => (asked.push("planner"), planner.module), critic: async () => (asked.push("critic"), planner.module) };
+    const [one] = await loadRoles(["planner"], bundled);
+    expect(asked).toEqual(["planner"]);
+    expect(one?.module).toBe(planner.module);
+    expect(one?.dir).toBe(planner.dir);
+    await expect(loadRoles(["critic"], bundled)).rejects.toThrow(/role critic: the bundled role module does not serve critic/);
+  });
+
   it("the agent config every role runs under parses with no environment", () => {
     expect(loadAgentConfig({}).roles).toEqual([]);
   });

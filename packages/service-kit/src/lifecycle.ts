@@ -32,7 +32,9 @@ export async function runUntilSignalled(opts: { name: string; log: Logger; grace
     process.exit(1);
   }
   opts.health?.started();
-  opts.log.info("started");
+  // how V8's code cache served a process started from a process bundle (dist/launcher.js sets it)
+  const codeCache = (globalThis as Record<symbol, unknown>)[Symbol.for("agentmesh.codeCache")];
+  opts.log.info(typeof codeCache === "string" ? { code_cache: codeCache } : {}, "started");
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

@@ -1,8 +1,8 @@
-import { loadAgentConfig, type RoleModule } from "@agentmesh/agent-kit";
+import { loadAgentConfig } from "@agentmesh/agent-kit";
 import { connectNats, linkHealth } from "@agentmesh/messaging";
-import { redactUrls, type RoleName } from "@agentmesh/contracts";
+import { redactUrls } from "@agentmesh/contracts";
 import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
-import { loadRoles } from "./roles.js";
+import { loadRoles, type BundledRoles } from "./roles.js";
 import { startRoles } from "./run.js";
 
 /** The roles an agent process runs: its command line's arguments, else `SERVICE`. */
@@ -13,7 +13,7 @@ export const agentRoleNames = (argv: readonly string[], env: NodeJS.ProcessEnv):
  * (metrics and probes, up before NATS so a probe is answered while it waits) → NATS → run until
  * SIGTERM. `bundled` holds role modules a process bundle was built with (scripts/build-process.ts).
  */
-export async function runAgentProcess(bundled: Readonly<Partial<Record<RoleName, RoleModule>>> = {}): Promise<void> {
+export async function runAgentProcess(bundled: BundledRoles = {}): Promise<void> {
   const names = agentRoleNames(process.argv.slice(2), process.env);
   const service = names.join("+") || "agent";
   const secrets = secretsOf(process.env);

@@ -17,13 +17,16 @@ export interface LoadedRole {
  */
 const ROLE_MODULE = import.meta.url.endsWith(".ts") ? "role.ts" : "dist/role.js";
 
+/** Role modules a process bundle was built with (scripts/build-process.ts), each loaded when asked for. */
+export type BundledRoles = Readonly<Partial<Record<RoleName, () => Promise<RoleModule>>>>;
+
 /**
  * Loads the role folders of the named roles (every role in the registry when `names` is empty).
  * A name outside the registry, a missing folder or a `role.ts` whose default export serves
- * another role is an error naming the role. A role in `bundled` (a process bundle built with its
- * role module, scripts/build-process.ts) is taken from there instead of imported from its folder.
+ * another role is an error naming the role. A role in `bundled` is loaded from the process bundle
+ * instead of imported from its folder.
  */
-export async function loadRoles(names: readonly string[], bundled: Readonly<Partial<Record<RoleName, RoleModule>>> = {}): Promise<LoadedRole[]> {
+export async function loadRoles(names: readonly string[], bundled: BundledRoles = {}): Promise<LoadedRole[]> {
   const unknown = names.filter((n) => !RoleName.safeParse(n).success);
   if (unknown.length) throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
   const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
@@ -32,10 +35,11 @@ export async function loadRoles(names: readonly string[], bundled: Readonly<Part
     // `services/<role>/`, beside this package
     const folder = new URL(`../../${role}/`, import.meta.url);
     const dir = fileURLToPath(folder);
-    const preloaded = bundled[role];
-    if (preloaded) {
-      if (preloaded.role !== role) throw new Error(`role ${role}: the bundled role module serves ${preloaded.role}`);
-      loaded.push({ role, dir, module: preloaded });
+    const fromBundle = bundled[role];
+    if (fromBundle) {
+      const module = await fromBundle();
+      if (!module || module.role !== role) throw new Error(`role ${role}: the bundled role module does not serve ${role}`);
+      loaded.push({ role, dir, module });
       continue;
     }
     const file = new URL(ROLE_MODULE, folder);
