@@ -30,6 +30,38 @@ function jsFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((f) => f.endsWith(".js")).map((f) => join(dir, f));
 }
 
+/**
+ * What the tools' files found by path must do once compiled, with the package as `t`: the
+ * calculator's worker (plain arithmetic, then mathjs for units, a bare import), the exact
+ * evaluator, the QuickJS worker, the Python child and Pyodide. Prints one JSON line.
+ */
+const TOOLS_CHECK = `
+  const { tool, pool } = t.createCalculatorTool({});
+  const calc = await tool.execute({ expression: "2^70" }, { signal: AbortSignal.timeout(60000) });
+  const units = await tool.execute({ expression: "5 cm to inch" }, { signal: AbortSignal.timeout(60000) });
+  const exact = t.evaluateExact("1/3 + 1/6");
+  await pool.close();
+  const js = t.createJsRunner();
+  const ran = await js.run("1 + 41");
+  await js.close();
+  const py = t.createPythonRunner();
+  const status = await py.status();
+  const printed = status.available ? (await py.run("print(6 * 7)")).stdout : null;
+  await py.close();
+  console.log(JSON.stringify({ calc: calc.result, units: units.result, exact, js: ran.result, python: status.detail, printed }));`;
+
+/** Checks what TOOLS_CHECK printed. */
+function expectToolsWork(stdout: string): void {
+  const out = JSON.parse(stdout.trim().split("\n").pop() ?? "{}") as { calc: string; units: string; exact: unknown; js: string; python: string; printed: string | null };
+  expect(out.calc).toBe("1180591620717411303424");
+  expect(out.units).toMatch(/^1\.9685\d* inch$/);
+  expect(JSON.stringify(out.exact)).toContain("0.5");
+  expect(out.js).toBe("42");
+  // without bubblewrap the runner says so; a Pyodide or child script not found would say that
+  expect(out.python).not.toMatch(/no Pyodide|python-child|ENOENT/);
+  if (out.printed !== null) expect(out.printed).toBe("42\n");
+}
+
 /** The ES module build's files: not the process bundles (a whole process each) nor the launcher mains. */
 function moduleFiles(dir: string): string[] {
   return jsFiles(dir).filter((f) => !f.endsWith(PROCESS_BUNDLE) && !(f.endsWith("/dist/main.js") && readFileSync(f, "utf8").includes("launch(import.meta.url")));
@@ -70,31 +102,10 @@ describe("pnpm build", () => {
 
   test("the bundled tools find their workers, the QuickJS worker, the Python child and Pyodide from dist/", () => {
     // a process of its own, as an agent loads them: the compiled front door, no TypeScript loader
-    const script = `
-      const t = await import(${JSON.stringify(join(root, "packages/tools/dist/index.js"))});
-      const { tool, pool } = t.createCalculatorTool({});
-      const calc = await tool.execute({ expression: "2^70" }, { signal: AbortSignal.timeout(60000) });
-      // beyond plain arithmetic: the worker loads mathjs, a bare import resolved from dist/
-      const units = await tool.execute({ expression: "5 cm to inch" }, { signal: AbortSignal.timeout(60000) });
-      await pool.close();
-      const js = t.createJsRunner();
-      const ran = await js.run("1 + 41");
-      await js.close();
-      const py = t.createPythonRunner();
-      const status = await py.status();
-      const printed = status.available ? (await py.run("print(6 * 7)")).stdout : null;
-      await py.close();
-      console.log(JSON.stringify({ calc: calc.result, units: units.result, js: ran.result, python: status.detail, printed }));
-      process.exit(0);`;
+    const script = `const t = await import(${JSON.stringify(join(root, "packages/tools/dist/index.js"))});\n${TOOLS_CHECK}\nprocess.exit(0);`;
     const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: root, encoding: "utf8", timeout: 110_000 });
     expect(r.status, r.stderr).toBe(0);
-    const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { calc: string; units: string; js: string; python: string; printed: string | null };
-    expect(out.calc).toBe("1180591620717411303424");
-    expect(out.units).toMatch(/^1\.9685\d* inch$/);
-    expect(out.js).toBe("42");
-    // without bubblewrap the runner says so; a Pyodide or child script not found would say that
-    expect(out.python).not.toMatch(/no Pyodide|python-child|ENOENT/);
-    if (out.printed !== null) expect(out.printed).toBe("42\n");
+    expectToolsWork(r.stdout);
   });
 
   test("the coordinator, the gateway and every role have a process bundle with its code cache primed for the services' flags; a bundle requires npm files only", () => {
@@ -134,35 +145,14 @@ describe("pnpm build", () => {
       const bundle = join(root, "services/executor/dist", `test-tools-${process.pid}.cjs`);
       await bundleProcess(
         root,
-        `import * as t from "@agentmesh/tools";
-         export async function main() {
-           const { tool, pool } = t.createCalculatorTool({});
-           const calc = await tool.execute({ expression: "2^70" }, { signal: AbortSignal.timeout(60000) });
-           const units = await tool.execute({ expression: "5 cm to inch" }, { signal: AbortSignal.timeout(60000) });
-           const exact = t.evaluateExact("1/3 + 1/6");
-           await pool.close();
-           const js = t.createJsRunner();
-           const ran = await js.run("1 + 41");
-           await js.close();
-           const py = t.createPythonRunner();
-           const status = await py.status();
-           const printed = status.available ? (await py.run("print(6 * 7)")).stdout : null;
-           await py.close();
-           console.log(JSON.stringify({ calc: calc.result, units: units.result, exact, js: ran.result, python: status.detail, printed }));
-         }`,
+        `import * as t from "@agentmesh/tools";\nexport async function main() {\n${TOOLS_CHECK}\n}`,
         bundle,
       );
       const launcher = join(root, "dist/launcher.js");
       const script = `const L = await import(${JSON.stringify(launcher)}); await L.loadBundle(${JSON.stringify(bundle)}, false).exports.main(); process.exit(0);`;
       const r = spawnSync(process.execPath, ["--input-type=module", "-e", script], { cwd: dir, encoding: "utf8", timeout: 110_000 });
       expect(r.status, r.stderr).toBe(0);
-      const out = JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { calc: string; units: string; exact: unknown; js: string; python: string; printed: string | null };
-      expect(out.calc).toBe("1180591620717411303424");
-      expect(out.units).toMatch(/^1\.9685\d* inch$/);
-      expect(JSON.stringify(out.exact)).toContain("0.5");
-      expect(out.js).toBe("42");
-      expect(out.python).not.toMatch(/no Pyodide|python-child|ENOENT/);
-      if (out.printed !== null) expect(out.printed).toBe("42\n");
+      expectToolsWork(r.stdout);
     } finally {
       rmSync(dir, { recursive: true, force: true });
       for (const f of readdirSync(join(root, "services/executor/dist")).filter((n) => n.startsWith(`test-tools-${process.pid}.`))) rmSync(join(root, "services/executor/dist", f));
