@@ -102,7 +102,7 @@ function processPlugin(root: string, outDir: string): Plugin {
   };
 }
 
-/** The folder of the workspace package (or role folder) a source file belongs to: the nearest package.json, else its role folder. */
+/** The folder of the workspace package a source file belongs to (its nearest package.json; role folders import no npm package themselves). */
 function packageDirOf(root: string, file: string): string {
   for (let dir = dirname(file); dir.startsWith(root) && dir !== root; dir = dirname(dir)) {
     if (existsSync(join(dir, "package.json"))) return dir;
@@ -113,15 +113,24 @@ function packageDirOf(root: string, file: string): string {
 /** How long priming one bundle may take: loading it is well under a second. */
 const PRIME_TIMEOUT_MS = 60_000;
 
-/** Runs the launcher of each bundle in its priming mode, with the services' V8 flags, two at a time. */
-async function primeCaches(root: string, runs: readonly { readonly main: string; readonly args: readonly string[] }[]): Promise<void> {
-  const flags = readFileSync(join(root, "deploy", "node-options"), "utf8")
+/**
+ * The V8 flag sets a cache is written for: the services' own (deploy/node-options: the e2e
+ * harness, the bench, a container at the manifests' 512 MiB limit) and the image entrypoint's for a
+ * 1 GiB container (the prod overlay's limit), which raises the old-space ceiling to half of it.
+ */
+function primedFlagSets(root: string): string[][] {
+  const base = readFileSync(join(root, "deploy", "node-options"), "utf8")
     .split("\n")
     .filter((l) => !l.startsWith("#"))
     .join(" ")
     .split(/\s+/)
     .filter(Boolean);
-  const one = (main: string, args: readonly string[]) =>
+  return [base, [...base, "--max-old-space-size=512"]];
+}
+
+/** Runs the launcher of each bundle in its priming mode once per flag set, two at a time. */
+async function primeCaches(root: string, runs: readonly { readonly main: string; readonly args: readonly string[] }[]): Promise<void> {
+  const one = (main: string, args: readonly string[], flags: readonly string[]) =>
     new Promise<void>((resolve, reject) => {
       // the flags on the command line only: the cache is for exactly the services' flags
       const env: NodeJS.ProcessEnv = { ...process.env, AGENTMESH_CODE_CACHE: "prime" };
@@ -135,12 +144,12 @@ async function primeCaches(root: string, runs: readonly { readonly main: string;
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
         if (code === 0) resolve();
-        else reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} failed (${signal === "SIGKILL" ? `not done within ${PRIME_TIMEOUT_MS} ms` : `exit ${code}`}):\n${err.slice(-2000)}`));
+        else reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} (${flags.join(" ")}) failed (${signal === "SIGKILL" ? `not done within ${PRIME_TIMEOUT_MS} ms` : `exit ${code}`}):\n${err.slice(-2000)}`));
       });
     });
-  const queue = [...runs];
+  const queue = primedFlagSets(root).flatMap((flags) => runs.map((r) => ({ ...r, flags })));
   const worker = async () => {
-    for (let r = queue.shift(); r; r = queue.shift()) await one(r.main, r.args);
+    for (let r = queue.shift(); r; r = queue.shift()) await one(r.main, r.args, r.flags);
   };
   await Promise.all([worker(), worker()]);
 }

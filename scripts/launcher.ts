@@ -6,10 +6,10 @@
 // source maps on (`--enable-source-maps`) the bundle is required as the CommonJS module it is,
 // without the cache, so stack traces name the TypeScript sources.
 //
-// The cache sits beside the bundle, one file per V8 version and flag set
-// (`<bundle>.<v8.cachedDataVersionTag()>.cache`): `pnpm build` writes the one for the services'
-// own flags (deploy/node-options), and a process that finds none for its flags writes it a few
-// seconds after it started (when the directory is writable). V8 checks a cache only against the
+// The cache sits beside the bundle, one file per Node version and option set (`optionsKey`):
+// `pnpm build` writes the ones for the services' own flags (deploy/node-options, and with the
+// old-space ceiling the image's entrypoint sets for a 1 GiB container), and a process that finds
+// none for its flags writes it a few seconds after it started (when the directory is writable). V8 checks a cache only against the
 // source's length, and data that is not its own can crash the process, so each file carries the
 // SHA-256 of the bundle it was made from and of its own data: anything else is ignored.
 import { createHash, randomBytes } from "node:crypto";
@@ -17,7 +17,6 @@ import { accessSync, constants as fsConstants, existsSync, readFileSync, renameS
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { cachedDataVersionTag } from "node:v8";
 import { Script } from "node:vm";
 
 /** The bundle's file name beside each service's `main.js` (a role's: in its role folder's `dist/`). */
@@ -61,8 +60,33 @@ export interface LoadedBundle {
   writeCache(): boolean;
 }
 
-/** The cache file of `bundle` for this process's V8 version and flags. */
-export const cacheFileOf = (bundle: string): string => `${bundle}.${cachedDataVersionTag()}.cache`;
+/**
+ * The options this process runs with, from `NODE_OPTIONS` and then its command line (which wins),
+ * as V8 sees them: one value per name (the last), in name order. V8 accepts a cache made under the
+ * same version and flag values only; `v8.cachedDataVersionTag()` would say so too, but it also
+ * folds in the CPU's features, which V8's check of a cache does not, and an image is built on
+ * another machine than the one it runs on. Node's own options count too (a cache only misses).
+ */
+export function optionsKey(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? ""): string {
+  const options = new Map<string, string>();
+  let last: string | null = null;
+  for (const token of [...nodeOptions.split(/\s+/), ...execArgv].filter(Boolean)) {
+    if (!token.startsWith("--")) {
+      // the value of `--flag value`
+      if (last !== null) options.set(last, token);
+      last = null;
+      continue;
+    }
+    const eq = token.indexOf("=");
+    last = (eq < 0 ? token.slice(2) : token.slice(2, eq)).replaceAll("_", "-");
+    options.set(last, eq < 0 ? "" : token.slice(eq + 1));
+    if (eq >= 0) last = null;
+  }
+  return [...options].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => (v === "" ? `--${k}` : `--${k}=${v}`)).join(" ");
+}
+
+/** The cache file of `bundle` for this Node (and so V8) version and these options. */
+export const cacheFileOf = (bundle: string): string => `${bundle}.${sha256(`${process.version} ${optionsKey()}`).toString("hex").slice(0, 16)}.cache`;
 
 /** V8's data from a cache file; `missing` when there is no file, `invalid` when it is not ours, for another bundle or damaged. */
 export function readCacheData(file: string, sourceDigest: Buffer): Buffer | "missing" | "invalid" {
@@ -132,7 +156,7 @@ export function loadBundle(path: string, useCache = true): LoadedBundle {
  * or for the agent the one of its role when it runs exactly one (`agent <role>` or `SERVICE`).
  */
 export function bundleFor(service: string, distDir: string, argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): string | null {
-  if (service !== "agent") return join(distDir, PROCESS_BUNDLE);
+  if (service !== "agent") return existsSync(join(distDir, PROCESS_BUNDLE)) ? join(distDir, PROCESS_BUNDLE) : null;
   const roles = argv.length ? argv : [env.SERVICE ?? ""].filter(Boolean);
   const role = roles.length === 1 ? roles[0] : undefined;
   if (role === undefined || !/^[a-z][a-z0-9_-]*$/.test(role)) return null;
@@ -156,7 +180,15 @@ export async function launch(mainUrl: string, service: string): Promise<void> {
     await import(pathToFileURL(join(distDir, ESM_MAIN)).href);
     return;
   }
-  const loaded = loadBundle(bundle, mode !== "off");
+  let loaded: LoadedBundle;
+  try {
+    loaded = loadBundle(bundle, mode !== "off");
+  } catch (err) {
+    // as Node reports a module that throws at load, without the source line it would print with
+    // the error: one of a bundle's lines can be 200 KB long
+    process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exit(1);
+  }
   (globalThis as Record<symbol, unknown>)[CODE_CACHE_USE] = loaded.cache;
   if (mode === "prime") {
     // what the service runs first besides its modules' top level (an agent's role module), compiled into the cache too

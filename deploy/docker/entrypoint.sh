@@ -5,7 +5,8 @@
 #   docker run IMAGE cli ask "2+2?"          -> the CLI with arguments
 # `exec` replaces this shell, so node is the process that receives SIGTERM (tini, PID 1,
 # forwards it) and drains. Stack traces name the compiled files; NODE_OPTIONS=--enable-source-maps
-# maps them to the TypeScript lines (the .map files are in the image; it costs start-up time).
+# maps them to the TypeScript lines (the .map files are in the image; it costs start-up time, and a
+# process bundle then starts without its code cache: deploy/README.md, "Start-up: the code cache").
 set -eu
 cd "$(dirname "$0")/../.."
 

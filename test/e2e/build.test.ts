@@ -1,7 +1,8 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
+import { pathToFileURL } from "node:url";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { ROLE_NAMES } from "@agentmesh/contracts";
@@ -108,30 +109,51 @@ describe("pnpm build", () => {
     expectToolsWork(r.stdout);
   });
 
-  test("the coordinator, the gateway and every role have a process bundle with its code cache primed for the services' flags; a bundle requires npm files only", () => {
-    // the tag V8 gives the services' flags (deploy/node-options, as the harness sets them)
-    const tag = spawnSync(process.execPath, ["-p", "require('node:v8').cachedDataVersionTag()"], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS } }).stdout.trim();
-    expect(tag).toMatch(/^\d+$/);
+  test("the coordinator, the gateway and every role have a process bundle with its code cache primed for the services' flags and a 1 GiB container's; a bundle requires npm packages only", () => {
+    /** The cache file of each bundle for these NODE_OPTIONS, as the launcher names it in a process run with them. */
+    const cacheFiles = (nodeOptions: string): Record<string, string> => {
+      // a script file, not `-e`: an option on the command line (--input-type) would be part of the key
+      const dir = mkdtempSync(join(tmpdir(), "cache-names-"));
+      try {
+        const script = join(dir, "names.mjs");
+        writeFileSync(script, `const L = await import(${JSON.stringify(pathToFileURL(join(root, "dist/launcher.js")).href)}); console.log(JSON.stringify(Object.fromEntries(${JSON.stringify(["coordinator", "gateway", ...ROLE_NAMES])}.map((d) => [d, L.cacheFileOf(${JSON.stringify(join(root, "services"))} + "/" + d + "/dist/${PROCESS_BUNDLE}")]))));\n`);
+        const r = spawnSync(process.execPath, [script], { encoding: "utf8", env: { ...process.env, NODE_OPTIONS: nodeOptions } });
+        expect(r.status, r.stderr).toBe(0);
+        return JSON.parse(r.stdout) as Record<string, string>;
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    };
+    const services = cacheFiles(SERVICE_NODE_OPTIONS);
+    // what the image's entrypoint gives a container with a 1 GiB limit (the prod overlay)
+    const oneGiB = cacheFiles(`${SERVICE_NODE_OPTIONS} --max-old-space-size=512`);
+    let externals = 0;
     for (const dir of ["coordinator", "gateway", ...ROLE_NAMES]) {
       const bundle = join(root, "services", dir, "dist", PROCESS_BUNDLE);
       const text = readFileSync(bundle, "utf8");
       expect(text.startsWith(BUNDLE_MARK), dir).toBe(true);
-      expect(existsSync(`${bundle}.${tag}.cache`), `${dir}: no cache for the services' flags`).toBe(true);
+      expect(services[dir], dir).not.toBe(oneGiB[dir]);
+      for (const cache of [services[dir], oneGiB[dir]]) expect(existsSync(cache ?? ""), `${dir}: no ${cache}`).toBe(true);
       // nothing is required by path: a workspace module from outside the bundle would be a second
-      // instance of it in the process; npm packages outside it resolve from their importer's package
+      // instance of it in the process; npm packages outside it load from their importer's package
       expect(text, dir).not.toMatch(/require\("\.{1,2}\//);
       expect(text, dir).not.toMatch(/require\("@agentmesh\//);
-      for (const m of text.matchAll(/__agentmeshExternal\("([^"]+)", "([^"]+)"\)/g)) {
+      const found = [...text.matchAll(/__agentmeshExternal\(\s*"([^"]+)",\s*"([^"]+)"\s*\)/g)];
+      // every service loads the OpenTelemetry SDK (lazily, with tracing on) from outside its bundle
+      expect(found.length, dir).toBeGreaterThanOrEqual(4);
+      for (const m of found) {
         const from = createRequire(join(dirname(bundle), m[1] ?? "", "package.json"));
-        expect(() => from.resolve(m[2] ?? ""), `${dir}: ${m[2]} from ${m[1]}`).not.toThrow();
+        expect(() => from(m[2] ?? ""), `${dir}: ${m[2]} from ${m[1]}`).not.toThrow();
+        externals++;
       }
     }
+    expect(externals).toBeGreaterThan(80);
     for (const s of ["agent", "coordinator", "gateway"]) {
       expect(readFileSync(join(root, "services", s, "dist/main.js"), "utf8"), s).toContain(`launch(import.meta.url, "${s}")`);
       expect(existsSync(join(root, "services", s, "dist/main.esm.js")), s).toBe(true);
     }
     // prime mode writes the planner's cache and starts nothing (without a bundle it refuses)
-    const cache = join(root, "services/planner/dist", `${PROCESS_BUNDLE}.${tag}.cache`);
+    const cache = services.planner ?? "";
     const before = statSync(cache).mtimeMs;
     const primed = spawnSync(process.execPath, serviceArgv("agent", ["planner"], "compiled"), { cwd: root, encoding: "utf8", timeout: 15_000, env: { ...process.env, NODE_OPTIONS: SERVICE_NODE_OPTIONS, AGENTMESH_CODE_CACHE: "prime" } });
     expect(primed.status, primed.stderr).toBe(0);
@@ -194,6 +216,7 @@ describe("pnpm build", () => {
     expect(cli.stdout).toContain("agentmesh");
 
     const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1" });
+    await expect.poll(() => cluster.procs.some((p) => p.name === "gateway" && /"code_cache":"hit"[^\n]*"started"/.test(p.output())), { timeout: 10_000 }).toBe(true);
     const page = await fetch(`${url}/`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain("<html");

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { BUNDLE_MARK, ESM_MAIN, PROCESS_BUNDLE, bundleFor } from "../../scripts/launcher.js";
+import { BUNDLE_MARK, CACHE_WRITE_DELAY_MS, ESM_MAIN, PROCESS_BUNDLE, bundleFor, optionsKey } from "../../scripts/launcher.js";
 
 // compiled as the build compiles it (dist/launcher.js): the children run it without a TypeScript
 // loader, which would turn source maps on (tsx does) and so change what the launcher does
@@ -142,6 +142,52 @@ describe("a process bundle through the code cache", () => {
     expect(load(bundle).cache).toBe("hit");
   });
 
+  it("a cache V8 refuses (made under other flags) is reported as rejected and the source runs", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, bundleSource("A"));
+    const other = load(bundle, { flags: ["--max-old-space-size=300"], write: true });
+    const plain = load(bundle);
+    expect(plain.cacheFile).not.toBe(other.cacheFile);
+    // ours by every check of the launcher (the same bundle, undamaged), but not V8's to use here
+    writeFileSync(plain.cacheFile, readFileSync(other.cacheFile));
+    expect(load(bundle)).toMatchObject({ cache: "rejected", value: "A", words: 200 });
+  });
+
+  it("keys the cache by the options' values, wherever they are given: NODE_OPTIONS, then the command line, the last of a name winning", () => {
+    const base = optionsKey([], "--max-semi-space-size=1 --max-old-space-size=256");
+    expect(optionsKey(["--max-old-space-size=256", "--max-semi-space-size=1"], "")).toBe(base);
+    expect(optionsKey([], "--max-old-space-size=256   --max-semi-space-size=1 --max-old-space-size=256")).toBe(base);
+    // the entrypoint appends a raised ceiling for a larger container: the same as giving it alone
+    expect(optionsKey([], "--max-semi-space-size=1 --max-old-space-size=256 --max-old-space-size=512")).toBe(optionsKey(["--max-old-space-size=512"], "--max-semi-space-size=1"));
+    expect(optionsKey([], "--max-semi-space-size=1 --max-old-space-size=512")).not.toBe(base);
+    expect(optionsKey(["--stack-size", "900"], "")).toBe(optionsKey(["--stack_size=900"], ""));
+    expect(optionsKey([], "")).toBe("");
+  });
+
+  it("a bundle that throws while loading stops the process with its error, exit 1, and none of its source", () => {
+    const bundle = join(dir, PROCESS_BUNDLE);
+    writeFileSync(bundle, `${BUNDLE_MARK}\n"use strict";\nconst pad = "${"x".repeat(50_000)}";\nthrow new Error("module broke at load " + pad.length);\n`);
+    const r = child(`await L.launch(${JSON.stringify(pathToFileURL(join(dir, "main.js")).href)}, "coordinator");`, { env: { MAIN_RAN: join(dir, "ran") } });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("module broke at load 50000");
+    expect(r.stderr.length).toBeLessThan(5_000);
+  });
+
+  it(`a service started without a cache writes one ${CACHE_WRITE_DELAY_MS / 1000} s after it started, which its next start uses`, () => {
+    const dist = join(dir, "services", "coordinator", "dist");
+    mkdirSync(dist, { recursive: true });
+    writeFileSync(
+      join(dist, PROCESS_BUNDLE),
+      `${BUNDLE_MARK}\n"use strict";\nexports.main = () => new Promise((r) => setTimeout(r, ${CACHE_WRITE_DELAY_MS + 1500}));\n`,
+    );
+    const main = pathToFileURL(join(dist, "main.js")).href;
+    const run = child(`await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`);
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe("missing");
+    const again = child(`await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`);
+    expect(again.stdout.trim()).toBe("hit");
+  }, 30_000);
+
   it("refuses a file that is not a process bundle", () => {
     const file = join(dir, "other.cjs");
     writeFileSync(file, "module.exports = 1;\n");
@@ -209,6 +255,12 @@ describe("launch: what a bundled service's main.js does", () => {
     }
   });
 
+  it("a service whose bundle is missing runs its ES module main", () => {
+    const main = service("coordinator", null);
+    expect(launch(main, "coordinator", {}).status).toBe(0);
+    expect(readFileSync(join(dir, "ran"), "utf8")).toBe("esm");
+  });
+
   it("the agent's main never runs another service's bundle, and priming without a bundle starts nothing", () => {
     const main = service("agent", null);
     service("coordinator", bundleSource("coordinator"));
@@ -230,8 +282,11 @@ describe("bundleFor", () => {
     mkdirSync(join(dir, "services", "planner", "dist"), { recursive: true });
     writeFileSync(join(dir, "services", "planner", "dist", PROCESS_BUNDLE), bundleSource("p"));
     writeFileSync(join(dir, "services", "planner", "dist", "role.js"), "export default {};\n");
-    mkdirSync(join(dir, "services", "gateway", "dist"), { recursive: true });
-    writeFileSync(join(dir, "services", "gateway", "dist", PROCESS_BUNDLE), bundleSource("g"));
+    for (const s of ["gateway", "coordinator"]) {
+      mkdirSync(join(dir, "services", s, "dist"), { recursive: true });
+      writeFileSync(join(dir, "services", s, "dist", PROCESS_BUNDLE), bundleSource(s));
+    }
+    expect(bundleFor("cli", join(dir, "services", "cli", "dist"), [], {})).toBeNull();
     expect(bundleFor("coordinator", join(dir, "services", "coordinator", "dist"), [], {})).toBe(join(dir, "services", "coordinator", "dist", PROCESS_BUNDLE));
     expect(bundleFor("agent", agentDist, ["planner"], {})).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
     expect(bundleFor("agent", agentDist, [], { SERVICE: "planner" })).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));

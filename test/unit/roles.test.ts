@@ -91,6 +91,7 @@ describe("every role in the registry is one complete folder", () => {
     expect(one?.module).toBe(planner.module);
     expect(one?.dir).toBe(planner.dir);
     await expect(loadRoles(["critic"], bundled)).rejects.toThrow(/role critic: the bundled role module does not serve critic/);
+    await expect(loadRoles(["planner", "finalizer"], { planner: bundled.planner })).rejects.toThrow(/this process bundle holds the role\(s\) planner, not finalizer/);
   });
 
   it("the agent config every role runs under parses with no environment", () => {

@@ -30,6 +30,9 @@ export async function loadRoles(names: readonly string[], bundled: BundledRoles 
   const unknown = names.filter((n) => !RoleName.safeParse(n).success);
   if (unknown.length) throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
   const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
+  // a process bundle holds only its roles: it cannot import another role's folder
+  const outside = Object.keys(bundled).length ? wanted.filter((r) => !bundled[r]) : [];
+  if (outside.length) throw new Error(`this process bundle holds the role(s) ${Object.keys(bundled).join(", ")}, not ${outside.join(", ")}; run several roles with services/agent/dist/main.esm.js`);
   const loaded: LoadedRole[] = [];
   for (const role of wanted) {
     // `services/<role>/`, beside this package
