@@ -1,9 +1,10 @@
 import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join, relative, sep } from "node:path";
+import { basename, dirname, join, relative, sep } from "node:path";
 import { build as esbuild, type Plugin } from "esbuild";
 import { isVendored, zodEnglishOnly } from "./build-vendor.js";
 import { BUNDLE_MARK, ESM_MAIN, PROCESS_BUNDLE } from "./launcher.js";
+import { rootOf, serviceNodeOptions, sourceRoots, type SourceRoot } from "./layout.js";
 
 // `pnpm build`'s second part: a process bundle for every service that runs as one process per
 // replica (the coordinator, the gateway, and an agent per role), loaded by `dist/launcher.js`
@@ -51,21 +52,19 @@ function launcherMain(root: string, service: string): string {
   ].join("\n");
 }
 
-/** Where a source file's `import.meta.url` points in the ES module build: the top of its package's (or role folder's) dist/. */
-function esmUrlTarget(root: string, file: string): string | null {
-  const rel = relative(root, file).split(sep);
-  if (rel[0] === "packages" && rel[2] === "src") return join(root, "packages", rel[1]!, "dist", "index.js");
-  if (rel[0] === "services" && rel[2] === "src") return join(root, "services", rel[1]!, "dist", "index.js");
-  if (rel[0] === "services" && rel.length === 3) return join(root, "services", rel[1]!, "dist", "role.js");
-  return null;
+/** Where a source file's `import.meta.url` points in the ES module build: the top of its root's dist/ (build.ts puts every entry there). */
+function esmUrlTarget(roots: readonly SourceRoot[], file: string): string | null {
+  const r = rootOf(roots, file);
+  if (!r) return null;
+  return join(r.out, r.recursive ? "index.js" : "role.js");
 }
 
 /**
  * Rewrites `import.meta.url` in the workspace's sources to the URL that file has in the ES module
  * build, computed from the bundle's own location at run time; and leaves every npm package that is
- * not vendored outside, required from the file it resolves to (where the importing package finds it).
+ * not vendored outside, required at run time from the importing package's folder.
  */
-function processPlugin(root: string, outDir: string): Plugin {
+function processPlugin(root: string, roots: readonly SourceRoot[], outDir: string): Plugin {
   const fromBundle = (file: string) => {
     const rel = relative(outDir, file).split(sep).join("/");
     return rel.startsWith(".") ? rel : `./${rel}`;
@@ -78,7 +77,7 @@ function processPlugin(root: string, outDir: string): Plugin {
         const text = readFileSync(args.path, "utf8");
         const loader = args.path.endsWith(".ts") ? "ts" : "js";
         if (!text.includes("import.meta")) return { contents: text, loader };
-        const target = esmUrlTarget(root, args.path);
+        const target = esmUrlTarget(roots, args.path);
         if (target === null) return { errors: [{ text: `${relative(root, args.path)} uses import.meta outside a package's src/ or a role folder` }] };
         const contents = text.replaceAll("import.meta.url", `__agentmeshUrl(${JSON.stringify(fromBundle(target))})`);
         if (contents.includes("import.meta")) return { errors: [{ text: `${relative(root, args.path)}: only import.meta.url can be bundled into a process bundle` }] };
@@ -119,12 +118,7 @@ const PRIME_TIMEOUT_MS = 60_000;
  * 1 GiB container (the prod overlay's limit), which raises the old-space ceiling to half of it.
  */
 function primedFlagSets(root: string): string[][] {
-  const base = readFileSync(join(root, "deploy", "node-options"), "utf8")
-    .split("\n")
-    .filter((l) => !l.startsWith("#"))
-    .join(" ")
-    .split(/\s+/)
-    .filter(Boolean);
+  const base = serviceNodeOptions(root).split(/\s+/).filter(Boolean);
   return [base, [...base, "--max-old-space-size=512"]];
 }
 
@@ -187,19 +181,19 @@ export async function bundleProcess(root: string, entry: string, outFile: string
       ].join("\n"),
     },
     logLevel: "silent",
-    plugins: [zodEnglishOnly, processPlugin(root, out)],
+    plugins: [zodEnglishOnly, processPlugin(root, sourceRoots(root), out)],
   });
   if (result.warnings.length) throw new Error(`build (process bundle ${relative(root, outFile)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
 }
 
-/** The role folders: `services/<role>/` with a role.ts. */
-const roleFolders = (root: string, services: readonly string[]) => services.filter((s) => existsSync(join(root, "services", s, "role.ts")));
+/** The role folders' names (the source roots that are a folder's own files). */
+const roleNames = (roots: readonly SourceRoot[]) => roots.filter((r) => !r.recursive).map((r) => basename(r.src));
 
 /**
  * Writes the process bundles, the launcher (`dist/launcher.js`) and the bundled services' `main.js`,
  * then primes each bundle's code cache. The ES module build (build.ts) has written `main.esm.js`.
  */
-export async function buildProcesses(root: string, services: readonly string[]): Promise<number> {
+export async function buildProcesses(root: string, roots: readonly SourceRoot[]): Promise<number> {
   await esbuild({
     absWorkingDir: root,
     entryPoints: [join(root, "scripts", "launcher.ts")],
@@ -212,7 +206,7 @@ export async function buildProcesses(root: string, services: readonly string[]):
   });
   const kinds = [
     ...(["coordinator", "gateway"] as const).map((service) => ({ kind: { service }, out: join(root, "services", service, "dist") })),
-    ...roleFolders(root, services).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
+    ...roleNames(roots).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
   ];
   // esbuild runs them on its own threads: one call each, all at once
   await Promise.all(kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE))));
@@ -224,7 +218,7 @@ export async function buildProcesses(root: string, services: readonly string[]):
   await primeCaches(root, [
     { main: join(root, "services", "coordinator", "dist", "main.js"), args: [] },
     { main: join(root, "services", "gateway", "dist", "main.js"), args: [] },
-    ...roleFolders(root, services).map((role) => ({ main: join(root, "services", "agent", "dist", "main.js"), args: [role] })),
+    ...roleNames(roots).map((role) => ({ main: join(root, "services", "agent", "dist", "main.js"), args: [role] })),
   ]);
   return kinds.length;
 }

@@ -5,6 +5,7 @@ import { build as esbuild, type Metafile, type Plugin } from "esbuild";
 import { buildVendor, isVendored, NODE_BUNDLE, vendorFile } from "./build-vendor.js";
 import { BUNDLED_SERVICES, buildProcesses } from "./build-process.js";
 import { ESM_MAIN } from "./launcher.js";
+import { ROOT, rootOf, sourceRoots, type SourceRoot } from "./layout.js";
 
 // `pnpm build`: the JavaScript production runs, in each package's and role folder's `dist/`.
 // Node's ES module loader costs about a millisecond per file, so a process should load few:
@@ -29,33 +30,10 @@ import { ESM_MAIN } from "./launcher.js";
 //
 //   pnpm build           compiles into the dist/ folders (deleted first)
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-
-/** One folder of sources and the folder its compiled files go to. */
-interface SourceRoot {
-  readonly src: string;
-  readonly out: string;
-  /** Only the folder's own files (a role folder), or its whole tree (a package's src/). */
-  readonly recursive: boolean;
-}
-
 const isSource = (name: string): boolean => name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.endsWith(".test.ts") && name !== "testing.ts";
 /** Plain JavaScript the compiled code loads by path or import (workers, the exact evaluator, scripts a tool runs). */
 const isAsset = (name: string): boolean => /\.(mjs|py)$/.test(name);
 const SKIPPED_DIRS = new Set(["test-support", "node_modules", "dist"]);
-
-/** Every package's src/ and every role folder (a services/ folder with a role.ts). */
-export function sourceRoots(root = ROOT): SourceRoot[] {
-  const roots: SourceRoot[] = [];
-  for (const group of ["packages", "services"]) {
-    for (const name of readdirSync(join(root, group)).sort()) {
-      const dir = join(root, group, name);
-      if (existsSync(join(dir, "src"))) roots.push({ src: join(dir, "src"), out: join(dir, "dist"), recursive: true });
-      else if (existsSync(join(dir, "role.ts"))) roots.push({ src: dir, out: join(dir, "dist"), recursive: false });
-    }
-  }
-  return roots;
-}
 
 /** The files of one source root, relative to it, sorted. */
 function filesOf(r: SourceRoot, keep: (name: string) => boolean): string[] {
@@ -134,13 +112,12 @@ interface Found {
  * built-ins as they are written. `outOf(root)` is the compiled file the imports are written in.
  */
 function importsPlugin(root: string, roots: readonly SourceRoot[], targets: ReadonlyMap<string, string>, found: Found, outOf: (r: SourceRoot) => string): Plugin {
-  const rootOf = (file: string): SourceRoot | undefined => roots.find((r) => (r.recursive ? file.startsWith(r.src + sep) : dirname(file) === r.src));
   return {
     name: "agentmesh-imports",
     setup(b) {
       b.onResolve({ filter: /.*/ }, async (args) => {
         if (args.kind === "entry-point" || args.pluginData === RESOLVING) return undefined;
-        const r = rootOf(args.importer);
+        const r = rootOf(roots, args.importer);
         if (!r) return { errors: [{ text: `${args.importer}: not in a source root` }] };
         const from = outOf(r);
         if (args.path.startsWith(".")) {
@@ -247,7 +224,7 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   }
   checkDisjoint({ inputs, outputs }, root);
   const vendored = await buildVendor(root, new Map([...found.vendor].map(([spec, v]) => [spec, v.dir])));
-  const processes = await buildProcesses(root, readdirSync(join(root, "services")).sort());
+  const processes = await buildProcesses(root, roots);
   return { files: entries.size, assets, vendored, processes, ms: Math.round(performance.now() - t0) };
 }
 

@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -8,6 +7,7 @@ import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-s
 import { connectNats, followEvents, request } from "@agentmesh/messaging";
 import { SecretScan } from "./secret-scan.js";
 import { startAuthNats, type AuthNats } from "../setup/nats-auth.js";
+import { serviceNodeOptions } from "../../scripts/layout.js";
 
 const root = join(import.meta.dirname, "../..");
 
@@ -16,11 +16,7 @@ const root = join(import.meta.dirname, "../..");
  * file the image's entrypoint reads, without its comment lines. `Cluster.env` puts them before
  * any NODE_OPTIONS of its own, which therefore win for the same flag (as a deployment's do).
  */
-export const SERVICE_NODE_OPTIONS = readFileSync(join(root, "deploy/node-options"), "utf8")
-  .split("\n")
-  .filter((line) => line.trim() !== "" && !line.startsWith("#"))
-  .join(" ")
-  .trim();
+export const SERVICE_NODE_OPTIONS = serviceNodeOptions(root);
 
 /**
  * How a service process runs: `tsx` (its TypeScript source through tsx's loader) or `compiled`
