@@ -10,7 +10,9 @@ import { ROOT, rootOf, sourceRoots, type SourceRoot } from "./layout.js";
 // `pnpm build`: the JavaScript production runs, in each package's and role folder's `dist/`.
 // Node's ES module loader costs about a millisecond per file, so a process should load few:
 //  - each package is bundled into its front door: `<pkg>/src/index.ts` → `<pkg>/dist/index.js`, a
-//    service's `src/main.ts` → `dist/main.js`, a role folder's `role.ts` → `dist/role.js`. A module
+//    service's `src/main.ts` → `dist/main.js` (`dist/main.esm.js` for the services that also get a
+//    process bundle, build-process.ts, whose `main.js` is the launcher), a role folder's `role.ts` →
+//    `dist/role.js`. A module
 //    the code imports lazily (`import("./mcp/sdk.js")`) is bundled on its own, at its path in
 //    `dist/`, and stays lazy. Every front door sits at the top of `src/` (or the role folder), so
 //    bundled code runs with an `import.meta.url` at the top of `dist/`: a path worked out from
