@@ -1,5 +1,7 @@
 // Summarises the V8 CPU profiles written by `pnpm bench --cpu-prof DIR`:
-//   pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20]
+//   pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20] [--callers-of NAME]
+// --callers-of NAME splits the time spent under any frame called NAME (e.g. safeParse) by the
+// nearest workspace frame (packages/…, services/…) that called it.
 // Only samples inside the measured window(s) count (bench-window.json, CLOCK_MONOTONIC µs), so
 // start-up (module loading, transpiling) is left out.
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -41,13 +43,16 @@ function unbundle(f: CallFrame): CallFrame {
 
 const frameName = (f: CallFrame) => `${f.functionName || "(anonymous)"} ${f.url.replace(/^.*\/(node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?|work\/main\/)/, "")}:${f.lineNumber + 1}`;
 
-function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolean, top: number): void {
+const isWorkspace = (f: CallFrame) => /\/(?:packages|services)\/[^/]+\//.test(f.url) && !f.url.includes("node_modules");
+
+function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolean, top: number, callersOf: string | undefined): void {
   const byId = new Map(p.nodes.map((n) => [n.id, { ...n, callFrame: unbundle(n.callFrame) }]));
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const self = new Map<string, number>();
   const selfBucket = new Map<string, number>();
   const incl = new Map<string, number>();
+  const callers = new Map<string, number>();
   let t = p.startTime;
   let total = 0;
   for (let i = 0; i < p.samples.length; i++) {
@@ -68,6 +73,17 @@ function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolea
       seen.add(k);
       incl.set(k, (incl.get(k) ?? 0) + dt);
     }
+    if (callersOf !== undefined) {
+      let under = false;
+      for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
+        const f = byId.get(id)!.callFrame;
+        if (f.functionName === callersOf) under = true;
+        else if (under && isWorkspace(f)) {
+          callers.set(frameName(f), (callers.get(frameName(f)) ?? 0) + dt);
+          break;
+        }
+      }
+    }
   }
   const pct = (x: number) => `${((100 * x) / Math.max(total, 1)).toFixed(1).padStart(5)}%`;
   const list = (m: Map<string, number>, n: number) => [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, v]) => `    ${pct(v)}  ${k}`).join("\n");
@@ -75,16 +91,18 @@ function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolea
   console.log(`  self time by where the code lives:\n${list(selfBucket, 12)}`);
   console.log(`  self time by function:\n${list(self, top)}`);
   console.log(`  inclusive time by function:\n${list(incl, top)}`);
+  if (callersOf !== undefined) console.log(`  time under ${callersOf}, by the workspace frame that called it:\n${list(callers, top)}`);
 }
 
 const args = process.argv.slice(2);
 const dir = args.find((a) => !a.startsWith("--"));
 if (!dir) {
-  console.error("usage: pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20]");
+  console.error("usage: pnpm tsx bench/profile.ts DIR [--window c=64] [--top 20] [--callers-of NAME]");
   process.exit(2);
 }
 const wantWindow = args.includes("--window") ? args[args.indexOf("--window") + 1] : undefined;
 const top = args.includes("--top") ? Number(args[args.indexOf("--top") + 1]) : 20;
+const callersOf = args.includes("--callers-of") ? args[args.indexOf("--callers-of") + 1] : undefined;
 const meta = JSON.parse(readFileSync(join(dir, "bench-window.json"), "utf8")) as BenchWindow;
 const windows = meta.windows.filter((w) => !wantWindow || w.label === wantWindow);
 if (windows.length === 0) {
@@ -96,5 +114,5 @@ const labelOf = new Map(Object.entries(meta.processes).map(([k, v]) => [v, k]));
 console.log(`windows: ${windows.map((w) => `${w.label} (${((w.endUs - w.startUs) / 1e6).toFixed(1)} s)`).join(", ")}`);
 for (const f of readdirSync(dir).filter((f) => f.endsWith(".cpuprofile")).sort()) {
   const pid = Number(/^CPU\.(?:\d+\.\d+\.)?(\d+)\./.exec(f)?.[1]);
-  summarise(`${labelOf.get(pid) ?? `pid ${pid}`} (${f})`, JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile, inWindow, top);
+  summarise(`${labelOf.get(pid) ?? `pid ${pid}`} (${f})`, JSON.parse(readFileSync(join(dir, f), "utf8")) as CpuProfile, inWindow, top, callersOf);
 }

