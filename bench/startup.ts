@@ -30,9 +30,16 @@ export interface StartupSample {
   readonly rssMiB: number | null;
 }
 
+/**
+ * The baseline row: a bare `node` with the services' NODE_OPTIONS that answers `/readyz` as soon
+ * as it listens, timed the same way. What Node itself costs on this machine, so a service's own
+ * share of its start-up is its figure minus this one.
+ */
+export const BASELINE = "node itself";
+
 /** Every start of one service kind, and their medians. */
 export interface StartupResult {
-  readonly service: ServiceName;
+  readonly service: ServiceName | typeof BASELINE;
   readonly samples: readonly StartupSample[];
   readonly median: { readonly readyMs: number; readonly pingMs: number | null; readonly cpuMs: number | null; readonly rssMiB: number | null };
 }
@@ -168,6 +175,30 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   }
 }
 
+const BARE_NODE = `require("node:http").createServer((q, s) => s.end("ok")).listen(Number(process.env.PORT), "127.0.0.1")`;
+
+/** Starts a bare node that answers `/readyz` once it listens; times it to that answer. */
+export async function baselineOnce(timeoutMs: number): Promise<StartupSample> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = spawn(process.execPath, ["-e", BARE_NODE], { cwd: root, env: { PATH: process.env.PATH, PORT: String(port), NODE_OPTIONS: SERVICE_NODE_OPTIONS }, stdio: "ignore" });
+  const exited = new Promise((r) => child.once("exit", r));
+  try {
+    for (;;) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`bare node exited (${child.exitCode ?? child.signalCode}) while starting`);
+      if (performance.now() > t0 + timeoutMs) throw new Error(`bare node not listening within ${timeoutMs} ms`);
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      if (ok) {
+        const at = performance.now();
+        return { readyMs: at - t0, pingMs: null, cpuMs: child.pid === undefined ? null : cpuMs(child.pid), rssMiB: child.pid === undefined ? null : (rssKiB(child.pid) ?? Number.NaN) / 1024 };
+      }
+      await sleep(POLL_MS);
+    }
+  } finally {
+    await stopChild(child, exited);
+  }
+}
+
 /** The median of the figures there are (with 3 starts, the middle one); null with none. */
 function medianOf(xs: readonly (number | null)[]): number | null {
   const v = xs.filter((x): x is number => x !== null && Number.isFinite(x));
@@ -181,12 +212,13 @@ function medianOf(xs: readonly (number | null)[]): number | null {
  */
 export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts: StartupOptions = {}): Promise<StartupReport> {
   const rounds = opts.rounds ?? 3;
-  const kinds: ServiceName[] = ["coordinator", opts.role ?? "planner", "gateway"];
-  const samples = new Map<ServiceName, StartupSample[]>(kinds.map((k) => [k, []]));
+  const kinds: Array<ServiceName | typeof BASELINE> = [BASELINE, "coordinator", opts.role ?? "planner", "gateway"];
+  const samples = new Map<ServiceName | typeof BASELINE, StartupSample[]>(kinds.map((k) => [k, []]));
   const loadavgStart = loads();
   for (let round = 1; round <= rounds; round++) {
     for (const kind of kinds) {
-      const s = await startOnce(cluster, nc, kind, opts.timeoutMs ?? 120_000, opts.cpuProfDir ?? null);
+      const timeoutMs = opts.timeoutMs ?? 120_000;
+      const s = kind === BASELINE ? await baselineOnce(timeoutMs) : await startOnce(cluster, nc, kind, timeoutMs, opts.cpuProfDir ?? null);
       samples.get(kind)?.push(s);
       opts.log?.(`  start-up ${round}/${rounds} ${kind}: ready ${s.readyMs.toFixed(0)} ms${s.pingMs === null ? "" : `, $SRV.PING ${s.pingMs.toFixed(0)} ms`}, CPU ${s.cpuMs ?? "?"} ms, RSS ${s.rssMiB?.toFixed(0) ?? "?"} MiB`);
     }
@@ -211,7 +243,7 @@ export function renderStartup(r: StartupReport): string {
     ms(x.median.pingMs),
     ms(x.median.cpuMs),
     x.median.rssMiB === null ? "—" : `${x.median.rssMiB.toFixed(0)} MiB`,
-    x.median.readyMs <= r.targetMs ? "yes" : "no",
+    x.service === BASELINE ? "—" : x.median.readyMs <= r.targetMs ? "yes" : "no",
   ]);
   const head = ["service", "spawn → /readyz 200", "spawn → $SRV.PING", "CPU to ready", "RSS at ready", `≤ ${r.targetMs} ms`];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
@@ -220,5 +252,6 @@ export function renderStartup(r: StartupReport): string {
     `START-UP (${r.command}; median of ${r.rounds} starts each, interleaved; load ${r.loadavgStart} → ${r.loadavgEnd})`,
     line(head),
     ...rows.map(line),
+    `(${BASELINE}: a bare node with the same NODE_OPTIONS answering /readyz once it listens, timed the same way: what this machine's Node start costs before any agentmesh code)`,
   ].join("\n");
 }

@@ -2,7 +2,7 @@
 import { basename } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseArgs, type BenchOptions } from "../../bench/args.js";
-import { describeCommand, renderStartup, type StartupReport } from "../../bench/startup.js";
+import { BASELINE, baselineOnce, describeCommand, renderStartup, type StartupReport } from "../../bench/startup.js";
 
 function opts(argv: string[]): BenchOptions {
   const o = parseArgs(argv);
@@ -34,6 +34,7 @@ describe("the start-up table", () => {
     loadavgStart: "1.00 1.00 1.00",
     loadavgEnd: "2.00 1.00 1.00",
     results: [
+      { service: BASELINE, samples: [sample(60, null)], median: { readyMs: 60, pingMs: null, cpuMs: 50, rssMiB: 40 } },
       { service: "coordinator", samples: [sample(250, 240)], median: { readyMs: 250, pingMs: 240, cpuMs: 180, rssMiB: 70.4 } },
       { service: "gateway", samples: [sample(420, null)], median: { readyMs: 420, pingMs: null, cpuMs: null, rssMiB: null } },
     ],
@@ -43,8 +44,19 @@ describe("the start-up table", () => {
     const lines = renderStartup(report).split("\n");
     expect(lines[0]).toBe("START-UP (node dist; median of 3 starts each, interleaved; load 1.00 1.00 1.00 → 2.00 1.00 1.00)");
     expect(lines[1]?.split(/\s{2,}/)).toEqual(["service", "spawn → /readyz 200", "spawn → $SRV.PING", "CPU to ready", "RSS at ready", "≤ 300 ms"]);
-    expect(lines[2]?.split(/\s{2,}/)).toEqual(["coordinator", "250 ms", "240 ms", "180 ms", "70 MiB", "yes"]);
-    expect(lines[3]?.split(/\s{2,}/)).toEqual(["gateway", "420 ms", "—", "—", "—", "no"]);
+    expect(lines[2]?.split(/\s{2,}/)).toEqual(["node itself", "60 ms", "—", "50 ms", "40 MiB", "—"]);
+    expect(lines[3]?.split(/\s{2,}/)).toEqual(["coordinator", "250 ms", "240 ms", "180 ms", "70 MiB", "yes"]);
+    expect(lines[4]?.split(/\s{2,}/)).toEqual(["gateway", "420 ms", "—", "—", "—", "no"]);
+    expect(lines[5]).toMatch(/^\(node itself: a bare node with the same NODE_OPTIONS answering \/readyz/);
+  });
+
+  it("times a bare node to its first /readyz answer, as it times a service", async () => {
+    const s = await baselineOnce(30_000);
+    expect(s.readyMs).toBeGreaterThan(0);
+    expect(s.readyMs).toBeLessThan(30_000);
+    expect(s.pingMs).toBeNull();
+    expect(s.cpuMs).not.toBeNull();
+    expect(s.rssMiB).toBeGreaterThan(10);
   });
 
   it("names the command the harness runs services with (serviceCommand), for either runtime", () => {
