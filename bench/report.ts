@@ -14,6 +14,8 @@ export interface LevelReport {
   readonly serviceCounters: Record<string, Record<string, number>>;
   /** Share of both cores busy during the level, machine-wide (other users included). */
   readonly machineBusyPct: number;
+  /** Context switches machine-wide during the level (every process and thread woken). */
+  readonly ctxSwitches: number;
   /** CPU time each process used during the level, ms. */
   readonly cpuMsByProcess: Record<string, number>;
   readonly probe: LoadProbe;
@@ -222,6 +224,7 @@ export function toJson(r: BenchReport): unknown {
       levels: r.floor.levels.map((l) => ({
         ...l,
         elapsedMs: round3(l.elapsedMs), stepsPerSecond: round3(l.stepsPerSecond), stepMs: roundSummary(l.stepMs), cpuMsPerStep: round3(l.cpuMsPerStep), machineBusyPct: round3(l.machineBusyPct),
+        ctxSwitchesPerStep: round3(l.ctxSwitchesPerStep),
       })),
     },
     levels: r.levels.map((l) => ({
@@ -246,6 +249,7 @@ export function toJson(r: BenchReport): unknown {
       casConflicts: l.casConflicts,
       serviceCounters: l.serviceCounters,
       machineBusyPct: round3(l.machineBusyPct),
+      ctxSwitches: l.ctxSwitches,
       ownCpuSharePct: round3(ownSharePct(l, Number(r.host.cpus) || 1)),
       cpuMsPerSession: l.level.ok === 0 ? null : round3(ownCpuMs(l) / l.level.ok),
       cpuMsByProcess: l.cpuMsByProcess,

@@ -94,7 +94,10 @@ async function runtimeLevel(x: RoundsContext, round: number, c: number, firstInd
   });
   const probed = await probe.stop();
   const serviceCounters = diffTotals(before, totalsByService(await serviceStats(x.nc, x.prefix)));
-  return { level, casConflicts: serviceCounters.coordinator?.conflicts ?? 0, serviceCounters, machineBusyPct: busyPercent(machineBefore, machineAfter), cpuMsByProcess, probe: probed };
+  return {
+    level, casConflicts: serviceCounters.coordinator?.conflicts ?? 0, serviceCounters, machineBusyPct: busyPercent(machineBefore, machineAfter),
+    ctxSwitches: machineAfter.ctxt - machineBefore.ctxt, cpuMsByProcess, probe: probed,
+  };
 }
 
 /** Which side runs first at each level of round `round` (1-based): R F, F R, R F, … */
@@ -165,6 +168,7 @@ export function poolLevel(ls: readonly LevelReport[]): LevelReport {
     casConflicts: ls.reduce((a, l) => a + l.casConflicts, 0),
     serviceCounters: counters,
     machineBusyPct: ls.reduce((a, l) => a + l.machineBusyPct * l.level.elapsedMs, 0) / elapsed,
+    ctxSwitches: ls.reduce((a, l) => a + l.ctxSwitches, 0),
     cpuMsByProcess: sum(ls.map((l) => l.cpuMsByProcess)),
     probe: { nats_request: summarize(nats), redis_cas: summarize(cas), samples: { nats_request: nats, redis_cas: cas } },
   };

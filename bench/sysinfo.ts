@@ -39,15 +39,19 @@ export function cpuMs(pid: number): number | null {
 export interface MachineCpu {
   readonly busy: number;
   readonly total: number;
+  /** Context switches since boot, all cores (`ctxt`): every wake-up of a process or thread. */
+  readonly ctxt: number;
 }
 
 export function machineCpu(): MachineCpu {
-  const line = (read("/proc/stat") ?? "").split("\n")[0] ?? "";
+  const stat = read("/proc/stat") ?? "";
+  const line = stat.split("\n")[0] ?? "";
+  const ctxt = Number(/^ctxt (\d+)$/m.exec(stat)?.[1] ?? Number.NaN);
   const v = line.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal (guest time is already in user)
   const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = v;
   const busy = user + nice + system + irq + softirq + steal;
-  return { busy, total: busy + idle + iowait };
+  return { busy, total: busy + idle + iowait, ctxt };
 }
 
 /** Percentage of all cores busy between two readings (100 = every core busy the whole time). */

@@ -13,11 +13,14 @@ export interface LevelFigures {
   readonly agentStepsPerSecond: number;
   readonly sessionsPerSecond: number;
   readonly cpuMsPerStep: number;
+  /** Context switches machine-wide ÷ agent steps: how often a process or thread was woken per step. */
+  readonly ctxPerStep: number;
   /** The floor at the same level (null when it did not run). */
   readonly floorStepP50: number | null;
   readonly floorStepP99: number | null;
   readonly floorStepsPerSecond: number | null;
   readonly floorCpuMsPerStep: number | null;
+  readonly floorCtxPerStep: number | null;
   /** transitionP50 ÷ floorStepP50, and agentStepsPerSecond ÷ floorStepsPerSecond (in the medians: the median of the rounds' ratios). */
   readonly p50Ratio: number | null;
   readonly stepsRatio: number | null;
@@ -56,10 +59,12 @@ function figuresOf(r: Round): LevelFigures[] {
       agentStepsPerSecond: l.level.agentStepsPerSecond,
       sessionsPerSecond: l.level.sessionsPerSecond,
       cpuMsPerStep: steps > 0 ? Object.values(l.cpuMsByProcess).reduce((a, b) => a + b, 0) / steps : Number.NaN,
+      ctxPerStep: steps > 0 ? l.ctxSwitches / steps : Number.NaN,
       floorStepP50: f?.stepMs.p50 ?? null,
       floorStepP99: f?.stepMs.p99 ?? null,
       floorStepsPerSecond: f?.stepsPerSecond ?? null,
       floorCpuMsPerStep: f?.cpuMsPerStep ?? null,
+      floorCtxPerStep: f?.ctxSwitchesPerStep ?? null,
       p50Ratio: f ? l.level.transitionMs.p50 / f.stepMs.p50 : null,
       stepsRatio: f ? l.level.agentStepsPerSecond / f.stepsPerSecond : null,
     };
@@ -87,10 +92,12 @@ export function headlineOf(rounds: readonly Round[]): Headline {
       agentStepsPerSecond: med((l) => l.agentStepsPerSecond),
       sessionsPerSecond: med((l) => l.sessionsPerSecond),
       cpuMsPerStep: med((l) => l.cpuMsPerStep),
+      ctxPerStep: med((l) => l.ctxPerStep),
       floorStepP50: hasFloor ? med((l) => l.floorStepP50) : null,
       floorStepP99: hasFloor ? med((l) => l.floorStepP99) : null,
       floorStepsPerSecond: hasFloor ? med((l) => l.floorStepsPerSecond) : null,
       floorCpuMsPerStep: hasFloor ? med((l) => l.floorCpuMsPerStep) : null,
+      floorCtxPerStep: hasFloor ? med((l) => l.floorCtxPerStep) : null,
       p50Ratio: hasFloor ? med((l) => l.p50Ratio) : null,
       stepsRatio: hasFloor ? med((l) => l.stepsRatio) : null,
     };
@@ -115,12 +122,12 @@ function table(head: string[], rows: string[][], leftCols: number): string {
 }
 
 const row = (label: string[], l: LevelFigures) => [
-  ...label, String(l.concurrency), ms(l.transitionP50), ms(l.transitionP99), l.agentStepsPerSecond.toFixed(0), fmt(l.cpuMsPerStep),
-  l.floorStepP50 === null ? "-" : ms(l.floorStepP50), l.floorStepP99 === null ? "-" : ms(l.floorStepP99), fmt(l.floorStepsPerSecond, 0), fmt(l.floorCpuMsPerStep),
+  ...label, String(l.concurrency), ms(l.transitionP50), ms(l.transitionP99), l.agentStepsPerSecond.toFixed(0), fmt(l.cpuMsPerStep), fmt(l.ctxPerStep, 1),
+  l.floorStepP50 === null ? "-" : ms(l.floorStepP50), l.floorStepP99 === null ? "-" : ms(l.floorStepP99), fmt(l.floorStepsPerSecond, 0), fmt(l.floorCpuMsPerStep), fmt(l.floorCtxPerStep, 1),
   fmt(l.p50Ratio), fmt(l.stepsRatio),
 ];
 
-const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "floor step p50", "p99", "floor steps/s", "floor CPU ms/step", "p50 ratio", "steps/s ratio"];
+const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "wakes/step", "floor step p50", "p99", "floor steps/s", "floor CPU ms/step", "floor wakes/step", "p50 ratio", "steps/s ratio"];
 
 /** The headline section of the report. */
 export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
@@ -128,6 +135,7 @@ export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
     `The runtime beside the floor (${h.rounds.length === 1 ? "one round" : `medians of ${h.rounds.length} interleaved rounds`}; ms)`,
     `  runtime transition = gap between consecutive transitions (events' at, 1 ms resolution); floor step = Redis read → ack of one`,
     `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps;`,
+    `  wakes = context switches machine-wide (/proc/stat ctxt, every process and thread woken, other users' too) ÷ steps;`,
     `  ratios = runtime ÷ floor within a round (p50: transition p50 ÷ floor step p50; steps/s: agent steps/s ÷ floor steps/s), the median row the rounds' median`,
     table(["", ...HEAD], h.levels.map((l) => row(["median"], l)), 1),
     "",

@@ -31,6 +31,8 @@ export interface FloorLevel {
   /** Σ cpuMsByProcess ÷ steps. */
   readonly cpuMsPerStep: number;
   readonly machineBusyPct: number;
+  /** Context switches machine-wide during the level ÷ steps. */
+  readonly ctxSwitchesPerStep: number;
   /** Results that found no waiting step: duplicates or redeliveries (expected 0). */
   readonly strays: number;
   readonly problems: readonly string[];
@@ -153,7 +155,8 @@ export class Floor {
     const watch = { stop: false };
     const done = await Promise.race([finished, this.watchDeath(watch)]).finally(() => (watch.stop = true));
     const elapsedMs = performance.now() - t0;
-    const machineBusyPct = busyPercent(machineBefore, machineCpu());
+    const machineAfter = machineCpu();
+    const machineBusyPct = busyPercent(machineBefore, machineAfter);
     const cpuMsByProcess: Record<string, number> = {};
     for (const [k, pid] of procs) {
       const a = before.get(k);
@@ -174,6 +177,7 @@ export class Floor {
       cpuMsByProcess,
       cpuMsPerStep: stepMs.length === 0 ? Number.NaN : cpu / stepMs.length,
       machineBusyPct,
+      ctxSwitchesPerStep: stepMs.length === 0 ? Number.NaN : (machineAfter.ctxt - machineBefore.ctxt) / stepMs.length,
       strays: done.reduce((a, d) => a + d.strays, 0),
       problems: done.flatMap((d) => d.problems),
     };

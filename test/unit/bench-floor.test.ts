@@ -7,7 +7,7 @@ import type { LevelReport } from "../../bench/report.js";
 import { poolLevel, roundOrder, type Round } from "../../bench/rounds.js";
 import { aggregate, type SessionResult } from "../../bench/sessions.js";
 import { summarize } from "../../bench/stats.js";
-import { headlineOf } from "../../bench/targets.js";
+import { headlineOf, renderHeadline } from "../../bench/targets.js";
 import { median } from "../../bench/stats.js";
 
 const options = (argv: string[]): BenchOptions => {
@@ -25,19 +25,19 @@ function session(i: number, gaps: readonly number[]): SessionResult {
 }
 
 /** A runtime level: `n` sessions of the given gaps over `elapsedMs`, `cpuMs` of CPU in all. */
-function runtime(c: number, n: number, gaps: readonly number[], elapsedMs: number, cpuMs: number, counters: Record<string, number> = {}): LevelReport {
+function runtime(c: number, n: number, gaps: readonly number[], elapsedMs: number, cpuMs: number, counters: Record<string, number> = {}, ctxSwitches = 0): LevelReport {
   const level = aggregate(c, elapsedMs, Array.from({ length: n }, (_, i) => session(i, gaps)));
   const samples = { nats_request: [1], redis_cas: [2] };
   return {
-    level, casConflicts: 0, serviceCounters: { coordinator: counters }, machineBusyPct: 50, cpuMsByProcess: { "coordinator#1": cpuMs },
+    level, casConflicts: 0, serviceCounters: { coordinator: counters }, machineBusyPct: 50, ctxSwitches, cpuMsByProcess: { "coordinator#1": cpuMs },
     probe: { nats_request: summarize(samples.nats_request), redis_cas: summarize(samples.redis_cas), samples },
   };
 }
 
-function floor(c: number, stepP50: number, stepsPerSecond: number): FloorLevel {
+function floor(c: number, stepP50: number, stepsPerSecond: number, ctxSwitchesPerStep = 0): FloorLevel {
   return {
     concurrency: c, sessions: 10, sessionsOk: 10, stepsPerSession: 7, steps: 70, elapsedMs: 70_000 / stepsPerSecond, stepsPerSecond,
-    stepMs: summarize([stepP50]), cpuMsByProcess: { "floor worker": 70 }, cpuMsPerStep: 1, machineBusyPct: 50, strays: 0, problems: [],
+    stepMs: summarize([stepP50]), cpuMsByProcess: { "floor worker": 70 }, cpuMsPerStep: 1, machineBusyPct: 50, ctxSwitchesPerStep, strays: 0, problems: [],
   };
 }
 
@@ -64,6 +64,7 @@ describe("a runtime level pooled over the rounds", () => {
     expect(pooled.level.sessionsPerSecond).toBeCloseTo(5 / 3);
     expect(pooled.level.transitionMs.n).toBe(7);
     expect(pooled.cpuMsByProcess).toEqual({ "coordinator#1": 90 });
+    expect(poolLevel([runtime(1, 1, [1], 1000, 0, {}, 700), runtime(1, 1, [1], 1000, 0, {}, 300)]).ctxSwitches).toBe(1000);
     expect(pooled.serviceCounters.coordinator).toEqual({ applied: 7, in_flight: 1 });
     expect(pooled.probe.nats_request.n).toBe(2);
   });
@@ -94,6 +95,19 @@ describe("the runtime beside the floor", () => {
     expect(steps!.ratio).toBeCloseTo(700 / 1500);
     expect(h.levels.find((l) => l.concurrency === 1)).toMatchObject({ transitionP50: 3, floorStepP50: 2, p50Ratio: 1.5, cpuMsPerStep: 1 });
     expect(h.rounds.map((r) => r.order)).toEqual(["RF", "FR", "RF"]);
+  });
+
+  it("counts wake-ups (context switches machine-wide) per step on both sides, and shows them", () => {
+    // 10 sessions × 7 steps = 70 agent steps with 1,400 switches → 20 per step; the floor's says 3.5
+    const r: Round = { round: 1, order: "RF", load, runtime: [runtime(1, 10, [3, 3, 3, 3, 3, 3, 3], 1000, 70, {}, 1400)], floor: [floor(1, 2, 500, 3.5)] };
+    const h = headlineOf([r]);
+    expect(h.levels[0]).toMatchObject({ ctxPerStep: 20, floorCtxPerStep: 3.5 });
+    const text = renderHeadline(h, 7).join("\n");
+    const head = text.split("\n").find((l) => l.includes("wakes/step"))!.trim().split(/\s{2,}/);
+    const median = text.split("\n").find((l) => l.trim().startsWith("median"))!.trim().split(/\s{2,}/);
+    // the header's first cell (over "median") is empty, so trimmed away
+    expect(median[head.indexOf("wakes/step") + 1]).toBe("20.0");
+    expect(median[head.indexOf("floor wakes/step") + 1]).toBe("3.5");
   });
 
   it("says MISS past a limit, and n/a when a level did not run", () => {
