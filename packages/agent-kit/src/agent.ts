@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, ZERO_USAGE, findOp, formatZodError, type Naming, type Provenance, type RoleName, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, ZERO_USAGE, compiled, findOp, formatZodError, type Naming, type Provenance, type RoleName, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
 import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
 import type { ModelPort, ModelReply } from "@agentmesh/llm";
 import { lazyChild, TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
@@ -150,7 +150,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     const spec = findOp(task.role, task.op);
     const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
     if (task.role !== def.role || !spec || !op) return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
-    const parsed = spec.request.safeParse(task.input);
+    const parsed = compiled(spec.request).safeParse(task.input);
     if (!parsed.success) {
       return fail(new AgentmeshError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`).toWire(def.role));
     }
@@ -227,7 +227,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           span: (name, attributes, fn, parent) => tracing.run(name, { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } }, fn),
         };
         const raw = await op.run(parsed.data, ctx);
-        const checked = spec.response.safeParse(raw);
+        const checked = compiled(spec.response).safeParse(raw);
         if (!checked.success) {
           return fail(new AgentmeshError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`).toWire(def.role));
         }
@@ -235,7 +235,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         promptVersion = instructions?.version ?? op.version;
       } else if (isTextPrompt(op)) {
         const text = await callText({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
-        const checked = spec.response.safeParse(op.toOutput(text, parsed.data));
+        const checked = compiled(spec.response).safeParse(op.toOutput(text, parsed.data));
         if (!checked.success) {
           throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);
         }

@@ -1,4 +1,4 @@
-import { AgentmeshError, findOp, formatZodError } from "@agentmesh/contracts";
+import { AgentmeshError, compiled, findOp, formatZodError } from "@agentmesh/contracts";
 import { DEFAULT_CONFIG_HINT, offlineKey, type OfflineHandler } from "@agentmesh/llm";
 import type { AgentDefinition, OpSpec } from "./definition.js";
 
@@ -15,7 +15,7 @@ export function offlineHandlersOf(defs: readonly AgentDefinition[], configHint: 
       const spec = findOp(def.role, name);
       if (!offline || !spec) continue;
       handlers.set(offlineKey(def.role, name), (raw, signal) => {
-        const input = spec.request.safeParse(raw);
+        const input = compiled(spec.request).safeParse(raw);
         if (!input.success) throw new AgentmeshError("internal", `offline engine: the input for ${def.role}.${name} failed its schema: ${formatZodError(input.error)}`);
         return offline(input.data, { configHint, signal });
       });

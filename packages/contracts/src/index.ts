@@ -20,3 +20,4 @@ export * from "./state.js";
 export * from "./tool-flags.js";
 export * from "./events.js";
 export * from "./outbox.js";
+export * from "./compiled.js";

@@ -1,4 +1,4 @@
-import { AgentmeshError, formatZodError } from "@agentmesh/contracts";
+import { AgentmeshError, compiled, formatZodError } from "@agentmesh/contracts";
 import { z } from "zod";
 import { delay } from "./delay.js";
 import { forwardDelta } from "./stream.js";
@@ -57,7 +57,7 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
       if (latencyMs > 0) await delay(latencyMs, req.signal);
       const raw = await handler(req.input, req.signal);
       // free text (mode "text") is a string, delivered as one delta; the other modes are validated like a model's reply
-      const output = (req.mode === "text" ? z.string() : req.schema).safeParse(raw);
+      const output = (req.mode === "text" ? z.string() : compiled(req.schema)).safeParse(raw);
       if (!output.success) throw new AgentmeshError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${formatZodError(output.error)}`);
       if (req.mode === "text" && req.onToken && typeof output.data === "string") forwardDelta(req.onToken, output.data);
       return {

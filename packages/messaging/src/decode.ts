@@ -1,4 +1,4 @@
-import { AgentmeshError, formatZodError, LIMITS, SCHEMA_VERSION } from "@agentmesh/contracts";
+import { AgentmeshError, compiled, formatZodError, LIMITS, SCHEMA_VERSION } from "@agentmesh/contracts";
 import type { z } from "zod";
 
 /** An inbound message, checked: a typed value, or why it can never be processed (a permanent, typed failure). */
@@ -90,7 +90,7 @@ export function decodeValue<S extends z.ZodType, T>(raw: unknown, schema: S, wha
   if (v !== SCHEMA_VERSION) {
     return { ok: false, code: "invalid_message", reason: `${what} has unsupported schema version ${describeValue(v)}, expected ${SCHEMA_VERSION}` };
   }
-  const r = schema.safeParse(raw);
+  const r = compiled(schema).safeParse(raw);
   if (!r.success) return { ok: false, code: "invalid_message", reason: `invalid ${what}: ${formatZodError(r.error)}` };
   return { ok: true, value: map(r.data) };
 }

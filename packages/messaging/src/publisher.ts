@@ -1,6 +1,7 @@
 import {
   AgentmeshError,
   CancelNotice,
+  compiled,
   eventBatchMsgId,
   eventMsgId,
   EventBatch,
@@ -76,7 +77,7 @@ export function encodeBounded(value: unknown, what: string): Uint8Array {
 }
 
 function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const r = schema.safeParse(value);
+  const r = compiled(schema).safeParse(value);
   if (!r.success) throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${formatZodError(r.error)}`);
   return r.data;
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { HEADERS, SCHEMA_VERSION, Traceparent } from "@agentmesh/contracts";
+import { compiled, HEADERS, SCHEMA_VERSION, Traceparent } from "@agentmesh/contracts";
 import { headers as natsHeaders, Match, type MsgHdrs } from "@nats-io/transport-node";
 
 /** Correlation carried in the headers of every message we publish. */
@@ -25,7 +25,7 @@ export function newTraceparent(): string {
 
 /** Continues a trace: same trace id, a new parent id; a fresh trace when `tp` is not valid. */
 export function childTraceparent(tp: string | undefined): string {
-  if (!tp || !Traceparent.safeParse(tp).success) return newTraceparent();
+  if (!tp || !compiled(Traceparent).safeParse(tp).success) return newTraceparent();
   const [, trace, , flags] = tp.split("-") as [string, string, string, string];
   return `00-${trace}-${nonZeroHex(8)}-${flags}`;
 }
@@ -33,7 +33,7 @@ export function childTraceparent(tp: string | undefined): string {
 /** Builds the standard header set. */
 export function buildHeaders(o: { traceparent?: string | undefined; sessionId?: string | undefined; taskId?: string | undefined; threadId?: string | null | undefined }): MsgHdrs {
   const h = natsHeaders();
-  h.set(HEADERS.traceparent, o.traceparent && Traceparent.safeParse(o.traceparent).success ? o.traceparent : newTraceparent());
+  h.set(HEADERS.traceparent, o.traceparent && compiled(Traceparent).safeParse(o.traceparent).success ? o.traceparent : newTraceparent());
   if (o.sessionId) h.set(HEADERS.sessionId, o.sessionId);
   if (o.taskId) h.set(HEADERS.taskId, o.taskId);
   if (o.threadId) h.set(HEADERS.threadId, o.threadId);
@@ -51,5 +51,5 @@ export function readHeader(h: MsgHdrs | undefined, name: string): string | undef
 /** The traceparent a message carries, when it is a valid one. */
 export function traceparentOf(h: MsgHdrs | undefined): string | undefined {
   const tp = readHeader(h, HEADERS.traceparent);
-  return tp !== undefined && Traceparent.safeParse(tp).success ? tp : undefined;
+  return tp !== undefined && compiled(Traceparent).safeParse(tp).success ? tp : undefined;
 }

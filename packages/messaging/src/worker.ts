@@ -1,4 +1,4 @@
-import { AgentmeshError, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
+import { AgentmeshError, compiled, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { cancelledChecker, sharedCancelledView } from "./cancelled.js";
 import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
@@ -196,7 +196,7 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
         traceparent: traceparentOf(m.headers),
         threadId: readHeader(m.headers, HEADERS.threadId),
       });
-      const checked = TaskOutcome.safeParse(result);
+      const checked = compiled(TaskOutcome).safeParse(result);
       outcome = checked.success
         ? checked.data
         : { ok: false, error: wireFailure("internal", `the ${role} handler returned an invalid outcome: ${formatZodError(checked.error)}`, role), provenance: null };

@@ -1,4 +1,4 @@
-import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+import { AgentmeshError, compiled, LIMITS, STATE_SCHEMA_VERSION, formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
 import type { z } from "zod";
 import type { LoadedSession } from "./types.js";
 
@@ -131,7 +131,7 @@ export function decodeLog(sessionId: string, lines: readonly string[]): Transiti
  * writer (the coordinator's bug) and never becomes a corrupt record for every later reader.
  */
 export function encode<S extends z.ZodType>(schema: S, value: z.infer<S>, what: string): string {
-  const r = schema.safeParse(value);
+  const r = compiled(schema).safeParse(value);
   if (!r.success) throw new Error(`refusing to store invalid ${what}: ${formatZodError(r.error)}`);
   // What the schema made of it (defaults filled, unknown keys dropped): a current-layout read is
   // not parsed again, so the stored JSON must already be the parsed value.

@@ -1,6 +1,7 @@
 import {
   LIMITS,
   SessionId,
+  compiled,
   findOp,
   isTerminal,
   AgentmeshError,
@@ -118,7 +119,7 @@ function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "resu
   if (!outcome.ok) return { kind: "failure", ...base, error: outcome.error.code === "deadline_exceeded" ? { ...outcome.error, retryable: true } : outcome.error };
   const def = findOp(task.role, task.op);
   if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
-  const parsed = def.response.safeParse(outcome.output);
+  const parsed = compiled(def.response).safeParse(outcome.output);
   if (!parsed.success) {
     return invalid(`${task.role}.${task.op} output is invalid: ${formatZodError(parsed.error)}`);
   }

@@ -3,6 +3,7 @@
  * the coordinator does, and checks every applied outcome against the contracts as it goes.
  */
 import {
+  compiled,
   OutboxEntry,
   SCHEMA_VERSION,
   SessionState,
@@ -19,6 +20,7 @@ import {
   type Usage,
   type WireError,
 } from "@agentmesh/contracts";
+import type { z } from "zod";
 import { createSession, step } from "./runtime.js";
 import type { RuntimeDefaults, StepOutcome } from "./types.js";
 
@@ -115,15 +117,25 @@ export function asCriticChain(s: SessionState): CriticChainSession {
   return s as CriticChainSession;
 }
 
+/**
+ * Parses with the schema and with its compiled form (what the services validate with) and throws
+ * unless both give the same value: every state and message a workflow test makes checks the two agree.
+ */
+function parseBoth(schema: z.ZodType, value: unknown, what: string): void {
+  const plain = JSON.stringify(schema.parse(value));
+  const fast = compiled(schema).safeParse(value);
+  if (!fast.success || JSON.stringify(fast.data) !== plain) throw new Error(`the compiled ${what} schema disagrees with the schema on ${JSON.stringify(value).slice(0, 300)}`);
+}
+
 /** Throws unless every part of an applied outcome is what the contracts allow. */
 export function checkApplied(o: Applied): void {
-  SessionState.parse(o.state);
+  parseBoth(SessionState, o.state, "SessionState");
   for (const entry of o.outbox) {
-    OutboxEntry.parse(entry);
+    parseBoth(OutboxEntry, entry, "OutboxEntry");
     if (entry.kind === "task") {
       const def = findOp(entry.task.role, entry.task.op);
       if (!def) throw new Error(`unknown op ${entry.task.role}.${entry.task.op}`);
-      def.request.parse(entry.task.input);
+      parseBoth(def.request, entry.task.input, `${entry.task.role}.${entry.task.op} request`);
     }
   }
 }

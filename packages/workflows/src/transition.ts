@@ -1,6 +1,7 @@
 import {
   LIMITS,
   SCHEMA_VERSION,
+  compiled,
   findOp,
   isTerminal,
   taskId,
@@ -206,7 +207,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
   for (const [i, spec] of specs.entries()) {
     const def = findOp(spec.role, spec.op);
     if (!def) return new AgentmeshError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, { component: d.def.name }).toWire();
-    const parsed = def.request.safeParse(spec.input);
+    const parsed = compiled(def.request).safeParse(spec.input);
     if (!parsed.success) {
       const why = `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${formatZodError(parsed.error)}`;
       return new AgentmeshError("internal", why, { component: d.def.name }).toWire();

@@ -1,0 +1,96 @@
+/**
+ * `compiled(schema)`: zod's compiled parser for the schemas checked on every message and commit.
+ * It must accept, return and reject exactly as the schema does; the workflow tests compare the two
+ * on every state and outbox they make (packages/workflows/src/testing.ts, checkApplied).
+ */
+import { compiled, formatZodError, InboxInput, Outbox, SessionState, TaskEnvelope, TransitionLogLine, type z } from "@agentmesh/contracts";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { testCommit, testSessionState } from "../../packages/session-store/src/fixtures.js";
+
+const state = () => testSessionState("sess_compiled_01", 3) as unknown as Record<string, Record<string, unknown>>;
+
+/** Both parses of `value`: the data or the formatted error, each. */
+function both(schema: z.ZodType, value: unknown) {
+  const show = (r: z.ZodSafeParseResult<unknown>) => (r.success ? { ok: JSON.stringify(r.data) } : { error: formatZodError(r.error) });
+  return { plain: show(schema.safeParse(value)), fast: show(compiled(schema).safeParse(value)) };
+}
+
+describe("compiled schemas", () => {
+  it("compiles a schema once per process and gives back the same parser", () => {
+    expect(compiled(SessionState)).toBe(compiled(SessionState));
+    expect(compiled(SessionState)).not.toBe(SessionState);
+  });
+
+  it("returns what the schema returns for a valid state, outbox and log line", () => {
+    const commit = testCommit(testSessionState("sess_compiled_01", 3), "input-1");
+    for (const [schema, value] of [[SessionState, commit.state], [Outbox, commit.outbox], [TransitionLogLine, commit.log]] as const) {
+      const r = both(schema, value);
+      expect(r.fast).toEqual(r.plain);
+      expect(r.plain).toHaveProperty("ok");
+    }
+  });
+
+  it("drops unknown keys as the schema does, at the top and inside", () => {
+    const s = state();
+    const value = { ...s, extra: 1, meta: { ...s.meta, also: "x" } };
+    const r = both(SessionState, value);
+    expect(r.fast).toEqual(r.plain);
+    expect(r.fast.ok).not.toContain("extra");
+    expect(r.fast.ok).not.toContain("also");
+  });
+
+  it("rejects what the schema rejects, with the schema's own errors", () => {
+    const s = state();
+    const bad: unknown[] = [
+      { ...s, meta: { ...s.meta, version: -1 } },
+      { ...s, meta: { ...s.meta, status: "sleeping" } },
+      { ...s, data: { ...s.data, workflow: "nope" } },
+      { ...s, meta: { ...s.meta, session_id: "no spaces allowed" } },
+      { meta: s.meta },
+      null,
+      "a string",
+    ];
+    for (const value of bad) {
+      const r = both(SessionState, value);
+      expect(r.plain).toHaveProperty("error");
+      expect(r.fast).toEqual(r.plain);
+    }
+  });
+
+  it("agrees on messages off the wire: a result input and a task, valid and not", () => {
+    const result = {
+      v: 1, kind: "result", session_id: "sess_compiled_01", input_id: "r:sess_compiled_01.3.0.1", task_id: "sess_compiled_01.3.0.1", role: "planner", op: "plan",
+      outcome: { ok: true, output: { research_steps: ["a"], expert_steps: ["b"] }, provenance: { role: "planner", op: "plan", model: "offline", tier: "fast", prompt_version: "v1", attempt: 1, usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 }, latency_ms: 1 } },
+    };
+    const task = { v: 1, task_id: "sess_compiled_01.3.0.1", session_id: "sess_compiled_01", role: "planner", op: "plan", attempt: 1, deadline_at: null, input: { question: "q" } };
+    const cases: Array<[z.ZodType, unknown]> = [
+      [InboxInput, result],
+      [InboxInput, { ...result, kind: "nonsense" }],
+      [InboxInput, { ...result, outcome: { ok: false, error: { code: "no_such_code" }, provenance: null } }],
+      [TaskEnvelope, task],
+      [TaskEnvelope, { ...task, attempt: 1.5 }],
+      [TaskEnvelope, { ...task, task_id: 7 }],
+    ];
+    for (const [schema, value] of cases) {
+      const r = both(schema, value);
+      expect(r.fast).toEqual(r.plain);
+    }
+    expect(both(InboxInput, result).plain).toHaveProperty("ok");
+    expect(both(TaskEnvelope, { ...task, attempt: 1.5 }).plain).toHaveProperty("error");
+    expect(both(TaskEnvelope, task).plain).toHaveProperty("ok");
+  });
+});
+
+describe("AGENTMESH_ZOD_COMPILE=off", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.resetModules();
+  });
+
+  it("keeps every schema on zod's own parser", async () => {
+    vi.stubEnv("AGENTMESH_ZOD_COMPILE", "off");
+    vi.resetModules();
+    const m = await import("../../packages/contracts/src/compiled.js");
+    expect(m.compiled(SessionState)).toBe(SessionState);
+  });
+});
