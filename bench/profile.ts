@@ -77,7 +77,8 @@ function summarise(label: string, p: CpuProfile, inWindow: (t: number) => boolea
       let under = false;
       for (let id: number | undefined = node.id; id !== undefined; id = parent.get(id)) {
         const f = byId.get(id)!.callFrame;
-        if (f.functionName === callersOf) under = true;
+        // a method assigned to a property is named after its path (zod's compiled `targetAny.safeParse`)
+        if (f.functionName === callersOf || f.functionName.endsWith(`.${callersOf}`)) under = true;
         else if (under && isWorkspace(f)) {
           callers.set(frameName(f), (callers.get(frameName(f)) ?? 0) + dt);
           break;

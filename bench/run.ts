@@ -307,7 +307,7 @@ async function main(opts: BenchOptions): Promise<number> {
 
   let startup: StartupReport | null = null;
   if (opts.startup === "also") {
-    log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+    log(`bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`);
     startup = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
   }
 
@@ -378,7 +378,7 @@ async function main(opts: BenchOptions): Promise<number> {
 async function startupOnly(opts: BenchOptions, cluster: Cluster, target: BenchNats): Promise<number> {
   const nc = await natsConnect(target, "bench");
   cleanups.push({ what: "bench connection", run: () => nc.close() });
-  log(`bench: start-up timing, ${opts.startupRounds} starts each of a coordinator, a planner and a gateway…`);
+  log(`bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`);
   const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log, cpuProfDir: opts.cpuProfDir === null ? null : resolve(root, opts.cpuProfDir) });
   log(`\n${renderStartup(report)}\n`);
   const out = join(dirname(resolve(root, opts.out)), "startup.json");

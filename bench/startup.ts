@@ -190,7 +190,8 @@ export async function baselineOnce(timeoutMs: number): Promise<StartupSample> {
       const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
       if (ok) {
         const at = performance.now();
-        return { readyMs: at - t0, pingMs: null, cpuMs: child.pid === undefined ? null : cpuMs(child.pid), rssMiB: child.pid === undefined ? null : (rssKiB(child.pid) ?? Number.NaN) / 1024 };
+        const rss = child.pid === undefined ? null : rssKiB(child.pid);
+        return { readyMs: at - t0, pingMs: null, cpuMs: child.pid === undefined ? null : cpuMs(child.pid), rssMiB: rss === null ? null : rss / 1024 };
       }
       await sleep(POLL_MS);
     }
@@ -206,7 +207,8 @@ function medianOf(xs: readonly (number | null)[]): number | null {
 }
 
 /**
- * Times `rounds` starts of a coordinator, one agent role's process and a gateway, interleaved, on
+ * Times `rounds` starts of a bare node (the baseline row), a coordinator, one agent role's process
+ * and a gateway, interleaved, on
  * the cluster's NATS and Redis (the first coordinator provisions the streams the others need).
  * Every process is its own, started and stopped here; the cluster's own processes are untouched.
  */

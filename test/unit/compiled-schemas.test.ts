@@ -3,7 +3,8 @@
  * It must accept, return and reject exactly as the schema does; the workflow tests compare the two
  * on every state and outbox they make (packages/workflows/src/testing.ts, checkApplied).
  */
-import { compiled, formatZodError, InboxInput, Outbox, SessionState, TaskEnvelope, TransitionLogLine, type z } from "@agentmesh/contracts";
+import { compiled, EventBatch, ExpertTurn, formatZodError, InboxInput, Outbox, ResearchTurn, SessionState, StepResult, TaskEnvelope, TransitionLogLine } from "@agentmesh/contracts";
+import type { z } from "zod";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testCommit, testSessionState } from "../../packages/session-store/src/fixtures.js";
 
@@ -81,6 +82,33 @@ describe("compiled schemas", () => {
   });
 });
 
+describe("compiled schemas with checks of their own (refine, superRefine, defaults)", () => {
+  // each [schema, value, valid?]: the compiled parser must take the valid ones as the schema does
+  // and turn the others away (a fast path that accepted one of them would return it unchecked)
+  const event = (index: number, version = 4) => ({ v: 1, session_id: "sess_compiled_01", version, index, at: 1, type: "stage", name: "plan", description: "d", status: "running" });
+  const step = { strategy: "tool", tool: "calculator", ok: true, output: "2", error: null, latency_ms: 1, attempts: 1, records: [], citations: [] };
+  const cases: Array<[string, z.ZodType, unknown, boolean]> = [
+    ["research turn, answer by default", ResearchTurn, { result: "found it" }, true],
+    ["research turn, a tool call", ResearchTurn, { action: "tool", tool: "calculator", arguments_json: "{\"expression\":\"1+1\"}" }, true],
+    ["research turn, a tool call without a tool", ResearchTurn, { action: "tool", tool: " ", arguments_json: "{}" }, false],
+    ["expert turn, arguments not an object", ExpertTurn, { action: "tool", tool: "calculator", arguments_json: "[1]" }, false],
+    ["event batch in index order", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1)] }, true],
+    ["event batch out of order", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(1), event(0)] }, false],
+    ["event batch of two versions", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1, 5)] }, false],
+    ["step result, ok with output", StepResult, step, true],
+    ["step result, ok without output", StepResult, { ...step, output: null }, false],
+    ["step result, a failure without its error", StepResult, { ...step, ok: false }, false],
+    ["step result, a citation missing its passage", StepResult, { ...step, citations: [{ path: "a.md" }] }, false],
+  ];
+  for (const [name, schema, value, valid] of cases) {
+    it(`${valid ? "takes" : "refuses"} ${name}, as the schema does`, () => {
+      const r = both(schema, value);
+      expect(r.plain).toHaveProperty(valid ? "ok" : "error");
+      expect(r.fast).toEqual(r.plain);
+    });
+  }
+});
+
 describe("AGENTMESH_ZOD_COMPILE=off", () => {
   afterEach(() => {
     vi.unstubAllEnvs();
@@ -92,5 +120,11 @@ describe("AGENTMESH_ZOD_COMPILE=off", () => {
     vi.resetModules();
     const m = await import("../../packages/contracts/src/compiled.js");
     expect(m.compiled(SessionState)).toBe(SessionState);
+  });
+
+  it("refuses a value other than on or off, naming the variable", async () => {
+    vi.stubEnv("AGENTMESH_ZOD_COMPILE", "0");
+    vi.resetModules();
+    await expect(import("../../packages/contracts/src/compiled.js")).rejects.toThrow('AGENTMESH_ZOD_COMPILE must be "on" or "off", got "0"');
   });
 });

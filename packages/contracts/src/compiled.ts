@@ -16,7 +16,11 @@ const cache = new WeakMap<z.ZodType, z.ZodType>();
 
 function compileEnabled(): boolean {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  return env?.AGENTMESH_ZOD_COMPILE !== "off";
+  const v = env?.AGENTMESH_ZOD_COMPILE;
+  if (v === undefined || v === "" || v === "on") return true;
+  if (v === "off") return false;
+  // read when the contracts load, before any service parses its config: say so plainly
+  throw new Error(`AGENTMESH_ZOD_COMPILE must be "on" or "off", got ${JSON.stringify(v)}`);
 }
 const enabled = compileEnabled();
 

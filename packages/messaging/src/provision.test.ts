@@ -54,6 +54,11 @@ describe("ensureStream when another process creates the same stream at the same 
     await expect(ensureStream(jsm, cfg)).rejects.toThrow(/subjects overlap/);
   });
 
+  it("reports a failed re-read as itself, not as the overlap", async () => {
+    const { jsm } = manager([notFound(), apiError(10039, "jetstream not enabled for account")], () => Promise.reject(overlap()));
+    await expect(ensureStream(jsm, cfg)).rejects.toThrow(/jetstream not enabled/);
+  });
+
   it("updates after 'name in use' (the racer won with other settings), as before", async () => {
     const { jsm, calls } = manager([notFound()], () => Promise.reject(apiError(10058, "stream name already in use with a different configuration")));
     await ensureStream(jsm, cfg);

@@ -62,7 +62,11 @@ export async function ensureStream(jsm: Pick<JetStreamManager, "streams">, cfg: 
       if (code === API.streamSubjectOverlap) {
         // Another process's create of this stream won the race, or another stream really holds
         // these subjects: only the first has our stream's name now.
-        const raced = await jsm.streams.info(cfg.name).catch(() => null);
+        const raced = await jsm.streams.info(cfg.name).catch((infoErr: unknown) => {
+          // only "not found" means the subjects are someone else's; any other failure is its own error
+          if (apiCode(infoErr) === API.streamNotFound) return null;
+          throw infoErr;
+        });
         if (raced === null) throw addErr;
         if (holds(raced.config, cfg)) return;
       } else if (code !== API.streamNameInUse) {

@@ -58,7 +58,11 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
     maxRetriesPerRequest: 2,
     // Commands issued in the same tick (a coordinator's 32 inputs in flight: loads, commits,
     // outbox clears) go out in one write and wake Redis once: `pnpm bench` at c=64 measured
-    // 25% less CPU in redis-server and about 5% more agent steps/s. Order per connection is kept.
+    // 25% less CPU in redis-server and about 5% more agent steps/s. Auto-pipelined commands keep
+    // their order; the few ioredis never batches (quit, info, script, multi, an explicit
+    // pipeline) are written at once and may pass a batch still waiting for its tick. Define a
+    // client's scripts (`defineCommand`: the session store, the gateway's limits) before it carries
+    // traffic: ioredis 6.0.0 fails a batch made before a script was defined that calls it.
     enableAutoPipelining: true,
   });
   let lastError: Error | null = null;
