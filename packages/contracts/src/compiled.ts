@@ -16,11 +16,10 @@ const cache = new WeakMap<z.ZodType, z.ZodType>();
 
 function compileEnabled(): boolean {
   const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  const v = env?.AGENTMESH_ZOD_COMPILE;
-  if (v === undefined || v === "" || v === "on") return true;
-  if (v === "off") return false;
-  // read when the contracts load, before any service parses its config: say so plainly
-  throw new Error(`AGENTMESH_ZOD_COMPILE must be "on" or "off", got ${JSON.stringify(v)}`);
+  // Only "off" turns it off. Read as the contracts load, before a service parses its config;
+  // every service's config lists the variable, so a value other than on/off is refused there,
+  // in one line naming it, before any message is checked.
+  return env?.AGENTMESH_ZOD_COMPILE !== "off";
 }
 const enabled = compileEnabled();
 
