@@ -126,12 +126,35 @@ function envFor(name: ServiceName, opsPort: number): Record<string, string> {
   return name === "gateway" ? { ...ops, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", AGENTMESH_GATEWAY_ANONYMOUS: "1" } : ops;
 }
 
+/**
+ * Polls `child`'s `GET /readyz` on `port` every POLL_MS, and `pinged` (its first `$SRV.PING`
+ * answer, when it has one) until both have answered; the times are from `t0`, and CPU and memory
+ * are read the moment it answers ready.
+ */
+async function timeToReady(what: string, child: ChildProcess, port: number, t0: number, timeoutMs: number, output: () => string, pinged: (() => number | null) | null): Promise<StartupSample> {
+  const end = t0 + timeoutMs;
+  let ready: { at: number; cpu: number | null; rss: number | null } | null = null;
+  let ping: number | null = null;
+  const done = () => ready !== null && (pinged === null || ping !== null);
+  while (!done()) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) while starting:\n${output().slice(-2000)}`);
+    if (performance.now() > end) throw new Error(`${what} not ready within ${timeoutMs} ms:\n${output().slice(-2000)}`);
+    if (ready === null) {
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
+      if (ok) ready = { at: performance.now(), cpu: child.pid === undefined ? null : cpuMs(child.pid), rss: child.pid === undefined ? null : rssKiB(child.pid) };
+    }
+    if (pinged !== null) ping ??= pinged();
+    if (!done()) await sleep(POLL_MS);
+  }
+  const r = ready!;
+  return { readyMs: r.at - t0, pingMs: ping === null ? null : ping - t0, cpuMs: r.cpu, rssMiB: r.rss === null ? null : r.rss / 1024 };
+}
+
 /** Starts one process of `name`, times it to ready and to its first `$SRV.PING` answer, then stops it. */
 async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName, timeoutMs: number, cpuProfDir: string | null): Promise<StartupSample> {
-  const hasSrv = name !== "gateway";
-  const watch = hasSrv ? pingWatch(nc, name, cluster.opts.prefix) : null;
+  const watch = name === "gateway" ? null : pingWatch(nc, name, cluster.opts.prefix);
   // instances already up (the bench's own replica) answer within a few polls
-  await sleep(hasSrv ? 300 : 0);
+  await sleep(watch ? 300 : 0);
   const before = watch?.ids() ?? new Set<string>();
   const opsPort = await freePort();
   const { command, args: serviceArgs } = serviceCommand(name);
@@ -149,26 +172,7 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
   const exited = new Promise((r) => child.once("exit", r));
   try {
-    const end = t0 + timeoutMs;
-    let ready: { at: number; cpu: number | null; rss: number | null } | null = null;
-    let pinged: number | null = null;
-    while (ready === null || (hasSrv && pinged === null)) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.exitCode ?? child.signalCode}) while starting:\n${out.slice(-2000)}`);
-      if (performance.now() > end) throw new Error(`${name} not ready within ${timeoutMs} ms:\n${out.slice(-2000)}`);
-      if (ready === null) {
-        const ok = await fetch(`http://127.0.0.1:${opsPort}/readyz`).then((r) => r.status === 200, () => false);
-        // CPU and memory are read the moment it answers ready
-        if (ok) ready = { at: performance.now(), cpu: child.pid === undefined ? null : cpuMs(child.pid), rss: child.pid === undefined ? null : rssKiB(child.pid) };
-      }
-      pinged ??= watch?.firstNew(before) ?? null;
-      if (ready === null || (hasSrv && pinged === null)) await sleep(POLL_MS);
-    }
-    return {
-      readyMs: ready.at - t0,
-      pingMs: pinged === null ? null : pinged - t0,
-      cpuMs: ready.cpu,
-      rssMiB: ready.rss === null ? null : ready.rss / 1024,
-    };
+    return await timeToReady(name, child, opsPort, t0, timeoutMs, () => out, watch ? () => watch.firstNew(before) ?? null : null);
   } finally {
     watch?.stop();
     await stopChild(child, exited);
@@ -184,17 +188,7 @@ export async function baselineOnce(timeoutMs: number): Promise<StartupSample> {
   const child = spawn(process.execPath, ["-e", BARE_NODE], { cwd: root, env: { PATH: process.env.PATH, PORT: String(port), NODE_OPTIONS: SERVICE_NODE_OPTIONS }, stdio: "ignore" });
   const exited = new Promise((r) => child.once("exit", r));
   try {
-    for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`bare node exited (${child.exitCode ?? child.signalCode}) while starting`);
-      if (performance.now() > t0 + timeoutMs) throw new Error(`bare node not listening within ${timeoutMs} ms`);
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
-      if (ok) {
-        const at = performance.now();
-        const rss = child.pid === undefined ? null : rssKiB(child.pid);
-        return { readyMs: at - t0, pingMs: null, cpuMs: child.pid === undefined ? null : cpuMs(child.pid), rssMiB: rss === null ? null : rss / 1024 };
-      }
-      await sleep(POLL_MS);
-    }
+    return await timeToReady("bare node", child, port, t0, timeoutMs, () => "", null);
   } finally {
     await stopChild(child, exited);
   }
