@@ -152,7 +152,7 @@ async function primeCaches(root: string, runs: readonly { readonly main: string;
  * Bundles one process from `entry` (TypeScript, resolved from the root) into `outFile`: a process
  * bundle as the launcher loads it. Exported for the tests, which bundle their own entries the same way.
  */
-export async function bundleProcess(root: string, entry: string, outFile: string): Promise<void> {
+export async function bundleProcess(root: string, entry: string, outFile: string, roots: readonly SourceRoot[] = sourceRoots(root)): Promise<void> {
   const out = dirname(outFile);
   const result = await esbuild({
     absWorkingDir: root,
@@ -181,7 +181,7 @@ export async function bundleProcess(root: string, entry: string, outFile: string
       ].join("\n"),
     },
     logLevel: "silent",
-    plugins: [zodEnglishOnly, processPlugin(root, sourceRoots(root), out)],
+    plugins: [zodEnglishOnly, processPlugin(root, roots, out)],
   });
   if (result.warnings.length) throw new Error(`build (process bundle ${relative(root, outFile)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
 }
@@ -209,7 +209,7 @@ export async function buildProcesses(root: string, roots: readonly SourceRoot[])
     ...roleNames(roots).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
   ];
   // esbuild runs them on its own threads: one call each, all at once
-  await Promise.all(kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE))));
+  await Promise.all(kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE), roots)));
   for (const service of BUNDLED_SERVICES) {
     const dist = join(root, "services", service, "dist");
     if (!existsSync(join(dist, ESM_MAIN))) throw new Error(`build: services/${service}/dist/${ESM_MAIN} is missing`);
