@@ -451,4 +451,20 @@ describe("step: the stored state's size", () => {
     expect(eventsOf(o).at(-1)).toMatchObject({ type: "complete", status: "failed" });
     expect(h.state.meta.awaiting).toEqual([]);
   });
+
+  it("counts bytes, not a bound, once a state could be near the limit: a mostly-ASCII state under 1 MiB goes on", () => {
+    const h = harness();
+    h.apply(inputs.start());
+    h.reply(out.plan(["first", "second"]));
+    h.reply(out.approve());
+    // after the answer: ~360,000 UTF-16 code units (three times that is over the limit) but ~780 KB of UTF-8
+    const euros = "€".repeat(LIMITS.maxTextChars);
+    const ascii = "a".repeat(LIMITS.maxTextChars);
+    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, (_, i) => (i < 10 ? euros : ascii))] } };
+    h.reply(out.research(ascii));
+    expect(JSON.stringify(h.state).length * 3).toBeGreaterThan(LIMITS.maxStateBytes);
+    expect(h.state.meta.status).toBe("running");
+    expect(h.state.data.research_results[0]).toBe(ascii);
+    expect(new TextEncoder().encode(JSON.stringify(h.state)).length).toBeLessThanOrEqual(LIMITS.maxStateBytes);
+  });
 });
