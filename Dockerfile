@@ -20,8 +20,10 @@ RUN chown node:node /app
 USER node
 
 FROM base AS build
-# Dependencies first (cached while only sources change): the lockfile is enough to fetch.
+# Dependencies first (cached while only sources change): the lockfile, and the patches it names
+# (pnpm-workspace.yaml's patchedDependencies), are enough to fetch.
 COPY --chown=node:node pnpm-lock.yaml pnpm-workspace.yaml ./
+COPY --chown=node:node patches ./patches
 RUN CI=true pnpm fetch
 
 COPY --chown=node:node . .

@@ -189,6 +189,19 @@ describe("Dockerfile", () => {
     expect(entry).not.toContain("tsx");
   });
 
+  it("has every dependency patch in place before `pnpm fetch`, which refuses a lockfile whose patch is missing", () => {
+    const workspace = read("pnpm-workspace.yaml");
+    const patches = [...workspace.matchAll(/^\s+'?[^:\n]+'?:\s+(patches\/\S+\.patch)$/gm)].map((m) => m[1] ?? "");
+    expect(patches.length).toBeGreaterThan(0);
+    const fetchAt = dockerfile.indexOf("pnpm fetch");
+    expect(fetchAt).toBeGreaterThan(0);
+    const copiedBefore = [...dockerfile.slice(0, fetchAt).matchAll(/^COPY\s+(?:--\S+\s+)*(.+)\s+\S+$/gm)].flatMap((m) => (m[1] ?? "").split(/\s+/));
+    for (const patch of patches) {
+      expect(existsSync(join(ROOT, patch)), patch).toBe(true);
+      expect(copiedBefore.some((src) => patch === src || patch.startsWith(`${src.replace(/\/$/, "")}/`)), `${patch} copied before pnpm fetch`).toBe(true);
+    }
+  });
+
   it("copies only files that exist", () => {
     // (a COPY --from copies out of an earlier stage, not from the build context)
     for (const m of dockerfile.matchAll(/^COPY\s+(?!.*--from=)(?:--\S+\s+)*(.+)\s+\S+$/gm)) {
