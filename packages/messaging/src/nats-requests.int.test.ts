@@ -2,7 +2,9 @@
 // its stack) in `RequestOne.cancel()` after every *answered* request, to reject a promise that was
 // already resolved. Every JetStream publish is such a request, three per agent step, so the patch
 // skips it once the request is settled. These tests count RequestError constructions through the
-// class request.js reads at call time, and check that failing requests still fail as before.
+// class request.js reads at call time, and check that failing requests still fail as before (and
+// that the count does see them). The zero counts rely on `connectNats` turning async traces off
+// (`noAsyncTraces`): with them on, nats.js builds an error per request on purpose, for its stack.
 import { realpathSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -31,6 +33,11 @@ beforeAll(async () => {
       super(...a);
       built++;
     }
+    // jetstream checks `err instanceof RequestError` against this live export: errors built from
+    // the original class (no responders, a closed connection) must still pass while it is swapped
+    static override [Symbol.hasInstance](x: unknown): boolean {
+      return x instanceof original;
+    }
   };
 });
 
@@ -57,12 +64,16 @@ describe("nats.js requests (patched nats-core)", () => {
     expect(built).toBe(0);
   });
 
-  it("a request nobody answers still fails: no responders, and a timeout", async () => {
+  it("a request nobody answers still fails, no responders and a timeout, and the count sees its RequestError", async () => {
+    built = 0;
     await expect(nc.request(`${naming.prefix}.nobody`, "x", { timeout: 500 })).rejects.toThrow(/no responders/i);
     const subject = `${naming.prefix}.silent`;
     const sub = nc.subscribe(subject, { callback: () => {} });
     await nc.flush();
     await expect(nc.request(subject, "x", { timeout: 200 })).rejects.toThrow(/timeout/i);
     sub.unsubscribe();
+    // the timed-out request is cancelled unsettled, with a RequestError built through the swapped
+    // class: proof that the zeros above were counted where request.js builds them
+    expect(built).toBeGreaterThan(0);
   });
 });

@@ -13,7 +13,7 @@ describe("randomHex (the pool behind trace and span ids)", () => {
     expect(ids.size).toBe(20_000);
   });
 
-  it("draws that straddle a refill are whole and fresh", () => {
+  it("a draw that does not fit in the rest of the pool is whole and fresh (the rest is dropped)", () => {
     const seen = new Set<string>();
     for (let i = 0; i < 2_000; i++) {
       const h = randomHex(13); // 13 does not divide the pool: every refill leaves a tail unused

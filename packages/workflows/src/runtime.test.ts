@@ -452,7 +452,7 @@ describe("step: the stored state's size", () => {
     expect(h.state.meta.awaiting).toEqual([]);
   });
 
-  it("counts bytes, not a bound, once a state could be near the limit: a mostly-ASCII state under 1 MiB goes on", () => {
+  it("counts bytes, not a bound, once a state could be near the limit: a state under 1 MiB of UTF-8 whose code units × 3 exceed it goes on", () => {
     const h = harness();
     h.apply(inputs.start());
     h.reply(out.plan(["first", "second"]));
