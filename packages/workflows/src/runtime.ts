@@ -18,7 +18,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
-import { activeElapsed, applyControl, consume, end, endByRuntime, openDraft, resume, seal, type Draft } from "./transition.js";
+import { activeElapsed, applyControl, consume, end, endByRuntime, jsonBytesFor, openDraft, resume, seal, type Draft } from "./transition.js";
 import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
 
 /** What a new session is made from. */
@@ -136,16 +136,8 @@ function decideAndApply(d: Draft, input: WorkflowInput): StepOutcome {
   return seal(d);
 }
 
-/**
- * The UTF-8 bytes of a state as stored (JSON) when they could pass LIMITS.maxStateBytes, else a
- * bound that is at most the limit. A UTF-16 code unit takes at most 3 bytes in UTF-8, so a state whose JSON
- * has at most a third of the limit in code units fits without being encoded (every state of the
- * seed workflows, in practice): encoding it on each transition cost the coordinator ~3% of its CPU.
- */
-function stateBytes(s: SessionState): number {
-  const json = JSON.stringify(s);
-  return json.length * 3 <= LIMITS.maxStateBytes ? json.length * 3 : new TextEncoder().encode(json).length;
-}
+/** A state's UTF-8 bytes as stored (JSON) when they could pass LIMITS.maxStateBytes (see jsonBytesFor). */
+const stateBytes = (s: SessionState) => jsonBytesFor(s, LIMITS.maxStateBytes);
 
 /**
  * The single entry point the coordinator calls: applies one inbox input to a session, or says

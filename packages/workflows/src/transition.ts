@@ -198,7 +198,17 @@ export function budgetBreach(meta: SessionMeta, n: number, now: number): { budge
   return null;
 }
 
-const byteLength = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
+/**
+ * The UTF-8 bytes of `value` as JSON when they could pass `limit`, else a bound that is at most
+ * `limit`. A UTF-16 code unit takes at most 3 bytes of UTF-8, so JSON with at most a third of the
+ * limit in code units cannot pass it and is not encoded: the checks of every state and task on
+ * each transition then cost a `JSON.stringify`, not a copy to UTF-8 as well (~3% of a coordinator).
+ * Past that, the count is exact, so a refusal names the real size.
+ */
+export function jsonBytesFor(value: unknown, limit: number): number {
+  const json = JSON.stringify(value);
+  return json.length * 3 <= limit ? json.length * 3 : new TextEncoder().encode(json).length;
+}
 
 /** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
 function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
@@ -224,7 +234,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       input: parsed.data,
     };
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
-    const size = byteLength(envelope);
+    const size = jsonBytesFor(envelope, LIMITS.maxMessageBytes);
     if (size > LIMITS.maxMessageBytes) {
       return new AgentmeshError("payload_too_large", `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`, { component: d.def.name }).toWire();
     }
