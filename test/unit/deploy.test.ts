@@ -190,8 +190,8 @@ describe("Dockerfile", () => {
   });
 
   it("has every dependency patch in place before `pnpm fetch` (pnpm stops when a patch the lockfile names is missing)", () => {
-    const workspace = read("pnpm-workspace.yaml");
-    const patches = [...workspace.matchAll(/^\s+'?[^:\n]+'?:\s+(patches\/\S+\.patch)$/gm)].map((m) => m[1] ?? "");
+    const workspace = map(parseYaml(read("pnpm-workspace.yaml")), "pnpm-workspace.yaml");
+    const patches = Object.values(map(workspace.patchedDependencies, "pnpm-workspace.yaml patchedDependencies")).map(String);
     expect(patches.length).toBeGreaterThan(0);
     const fetchAt = dockerfile.search(/^RUN .*pnpm fetch/m);
     expect(fetchAt).toBeGreaterThan(0);
