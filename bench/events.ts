@@ -16,10 +16,19 @@ export interface Tracked {
   /** Date.now() when the `complete` event arrived, to compare with the events' `at`. */
   completeEpoch: number | null;
   complete: Extract<SessionEvent, { type: "complete" }> | null;
-  /** `step` events by session version: role.op and the agent handler's latency_ms. */
-  readonly steps: Map<number, { readonly what: string; readonly latencyMs: number; readonly at: number }>;
-  /** `at` (coordinator clock) of the first event of each version. */
+  /**
+   * `step` events by session version: role.op, the agent handler's latency_ms, and when the bench
+   * received the step's transition (`arrivedAt`, as in `versionArrivedAt`).
+   */
+  readonly steps: Map<number, { readonly what: string; readonly latencyMs: number; readonly arrivedAt: number }>;
+  /** `at` (coordinator clock, whole ms) of the first event of each version. */
   readonly versionAt: Map<number, number>;
+  /**
+   * performance.now() when the first event of each version reached the bench: a transition's
+   * events are one message, published with its tasks, so consecutive arrivals are the gap between
+   * consecutive transitions at sub-millisecond resolution (the events' `at` has whole ms).
+   */
+  readonly versionArrivedAt: Map<number, number>;
   /** `code_result` events, in arrival order. */
   readonly codeRuns: SeenCodeRun[];
   /** Distinct events (version:index) and repeats of one already seen. */
@@ -42,12 +51,13 @@ export class EventRouter {
   untracked = 0;
   malformed = 0;
 
-  constructor(nc: NatsConnection, naming: Naming) {
+  /** `clock` stamps each message's arrival (performance.now(); injected by tests). */
+  constructor(nc: Pick<NatsConnection, "subscribe">, naming: Pick<Naming, "eventsAll">, private readonly clock: () => number = () => performance.now()) {
     this.sub = nc.subscribe(naming.eventsAll, { callback: (err, m) => { if (!err) this.onEvent(m.subject, m.data); } });
   }
 
   private onEvent(subject: string, data: Uint8Array): void {
-    const now = performance.now();
+    const now = this.clock();
     // one message per transition: its events, in order
     const d = decodeEvents(data);
     if (!d.ok || d.value.events.some((e) => !subject.endsWith(`.${e.session_id}`))) {
@@ -73,8 +83,10 @@ export class EventRouter {
     t.events++;
     t.firstAt ??= now;
     if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
+    if (!t.versionArrivedAt.has(parsed.version)) t.versionArrivedAt.set(parsed.version, now);
     if (parsed.type === "step") {
-      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, at: parsed.at });
+      const arrivedAt = t.versionArrivedAt.get(parsed.version) ?? now;
+      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, arrivedAt });
     } else if (parsed.type === "code_result") {
       t.codeRuns.push({ exitCode: parsed.exit_code, stdout: parsed.stdout, stderr: parsed.stderr });
     } else if (parsed.type === "complete" && t.complete === null) {
@@ -92,7 +104,7 @@ export class EventRouter {
     const t = {
       sessionId, done, resolve, seen: new Set<string>(),
       firstAt: null, completeAt: null, completeEpoch: null, complete: null,
-      steps: new Map(), versionAt: new Map(), codeRuns: [], events: 0, duplicates: 0,
+      steps: new Map(), versionAt: new Map(), versionArrivedAt: new Map(), codeRuns: [], events: 0, duplicates: 0,
     };
     this.sessions.set(sessionId, t);
     return t;

@@ -119,7 +119,8 @@ export function renderReport(r: BenchReport): string {
     ),
   );
 
-  out.push("", "Where a session's time goes: gap between consecutive transitions, on the coordinators' clock (ms, 1 ms resolution)");
+  out.push("", "Where a session's time goes (ms): each step = gap between the bench's receipt of consecutive transitions' events (sub-ms);");
+  out.push("  the first and last rows compare the coordinators' clock (the events' at, whole ms) with the bench's");
   const hopKeys = [...new Set(r.levels.flatMap((l) => Object.keys(l.level.hopsMs)))];
   out.push(table(["segment", ...r.levels.flatMap((l) => [`c=${l.level.concurrency} p50`, "p99"])], hopKeys.map((k) => [k, ...r.levels.flatMap((l) => {
     const s = l.level.hopsMs[k];

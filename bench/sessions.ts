@@ -25,7 +25,7 @@ export interface SessionResult {
   readonly transitions: number | null;
   readonly events: number;
   readonly duplicateEvents: number;
-  /** Gaps between transitions on the coordinators' clock (ms resolution), keyed by the step that closed them. */
+  /** Gaps between consecutive transitions (ms, sub-ms resolution: see `transitionGaps`), keyed by the step that closed them. */
   readonly hops: ReadonlyArray<{ readonly what: string; readonly ms: number }>;
   /** Submit start → first transition committed, and last transition → `complete` received (ms, wall clock). */
   readonly headMs: number | null;
@@ -163,16 +163,27 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult & { readonl
   return { ...aggregate(o.concurrency, elapsedMs, results), peakLive };
 }
 
+/**
+ * The gap before each agent step's transition: when the bench received that transition's events
+ * minus when it received the previous transition's, keyed by the step (role.op), in version order.
+ * Both are the bench's own clock, so the gap has sub-ms resolution; the coordinators stamp events
+ * in whole ms, which at c=1 would round a 2.4 ms transition to 2 or 3.
+ */
+export function transitionGaps(t: Pick<Tracked, "steps" | "versionArrivedAt">): Array<{ what: string; ms: number }> {
+  const hops: Array<{ what: string; ms: number }> = [];
+  for (const [version, s] of [...t.steps.entries()].sort((a, b) => a[0] - b[0])) {
+    const prev = t.versionArrivedAt.get(version - 1);
+    if (prev !== undefined) hops.push({ what: s.what, ms: s.arrivedAt - prev });
+  }
+  return hops;
+}
+
 /** Checks a session against its events and its Redis state and transition log. */
 async function verify(cluster: Cluster, workload: Workload, raw: Raw): Promise<SessionResult> {
   const t = raw.tracked;
   const steps = [...t.steps.entries()].sort((a, b) => a[0] - b[0]);
   const handlerMs = steps.reduce((a, [, s]) => a + s.latencyMs, 0);
-  const hops: Array<{ what: string; ms: number }> = [];
-  for (const [version, s] of steps) {
-    const prev = t.versionAt.get(version - 1);
-    if (prev !== undefined) hops.push({ what: s.what, ms: s.at - prev });
-  }
+  const hops = transitionGaps(t);
   const firstAt = t.versionAt.get(1);
   const lastAt = t.complete ? t.versionAt.get(t.complete.version) : undefined;
   const base = {

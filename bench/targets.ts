@@ -133,7 +133,7 @@ const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "wak
 export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
   return [
     `The runtime beside the floor (${h.rounds.length === 1 ? "one round" : `medians of ${h.rounds.length} interleaved rounds`}; ms)`,
-    `  runtime transition = gap between consecutive transitions (events' at, 1 ms resolution); floor step = Redis read → ack of one`,
+    `  runtime transition = gap between consecutive transitions (the bench's receipt of their events, sub-ms); floor step = Redis read → ack of one`,
     `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps;`,
     `  wakes = context switches machine-wide (/proc/stat ctxt, every process and thread woken, other users' too) ÷ steps;`,
     `  ratios = runtime ÷ floor within a round (p50: transition p50 ÷ floor step p50; steps/s: agent steps/s ÷ floor steps/s), the median row the rounds' median`,

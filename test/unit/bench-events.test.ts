@@ -1,0 +1,110 @@
+// The bench's event router and its per-transition figure: a transition's gap is the bench's receipt
+// of its events minus its receipt of the previous transition's, at sub-ms resolution, and neither a
+// repeated message nor the events' whole-ms `at` moves it.
+import { describe, expect, it } from "vitest";
+import { SCHEMA_VERSION, type SessionEvent } from "@agentmesh/contracts";
+import { EventRouter } from "../../bench/events.js";
+import { transitionGaps } from "../../bench/sessions.js";
+
+const SID = "benchgaps0001";
+const SUBJECT = `p.events.${SID}`;
+
+type Deliver = (err: Error | null, m: { subject: string; data: Uint8Array }) => void;
+
+/** A connection whose one subscription the test feeds by hand. */
+function fakeConnection() {
+  let deliver: Deliver | null = null;
+  const nc = {
+    subscribe(_subject: string, opts: { callback: Deliver }) {
+      deliver = opts.callback;
+      return { unsubscribe: () => undefined };
+    },
+  };
+  const send = (events: SessionEvent[]) => {
+    const batch = { v: SCHEMA_VERSION, session_id: SID, version: events[0]!.version, events };
+    deliver!(null, { subject: SUBJECT, data: new TextEncoder().encode(JSON.stringify(batch)) });
+  };
+  return { nc: nc as unknown as ConstructorParameters<typeof EventRouter>[0], send };
+}
+
+const head = (version: number, index: number, at: number) => ({ v: SCHEMA_VERSION, session_id: SID, version, index, at }) as const;
+
+const stage = (version: number, at: number): SessionEvent =>
+  ({ ...head(version, 0, at), type: "stage", name: "planner", description: "plan", status: "running" }) as SessionEvent;
+
+const step = (version: number, at: number, op: string): SessionEvent =>
+  ({
+    ...head(version, 0, at),
+    type: "step",
+    task_id: `${SID}.${version - 1}.0.0`,
+    summary: `${op} attempt 0: ok`,
+    provenance: {
+      role: op.split(".")[0], op: op.split(".")[1], model: "scripted", tier: "standard", prompt_version: "v1", attempt: 0,
+      usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 }, latency_ms: 0,
+    },
+  }) as SessionEvent;
+
+describe("the bench's transition gaps", () => {
+  it("are the differences of the bench's receipt times, not of the events' whole-ms at", () => {
+    const { nc, send } = fakeConnection();
+    let clock = 1000;
+    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
+    const t = router.track(SID);
+    // every event says at = 5000 ms: a whole-ms clock would make every gap 0
+    send([stage(1, 5000)]);
+    clock = 1002.375;
+    send([step(2, 5000, "planner.plan")]);
+    clock = 1004.125;
+    send([step(3, 5000, "critic.review_plan")]);
+    expect(transitionGaps(t)).toEqual([
+      { what: "planner.plan", ms: 2.375 },
+      { what: "critic.review_plan", ms: 1.75 },
+    ]);
+    expect(router.malformed).toBe(0);
+  });
+
+  it("keep the first receipt when a transition's events arrive again (a re-published outbox)", () => {
+    const { nc, send } = fakeConnection();
+    let clock = 10;
+    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
+    const t = router.track(SID);
+    send([stage(1, 1)]);
+    clock = 13;
+    send([step(2, 1, "planner.plan")]);
+    clock = 40;
+    send([stage(1, 1)]); // the first transition's outbox published a second time
+    send([step(2, 1, "planner.plan")]);
+    clock = 41.5;
+    send([step(3, 1, "critic.review_plan")]);
+    expect(t.duplicates).toBe(2);
+    expect(transitionGaps(t)).toEqual([
+      { what: "planner.plan", ms: 3 },
+      { what: "critic.review_plan", ms: 28.5 },
+    ]);
+  });
+
+  it("start at a transition's first message when its events were split over two", () => {
+    const { nc, send } = fakeConnection();
+    let clock = 100;
+    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
+    const t = router.track(SID);
+    send([stage(1, 1)]);
+    clock = 102;
+    send([stage(2, 1)]); // version 2's first part (a batch over the size limit goes in index order)
+    clock = 109;
+    send([{ ...step(2, 1, "planner.plan"), index: 1 } as SessionEvent]);
+    expect(transitionGaps(t)).toEqual([{ what: "planner.plan", ms: 2 }]);
+  });
+
+  it("come in version order and skip a step whose previous transition was never seen", () => {
+    const { nc, send } = fakeConnection();
+    let clock = 0;
+    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
+    const t = router.track(SID);
+    clock = 5;
+    send([step(3, 1, "critic.review_plan")]);
+    clock = 7;
+    send([step(4, 1, "expert.answer")]);
+    expect(transitionGaps(t)).toEqual([{ what: "expert.answer", ms: 2 }]);
+  });
+});
