@@ -16,17 +16,17 @@ export interface Tracked {
   /** Date.now() when the `complete` event arrived, to compare with the events' `at`. */
   completeEpoch: number | null;
   complete: Extract<SessionEvent, { type: "complete" }> | null;
-  /**
-   * `step` events by session version: role.op, the agent handler's latency_ms, and when the bench
-   * received the step's transition (`arrivedAt`, as in `versionArrivedAt`).
-   */
-  readonly steps: Map<number, { readonly what: string; readonly latencyMs: number; readonly arrivedAt: number }>;
+  /** `step` events by session version: role.op and the agent handler's latency_ms. */
+  readonly steps: Map<number, { readonly what: string; readonly latencyMs: number }>;
   /** `at` (coordinator clock, whole ms) of the first event of each version. */
   readonly versionAt: Map<number, number>;
   /**
-   * performance.now() when the first event of each version reached the bench: a transition's
-   * events are one message, published with its tasks, so consecutive arrivals are the gap between
-   * consecutive transitions at sub-millisecond resolution (the events' `at` has whole ms).
+   * performance.now() when the first event of each version reached the bench. A transition's
+   * events are one message (several, in index order, only past the size limit: the first counts),
+   * published with its tasks on one connection, so the server has routed version v's events before
+   * any agent sees the task that leads to v + 1: arrivals come in version order, and consecutive
+   * ones are the gap between consecutive transitions at sub-ms resolution (the events' `at` has
+   * whole ms). The bench's own scheduling delay is inside each arrival.
    */
   readonly versionArrivedAt: Map<number, number>;
   /** `code_result` events, in arrival order. */
@@ -51,8 +51,11 @@ export class EventRouter {
   untracked = 0;
   malformed = 0;
 
-  /** `clock` stamps each message's arrival (performance.now(); injected by tests). */
-  constructor(nc: Pick<NatsConnection, "subscribe">, naming: Pick<Naming, "eventsAll">, private readonly clock: () => number = () => performance.now()) {
+  /** Stamps each message's arrival (performance.now(); injected by tests). */
+  private readonly clock: () => number;
+
+  constructor(nc: Pick<NatsConnection, "subscribe">, naming: Pick<Naming, "eventsAll">, clock: () => number = () => performance.now()) {
+    this.clock = clock;
     this.sub = nc.subscribe(naming.eventsAll, { callback: (err, m) => { if (!err) this.onEvent(m.subject, m.data); } });
   }
 
@@ -85,8 +88,7 @@ export class EventRouter {
     if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
     if (!t.versionArrivedAt.has(parsed.version)) t.versionArrivedAt.set(parsed.version, now);
     if (parsed.type === "step") {
-      const arrivedAt = t.versionArrivedAt.get(parsed.version) ?? now;
-      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms, arrivedAt });
+      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms });
     } else if (parsed.type === "code_result") {
       t.codeRuns.push({ exitCode: parsed.exit_code, stdout: parsed.stdout, stderr: parsed.stderr });
     } else if (parsed.type === "complete" && t.complete === null) {

@@ -263,7 +263,7 @@ async function main(opts: BenchOptions): Promise<number> {
     const json = `${JSON.stringify({
       mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
       host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions, default_node_options: SERVICE_NODE_OPTIONS },
+      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions, default_node_options: SERVICE_NODE_OPTIONS, transition_clock: "bench_receipt" },
       warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
       ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
     }, null, 2)}\n`;
@@ -346,6 +346,9 @@ async function main(opts: BenchOptions): Promise<number> {
       warmup: opts.warmup,
       rounds: opts.rounds,
       rtt_samples: opts.rttSamples,
+      // how transitionMs and hopsMs were timed: when the bench received each transition's events, sub-ms
+      // (before 3c3aa55: the events' `at`, the coordinators' clock in whole ms)
+      transition_clock: "bench_receipt",
       tracing: otlp ? `on (OTLP/HTTP protobuf, ${otlp.counts.exports} exports, ${Math.round(otlp.counts.bytes / 1024)} KiB)` : "off",
       gateway: gateway ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key` : "skipped",
     },

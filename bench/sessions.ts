@@ -173,7 +173,8 @@ export function transitionGaps(t: Pick<Tracked, "steps" | "versionArrivedAt">): 
   const hops: Array<{ what: string; ms: number }> = [];
   for (const [version, s] of [...t.steps.entries()].sort((a, b) => a[0] - b[0])) {
     const prev = t.versionArrivedAt.get(version - 1);
-    if (prev !== undefined) hops.push({ what: s.what, ms: s.arrivedAt - prev });
+    const at = t.versionArrivedAt.get(version);
+    if (prev !== undefined && at !== undefined) hops.push({ what: s.what, ms: at - prev });
   }
   return hops;
 }

@@ -60,7 +60,10 @@ describe("the bench's transition gaps", () => {
       { what: "planner.plan", ms: 2.375 },
       { what: "critic.review_plan", ms: 1.75 },
     ]);
+    // the coordinators' clock is still kept, for the head and tail rows
+    expect(t.versionAt.get(1)).toBe(5000);
     expect(router.malformed).toBe(0);
+    expect(router.untracked).toBe(0);
   });
 
   it("keep the first receipt when a transition's events arrive again (a re-published outbox)", () => {
@@ -96,7 +99,7 @@ describe("the bench's transition gaps", () => {
     expect(transitionGaps(t)).toEqual([{ what: "planner.plan", ms: 2 }]);
   });
 
-  it("come in version order and skip a step whose previous transition was never seen", () => {
+  it("skip a step whose previous transition was never seen", () => {
     const { nc, send } = fakeConnection();
     let clock = 0;
     const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
@@ -106,5 +109,20 @@ describe("the bench's transition gaps", () => {
     clock = 7;
     send([step(4, 1, "expert.answer")]);
     expect(transitionGaps(t)).toEqual([{ what: "expert.answer", ms: 2 }]);
+    expect(router.malformed).toBe(0);
+  });
+
+  it("come in version order whatever order the steps were recorded in", () => {
+    const steps = new Map([
+      [4, { what: "expert.answer", latencyMs: 0 }],
+      [2, { what: "planner.plan", latencyMs: 0 }],
+      [3, { what: "critic.review_plan", latencyMs: 0 }],
+    ]);
+    const versionArrivedAt = new Map([[1, 0], [2, 1], [3, 3], [4, 6]]);
+    expect(transitionGaps({ steps, versionArrivedAt })).toEqual([
+      { what: "planner.plan", ms: 1 },
+      { what: "critic.review_plan", ms: 2 },
+      { what: "expert.answer", ms: 3 },
+    ]);
   });
 });
