@@ -44,18 +44,26 @@ const step = (version: number, at: number, op: string): SessionEvent =>
     },
   }) as SessionEvent;
 
+/** A router on a hand-fed connection, tracking SID; `at(ms, events)` delivers one message received at `ms`. */
+function routed() {
+  const { nc, send } = fakeConnection();
+  let clock = 0;
+  const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
+  const t = router.track(SID);
+  const at = (ms: number, events: SessionEvent[]) => {
+    clock = ms;
+    send(events);
+  };
+  return { router, t, at };
+}
+
 describe("the bench's transition gaps", () => {
   it("are the differences of the bench's receipt times, not of the events' whole-ms at", () => {
-    const { nc, send } = fakeConnection();
-    let clock = 1000;
-    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
-    const t = router.track(SID);
+    const { router, t, at } = routed();
     // every event says at = 5000 ms: a whole-ms clock would make every gap 0
-    send([stage(1, 5000)]);
-    clock = 1002.375;
-    send([step(2, 5000, "planner.plan")]);
-    clock = 1004.125;
-    send([step(3, 5000, "critic.review_plan")]);
+    at(1000, [stage(1, 5000)]);
+    at(1002.375, [step(2, 5000, "planner.plan")]);
+    at(1004.125, [step(3, 5000, "critic.review_plan")]);
     expect(transitionGaps(t)).toEqual([
       { what: "planner.plan", ms: 2.375 },
       { what: "critic.review_plan", ms: 1.75 },
@@ -67,18 +75,12 @@ describe("the bench's transition gaps", () => {
   });
 
   it("keep the first receipt when a transition's events arrive again (a re-published outbox)", () => {
-    const { nc, send } = fakeConnection();
-    let clock = 10;
-    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
-    const t = router.track(SID);
-    send([stage(1, 1)]);
-    clock = 13;
-    send([step(2, 1, "planner.plan")]);
-    clock = 40;
-    send([stage(1, 1)]); // the first transition's outbox published a second time
-    send([step(2, 1, "planner.plan")]);
-    clock = 41.5;
-    send([step(3, 1, "critic.review_plan")]);
+    const { t, at } = routed();
+    at(10, [stage(1, 1)]);
+    at(13, [step(2, 1, "planner.plan")]);
+    at(40, [stage(1, 1)]); // the first transition's outbox published a second time
+    at(40, [step(2, 1, "planner.plan")]);
+    at(41.5, [step(3, 1, "critic.review_plan")]);
     expect(t.duplicates).toBe(2);
     expect(transitionGaps(t)).toEqual([
       { what: "planner.plan", ms: 3 },
@@ -87,27 +89,17 @@ describe("the bench's transition gaps", () => {
   });
 
   it("start at a transition's first message when its events were split over two", () => {
-    const { nc, send } = fakeConnection();
-    let clock = 100;
-    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
-    const t = router.track(SID);
-    send([stage(1, 1)]);
-    clock = 102;
-    send([stage(2, 1)]); // version 2's first part (a batch over the size limit goes in index order)
-    clock = 109;
-    send([{ ...step(2, 1, "planner.plan"), index: 1 } as SessionEvent]);
+    const { t, at } = routed();
+    at(100, [stage(1, 1)]);
+    at(102, [stage(2, 1)]); // version 2's first part (a batch over the size limit goes in index order)
+    at(109, [{ ...step(2, 1, "planner.plan"), index: 1 } as SessionEvent]);
     expect(transitionGaps(t)).toEqual([{ what: "planner.plan", ms: 2 }]);
   });
 
   it("skip a step whose previous transition was never seen", () => {
-    const { nc, send } = fakeConnection();
-    let clock = 0;
-    const router = new EventRouter(nc, { eventsAll: "p.events.>" }, () => clock);
-    const t = router.track(SID);
-    clock = 5;
-    send([step(3, 1, "critic.review_plan")]);
-    clock = 7;
-    send([step(4, 1, "expert.answer")]);
+    const { router, t, at } = routed();
+    at(5, [step(3, 1, "critic.review_plan")]);
+    at(7, [step(4, 1, "expert.answer")]);
     expect(transitionGaps(t)).toEqual([{ what: "expert.answer", ms: 2 }]);
     expect(router.malformed).toBe(0);
   });
