@@ -432,15 +432,21 @@ describe("replay", () => {
 });
 
 describe("step: the stored state's size", () => {
-  it("fails the session with payload_too_large instead of growing its state past LIMITS.maxStateBytes", () => {
+  /** A session researching its first step (slot 0 pending) whose 17 other results are `results(i)`. */
+  const researching = (results: (i: number) => string) => {
     const h = harness();
     h.apply(inputs.start());
     h.reply(out.plan(["first", "second"]));
     h.reply(out.approve());
+    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, (_, i) => results(i))] } };
+    return h;
+  };
+
+  it("fails the session with payload_too_large instead of growing its state past LIMITS.maxStateBytes", () => {
     // Slot 0 (the step being researched) small, then 17 results of 20,000 three-byte characters:
     // just under 1 MiB stored; the big answer for slot 0 takes it over.
     const big = "€".repeat(LIMITS.maxTextChars);
-    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, () => big)] } };
+    const h = researching(() => big);
     const before = new TextEncoder().encode(JSON.stringify(h.state)).length;
     expect(before).toBeLessThanOrEqual(LIMITS.maxStateBytes);
     const o = h.reply(out.research(big));
@@ -453,14 +459,10 @@ describe("step: the stored state's size", () => {
   });
 
   it("counts bytes, not a bound, once a state could be near the limit: a state under 1 MiB of UTF-8 whose code units × 3 exceed it goes on", () => {
-    const h = harness();
-    h.apply(inputs.start());
-    h.reply(out.plan(["first", "second"]));
-    h.reply(out.approve());
     // after the answer: ~360,000 UTF-16 code units (three times that is over the limit) but ~780 KB of UTF-8
     const euros = "€".repeat(LIMITS.maxTextChars);
     const ascii = "a".repeat(LIMITS.maxTextChars);
-    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, (_, i) => (i < 10 ? euros : ascii))] } };
+    const h = researching((i) => (i < 10 ? euros : ascii));
     h.reply(out.research(ascii));
     expect(JSON.stringify(h.state).length * 3).toBeGreaterThan(LIMITS.maxStateBytes);
     expect(h.state.meta.status).toBe("running");
