@@ -155,6 +155,9 @@ describe("docker-compose.yml", () => {
 describe("Dockerfile", () => {
   const dockerfile = read("Dockerfile");
   const entry = read("deploy/docker/entrypoint.sh");
+  /** The build-context sources of the COPY lines in `text`, in order (a COPY --from copies out of an earlier stage instead). */
+  const contextCopies = (text: string) =>
+    [...text.matchAll(/^COPY\s+(?!.*--from=)(?:--\S+\s+)*(.+)\s+\S+$/gm)].flatMap((m) => (m[1] ?? "").split(/\s+/));
 
   it("installs curl, which the compose healthchecks run", () => {
     const installs = [...dockerfile.matchAll(/apt-get install ([^\\\n]+)/g)].map((m) => m[1] ?? "").join(" ").split(/\s+/);
@@ -195,7 +198,7 @@ describe("Dockerfile", () => {
     expect(patches.length).toBeGreaterThan(0);
     const fetchAt = dockerfile.search(/^RUN .*pnpm fetch/m);
     expect(fetchAt).toBeGreaterThan(0);
-    const copiedBefore = [...dockerfile.slice(0, fetchAt).matchAll(/^COPY\s+(?:--\S+\s+)*(.+)\s+\S+$/gm)].flatMap((m) => (m[1] ?? "").split(/\s+/));
+    const copiedBefore = contextCopies(dockerfile.slice(0, fetchAt));
     for (const patch of patches) {
       expect(existsSync(join(ROOT, patch)), patch).toBe(true);
       expect(copiedBefore.some((src) => patch === src || patch.startsWith(`${src.replace(/\/$/, "")}/`)), `${patch} copied before pnpm fetch`).toBe(true);
@@ -203,10 +206,7 @@ describe("Dockerfile", () => {
   });
 
   it("copies only files that exist", () => {
-    // (a COPY --from copies out of an earlier stage, not from the build context)
-    for (const m of dockerfile.matchAll(/^COPY\s+(?!.*--from=)(?:--\S+\s+)*(.+)\s+\S+$/gm)) {
-      for (const source of (m[1] ?? "").split(/\s+/)) expect(existsSync(join(ROOT, source)), `COPY ${source}`).toBe(true);
-    }
+    for (const source of contextCopies(dockerfile)) expect(existsSync(join(ROOT, source)), `COPY ${source}`).toBe(true);
   });
 
   it("keeps dependencies and VCS data out of the build context", () => {
