@@ -25,7 +25,12 @@ function readArchitecture() {
   const cells = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    cells.push(line.split("|").slice(1, -1).map((c) => c.trim()));
+    cells.push(
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
   }
   const names = new Set(cells.map((c) => c[0].replaceAll("`", "").split("/").pop()));
   return cells.flatMap((c) => {
@@ -49,7 +54,8 @@ function roleFolders() {
 
 const DEEP_IMPORT = {
   regex: "^@agentmesh/[^/]+/(?!testing$)",
-  message: "Deep import into another package. Import its front door `@agentmesh/<name>` (or `@agentmesh/<name>/testing` in tests).",
+  message:
+    "Deep import into another package. Import its front door `@agentmesh/<name>` (or `@agentmesh/<name>/testing` in tests).",
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -73,7 +79,10 @@ function importRules(row, { pure }) {
   }
   const paths = [];
   if (pure) {
-    patterns.push({ regex: "^node:", message: "Workflows are pure: no Node built-ins. I/O belongs in the coordinator." });
+    patterns.push({
+      regex: "^node:",
+      message: "Workflows are pure: no Node built-ins. I/O belongs in the coordinator.",
+    });
     for (const name of nodeBuiltins) {
       paths.push({ name, message: "Workflows are pure: no Node built-ins. I/O belongs in the coordinator." });
     }
@@ -87,9 +96,25 @@ const impure = "Workflows are pure: time, randomness and ids come in the step in
 
 const nodeGlobals = Object.fromEntries(
   [
-    "process", "console", "Buffer", "URL", "URLSearchParams", "AbortController", "AbortSignal", "TextEncoder", "TextDecoder",
-    "setTimeout", "clearTimeout", "setInterval", "clearInterval", "setImmediate", "clearImmediate", "queueMicrotask",
-    "structuredClone", "fetch", "performance",
+    "process",
+    "console",
+    "Buffer",
+    "URL",
+    "URLSearchParams",
+    "AbortController",
+    "AbortSignal",
+    "TextEncoder",
+    "TextDecoder",
+    "setTimeout",
+    "clearTimeout",
+    "setInterval",
+    "clearInterval",
+    "setImmediate",
+    "clearImmediate",
+    "queueMicrotask",
+    "structuredClone",
+    "fetch",
+    "performance",
   ].map((g) => [g, "readonly"]),
 );
 
@@ -108,8 +133,18 @@ export default tseslint.config(
     languageOptions: {
       globals: Object.fromEntries(
         [
-          "window", "document", "location", "history", "localStorage", "crypto", "requestAnimationFrame",
-          "HTMLElement", "Element", "Response", "ReadableStream", "TextDecoder",
+          "window",
+          "document",
+          "location",
+          "history",
+          "localStorage",
+          "crypto",
+          "requestAnimationFrame",
+          "HTMLElement",
+          "Element",
+          "Response",
+          "ReadableStream",
+          "TextDecoder",
         ].map((g) => [g, "readonly"]),
       ),
     },
@@ -130,7 +165,10 @@ export default tseslint.config(
       "@typescript-eslint/no-misused-promises": "error",
       "@typescript-eslint/switch-exhaustiveness-check": "error",
       "@typescript-eslint/no-explicit-any": "error",
-      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" }],
+      "@typescript-eslint/no-unused-vars": [
+        "error",
+        { argsIgnorePattern: "^_", varsIgnorePattern: "^_", caughtErrors: "none" },
+      ],
     },
   },
 
@@ -163,7 +201,14 @@ export default tseslint.config(
     rules: { "import-x/no-relative-packages": "off" },
   },
 
-  { files: ["**/*.{ts,js,mjs}"], rules: { "max-lines": ["error", { max: 500 }] } },
+  // A file holds at most 650 lines of code (blank lines and comments not counted, so the limit
+  // reads the same under the formatter's 120-column wrapping). Two files are tables, one row per
+  // entry, and are exempt: the environment variables and the sandbox's escape cases.
+  {
+    files: ["**/*.{ts,js,mjs}"],
+    ignores: ["packages/service-kit/src/env.ts", "packages/tools/src/test-support/escape-cases.ts"],
+    rules: { "max-lines": ["error", { max: 650, skipBlankLines: true, skipComments: true }] },
+  },
 
   // Everywhere (the root's test/, scripts/, bench/ too): front doors only. The blocks below
   // replace this rule for package folders with one that also carries their table row.
@@ -178,7 +223,14 @@ export default tseslint.config(
     rules: {
       "no-restricted-imports": [
         "error",
-        { patterns: [{ group: ["@agentmesh/*", "../*", "../../*"], message: "the floor imports only the raw NATS and Redis clients and its own files" }] },
+        {
+          patterns: [
+            {
+              group: ["@agentmesh/*", "../*", "../../*"],
+              message: "the floor imports only the raw NATS and Redis clients and its own files",
+            },
+          ],
+        },
       ],
     },
   },
@@ -199,15 +251,21 @@ export default tseslint.config(
         "no-restricted-imports": importRules(row, { pure: true }),
         "no-restricted-globals": [
           "error",
-          ...["Date", "crypto", "performance", "process", "setTimeout", "setInterval", "setImmediate", "fetch"].map((name) => ({
-            name,
-            message: impure,
-          })),
+          ...["Date", "crypto", "performance", "process", "setTimeout", "setInterval", "setImmediate", "fetch"].map(
+            (name) => ({
+              name,
+              message: impure,
+            }),
+          ),
         ],
         "no-restricted-properties": [
           "error",
           { object: "Math", property: "random", message: impure },
-          ...["Date", "crypto", "performance", "process"].map((property) => ({ object: "globalThis", property, message: impure })),
+          ...["Date", "crypto", "performance", "process"].map((property) => ({
+            object: "globalThis",
+            property,
+            message: impure,
+          })),
         ],
       },
     })),

@@ -8,14 +8,26 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["packages/*/src/**/*.test.ts", "services/*/src/**/*.test.ts", "services/*/*.test.ts", "test/unit/**/*.test.ts", "test/fuzz/**/*.test.ts"],
+          include: [
+            "packages/*/src/**/*.test.ts",
+            "services/*/src/**/*.test.ts",
+            "services/*/*.test.ts",
+            "test/unit/**/*.test.ts",
+            "test/fuzz/**/*.test.ts",
+          ],
           exclude: ["**/*.int.test.ts", "**/node_modules/**"],
         },
       },
       {
         test: {
           name: "integration",
-          include: ["packages/*/src/**/*.int.test.ts", "services/*/src/**/*.int.test.ts", "services/*/*.int.test.ts", "test/fuzz/**/*.int.test.ts", "test/deploy/**/*.int.test.ts"],
+          include: [
+            "packages/*/src/**/*.int.test.ts",
+            "services/*/src/**/*.int.test.ts",
+            "services/*/*.int.test.ts",
+            "test/fuzz/**/*.int.test.ts",
+            "test/deploy/**/*.int.test.ts",
+          ],
           globalSetup: ["test/setup/global-setup.ts"],
           testTimeout: 30_000,
           hookTimeout: 30_000,

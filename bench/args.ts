@@ -125,7 +125,8 @@ same coordinators and agents, and runs the same sessions through POST /api/v1/qu
 
 function positiveInt(flag: string, raw: string | undefined): number {
   const n = Number(raw);
-  if (raw === undefined || !Number.isInteger(n) || n < 1) throw new Error(`${flag} needs a positive integer, got ${raw ?? "nothing"}`);
+  if (raw === undefined || !Number.isInteger(n) || n < 1)
+    throw new Error(`${flag} needs a positive integer, got ${raw ?? "nothing"}`);
   return n;
 }
 
@@ -178,12 +179,15 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--workflow": {
         const name = value();
         const known = BENCH_WORKFLOWS.find((w) => w === name);
-        if (known === undefined) throw new Error(`--workflow must be one of ${BENCH_WORKFLOWS.join(", ")}, got ${name}`);
+        if (known === undefined)
+          throw new Error(`--workflow must be one of ${BENCH_WORKFLOWS.join(", ")}, got ${name}`);
         workflow = known;
         break;
       }
       case "--levels":
-        levels = value().split(",").map((s) => positiveInt("--levels", s.trim()));
+        levels = value()
+          .split(",")
+          .map((s) => positiveInt("--levels", s.trim()));
         break;
       case "--warmup":
         warmup = Number(value());
@@ -228,7 +232,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         tracing = true;
         break;
       case "--gateway-levels":
-        gatewayLevels = value().split(",").map((s) => positiveInt("--gateway-levels", s.trim()));
+        gatewayLevels = value()
+          .split(",")
+          .map((s) => positiveInt("--gateway-levels", s.trim()));
         break;
       case "--cpu-prof":
         cpuProfDir = value();
@@ -247,7 +253,8 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         break;
       case "--model-latency-ms": {
         const v = Number(value());
-        if (!Number.isInteger(v) || v < 0 || v > 600_000) throw new Error(`--model-latency-ms needs an integer from 0 to 600000, got ${argv[i]}`);
+        if (!Number.isInteger(v) || v < 0 || v > 600_000)
+          throw new Error(`--model-latency-ms needs an integer from 0 to 600000, got ${argv[i]}`);
         given.set(flag, v);
         break;
       }
@@ -265,10 +272,14 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
     }
   }
   const sessions = new Map<number, number>();
-  for (const c of levels) sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
+  for (const c of levels)
+    sessions.set(c, explicit.get(c) ?? (quick ? (c === 1 ? 5 : Math.max(c, 16)) : c === 1 ? 40 : 400));
   const gatewaySessions = new Map<number, number>();
-  if (gateway) for (const c of gatewayLevels) gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
-  if (argv.includes("--startup-only") && argv.includes("--no-startup")) throw new Error("--startup-only and --no-startup contradict each other");
+  if (gateway)
+    for (const c of gatewayLevels)
+      gatewaySessions.set(c, gatewayExplicit.get(c) ?? (c === 1 ? (quick ? 10 : 30) : (quick ? 2 : 4) * c));
+  if (argv.includes("--startup-only") && argv.includes("--no-startup"))
+    throw new Error("--startup-only and --no-startup contradict each other");
   let modelLatencyMs = given.get("--model-latency-ms") ?? 0;
   if (concurrent !== null) {
     // the mode's own defaults, each overridden by its flag
@@ -283,8 +294,30 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
     if (!argv.includes("--startup-only")) startup = "off";
   }
   return {
-    workflow, levels, sessions, rounds, warmup, rttSamples, sessionTimeoutMs, coordinators, agentConcurrency, coordinatorConcurrency, ackWaitMs, out, quick, cpuProfDir, accessControl, gatewaySessions, tracing, startup, startupRounds,
-    concurrent, modelLatencyMs, submitWindow, rssBudgetMiB, serviceNodeOptions,
+    workflow,
+    levels,
+    sessions,
+    rounds,
+    warmup,
+    rttSamples,
+    sessionTimeoutMs,
+    coordinators,
+    agentConcurrency,
+    coordinatorConcurrency,
+    ackWaitMs,
+    out,
+    quick,
+    cpuProfDir,
+    accessControl,
+    gatewaySessions,
+    tracing,
+    startup,
+    startupRounds,
+    concurrent,
+    modelLatencyMs,
+    submitWindow,
+    rssBudgetMiB,
+    serviceNodeOptions,
   };
 }
 

@@ -85,7 +85,9 @@ export function logSummary(output: string): Array<{ msg: string; n: number }> {
       const j = JSON.parse(line) as { level?: unknown; msg?: unknown };
       if (typeof j.level === "number" && j.level < 40) continue;
       if (typeof j.msg === "string") msg = j.msg;
-    } catch { /* not a JSON line: counted as it is */ }
+    } catch {
+      /* not a JSON line: counted as it is */
+    }
     counts.set(msg, (counts.get(msg) ?? 0) + 1);
   }
   return [...counts].map(([msg, n]) => ({ msg, n })).sort((a, b) => b.n - a.n);
@@ -104,16 +106,27 @@ async function redisUsedBytes(redis: Redis): Promise<number | null> {
 }
 
 /** Counters that must stay 0 under load, summed over every service (nested `inbox.redelivered` included). */
-export function mustBeZero(counters: Record<string, Record<string, number>>): { redelivered: number; timersFired: number; casConflicts: number } {
+export function mustBeZero(counters: Record<string, Record<string, number>>): {
+  redelivered: number;
+  timersFired: number;
+  casConflicts: number;
+} {
   let redelivered = 0;
-  for (const c of Object.values(counters)) for (const [k, v] of Object.entries(c)) if (k === "redelivered" || k.endsWith(".redelivered")) redelivered += v;
-  return { redelivered, timersFired: counters.coordinator?.timers_fired ?? 0, casConflicts: counters.coordinator?.conflicts ?? 0 };
+  for (const c of Object.values(counters))
+    for (const [k, v] of Object.entries(c)) if (k === "redelivered" || k.endsWith(".redelivered")) redelivered += v;
+  return {
+    redelivered,
+    timersFired: counters.coordinator?.timers_fired ?? 0,
+    casConflicts: counters.coordinator?.conflicts ?? 0,
+  };
 }
 
 /** Runs the sessions all at once and measures what they cost. */
 export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentReport> {
   const services = [...o.pids].filter(([k]) => k !== BENCH);
-  const loadStart = loadavg().map((x) => x.toFixed(2)).join(" ");
+  const loadStart = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
   const before = totalsByService(await serviceStats(o.nc, o.prefix));
   const cpuBefore = new Map([...o.pids].map(([k, pid]) => [k, cpuMs(pid)]));
   const machineBefore = machineCpu();
@@ -131,11 +144,19 @@ export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentRep
     if (sampling) return;
     sampling = true;
     try {
-      const s: Sample = { atS: (performance.now() - t0) / 1000, live, done, rssKiB: rssNow(), redisUsedBytes: await redisUsedBytes(o.redis) };
+      const s: Sample = {
+        atS: (performance.now() - t0) / 1000,
+        live,
+        done,
+        rssKiB: rssNow(),
+        redisUsedBytes: await redisUsedBytes(o.redis),
+      };
       timeline.push(s);
       if (s.atS - lastShownS >= 10) {
         lastShownS = s.atS;
-        o.log(`  ${s.atS.toFixed(0)} s: ${s.done}/${o.sessions} done, ${s.live} live, Σ RSS ${mib(s.rssKiB)} MiB, Redis ${s.redisUsedBytes === null ? "?" : (s.redisUsedBytes / 2 ** 20).toFixed(0)} MiB`);
+        o.log(
+          `  ${s.atS.toFixed(0)} s: ${s.done}/${o.sessions} done, ${s.live} live, Σ RSS ${mib(s.rssKiB)} MiB, Redis ${s.redisUsedBytes === null ? "?" : (s.redisUsedBytes / 2 ** 20).toFixed(0)} MiB`,
+        );
       }
     } finally {
       sampling = false;
@@ -147,10 +168,21 @@ export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentRep
   let level: ConcurrentReport["level"];
   try {
     level = await runLevel({
-      cluster: o.cluster, router: o.router, workload: o.workload, concurrency: o.sessions, sessions: o.sessions, firstIndex: 0, stem: o.stem,
-      timeoutMs: o.timeoutMs, submitWindow: o.submitWindow,
-      onLive: (n) => { live = n; },
-      onProgress: (d) => { done = d; },
+      cluster: o.cluster,
+      router: o.router,
+      workload: o.workload,
+      concurrency: o.sessions,
+      sessions: o.sessions,
+      firstIndex: 0,
+      stem: o.stem,
+      timeoutMs: o.timeoutMs,
+      submitWindow: o.submitWindow,
+      onLive: (n) => {
+        live = n;
+      },
+      onProgress: (d) => {
+        done = d;
+      },
       onTimedEnd: () => {
         machineAfter = machineCpu();
         for (const [k, pid] of o.pids) {
@@ -173,7 +205,11 @@ export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentRep
   const zero = mustBeZero(serviceCounters);
   const missingHwm = services.filter(([k]) => hwm[k] == null).map(([k]) => k);
   const checks: Check[] = [
-    { what: `every session completed and verified`, value: `${level.ok}/${level.sessions}`, ok: level.ok === o.sessions },
+    {
+      what: `every session completed and verified`,
+      value: `${level.ok}/${level.sessions}`,
+      ok: level.ok === o.sessions,
+    },
     { what: `peak live sessions ≥ ${o.sessions}`, value: String(level.peakLive), ok: level.peakLive >= o.sessions },
     {
       what: `Σ peak RSS (VmHWM) of services + nats-server + redis-server < ${(o.rssBudgetKiB / 1024).toFixed(0)} MiB`,
@@ -189,19 +225,27 @@ export async function runConcurrent(o: ConcurrentOptions): Promise<ConcurrentRep
     serviceCounters,
     cpuMsByProcess,
     machineBusyPct: busyPercent(machineBefore, machineAfter),
-    loadavg: { start: loadStart, end: loadavg().map((x) => x.toFixed(2)).join(" ") },
+    loadavg: {
+      start: loadStart,
+      end: loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" "),
+    },
     hwmKiB: hwm,
     rssEndKiB: rssEnd,
     hwmTotalKiB,
     rssBaseKiB,
     perLiveSessionKiB: level.peakLive > 0 ? (peakRss - rssBaseKiB) / level.peakLive : Number.NaN,
-    redisPerLiveSessionBytes: level.peakLive > 0 && redisBase !== null ? (peakRedis - redisBase) / level.peakLive : null,
+    redisPerLiveSessionBytes:
+      level.peakLive > 0 && redisBase !== null ? (peakRedis - redisBase) / level.peakLive : null,
     timeline,
     checks,
-    logs: Object.fromEntries(o.cluster.procs.flatMap((p, i) => {
-      const l = logSummary(p.output());
-      return l.length > 0 ? [[`${p.name}#${i}`, l] as const] : [];
-    })),
+    logs: Object.fromEntries(
+      o.cluster.procs.flatMap((p, i) => {
+        const l = logSummary(p.output());
+        return l.length > 0 ? [[`${p.name}#${i}`, l] as const] : [];
+      }),
+    ),
     ok: checks.every((c) => c.ok),
   };
 }
@@ -216,24 +260,62 @@ export function renderConcurrent(r: ConcurrentReport, cores: number): string[] {
   const out: string[] = [];
   out.push("", `Concurrent sessions (wall = submit → 'complete' event; ms)`);
   out.push(`  sessions ${l.sessions}, ok ${l.ok}, lost ${l.lost}, failed ${l.failed}; peak live ${l.peakLive}`);
-  out.push(`  ${l.sessionsPerSecond.toFixed(1)} sessions/s over ${(l.elapsedMs / 1000).toFixed(1)} s; wall p50 ${ms(l.wallMs.p50)} p99 ${ms(l.wallMs.p99)} max ${ms(l.wallMs.max)}; submit p50 ${ms(l.submitMs.p50)} p99 ${ms(l.submitMs.p99)}`);
-  out.push(`  machine CPU busy ${r.machineBusyPct.toFixed(0)}% (this run's processes ${((100 * own) / (l.elapsedMs * cores)).toFixed(0)}%), load avg ${r.loadavg.start} → ${r.loadavg.end}`);
+  out.push(
+    `  ${l.sessionsPerSecond.toFixed(1)} sessions/s over ${(l.elapsedMs / 1000).toFixed(1)} s; wall p50 ${ms(l.wallMs.p50)} p99 ${ms(l.wallMs.p99)} max ${ms(l.wallMs.max)}; submit p50 ${ms(l.submitMs.p50)} p99 ${ms(l.submitMs.p99)}`,
+  );
+  out.push(
+    `  machine CPU busy ${r.machineBusyPct.toFixed(0)}% (this run's processes ${((100 * own) / (l.elapsedMs * cores)).toFixed(0)}%), load avg ${r.loadavg.start} → ${r.loadavg.end}`,
+  );
   out.push("", "  process                 peak RSS (VmHWM) MiB   RSS at end MiB   CPU s");
   for (const k of Object.keys(r.hwmKiB)) {
-    out.push(`  ${pad(k, 24)}${mib(r.hwmKiB[k]).padStart(20)}${mib(r.rssEndKiB[k]).padStart(17)}${(r.cpuMsByProcess[k] === undefined ? "-" : (r.cpuMsByProcess[k]! / 1000).toFixed(1)).padStart(8)}`);
+    out.push(
+      `  ${pad(k, 24)}${mib(r.hwmKiB[k]).padStart(20)}${mib(r.rssEndKiB[k]).padStart(17)}${(r.cpuMsByProcess[k] === undefined ? "-" : (r.cpuMsByProcess[k]! / 1000).toFixed(1)).padStart(8)}`,
+    );
   }
   out.push(`  ${pad("Σ services and servers", 24)}${mib(r.hwmTotalKiB).padStart(20)}`);
   out.push(
     `  memory per live session: ${r.perLiveSessionKiB.toFixed(1)} KiB of RSS (highest Σ RSS sampled − ${mib(r.rssBaseKiB)} MiB before the first submit, ÷ peak live)` +
-      (r.redisPerLiveSessionBytes === null ? "" : `; Redis used_memory ${(r.redisPerLiveSessionBytes / 1024).toFixed(1)} KiB of it`),
+      (r.redisPerLiveSessionBytes === null
+        ? ""
+        : `; Redis used_memory ${(r.redisPerLiveSessionBytes / 1024).toFixed(1)} KiB of it`),
   );
   const hops = Object.entries(l.hopsMs);
-  if (hops.length) out.push("", "  where a session's time goes (gap between transitions, ms): " + hops.map(([k, s]) => `${k} p50 ${ms(s.p50)} p99 ${ms(s.p99)}`).join("; "));
-  out.push("", "  timeline (s: live / done / Σ RSS MiB): " + thin(r.timeline, 12).map((s) => `${s.atS.toFixed(0)}: ${s.live}/${s.done}/${mib(s.rssKiB)}`).join(", "));
-  out.push("", `  service counters: ${Object.entries(r.serviceCounters).map(([n, c]) => `${n} ${Object.entries(c).filter(([, v]) => v !== 0).map(([k, v]) => `${k}=${v}`).join(" ") || "-"}`).join("; ")}`);
+  if (hops.length)
+    out.push(
+      "",
+      "  where a session's time goes (gap between transitions, ms): " +
+        hops.map(([k, s]) => `${k} p50 ${ms(s.p50)} p99 ${ms(s.p99)}`).join("; "),
+    );
+  out.push(
+    "",
+    "  timeline (s: live / done / Σ RSS MiB): " +
+      thin(r.timeline, 12)
+        .map((s) => `${s.atS.toFixed(0)}: ${s.live}/${s.done}/${mib(s.rssKiB)}`)
+        .join(", "),
+  );
+  out.push(
+    "",
+    `  service counters: ${Object.entries(r.serviceCounters)
+      .map(
+        ([n, c]) =>
+          `${n} ${
+            Object.entries(c)
+              .filter(([, v]) => v !== 0)
+              .map(([k, v]) => `${k}=${v}`)
+              .join(" ") || "-"
+          }`,
+      )
+      .join("; ")}`,
+  );
   const logs = Object.entries(r.logs);
   out.push("", `  service warnings and errors: ${logs.length === 0 ? "none" : ""}`);
-  for (const [p, l] of logs) out.push(`    ${p}: ${l.slice(0, 4).map((x) => `${x.n}× ${x.msg}`).join("; ")}`);
+  for (const [p, l] of logs)
+    out.push(
+      `    ${p}: ${l
+        .slice(0, 4)
+        .map((x) => `${x.n}× ${x.msg}`)
+        .join("; ")}`,
+    );
   out.push("", "Targets");
   for (const c of r.checks) out.push(`  ${c.ok ? "ok  " : "FAIL"}  ${c.what}: ${c.value}`);
   return out;
@@ -250,17 +332,37 @@ function thin<T>(xs: readonly T[], n: number): T[] {
 export function concurrentJson(r: ConcurrentReport): unknown {
   const l = r.level;
   return {
-    sessions: l.sessions, ok: l.ok, lost: l.lost, failed: l.failed, peakLive: l.peakLive,
-    elapsedMs: round3(l.elapsedMs), sessionsPerSecond: round3(l.sessionsPerSecond),
-    wallMs: roundSummary(l.wallMs), submitMs: roundSummary(l.submitMs),
+    sessions: l.sessions,
+    ok: l.ok,
+    lost: l.lost,
+    failed: l.failed,
+    peakLive: l.peakLive,
+    elapsedMs: round3(l.elapsedMs),
+    sessionsPerSecond: round3(l.sessionsPerSecond),
+    wallMs: roundSummary(l.wallMs),
+    submitMs: roundSummary(l.submitMs),
     hopsMs: Object.fromEntries(Object.entries(l.hopsMs).map(([k, v]) => [k, roundSummary(v)])),
-    serviceCounters: r.serviceCounters, cpuMsByProcess: r.cpuMsByProcess, machineBusyPct: round3(r.machineBusyPct), loadavg: r.loadavg,
-    hwmKiB: r.hwmKiB, rssEndKiB: r.rssEndKiB, hwmTotalKiB: r.hwmTotalKiB, rssBaseKiB: r.rssBaseKiB,
-    perLiveSessionKiB: round3(r.perLiveSessionKiB), redisPerLiveSessionBytes: r.redisPerLiveSessionBytes === null ? null : Math.round(r.redisPerLiveSessionBytes),
+    serviceCounters: r.serviceCounters,
+    cpuMsByProcess: r.cpuMsByProcess,
+    machineBusyPct: round3(r.machineBusyPct),
+    loadavg: r.loadavg,
+    hwmKiB: r.hwmKiB,
+    rssEndKiB: r.rssEndKiB,
+    hwmTotalKiB: r.hwmTotalKiB,
+    rssBaseKiB: r.rssBaseKiB,
+    perLiveSessionKiB: round3(r.perLiveSessionKiB),
+    redisPerLiveSessionBytes: r.redisPerLiveSessionBytes === null ? null : Math.round(r.redisPerLiveSessionBytes),
     timeline: r.timeline.map((s) => ({ ...s, atS: round3(s.atS) })),
-    checks: r.checks, targetsMet: r.ok, logs: r.logs,
+    checks: r.checks,
+    targetsMet: r.ok,
+    logs: r.logs,
     problems: l.problems,
     sessionColumns: ["sessionId", "outcome", "wallMs", "submitMs"],
-    sessionRows: l.results.map((s) => [s.sessionId, s.outcome, s.wallMs === null ? null : round3(s.wallMs), s.submitMs === null ? null : round3(s.submitMs)]),
+    sessionRows: l.results.map((s) => [
+      s.sessionId,
+      s.outcome,
+      s.wallMs === null ? null : round3(s.wallMs),
+      s.submitMs === null ? null : round3(s.submitMs),
+    ]),
   };
 }

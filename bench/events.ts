@@ -54,9 +54,17 @@ export class EventRouter {
   /** Stamps each message's arrival (performance.now(); injected by tests). */
   private readonly clock: () => number;
 
-  constructor(nc: Pick<NatsConnection, "subscribe">, naming: Pick<Naming, "eventsAll">, clock: () => number = () => performance.now()) {
+  constructor(
+    nc: Pick<NatsConnection, "subscribe">,
+    naming: Pick<Naming, "eventsAll">,
+    clock: () => number = () => performance.now(),
+  ) {
     this.clock = clock;
-    this.sub = nc.subscribe(naming.eventsAll, { callback: (err, m) => { if (!err) this.onEvent(m.subject, m.data); } });
+    this.sub = nc.subscribe(naming.eventsAll, {
+      callback: (err, m) => {
+        if (!err) this.onEvent(m.subject, m.data);
+      },
+    });
   }
 
   private onEvent(subject: string, data: Uint8Array): void {
@@ -88,7 +96,10 @@ export class EventRouter {
     if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
     if (!t.versionArrivedAt.has(parsed.version)) t.versionArrivedAt.set(parsed.version, now);
     if (parsed.type === "step") {
-      t.steps.set(parsed.version, { what: `${parsed.provenance.role}.${parsed.provenance.op}`, latencyMs: parsed.provenance.latency_ms });
+      t.steps.set(parsed.version, {
+        what: `${parsed.provenance.role}.${parsed.provenance.op}`,
+        latencyMs: parsed.provenance.latency_ms,
+      });
     } else if (parsed.type === "code_result") {
       t.codeRuns.push({ exitCode: parsed.exit_code, stdout: parsed.stdout, stderr: parsed.stderr });
     } else if (parsed.type === "complete" && t.complete === null) {
@@ -104,9 +115,20 @@ export class EventRouter {
     let resolve!: () => void;
     const done = new Promise<void>((r) => (resolve = r));
     const t = {
-      sessionId, done, resolve, seen: new Set<string>(),
-      firstAt: null, completeAt: null, completeEpoch: null, complete: null,
-      steps: new Map(), versionAt: new Map(), versionArrivedAt: new Map(), codeRuns: [], events: 0, duplicates: 0,
+      sessionId,
+      done,
+      resolve,
+      seen: new Set<string>(),
+      firstAt: null,
+      completeAt: null,
+      completeEpoch: null,
+      complete: null,
+      steps: new Map(),
+      versionAt: new Map(),
+      versionArrivedAt: new Map(),
+      codeRuns: [],
+      events: 0,
+      duplicates: 0,
     };
     this.sessions.set(sessionId, t);
     return t;

@@ -62,7 +62,13 @@ export function queryBody(workload: Workload, index: number): Record<string, unk
 }
 
 /** Posts one query and reads its SSE stream to the end, checking its shape on the way. */
-async function viaGateway(gw: BenchGateway, router: EventRouter, workload: Workload, index: number, timeoutMs: number): Promise<GatewaySession> {
+async function viaGateway(
+  gw: BenchGateway,
+  router: EventRouter,
+  workload: Workload,
+  index: number,
+  timeoutMs: number,
+): Promise<GatewaySession> {
   let sessionId: string | null = null;
   let acceptedMs: number | null = null;
   let firstEventMs: number | null = null;
@@ -82,7 +88,8 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, workload: Workl
     seen++;
     if (m.event === "session") {
       const head = JSON.parse(m.data) as { session_id?: unknown };
-      if (seen !== 1 || head.session_id !== sessionId) error ??= `the 'session' event came at position ${seen} with session_id ${JSON.stringify(head.session_id)}`;
+      if (seen !== 1 || head.session_id !== sessionId)
+        error ??= `the 'session' event came at position ${seen} with session_id ${JSON.stringify(head.session_id)}`;
       return;
     }
     if (m.id === undefined) {
@@ -92,17 +99,30 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, workload: Workl
     firstEventMs ??= now - t0;
     const id = /^(\d+):(\d+)$/.exec(m.id);
     const cursor: [number, number] = id ? [Number(id[1]), Number(id[2])] : [Number.NaN, Number.NaN];
-    if (!id || (last !== null && (cursor[0] < last[0] || (cursor[0] === last[0] && cursor[1] <= last[1])))) error ??= `event id ${m.id} after ${last?.join(":") ?? "none"}`;
+    if (!id || (last !== null && (cursor[0] < last[0] || (cursor[0] === last[0] && cursor[1] <= last[1]))))
+      error ??= `event id ${m.id} after ${last?.join(":") ?? "none"}`;
     last = cursor;
     // The bench's core subscription already validates every event with zod; here only `complete`
     // is, so the bench does not spend twice the CPU on the gateway's sessions.
-    const data = JSON.parse(m.data) as { type?: unknown; session_id?: unknown; provenance?: { role?: unknown; op?: unknown }; exit_code?: unknown; stdout?: unknown; stderr?: unknown };
+    const data = JSON.parse(m.data) as {
+      type?: unknown;
+      session_id?: unknown;
+      provenance?: { role?: unknown; op?: unknown };
+      exit_code?: unknown;
+      stdout?: unknown;
+      stderr?: unknown;
+    };
     if (data.type !== m.event || data.session_id !== sessionId) {
       error ??= `event ${m.id} is not a ${m.event ?? "message"} event of ${sessionId ?? "?"}`;
       return;
     }
     if (data.type === "step") stepNames.push(`${String(data.provenance?.role)}.${String(data.provenance?.op)}`);
-    if (data.type === "code_result") codeRuns.push({ exitCode: typeof data.exit_code === "number" ? data.exit_code : null, stdout: typeof data.stdout === "string" ? data.stdout : "", stderr: typeof data.stderr === "string" ? data.stderr : "" });
+    if (data.type === "code_result")
+      codeRuns.push({
+        exitCode: typeof data.exit_code === "number" ? data.exit_code : null,
+        stdout: typeof data.stdout === "string" ? data.stdout : "",
+        stderr: typeof data.stderr === "string" ? data.stderr : "",
+      });
     if (data.type !== "complete") return;
     const parsed = SessionEvent.safeParse(data);
     if (!parsed.success || parsed.data.type !== "complete") {
@@ -118,17 +138,23 @@ async function viaGateway(gw: BenchGateway, router: EventRouter, workload: Workl
   let refused: string | null = null;
   const timeout = AbortSignal.timeout(timeoutMs);
   try {
-    await post(`${gw.url}/api/v1/query`, gw.key, JSON.stringify(queryBody(workload, index)), timeout, (status, head) => {
-      acceptedMs = performance.now() - t0;
-      sessionId = typeof head["x-agentmesh-session"] === "string" ? head["x-agentmesh-session"] : null;
-      if (status !== 200 || sessionId === null) refused = `POST /api/v1/query answered ${status}: `;
-      // Core delivery misses what came before this, but `complete` comes at least three agent hops later.
-      else tracked = router.track(sessionId);
-      return (text) => {
-        if (refused === null) parser.feed(text);
-        else if (refused.length < 300) refused += text;
-      };
-    });
+    await post(
+      `${gw.url}/api/v1/query`,
+      gw.key,
+      JSON.stringify(queryBody(workload, index)),
+      timeout,
+      (status, head) => {
+        acceptedMs = performance.now() - t0;
+        sessionId = typeof head["x-agentmesh-session"] === "string" ? head["x-agentmesh-session"] : null;
+        if (status !== 200 || sessionId === null) refused = `POST /api/v1/query answered ${status}: `;
+        // Core delivery misses what came before this, but `complete` comes at least three agent hops later.
+        else tracked = router.track(sessionId);
+        return (text) => {
+          if (refused === null) parser.feed(text);
+          else if (refused.length < 300) refused += text;
+        };
+      },
+    );
     if (refused !== null) error = refused;
     else if (complete === null && !timeout.aborted) error ??= "the stream ended without a 'complete' event";
   } catch (err) {
@@ -148,7 +174,13 @@ const agent = new Agent({ keepAlive: true });
  * fetch: fetch's web streams cost the bench ~2 ms more CPU per session at c=64, on the cores it
  * shares with the services, which would count against the gateway.
  */
-function post(url: string, key: string, body: string, signal: AbortSignal, onHead: (status: number, head: IncomingHttpHeaders) => (text: string) => void): Promise<void> {
+function post(
+  url: string,
+  key: string,
+  body: string,
+  signal: AbortSignal,
+  onHead: (status: number, head: IncomingHttpHeaders) => (text: string) => void,
+): Promise<void> {
   return new Promise((resolve, reject) => {
     const headers = { authorization: `Bearer ${key}`, "content-type": "application/json", accept: "text/event-stream" };
     const req = request(url, { method: "POST", agent, headers, signal }, (res) => {
@@ -187,17 +219,43 @@ interface Sample {
 }
 
 /** Runs `n` sessions through the gateway at `concurrency`, then verifies each against Redis. */
-async function gatewayRound(cluster: Cluster, router: EventRouter, workload: Workload, gw: BenchGateway, concurrency: number, n: number, firstIndex: number, timeoutMs: number): Promise<{ samples: Sample[]; elapsedMs: number }> {
+async function gatewayRound(
+  cluster: Cluster,
+  router: EventRouter,
+  workload: Workload,
+  gw: BenchGateway,
+  concurrency: number,
+  n: number,
+  firstIndex: number,
+  timeoutMs: number,
+): Promise<{ samples: Sample[]; elapsedMs: number }> {
   const seen: GatewaySession[] = [];
-  const elapsedMs = await pool(concurrency, n, async (i) => void seen.push(await viaGateway(gw, router, workload, firstIndex + i, timeoutMs)));
+  const elapsedMs = await pool(
+    concurrency,
+    n,
+    async (i) => void seen.push(await viaGateway(gw, router, workload, firstIndex + i, timeoutMs)),
+  );
   const samples: Sample[] = [];
   for (const s of seen) {
-    const problem = s.error !== null || s.sessionId === null
-      ? { outcome: "failed" as const, reason: s.error ?? "no X-Agentmesh-Session header" }
-      : await checkSession(cluster, workload, { sessionId: s.sessionId, index: s.index, complete: s.complete, stepNames: s.stepNames, codeRuns: s.codeRuns, owner: OWNER });
+    const problem =
+      s.error !== null || s.sessionId === null
+        ? { outcome: "failed" as const, reason: s.error ?? "no X-Agentmesh-Session header" }
+        : await checkSession(cluster, workload, {
+            sessionId: s.sessionId,
+            index: s.index,
+            complete: s.complete,
+            stepNames: s.stepNames,
+            codeRuns: s.codeRuns,
+            owner: OWNER,
+          });
     samples.push({
-      sessionId: s.sessionId ?? `(question ${s.index})`, outcome: problem?.outcome ?? "ok", reason: problem?.reason ?? null,
-      acceptedMs: s.acceptedMs, firstEventMs: s.firstEventMs, wallMs: s.wallMs, completeLagMs: s.completeLagMs,
+      sessionId: s.sessionId ?? `(question ${s.index})`,
+      outcome: problem?.outcome ?? "ok",
+      reason: problem?.reason ?? null,
+      acceptedMs: s.acceptedMs,
+      firstEventMs: s.firstEventMs,
+      wallMs: s.wallMs,
+      completeLagMs: s.completeLagMs,
     });
   }
   return { samples, elapsedMs };
@@ -228,7 +286,11 @@ export interface PathFigures {
 export interface GatewayLevel {
   readonly concurrency: number;
   /** The rounds in the order they ran, each with its verified sessions per second (a view of the machine's noise). */
-  readonly rounds: ReadonlyArray<{ readonly path: "direct" | "gateway"; readonly sessions: number; readonly sessionsPerSecond: number }>;
+  readonly rounds: ReadonlyArray<{
+    readonly path: "direct" | "gateway";
+    readonly sessions: number;
+    readonly sessionsPerSecond: number;
+  }>;
   readonly direct: PathFigures;
   readonly gateway: PathFigures;
 }
@@ -260,7 +322,10 @@ export interface CompareOptions {
  * Round sizes: 5 sessions at c=1, else 2c. Rounds run D G G D D G G D …, so both paths sample the
  * same stretch of a noisy machine and a steady drift weighs on both alike.
  */
-export function schedule(concurrency: number, perPath: number): Array<{ path: "direct" | "gateway"; sessions: number }> {
+export function schedule(
+  concurrency: number,
+  perPath: number,
+): Array<{ path: "direct" | "gateway"; sessions: number }> {
   const size = concurrency === 1 ? 5 : 2 * concurrency;
   const rounds: Array<{ path: "direct" | "gateway"; sessions: number }> = [];
   const left = { direct: perPath, gateway: perPath };
@@ -278,19 +343,50 @@ export function schedule(concurrency: number, perPath: number): Array<{ path: "d
 /** Runs the interleaved comparison at every concurrency of `o.sessions`, after an untimed gateway warm-up. */
 export async function compareGateway(o: CompareOptions): Promise<GatewayComparison> {
   let index = o.firstIndex;
-  const warm = o.warmup > 0 ? (await gatewayRound(o.cluster, o.router, o.workload, o.gateway, Math.min(4, o.warmup), o.warmup, index, o.timeoutMs)).samples : [];
+  const warm =
+    o.warmup > 0
+      ? (
+          await gatewayRound(
+            o.cluster,
+            o.router,
+            o.workload,
+            o.gateway,
+            Math.min(4, o.warmup),
+            o.warmup,
+            index,
+            o.timeoutMs,
+          )
+        ).samples
+      : [];
   index += o.warmup;
   const levels: GatewayLevel[] = [];
   for (const [c, perPath] of o.sessions) {
     const rounds = schedule(c, perPath);
-    o.log(`bench: gateway vs direct at concurrency ${c}, ${perPath} sessions each, ${rounds.length} interleaved rounds…`);
+    o.log(
+      `bench: gateway vs direct at concurrency ${c}, ${perPath} sessions each, ${rounds.length} interleaved rounds…`,
+    );
     const ran: Array<GatewayLevel["rounds"][number]> = [];
-    const acc = { direct: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() }, gateway: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() } };
+    const acc = {
+      direct: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() },
+      gateway: { samples: [] as Sample[], elapsedMs: 0, cpu: new Map<string, number>() },
+    };
     for (const [r, round] of rounds.entries()) {
       const before = new Map([...o.pids].map(([k, pid]) => [k, cpuMs(pid)]));
-      const result = round.path === "gateway"
-        ? await gatewayRound(o.cluster, o.router, o.workload, o.gateway, c, round.sessions, index, o.timeoutMs)
-        : fromLevel(await runLevel({ cluster: o.cluster, router: o.router, workload: o.workload, concurrency: c, sessions: round.sessions, firstIndex: index, stem: `${o.stem}-c${c}-r${r}`, timeoutMs: o.timeoutMs }));
+      const result =
+        round.path === "gateway"
+          ? await gatewayRound(o.cluster, o.router, o.workload, o.gateway, c, round.sessions, index, o.timeoutMs)
+          : fromLevel(
+              await runLevel({
+                cluster: o.cluster,
+                router: o.router,
+                workload: o.workload,
+                concurrency: c,
+                sessions: round.sessions,
+                firstIndex: index,
+                stem: `${o.stem}-c${c}-r${r}`,
+                timeoutMs: o.timeoutMs,
+              }),
+            );
       const a = acc[round.path];
       for (const [k, pid] of o.pids) {
         const b = before.get(k);
@@ -300,7 +396,10 @@ export async function compareGateway(o: CompareOptions): Promise<GatewayComparis
       a.samples.push(...result.samples);
       a.elapsedMs += result.elapsedMs;
       index += round.sessions;
-      ran.push({ ...round, sessionsPerSecond: result.samples.filter((x) => x.outcome === "ok").length / (result.elapsedMs / 1000) });
+      ran.push({
+        ...round,
+        sessionsPerSecond: result.samples.filter((x) => x.outcome === "ok").length / (result.elapsedMs / 1000),
+      });
     }
     levels.push({ concurrency: c, rounds: ran, direct: figures(acc.direct), gateway: figures(acc.gateway) });
   }
@@ -310,12 +409,21 @@ export async function compareGateway(o: CompareOptions): Promise<GatewayComparis
 /** A direct round's results (runLevel verified them) as samples; the CPU it spent verifying is not in its elapsed time, as for the gateway's. */
 function fromLevel(l: Awaited<ReturnType<typeof runLevel>>): { samples: Sample[]; elapsedMs: number } {
   return {
-    samples: l.results.map((r) => ({ sessionId: r.sessionId, outcome: r.outcome, reason: r.reason, acceptedMs: r.submitMs, firstEventMs: r.firstEventMs, wallMs: r.wallMs, completeLagMs: null })),
+    samples: l.results.map((r) => ({
+      sessionId: r.sessionId,
+      outcome: r.outcome,
+      reason: r.reason,
+      acceptedMs: r.submitMs,
+      firstEventMs: r.firstEventMs,
+      wallMs: r.wallMs,
+      completeLagMs: null,
+    })),
     elapsedMs: l.elapsedMs,
   };
 }
 
-const problemsOf = (samples: readonly Sample[]) => samples.filter((s) => s.outcome !== "ok").map(({ sessionId, outcome, reason }) => ({ sessionId, outcome, reason }));
+const problemsOf = (samples: readonly Sample[]) =>
+  samples.filter((s) => s.outcome !== "ok").map(({ sessionId, outcome, reason }) => ({ sessionId, outcome, reason }));
 
 function figures(a: { samples: Sample[]; elapsedMs: number; cpu: Map<string, number> }): PathFigures {
   const ok = a.samples.filter((s) => s.outcome === "ok");

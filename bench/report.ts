@@ -37,7 +37,10 @@ export interface BenchReport {
   /** The runtime beside the floor: medians of the rounds, each round, and the targets. */
   readonly headline: Headline;
   /** The floor's levels of every round, and the steps each floor session took. */
-  readonly floor: { readonly stepsPerSession: number; readonly levels: ReadonlyArray<FloorLevel & { readonly round: number }> };
+  readonly floor: {
+    readonly stepsPerSession: number;
+    readonly levels: ReadonlyArray<FloorLevel & { readonly round: number }>;
+  };
   /** The gateway comparison; null with --no-gateway. */
   readonly gateway: GatewayComparison | null;
   readonly rssKiB: Record<string, number | null>;
@@ -63,21 +66,25 @@ const lpad = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.len
 
 function table(head: string[], rows: string[][], leftCols = 1): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const fmt = (r: string[]) => "  " + r.map((c, i) => (i < leftCols ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ");
+  const fmt = (r: string[]) =>
+    "  " + r.map((c, i) => (i < leftCols ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ");
   return [fmt(head), ...rows.map(fmt)].join("\n");
 }
 
 /** A signed difference in ms for the table and the summary. */
-const delta = (a: number, b: number) => (Number.isFinite(a - b) ? `${a - b >= 0 ? "+" : "−"}${ms(Math.abs(a - b))}` : "-");
+const delta = (a: number, b: number) =>
+  Number.isFinite(a - b) ? `${a - b >= 0 ? "+" : "−"}${ms(Math.abs(a - b))}` : "-";
 
 /** The one-line summary (also in the JSON). */
 export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt">): string {
-  const parts = r.levels.map(({ level: l, casConflicts }) =>
-    `c=${l.concurrency}: ${l.sessionsPerSecond.toFixed(1)} sessions/s, overhead/step p50 ${ms(l.overheadPerStepMs.p50)} ms p99 ${ms(l.overheadPerStepMs.p99)} ms, ` +
-    `${l.lost} lost ${l.failed} failed, ${casConflicts} CAS conflicts`,
+  const parts = r.levels.map(
+    ({ level: l, casConflicts }) =>
+      `c=${l.concurrency}: ${l.sessionsPerSecond.toFixed(1)} sessions/s, overhead/step p50 ${ms(l.overheadPerStepMs.p50)} ms p99 ${ms(l.overheadPerStepMs.p99)} ms, ` +
+      `${l.lost} lost ${l.failed} failed, ${casConflicts} CAS conflicts`,
   );
-  const gw = r.gateway?.levels.map((l) =>
-    `c=${l.concurrency} ${delta(l.gateway.wallMs.p50, l.direct.wallMs.p50)} ms p50 ${delta(l.gateway.wallMs.p95, l.direct.wallMs.p95)} ms p95, first event p50 ${ms(l.gateway.firstEventMs.p50)} ms`,
+  const gw = r.gateway?.levels.map(
+    (l) =>
+      `c=${l.concurrency} ${delta(l.gateway.wallMs.p50, l.direct.wallMs.p50)} ms p50 ${delta(l.gateway.wallMs.p95, l.direct.wallMs.p95)} ms p95, first event p50 ${ms(l.gateway.firstEventMs.p50)} ms`,
   );
   const rt = r.roundTrips;
   return `bench ${r.workflow} (NATS access control ${r.infra.accessControl === true ? "on" : "off"}): ${parts.join(" | ")} | targets ${targetsLine(r.headline)} | ${gw ? `gateway added ${gw.join(", ")} | ` : ""}RTT p50 NATS req ${ms(rt.nats_request.p50)} ms, JS pub ${ms(rt.js_publish_ack.p50)} ms, Redis CAS ${ms(rt.redis_cas.p50)} ms`;
@@ -86,11 +93,23 @@ export function summaryLine(r: Omit<BenchReport, "summary" | "ok" | "finishedAt"
 /** The human-readable report for stdout. */
 export function renderReport(r: BenchReport): string {
   const out: string[] = [];
-  out.push("", `agentmesh bench — ${r.workflow} (${r.path}), offline engine (instant agents), every service its own OS process`);
-  out.push(`  access    NATS access control ${r.infra.accessControl === true ? "ON (own nats-server, generated config, one NKey user per service)" : "OFF (--open)"}`);
+  out.push(
+    "",
+    `agentmesh bench — ${r.workflow} (${r.path}), offline engine (instant agents), every service its own OS process`,
+  );
+  out.push(
+    `  access    NATS access control ${r.infra.accessControl === true ? "ON (own nats-server, generated config, one NKey user per service)" : "OFF (--open)"}`,
+  );
   out.push(`  infra     ${String(r.infra.source)}: ${String(r.infra.nats)}; ${String(r.infra.redis)}`);
-  out.push(`  settings  ${Object.entries(r.settings).filter(([k]) => k !== "prefix").map(([k, v]) => `${k}=${String(v)}`).join(" ")}`);
-  out.push(`  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`);
+  out.push(
+    `  settings  ${Object.entries(r.settings)
+      .filter(([k]) => k !== "prefix")
+      .map(([k, v]) => `${k}=${String(v)}`)
+      .join(" ")}`,
+  );
+  out.push(
+    `  host      ${String(r.host.cpus)} CPUs, load avg ${String(r.host.loadavgStart)} at start, ${String(r.host.loadavgEnd)} at end (shared machine); git ${String(r.host.git)}`,
+  );
 
   out.push("", ...renderHeadline(r.headline, r.floor.stepsPerSession));
   out.push("", ...renderFloorCpu(r.floor.levels));
@@ -103,60 +122,136 @@ export function renderReport(r: BenchReport): string {
     ["Redis session store load()", r.roundTrips.redis_load],
     ["Redis PING", r.roundTrips.redis_ping],
   ];
-  out.push(table(["round trip", "n", "p50", "p90", "p99", "max"], rt.map(([k, s]) => [k, String(s.n), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max)])));
+  out.push(
+    table(
+      ["round trip", "n", "p50", "p90", "p99", "max"],
+      rt.map(([k, s]) => [k, String(s.n), ms(s.p50), ms(s.p90), ms(s.p99), ms(s.max)]),
+    ),
+  );
 
   out.push("", `The runtime's sessions, all ${r.headline.rounds.length} rounds pooled`);
   out.push("", "Sessions (wall = submit → 'complete' event; overhead/step = (wall − Σ agent handler ms) / steps; ms)");
   out.push(
     table(
-      ["c", "sessions", "ok", "lost", "failed", "sessions/s", "wall p50", "wall p99", "ovh/step p50", "ovh/step p99", "steps", "Σhandler", "CAS confl."],
+      [
+        "c",
+        "sessions",
+        "ok",
+        "lost",
+        "failed",
+        "sessions/s",
+        "wall p50",
+        "wall p99",
+        "ovh/step p50",
+        "ovh/step p99",
+        "steps",
+        "Σhandler",
+        "CAS confl.",
+      ],
       r.levels.map(({ level: l, casConflicts }) => [
-        String(l.concurrency), String(l.sessions), String(l.ok), String(l.lost), String(l.failed), l.sessionsPerSecond.toFixed(1),
-        ms(l.wallMs.p50), ms(l.wallMs.p99), ms(l.overheadPerStepMs.p50), ms(l.overheadPerStepMs.p99),
-        ms(l.stepsPerSession.p50), ms(l.handlerMsTotal), String(casConflicts),
+        String(l.concurrency),
+        String(l.sessions),
+        String(l.ok),
+        String(l.lost),
+        String(l.failed),
+        l.sessionsPerSecond.toFixed(1),
+        ms(l.wallMs.p50),
+        ms(l.wallMs.p99),
+        ms(l.overheadPerStepMs.p50),
+        ms(l.overheadPerStepMs.p99),
+        ms(l.stepsPerSession.p50),
+        ms(l.handlerMsTotal),
+        String(casConflicts),
       ]),
       0,
     ),
   );
 
-  out.push("", "Where a session's time goes (ms): each step = gap between the bench's receipt of consecutive transitions' events (sub-ms);");
+  out.push(
+    "",
+    "Where a session's time goes (ms): each step = gap between the bench's receipt of consecutive transitions' events (sub-ms);",
+  );
   out.push("  the first and last rows compare the coordinators' clock (the events' at, whole ms) with the bench's");
   const hopKeys = [...new Set(r.levels.flatMap((l) => Object.keys(l.level.hopsMs)))];
-  out.push(table(["segment", ...r.levels.flatMap((l) => [`c=${l.level.concurrency} p50`, "p99"])], hopKeys.map((k) => [k, ...r.levels.flatMap((l) => {
-    const s = l.level.hopsMs[k];
-    return s ? [ms(s.p50), ms(s.p99)] : ["-", "-"];
-  })])));
+  out.push(
+    table(
+      ["segment", ...r.levels.flatMap((l) => [`c=${l.level.concurrency} p50`, "p99"])],
+      hopKeys.map((k) => [
+        k,
+        ...r.levels.flatMap((l) => {
+          const s = l.level.hopsMs[k];
+          return s ? [ms(s.p50), ms(s.p99)] : ["-", "-"];
+        }),
+      ]),
+    ),
+  );
 
   out.push("", "Round trips measured while the sessions ran (one NATS request + one CAS every 25 ms; ms)");
   const cores = Number(r.host.cpus) || 1;
-  out.push(table(["c", "NATS req p50", "p99", "Redis CAS p50", "p99", "machine CPU busy", "of it this run's processes"], r.levels.map((l) => [
-    String(l.level.concurrency), ms(l.probe.nats_request.p50), ms(l.probe.nats_request.p99), ms(l.probe.redis_cas.p50), ms(l.probe.redis_cas.p99),
-    `${l.machineBusyPct.toFixed(0)}%`, `${ownSharePct(l, cores).toFixed(0)}%`,
-  ]), 0));
+  out.push(
+    table(
+      ["c", "NATS req p50", "p99", "Redis CAS p50", "p99", "machine CPU busy", "of it this run's processes"],
+      r.levels.map((l) => [
+        String(l.level.concurrency),
+        ms(l.probe.nats_request.p50),
+        ms(l.probe.nats_request.p99),
+        ms(l.probe.redis_cas.p50),
+        ms(l.probe.redis_cas.p99),
+        `${l.machineBusyPct.toFixed(0)}%`,
+        `${ownSharePct(l, cores).toFixed(0)}%`,
+      ]),
+      0,
+    ),
+  );
 
   out.push("", "CPU time per session by process (ms of CPU / verified session) and RSS at the end");
   const procs = Object.keys(r.rssKiB);
-  out.push(table(["process", ...r.levels.map((l) => `c=${l.level.concurrency}`), "RSS MiB"], procs.map((p) => [
-    p,
-    ...r.levels.map((l) => {
-      const c = l.cpuMsByProcess[p];
-      return c === undefined || l.level.ok === 0 ? "-" : (c / l.level.ok).toFixed(2);
-    }),
-    r.rssKiB[p] == null ? "-" : (r.rssKiB[p]! / 1024).toFixed(1),
-  ]).concat([["total", ...r.levels.map((l) => (l.level.ok === 0 ? "-" : (ownCpuMs(l) / l.level.ok).toFixed(2))), (Object.values(r.rssKiB).reduce<number>((a, b) => a + (b ?? 0), 0) / 1024).toFixed(1)]])));
+  out.push(
+    table(
+      ["process", ...r.levels.map((l) => `c=${l.level.concurrency}`), "RSS MiB"],
+      procs
+        .map((p) => [
+          p,
+          ...r.levels.map((l) => {
+            const c = l.cpuMsByProcess[p];
+            return c === undefined || l.level.ok === 0 ? "-" : (c / l.level.ok).toFixed(2);
+          }),
+          r.rssKiB[p] == null ? "-" : (r.rssKiB[p]! / 1024).toFixed(1),
+        ])
+        .concat([
+          [
+            "total",
+            ...r.levels.map((l) => (l.level.ok === 0 ? "-" : (ownCpuMs(l) / l.level.ok).toFixed(2))),
+            (Object.values(r.rssKiB).reduce<number>((a, b) => a + (b ?? 0), 0) / 1024).toFixed(1),
+          ],
+        ]),
+    ),
+  );
 
   out.push("", "Service counters over each level");
   for (const l of r.levels) {
-    const parts = Object.entries(l.serviceCounters).map(([name, c]) => `${name} ${Object.entries(c).filter(([, v]) => v !== 0).map(([k, v]) => `${k}=${v}`).join(" ") || "-"}`);
+    const parts = Object.entries(l.serviceCounters).map(
+      ([name, c]) =>
+        `${name} ${
+          Object.entries(c)
+            .filter(([, v]) => v !== 0)
+            .map(([k, v]) => `${k}=${v}`)
+            .join(" ") || "-"
+        }`,
+    );
     out.push(`  c=${l.level.concurrency}: ${parts.join("; ")}; duplicate events seen ${l.level.duplicateEvents}`);
   }
 
   if (r.gateway) out.push("", ...renderGateway(r.gateway));
   if (r.startup) out.push("", renderStartup(r.startup));
 
-  const gatewayProblems = r.gateway ? [...r.gateway.warmup.problems, ...r.gateway.levels.flatMap((l) => [...l.direct.problems, ...l.gateway.problems])] : [];
+  const gatewayProblems = r.gateway
+    ? [...r.gateway.warmup.problems, ...r.gateway.levels.flatMap((l) => [...l.direct.problems, ...l.gateway.problems])]
+    : [];
   const problems = [...r.warmup.problems, ...r.levels.flatMap((l) => l.level.problems), ...gatewayProblems];
-  const floorProblems = r.floor.levels.flatMap((l) => l.problems.map((p) => `round ${l.round} c=${l.concurrency}: ${p}`));
+  const floorProblems = r.floor.levels.flatMap((l) =>
+    l.problems.map((p) => `round ${l.round} c=${l.concurrency}: ${p}`),
+  );
   if (problems.length || floorProblems.length || r.deadProcesses.length) {
     out.push("", "PROBLEMS");
     for (const p of problems) out.push(`  ${p.outcome.toUpperCase()} ${p.sessionId}: ${p.reason ?? ""}`);
@@ -174,28 +269,73 @@ function renderGateway(g: GatewayComparison): string[] {
     return v === undefined || !Number.isFinite(v) ? "-" : v.toFixed(2);
   };
   const row = (c: number, path: string, f: PathFigures) => [
-    String(c), path, String(f.sessions), String(f.ok), String(f.lost + f.failed), f.sessionsPerSecond.toFixed(1),
-    ms(f.acceptedMs.p50), ms(f.acceptedMs.p95), ms(f.firstEventMs.p50), ms(f.firstEventMs.p95), ms(f.wallMs.p50), ms(f.wallMs.p95), cpu(f), cpu(f, "gateway"),
+    String(c),
+    path,
+    String(f.sessions),
+    String(f.ok),
+    String(f.lost + f.failed),
+    f.sessionsPerSecond.toFixed(1),
+    ms(f.acceptedMs.p50),
+    ms(f.acceptedMs.p95),
+    ms(f.firstEventMs.p50),
+    ms(f.firstEventMs.p95),
+    ms(f.wallMs.p50),
+    ms(f.wallMs.p95),
+    cpu(f),
+    cpu(f, "gateway"),
   ];
   const rows = g.levels.flatMap((l) => [
     row(l.concurrency, "direct (NATS)", l.direct),
     row(l.concurrency, "gateway (SSE)", l.gateway),
-    [String(l.concurrency), "added by the gateway", "", "", "", "",
-      delta(l.gateway.acceptedMs.p50, l.direct.acceptedMs.p50), delta(l.gateway.acceptedMs.p95, l.direct.acceptedMs.p95),
-      delta(l.gateway.firstEventMs.p50, l.direct.firstEventMs.p50), delta(l.gateway.firstEventMs.p95, l.direct.firstEventMs.p95),
-      delta(l.gateway.wallMs.p50, l.direct.wallMs.p50), delta(l.gateway.wallMs.p95, l.direct.wallMs.p95), "", ""],
+    [
+      String(l.concurrency),
+      "added by the gateway",
+      "",
+      "",
+      "",
+      "",
+      delta(l.gateway.acceptedMs.p50, l.direct.acceptedMs.p50),
+      delta(l.gateway.acceptedMs.p95, l.direct.acceptedMs.p95),
+      delta(l.gateway.firstEventMs.p50, l.direct.firstEventMs.p50),
+      delta(l.gateway.firstEventMs.p95, l.direct.firstEventMs.p95),
+      delta(l.gateway.wallMs.p50, l.direct.wallMs.p50),
+      delta(l.gateway.wallMs.p95, l.direct.wallMs.p95),
+      "",
+      "",
+    ],
   ]);
   return [
     "Gateway: the same sessions through POST /api/v1/query (SSE read to 'complete') and directly over NATS, interleaved rounds (ms)",
     "  accepted = submit reply (direct) / response headers (gateway); first event = the session's first event (gateway: first SSE event with an id);",
     "  complete = the 'complete' event; CPU = ms of CPU per verified session, all processes and the gateway's",
     table(
-      ["c", "path", "sessions", "ok", "lost+failed", "sessions/s", "accepted p50", "p95", "first event p50", "p95", "complete p50", "p95", "CPU", "of it gateway"],
+      [
+        "c",
+        "path",
+        "sessions",
+        "ok",
+        "lost+failed",
+        "sessions/s",
+        "accepted p50",
+        "p95",
+        "first event p50",
+        "p95",
+        "complete p50",
+        "p95",
+        "CPU",
+        "of it gateway",
+      ],
       rows,
       2,
     ),
-    ...g.levels.map((l) => `  c=${l.concurrency} rounds (sessions/s): ${l.rounds.map((r) => `${r.path === "direct" ? "D" : "G"} ${r.sessionsPerSecond.toFixed(1)}`).join(", ")}`),
-    ...g.levels.map((l) => `  c=${l.concurrency}: the SSE stream delivered 'complete' ${ms(l.gateway.completeLagMs.p50)} ms (p50) / ${ms(l.gateway.completeLagMs.p95)} ms (p95) after the bench's core subscription to <prefix>.events.> got it`),
+    ...g.levels.map(
+      (l) =>
+        `  c=${l.concurrency} rounds (sessions/s): ${l.rounds.map((r) => `${r.path === "direct" ? "D" : "G"} ${r.sessionsPerSecond.toFixed(1)}`).join(", ")}`,
+    ),
+    ...g.levels.map(
+      (l) =>
+        `  c=${l.concurrency}: the SSE stream delivered 'complete' ${ms(l.gateway.completeLagMs.p50)} ms (p50) / ${ms(l.gateway.completeLagMs.p95)} ms (p95) after the bench's core subscription to <prefix>.events.> got it`,
+    ),
     `  gateway warm-up: ${g.warmup.sessions} sessions (not measured)`,
   ];
 }
@@ -203,13 +343,23 @@ function renderGateway(g: GatewayComparison): string[] {
 /** A path's figures for the JSON, with one row per session. */
 function pathJson(f: PathFigures): unknown {
   return {
-    sessions: f.sessions, ok: f.ok, lost: f.lost, failed: f.failed,
+    sessions: f.sessions,
+    ok: f.ok,
+    lost: f.lost,
+    failed: f.failed,
     sessionsPerSecond: round3(f.sessionsPerSecond),
-    acceptedMs: roundSummary(f.acceptedMs), firstEventMs: roundSummary(f.firstEventMs), wallMs: roundSummary(f.wallMs), completeLagMs: roundSummary(f.completeLagMs),
+    acceptedMs: roundSummary(f.acceptedMs),
+    firstEventMs: roundSummary(f.firstEventMs),
+    wallMs: roundSummary(f.wallMs),
+    completeLagMs: roundSummary(f.completeLagMs),
     cpuMsPerSession: Object.fromEntries(Object.entries(f.cpuMsPerSession).map(([k, v]) => [k, round3(v)])),
     problems: f.problems,
     sessionColumns: ["sessionId", "outcome", "acceptedMs", "firstEventMs", "wallMs", "completeLagMs"],
-    sessionRows: f.samples.map((s) => [s.sessionId, s.outcome, ...[s.acceptedMs, s.firstEventMs, s.wallMs, s.completeLagMs].map((x) => (x === null ? null : round3(x)))]),
+    sessionRows: f.samples.map((s) => [
+      s.sessionId,
+      s.outcome,
+      ...[s.acceptedMs, s.firstEventMs, s.wallMs, s.completeLagMs].map((x) => (x === null ? null : round3(x))),
+    ]),
   };
 }
 
@@ -224,7 +374,11 @@ export function toJson(r: BenchReport): unknown {
       stepsPerSession: r.floor.stepsPerSession,
       levels: r.floor.levels.map((l) => ({
         ...l,
-        elapsedMs: round3(l.elapsedMs), stepsPerSecond: round3(l.stepsPerSecond), stepMs: roundSummary(l.stepMs), cpuMsPerStep: round3(l.cpuMsPerStep), machineBusyPct: round3(l.machineBusyPct),
+        elapsedMs: round3(l.elapsedMs),
+        stepsPerSecond: round3(l.stepsPerSecond),
+        stepMs: roundSummary(l.stepMs),
+        cpuMsPerStep: round3(l.cpuMsPerStep),
+        machineBusyPct: round3(l.machineBusyPct),
         ctxSwitchesPerStep: round3(l.ctxSwitchesPerStep),
       })),
     },
@@ -258,11 +412,24 @@ export function toJson(r: BenchReport): unknown {
       problems: l.level.problems,
       // one row per session: id, outcome, wall ms, overhead/step ms, submit ms, steps, Σ handler ms
       sessionColumns: ["sessionId", "outcome", "wallMs", "overheadPerStepMs", "submitMs", "steps", "handlerMs"],
-      sessionRows: l.level.results.map((s) => [s.sessionId, s.outcome, s.wallMs === null ? null : round3(s.wallMs), s.overheadPerStepMs === null ? null : round3(s.overheadPerStepMs), s.submitMs === null ? null : round3(s.submitMs), s.steps, round3(s.handlerMs)]),
+      sessionRows: l.level.results.map((s) => [
+        s.sessionId,
+        s.outcome,
+        s.wallMs === null ? null : round3(s.wallMs),
+        s.overheadPerStepMs === null ? null : round3(s.overheadPerStepMs),
+        s.submitMs === null ? null : round3(s.submitMs),
+        s.steps,
+        round3(s.handlerMs),
+      ]),
     })),
     gateway: r.gateway && {
       warmup: r.gateway.warmup,
-      levels: r.gateway.levels.map((l) => ({ concurrency: l.concurrency, rounds: l.rounds.map((x) => ({ ...x, sessionsPerSecond: round3(x.sessionsPerSecond) })), direct: pathJson(l.direct), gateway: pathJson(l.gateway) })),
+      levels: r.gateway.levels.map((l) => ({
+        concurrency: l.concurrency,
+        rounds: l.rounds.map((x) => ({ ...x, sessionsPerSecond: round3(x.sessionsPerSecond) })),
+        direct: pathJson(l.direct),
+        gateway: pathJson(l.gateway),
+      })),
     },
   };
 }

@@ -55,7 +55,10 @@ export interface RoundsContext {
 }
 
 const monoUs = () => Number(process.hrtime.bigint() / 1000n);
-const loadNow = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+const loadNow = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
 
 function progress(log: (s: string) => void, label: string): (done: number, total: number, elapsedMs: number) => void {
   let shown = 0;
@@ -89,14 +92,27 @@ async function runtimeLevel(x: RoundsContext, round: number, c: number, firstInd
     }
   };
   const level = await runLevel({
-    cluster: x.cluster, router: x.router, workload: x.workload, concurrency: c, sessions: n, firstIndex,
-    stem: `${x.tag}-r${round}c${c}`, timeoutMs: x.timeoutMs, onProgress: progress(x.log, `r${round} c=${c}`), onTimedEnd: timedEnd,
+    cluster: x.cluster,
+    router: x.router,
+    workload: x.workload,
+    concurrency: c,
+    sessions: n,
+    firstIndex,
+    stem: `${x.tag}-r${round}c${c}`,
+    timeoutMs: x.timeoutMs,
+    onProgress: progress(x.log, `r${round} c=${c}`),
+    onTimedEnd: timedEnd,
   });
   const probed = await probe.stop();
   const serviceCounters = diffTotals(before, totalsByService(await serviceStats(x.nc, x.prefix)));
   return {
-    level, casConflicts: serviceCounters.coordinator?.conflicts ?? 0, serviceCounters, machineBusyPct: busyPercent(machineBefore, machineAfter),
-    ctxSwitches: machineAfter.ctxt - machineBefore.ctxt, cpuMsByProcess, probe: probed,
+    level,
+    casConflicts: serviceCounters.coordinator?.conflicts ?? 0,
+    serviceCounters,
+    machineBusyPct: busyPercent(machineBefore, machineAfter),
+    ctxSwitches: machineAfter.ctxt - machineBefore.ctxt,
+    cpuMsByProcess,
+    probe: probed,
   };
 }
 
@@ -133,12 +149,20 @@ export async function runRounds(x: RoundsContext): Promise<{ rounds: Round[]; st
           const s = steps ?? 7;
           x.log(`bench: round ${round}, floor at c=${c}, ${n} sessions of ${s} steps…`);
           const f = await x.floor.run(c, n, s, `${x.tag}-r${round}c${c}`);
-          x.log(`  floor c=${c}: ${f.stepsPerSecond.toFixed(0)} steps/s, step p50 ${f.stepMs.p50.toFixed(2)} ms${f.problems.length ? `, ${f.problems.length} problem(s)` : ""}`);
+          x.log(
+            `  floor c=${c}: ${f.stepsPerSecond.toFixed(0)} steps/s, step p50 ${f.stepMs.p50.toFixed(2)} ms${f.problems.length ? `, ${f.problems.length} problem(s)` : ""}`,
+          );
           floor.push(f);
         }
       }
     }
-    rounds.push({ round, order, runtime, floor, load: { loadavgStart, loadavgEnd: loadNow(), machineBusyPct: busyPercent(machineBefore, machineCpu()) } });
+    rounds.push({
+      round,
+      order,
+      runtime,
+      floor,
+      load: { loadavgStart, loadavgEnd: loadNow(), machineBusyPct: busyPercent(machineBefore, machineCpu()) },
+    });
   }
   return { rounds, steps: steps ?? 7 };
 }
@@ -162,7 +186,11 @@ export function poolLevel(ls: readonly LevelReport[]): LevelReport {
   }
   const nats = ls.flatMap((l) => l.probe.samples.nats_request);
   const cas = ls.flatMap((l) => l.probe.samples.redis_cas);
-  const level = aggregate(first.level.concurrency, elapsed, ls.flatMap((l) => l.level.results));
+  const level = aggregate(
+    first.level.concurrency,
+    elapsed,
+    ls.flatMap((l) => l.level.results),
+  );
   return {
     level,
     casConflicts: ls.reduce((a, l) => a + l.casConflicts, 0),
@@ -170,6 +198,10 @@ export function poolLevel(ls: readonly LevelReport[]): LevelReport {
     machineBusyPct: ls.reduce((a, l) => a + l.machineBusyPct * l.level.elapsedMs, 0) / elapsed,
     ctxSwitches: ls.reduce((a, l) => a + l.ctxSwitches, 0),
     cpuMsByProcess: sum(ls.map((l) => l.cpuMsByProcess)),
-    probe: { nats_request: summarize(nats), redis_cas: summarize(cas), samples: { nats_request: nats, redis_cas: cas } },
+    probe: {
+      nats_request: summarize(nats),
+      redis_cas: summarize(cas),
+      samples: { nats_request: nats, redis_cas: cas },
+    },
   };
 }

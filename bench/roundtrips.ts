@@ -1,5 +1,12 @@
 import { performance } from "node:perf_hooks";
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import {
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type JetStreamClient,
+  type JetStreamManager,
+} from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import type { SessionState } from "@agentmesh/contracts";
@@ -70,7 +77,11 @@ export class RoundTripLab {
 
   async open(): Promise<void> {
     this.responder = await natsConnect(this.natsTarget, "bench-echo");
-    this.echo = this.responder.subscribe(this.echoSubject, { callback: (err, m) => { if (!err) m.respond(m.data); } });
+    this.echo = this.responder.subscribe(this.echoSubject, {
+      callback: (err, m) => {
+        if (!err) m.respond(m.data);
+      },
+    });
     await this.responder.flush();
     this.jsm = await jetstreamManager(this.nc);
     await this.jsm.streams.add({
@@ -82,7 +93,12 @@ export class RoundTripLab {
       duplicate_window: 60_000_000_000,
     });
     this.js = jetstream(this.nc);
-    this.store = createRedisSessionStore(this.redis, { keyPrefix: this.keyPrefix, activeTtlMs: 3_600_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+    this.store = createRedisSessionStore(this.redis, {
+      keyPrefix: this.keyPrefix,
+      activeTtlMs: 3_600_000,
+      finishedTtlMs: 60_000,
+      idempotencyTtlMs: 60_000,
+    });
     this.state = testSessionState(this.sid);
     if (!(await this.store.create(this.state))) throw new Error(`round-trip session ${this.sid} already exists`);
   }
@@ -136,13 +152,19 @@ export class RoundTripLab {
         cas.push(await this.cas());
         await new Promise((r) => setTimeout(r, intervalMs));
       }
-    })().catch((err: unknown) => { failure = err; });
+    })().catch((err: unknown) => {
+      failure = err;
+    });
     return {
       stop: async () => {
         stopping = true;
         await loop;
         if (failure) throw new Error(`round-trip probe failed: ${(failure as Error).message ?? String(failure)}`);
-        return { nats_request: summarize(nats), redis_cas: summarize(cas), samples: { nats_request: nats, redis_cas: cas } };
+        return {
+          nats_request: summarize(nats),
+          redis_cas: summarize(cas),
+          samples: { nats_request: nats, redis_cas: cas },
+        };
       },
     };
   }

@@ -72,7 +72,9 @@ function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
     m.set(p.name === "coordinator" ? `coordinator#${++coord}` : p.name, p.child.pid);
   }
   const auth = cluster.authServer;
-  const natsPid = auth ? findServerPid("nats-server", join(auth.dir, "nats-server.conf")) : findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
+  const natsPid = auth
+    ? findServerPid("nats-server", join(auth.dir, "nats-server.conf"))
+    : findServerPid("nats-server", Number(new URL(infra.natsUrl).port));
   const redisPid = findServerPid("redis-server", Number(new URL(infra.redisUrl).port));
   if (natsPid !== null) m.set("nats-server", natsPid);
   if (redisPid !== null) m.set("redis-server", redisPid);
@@ -84,7 +86,9 @@ function processTable(cluster: Cluster, infra: Infra): Map<string, number> {
 function gitRevision(): string {
   try {
     const sha = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
-    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" }).trim() !== "";
+    const dirty =
+      execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: root, encoding: "utf8" }).trim() !==
+      "";
     return dirty ? `${sha}+dirty` : sha;
   } catch {
     return "unknown";
@@ -113,7 +117,8 @@ async function purgePrefix(nats: BenchNats | null, redisUrl: string, cluster: Cl
   try {
     if (nc) {
       const jsm = await jetstreamManager(nc);
-      for (const s of [...Object.values(cluster.naming.streams), `KV_${cluster.naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => undefined);
+      for (const s of [...Object.values(cluster.naming.streams), `KV_${cluster.naming.kv.cancelled}`])
+        await jsm.streams.delete(s).catch(() => undefined);
     }
     let cursor = "0";
     do {
@@ -133,7 +138,10 @@ async function ready(cluster: Cluster, want: Partial<Record<ServiceName, number>
   const died = (async () => {
     for (;;) {
       const dead = cluster.procs.find((p) => p.child.exitCode !== null || p.child.signalCode !== null);
-      if (dead) throw new Error(`${dead.name} exited (${dead.child.exitCode ?? dead.child.signalCode}) during start-up:\n${dead.output().slice(-2000)}`);
+      if (dead)
+        throw new Error(
+          `${dead.name} exited (${dead.child.exitCode ?? dead.child.signalCode}) during start-up:\n${dead.output().slice(-2000)}`,
+        );
       if (stop) return;
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -148,15 +156,21 @@ async function ready(cluster: Cluster, want: Partial<Record<ServiceName, number>
 
 /** Lost or failed sessions of the gateway comparison, its warm-up included. */
 function gatewayProblems(g: GatewayComparison | null): number {
-  return g ? g.warmup.problems.length + g.levels.reduce((a, l) => a + l.direct.problems.length + l.gateway.problems.length, 0) : 0;
+  return g
+    ? g.warmup.problems.length + g.levels.reduce((a, l) => a + l.direct.problems.length + l.gateway.problems.length, 0)
+    : 0;
 }
 
 async function main(opts: BenchOptions): Promise<number> {
   const startedAt = new Date().toISOString();
-  const loadavgStart = loadavg().map((x) => x.toFixed(2)).join(" ");
+  const loadavgStart = loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
   const workload = workloadFor(opts.workflow);
   log(`bench: workflow ${workload.workflow} (${workload.path}), roles ${workload.roles.join(", ")}`);
-  log(`bench: NATS access control ${opts.accessControl ? "ON (own nats-server, generated config, one NKey per service)" : "OFF (--open)"}`);
+  log(
+    `bench: NATS access control ${opts.accessControl ? "ON (own nats-server, generated config, one NKey per service)" : "OFF (--open)"}`,
+  );
   // The services run compiled, as production runs them (AGENTMESH_SERVICE_RUNTIME=tsx: from source).
   if (process.env.AGENTMESH_SERVICE_RUNTIME !== "tsx") {
     const built = await buildAll();
@@ -186,20 +200,34 @@ async function main(opts: BenchOptions): Promise<number> {
     ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } : {}),
     ...(opts.cpuProfDir ? { BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
   };
-  const nodeOptions = [opts.cpuProfDir ? `--import=${join(root, "bench/cpu-prof.mjs")}` : null, opts.serviceNodeOptions].filter((x) => x !== null).join(" ");
+  const nodeOptions = [opts.cpuProfDir ? `--import=${join(root, "bench/cpu-prof.mjs")}` : null, opts.serviceNodeOptions]
+    .filter((x) => x !== null)
+    .join(" ");
   if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
-  const cluster = new Cluster({ natsUrl: infra.natsUrl, redisUrl: infra.redisUrl, prefix, extraEnv, accessControl: opts.accessControl, logLevel: extraEnv.LOG_LEVEL });
+  const cluster = new Cluster({
+    natsUrl: infra.natsUrl,
+    redisUrl: infra.redisUrl,
+    prefix,
+    extraEnv,
+    accessControl: opts.accessControl,
+    logLevel: extraEnv.LOG_LEVEL,
+  });
   // Cleanups run last-registered first: this one runs after the services stopped, before the servers do.
   if (infra.source !== "native") {
-    cleanups.push({ what: "the run's streams and keys", run: () => purgePrefix(opts.accessControl ? null : { url: infra.natsUrl }, infra.redisUrl, cluster) });
+    cleanups.push({
+      what: "the run's streams and keys",
+      run: () => purgePrefix(opts.accessControl ? null : { url: infra.natsUrl }, infra.redisUrl, cluster),
+    });
   }
   await cluster.open();
   cleanups.push({ what: "service processes", run: () => cluster.close() });
   const adminSeed = cluster.authServer?.seedFile("admin");
   /** The bench's own connections: the cluster's NATS, as the config's admin user under access control. */
   const natsTarget: BenchNats = { url: cluster.natsUrl, ...(adminSeed ? { seedFile: adminSeed } : {}) };
-  log(`bench: ${opts.accessControl ? "own access-controlled nats-server" : `${infra.source} nats-server`} ${redactUrls(cluster.natsUrl)}, ${infra.source} redis ${redactUrls(infra.redisUrl)}; prefix ${prefix}`);
+  log(
+    `bench: ${opts.accessControl ? "own access-controlled nats-server" : `${infra.source} nats-server`} ${redactUrls(cluster.natsUrl)}, ${infra.source} redis ${redactUrls(infra.redisUrl)}; prefix ${prefix}`,
+  );
   if (opts.startup === "only") return startupOnly(opts, cluster, natsTarget);
 
   // Coordinators provision the streams and consumers the agents attach to, so they go first.
@@ -210,8 +238,13 @@ async function main(opts: BenchOptions): Promise<number> {
   const want: Partial<Record<ServiceName, number>> = { coordinator: opts.coordinators };
   for (const r of workload.roles) want[r] = 1;
   // The gateway needs only NATS and Redis to answer /readyz, so it starts beside the agents.
-  const [, gateway] = await Promise.all([ready(cluster, want), opts.gatewaySessions.size > 0 ? startBenchGateway(cluster) : null]);
-  log(`bench: ${opts.coordinators} coordinators, ${workload.roles.length} agents${gateway ? " and a gateway" : ""} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const [, gateway] = await Promise.all([
+    ready(cluster, want),
+    opts.gatewaySessions.size > 0 ? startBenchGateway(cluster) : null,
+  ]);
+  log(
+    `bench: ${opts.coordinators} coordinators, ${workload.roles.length} agents${gateway ? " and a gateway" : ""} up in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
   const pids = processTable(cluster, infra);
   /** Measured windows on CLOCK_MONOTONIC in µs (the clock V8 CPU profiles use), for bench/profile.ts. */
   const windows: Array<{ label: string; startUs: number; endUs: number }> = [];
@@ -219,7 +252,13 @@ async function main(opts: BenchOptions): Promise<number> {
 
   const nc = await natsConnect(natsTarget, "bench");
   const redis = new Redis(infra.redisUrl, { maxRetriesPerRequest: 3 });
-  cleanups.push({ what: "bench connections", run: async () => { await nc.close(); redis.disconnect(); } });
+  cleanups.push({
+    what: "bench connections",
+    run: async () => {
+      await nc.close();
+      redis.disconnect();
+    },
+  });
   const router = new EventRouter(nc, cluster.naming);
   cleanups.push({ what: "event subscription", run: async () => router.close() });
   const natsVersion = nc.info?.version ?? "?";
@@ -228,27 +267,63 @@ async function main(opts: BenchOptions): Promise<number> {
   let warm: LevelResult | null = null;
   if (opts.warmup > 0) {
     log(`bench: ${opts.warmup} warm-up sessions (not measured)…`);
-    warm = await runLevel({ cluster, router, workload, concurrency: Math.min(4, opts.warmup), sessions: opts.warmup, firstIndex: 100_000, stem: `${tag}-w`, timeoutMs: opts.sessionTimeoutMs });
+    warm = await runLevel({
+      cluster,
+      router,
+      workload,
+      concurrency: Math.min(4, opts.warmup),
+      sessions: opts.warmup,
+      firstIndex: 100_000,
+      stem: `${tag}-w`,
+      timeoutMs: opts.sessionTimeoutMs,
+    });
   }
 
   if (opts.concurrent !== null) {
     const n = opts.concurrent;
-    log(`bench: ${n} concurrent sessions, model latency ${opts.modelLatencyMs} ms, at most ${opts.submitWindow} submits in flight…`);
+    log(
+      `bench: ${n} concurrent sessions, model latency ${opts.modelLatencyMs} ms, at most ${opts.submitWindow} submits in flight…`,
+    );
     const r = await runConcurrent({
-      cluster, router, workload, nc, redis, prefix, pids, sessions: n, submitWindow: opts.submitWindow, stem: `${tag}-n`, timeoutMs: opts.sessionTimeoutMs,
-      rssBudgetKiB: opts.rssBudgetMiB * 1024, log,
+      cluster,
+      router,
+      workload,
+      nc,
+      redis,
+      prefix,
+      pids,
+      sessions: n,
+      submitWindow: opts.submitWindow,
+      stem: `${tag}-n`,
+      timeoutMs: opts.sessionTimeoutMs,
+      rssBudgetKiB: opts.rssBudgetMiB * 1024,
+      log,
     });
-    const dead = cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`);
+    const dead = cluster.procs
+      .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
+      .map(
+        (p) =>
+          `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`,
+      );
     const ok = r.ok && dead.length === 0 && (warm === null || warm.ok === warm.sessions);
     const l = r.level;
     const summary =
       `bench ${workload.workflow} --concurrent ${n}: ${l.ok}/${l.sessions} verified, peak live ${l.peakLive}, ${l.sessionsPerSecond.toFixed(1)} sessions/s, ` +
       `wall p50 ${(l.wallMs.p50 / 1000).toFixed(1)} s p99 ${(l.wallMs.p99 / 1000).toFixed(1)} s, Σ peak RSS ${(r.hwmTotalKiB / 1024).toFixed(0)} MiB, ` +
-      r.checks.slice(3).map((c) => `${c.what.split(" (")[0]} ${c.value}`).join(", ");
+      r.checks
+        .slice(3)
+        .map((c) => `${c.what.split(" (")[0]} ${c.value}`)
+        .join(", ");
     log("");
-    log(`agentmesh bench --concurrent — ${workload.workflow} (${workload.path}), offline engine with ${opts.modelLatencyMs} ms per model answer, every service its own OS process`);
-    log(`  access    NATS access control ${opts.accessControl ? "ON" : "OFF (--open)"}; tracing ${otlp ? "on" : "off"}; nats-server ${natsVersion}; ${redisDesc}`);
-    log(`  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow} NODE_OPTIONS="${[SERVICE_NODE_OPTIONS, opts.serviceNodeOptions].filter((x) => x).join(" ")}" warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`);
+    log(
+      `agentmesh bench --concurrent — ${workload.workflow} (${workload.path}), offline engine with ${opts.modelLatencyMs} ms per model answer, every service its own OS process`,
+    );
+    log(
+      `  access    NATS access control ${opts.accessControl ? "ON" : "OFF (--open)"}; tracing ${otlp ? "on" : "off"}; nats-server ${natsVersion}; ${redisDesc}`,
+    );
+    log(
+      `  settings  coordinators=${opts.coordinators} (one replica per role) AGENTMESH_AGENT_CONCURRENCY=${opts.agentConcurrency} AGENTMESH_COORDINATOR_CONCURRENCY=${opts.coordinatorConcurrency} ack_wait_ms=${opts.ackWaitMs} submit_window=${opts.submitWindow} NODE_OPTIONS="${[SERVICE_NODE_OPTIONS, opts.serviceNodeOptions].filter((x) => x).join(" ")}" warmup=${warm?.sessions ?? 0} (${warm?.ok ?? 0} ok)`,
+    );
     log(`  host      ${cpus().length} CPUs, load avg ${loadavgStart} at start (shared machine); git ${gitRevision()}`);
     for (const line of renderConcurrent(r, cpus().length)) log(line);
     if (l.problems.length || dead.length) {
@@ -260,13 +335,47 @@ async function main(opts: BenchOptions): Promise<number> {
     log(`\n${summary}\n`);
     const out = resolve(root, opts.out);
     mkdirSync(dirname(out), { recursive: true });
-    const json = `${JSON.stringify({
-      mode: "concurrent", workflow: workload.workflow, path: workload.path, startedAt, finishedAt: new Date().toISOString(),
-      host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
-      settings: { prefix, services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx", access_control: opts.accessControl, tracing: otlp !== null, coordinators: opts.coordinators, model_latency_ms: opts.modelLatencyMs, AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency, AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency, ack_wait_ms: opts.ackWaitMs, submit_window: opts.submitWindow, rss_budget_mib: opts.rssBudgetMiB, service_node_options: opts.serviceNodeOptions, default_node_options: SERVICE_NODE_OPTIONS, transition_clock: "bench_receipt" },
-      warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
-      ...(concurrentJson(r) as object), deadProcesses: dead, summary, ok,
-    }, null, 2)}\n`;
+    const json = `${JSON.stringify(
+      {
+        mode: "concurrent",
+        workflow: workload.workflow,
+        path: workload.path,
+        startedAt,
+        finishedAt: new Date().toISOString(),
+        host: {
+          cpus: cpus().length,
+          node: process.version,
+          git: gitRevision(),
+          loadavgStart,
+          loadavgEnd: loadavg()
+            .map((x) => x.toFixed(2))
+            .join(" "),
+        },
+        settings: {
+          prefix,
+          services: process.env.AGENTMESH_SERVICE_RUNTIME ?? "tsx",
+          access_control: opts.accessControl,
+          tracing: otlp !== null,
+          coordinators: opts.coordinators,
+          model_latency_ms: opts.modelLatencyMs,
+          AGENTMESH_AGENT_CONCURRENCY: opts.agentConcurrency,
+          AGENTMESH_COORDINATOR_CONCURRENCY: opts.coordinatorConcurrency,
+          ack_wait_ms: opts.ackWaitMs,
+          submit_window: opts.submitWindow,
+          rss_budget_mib: opts.rssBudgetMiB,
+          service_node_options: opts.serviceNodeOptions,
+          default_node_options: SERVICE_NODE_OPTIONS,
+          transition_clock: "bench_receipt",
+        },
+        warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
+        ...(concurrentJson(r) as object),
+        deadProcesses: dead,
+        summary,
+        ok,
+      },
+      null,
+      2,
+    )}\n`;
     writeFileSync(out, json);
     writeFileSync(join(dirname(out), `bench-concurrent-${startedAt.replace(/[:.]/g, "-")}.json`), json);
     log(`bench: wrote ${out}`);
@@ -280,19 +389,40 @@ async function main(opts: BenchOptions): Promise<number> {
   log(`bench: round trips, ${opts.rttSamples} sequential samples each…`);
   const roundTrips = await lab.measure(opts.rttSamples);
 
-  const floor = new Floor({ natsUrl: natsTarget.url, seedFile: natsTarget.seedFile ?? null, redisUrl: infra.redisUrl, prefix }, opts.coordinators, new Map([...pids].filter(([k]) => SERVERS_AND_BENCH.includes(k))));
+  const floor = new Floor(
+    { natsUrl: natsTarget.url, seedFile: natsTarget.seedFile ?? null, redisUrl: infra.redisUrl, prefix },
+    opts.coordinators,
+    new Map([...pids].filter(([k]) => SERVERS_AND_BENCH.includes(k))),
+  );
   cleanups.push({ what: "the floor's processes, streams and keys", run: () => floor.close() });
   log(`bench: the floor: ${opts.coordinators} driver processes and a worker (bench/floor, raw clients)…`);
   await floor.open();
   const warmSteps = warm && warm.ok > 0 ? warm.stepsPerSession.p50 : null;
   // The floor's warm-up: its steps are cheap, so it gets 8× the runtime's warm-up sessions, at up to 16 in flight.
-  if (opts.warmup > 0) await floor.run(Math.min(16, Math.max(...opts.levels)), opts.warmup * 8, warmSteps ?? 7, `${tag}-fw`);
+  if (opts.warmup > 0)
+    await floor.run(Math.min(16, Math.max(...opts.levels)), opts.warmup * 8, warmSteps ?? 7, `${tag}-fw`);
 
   const { rounds, steps } = await runRounds({
-    cluster, router, workload, nc, lab, floor, pids, prefix, tag, levels: opts.levels, sessions: opts.sessions, rounds: opts.rounds,
-    timeoutMs: opts.sessionTimeoutMs, steps: warmSteps, log, onWindow: (label, startUs, endUs) => windows.push({ label, startUs, endUs }),
+    cluster,
+    router,
+    workload,
+    nc,
+    lab,
+    floor,
+    pids,
+    prefix,
+    tag,
+    levels: opts.levels,
+    sessions: opts.sessions,
+    rounds: opts.rounds,
+    timeoutMs: opts.sessionTimeoutMs,
+    steps: warmSteps,
+    log,
+    onWindow: (label, startUs, endUs) => windows.push({ label, startUs, endUs }),
   });
-  const levels = opts.levels.map((c) => poolLevel(rounds.map((r) => r.runtime.find((l) => l.level.concurrency === c)!)));
+  const levels = opts.levels.map((c) =>
+    poolLevel(rounds.map((r) => r.runtime.find((l) => l.level.concurrency === c)!)),
+  );
   const headline = headlineOf(rounds);
   const floorLevels = rounds.flatMap((r) => r.floor.map((l) => ({ ...l, round: r.round })));
   const firstIndex = opts.levels.reduce((a, c) => a + opts.sessions.get(c)!, 0) * opts.rounds;
@@ -300,26 +430,48 @@ async function main(opts: BenchOptions): Promise<number> {
   let gatewayRun: GatewayComparison | null = null;
   if (gateway) {
     const startUs = monoUs();
-    gatewayRun = await compareGateway({ cluster, router, workload, gateway, pids, sessions: opts.gatewaySessions, warmup: opts.warmup, firstIndex, stem: `${tag}-g`, timeoutMs: opts.sessionTimeoutMs, log });
+    gatewayRun = await compareGateway({
+      cluster,
+      router,
+      workload,
+      gateway,
+      pids,
+      sessions: opts.gatewaySessions,
+      warmup: opts.warmup,
+      firstIndex,
+      stem: `${tag}-g`,
+      timeoutMs: opts.sessionTimeoutMs,
+      log,
+    });
     windows.push({ label: "gateway", startUs, endUs: monoUs() });
     log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
   }
 
   let startup: StartupReport | null = null;
   if (opts.startup === "also") {
-    log(`bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`);
+    log(
+      `bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`,
+    );
     startup = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log });
   }
 
   if (opts.cpuProfDir) {
     const dir = resolve(root, opts.cpuProfDir);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, "bench-window.json"), `${JSON.stringify({ processes: Object.fromEntries(pids), windows }, null, 2)}\n`);
+    writeFileSync(
+      join(dir, "bench-window.json"),
+      `${JSON.stringify({ processes: Object.fromEntries(pids), windows }, null, 2)}\n`,
+    );
   }
   const rss: Record<string, number | null> = {};
   for (const [k, pid] of pids) rss[k] = rssKiB(pid);
   const dead = [
-    ...cluster.procs.filter((p) => p.child.exitCode !== null || p.child.signalCode !== null).map((p) => `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`),
+    ...cluster.procs
+      .filter((p) => p.child.exitCode !== null || p.child.signalCode !== null)
+      .map(
+        (p) =>
+          `${p.name} (pid ${p.child.pid}, exit ${p.child.exitCode ?? p.child.signalCode})\n${p.output().slice(-1500)}`,
+      ),
     ...floor.dead(),
   ];
 
@@ -327,7 +479,15 @@ async function main(opts: BenchOptions): Promise<number> {
     workflow: workload.workflow,
     path: workload.path,
     startedAt,
-    host: { cpus: cpus().length, node: process.version, git: gitRevision(), loadavgStart, loadavgEnd: loadavg().map((x) => x.toFixed(2)).join(" ") },
+    host: {
+      cpus: cpus().length,
+      node: process.version,
+      git: gitRevision(),
+      loadavgStart,
+      loadavgEnd: loadavg()
+        .map((x) => x.toFixed(2))
+        .join(" "),
+    },
     infra: {
       source: opts.accessControl ? `${infra.source} redis, own nats-server` : infra.source,
       accessControl: opts.accessControl,
@@ -349,8 +509,12 @@ async function main(opts: BenchOptions): Promise<number> {
       // how transitionMs and hopsMs were timed: when the bench received each transition's events, sub-ms
       // (before 3c3aa55: the events' `at`, the coordinators' clock in whole ms)
       transition_clock: "bench_receipt",
-      tracing: otlp ? `on (OTLP/HTTP protobuf, ${otlp.counts.exports} exports, ${Math.round(otlp.counts.bytes / 1024)} KiB)` : "off",
-      gateway: gateway ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key` : "skipped",
+      tracing: otlp
+        ? `on (OTLP/HTTP protobuf, ${otlp.counts.exports} exports, ${Math.round(otlp.counts.bytes / 1024)} KiB)`
+        : "off",
+      gateway: gateway
+        ? `${[...opts.gatewaySessions].map(([c, n]) => `c=${c}:${n}`).join(",")} per path, ${opts.accessControl ? "NATS user gateway" : "open NATS"}, API key`
+        : "skipped",
     },
     roundTrips,
     warmup: { sessions: warm?.sessions ?? 0, ok: warm?.ok ?? 0, problems: warm?.problems ?? [] },
@@ -362,9 +526,17 @@ async function main(opts: BenchOptions): Promise<number> {
     deadProcesses: dead,
     startup,
   };
-  const bad = (warm ? warm.lost + warm.failed : 0) + levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) + gatewayProblems(gatewayRun) +
+  const bad =
+    (warm ? warm.lost + warm.failed : 0) +
+    levels.reduce((a, l) => a + l.level.lost + l.level.failed, 0) +
+    gatewayProblems(gatewayRun) +
     floorLevels.reduce((a, l) => a + l.problems.length, 0);
-  const report: BenchReport = { ...base, finishedAt: new Date().toISOString(), summary: summaryLine(base), ok: bad === 0 && dead.length === 0 };
+  const report: BenchReport = {
+    ...base,
+    finishedAt: new Date().toISOString(),
+    summary: summaryLine(base),
+    ok: bad === 0 && dead.length === 0,
+  };
 
   log(renderReport(report));
   const out = resolve(root, opts.out);
@@ -373,7 +545,10 @@ async function main(opts: BenchOptions): Promise<number> {
   writeFileSync(out, json);
   writeFileSync(join(dirname(out), `bench-${startedAt.replace(/[:.]/g, "-")}.json`), json);
   log(`bench: wrote ${out}`);
-  if (!report.ok) process.stderr.write(`bench: ${bad} session(s) lost or failed, ${dead.length} process(es) died — see PROBLEMS above\n`);
+  if (!report.ok)
+    process.stderr.write(
+      `bench: ${bad} session(s) lost or failed, ${dead.length} process(es) died — see PROBLEMS above\n`,
+    );
   return report.ok ? 0 : 1;
 }
 
@@ -381,12 +556,21 @@ async function main(opts: BenchOptions): Promise<number> {
 async function startupOnly(opts: BenchOptions, cluster: Cluster, target: BenchNats): Promise<number> {
   const nc = await natsConnect(target, "bench");
   cleanups.push({ what: "bench connection", run: () => nc.close() });
-  log(`bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`);
-  const report = await measureStartup(cluster, nc, { rounds: opts.startupRounds, log, cpuProfDir: opts.cpuProfDir === null ? null : resolve(root, opts.cpuProfDir) });
+  log(
+    `bench: start-up timing, ${opts.startupRounds} starts each of a bare node (the baseline), a coordinator, a planner and a gateway…`,
+  );
+  const report = await measureStartup(cluster, nc, {
+    rounds: opts.startupRounds,
+    log,
+    cpuProfDir: opts.cpuProfDir === null ? null : resolve(root, opts.cpuProfDir),
+  });
   log(`\n${renderStartup(report)}\n`);
   const out = join(dirname(resolve(root, opts.out)), "startup.json");
   mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, `${JSON.stringify({ ...report, git: gitRevision(), node: process.version, cpus: cpus().length }, null, 2)}\n`);
+  writeFileSync(
+    out,
+    `${JSON.stringify({ ...report, git: gitRevision(), node: process.version, cpus: cpus().length }, null, 2)}\n`,
+  );
   log(`bench: wrote ${out}`);
   return 0;
 }

@@ -23,7 +23,9 @@ export async function serviceStats(nc: NatsConnection, prefix: string, timeoutMs
       for (const [k, v] of Object.entries(data as Record<string, unknown>)) {
         if (typeof v === "number") counters[k] = v;
         // one level of nesting: the coordinator's inbox consumer reports under `inbox`
-        else if (v && typeof v === "object") for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) if (typeof v2 === "number") counters[`${k}.${k2}`] = v2;
+        else if (v && typeof v === "object")
+          for (const [k2, v2] of Object.entries(v as Record<string, unknown>))
+            if (typeof v2 === "number") counters[`${k}.${k2}`] = v2;
       }
     }
     out.push({ name: s.info.name, id: s.info.id, counters });
@@ -49,7 +51,12 @@ export function diffTotals(
   const out: Record<string, Record<string, number>> = {};
   for (const [name, counters] of Object.entries(after)) {
     const b = before[name] ?? {};
-    out[name] = Object.fromEntries(Object.entries(counters).map(([k, v]) => [k, k === "in_flight" || k.endsWith(".in_flight") ? v : v - (b[k] ?? 0)]));
+    out[name] = Object.fromEntries(
+      Object.entries(counters).map(([k, v]) => [
+        k,
+        k === "in_flight" || k.endsWith(".in_flight") ? v : v - (b[k] ?? 0),
+      ]),
+    );
   }
   return out;
 }

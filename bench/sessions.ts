@@ -116,7 +116,16 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult & { readonl
     const index = o.firstIndex + i;
     const sessionId = `${o.stem}-${String(i).padStart(5, "0")}`;
     const tracked = o.router.track(sessionId);
-    const raw: Raw = { index, sessionId, tracked, submitStartEpoch: Date.now(), submitMs: null, wallMs: null, firstEventMs: null, error: null };
+    const raw: Raw = {
+      index,
+      sessionId,
+      tracked,
+      submitStartEpoch: Date.now(),
+      submitMs: null,
+      wallMs: null,
+      firstEventMs: null,
+      error: null,
+    };
     raws.push(raw);
     while (submitting >= window) await new Promise<void>((r) => waiting.push(r));
     submitting++;
@@ -154,7 +163,10 @@ export async function runLevel(o: LevelOptions): Promise<LevelResult & { readonl
   o.onTimedEnd?.();
   // Step events of an earlier transition may arrive after `complete` (a coordinator publishes a
   // transition's task before its events), so give stragglers a moment before counting steps.
-  await o.router.settle(raws.map((r) => r.sessionId), 3000);
+  await o.router.settle(
+    raws.map((r) => r.sessionId),
+    3000,
+  );
 
   const results: SessionResult[] = [];
   for (const raw of raws) results.push(await verify(o.cluster, o.workload, raw));
@@ -206,7 +218,13 @@ async function verify(cluster: Cluster, workload: Workload, raw: Raw): Promise<S
   const bad = (outcome: "lost" | "failed", reason: string): SessionResult => ({ ...base, outcome, reason });
 
   if (raw.error) return bad("failed", raw.error);
-  const seen = { sessionId: raw.sessionId, index: raw.index, complete: t.complete, stepNames: steps.map(([, s]) => s.what), codeRuns: t.codeRuns };
+  const seen = {
+    sessionId: raw.sessionId,
+    index: raw.index,
+    complete: t.complete,
+    stepNames: steps.map(([, s]) => s.what),
+    codeRuns: t.codeRuns,
+  };
   const problem = await checkSession(cluster, workload, seen);
   return problem ? bad(problem.outcome, problem.reason) : { ...base, outcome: "ok", reason: null };
 }
@@ -232,29 +250,48 @@ export interface Seen {
  * the workflow's own field), its transition log holds versions 1..n once each, and the client saw
  * one step event per transition after the first.
  */
-export async function checkSession(cluster: Cluster, workload: Workload, s: Seen): Promise<{ outcome: "lost" | "failed"; reason: string } | null> {
+export async function checkSession(
+  cluster: Cluster,
+  workload: Workload,
+  s: Seen,
+): Promise<{ outcome: "lost" | "failed"; reason: string } | null> {
   const loaded = await cluster.store.load(s.sessionId);
   if (!s.complete) {
-    const where = loaded ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}` : "Redis has no such session";
+    const where = loaded
+      ? `Redis has it at version ${loaded.state.meta.version}, status ${loaded.state.meta.status}`
+      : "Redis has no such session";
     return { outcome: "lost", reason: `no complete event within the timeout; ${where}` };
   }
   const failed = (reason: string) => ({ outcome: "failed" as const, reason });
-  if (s.complete.status !== "completed") return failed(`completed with status ${s.complete.status}: ${s.complete.final_answer}`);
-  const wrong = workload.check(s.index, { answer: s.complete.final_answer, stepNames: s.stepNames, codeRuns: s.codeRuns });
+  if (s.complete.status !== "completed")
+    return failed(`completed with status ${s.complete.status}: ${s.complete.final_answer}`);
+  const wrong = workload.check(s.index, {
+    answer: s.complete.final_answer,
+    stepNames: s.stepNames,
+    codeRuns: s.codeRuns,
+  });
   if (wrong !== null) return failed(wrong);
   if (!loaded) return failed("complete event seen but the session is missing in Redis");
   const { state } = loaded;
   const answer = workload.storedAnswer(state.data);
-  if (state.meta.status !== "completed" || answer !== s.complete.final_answer || state.meta.version !== s.complete.version) {
-    return failed(`Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`);
+  if (
+    state.meta.status !== "completed" ||
+    answer !== s.complete.final_answer ||
+    state.meta.version !== s.complete.version
+  ) {
+    return failed(
+      `Redis disagrees with the complete event: status ${state.meta.status}, version ${state.meta.version}, answer ${JSON.stringify(answer)}`,
+    );
   }
-  if (s.owner !== undefined && state.meta.owner !== s.owner) return failed(`Redis records owner ${JSON.stringify(state.meta.owner)}, expected ${JSON.stringify(s.owner)}`);
+  if (s.owner !== undefined && state.meta.owner !== s.owner)
+    return failed(`Redis records owner ${JSON.stringify(state.meta.owner)}, expected ${JSON.stringify(s.owner)}`);
   try {
     assertAppliedOnce(await cluster.store.transitionLog(s.sessionId), state.meta.version);
   } catch (err) {
     return failed((err as Error).message);
   }
-  if (s.stepNames.length !== state.meta.version - 1) return failed(`saw ${s.stepNames.length} step events for ${state.meta.version} transitions`);
+  if (s.stepNames.length !== state.meta.version - 1)
+    return failed(`saw ${s.stepNames.length} step events for ${state.meta.version} transitions`);
   return null;
 }
 
@@ -298,7 +335,9 @@ export function aggregate(concurrency: number, elapsedMs: number, results: reado
     hopsMs: Object.fromEntries([...hopSamples].map(([k, v]) => [k, summarize(v)])),
     transitionMs: summarize(ok.flatMap((r) => r.hops.map((h) => h.ms))),
     agentStepsPerSecond: ok.reduce((a, r) => a + r.steps, 0) / (elapsedMs / 1000),
-    problems: results.filter((r) => r.outcome !== "ok").map((r) => ({ sessionId: r.sessionId, outcome: r.outcome, reason: r.reason })),
+    problems: results
+      .filter((r) => r.outcome !== "ok")
+      .map((r) => ({ sessionId: r.sessionId, outcome: r.outcome, reason: r.reason })),
     results,
   };
 }

@@ -7,7 +7,14 @@ import { loadavg } from "node:os";
 import { createInbox, type NatsConnection } from "@nats-io/transport-node";
 import type { RoleName } from "@agentmesh/contracts";
 import { freePort } from "../test/setup/infra.js";
-import { SERVICE_NODE_OPTIONS, serviceCommand, serviceRuntime, type Cluster, type ServiceName, type ServiceRuntime } from "../test/e2e/harness.js";
+import {
+  SERVICE_NODE_OPTIONS,
+  serviceCommand,
+  serviceRuntime,
+  type Cluster,
+  type ServiceName,
+  type ServiceRuntime,
+} from "../test/e2e/harness.js";
 import { median } from "./stats.js";
 import { cpuMs, rssKiB } from "./sysinfo.js";
 
@@ -41,7 +48,12 @@ export const BASELINE = "node itself";
 export interface StartupResult {
   readonly service: ServiceName | typeof BASELINE;
   readonly samples: readonly StartupSample[];
-  readonly median: { readonly readyMs: number; readonly pingMs: number | null; readonly cpuMs: number | null; readonly rssMiB: number | null };
+  readonly median: {
+    readonly readyMs: number;
+    readonly pingMs: number | null;
+    readonly cpuMs: number | null;
+    readonly rssMiB: number | null;
+  };
 }
 
 /** What `pnpm bench` reports about start-up. */
@@ -68,7 +80,10 @@ export interface StartupOptions {
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-const loads = () => loadavg().map((x) => x.toFixed(2)).join(" ");
+const loads = () =>
+  loadavg()
+    .map((x) => x.toFixed(2))
+    .join(" ");
 
 /** `node --import tsx` for `node --import tsx /…/main.ts planner`: the command up to the entry file. */
 export function describeCommand(name: ServiceName, runtime: ServiceRuntime = serviceRuntime()): string {
@@ -102,7 +117,11 @@ function pingWatch(nc: NatsConnection, name: string, prefix: string) {
   nc.publish(`$SRV.PING.${name}`, "", { reply: inbox });
   return {
     ids: () => new Set(seen.keys()),
-    firstNew: (except: ReadonlySet<string>) => [...seen].filter(([id]) => !except.has(id)).map(([, t]) => t).sort((a, b) => a - b)[0],
+    firstNew: (except: ReadonlySet<string>) =>
+      [...seen]
+        .filter(([id]) => !except.has(id))
+        .map(([, t]) => t)
+        .sort((a, b) => a - b)[0],
     stop: () => {
       clearInterval(timer);
       sub.unsubscribe();
@@ -123,7 +142,9 @@ async function stopChild(child: ChildProcess, exited: Promise<unknown>): Promise
 /** Env a service needs to start here beyond the cluster's: its ops port, and the gateway its own listener. */
 function envFor(name: ServiceName, opsPort: number): Record<string, string> {
   const ops = { AGENTMESH_METRICS_PORT: String(opsPort), AGENTMESH_METRICS_HOST: "127.0.0.1" };
-  return name === "gateway" ? { ...ops, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", AGENTMESH_GATEWAY_ANONYMOUS: "1" } : ops;
+  return name === "gateway"
+    ? { ...ops, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", AGENTMESH_GATEWAY_ANONYMOUS: "1" }
+    : ops;
 }
 
 /**
@@ -131,27 +152,57 @@ function envFor(name: ServiceName, opsPort: number): Record<string, string> {
  * answer, when it has one) until both have answered; the times are from `t0`, and CPU and memory
  * are read the moment it answers ready.
  */
-async function timeToReady(what: string, child: ChildProcess, port: number, t0: number, timeoutMs: number, output: () => string, pinged: (() => number | null) | null): Promise<StartupSample> {
+async function timeToReady(
+  what: string,
+  child: ChildProcess,
+  port: number,
+  t0: number,
+  timeoutMs: number,
+  output: () => string,
+  pinged: (() => number | null) | null,
+): Promise<StartupSample> {
   const end = t0 + timeoutMs;
   let ready: { at: number; cpu: number | null; rss: number | null } | null = null;
   let ping: number | null = null;
   const done = () => ready !== null && (pinged === null || ping !== null);
   while (!done()) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${what} exited (${child.exitCode ?? child.signalCode}) while starting:\n${output().slice(-2000)}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(
+        `${what} exited (${child.exitCode ?? child.signalCode}) while starting:\n${output().slice(-2000)}`,
+      );
     if (performance.now() > end) throw new Error(`${what} not ready within ${timeoutMs} ms:\n${output().slice(-2000)}`);
     if (ready === null) {
-      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
-      if (ok) ready = { at: performance.now(), cpu: child.pid === undefined ? null : cpuMs(child.pid), rss: child.pid === undefined ? null : rssKiB(child.pid) };
+      const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
+      if (ok)
+        ready = {
+          at: performance.now(),
+          cpu: child.pid === undefined ? null : cpuMs(child.pid),
+          rss: child.pid === undefined ? null : rssKiB(child.pid),
+        };
     }
     if (pinged !== null) ping ??= pinged();
     if (!done()) await sleep(POLL_MS);
   }
   const r = ready!;
-  return { readyMs: r.at - t0, pingMs: ping === null ? null : ping - t0, cpuMs: r.cpu, rssMiB: r.rss === null ? null : r.rss / 1024 };
+  return {
+    readyMs: r.at - t0,
+    pingMs: ping === null ? null : ping - t0,
+    cpuMs: r.cpu,
+    rssMiB: r.rss === null ? null : r.rss / 1024,
+  };
 }
 
 /** Starts one process of `name`, times it to ready and to its first `$SRV.PING` answer, then stops it. */
-async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName, timeoutMs: number, cpuProfDir: string | null): Promise<StartupSample> {
+async function startOnce(
+  cluster: Cluster,
+  nc: NatsConnection,
+  name: ServiceName,
+  timeoutMs: number,
+  cpuProfDir: string | null,
+): Promise<StartupSample> {
   const watch = name === "gateway" ? null : pingWatch(nc, name, cluster.opts.prefix);
   // instances already up (the bench's own replica) answer within a few polls
   await sleep(watch ? 300 : 0);
@@ -159,7 +210,16 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   const opsPort = await freePort();
   const { command, args: serviceArgs } = serviceCommand(name);
   // on the command line: Node 20 refuses --cpu-prof in NODE_OPTIONS
-  const args = cpuProfDir === null ? serviceArgs : [`--cpu-prof`, `--cpu-prof-dir=${cpuProfDir}`, `--cpu-prof-name=${name}.${process.hrtime.bigint()}.cpuprofile`, "--cpu-prof-interval=100", ...serviceArgs];
+  const args =
+    cpuProfDir === null
+      ? serviceArgs
+      : [
+          `--cpu-prof`,
+          `--cpu-prof-dir=${cpuProfDir}`,
+          `--cpu-prof-name=${name}.${process.hrtime.bigint()}.cpuprofile`,
+          "--cpu-prof-interval=100",
+          ...serviceArgs,
+        ];
   const t0 = performance.now();
   const env = cluster.env(envFor(name, opsPort), name);
   // a start is timed as deployed: the services' NODE_OPTIONS (deploy/node-options) without the CPU
@@ -168,11 +228,23 @@ async function startOnce(cluster: Cluster, nc: NatsConnection, name: ServiceName
   delete env.BENCH_CPU_PROF_DIR;
   const child = spawn(command, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
-  child.stdout?.on("data", (b: Buffer) => { out += b.toString(); });
-  child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
+  child.stdout?.on("data", (b: Buffer) => {
+    out += b.toString();
+  });
+  child.stderr?.on("data", (b: Buffer) => {
+    out += b.toString();
+  });
   const exited = new Promise((r) => child.once("exit", r));
   try {
-    return await timeToReady(name, child, opsPort, t0, timeoutMs, () => out, watch ? () => watch.firstNew(before) ?? null : null);
+    return await timeToReady(
+      name,
+      child,
+      opsPort,
+      t0,
+      timeoutMs,
+      () => out,
+      watch ? () => watch.firstNew(before) ?? null : null,
+    );
   } finally {
     watch?.stop();
     await stopChild(child, exited);
@@ -185,7 +257,11 @@ const BARE_NODE = `require("node:http").createServer((q, s) => s.end("ok")).list
 export async function baselineOnce(timeoutMs: number): Promise<StartupSample> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = spawn(process.execPath, ["-e", BARE_NODE], { cwd: root, env: { PATH: process.env.PATH, PORT: String(port), NODE_OPTIONS: SERVICE_NODE_OPTIONS }, stdio: "ignore" });
+  const child = spawn(process.execPath, ["-e", BARE_NODE], {
+    cwd: root,
+    env: { PATH: process.env.PATH, PORT: String(port), NODE_OPTIONS: SERVICE_NODE_OPTIONS },
+    stdio: "ignore",
+  });
   const exited = new Promise((r) => child.once("exit", r));
   try {
     return await timeToReady("bare node", child, port, t0, timeoutMs, () => "", null);
@@ -206,7 +282,11 @@ function medianOf(xs: readonly (number | null)[]): number | null {
  * the cluster's NATS and Redis (the first coordinator provisions the streams the others need).
  * Every process is its own, started and stopped here; the cluster's own processes are untouched.
  */
-export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts: StartupOptions = {}): Promise<StartupReport> {
+export async function measureStartup(
+  cluster: Cluster,
+  nc: NatsConnection,
+  opts: StartupOptions = {},
+): Promise<StartupReport> {
   const rounds = opts.rounds ?? 3;
   const kinds: Array<ServiceName | typeof BASELINE> = [BASELINE, "coordinator", opts.role ?? "planner", "gateway"];
   const samples = new Map<ServiceName | typeof BASELINE, StartupSample[]>(kinds.map((k) => [k, []]));
@@ -214,9 +294,14 @@ export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts:
   for (let round = 1; round <= rounds; round++) {
     for (const kind of kinds) {
       const timeoutMs = opts.timeoutMs ?? 120_000;
-      const s = kind === BASELINE ? await baselineOnce(timeoutMs) : await startOnce(cluster, nc, kind, timeoutMs, opts.cpuProfDir ?? null);
+      const s =
+        kind === BASELINE
+          ? await baselineOnce(timeoutMs)
+          : await startOnce(cluster, nc, kind, timeoutMs, opts.cpuProfDir ?? null);
       samples.get(kind)?.push(s);
-      opts.log?.(`  start-up ${round}/${rounds} ${kind}: ready ${s.readyMs.toFixed(0)} ms${s.pingMs === null ? "" : `, $SRV.PING ${s.pingMs.toFixed(0)} ms`}, CPU ${s.cpuMs ?? "?"} ms, RSS ${s.rssMiB?.toFixed(0) ?? "?"} MiB`);
+      opts.log?.(
+        `  start-up ${round}/${rounds} ${kind}: ready ${s.readyMs.toFixed(0)} ms${s.pingMs === null ? "" : `, $SRV.PING ${s.pingMs.toFixed(0)} ms`}, CPU ${s.cpuMs ?? "?"} ms, RSS ${s.rssMiB?.toFixed(0) ?? "?"} MiB`,
+      );
     }
   }
   const results = kinds.map((service) => {
@@ -224,10 +309,22 @@ export async function measureStartup(cluster: Cluster, nc: NatsConnection, opts:
     return {
       service,
       samples: xs,
-      median: { readyMs: medianOf(xs.map((s) => s.readyMs)) ?? Number.NaN, pingMs: medianOf(xs.map((s) => s.pingMs)), cpuMs: medianOf(xs.map((s) => s.cpuMs)), rssMiB: medianOf(xs.map((s) => s.rssMiB)) },
+      median: {
+        readyMs: medianOf(xs.map((s) => s.readyMs)) ?? Number.NaN,
+        pingMs: medianOf(xs.map((s) => s.pingMs)),
+        cpuMs: medianOf(xs.map((s) => s.cpuMs)),
+        rssMiB: medianOf(xs.map((s) => s.rssMiB)),
+      },
     };
   });
-  return { command: describeCommand("coordinator"), rounds, targetMs: READY_TARGET_MS, loadavgStart, loadavgEnd: loads(), results };
+  return {
+    command: describeCommand("coordinator"),
+    rounds,
+    targetMs: READY_TARGET_MS,
+    loadavgStart,
+    loadavgEnd: loads(),
+    results,
+  };
 }
 
 /** The start-up table of the bench report. */
@@ -241,9 +338,20 @@ export function renderStartup(r: StartupReport): string {
     x.median.rssMiB === null ? "—" : `${x.median.rssMiB.toFixed(0)} MiB`,
     x.service === BASELINE ? "—" : x.median.readyMs <= r.targetMs ? "yes" : "no",
   ]);
-  const head = ["service", "spawn → /readyz 200", "spawn → $SRV.PING", "CPU to ready", "RSS at ready", `≤ ${r.targetMs} ms`];
+  const head = [
+    "service",
+    "spawn → /readyz 200",
+    "spawn → $SRV.PING",
+    "CPU to ready",
+    "RSS at ready",
+    `≤ ${r.targetMs} ms`,
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
-  const line = (cells: readonly string[]) => cells.map((c, i) => c.padEnd(widths[i] ?? 0)).join("  ").trimEnd();
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i] ?? 0))
+      .join("  ")
+      .trimEnd();
   return [
     `START-UP (${r.command}; median of ${r.rounds} starts each, interleaved; load ${r.loadavgStart} → ${r.loadavgEnd})`,
     line(head),

@@ -21,7 +21,16 @@ function rank(sorted: readonly number[], p: number): number {
 export function summarize(samples: readonly number[]): Summary {
   const s = [...samples].sort((a, b) => a - b);
   const mean = s.length === 0 ? Number.NaN : s.reduce((a, b) => a + b, 0) / s.length;
-  return { n: s.length, min: s[0] ?? Number.NaN, p50: rank(s, 50), p90: rank(s, 90), p95: rank(s, 95), p99: rank(s, 99), max: s.at(-1) ?? Number.NaN, mean };
+  return {
+    n: s.length,
+    min: s[0] ?? Number.NaN,
+    p50: rank(s, 50),
+    p90: rank(s, 90),
+    p95: rank(s, 95),
+    p99: rank(s, 99),
+    max: s.at(-1) ?? Number.NaN,
+    mean,
+  };
 }
 
 /** The median of a set of figures (the mean of the middle two for an even count), ignoring non-finite ones; NaN for none. */
@@ -38,7 +47,16 @@ export function round3(x: number): number {
 }
 
 export function roundSummary(s: Summary): Summary {
-  return { n: s.n, min: round3(s.min), p50: round3(s.p50), p90: round3(s.p90), p95: round3(s.p95), p99: round3(s.p99), max: round3(s.max), mean: round3(s.mean) };
+  return {
+    n: s.n,
+    min: round3(s.min),
+    p50: round3(s.p50),
+    p90: round3(s.p90),
+    p95: round3(s.p95),
+    p99: round3(s.p99),
+    max: round3(s.max),
+    mean: round3(s.mean),
+  };
 }
 
 /** A millisecond figure for the table: 3 significant-ish digits. */

@@ -44,7 +44,12 @@ export interface Headline {
   /** Medians of the rounds, per level. */
   readonly levels: readonly LevelFigures[];
   /** Each round's figures, per level, with its machine load. */
-  readonly rounds: ReadonlyArray<{ readonly round: number; readonly order: string; readonly load: Round["load"]; readonly levels: readonly LevelFigures[] }>;
+  readonly rounds: ReadonlyArray<{
+    readonly round: number;
+    readonly order: string;
+    readonly load: Round["load"];
+    readonly levels: readonly LevelFigures[];
+  }>;
   readonly targets: readonly Target[];
 }
 
@@ -83,7 +88,8 @@ export function headlineOf(rounds: readonly Round[]): Headline {
   const cs = [...new Set(perRound.flatMap((r) => r.levels.map((l) => l.concurrency)))];
   const levels = cs.map((c): LevelFigures => {
     const at = perRound.flatMap((r) => r.levels.filter((l) => l.concurrency === c));
-    const med = (pick: (l: LevelFigures) => number | null) => median(at.map(pick).filter((x): x is number => x !== null));
+    const med = (pick: (l: LevelFigures) => number | null) =>
+      median(at.map(pick).filter((x): x is number => x !== null));
     const hasFloor = at.some((l) => l.floorStepP50 !== null);
     return {
       concurrency: c,
@@ -103,10 +109,25 @@ export function headlineOf(rounds: readonly Round[]): Headline {
     };
   });
   const ratios = (c: number, f: (l: LevelFigures) => number | null) =>
-    perRound.flatMap((r) => r.levels.filter((l) => l.concurrency === c)).map(f).filter((x): x is number => x !== null);
+    perRound
+      .flatMap((r) => r.levels.filter((l) => l.concurrency === c))
+      .map(f)
+      .filter((x): x is number => x !== null);
   const targets = [
-    target("transition_p50_c1", "runtime per-transition p50 at c=1 ÷ floor per-step p50 at c=1", "max", 1.5, ratios(1, (l) => l.p50Ratio)),
-    target("agent_steps_per_s_c64", "runtime agent steps/s at c=64 ÷ floor steps/s at c=64", "min", 0.4, ratios(64, (l) => l.stepsRatio)),
+    target(
+      "transition_p50_c1",
+      "runtime per-transition p50 at c=1 ÷ floor per-step p50 at c=1",
+      "max",
+      1.5,
+      ratios(1, (l) => l.p50Ratio),
+    ),
+    target(
+      "agent_steps_per_s_c64",
+      "runtime agent steps/s at c=64 ÷ floor steps/s at c=64",
+      "min",
+      0.4,
+      ratios(64, (l) => l.stepsRatio),
+    ),
   ];
   return { levels, rounds: perRound, targets };
 }
@@ -117,17 +138,43 @@ const lpad = (s: string, n: number) => (s.length >= n ? s : " ".repeat(n - s.len
 
 function table(head: string[], rows: string[][], leftCols: number): string {
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) => "  " + r.map((c, i) => (i < leftCols ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ");
+  const line = (r: string[]) =>
+    "  " + r.map((c, i) => (i < leftCols ? pad(c, widths[i]!) : lpad(c, widths[i]!))).join("  ");
   return [line(head), ...rows.map(line)].join("\n");
 }
 
 const row = (label: string[], l: LevelFigures) => [
-  ...label, String(l.concurrency), ms(l.transitionP50), ms(l.transitionP99), l.agentStepsPerSecond.toFixed(0), fmt(l.cpuMsPerStep), fmt(l.ctxPerStep, 1),
-  l.floorStepP50 === null ? "-" : ms(l.floorStepP50), l.floorStepP99 === null ? "-" : ms(l.floorStepP99), fmt(l.floorStepsPerSecond, 0), fmt(l.floorCpuMsPerStep), fmt(l.floorCtxPerStep, 1),
-  fmt(l.p50Ratio), fmt(l.stepsRatio),
+  ...label,
+  String(l.concurrency),
+  ms(l.transitionP50),
+  ms(l.transitionP99),
+  l.agentStepsPerSecond.toFixed(0),
+  fmt(l.cpuMsPerStep),
+  fmt(l.ctxPerStep, 1),
+  l.floorStepP50 === null ? "-" : ms(l.floorStepP50),
+  l.floorStepP99 === null ? "-" : ms(l.floorStepP99),
+  fmt(l.floorStepsPerSecond, 0),
+  fmt(l.floorCpuMsPerStep),
+  fmt(l.floorCtxPerStep, 1),
+  fmt(l.p50Ratio),
+  fmt(l.stepsRatio),
 ];
 
-const HEAD = ["c", "transition p50", "p99", "agent steps/s", "CPU ms/step", "wakes/step", "floor step p50", "p99", "floor steps/s", "floor CPU ms/step", "floor wakes/step", "p50 ratio", "steps/s ratio"];
+const HEAD = [
+  "c",
+  "transition p50",
+  "p99",
+  "agent steps/s",
+  "CPU ms/step",
+  "wakes/step",
+  "floor step p50",
+  "p99",
+  "floor steps/s",
+  "floor CPU ms/step",
+  "floor wakes/step",
+  "p50 ratio",
+  "steps/s ratio",
+];
 
 /** The headline section of the report. */
 export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
@@ -137,13 +184,36 @@ export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
     `  durable step (bench/floor, raw clients, ${stepsPerSession} steps per session as the runtime's); CPU = all processes of the side ÷ steps;`,
     `  wakes = context switches machine-wide (/proc/stat ctxt, every process and thread woken, other users' too) ÷ steps;`,
     `  ratios = runtime ÷ floor within a round (p50: transition p50 ÷ floor step p50; steps/s: agent steps/s ÷ floor steps/s), the median row the rounds' median`,
-    table(["", ...HEAD], h.levels.map((l) => row(["median"], l)), 1),
+    table(
+      ["", ...HEAD],
+      h.levels.map((l) => row(["median"], l)),
+      1,
+    ),
     "",
     "Targets (issue 14; ratio = median of the rounds' ratios)",
-    ...h.targets.map((t) => `  ${t.verdict.padEnd(4)} ${t.what}: ${fmt(t.ratio)} (target ${t.bound === "max" ? "≤" : "≥"} ${t.limit}; rounds ${t.perRound.map((x) => fmt(x)).join(", ") || "-"})`),
+    ...h.targets.map(
+      (t) =>
+        `  ${t.verdict.padEnd(4)} ${t.what}: ${fmt(t.ratio)} (target ${t.bound === "max" ? "≤" : "≥"} ${t.limit}; rounds ${t.perRound.map((x) => fmt(x)).join(", ") || "-"})`,
+    ),
     "",
     "Each round (R = runtime, F = floor, in the order they ran at each level; load average 1/5/15 min at start → end)",
-    table(["round", "order", "load avg", "busy", ...HEAD], h.rounds.flatMap((r) => r.levels.map((l) => row([String(r.round), r.order, `${r.load.loadavgStart} → ${r.load.loadavgEnd}`, `${r.load.machineBusyPct.toFixed(0)}%`], l))), 4),
+    table(
+      ["round", "order", "load avg", "busy", ...HEAD],
+      h.rounds.flatMap((r) =>
+        r.levels.map((l) =>
+          row(
+            [
+              String(r.round),
+              r.order,
+              `${r.load.loadavgStart} → ${r.load.loadavgEnd}`,
+              `${r.load.machineBusyPct.toFixed(0)}%`,
+            ],
+            l,
+          ),
+        ),
+      ),
+      4,
+    ),
   ];
 }
 
@@ -154,12 +224,20 @@ export function renderFloorCpu(levels: readonly FloorLevel[]): string[] {
   const per = (c: number, p: string | null) => {
     const at = levels.filter((l) => l.concurrency === c);
     const steps = at.reduce((a, l) => a + l.steps, 0);
-    const cpu = at.reduce((a, l) => a + (p === null ? Object.values(l.cpuMsByProcess).reduce((x, y) => x + y, 0) : (l.cpuMsByProcess[p] ?? 0)), 0);
+    const cpu = at.reduce(
+      (a, l) =>
+        a + (p === null ? Object.values(l.cpuMsByProcess).reduce((x, y) => x + y, 0) : (l.cpuMsByProcess[p] ?? 0)),
+      0,
+    );
     return steps === 0 ? "-" : (cpu / steps).toFixed(3);
   };
   return [
     "The floor's CPU per step by process (ms of CPU ÷ steps, rounds pooled; /proc ticks are 10 ms, so short levels read coarse)",
-    table(["process", ...cs.map((c) => `c=${c}`)], [...procs.map((p) => [p, ...cs.map((c) => per(c, p))]), ["total", ...cs.map((c) => per(c, null))]], 1),
+    table(
+      ["process", ...cs.map((c) => `c=${c}`)],
+      [...procs.map((p) => [p, ...cs.map((c) => per(c, p))]), ["total", ...cs.map((c) => per(c, null))]],
+      1,
+    ),
   ];
 }
 
@@ -170,10 +248,20 @@ export function targetsLine(h: Headline): string {
 
 /** The headline for the JSON, rounded to µs. */
 export function headlineJson(h: Headline): unknown {
-  const lv = (l: LevelFigures) => Object.fromEntries(Object.entries(l).map(([k, v]) => [k, typeof v === "number" ? round3(v) : v]));
+  const lv = (l: LevelFigures) =>
+    Object.fromEntries(Object.entries(l).map(([k, v]) => [k, typeof v === "number" ? round3(v) : v]));
   return {
     levels: h.levels.map(lv),
-    rounds: h.rounds.map((r) => ({ round: r.round, order: r.order, load: { ...r.load, machineBusyPct: round3(r.load.machineBusyPct) }, levels: r.levels.map(lv) })),
-    targets: h.targets.map((t) => ({ ...t, perRound: t.perRound.map(round3), ratio: t.ratio === null ? null : round3(t.ratio) })),
+    rounds: h.rounds.map((r) => ({
+      round: r.round,
+      order: r.order,
+      load: { ...r.load, machineBusyPct: round3(r.load.machineBusyPct) },
+      levels: r.levels.map(lv),
+    })),
+    targets: h.targets.map((t) => ({
+      ...t,
+      perRound: t.perRound.map(round3),
+      ratio: t.ratio === null ? null : round3(t.ratio),
+    })),
   };
 }

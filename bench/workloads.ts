@@ -20,7 +20,8 @@ const clip = (text: string, max: number): string => (text.length <= max ? text :
 /** A session's steps: each entry one step, or a list of steps that run side by side (their step events come in any order). */
 export type StepPath = ReadonlyArray<string | readonly string[]>;
 
-const showPath = (path: StepPath): string => path.map((s) => (typeof s === "string" ? s : `{${s.join(", ")} in any order}`)).join(" → ");
+const showPath = (path: StepPath): string =>
+  path.map((s) => (typeof s === "string" ? s : `{${s.join(", ")} in any order}`)).join(" → ");
 
 /** Why the steps seen are not `wanted` (parallel steps in any order, each exactly once); null when they are. */
 export function stepsProblem(seen: readonly string[], wanted: StepPath): string | null {
@@ -62,7 +63,9 @@ export interface Workload {
 /** Why a session's answer is not exactly `expected` or its steps not exactly `path`; null when both are. */
 function exactly(expected: string, path: StepPath, seen: SeenAnswer): string | null {
   const problems = [
-    seen.answer === expected ? null : `wrong answer ${JSON.stringify(seen.answer)}, expected ${JSON.stringify(expected)}`,
+    seen.answer === expected
+      ? null
+      : `wrong answer ${JSON.stringify(seen.answer)}, expected ${JSON.stringify(expected)}`,
     stepsProblem(seen.stepNames, path),
   ].filter((p) => p !== null);
   return problems.length === 0 ? null : problems.join("; ");
@@ -74,7 +77,15 @@ export function questionFor(i: number): { question: string; expected: string } {
 }
 
 /** The steps of an offline critic-chain session: the expert computes through the calculator tool (an executor.call), then answers. */
-export const CRITIC_CHAIN_STEPS = ["planner.plan", "critic.review_plan", "expert.answer", "executor.call", "expert.answer", "critic.review_answer", "finalizer.finalize"] as const;
+export const CRITIC_CHAIN_STEPS = [
+  "planner.plan",
+  "critic.review_plan",
+  "expert.answer",
+  "executor.call",
+  "expert.answer",
+  "critic.review_answer",
+  "finalizer.finalize",
+] as const;
 
 /** critic-chain: planner → critic → expert ⇄ executor (calculator) → critic → finalizer, the steps and the exact answer compared; every critic-chain role and the executor started. */
 export const CRITIC_CHAIN: Workload = {
@@ -110,13 +121,20 @@ export const SUPERVISOR: Workload = {
   storedAnswer: (data) => (data.workflow === "supervisor" ? data.response : null),
   check(i, seen) {
     const value = supervisorValue(i);
-    const runs = seen.codeRuns.map((r) => `exit code ${r.exitCode}, stdout ${JSON.stringify(clip(r.stdout, 100))}, stderr ${JSON.stringify(clip(r.stderr, 200))}`);
+    const runs = seen.codeRuns.map(
+      (r) =>
+        `exit code ${r.exitCode}, stdout ${JSON.stringify(clip(r.stdout, 100))}, stderr ${JSON.stringify(clip(r.stderr, 200))}`,
+    );
     const [run] = seen.codeRuns;
     const problems = [
       stepsProblem(seen.stepNames, SUPERVISOR_STEPS),
-      seen.codeRuns.length === 1 && run!.exitCode === 0 && run!.stdout.trim() === value ? null : `code runs seen: ${runs.join(" | ") || "none"}, expected one with exit code 0 that printed ${value}`,
+      seen.codeRuns.length === 1 && run!.exitCode === 0 && run!.stdout.trim() === value
+        ? null
+        : `code runs seen: ${runs.join(" | ") || "none"}, expected one with exit code 0 that printed ${value}`,
       // a line that is the value alone: the code's own line (`console.log(i * 7 + 1)`) never is
-      seen.answer.split("\n").some((line) => line.trim() === value) ? null : `the answer has no line that is exactly ${value}`,
+      seen.answer.split("\n").some((line) => line.trim() === value)
+        ? null
+        : `the answer has no line that is exactly ${value}`,
     ].filter((p) => p !== null);
     return problems.length === 0 ? null : `${problems.join("; ")} (answer: ${JSON.stringify(clip(seen.answer, 300))})`;
   },
@@ -132,7 +150,13 @@ function planStep(): string[] {
  * perceived while the executor lists its tools, memory, a plan of two steps (the calculator, then
  * summarize), and each step executed, perceived, reviewed by the critic and remembered. No retrieval.
  */
-export const BLACKBOARD_STEPS: StepPath = [["perception.perceive", "executor.list_tools"], "memory.update", "decision.plan", ...planStep(), ...planStep()];
+export const BLACKBOARD_STEPS: StepPath = [
+  ["perception.perceive", "executor.list_tools"],
+  "memory.update",
+  "decision.plan",
+  ...planStep(),
+  ...planStep(),
+];
 
 /** blackboard: critic-chain's question through the blackboard's loop, the same exact answer from its calculator step. */
 export const BLACKBOARD: Workload = {
@@ -159,22 +183,26 @@ export const HANDBOOK_QUESTIONS: readonly HandbookQuestion[] = [
   {
     question: "Who hands out the laptop and the badge?",
     halo: "[HALO] The IT desk hands out the laptop and the badge on the first day [1].\n\nAdditional insights:\n- On your first day, the IT desk hands out your laptop and your badge and sets up your accounts [2].\n\nSources:\n1) handbook/onboarding.md:3\n2) handbook/onboarding.md",
-    clarify: "The sources say:\n- On your first day, the IT desk hands out your laptop and your badge and sets up your accounts. [1]\n\nSources:\n[1] onboarding.md (handbook/onboarding.md)",
+    clarify:
+      "The sources say:\n- On your first day, the IT desk hands out your laptop and your badge and sets up your accounts. [1]\n\nSources:\n[1] onboarding.md (handbook/onboarding.md)",
   },
   {
     question: "Which rooms hold the freezers at -80 °C?",
     halo: "[HALO] The freezers in room B14 hold -80 °C for long-term storage [1].\n\nAdditional insights:\n- Samples for long-term storage go to the freezers in room B14, which hold -80 °C [2].\n\nSources:\n1) handbook/lab-safety.md:10\n2) handbook/lab-safety.md",
-    clarify: "The sources say:\n- Samples for long-term storage go to the freezers in room B14, which hold -80 °C. [1]\n\nSources:\n[1] lab-safety.md (handbook/lab-safety.md)",
+    clarify:
+      "The sources say:\n- Samples for long-term storage go to the freezers in room B14, which hold -80 °C. [1]\n\nSources:\n[1] lab-safety.md (handbook/lab-safety.md)",
   },
   {
     question: "Where does chemical waste go?",
     halo: "[HALO] Chemical waste goes into the yellow containers in room B10 [1].\n\nAdditional insights:\n- Chemical waste goes into the yellow containers in room B10, never down the sink [2].\n\nSources:\n1) handbook/lab-safety.md:16\n2) handbook/lab-safety.md",
-    clarify: "The sources say:\n- Chemical waste goes into the yellow containers in room B10, never down the sink. [1]\n\nSources:\n[1] lab-safety.md (handbook/lab-safety.md)",
+    clarify:
+      "The sources say:\n- Chemical waste goes into the yellow containers in room B10, never down the sink. [1]\n\nSources:\n[1] lab-safety.md (handbook/lab-safety.md)",
   },
   {
     question: "What is the daily meal allowance?",
     halo: "[HALO] The daily meal allowance is 45 euros; hotel nights are refunded up to 160 euros per night in capital cities and 120 euros elsewhere [1].\n\nAdditional insights:\n- The daily meal allowance is 45 euros [2].\n\nSources:\n1) handbook/expenses.md\n2) handbook/expenses.md:9",
-    clarify: "The sources say:\n- The daily meal allowance is 45 euros; hotel nights are refunded up to 160 euros per night in capital cities and 120 euros elsewhere. [1]\n\nSources:\n[1] expenses.md (handbook/expenses.md)",
+    clarify:
+      "The sources say:\n- The daily meal allowance is 45 euros; hotel nights are refunded up to 160 euros per night in capital cities and 120 euros elsewhere. [1]\n\nSources:\n[1] expenses.md (handbook/expenses.md)",
   },
 ];
 
@@ -216,7 +244,13 @@ export const CLARIFY: Workload = {
   check: (i, seen) => exactly(handbookQuestion(i).clarify, CLARIFY_STEPS, seen),
 };
 
-const WORKLOADS: Readonly<Record<BenchWorkflow, Workload>> = { "critic-chain": CRITIC_CHAIN, supervisor: SUPERVISOR, blackboard: BLACKBOARD, halo: HALO, clarify: CLARIFY };
+const WORKLOADS: Readonly<Record<BenchWorkflow, Workload>> = {
+  "critic-chain": CRITIC_CHAIN,
+  supervisor: SUPERVISOR,
+  blackboard: BLACKBOARD,
+  halo: HALO,
+  clarify: CLARIFY,
+};
 
 /** The load of a workflow the bench runs. */
 export function workloadFor(workflow: BenchWorkflow): Workload {

@@ -42,7 +42,9 @@ function entrySource(root: string, kind: { service: "coordinator" | "gateway" } 
 
 /** The generated `main.js` of a bundled service: the launcher, nothing else. */
 function launcherMain(root: string, service: string): string {
-  const launcher = relative(join(root, "services", service, "dist"), join(root, "dist", "launcher.js")).split(sep).join("/");
+  const launcher = relative(join(root, "services", service, "dist"), join(root, "dist", "launcher.js"))
+    .split(sep)
+    .join("/");
   return [
     "// Written by pnpm build (scripts/build-process.ts): runs this service's process bundle through",
     `// V8's code cache (dist/launcher.js), or ${ESM_MAIN} where there is none for its arguments.`,
@@ -78,24 +80,46 @@ function processPlugin(root: string, roots: readonly SourceRoot[], outDir: strin
         const loader = args.path.endsWith(".ts") ? "ts" : "js";
         if (!text.includes("import.meta")) return { contents: text, loader };
         const target = esmUrlTarget(roots, args.path);
-        if (target === null) return { errors: [{ text: `${relative(root, args.path)} uses import.meta outside a package's src/ or a role folder` }] };
+        if (target === null)
+          return {
+            errors: [
+              { text: `${relative(root, args.path)} uses import.meta outside a package's src/ or a role folder` },
+            ],
+          };
         const contents = text.replaceAll("import.meta.url", `__agentmeshUrl(${JSON.stringify(fromBundle(target))})`);
-        if (contents.includes("import.meta")) return { errors: [{ text: `${relative(root, args.path)}: only import.meta.url can be bundled into a process bundle` }] };
+        if (contents.includes("import.meta"))
+          return {
+            errors: [
+              { text: `${relative(root, args.path)}: only import.meta.url can be bundled into a process bundle` },
+            ],
+          };
         return { contents, loader };
       });
       b.onResolve({ filter: /^[^./]/ }, async (args) => {
-        if (args.pluginData === "resolving" || args.path.startsWith("node:") || args.path.startsWith("@agentmesh/") || isVendored(args.path)) return undefined;
+        if (
+          args.pluginData === "resolving" ||
+          args.path.startsWith("node:") ||
+          args.path.startsWith("@agentmesh/") ||
+          isVendored(args.path)
+        )
+          return undefined;
         if (args.importer.includes(`${sep}node_modules${sep}`)) return undefined;
         const r = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, pluginData: "resolving" });
         if (r.errors.length) return { errors: r.errors };
         // a Node built-in without its node: prefix
         if (r.external) return undefined;
         // a module of its own that requires the package at run time from the importer's package folder
-        return { path: JSON.stringify([relative(root, packageDirOf(root, args.importer)), args.path]), namespace: "agentmesh-external" };
+        return {
+          path: JSON.stringify([relative(root, packageDirOf(root, args.importer)), args.path]),
+          namespace: "agentmesh-external",
+        };
       });
       b.onLoad({ filter: /.*/, namespace: "agentmesh-external" }, (args) => {
         const [dir, spec] = JSON.parse(args.path) as [string, string];
-        return { contents: `module.exports = __agentmeshExternal(${JSON.stringify(fromBundle(join(root, dir)))}, ${JSON.stringify(spec)});\n`, loader: "js" };
+        return {
+          contents: `module.exports = __agentmeshExternal(${JSON.stringify(fromBundle(join(root, dir)))}, ${JSON.stringify(spec)});\n`,
+          loader: "js",
+        };
       });
     },
   };
@@ -123,13 +147,20 @@ function primedFlagSets(root: string): string[][] {
 }
 
 /** Runs the launcher of each bundle in its priming mode once per flag set, two at a time. */
-async function primeCaches(root: string, runs: readonly { readonly main: string; readonly args: readonly string[] }[]): Promise<void> {
+async function primeCaches(
+  root: string,
+  runs: readonly { readonly main: string; readonly args: readonly string[] }[],
+): Promise<void> {
   const one = (main: string, args: readonly string[], flags: readonly string[]) =>
     new Promise<void>((resolve, reject) => {
       // the flags on the command line only: the cache is for exactly the services' flags
       const env: NodeJS.ProcessEnv = { ...process.env, AGENTMESH_CODE_CACHE: "prime" };
       delete env.NODE_OPTIONS;
-      const child = spawn(process.execPath, [...flags, main, ...args], { cwd: root, env, stdio: ["ignore", "ignore", "pipe"] });
+      const child = spawn(process.execPath, [...flags, main, ...args], {
+        cwd: root,
+        env,
+        stdio: ["ignore", "ignore", "pipe"],
+      });
       let err = "";
       // priming loads modules and exits; anything longer is a bundle that started something
       const timer = setTimeout(() => child.kill("SIGKILL"), PRIME_TIMEOUT_MS);
@@ -138,7 +169,12 @@ async function primeCaches(root: string, runs: readonly { readonly main: string;
       child.on("exit", (code, signal) => {
         clearTimeout(timer);
         if (code === 0) resolve();
-        else reject(new Error(`build: priming the code cache of ${relative(root, main)} ${args.join(" ")} (${flags.join(" ")}) failed (${signal === "SIGKILL" ? `not done within ${PRIME_TIMEOUT_MS} ms` : `exit ${code}`}):\n${err.slice(-2000)}`));
+        else
+          reject(
+            new Error(
+              `build: priming the code cache of ${relative(root, main)} ${args.join(" ")} (${flags.join(" ")}) failed (${signal === "SIGKILL" ? `not done within ${PRIME_TIMEOUT_MS} ms` : `exit ${code}`}):\n${err.slice(-2000)}`,
+            ),
+          );
       });
     });
   const queue = primedFlagSets(root).flatMap((flags) => runs.map((r) => ({ ...r, flags })));
@@ -152,7 +188,12 @@ async function primeCaches(root: string, runs: readonly { readonly main: string;
  * Bundles one process from `entry` (TypeScript, resolved from the root) into `outFile`: a process
  * bundle as the launcher loads it. Exported for the tests, which bundle their own entries the same way.
  */
-export async function bundleProcess(root: string, entry: string, outFile: string, roots: readonly SourceRoot[] = sourceRoots(root)): Promise<void> {
+export async function bundleProcess(
+  root: string,
+  entry: string,
+  outFile: string,
+  roots: readonly SourceRoot[] = sourceRoots(root),
+): Promise<void> {
   const out = dirname(outFile);
   const result = await esbuild({
     absWorkingDir: root,
@@ -183,7 +224,10 @@ export async function bundleProcess(root: string, entry: string, outFile: string
     logLevel: "silent",
     plugins: [zodEnglishOnly, processPlugin(root, roots, out)],
   });
-  if (result.warnings.length) throw new Error(`build (process bundle ${relative(root, outFile)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`);
+  if (result.warnings.length)
+    throw new Error(
+      `build (process bundle ${relative(root, outFile)}): ${result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ""}${w.text}`).join("; ")}`,
+    );
 }
 
 /** The role folders' names (the source roots that are a folder's own files). */
@@ -205,11 +249,16 @@ export async function buildProcesses(root: string, roots: readonly SourceRoot[])
     logLevel: "silent",
   });
   const kinds = [
-    ...(["coordinator", "gateway"] as const).map((service) => ({ kind: { service }, out: join(root, "services", service, "dist") })),
+    ...(["coordinator", "gateway"] as const).map((service) => ({
+      kind: { service },
+      out: join(root, "services", service, "dist"),
+    })),
     ...roleNames(roots).map((role) => ({ kind: { role }, out: join(root, "services", role, "dist") })),
   ];
   // esbuild runs them on its own threads: one call each, all at once
-  await Promise.all(kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE), roots)));
+  await Promise.all(
+    kinds.map(({ kind, out }) => bundleProcess(root, entrySource(root, kind), join(out, PROCESS_BUNDLE), roots)),
+  );
   for (const service of BUNDLED_SERVICES) {
     const dist = join(root, "services", service, "dist");
     if (!existsSync(join(dist, ESM_MAIN))) throw new Error(`build: services/${service}/dist/${ESM_MAIN} is missing`);
@@ -222,4 +271,3 @@ export async function buildProcesses(root: string, roots: readonly SourceRoot[])
   ]);
   return kinds.length;
 }
-

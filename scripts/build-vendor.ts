@@ -14,13 +14,25 @@ import { build as esbuild, type Plugin } from "esbuild";
  * quickjs, …) are loaded on first use, or by a worker, and resolve from their package's own
  * node_modules at run time, as they do under tsx.
  */
-export const VENDORED = ["zod", "@nats-io/transport-node", "@nats-io/jetstream", "ioredis", "pino", "prom-client", "@opentelemetry/api", "hono", "@hono/node-server", "commander"] as const;
+export const VENDORED = [
+  "zod",
+  "@nats-io/transport-node",
+  "@nats-io/jetstream",
+  "ioredis",
+  "pino",
+  "prom-client",
+  "@opentelemetry/api",
+  "hono",
+  "@hono/node-server",
+  "commander",
+] as const;
 
 /** Whether an import specifier (`hono/streaming`) names a vendored package. */
 export const isVendored = (spec: string): boolean => VENDORED.some((p) => spec === p || spec.startsWith(`${p}/`));
 
 /** The file in `dist/vendor/` that stands for an import specifier: `hono/streaming` → `hono__streaming.js`. */
-export const vendorFile = (root: string, spec: string): string => join(root, "dist", "vendor", `${spec.replace(/^@/, "").replace(/\//g, "__")}.js`);
+export const vendorFile = (root: string, spec: string): string =>
+  join(root, "dist", "vendor", `${spec.replace(/^@/, "").replace(/\//g, "__")}.js`);
 
 const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
@@ -46,7 +58,15 @@ export const zodEnglishOnly: Plugin = {
 };
 
 /** What every bundle of the build is: ES modules for Node 20, linked source maps without the sources. */
-export const NODE_BUNDLE = { bundle: true, platform: "node", format: "esm", target: "node20", sourcemap: "linked", sourcesContent: false, logLevel: "silent" } as const;
+export const NODE_BUNDLE = {
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  sourcemap: "linked",
+  sourcesContent: false,
+  logLevel: "silent",
+} as const;
 
 /**
  * Bundles the vendored specifiers our compiled modules import (each with the folder of a module
@@ -58,7 +78,10 @@ export async function buildVendor(root: string, used: ReadonlyMap<string, string
     name: "agentmesh-vendor",
     setup(b) {
       // `.mjs`: esbuild then gives a CommonJS module's `module.exports` as the default, as Node does
-      b.onResolve({ filter: /^vendor:/ }, (args) => ({ path: `${args.path.slice("vendor:".length)}.mjs`, namespace: "vendor" }));
+      b.onResolve({ filter: /^vendor:/ }, (args) => ({
+        path: `${args.path.slice("vendor:".length)}.mjs`,
+        namespace: "vendor",
+      }));
       b.onLoad({ filter: /.*/, namespace: "vendor" }, async (args) => {
         const spec = args.path.replace(/\.mjs$/, "");
         const resolveDir = used.get(spec);
@@ -76,13 +99,17 @@ export async function buildVendor(root: string, used: ReadonlyMap<string, string
   };
   const result = await esbuild({
     absWorkingDir: root,
-    entryPoints: [...used.keys()].sort().map((spec) => ({ in: `vendor:${spec}`, out: vendorFile(root, spec).replace(/\.js$/, "") })),
+    entryPoints: [...used.keys()]
+      .sort()
+      .map((spec) => ({ in: `vendor:${spec}`, out: vendorFile(root, spec).replace(/\.js$/, "") })),
     outdir: join(root, "dist", "vendor"),
     chunkNames: "chunk-[hash]",
     ...NODE_BUNDLE,
     splitting: true,
     // CommonJS bundled into an ES module calls require() for Node's built-ins
-    banner: { js: 'import { createRequire as __agentmeshRequire } from "node:module";\nconst require = __agentmeshRequire(import.meta.url);' },
+    banner: {
+      js: 'import { createRequire as __agentmeshRequire } from "node:module";\nconst require = __agentmeshRequire(import.meta.url);',
+    },
     plugins: [stubPlugin, zodEnglishOnly],
   });
   if (result.warnings.length) throw new Error(`build (vendor): ${result.warnings.map((w) => w.text).join("; ")}`);

@@ -32,7 +32,8 @@ import { ROOT, rootOf, sourceRoots, type SourceRoot } from "./layout.js";
 //
 //   pnpm build           compiles into the dist/ folders (deleted first)
 
-const isSource = (name: string): boolean => name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.endsWith(".test.ts") && name !== "testing.ts";
+const isSource = (name: string): boolean =>
+  name.endsWith(".ts") && !name.endsWith(".d.ts") && !name.endsWith(".test.ts") && name !== "testing.ts";
 /** Plain JavaScript the compiled code loads by path or import (workers, the exact evaluator, scripts a tool runs). */
 const isAsset = (name: string): boolean => /\.(mjs|py)$/.test(name);
 const SKIPPED_DIRS = new Set(["test-support", "node_modules", "dist"]);
@@ -57,13 +58,19 @@ function workspaceTargets(roots: readonly SourceRoot[]): Map<string, string> {
   const targets = new Map<string, string>();
   for (const r of roots.filter((x) => x.recursive)) {
     const pkgDir = dirname(r.src);
-    const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as { name?: string; exports?: Record<string, string> };
+    const pkg = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")) as {
+      name?: string;
+      exports?: Record<string, string>;
+    };
     if (!pkg.name?.startsWith("@agentmesh/")) continue;
     for (const [key, file] of Object.entries(pkg.exports ?? {})) {
       const source = resolve(pkgDir, file);
       const rel = relative(r.src, source);
       if (rel.startsWith("..")) throw new Error(`${pkg.name}: export ${key} (${file}) is outside src/`);
-      targets.set(key === "." ? pkg.name : `${pkg.name}/${key.replace(/^\.\//, "")}`, join(r.out, rel.replace(/\.ts$/, ".js")));
+      targets.set(
+        key === "." ? pkg.name : `${pkg.name}/${key.replace(/^\.\//, "")}`,
+        join(r.out, rel.replace(/\.ts$/, ".js")),
+      );
     }
   }
   return targets;
@@ -75,8 +82,12 @@ function workspaceTargets(roots: readonly SourceRoot[]): Map<string, string> {
  */
 function bundleEntries(r: SourceRoot): string[] {
   if (!r.recursive) return [join(r.src, "role.ts")];
-  const pkg = JSON.parse(readFileSync(join(dirname(r.src), "package.json"), "utf8")) as { exports?: Record<string, string> };
-  const files = Object.values(pkg.exports ?? {}).map((f) => resolve(dirname(r.src), f)).filter((f) => isSource(basename(f)));
+  const pkg = JSON.parse(readFileSync(join(dirname(r.src), "package.json"), "utf8")) as {
+    exports?: Record<string, string>;
+  };
+  const files = Object.values(pkg.exports ?? {})
+    .map((f) => resolve(dirname(r.src), f))
+    .filter((f) => isSource(basename(f)));
   const main = join(r.src, "main.ts");
   return [...new Set(existsSync(main) ? [...files, main] : files)];
 }
@@ -86,7 +97,11 @@ function bundleEntries(r: SourceRoot): string[] {
  * a service with a process bundle → `main.esm.js` (its `main.js` is the launcher, build-process.ts).
  */
 const outFile = (r: SourceRoot, source: string): string => {
-  if (relative(r.src, source) === "main.ts" && (BUNDLED_SERVICES as readonly string[]).includes(basename(dirname(r.src)))) return join(r.out, ESM_MAIN);
+  if (
+    relative(r.src, source) === "main.ts" &&
+    (BUNDLED_SERVICES as readonly string[]).includes(basename(dirname(r.src)))
+  )
+    return join(r.out, ESM_MAIN);
   return join(r.out, relative(r.src, source).replace(/\.ts$/, ".js"));
 };
 
@@ -113,7 +128,13 @@ interface Found {
  * a vendored npm specifier to its file in `dist/vendor/`; leaves other npm packages and Node's
  * built-ins as they are written. `outOf(root)` is the compiled file the imports are written in.
  */
-function importsPlugin(root: string, roots: readonly SourceRoot[], targets: ReadonlyMap<string, string>, found: Found, outOf: (r: SourceRoot) => string): Plugin {
+function importsPlugin(
+  root: string,
+  roots: readonly SourceRoot[],
+  targets: ReadonlyMap<string, string>,
+  found: Found,
+  outOf: (r: SourceRoot) => string,
+): Plugin {
   return {
     name: "agentmesh-imports",
     setup(b) {
@@ -135,10 +156,21 @@ function importsPlugin(root: string, roots: readonly SourceRoot[], targets: Read
         }
         if (isVendored(args.path)) {
           // one bundle stands for every importer's copy: they must all be the same file (one version)
-          const file = await b.resolve(args.path, { resolveDir: args.resolveDir, kind: args.kind, pluginData: RESOLVING });
+          const file = await b.resolve(args.path, {
+            resolveDir: args.resolveDir,
+            kind: args.kind,
+            pluginData: RESOLVING,
+          });
           if (file.errors.length) return { errors: file.errors };
           const seen = found.vendor.get(args.path);
-          if (seen && seen.file !== file.path) return { errors: [{ text: `${args.path} resolves to ${file.path} here and to ${seen.file} from ${seen.dir}: a vendored package must be one version in the workspace` }] };
+          if (seen && seen.file !== file.path)
+            return {
+              errors: [
+                {
+                  text: `${args.path} resolves to ${file.path} here and to ${seen.file} from ${seen.dir}: a vendored package must be one version in the workspace`,
+                },
+              ],
+            };
           if (!seen) found.vendor.set(args.path, { dir: args.resolveDir, file: file.path });
           return { path: relativeImport(from, vendorFile(root, args.path)), external: true };
         }
@@ -159,8 +191,12 @@ function checkDisjoint(meta: Metafile, root: string): void {
     if (out.endsWith(".map")) continue;
     for (const input of Object.keys(o.inputs)) {
       const prev = owner.get(input);
-      const pair = prev !== undefined && dirname(prev) === dirname(out) && /^index\.js,main(\.esm)?\.js$/.test([basename(prev), basename(out)].sort().join());
-      if (prev !== undefined && prev !== out && !pair) throw new Error(`build: ${relative(root, resolve(root, input))} is bundled into both ${prev} and ${out}`);
+      const pair =
+        prev !== undefined &&
+        dirname(prev) === dirname(out) &&
+        /^index\.js,main(\.esm)?\.js$/.test([basename(prev), basename(out)].sort().join());
+      if (prev !== undefined && prev !== out && !pair)
+        throw new Error(`build: ${relative(root, resolve(root, input))} is bundled into both ${prev} and ${out}`);
       owner.set(input, out);
     }
   }
@@ -187,7 +223,10 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   for (const r of roots) {
     rmSync(r.out, { recursive: true, force: true });
     for (const source of bundleEntries(r)) {
-      if (dirname(source) !== r.src) throw new Error(`build: ${relative(root, source)} is an entry, so it must sit at the top of ${relative(root, r.src)}/`);
+      if (dirname(source) !== r.src)
+        throw new Error(
+          `build: ${relative(root, source)} is an entry, so it must sit at the top of ${relative(root, r.src)}/`,
+        );
       entries.set(source, outFile(r, source));
     }
     for (const rel of filesOf(r, isAsset)) {
@@ -200,7 +239,10 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
   const targets = workspaceTargets(roots);
   const inputs: Metafile["inputs"] = {};
   const outputs: Metafile["outputs"] = {};
-  const run = async (batch: readonly (readonly [string, string])[], outOf: (r: SourceRoot) => string): Promise<void> => {
+  const run = async (
+    batch: readonly (readonly [string, string])[],
+    outOf: (r: SourceRoot) => string,
+  ): Promise<void> => {
     const result = await esbuild({
       absWorkingDir: root,
       entryPoints: batch.map(([source, out]) => ({ in: source, out: relative(root, out).replace(/\.js$/, "") })),
@@ -233,7 +275,9 @@ export async function buildAll(root = ROOT): Promise<BuildResult> {
 if (resolve(process.argv[1] ?? "") === fileURLToPath(import.meta.url)) {
   try {
     const r = await buildAll();
-    console.log(`built ${r.files} files, ${r.assets} assets, ${r.vendored} vendored npm imports and ${r.processes} process bundles (code cache primed) into the dist/ folders in ${r.ms} ms`);
+    console.log(
+      `built ${r.files} files, ${r.assets} assets, ${r.vendored} vendored npm imports and ${r.processes} process bundles (code cache primed) into the dist/ folders in ${r.ms} ms`,
+    );
   } catch (err) {
     // esbuild's own error lists every failed file with its location
     console.error(err instanceof Error ? err.message : String(err));

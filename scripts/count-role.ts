@@ -40,7 +40,10 @@ const PROMPT = {
   id: "sample.answer",
   version: 1,
   focus: "Answer the question in one sentence.",
-  system: ["You answer the user's question in one clear sentence.", "Say plainly when you do not know; never invent facts."],
+  system: [
+    "You answer the user's question in one clear sentence.",
+    "Say plainly when you do not know; never invent facts.",
+  ],
 };
 
 const SCHEMA = `  sample: {
@@ -72,7 +75,20 @@ try {
     ["render the deployment", "pnpm", ["deploy:render"]],
     ["typecheck", "pnpm", ["typecheck"]],
     ["lint", "pnpm", ["exec", "eslint", "services/sample", "packages/contracts"]],
-    ["registry, deploy and architecture tests", "pnpm", ["exec", "vitest", "run", "--project", "unit", "test/unit/roles.test.ts", "test/unit/deploy.test.ts", "test/unit/architecture.test.ts"]],
+    [
+      "registry, deploy and architecture tests",
+      "pnpm",
+      [
+        "exec",
+        "vitest",
+        "run",
+        "--project",
+        "unit",
+        "test/unit/roles.test.ts",
+        "test/unit/deploy.test.ts",
+        "test/unit/architecture.test.ts",
+      ],
+    ],
   ];
   let complete = true;
   for (const [what, cmd, args] of steps) {
@@ -96,8 +112,14 @@ try {
       return { file, added: Number(added), removed: Number(removed), kind };
     });
   process.stdout.write("\nfiles added or edited by a new model-only role\n");
-  for (const r of rows) process.stdout.write(`  ${r.kind.padEnd(12)} +${String(r.added).padStart(4)} -${String(r.removed).padStart(3)}  ${r.file}\n`);
-  const sum = (kind: string) => rows.filter((r) => r.kind === kind).reduce((a, r) => ({ files: a.files + 1, lines: a.lines + r.added + r.removed }), { files: 0, lines: 0 });
+  for (const r of rows)
+    process.stdout.write(
+      `  ${r.kind.padEnd(12)} +${String(r.added).padStart(4)} -${String(r.removed).padStart(3)}  ${r.file}\n`,
+    );
+  const sum = (kind: string) =>
+    rows
+      .filter((r) => r.kind === kind)
+      .reduce((a, r) => ({ files: a.files + 1, lines: a.lines + r.added + r.removed }), { files: 0, lines: 0 });
   const hand = sum("hand-written");
   const gen = sum("generated");
   const schemas = sum("schemas");

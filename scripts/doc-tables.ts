@@ -7,12 +7,17 @@ import { API_ERRORS } from "@agentmesh/gateway";
 
 /** Rows of the configuration table. */
 export function envRows(): string[] {
-  return ENV_VARS.map((v) => `| \`${v.name}\` | ${v.default.startsWith("—") ? v.default : `\`${v.default}\``} | ${v.usedBy.join(", ")} | ${v.description} |`);
+  return ENV_VARS.map(
+    (v) =>
+      `| \`${v.name}\` | ${v.default.startsWith("—") ? v.default : `\`${v.default}\``} | ${v.usedBy.join(", ")} | ${v.description} |`,
+  );
 }
 
 /** Rows of the error-code table. */
 export function errorRows(): string[] {
-  return Object.entries(ERROR_CODES).map(([code, d]) => `| \`${code}\` | ${d.fault} | ${d.retryable ? "yes" : "no"} | ${d.summary} |`);
+  return Object.entries(ERROR_CODES).map(
+    ([code, d]) => `| \`${code}\` | ${d.fault} | ${d.retryable ? "yes" : "no"} | ${d.summary} |`,
+  );
 }
 
 /** Rows of the subject table, for the default prefix. */
@@ -48,13 +53,21 @@ export function gatewayErrorRows(): string[] {
 }
 
 /** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
-export const TABLES: Record<string, () => string[]> = { config: envRows, errors: errorRows, subjects: subjectRows, events: eventRows, "gateway-errors": gatewayErrorRows };
+export const TABLES: Record<string, () => string[]> = {
+  config: envRows,
+  errors: errorRows,
+  subjects: subjectRows,
+  events: eventRows,
+  "gateway-errors": gatewayErrorRows,
+};
 
 /** The rows between a table's markers in a document; null when the markers are missing. */
 export function tableRows(doc: string, name: string): string[] | null {
   const m = new RegExp(`<!-- table:${name} -->\\n([\\s\\S]*?)<!-- /table:${name} -->`).exec(doc);
   if (!m) return null;
-  return (m[1] ?? "").split("\n").filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
+  return (m[1] ?? "")
+    .split("\n")
+    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
 }
 
 // `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.
@@ -62,7 +75,10 @@ if (process.argv[1]?.endsWith("doc-tables.ts") && process.argv.includes("--write
   const { readFileSync, writeFileSync } = await import("node:fs");
   let doc = readFileSync("README.md", "utf8");
   for (const [name, rows] of Object.entries(TABLES)) {
-    doc = doc.replace(new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`), (_m, head: string) => `${head}${rows().join("\n")}\n`);
+    doc = doc.replace(
+      new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`),
+      (_m, head: string) => `${head}${rows().join("\n")}\n`,
+    );
   }
   writeFileSync("README.md", doc);
 }

@@ -11,10 +11,18 @@ import { apiKeyEntry, generateApiKey, keyNameProblem } from "@agentmesh/gateway"
 // creates; it must match [a-z0-9][a-z0-9_-]{0,63} and may not be `anonymous`.
 
 /** What the command prints and its exit code, for `argv` (the arguments after the script). */
-export function gatewayKey(argv: readonly string[], newKey: () => string = generateApiKey): { code: number; stdout: string; stderr: string } {
+export function gatewayKey(
+  argv: readonly string[],
+  newKey: () => string = generateApiKey,
+): { code: number; stdout: string; stderr: string } {
   const [name, ...rest] = argv;
   if (name === undefined || rest.length > 0) {
-    return { code: 2, stdout: "", stderr: "usage: pnpm gateway:key <name>   (one name, [a-z0-9][a-z0-9_-]{0,63}: the owner of the key's sessions)\n" };
+    return {
+      code: 2,
+      stdout: "",
+      stderr:
+        "usage: pnpm gateway:key <name>   (one name, [a-z0-9][a-z0-9_-]{0,63}: the owner of the key's sessions)\n",
+    };
   }
   const problem = keyNameProblem(name);
   if (problem !== null) return { code: 2, stdout: "", stderr: `gateway:key: no key made: ${problem}\n` };

@@ -13,7 +13,15 @@
 // source's length, and data that is not its own can crash the process, so each file carries the
 // SHA-256 of the bundle it was made from and of its own data: anything else is ignored.
 import { createHash, randomBytes } from "node:crypto";
-import { accessSync, constants as fsConstants, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants as fsConstants,
+  existsSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -67,7 +75,10 @@ export interface LoadedBundle {
  * folds in the CPU's features, which V8's check of a cache does not, and an image is built on
  * another machine than the one it runs on. Node's own options count too (a cache only misses).
  */
-export function optionsKey(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env.NODE_OPTIONS ?? ""): string {
+export function optionsKey(
+  execArgv: readonly string[] = process.execArgv,
+  nodeOptions = process.env.NODE_OPTIONS ?? "",
+): string {
   const options = new Map<string, string>();
   let last: string | null = null;
   for (const token of [...nodeOptions.split(/\s+/), ...execArgv].filter(Boolean)) {
@@ -82,11 +93,15 @@ export function optionsKey(execArgv: readonly string[] = process.execArgv, nodeO
     options.set(last, eq < 0 ? "" : token.slice(eq + 1));
     if (eq >= 0) last = null;
   }
-  return [...options].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([k, v]) => (v === "" ? `--${k}` : `--${k}=${v}`)).join(" ");
+  return [...options]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => (v === "" ? `--${k}` : `--${k}=${v}`))
+    .join(" ");
 }
 
 /** The cache file of `bundle` for this Node (and so V8) version and these options. */
-export const cacheFileOf = (bundle: string): string => `${bundle}.${sha256(`${process.version} ${optionsKey()}`).toString("hex").slice(0, 16)}.cache`;
+export const cacheFileOf = (bundle: string): string =>
+  `${bundle}.${sha256(`${process.version} ${optionsKey()}`).toString("hex").slice(0, 16)}.cache`;
 
 /** V8's data from a cache file; `missing` when there is no file, `invalid` when it is not ours, for another bundle or damaged. */
 export function readCacheData(file: string, sourceDigest: Buffer): Buffer | "missing" | "invalid" {
@@ -114,15 +129,29 @@ export function loadBundle(path: string, useCache = true): LoadedBundle {
   if (!source.startsWith(BUNDLE_MARK)) throw new Error(`${bundle} is not a process bundle (pnpm build writes them)`);
   const cacheFile = cacheFileOf(bundle);
   if (process.sourceMapsEnabled) {
-    return { exports: createRequire(bundle)(bundle) as BundleExports, cache: "source-maps", cacheFile, writeCache: () => false };
+    return {
+      exports: createRequire(bundle)(bundle) as BundleExports,
+      cache: "source-maps",
+      cacheFile,
+      writeCache: () => false,
+    };
   }
   const digest = sha256(bytes);
   const read = useCache ? readCacheData(cacheFile, digest) : "off";
   const cachedData = typeof read === "string" ? undefined : read;
-  const script = new Script(WRAPPER_HEAD + source + WRAPPER_TAIL, { filename: bundle, ...(cachedData ? { cachedData } : {}) });
+  const script = new Script(WRAPPER_HEAD + source + WRAPPER_TAIL, {
+    filename: bundle,
+    ...(cachedData ? { cachedData } : {}),
+  });
   const cache: CacheUse = typeof read === "string" ? read : script.cachedDataRejected ? "rejected" : "hit";
   const module = { exports: {} as BundleExports };
-  const run = script.runInThisContext() as (exports: unknown, require: NodeRequire, module: unknown, filename: string, dirname: string) => void;
+  const run = script.runInThisContext() as (
+    exports: unknown,
+    require: NodeRequire,
+    module: unknown,
+    filename: string,
+    dirname: string,
+  ) => void;
   run.call(module.exports, module.exports, createRequire(bundle), module, bundle, dirname(bundle));
   return {
     exports: module.exports,
@@ -155,14 +184,21 @@ export function loadBundle(path: string, useCache = true): LoadedBundle {
  * The process bundle a service's `main.js` runs, or null for the ES module main: the service's own,
  * or for the agent the one of its role when it runs exactly one (`agent <role>` or `SERVICE`).
  */
-export function bundleFor(service: string, distDir: string, argv: readonly string[] = process.argv.slice(2), env: NodeJS.ProcessEnv = process.env): string | null {
+export function bundleFor(
+  service: string,
+  distDir: string,
+  argv: readonly string[] = process.argv.slice(2),
+  env: NodeJS.ProcessEnv = process.env,
+): string | null {
   if (service !== "agent") return existsSync(join(distDir, PROCESS_BUNDLE)) ? join(distDir, PROCESS_BUNDLE) : null;
   const roles = argv.length ? argv : [env.SERVICE ?? ""].filter(Boolean);
   const role = roles.length === 1 ? roles[0] : undefined;
   if (role === undefined || !/^[a-z][a-z0-9_-]*$/.test(role)) return null;
   // a role folder (its compiled role module beside the bundle), never another service's bundle
   const dist = join(distDir, "..", "..", role, "dist");
-  return existsSync(join(dist, "role.js")) && existsSync(join(dist, PROCESS_BUNDLE)) ? join(dist, PROCESS_BUNDLE) : null;
+  return existsSync(join(dist, "role.js")) && existsSync(join(dist, PROCESS_BUNDLE))
+    ? join(dist, PROCESS_BUNDLE)
+    : null;
 }
 
 /**
@@ -172,7 +208,8 @@ export function bundleFor(service: string, distDir: string, argv: readonly strin
 export async function launch(mainUrl: string, service: string): Promise<void> {
   const distDir = dirname(fileURLToPath(mainUrl));
   const mode = process.env.AGENTMESH_CODE_CACHE ?? "on";
-  if (mode !== "on" && mode !== "off" && mode !== "prime") throw new Error(`AGENTMESH_CODE_CACHE=${mode}: expected on, off or prime`);
+  if (mode !== "on" && mode !== "off" && mode !== "prime")
+    throw new Error(`AGENTMESH_CODE_CACHE=${mode}: expected on, off or prime`);
   const bundle = bundleFor(service, distDir);
   if (bundle === null) {
     // priming must never start a service
@@ -197,7 +234,8 @@ export async function launch(mainUrl: string, service: string): Promise<void> {
     // a module's top level may have left a handle open: priming never starts the service
     process.exit(0);
   }
-  if (mode === "on" && loaded.cache !== "hit" && loaded.cache !== "source-maps") setTimeout(() => loaded.writeCache(), CACHE_WRITE_DELAY_MS).unref();
+  if (mode === "on" && loaded.cache !== "hit" && loaded.cache !== "source-maps")
+    setTimeout(() => loaded.writeCache(), CACHE_WRITE_DELAY_MS).unref();
   const main = loaded.exports.main;
   if (typeof main !== "function") throw new Error(`${bundle} exports no main`);
   await main();

@@ -20,9 +20,19 @@ function reachable(url) {
   const port = Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 4222));
   return new Promise((resolve) => {
     const s = createConnection({ host: u.hostname, port });
-    const t = setTimeout(() => { s.destroy(); resolve(false); }, 800);
-    s.once("connect", () => { clearTimeout(t); s.end(); resolve(true); });
-    s.once("error", () => { clearTimeout(t); resolve(false); });
+    const t = setTimeout(() => {
+      s.destroy();
+      resolve(false);
+    }, 800);
+    s.once("connect", () => {
+      clearTimeout(t);
+      s.end();
+      resolve(true);
+    });
+    s.once("error", () => {
+      clearTimeout(t);
+      resolve(false);
+    });
   });
 }
 
@@ -59,17 +69,44 @@ export async function ensureNatsAndRedis({ natsUrl, redisUrl, say, started }) {
   mkdirSync(join(dir, "redis"), { recursive: true });
   const np = new URL(natsUrl).port || "4222";
   const rp = new URL(redisUrl).port || "6379";
-  await ensureServer({ kind: "NATS", url: natsUrl, binary: "nats-server", args: ["-a", "127.0.0.1", "-p", np, "-js", "-sd", join(dir, "nats")], say, started });
   await ensureServer({
-    kind: "Redis", url: redisUrl, binary: "redis-server",
-    args: ["--port", rp, "--bind", "127.0.0.1", "--dir", join(dir, "redis"), "--appendonly", "yes", "--appendfsync", "always", "--save", ""],
-    say, started,
+    kind: "NATS",
+    url: natsUrl,
+    binary: "nats-server",
+    args: ["-a", "127.0.0.1", "-p", np, "-js", "-sd", join(dir, "nats")],
+    say,
+    started,
+  });
+  await ensureServer({
+    kind: "Redis",
+    url: redisUrl,
+    binary: "redis-server",
+    args: [
+      "--port",
+      rp,
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      join(dir, "redis"),
+      "--appendonly",
+      "yes",
+      "--appendfsync",
+      "always",
+      "--save",
+      "",
+    ],
+    say,
+    started,
   });
 }
 
 /** Starts the local runner (services/local) with `env`; resolves once its coordinator and agents run. */
 export async function startLocalServices(env, started) {
-  const local = spawn(process.execPath, ["--import", "tsx", join(root, "services/local/src/main.ts")], { cwd: root, env: { ...env, LOG_LEVEL: "info" }, stdio: ["ignore", "pipe", "inherit"] });
+  const local = spawn(process.execPath, ["--import", "tsx", join(root, "services/local/src/main.ts")], {
+    cwd: root,
+    env: { ...env, LOG_LEVEL: "info" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   started.push(local);
   await new Promise((resolve, reject) => {
     let buf = "";
@@ -78,9 +115,16 @@ export async function startLocalServices(env, started) {
     local.stdout.on("data", (b) => {
       if (buf === null) return;
       buf += b.toString();
-      if (buf.includes("coordinator and agents running")) { buf = null; clearTimeout(t); resolve(); }
+      if (buf.includes("coordinator and agents running")) {
+        buf = null;
+        clearTimeout(t);
+        resolve();
+      }
     });
-    local.once("exit", (c) => { clearTimeout(t); reject(new Error(`the local services exited (${c})`)); });
+    local.once("exit", (c) => {
+      clearTimeout(t);
+      reject(new Error(`the local services exited (${c})`));
+    });
   });
   return local;
 }
@@ -93,7 +137,11 @@ export async function startLocalStack({ natsUrl, redisUrl, say, started }) {
   ensureDeps();
   await ensureNatsAndRedis({ natsUrl, redisUrl, say, started });
   const env = { ...process.env, NATS_URL: natsUrl, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
-  say(process.env.AGENTMESH_LLM_BASE_URL ? `model endpoint ${process.env.AGENTMESH_LLM_BASE_URL}` : "no AGENTMESH_LLM_BASE_URL: using the offline engine");
+  say(
+    process.env.AGENTMESH_LLM_BASE_URL
+      ? `model endpoint ${process.env.AGENTMESH_LLM_BASE_URL}`
+      : "no AGENTMESH_LLM_BASE_URL: using the offline engine",
+  );
   await startLocalServices(env, started);
   return env;
 }

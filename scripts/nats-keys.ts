@@ -52,7 +52,12 @@ writeFileSync(join(out, "nats-server.conf"), conf);
 const accounts = `${JSON.stringify({ accounts: (JSON.parse(conf) as { accounts: unknown }).accounts }, null, 2)}\n`;
 writeFileSync(join(out, "accounts.conf"), accounts);
 
-const indent = (text: string, by: string) => text.trimEnd().split("\n").map((l) => `${by}${l}`).join("\n");
+const indent = (text: string, by: string) =>
+  text
+    .trimEnd()
+    .split("\n")
+    .map((l) => `${by}${l}`)
+    .join("\n");
 writeFileSync(
   join(out, "k8s", "nats-config.configmap.yaml"),
   `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: agentmesh-nats-config\ndata:\n  nats-server.conf: |\n${indent(conf, "    ")}\n  accounts.conf: |\n${indent(accounts, "    ")}\n`,

@@ -24,12 +24,26 @@ function cleanup() {
 
 async function main() {
   const env = await startLocalStack({ natsUrl, redisUrl, say, started });
-  const ask = spawnSync(process.execPath, ["--import", "tsx", join(root, "services/cli/src/main.ts"), "ask", ...askArgs], { cwd: root, env, stdio: "inherit" });
+  const ask = spawnSync(
+    process.execPath,
+    ["--import", "tsx", join(root, "services/cli/src/main.ts"), "ask", ...askArgs],
+    { cwd: root, env, stdio: "inherit" },
+  );
   return ask.status ?? 1;
 }
 
 main().then(
-  (code) => { cleanup(); process.exit(code); },
-  (err) => { say(err.message); cleanup(); process.exit(1); },
+  (code) => {
+    cleanup();
+    process.exit(code);
+  },
+  (err) => {
+    say(err.message);
+    cleanup();
+    process.exit(1);
+  },
 );
-process.on("SIGINT", () => { cleanup(); process.exit(130); });
+process.on("SIGINT", () => {
+  cleanup();
+  process.exit(130);
+});

@@ -2,7 +2,18 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, posix, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { Document, Pair, parseAllDocuments, parseDocument, Scalar, YAMLMap, isMap, isSeq, type Node, type ToStringOptions } from "yaml";
+import {
+  Document,
+  Pair,
+  parseAllDocuments,
+  parseDocument,
+  Scalar,
+  YAMLMap,
+  isMap,
+  isSeq,
+  type Node,
+  type ToStringOptions,
+} from "yaml";
 import { z } from "zod";
 import { naming, ROLE_NAMES } from "@agentmesh/contracts";
 import { natsAccountName } from "@agentmesh/messaging";
@@ -45,10 +56,19 @@ export const DeployConfig = z.strictObject({
   kubernetes: z
     .strictObject({
       /** The container's memory limit, instead of the template's. */
-      memoryLimit: z.string().regex(/^[1-9][0-9]*(Mi|Gi)$/).optional(),
+      memoryLimit: z
+        .string()
+        .regex(/^[1-9][0-9]*(Mi|Gi)$/)
+        .optional(),
       /** Variables of the README's table read from a key of a Secret (optional: unset when absent). */
       secretEnv: z
-        .partialRecord(z.enum(ENV_NAMES), z.strictObject({ secret: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/), key: z.string().regex(/^[-._a-zA-Z0-9]+$/) }))
+        .partialRecord(
+          z.enum(ENV_NAMES),
+          z.strictObject({
+            secret: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/),
+            key: z.string().regex(/^[-._a-zA-Z0-9]+$/),
+          }),
+        )
         .optional(),
     })
     .optional(),
@@ -132,12 +152,16 @@ function k8sDocuments(role: string, root: string): Document[] {
   if (!deployment) throw new Error(`${K8S_TEMPLATE}: no Deployment`);
   const memoryLimit = config.kubernetes?.memoryLimit;
   const container = ["spec", "template", "spec", "containers", 0];
-  if (memoryLimit) override(deployment, [...container, "resources", "limits", "memory"], memoryLimit, `services/${role}/deploy.json`);
+  if (memoryLimit)
+    override(deployment, [...container, "resources", "limits", "memory"], memoryLimit, `services/${role}/deploy.json`);
   const env = deployment.getIn([...container, "env"]);
   if (!isSeq(env)) throw new Error(`${K8S_TEMPLATE}: the container's env is not a list`);
   for (const [name, ref] of Object.entries(config.kubernetes?.secretEnv ?? {})) {
-    if (env.items.some((item) => isMap(item) && item.get("name") === name)) throw new Error(`services/${role}/deploy.json: ${name} is already in ${K8S_TEMPLATE}`);
-    env.add(deployment.createNode({ name, valueFrom: { secretKeyRef: { name: ref.secret, key: ref.key, optional: true } } }));
+    if (env.items.some((item) => isMap(item) && item.get("name") === name))
+      throw new Error(`services/${role}/deploy.json: ${name} is already in ${K8S_TEMPLATE}`);
+    env.add(
+      deployment.createNode({ name, valueFrom: { secretKeyRef: { name: ref.secret, key: ref.key, optional: true } } }),
+    );
   }
   return docs;
 }
@@ -183,7 +207,10 @@ function read(root: string, path: string): string | null {
 /** What `pnpm deploy:render` writes for `roles`: path from the repository root → content. */
 export function renderDeploy(roles: readonly string[] = ROLE_NAMES, root = ROOT): Map<string, string> {
   const compose = read(root, COMPOSE_FILE) ?? "";
-  if (!COMPOSE_BLOCK.test(compose)) throw new Error(`${COMPOSE_FILE}: no generated block (a "  # >>> Agent roles" line … a "  # <<< " line under services:)`);
+  if (!COMPOSE_BLOCK.test(compose))
+    throw new Error(
+      `${COMPOSE_FILE}: no generated block (a "  # >>> Agent roles" line … a "  # <<< " line under services:)`,
+    );
   return new Map([
     [K8S_OUTPUT, renderK8s(roles, root)],
     [COMPOSE_FILE, compose.replace(COMPOSE_BLOCK, () => renderComposeBlock(roles, root))],
@@ -211,13 +238,21 @@ function composeByRole(text: string): ByRole {
 }
 
 /** Problems of one file, per role where a role is at fault. */
-function compareByRole(path: string, what: string, committed: ByRole, rendered: ByRole, roles: readonly string[]): string[] {
+function compareByRole(
+  path: string,
+  what: string,
+  committed: ByRole,
+  rendered: ByRole,
+  roles: readonly string[],
+): string[] {
   const problems: string[] = [];
   for (const role of roles) {
     if (!committed.has(role)) problems.push(`role \`${role}\` has no ${what} in ${path}`);
     else if (!isDeepStrictEqual(committed.get(role), rendered.get(role))) {
       const template = path === K8S_OUTPUT ? K8S_TEMPLATE : COMPOSE_TEMPLATE;
-      problems.push(`role \`${role}\`: ${path} does not hold what ${template} and services/${role}/deploy.json render for it`);
+      problems.push(
+        `role \`${role}\`: ${path} does not hold what ${template} and services/${role}/deploy.json render for it`,
+      );
     }
   }
   for (const name of committed.keys()) {
@@ -241,8 +276,14 @@ export function checkDeploy(roles: readonly string[] = ROLE_NAMES, root = ROOT):
     const committed = read(root, path);
     if (committed === text) continue;
     const entry = compare[path];
-    const perRole = committed === null || !entry ? [] : compareByRole(path, entry[0], entry[1](committed), entry[1](text), roles);
-    const found = perRole.length > 0 ? perRole : [`${path} ${committed === null ? "is missing" : "differs from what the templates render (layout or comments)"}`];
+    const perRole =
+      committed === null || !entry ? [] : compareByRole(path, entry[0], entry[1](committed), entry[1](text), roles);
+    const found =
+      perRole.length > 0
+        ? perRole
+        : [
+            `${path} ${committed === null ? "is missing" : "differs from what the templates render (layout or comments)"}`,
+          ];
     problems.push(...found.map((p) => `${p}: run \`pnpm deploy:render\``));
   }
   for (const dir of readdirSync(join(root, "services"))) {

@@ -22,11 +22,20 @@ const started = [];
 /** Waits until the gateway's /readyz answers 200, or it exits. */
 async function waitReady(gateway, ms) {
   let exited = null;
-  gateway.once("exit", (code) => { exited = code ?? 1; });
+  gateway.once("exit", (code) => {
+    exited = code ?? 1;
+  });
   const end = Date.now() + ms;
   while (Date.now() < end) {
-    if (exited !== null) throw new Error(`the gateway exited (${exited}); is port ${port} free? (AGENTMESH_GATEWAY_PORT picks another)`);
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) return;
+    if (exited !== null)
+      throw new Error(`the gateway exited (${exited}); is port ${port} free? (AGENTMESH_GATEWAY_PORT picks another)`);
+    if (
+      await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return;
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`the gateway did not become ready on ${url} within ${ms / 1000} s`);
@@ -36,12 +45,19 @@ async function main() {
   const env = await startLocalStack({ natsUrl, redisUrl, say, started });
   const gateway = spawn(process.execPath, ["--import", "tsx", join(root, "services/gateway/src/main.ts")], {
     cwd: root,
-    env: { ...env, AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: port, AGENTMESH_GATEWAY_ANONYMOUS: "1" },
+    env: {
+      ...env,
+      AGENTMESH_GATEWAY_HOST: "127.0.0.1",
+      AGENTMESH_GATEWAY_PORT: port,
+      AGENTMESH_GATEWAY_ANONYMOUS: "1",
+    },
     stdio: ["ignore", "inherit", "inherit"],
   });
   started.push(gateway);
   await waitReady(gateway, 60_000);
-  process.stdout.write(`\n  agentmesh is running: ${url}\n  (API: ${url}/api/v1, OpenAI-compatible: ${url}/v1; no API key needed here.) Ctrl-C stops it.\n\n`);
+  process.stdout.write(
+    `\n  agentmesh is running: ${url}\n  (API: ${url}/api/v1, OpenAI-compatible: ${url}/v1; no API key needed here.) Ctrl-C stops it.\n\n`,
+  );
   await new Promise((resolve) => gateway.once("exit", resolve));
   throw new Error("the gateway stopped");
 }

@@ -10,7 +10,16 @@
 import { performance } from "node:perf_hooks";
 import { jetstream, type JsMsg } from "@nats-io/jetstream";
 import { Redis } from "ioredis";
-import { FLOOR_ENV, floorConnect, floorEnv, floorNames, type FloorDone, type FloorResult, type FloorRun, type FloorTask } from "./proto.js";
+import {
+  FLOOR_ENV,
+  floorConnect,
+  floorEnv,
+  floorNames,
+  type FloorDone,
+  type FloorResult,
+  type FloorRun,
+  type FloorTask,
+} from "./proto.js";
 
 const CAS = `
 if redis.call('HGET', KEYS[1], 'version') ~= ARGV[1] then return 0 end
@@ -85,7 +94,8 @@ async function session(sid: string, steps: number, stepMs: number[]): Promise<vo
     stepMs.push(performance.now() - t0);
   }
   const final = await redis.hget(key, "version");
-  if (final !== String(steps + 1)) throw new Error(`${sid}: version ${final} after ${steps} steps, expected ${steps + 1}`);
+  if (final !== String(steps + 1))
+    throw new Error(`${sid}: version ${final} after ${steps} steps, expected ${steps + 1}`);
 }
 
 async function run(r: FloorRun): Promise<FloorDone> {

@@ -8,7 +8,16 @@ import { AckPolicy, jetstreamManager, RetentionPolicy, StorageType } from "@nats
 import { Redis } from "ioredis";
 import { summarize, type Summary } from "../stats.js";
 import { busyPercent, cpuMs, machineCpu } from "../sysinfo.js";
-import { FLOOR_ENV, floorConnect, floorNames, type FloorDone, type FloorEnv, type FloorNames, type FloorReport, type FloorRun } from "./proto.js";
+import {
+  FLOOR_ENV,
+  floorConnect,
+  floorNames,
+  type FloorDone,
+  type FloorEnv,
+  type FloorNames,
+  type FloorReport,
+  type FloorRun,
+} from "./proto.js";
 
 const NS_PER_MS = 1_000_000;
 
@@ -67,19 +76,29 @@ export class Floor {
     const nc = await floorConnect(this.env, "floor-setup");
     try {
       const jsm = await jetstreamManager(nc);
-      const stream = { retention: RetentionPolicy.Workqueue, storage: StorageType.File, duplicate_window: 120_000 * NS_PER_MS, max_msgs: 1_000_000 };
+      const stream = {
+        retention: RetentionPolicy.Workqueue,
+        storage: StorageType.File,
+        duplicate_window: 120_000 * NS_PER_MS,
+        max_msgs: 1_000_000,
+      };
       await jsm.streams.add({ ...stream, name: this.names.tasksStream, subjects: [this.names.tasksSubject] });
       await jsm.streams.add({ ...stream, name: this.names.resultsStream, subjects: [this.names.resultsAll] });
       const consumer = { ack_policy: AckPolicy.Explicit, ack_wait: 30_000 * NS_PER_MS, max_ack_pending: 20_000 };
       await jsm.consumers.add(this.names.tasksStream, { ...consumer, durable_name: this.names.workerConsumer });
       for (let d = 1; d <= this.drivers; d++) {
-        await jsm.consumers.add(this.names.resultsStream, { ...consumer, durable_name: this.names.driverConsumer(d), filter_subject: this.names.resultsOf(d) });
+        await jsm.consumers.add(this.names.resultsStream, {
+          ...consumer,
+          durable_name: this.names.driverConsumer(d),
+          filter_subject: this.names.resultsOf(d),
+        });
       }
     } finally {
       await nc.close();
     }
     const ready = [this.start("floor worker", "worker.ts", {})];
-    for (let d = 1; d <= this.drivers; d++) ready.push(this.start(`floor driver#${d}`, "driver.ts", { [FLOOR_ENV.driver]: String(d) }));
+    for (let d = 1; d <= this.drivers; d++)
+      ready.push(this.start(`floor driver#${d}`, "driver.ts", { [FLOOR_ENV.driver]: String(d) }));
     await Promise.all(ready);
   }
 
@@ -99,12 +118,21 @@ export class Floor {
       stdio: ["ignore", "pipe", "pipe", "ipc"],
     });
     const c: Child = { label, child, output: "" };
-    child.stdout?.on("data", (b: Buffer) => { c.output += b.toString(); });
-    child.stderr?.on("data", (b: Buffer) => { c.output += b.toString(); });
+    child.stdout?.on("data", (b: Buffer) => {
+      c.output += b.toString();
+    });
+    child.stderr?.on("data", (b: Buffer) => {
+      c.output += b.toString();
+    });
     this.children.push(c);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${label} did not start within 60 s:\n${c.output.slice(-2000)}`)), 60_000);
-      child.once("exit", (code, signal) => reject(new Error(`${label} exited (${code ?? signal}) during start-up:\n${c.output.slice(-2000)}`)));
+      const timer = setTimeout(
+        () => reject(new Error(`${label} did not start within 60 s:\n${c.output.slice(-2000)}`)),
+        60_000,
+      );
+      child.once("exit", (code, signal) =>
+        reject(new Error(`${label} exited (${code ?? signal}) during start-up:\n${c.output.slice(-2000)}`)),
+      );
       child.on("message", (m: FloorReport) => {
         if (m.type === "ready") {
           clearTimeout(timer);
@@ -131,7 +159,9 @@ export class Floor {
 
   /** Floor processes that have exited, with their last output. */
   dead(): string[] {
-    return this.children.filter((c) => c.child.exitCode !== null || c.child.signalCode !== null).map((c) => `${c.label} (exit ${c.child.exitCode ?? c.child.signalCode})\n${c.output.slice(-1500)}`);
+    return this.children
+      .filter((c) => c.child.exitCode !== null || c.child.signalCode !== null)
+      .map((c) => `${c.label} (exit ${c.child.exitCode ?? c.child.signalCode})\n${c.output.slice(-1500)}`);
   }
 
   /**
@@ -149,7 +179,14 @@ export class Floor {
     const drivers = this.children.filter((c) => c.label.startsWith("floor driver"));
     for (let i = 0; i < lanes; i++) {
       const share = (total: number) => Math.floor(total / lanes) + (i < total % lanes ? 1 : 0);
-      const msg: FloorRun = { type: "run", runId, stem: `${stem}d${i + 1}`, sessions: share(sessions), concurrency: Math.max(1, share(concurrency)), steps };
+      const msg: FloorRun = {
+        type: "run",
+        runId,
+        stem: `${stem}d${i + 1}`,
+        sessions: share(sessions),
+        concurrency: Math.max(1, share(concurrency)),
+        steps,
+      };
       drivers[i]!.child.send(msg);
     }
     const watch = { stop: false };
@@ -195,19 +232,22 @@ export class Floor {
 
   /** Stops the processes (they exit when their IPC channel closes) and removes the streams and keys. */
   async close(): Promise<void> {
-    await Promise.all(this.children.map(async (c) => {
-      if (c.child.exitCode !== null || c.child.signalCode !== null) return;
-      const exited = new Promise((r) => c.child.once("exit", r));
-      c.child.disconnect();
-      const timer = setTimeout(() => c.child.kill("SIGKILL"), 3000);
-      await exited;
-      clearTimeout(timer);
-    }));
+    await Promise.all(
+      this.children.map(async (c) => {
+        if (c.child.exitCode !== null || c.child.signalCode !== null) return;
+        const exited = new Promise((r) => c.child.once("exit", r));
+        c.child.disconnect();
+        const timer = setTimeout(() => c.child.kill("SIGKILL"), 3000);
+        await exited;
+        clearTimeout(timer);
+      }),
+    );
     const nc = await floorConnect(this.env, "floor-cleanup");
     const redis = new Redis(this.env.redisUrl, { maxRetriesPerRequest: 3 });
     try {
       const jsm = await jetstreamManager(nc);
-      for (const s of [this.names.tasksStream, this.names.resultsStream]) await jsm.streams.delete(s).catch(() => undefined);
+      for (const s of [this.names.tasksStream, this.names.resultsStream])
+        await jsm.streams.delete(s).catch(() => undefined);
       let cursor = "0";
       do {
         const [next, keys] = await redis.scan(cursor, "MATCH", `${this.names.keyPrefix}*`, "COUNT", 1000);

@@ -42,12 +42,23 @@ export function floorNames(prefix: string): FloorNames {
 }
 
 /** The environment variables the bench sets for a floor process. */
-export const FLOOR_ENV = { nats: "FLOOR_NATS_URL", seed: "FLOOR_NATS_SEED_FILE", redis: "FLOOR_REDIS_URL", prefix: "FLOOR_PREFIX", driver: "FLOOR_DRIVER" } as const;
+export const FLOOR_ENV = {
+  nats: "FLOOR_NATS_URL",
+  seed: "FLOOR_NATS_SEED_FILE",
+  redis: "FLOOR_REDIS_URL",
+  prefix: "FLOOR_PREFIX",
+  driver: "FLOOR_DRIVER",
+} as const;
 
 /** Reads a floor process's environment; exits with one line when something is missing. */
 export function floorEnv(): FloorEnv {
   const get = (k: string) => process.env[k] ?? "";
-  const env = { natsUrl: get(FLOOR_ENV.nats), seedFile: get(FLOOR_ENV.seed) || null, redisUrl: get(FLOOR_ENV.redis), prefix: get(FLOOR_ENV.prefix) };
+  const env = {
+    natsUrl: get(FLOOR_ENV.nats),
+    seedFile: get(FLOOR_ENV.seed) || null,
+    redisUrl: get(FLOOR_ENV.redis),
+    prefix: get(FLOOR_ENV.prefix),
+  };
   const missing = [FLOOR_ENV.nats, FLOOR_ENV.redis, FLOOR_ENV.prefix].filter((k) => !get(k));
   if (missing.length) {
     process.stderr.write(`floor: missing ${missing.join(", ")} (the floor's processes are started by pnpm bench)\n`);

@@ -15,7 +15,12 @@ const enc = new TextEncoder();
 async function handle(m: JsMsg): Promise<void> {
   try {
     const t = m.json<FloorTask>();
-    const result: FloorResult = { sid: t.sid, step: t.step, version: t.version, output: `step ${t.step} of ${t.sid}: ${t.input.length} bytes in` };
+    const result: FloorResult = {
+      sid: t.sid,
+      step: t.step,
+      version: t.version,
+      output: `step ${t.step} of ${t.sid}: ${t.input.length} bytes in`,
+    };
     await js.publish(t.reply, enc.encode(JSON.stringify(result)), { msgID: `${t.sid}:${t.step}:r` });
     m.ack();
   } catch (err) {

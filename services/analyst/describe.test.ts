@@ -10,12 +10,25 @@ const python = createPythonRunner({ timeLimitMs: 10_000, maxOutputBytes: 64_000 
 afterAll(() => python.close());
 
 const brief = { query: "Describe this data", task: "Describe this data", handoff_context: null, memory: "" };
-const input = (format: "csv" | "json", text: string): DataInput => ({ format, text, origin: "query", columns: dataColumns(format, text).map((c) => c.name), rows: 0 });
+const input = (format: "csv" | "json", text: string): DataInput => ({
+  format,
+  text,
+  origin: "query",
+  columns: dataColumns(format, text).map((c) => c.name),
+  rows: 0,
+});
 
 /** plan then generate offline, then the code in the sandbox with the data defined before it (JSON.stringify of a str is a Python string literal). */
 async function analyse(data: DataInput | null) {
   const plan = planOffline({ brief, data, tools: [], observations: [] });
-  const req: DataGenerateRequest = { brief, data, analysis_plan: plan.analysis_plan, chart: plan.chart, attempts: [], rounds_left: 3 };
+  const req: DataGenerateRequest = {
+    brief,
+    data,
+    analysis_plan: plan.analysis_plan,
+    chart: plan.chart,
+    attempts: [],
+    rounds_left: 3,
+  };
   const out = generateOffline(req);
   const st = await python.status();
   expect(st.available, `the Python sandbox is needed: ${st.detail}`).toBe(true);
@@ -24,7 +37,15 @@ async function analyse(data: DataInput | null) {
   return { plan, out, run, lines, last: lines.at(-1) ?? "" };
 }
 
-const CSV = ["region,product,units,price", "North,apples,10,1.5", "South,pears,20,2", 'North,"pears, green",,2.5', "East,apples,7,1", "South,apples,3,1.25", ""].join("\n");
+const CSV = [
+  "region,product,units,price",
+  "North,apples,10,1.5",
+  "South,pears,20,2",
+  'North,"pears, green",,2.5',
+  "East,apples,7,1",
+  "South,apples,3,1.25",
+  "",
+].join("\n");
 const JSON_DATA = JSON.stringify([
   { team: "red", score: 3, note: null },
   { team: "blue", score: 4.5, note: "late" },
@@ -51,7 +72,14 @@ describe("the data agent's offline script in the Python sandbox", { timeout: 120
       { category: "North", value: 10 },
       { category: "East", value: 7 },
     ]);
-    expect(out.chart).toMatchObject({ mark: "bar", title: "Sum of units by region", encoding: { x: { field: "category", type: "nominal", title: "region" }, y: { field: "value", type: "quantitative" } } });
+    expect(out.chart).toMatchObject({
+      mark: "bar",
+      title: "Sum of units by region",
+      encoding: {
+        x: { field: "category", type: "nominal", title: "region" },
+        y: { field: "value", type: "quantitative" },
+      },
+    });
     expect(out.chart).not.toHaveProperty("data");
   });
 
@@ -89,7 +117,8 @@ describe("the data agent's offline script in the Python sandbox", { timeout: 120
 
   it("fits its whole output within 3600 characters for wide data, so a 4000-character cap never cuts the chart rows", async () => {
     const names = Array.from({ length: 60 }, (_, i) => `a rather long column name number ${i}`);
-    const row = (r: number) => names.map((_, i) => (i === 0 ? `${r} category ${"x".repeat(50)}` : String(r * i))).join(",");
+    const row = (r: number) =>
+      names.map((_, i) => (i === 0 ? `${r} category ${"x".repeat(50)}` : String(r * i))).join(",");
     const wide = [names.join(","), ...Array.from({ length: 80 }, (_, r) => row(r))].join("\n");
     const { run, lines, last } = await analyse(input("csv", wide));
     expect(run).toMatchObject({ ok: true });
@@ -97,7 +126,9 @@ describe("the data agent's offline script in the Python sandbox", { timeout: 120
     expect(lines).toContainEqual(expect.stringMatching(/^- … \d+ more columns not shown \(output limit\)$/));
     const rows = JSON.parse(last) as Array<{ category: string; value: number }>;
     expect(last.length).toBeLessThanOrEqual(2400);
-    expect(lines).toContain(`Chart: sum of a rather long column name number 1 by a rather long column name number 0 (the ${rows.length} largest of 80 categories)`);
+    expect(lines).toContain(
+      `Chart: sum of a rather long column name number 1 by a rather long column name number 0 (the ${rows.length} largest of 80 categories)`,
+    );
     // labels are cut at 40 characters
     expect(rows[0]).toEqual({ category: `79 category ${"x".repeat(27)}…`, value: 79 });
   });

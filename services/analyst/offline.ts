@@ -1,10 +1,19 @@
 import { readFileSync } from "node:fs";
 import type { OfflineContext } from "@agentmesh/agent-kit";
-import { LIMITS, type DataCode, type DataGenerateRequest, type DataInput, type DataPlan, type DataPlanRequest, type DataSummarizeRequest } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  type DataCode,
+  type DataGenerateRequest,
+  type DataInput,
+  type DataPlan,
+  type DataPlanRequest,
+  type DataSummarizeRequest,
+} from "@agentmesh/contracts";
 import { clip, dataColumns } from "@agentmesh/offline-kit";
 
 /** The offline plan when no attachment, nor the query, nor the thread holds data. */
-export const NO_DATA_PLAN = "No data was found in an attachment, the query or the conversation, so there is nothing to analyse: explain how to give the data.";
+export const NO_DATA_PLAN =
+  "No data was found in an attachment, the query or the conversation, so there is nothing to analyse: explain how to give the data.";
 
 /** What the offline script prints when DATA_TEXT is empty (describe.py). */
 const SCRIPT_NO_DATA = "No data was given";
@@ -25,7 +34,9 @@ function chartColumns(data: DataInput | null): { category: string; measure: stri
 export function planOffline(input: DataPlanRequest): Extract<DataPlan, { action: "plan" }> {
   if (!input.data) return { action: "plan", analysis_plan: NO_DATA_PLAN, chart: false };
   const chart = chartColumns(input.data);
-  const charting = chart ? ` Chart the sum of "${chart.measure}" per value of "${chart.category}" as a bar chart.` : " No chart: the data has no pair of a text column and a number column.";
+  const charting = chart
+    ? ` Chart the sum of "${chart.measure}" per value of "${chart.category}" as a bar chart.`
+    : " No chart: the data has no pair of a text column and a number column.";
   return { action: "plan", analysis_plan: `${DESCRIBE_PLAN}${charting}`, chart: chart !== null };
 }
 
@@ -66,5 +77,8 @@ export function summarizeOffline(input: DataSummarizeRequest, ctx: Pick<OfflineC
   const lines = run.stdout.trimEnd().split("\n");
   if (input.charted && lines.at(-1)?.startsWith("[")) lines.pop();
   const report = lines.join("\n").trim() || "(the analysis printed nothing)";
-  return clip(`What the analysis found (a fixed description of each column, computed offline; no model interpreted it):\n\n${report}`, LIMITS.maxTextChars);
+  return clip(
+    `What the analysis found (a fixed description of each column, computed offline; no model interpreted it):\n\n${report}`,
+    LIMITS.maxTextChars,
+  );
 }

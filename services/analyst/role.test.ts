@@ -2,9 +2,23 @@ import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { createOpRunner, loadPromptContracts, type TextOpPrompt } from "@agentmesh/agent-kit";
-import { LIMITS, STREAMING_CONFIG, type CodeAttempt, type DataGenerateRequest, type DataInput, type DataPlanRequest, type DataSummarizeRequest } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  STREAMING_CONFIG,
+  type CodeAttempt,
+  type DataGenerateRequest,
+  type DataInput,
+  type DataPlanRequest,
+  type DataSummarizeRequest,
+} from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
-import { createScriptedModel, offlineModelOf, recordingModel, scriptedHttpModel, type ScriptEntry } from "../../test/setup/model.js";
+import {
+  createScriptedModel,
+  offlineModelOf,
+  recordingModel,
+  scriptedHttpModel,
+  type ScriptEntry,
+} from "../../test/setup/model.js";
 import { strictSchemaProblems } from "../../test/setup/strict-schema.js";
 import { NO_DATA_PLAN } from "./offline.js";
 import analyst from "./role.js";
@@ -22,18 +36,42 @@ const CSV = "region,units\nNorth,10\nSouth,20\nNorth,5";
 const DATA: DataInput = { format: "csv", text: CSV, origin: "query", columns: ["region", "units"], rows: 3 };
 const HANDOFF = { name: "handoff_to_code", description: "Hand a programming task to the code agent" };
 
-const planReq = (data: DataInput | null = DATA): DataPlanRequest => ({ brief, data, tools: [HANDOFF], observations: [] });
-const genReq = (attempts: CodeAttempt[] = [], chart = true): DataGenerateRequest => ({ brief, data: DATA, analysis_plan: "Sum units by region.", chart, attempts, rounds_left: 3 - attempts.length });
+const planReq = (data: DataInput | null = DATA): DataPlanRequest => ({
+  brief,
+  data,
+  tools: [HANDOFF],
+  observations: [],
+});
+const genReq = (attempts: CodeAttempt[] = [], chart = true): DataGenerateRequest => ({
+  brief,
+  data: DATA,
+  analysis_plan: "Sum units by region.",
+  chart,
+  attempts,
+  rounds_left: 3 - attempts.length,
+});
 const RUN: CodeAttempt = {
   language: "python",
   code: "print('...')",
   exit_code: 0,
-  stdout: 'Rows: 3\n- units (number): 3 values, 0 missing; min 5, mean 11.6667, median 10, max 20\nChart: sum of units by region (2 categories)\n[{"category": "South", "value": 20}, {"category": "North", "value": 15}]\n',
+  stdout:
+    'Rows: 3\n- units (number): 3 values, 0 missing; min 5, mean 11.6667, median 10, max 20\nChart: sum of units by region (2 categories)\n[{"category": "South", "value": 20}, {"category": "North", "value": 15}]\n',
   stderr: "",
   error: null,
 };
-const sumReq = (execution: CodeAttempt = RUN, analysis_plan = "Sum units by region.", charted = true): DataSummarizeRequest => ({ brief, analysis_plan, execution, charted });
-const task = (op: "plan" | "generate" | "summarize", input: unknown, n = 0) => ({ task_id: `${SID}.${n}.0.0`, session_id: SID, role: "analyst", op, attempt: 0, input });
+const sumReq = (
+  execution: CodeAttempt = RUN,
+  analysis_plan = "Sum units by region.",
+  charted = true,
+): DataSummarizeRequest => ({ brief, analysis_plan, execution, charted });
+const task = (op: "plan" | "generate" | "summarize", input: unknown, n = 0) => ({
+  task_id: `${SID}.${n}.0.0`,
+  session_id: SID,
+  role: "analyst",
+  op,
+  attempt: 0,
+  input,
+});
 
 /** The scripted model, and a port in front of it recording each request's user prompt (`seen`). */
 function recording(script: ScriptEntry[]) {
@@ -44,7 +82,10 @@ function recording(script: ScriptEntry[]) {
 /** Runs one op, collecting the token messages it publishes. */
 async function runOp(model: ModelPort, t: ReturnType<typeof task>) {
   const tokens: TokenEvent[] = [];
-  const outcome = await createOpRunner(analyst, model, { log, prompts, tokens: (e) => void tokens.push(e) })(t, signal());
+  const outcome = await createOpRunner(analyst, model, { log, prompts, tokens: (e) => void tokens.push(e) })(
+    t,
+    signal(),
+  );
   return { outcome, tokens };
 }
 const output = <T>(o: { outcome: unknown }) => (o.outcome as { output: T }).output;
@@ -54,14 +95,27 @@ describe("analyst offline", () => {
 
   it("plan: the fixed description, charting the first number column by the first text column when both exist", async () => {
     const { outcome } = await runOp(offline, task("plan", planReq()));
-    expect(outcome).toMatchObject({ ok: true, output: { action: "plan", chart: true, analysis_plan: expect.stringMatching(/^Describe each column: .*Chart the sum of "units" per value of "region"/) } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: {
+        action: "plan",
+        chart: true,
+        analysis_plan: expect.stringMatching(/^Describe each column: .*Chart the sum of "units" per value of "region"/),
+      },
+    });
     const numbers: DataInput = { ...DATA, text: "a,b\n1,2", columns: ["a", "b"] };
-    expect(await runOp(offline, task("plan", planReq(numbers), 1))).toMatchObject({ outcome: { ok: true, output: { action: "plan", chart: false } } });
-    expect(await runOp(offline, task("plan", planReq(null), 2))).toMatchObject({ outcome: { ok: true, output: { action: "plan", chart: false, analysis_plan: NO_DATA_PLAN } } });
+    expect(await runOp(offline, task("plan", planReq(numbers), 1))).toMatchObject({
+      outcome: { ok: true, output: { action: "plan", chart: false } },
+    });
+    expect(await runOp(offline, task("plan", planReq(null), 2))).toMatchObject({
+      outcome: { ok: true, output: { action: "plan", chart: false, analysis_plan: NO_DATA_PLAN } },
+    });
   });
 
   it("generate: the fixed script over DATA_TEXT, and a bar chart spec without data only when a chart was planned", async () => {
-    const charted = output<{ code: string; chart: Record<string, unknown> }>(await runOp(offline, task("generate", genReq())));
+    const charted = output<{ code: string; chart: Record<string, unknown> }>(
+      await runOp(offline, task("generate", genReq())),
+    );
     expect(charted.code).toMatch(/^CHART = True\n/);
     expect(charted.code).toContain("DATA_TEXT");
     expect(charted.code).toMatch(/^import csv$/m);
@@ -70,9 +124,14 @@ describe("analyst offline", () => {
       $schema: "https://vega.github.io/schema/vega-lite/v5.json",
       title: "Sum of units by region",
       mark: "bar",
-      encoding: { x: { field: "category", type: "nominal", title: "region", sort: "-y" }, y: { field: "value", type: "quantitative", title: "sum of units" } },
+      encoding: {
+        x: { field: "category", type: "nominal", title: "region", sort: "-y" },
+        y: { field: "value", type: "quantitative", title: "sum of units" },
+      },
     });
-    const plain = output<{ code: string; chart: unknown }>(await runOp(offline, task("generate", genReq([], false), 1)));
+    const plain = output<{ code: string; chart: unknown }>(
+      await runOp(offline, task("generate", genReq([], false), 1)),
+    );
     expect(plain.chart).toBeNull();
     expect(plain.code).toMatch(/^CHART = False\n/);
   });
@@ -93,9 +152,14 @@ describe("analyst offline", () => {
     const fail = output<{ summary: string }>(await runOp(offline, task("summarize", sumReq(failed, "x", false))));
     expect(fail.summary).toMatch(/^The analysis failed: ValueError: the JSON data is not an array of objects/);
     expect(fail.summary).toContain("AGENTMESH_LLM_BASE_URL");
-    const noData: Array<[string, string]> = [["", NO_DATA_PLAN], ["No data was given: there is nothing to analyse.\n", "Describe each column."]];
+    const noData: Array<[string, string]> = [
+      ["", NO_DATA_PLAN],
+      ["No data was given: there is nothing to analyse.\n", "Describe each column."],
+    ];
     for (const [i, [stdout, plan]] of noData.entries()) {
-      const none = output<{ summary: string }>(await runOp(offline, task("summarize", sumReq({ ...RUN, stdout }, plan, false), i + 1)));
+      const none = output<{ summary: string }>(
+        await runOp(offline, task("summarize", sumReq({ ...RUN, stdout }, plan, false), i + 1)),
+      );
       expect(none.summary).toMatch(/found no data/);
       expect(none.summary).toMatch(/CSV .*JSON array of objects/);
       expect(none.summary).toContain("attach it as a .csv or .json file");
@@ -106,7 +170,10 @@ describe("analyst offline", () => {
     const attached: DataInput = { ...DATA, origin: "attachment", name: "sales.csv" };
     for (const op of ["plan", "generate"] as const) {
       const inline = await runOp(offline, task(op, op === "plan" ? planReq() : genReq(), 10));
-      const fromFile = await runOp(offline, task(op, op === "plan" ? planReq(attached) : { ...genReq(), data: attached }, 11));
+      const fromFile = await runOp(
+        offline,
+        task(op, op === "plan" ? planReq(attached) : { ...genReq(), data: attached }, 11),
+      );
       expect(output(fromFile), op).toEqual(output(inline));
     }
   });
@@ -114,9 +181,25 @@ describe("analyst offline", () => {
 
 describe("analyst.plan with a model", () => {
   it("returns the model's plan; the prompt shows the data's shape and first lines and the tools", async () => {
-    const { model, port, seen } = recording([{ role: "analyst", op: "plan", output: { action: "plan", analysis_plan: "1. Sum units per region.", chart: true, tool: "", arguments_json: "" } }]);
+    const { model, port, seen } = recording([
+      {
+        role: "analyst",
+        op: "plan",
+        output: {
+          action: "plan",
+          analysis_plan: "1. Sum units per region.",
+          chart: true,
+          tool: "",
+          arguments_json: "",
+        },
+      },
+    ]);
     const { outcome, tokens } = await runOp(port, task("plan", planReq()));
-    expect(outcome).toMatchObject({ ok: true, output: { action: "plan", analysis_plan: "1. Sum units per region.", chart: true }, provenance: { prompt_version: "analyst.plan/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "plan", analysis_plan: "1. Sum units per region.", chart: true },
+      provenance: { prompt_version: "analyst.plan/v1" },
+    });
     expect(tokens).toEqual([]);
     expect(seen[0]).toContain("Data: CSV from the query, 3 row(s), columns: region, units");
     expect(seen[0]).toContain("```csv\nregion,units\nNorth,10");
@@ -125,42 +208,119 @@ describe("analyst.plan with a model", () => {
   });
 
   it("the prompt names an attachment the data came from", async () => {
-    const { port, seen } = recording([{ role: "analyst", op: "plan", output: { action: "plan", analysis_plan: "1. Sum units per region.", chart: true, tool: "", arguments_json: "" } }]);
+    const { port, seen } = recording([
+      {
+        role: "analyst",
+        op: "plan",
+        output: {
+          action: "plan",
+          analysis_plan: "1. Sum units per region.",
+          chart: true,
+          tool: "",
+          arguments_json: "",
+        },
+      },
+    ]);
     await runOp(port, task("plan", planReq({ ...DATA, origin: "attachment", name: "sales.csv" })));
     expect(seen[0]).toContain('Data: CSV from the attachment "sales.csv", 3 row(s), columns: region, units');
   });
 
   it("a handoff to code with its arguments; a tool it was not offered is the model's fault", async () => {
     const args = { task_description: "Write a CSV parser", context: "" };
-    const ok = await runOp(createScriptedModel([{ role: "analyst", op: "plan", output: { action: "tool", analysis_plan: "", chart: false, tool: "handoff_to_code", arguments_json: JSON.stringify(args) } }]), task("plan", planReq()));
-    expect(ok.outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "handoff_to_code", arguments: args } });
-    const bad = await runOp(createScriptedModel([{ role: "analyst", op: "plan", output: { action: "tool", analysis_plan: "", chart: false, tool: "web_search", arguments_json: "{}" } }]), task("plan", planReq(), 1));
+    const ok = await runOp(
+      createScriptedModel([
+        {
+          role: "analyst",
+          op: "plan",
+          output: {
+            action: "tool",
+            analysis_plan: "",
+            chart: false,
+            tool: "handoff_to_code",
+            arguments_json: JSON.stringify(args),
+          },
+        },
+      ]),
+      task("plan", planReq()),
+    );
+    expect(ok.outcome).toMatchObject({
+      ok: true,
+      output: { action: "tool", tool: "handoff_to_code", arguments: args },
+    });
+    const bad = await runOp(
+      createScriptedModel([
+        {
+          role: "analyst",
+          op: "plan",
+          output: { action: "tool", analysis_plan: "", chart: false, tool: "web_search", arguments_json: "{}" },
+        },
+      ]),
+      task("plan", planReq(), 1),
+    );
     expect(bad.outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output" } });
   });
 
   it("a handoff outside the data agent's matrix goes to the workflow, which refuses it as the tool's result (the agent goes on)", async () => {
     const args = { task_description: "Find the market size" };
-    const { outcome } = await runOp(createScriptedModel([{ role: "analyst", op: "plan", output: { action: "tool", analysis_plan: "", chart: false, tool: "handoff_to_research", arguments_json: JSON.stringify(args) } }]), task("plan", planReq()));
-    expect(outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "handoff_to_research", arguments: args } });
+    const { outcome } = await runOp(
+      createScriptedModel([
+        {
+          role: "analyst",
+          op: "plan",
+          output: {
+            action: "tool",
+            analysis_plan: "",
+            chart: false,
+            tool: "handoff_to_research",
+            arguments_json: JSON.stringify(args),
+          },
+        },
+      ]),
+      task("plan", planReq()),
+    );
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "tool", tool: "handoff_to_research", arguments: args },
+    });
   });
 });
 
 describe("analyst.generate with a model", () => {
-  const spec = { mark: "bar", encoding: { x: { field: "region", type: "nominal" }, y: { field: "units", type: "quantitative" } } };
+  const spec = {
+    mark: "bar",
+    encoding: { x: { field: "region", type: "nominal" }, y: { field: "units", type: "quantitative" } },
+  };
 
   it("returns the code and the chart spec, its inline data dropped; no chart when none was planned", async () => {
     const code = "import csv, io, json\nprint('ok')";
     const withData = JSON.stringify({ ...spec, data: { values: [{ region: "x", units: 1 }] } });
-    const { outcome, tokens } = await runOp(createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json: withData } }]), task("generate", genReq()));
-    expect(outcome).toMatchObject({ ok: true, output: { code, chart: spec }, provenance: { prompt_version: "analyst.generate/v1" } });
+    const { outcome, tokens } = await runOp(
+      createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json: withData } }]),
+      task("generate", genReq()),
+    );
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { code, chart: spec },
+      provenance: { prompt_version: "analyst.generate/v1" },
+    });
     expect(output<{ chart: object }>({ outcome }).chart).not.toHaveProperty("data");
     expect(tokens).toEqual([]);
-    const unplanned = await runOp(createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json: JSON.stringify(spec) } }]), task("generate", genReq([], false), 1));
+    const unplanned = await runOp(
+      createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json: JSON.stringify(spec) } }]),
+      task("generate", genReq([], false), 1),
+    );
     expect(unplanned.outcome).toMatchObject({ ok: true, output: { code, chart: null } });
   });
 
   it("shows the last run's code and error and asks for a fix; names the data variable", async () => {
-    const failed: CodeAttempt = { language: "python", code: "import pandas as pd", exit_code: 1, stdout: "", stderr: "", error: "ModuleNotFoundError: No module named 'pandas'" };
+    const failed: CodeAttempt = {
+      language: "python",
+      code: "import pandas as pd",
+      exit_code: 1,
+      stdout: "",
+      stderr: "",
+      error: "ModuleNotFoundError: No module named 'pandas'",
+    };
     const rec = recording([{ role: "analyst", op: "generate", output: { code: "print(1)", chart_json: "" } }]);
     await runOp(rec.port, task("generate", genReq([failed])));
     const prompt = rec.seen[0] ?? "";
@@ -172,18 +332,35 @@ describe("analyst.generate with a model", () => {
   });
 
   it("blank code or a chart that is not a Vega-Lite spec fails model_invalid_output", async () => {
-    for (const [i, bad] of [{ code: " ", chart_json: "" }, { code: "print(1)", chart_json: '{"title": "no mark"}' }, { code: "print(1)", chart_json: "[1]" }].entries()) {
-      const { outcome } = await runOp(createScriptedModel([{ role: "analyst", op: "generate", output: bad }]), task("generate", genReq(), i));
+    for (const [i, bad] of [
+      { code: " ", chart_json: "" },
+      { code: "print(1)", chart_json: '{"title": "no mark"}' },
+      { code: "print(1)", chart_json: "[1]" },
+    ].entries()) {
+      const { outcome } = await runOp(
+        createScriptedModel([{ role: "analyst", op: "generate", output: bad }]),
+        task("generate", genReq(), i),
+      );
       expect(outcome, JSON.stringify(bad)).toMatchObject({ ok: false, error: { code: "model_invalid_output" } });
     }
   });
   it(`a chart spec whose inline data puts it over ${LIMITS.maxVisualizationSpecChars} characters keeps the chart: its data is dropped (the run's rows replace it), not the code`, async () => {
     const code = "import json\nprint(json.dumps([{'region': 'North', 'units': 15}]))";
     const values = Array.from({ length: 1500 }, (_, i) => ({ region: `Region number ${i}`, units: i }));
-    const chart_json = JSON.stringify({ mark: "bar", encoding: { x: { field: "region", type: "nominal" } }, data: { values } });
+    const chart_json = JSON.stringify({
+      mark: "bar",
+      encoding: { x: { field: "region", type: "nominal" } },
+      data: { values },
+    });
     expect(chart_json.length).toBeGreaterThan(LIMITS.maxVisualizationSpecChars);
-    const { outcome } = await runOp(createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json } }]), task("generate", genReq(), 7));
-    expect(outcome).toMatchObject({ ok: true, output: { code, chart: { mark: "bar", encoding: { x: { field: "region", type: "nominal" } } } } });
+    const { outcome } = await runOp(
+      createScriptedModel([{ role: "analyst", op: "generate", output: { code, chart_json } }]),
+      task("generate", genReq(), 7),
+    );
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { code, chart: { mark: "bar", encoding: { x: { field: "region", type: "nominal" } } } },
+    });
   });
 });
 
@@ -193,7 +370,11 @@ describe("analyst.summarize with a model (streamed)", () => {
   it("streams a multi-chunk reply as token messages in order and returns the whole text as the summary", async () => {
     const { port, seen } = recording([{ role: "analyst", op: "summarize", content: REPLY, chunkDelayMs: 1 }]);
     const { outcome, tokens } = await runOp(port, task("summarize", sumReq()));
-    expect(outcome).toMatchObject({ ok: true, output: { summary: REPLY }, provenance: { prompt_version: "analyst.summarize/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { summary: REPLY },
+      provenance: { prompt_version: "analyst.summarize/v1" },
+    });
     expect(tokens.length).toBeGreaterThanOrEqual(2);
     expect(tokens.map((t) => t.seq)).toEqual(tokens.map((_, i) => i));
     expect(tokens.map((t) => t.delta).join("")).toBe(REPLY);
@@ -203,7 +384,10 @@ describe("analyst.summarize with a model (streamed)", () => {
 
   it(`the summary is the streamed text: a reply opening with white space or over ${LIMITS.maxTextChars} characters still starts with exactly what streamed`, async () => {
     for (const [i, content] of [`\n\n${REPLY}`, `\n${"Each region grew. ".repeat(1500)}`].entries()) {
-      const { outcome, tokens } = await runOp(createScriptedModel([{ role: "analyst", op: "summarize", content }]), task("summarize", sumReq(), i));
+      const { outcome, tokens } = await runOp(
+        createScriptedModel([{ role: "analyst", op: "summarize", content }]),
+        task("summarize", sumReq(), i),
+      );
       const summary = output<{ summary: string }>({ outcome }).summary;
       expect(summary.length).toBeLessThanOrEqual(LIMITS.maxTextChars);
       expect(summary.startsWith(tokens.map((t) => t.delta).join("")), content.slice(0, 20)).toBe(true);
@@ -211,13 +395,18 @@ describe("analyst.summarize with a model (streamed)", () => {
   });
 
   it("a blank reply fails model_invalid_output (retryable), not an empty answer", async () => {
-    const { outcome } = await runOp(createScriptedModel([{ role: "analyst", op: "summarize", content: "  \n " }]), task("summarize", sumReq()));
+    const { outcome } = await runOp(
+      createScriptedModel([{ role: "analyst", op: "summarize", content: "  \n " }]),
+      task("summarize", sumReq()),
+    );
     expect(outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output", retryable: true } });
   });
 
   it("a failed run reaches the prompt with its error", async () => {
     const failed = { ...RUN, exit_code: 1, stdout: "", error: "KeyError: 'units'" };
-    const { port, seen } = recording([{ role: "analyst", op: "summarize", content: "The analysis failed: a column was missing." }]);
+    const { port, seen } = recording([
+      { role: "analyst", op: "summarize", content: "The analysis failed: a column was missing." },
+    ]);
     await runOp(port, task("summarize", sumReq(failed, "x", false)));
     expect(seen[0]).toContain("The analysis code (python) failed.");
     expect(seen[0]).toContain("Its error:\nKeyError: 'units'");
@@ -228,18 +417,29 @@ describe("analyst plan and generate through the OpenAI-compatible adapter", () =
   it("send their drafts as schemas strict structured output accepts, one request each", async () => {
     const { model, server } = await scriptedHttpModel(
       [
-        { role: "analyst", op: "plan", output: { action: "plan", analysis_plan: "Sum units by region.", chart: true, tool: "", arguments_json: "" } },
+        {
+          role: "analyst",
+          op: "plan",
+          output: { action: "plan", analysis_plan: "Sum units by region.", chart: true, tool: "", arguments_json: "" },
+        },
         { role: "analyst", op: "generate", output: { code: "print(1)", chart_json: JSON.stringify({ mark: "bar" }) } },
       ],
       { roles: {}, defaultRole: { model: "m", temperature: 0.2, tier: "standard" } },
     );
     try {
       const run = createOpRunner(analyst, model, { log, prompts });
-      expect(await run(task("plan", planReq()), signal())).toMatchObject({ ok: true, output: { action: "plan", chart: true } });
-      expect(await run(task("generate", genReq(), 1), signal())).toMatchObject({ ok: true, output: { code: "print(1)", chart: { mark: "bar" } } });
+      expect(await run(task("plan", planReq()), signal())).toMatchObject({
+        ok: true,
+        output: { action: "plan", chart: true },
+      });
+      expect(await run(task("generate", genReq(), 1), signal())).toMatchObject({
+        ok: true,
+        output: { code: "print(1)", chart: { mark: "bar" } },
+      });
       expect(server.calls.map((c) => c.responseFormat)).toEqual(["json_schema", "json_schema"]);
       for (const call of server.calls) {
-        const sent = (call.body as { response_format: { json_schema: { schema: Record<string, unknown> } } }).response_format.json_schema.schema;
+        const sent = (call.body as { response_format: { json_schema: { schema: Record<string, unknown> } } })
+          .response_format.json_schema.schema;
         expect(strictSchemaProblems(sent), call.op).toEqual([]);
       }
     } finally {

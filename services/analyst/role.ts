@@ -10,7 +10,15 @@ import {
   type DataPlanRequest,
   type DataSummarizeRequest,
 } from "@agentmesh/contracts";
-import { clip, draftToolCall, parseToolArguments, renderAttempts, renderBrief, renderObservations, renderTools } from "@agentmesh/offline-kit";
+import {
+  clip,
+  draftToolCall,
+  parseToolArguments,
+  renderAttempts,
+  renderBrief,
+  renderObservations,
+  renderTools,
+} from "@agentmesh/offline-kit";
 import { z } from "zod";
 import { generateOffline, planOffline, summarizeOffline } from "./offline.js";
 
@@ -31,10 +39,18 @@ function chartOf(json: string): Record<string, unknown> | null {
  * JSON text. The refinements hold what the flat shape cannot say (the model port retries once).
  */
 export const PlanDraft = z
-  .object({ action: z.enum(["plan", "tool"]), analysis_plan: z.string().max(4000), chart: z.boolean(), tool: z.string().max(80), arguments_json: z.string().max(30_000) })
+  .object({
+    action: z.enum(["plan", "tool"]),
+    analysis_plan: z.string().max(4000),
+    chart: z.boolean(),
+    tool: z.string().max(80),
+    arguments_json: z.string().max(30_000),
+  })
   .superRefine((d, ctx) => {
-    if (d.action === "plan" && d.analysis_plan.trim() === "") ctx.addIssue({ code: "custom", path: ["analysis_plan"], message: "action plan needs the plan" });
-    if (d.action === "tool" && parseToolArguments(d.arguments_json) === null) ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
+    if (d.action === "plan" && d.analysis_plan.trim() === "")
+      ctx.addIssue({ code: "custom", path: ["analysis_plan"], message: "action plan needs the plan" });
+    if (d.action === "tool" && parseToolArguments(d.arguments_json) === null)
+      ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
   });
 export type PlanDraft = z.infer<typeof PlanDraft>;
 
@@ -45,7 +61,12 @@ export const CodeDraft = z
   .object({ code: z.string().max(100_000), chart_json: z.string().max(CHART_JSON_MAX) })
   .superRefine((d, ctx) => {
     if (d.code.trim() === "") ctx.addIssue({ code: "custom", path: ["code"], message: "the code is empty" });
-    if (d.chart_json.trim() !== "" && chartOf(d.chart_json) === null) ctx.addIssue({ code: "custom", path: ["chart_json"], message: "chart_json must be a Vega-Lite spec as a JSON object (with a mark or a composition)" });
+    if (d.chart_json.trim() !== "" && chartOf(d.chart_json) === null)
+      ctx.addIssue({
+        code: "custom",
+        path: ["chart_json"],
+        message: "chart_json must be a Vega-Lite spec as a JSON object (with a mark or a composition)",
+      });
   });
 export type CodeDraft = z.infer<typeof CodeDraft>;
 
@@ -54,7 +75,10 @@ export function renderData(data: DataInput | null): string {
   if (!data) return "Data: none was found in an attachment, the query or the conversation.";
   const from = data.name === undefined ? data.origin : `${data.origin} ${JSON.stringify(data.name)}`;
   const shape = `${data.format.toUpperCase()} from the ${from}, ${data.rows} row(s), columns: ${data.columns.join(", ") || "(none found)"}`;
-  const cut = data.text.length > DATA_PREVIEW_CHARS ? `\n(the first ${DATA_PREVIEW_CHARS} of ${data.text.length} characters)` : "";
+  const cut =
+    data.text.length > DATA_PREVIEW_CHARS
+      ? `\n(the first ${DATA_PREVIEW_CHARS} of ${data.text.length} characters)`
+      : "";
   return `Data: ${shape}\n\`\`\`${data.format}\n${data.text.slice(0, DATA_PREVIEW_CHARS)}\n\`\`\`${cut}`;
 }
 
@@ -80,7 +104,9 @@ export function renderGenerate(input: DataGenerateRequest): string {
     input.chart
       ? "Chart: wanted. Print the chart's rows as a JSON array of objects (json.dumps) as the very last line of output, and give chart_json, a Vega-Lite spec without data whose fields are those rows' keys."
       : "Chart: not wanted. Leave chart_json empty.",
-    input.attempts.length ? `Earlier runs of your code:\n\n${renderAttempts(input.attempts)}\n\nFix the cause of the last run's error and return the whole corrected program.` : "",
+    input.attempts.length
+      ? `Earlier runs of your code:\n\n${renderAttempts(input.attempts)}\n\nFix the cause of the last run's error and return the whole corrected program.`
+      : "",
     `Rounds left, this one included: ${input.rounds_left}`,
   ]
     .filter(Boolean)
@@ -111,7 +137,9 @@ function offeredTool(d: PlanDraft, input: DataPlanRequest): DataPlan {
 /** plan: one structured model call (not streamed: an internal step). */
 async function plan(input: DataPlanRequest, ctx: Pick<HandlerContext, "complete">): Promise<DataPlan> {
   const d = await ctx.complete({ schema: PlanDraft, schemaName: "analyst_plan", prompt: renderPlan(input) });
-  return d.action === "plan" ? { action: "plan", analysis_plan: d.analysis_plan, chart: d.chart } : offeredTool(d, input);
+  return d.action === "plan"
+    ? { action: "plan", analysis_plan: d.analysis_plan, chart: d.chart }
+    : offeredTool(d, input);
 }
 
 /** generate: one structured model call, never streamed (STREAMING_CONFIG.generate); a chart only when one was planned. */
@@ -123,14 +151,18 @@ async function generate(input: DataGenerateRequest, ctx: Pick<HandlerContext, "c
 /** The analyst role: the supervisor's data agent (seed 002's plan → generate → execute → summarize); the executor runs its code. */
 export default defineAgent({
   role: "analyst",
-  description: "Plans an analysis of inline CSV or JSON data, writes standard-library Python for it with a Vega-Lite chart, and summarizes what the run printed",
+  description:
+    "Plans an analysis of inline CSV or JSON data, writes standard-library Python for it with a Vega-Lite chart, and summarizes what the run printed",
   ops: {
     plan: {
       kind: "handler",
       version: "analyst.plan/1",
       contract: "analyst.plan",
       run: plan,
-      summarize: (o) => (o.action === "plan" ? `a plan of ${o.analysis_plan.length} characters${o.chart ? ", with a chart" : ""}` : `tool ${o.tool}`),
+      summarize: (o) =>
+        o.action === "plan"
+          ? `a plan of ${o.analysis_plan.length} characters${o.chart ? ", with a chart" : ""}`
+          : `tool ${o.tool}`,
       // the handler's model call, answered offline
       offline: (input) => ({ ...planOffline(input), tool: "", arguments_json: "" }),
     },

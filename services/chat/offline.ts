@@ -5,7 +5,9 @@ import { classifyQuestion } from "@agentmesh/offline-kit";
 // The chat role's offline behaviours: what needs no model (a greeting back, thanks back), and
 // otherwise what can be answered offline and how to configure a model. Nothing is made up.
 
-const THANKS = new Set("thanks thank thx ty tysm cheers appreciate appreciated grateful merci danke gracias".split(" "));
+const THANKS = new Set(
+  "thanks thank thx ty tysm cheers appreciate appreciated grateful merci danke gracias".split(" "),
+);
 
 /** True for a short thank-you ("Thanks!", "thank you so much", "cheers, that helped"). */
 export function isThanks(question: string): boolean {
@@ -16,12 +18,15 @@ export function isThanks(question: string): boolean {
 /** What this system answers without a language model: the specialists that work from their own data. */
 const OFFLINE_SCOPE =
   "Without a language model, the specialists answer from their own data: the knowledge graph (relationships, interactions and pathways, with its triples as sources), " +
-  "the document corpus (passages with citations) and the configured MCP servers' tools. Ask such a question, e.g. \"How is the coordinator related to the session inbox?\"";
+  'the document corpus (passages with citations) and the configured MCP servers\' tools. Ask such a question, e.g. "How is the coordinator related to the session inbox?"';
 const THANKS_BACK = "You're welcome! Ask me another question whenever you like.";
 const GREETING = `Hello! I am agentmesh, a team of specialists that answer questions with their sources. ${OFFLINE_SCOPE}.`;
 
 /** Offline chitchat: greets back a greeting, thanks back a thank-you, otherwise says what can be answered offline. */
-export function chitchatOffline(input: SpecialistRequest, ctx: Pick<OfflineContext, "configHint">): Pick<SpecialistAnswer, "response_str"> {
+export function chitchatOffline(
+  input: SpecialistRequest,
+  ctx: Pick<OfflineContext, "configHint">,
+): Pick<SpecialistAnswer, "response_str"> {
   if (isThanks(input.question)) return { response_str: THANKS_BACK };
   if (classifyQuestion(input.question).kind === "greeting") return { response_str: GREETING };
   return { response_str: `${OFFLINE_SCOPE}. ${ctx.configHint}` };

@@ -11,7 +11,8 @@ export function offeredTools(input: ChatRespondRequest): readonly OfferedTool[] 
   return input.tool_rounds_left > 0 ? input.tools : [];
 }
 
-const invalid = (why: string) => new AgentmeshError("model_invalid_output", `chat.respond: ${why}`, { retryable: true });
+const invalid = (why: string) =>
+  new AgentmeshError("model_invalid_output", `chat.respond: ${why}`, { retryable: true });
 
 /** A reply that is one fenced block whose body is a JSON object: that body; null otherwise. */
 function fencedObject(reply: string): unknown {
@@ -69,12 +70,20 @@ export function renderRespond(input: ChatRespondRequest): string {
     brief.handoff_context ? section("Context from the agent that handed this over", brief.handoff_context) : "",
     brief.memory ? section("What the other agents found (shared memory)", brief.memory) : "",
     offered.length
-      ? section(`Tools you may call (${input.tool_rounds_left} tool round(s) left)`, offered.map((t) => `- ${t.name}: ${t.description}`).join("\n"))
+      ? section(
+          `Tools you may call (${input.tool_rounds_left} tool round(s) left)`,
+          offered.map((t) => `- ${t.name}: ${t.description}`).join("\n"),
+        )
       : "No tools this turn: answer now, in plain text.",
     input.observations.length
       ? section(
           "Tool results so far, oldest first",
-          input.observations.map((o, i) => `[${i + 1}] ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}:\n${o.content}`).join("\n\n"),
+          input.observations
+            .map(
+              (o, i) =>
+                `[${i + 1}] ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}:\n${o.content}`,
+            )
+            .join("\n\n"),
         )
       : "",
   ];

@@ -16,7 +16,11 @@ export default defineAgent({
       version: "chat.chitchat/1",
       contract: "chat.chitchat",
       run: async (input, ctx) => {
-        const draft = await ctx.complete({ schema: ChitchatDraft, schemaName: "chat_chitchat", prompt: `Message: ${input.question}` });
+        const draft = await ctx.complete({
+          schema: ChitchatDraft,
+          schemaName: "chat_chitchat",
+          prompt: `Message: ${input.question}`,
+        });
         return { response_str: draft.response_str, citations: [] };
       },
       summarize: (o) => `${o.response_str.length} characters of small talk`,

@@ -1,6 +1,15 @@
 import { defineAgent, type HandlerContext, type OfflineContext } from "@agentmesh/agent-kit";
 import { CodeLanguage, LIMITS, codeFailure, type CodeGenerateRequest, type CoderAction } from "@agentmesh/contracts";
-import { clip, draftToolCall, findCode, parseToolArguments, renderAttempts, renderBrief, renderObservations, renderTools } from "@agentmesh/offline-kit";
+import {
+  clip,
+  draftToolCall,
+  findCode,
+  parseToolArguments,
+  renderAttempts,
+  renderBrief,
+  renderObservations,
+  renderTools,
+} from "@agentmesh/offline-kit";
 import { z } from "zod";
 
 /**
@@ -20,13 +29,15 @@ export const CoderDraft = z
     arguments_json: z.string().max(30_000),
   })
   .superRefine((d, ctx) => {
-    const need = (ok: boolean, path: string, message: string) => ok || ctx.addIssue({ code: "custom", path: [path], message });
+    const need = (ok: boolean, path: string, message: string) =>
+      ok || ctx.addIssue({ code: "custom", path: [path], message });
     if (d.action === "code") {
       need(d.language !== null, "language", "code needs its language");
       need(d.code.trim().length > 0, "code", "action code needs the code");
     }
     if (d.action === "answer") need(d.text.trim().length > 0, "text", "action answer needs the answer's text");
-    if (d.action === "tool") need(parseToolArguments(d.arguments_json) !== null, "arguments_json", "arguments_json must be a JSON object");
+    if (d.action === "tool")
+      need(parseToolArguments(d.arguments_json) !== null, "arguments_json", "arguments_json must be a JSON object");
   });
 export type CoderDraft = z.infer<typeof CoderDraft>;
 
@@ -37,7 +48,15 @@ export function renderCodeGenerate(input: CodeGenerateRequest): string {
   const fix = input.attempts.length
     ? `Earlier runs of this task:\n\n${renderAttempts(input.attempts)}\n\nFix the last run's code so that it runs cleanly and does the task; return the whole corrected program.`
     : "";
-  return [renderBrief(input.brief), `Tools you may call:\n${renderTools(input.tools)}`, renderObservations(input.observations), fix, `Rounds left, this one included: ${input.rounds_left}`].filter(Boolean).join("\n\n");
+  return [
+    renderBrief(input.brief),
+    `Tools you may call:\n${renderTools(input.tools)}`,
+    renderObservations(input.observations),
+    fix,
+    `Rounds left, this one included: ${input.rounds_left}`,
+  ]
+    .filter(Boolean)
+    .join("\n\n");
 }
 
 /** The draft as the op's answer; a tool the agent was not offered is the model's fault (a handoff goes to the workflow, which decides it). */
@@ -55,7 +74,11 @@ export function toCoderAction(d: CoderDraft, input: CodeGenerateRequest): CoderA
 
 /** generate: one structured model call, never streamed (seed 002's STREAMING_CONFIG.generate: the code's results reach the user, not its writing). */
 async function generate(input: CodeGenerateRequest, ctx: Pick<HandlerContext, "complete">): Promise<CoderAction> {
-  const draft = await ctx.complete({ schema: CoderDraft, schemaName: "coder_generate", prompt: renderCodeGenerate(input) });
+  const draft = await ctx.complete({
+    schema: CoderDraft,
+    schemaName: "coder_generate",
+    prompt: renderCodeGenerate(input),
+  });
   return toCoderAction(draft, input);
 }
 
@@ -66,7 +89,11 @@ async function generate(input: CodeGenerateRequest, ctx: Pick<HandlerContext, "c
 export function generateOffline(input: CodeGenerateRequest, ctx: Pick<OfflineContext, "configHint">): CoderDraft {
   const last = input.attempts.at(-1);
   if (last) {
-    return { ...EMPTY, action: "answer", text: `The code failed: ${clip(codeFailure(last), 1000)}\n\nWithout a language model I cannot fix code, only run the code I am given. ${ctx.configHint}` };
+    return {
+      ...EMPTY,
+      action: "answer",
+      text: `The code failed: ${clip(codeFailure(last), 1000)}\n\nWithout a language model I cannot fix code, only run the code I am given. ${ctx.configHint}`,
+    };
   }
   const found = findCode(input.brief.task) ?? findCode(input.brief.query);
   if (!found) {
@@ -76,7 +103,13 @@ export function generateOffline(input: CodeGenerateRequest, ctx: Pick<OfflineCon
       text: `Writing code needs a language model. Without one I run code you give me: put it in a fenced block (\`\`\`python or \`\`\`js) in your message. ${ctx.configHint}`,
     };
   }
-  return { ...EMPTY, action: "code", language: found.language, code: found.code, explanation: "Runs the code given in the request (offline: no model writes or fixes code)." };
+  return {
+    ...EMPTY,
+    action: "code",
+    language: found.language,
+    code: found.code,
+    explanation: "Runs the code given in the request (offline: no model writes or fixes code).",
+  };
 }
 
 /** One line for the log. */
@@ -94,7 +127,8 @@ function summarizeAction(o: CoderAction): string {
 /** The coder role: the supervisor's code agent (seed 002's generate_code); the executor runs its code. */
 export default defineAgent({
   role: "coder",
-  description: "Writes (or fixes) Python or JavaScript for the sandbox, hands data work to the data agent, or answers without code",
+  description:
+    "Writes (or fixes) Python or JavaScript for the sandbox, hands data work to the data agent, or answers without code",
   ops: {
     generate: {
       kind: "handler",
@@ -107,4 +141,3 @@ export default defineAgent({
     },
   },
 });
-

@@ -1,4 +1,12 @@
-import { AgentmeshError, SUMMARIZE_TOOL, type OpRequest, type OpResponse, type PlanStep, type ToolArg, type ToolInfo } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  SUMMARIZE_TOOL,
+  type OpRequest,
+  type OpResponse,
+  type PlanStep,
+  type ToolArg,
+  type ToolInfo,
+} from "@agentmesh/contracts";
 import { classifyQuestion, clipText, keywordQuery } from "@agentmesh/offline-kit";
 
 // The decision agent's offline behaviour: arithmetic → calculator, lookups → corpus_search.
@@ -26,8 +34,13 @@ function firstQuoted(text: string): string | null {
  * question), a number the first number. Null when a required argument cannot be found.
  */
 export function argsFor(tool: ToolInfo, question: string): ToolArg[] | null {
-  const schema = tool.input_schema as { properties?: Record<string, { type?: unknown; maxLength?: unknown }>; required?: unknown };
-  const required = Array.isArray(schema.required) ? (schema.required as unknown[]).filter((r): r is string => typeof r === "string") : [];
+  const schema = tool.input_schema as {
+    properties?: Record<string, { type?: unknown; maxLength?: unknown }>;
+    required?: unknown;
+  };
+  const required = Array.isArray(schema.required)
+    ? (schema.required as unknown[]).filter((r): r is string => typeof r === "string")
+    : [];
   const args: ToolArg[] = [];
   for (const name of required) {
     const prop = schema.properties?.[name] ?? {};
@@ -74,7 +87,10 @@ function fit(steps: PlanStep[], max: number): PlanStep[] {
 }
 
 const needsModel = (what: string) =>
-  new AgentmeshError("needs_model", `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`);
+  new AgentmeshError(
+    "needs_model",
+    `${what}; the offline engine plans only arithmetic (calculator), lookups over the corpus (corpus_search), greetings and questions that name a tool.`,
+  );
 
 /** A tool the question names by its registry name (e.g. "use test_flaky to ..."). */
 function namedTool(question: string, tools: readonly ToolInfo[], usable: Usable): ToolInfo | null {
@@ -88,20 +104,39 @@ function initialPlan(input: PlanRequest, usable: Usable): Plan {
   const named = namedTool(question, input.tools, usable);
   if (named) {
     const step = toolStep(named, question, `Run the tool the question names`);
-    if (step) return { steps: fit([step], input.max_steps), rationale: `The question names the tool ${named.name}: run it, then summarize.` };
+    if (step)
+      return {
+        steps: fit([step], input.max_steps),
+        rationale: `The question names the tool ${named.name}: run it, then summarize.`,
+      };
   }
-  if (intent === "conversation") return { steps: [SUMMARIZE_STEP], rationale: "A greeting needs no tool: reply directly." };
+  if (intent === "conversation")
+    return { steps: [SUMMARIZE_STEP], rationale: "A greeting needs no tool: reply directly." };
   if (intent === "arithmetic") {
     const calc = usable("calculator");
     const step = calc ? toolStep(calc, question, "Evaluate the expression exactly") : null;
-    if (step) return { steps: fit([step], input.max_steps), rationale: "Arithmetic: evaluate it exactly with the calculator, then state the value." };
-    throw needsModel(calc ? "The question is arithmetic but no expression was found in it" : "The question is arithmetic but the calculator is unavailable or banned");
+    if (step)
+      return {
+        steps: fit([step], input.max_steps),
+        rationale: "Arithmetic: evaluate it exactly with the calculator, then state the value.",
+      };
+    throw needsModel(
+      calc
+        ? "The question is arithmetic but no expression was found in it"
+        : "The question is arithmetic but the calculator is unavailable or banned",
+    );
   }
   if (intent === "lookup" || intent === "explanation" || intent === "comparison") {
     for (const name of ["corpus_search", "web_search"]) {
       const tool = usable(name);
-      const step = tool ? toolStep(tool, question, name === "corpus_search" ? "Search the document corpus" : "Search the web") : null;
-      if (step) return { steps: fit([step], input.max_steps), rationale: `A ${intent} question: search with ${name}, then answer from the passages with citations.` };
+      const step = tool
+        ? toolStep(tool, question, name === "corpus_search" ? "Search the document corpus" : "Search the web")
+        : null;
+      if (step)
+        return {
+          steps: fit([step], input.max_steps),
+          rationale: `A ${intent} question: search with ${name}, then answer from the passages with citations.`,
+        };
     }
     throw needsModel("No search tool is available (corpus_search and web_search are missing or banned)");
   }
@@ -123,15 +158,25 @@ function rewritePlan(input: PlanRequest, usable: Usable): Plan {
     const tool = usable((m[1] ?? "").toLowerCase());
     if (!tool || tool.name === failed.tool || tool.name === SUMMARIZE_TOOL) continue;
     const step = toolStep(tool, input.question, `Rewrite: ${tool.name} instead of ${failed.tool}`);
-    if (step) return { steps: fit([step, ...rest], input.max_steps), rationale: clipText(`Followed the suggestion: ${suggestion}`, 1000) };
+    if (step)
+      return {
+        steps: fit([step, ...rest], input.max_steps),
+        rationale: clipText(`Followed the suggestion: ${suggestion}`, 1000),
+      };
   }
   const reply = /answered:\s*([\s\S]+)$/.exec(suggestion)?.[1]?.trim();
   if (reply && failed.tool !== SUMMARIZE_TOOL && usable(failed.tool)) {
     const tool = usable(failed.tool) as ToolInfo;
     const step = toolStep(tool, `${input.question} ${reply}`, `Again with the person's answer`);
-    if (step) return { steps: fit([step, ...rest], input.max_steps), rationale: clipText(`Re-ran ${failed.tool} with the person's answer: ${reply}`, 1000) };
+    if (step)
+      return {
+        steps: fit([step, ...rest], input.max_steps),
+        rationale: clipText(`Re-ran ${failed.tool} with the person's answer: ${reply}`, 1000),
+      };
   }
-  throw needsModel(`Rewriting the plan after "${clipText(suggestion, 300)}" needs a language model (the suggestion names no tool to use instead)`);
+  throw needsModel(
+    `Rewriting the plan after "${clipText(suggestion, 300)}" needs a language model (the suggestion names no tool to use instead)`,
+  );
 }
 
 /** decision.plan: arithmetic → calculator; lookup → corpus_search; never a banned tool; within max_steps. */

@@ -19,13 +19,16 @@ function renderRewrite(i: PlanRequest): string {
     i.failed_step_index === null ? "" : `Step ${i.failed_step_index + 1} went wrong.`,
     i.rewrite_suggestion ? `Advice (follow it): ${i.rewrite_suggestion}` : "",
     "Plan again from the step that went wrong; the steps before it were accepted.",
-  ].filter(Boolean).join("\n");
+  ]
+    .filter(Boolean)
+    .join("\n");
 }
 
 /** The decision agent: a bounded plan of tool steps ending in summarize, or its rewrite (seed 001). */
 export default defineAgent({
   role: "decision",
-  description: "Plans a bounded list of tool steps ending in summarize, and rewrites it after a failed or rejected step",
+  description:
+    "Plans a bounded list of tool steps ending in summarize, and rewrites it after a failed or rejected step",
   ops: {
     plan: {
       contract: "decision.plan",
@@ -33,13 +36,21 @@ export default defineAgent({
         [
           `Question: ${i.question}`,
           `Perception: intent ${i.perception.intent}; entities ${i.perception.entities.map((e) => e.text).join(", ") || "none"}; constraints ${i.perception.constraints.join("; ") || "none"}; sub-goals ${i.perception.sub_goals.join("; ") || "none"}.`,
-          i.retrieval ? `Retrieved context: ${i.retrieval.summary || "(no summary)"}${i.retrieval.open_questions.length ? `\nOpen questions: ${i.retrieval.open_questions.join("; ")}` : ""}` : "No retrieval was done.",
-          i.memory.banned_tools.length ? `Banned tools (never use): ${i.memory.banned_tools.map((b) => `${b.tool} (${b.reason})`).join("; ")}` : "",
-          i.memory.successful_tools.length ? `Tools that worked before: ${i.memory.successful_tools.map((t) => `${t.tool} ×${t.successes}`).join(", ")}` : "",
+          i.retrieval
+            ? `Retrieved context: ${i.retrieval.summary || "(no summary)"}${i.retrieval.open_questions.length ? `\nOpen questions: ${i.retrieval.open_questions.join("; ")}` : ""}`
+            : "No retrieval was done.",
+          i.memory.banned_tools.length
+            ? `Banned tools (never use): ${i.memory.banned_tools.map((b) => `${b.tool} (${b.reason})`).join("; ")}`
+            : "",
+          i.memory.successful_tools.length
+            ? `Tools that worked before: ${i.memory.successful_tools.map((t) => `${t.tool} ×${t.successes}`).join(", ")}`
+            : "",
           renderTools(i),
           `Strategy profile ${i.strategy_profile}: at most ${i.max_steps} steps in all, the last one the summarize step.`,
           renderRewrite(i),
-        ].filter(Boolean).join("\n\n"),
+        ]
+          .filter(Boolean)
+          .join("\n\n"),
       summarize: (o) => `${o.steps.length} step(s): ${o.steps.map((s) => s.tool).join(" → ")}`,
       offline: decideOffline,
     },

@@ -15,9 +15,19 @@ import type { ExecutorCall } from "./tools.js";
 type Ctx = { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal };
 
 const CONTENT_MAX = 4000;
-const LANGUAGE_OF: Readonly<Record<string, CodeLanguage>> = Object.fromEntries(Object.entries(CODE_TOOL).map(([language, tool]) => [tool, language as CodeLanguage]));
+const LANGUAGE_OF: Readonly<Record<string, CodeLanguage>> = Object.fromEntries(
+  Object.entries(CODE_TOOL).map(([language, tool]) => [tool, language as CodeLanguage]),
+);
 /** What a code tool's output holds (the tools package's run_python and run_js). */
-type CodeOutput = { ok: boolean; result: string | null; error: string | null; stdout: string; stderr: string; truncated: boolean; durationMs: number };
+type CodeOutput = {
+  ok: boolean;
+  result: string | null;
+  error: string | null;
+  stdout: string;
+  stderr: string;
+  truncated: boolean;
+  durationMs: number;
+};
 /** The start of `text` in at most `max` characters, its layout kept (what code printed first). */
 const head = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 /** The end of `text` in at most `max` characters, its layout kept (a traceback ends with the exception). */
@@ -42,9 +52,16 @@ function stdoutWithin(text: string, max: number): string {
 const LIMIT_CODES: ReadonlySet<string> = new Set(["timeout", "resource_exhausted"]);
 
 /** Keeps the sources that make valid citations, at most as many as the deepest research keeps. */
-function citations(candidates: Array<{ title: string; url: string | null; path: string | null; snippet: string }>): HaloCitation[] {
+function citations(
+  candidates: Array<{ title: string; url: string | null; path: string | null; snippet: string }>,
+): HaloCitation[] {
   return candidates
-    .map((c) => ({ title: clip(c.title || c.url || c.path || "", 300), url: c.url, path: c.path === null ? null : clip(c.path, 300), snippet: clip(c.snippet, 500) }))
+    .map((c) => ({
+      title: clip(c.title || c.url || c.path || "", 300),
+      url: c.url,
+      path: c.path === null ? null : clip(c.path, 300),
+      snippet: clip(c.snippet, 500),
+    }))
     .filter((c) => HaloCitation.safeParse(c).success)
     .slice(0, RESEARCH_DEPTHS.deep.sourcesKept);
 }
@@ -55,11 +72,27 @@ export function citationsOf(tool: string, output: unknown): HaloCitation[] {
   if (tool.startsWith("mcp.")) return citations((o.citations ?? []) as HaloCitation[]);
   switch (tool) {
     case "web_search":
-      return citations(((o.results ?? []) as Array<{ title: string; url: string; snippet: string }>).map((h) => ({ title: h.title, url: h.url, path: null, snippet: h.snippet })));
+      return citations(
+        ((o.results ?? []) as Array<{ title: string; url: string; snippet: string }>).map((h) => ({
+          title: h.title,
+          url: h.url,
+          path: null,
+          snippet: h.snippet,
+        })),
+      );
     case "corpus_search":
-      return citations(((o.results ?? []) as Array<{ path: string; passage: string }>).map((h) => ({ title: h.path, url: null, path: h.path, snippet: h.passage })));
+      return citations(
+        ((o.results ?? []) as Array<{ path: string; passage: string }>).map((h) => ({
+          title: h.path,
+          url: null,
+          path: h.path,
+          snippet: h.passage,
+        })),
+      );
     case "file_read":
-      return citations([{ title: String(o.path ?? ""), url: null, path: String(o.path ?? ""), snippet: String(o.content ?? "") }]);
+      return citations([
+        { title: String(o.path ?? ""), url: null, path: String(o.path ?? ""), snippet: String(o.content ?? "") },
+      ]);
     default:
       return [];
   }
@@ -74,7 +107,11 @@ export function codeRunOf(language: CodeLanguage, out: CodeOutput): CodeRun {
     stderr: tail(out.stderr, LIMITS.maxCodeOutputChars),
     result: out.result === null ? null : head(out.result, 2000),
     error: out.error === null ? null : tail(out.error, 2000),
-    truncated: out.truncated || out.stdout.length > LIMITS.maxCodeOutputChars || out.stderr.length > LIMITS.maxCodeOutputChars || (out.result?.length ?? 0) > 2000,
+    truncated:
+      out.truncated ||
+      out.stdout.length > LIMITS.maxCodeOutputChars ||
+      out.stderr.length > LIMITS.maxCodeOutputChars ||
+      (out.result?.length ?? 0) > 2000,
     duration_ms: out.durationMs,
   };
 }
@@ -101,7 +138,11 @@ function renderRun(run: CodeRun): string {
  * - a limit stopped it (timeout, resource_exhausted): not ok, exit_code null, the limit in `error`;
  * - any other failure (refused, bad arguments, no sandbox here, the sandbox broke): not ok, `code` null.
  */
-export async function callTool(req: ToolCallRequest, call: (c: ExecutorCall) => Promise<ToolCallResult>, ctx: Ctx): Promise<ToolCallOutcome> {
+export async function callTool(
+  req: ToolCallRequest,
+  call: (c: ExecutorCall) => Promise<ToolCallResult>,
+  ctx: Ctx,
+): Promise<ToolCallOutcome> {
   const started = performance.now();
   const result = await call({
     tool: req.tool,
@@ -119,17 +160,51 @@ export async function callTool(req: ToolCallRequest, call: (c: ExecutorCall) => 
   };
   const language = Object.hasOwn(LANGUAGE_OF, req.tool) ? LANGUAGE_OF[req.tool] : undefined;
   if (!result.ok) {
-    const error = { code: result.error.code, message: clip(result.error.message, 500), retryable: result.error.retryable };
+    const error = {
+      code: result.error.code,
+      message: clip(result.error.message, 500),
+      retryable: result.error.retryable,
+    };
     const stopped = language !== undefined && base.attempts > 0 && LIMIT_CODES.has(result.error.code);
     const code: CodeRun | null = stopped
-      ? { language, exit_code: null, stdout: "", stderr: "", result: null, error: head(result.error.message, 2000), truncated: false, duration_ms: base.latency_ms }
+      ? {
+          language,
+          exit_code: null,
+          stdout: "",
+          stderr: "",
+          result: null,
+          error: head(result.error.message, 2000),
+          truncated: false,
+          duration_ms: base.latency_ms,
+        }
       : null;
-    return { ...base, ok: false, content: head(`${result.error.code}: ${result.error.message}`, CONTENT_MAX), error, citations: [], code };
+    return {
+      ...base,
+      ok: false,
+      content: head(`${result.error.code}: ${result.error.message}`, CONTENT_MAX),
+      error,
+      citations: [],
+      code,
+    };
   }
   if (language !== undefined) {
     const run = codeRunOf(language, result.output as CodeOutput);
-    const error = run.exit_code === 0 ? null : { code: "tool_error" as const, message: `the code raised: ${tail(run.error ?? "an error", 480)}`, retryable: false };
+    const error =
+      run.exit_code === 0
+        ? null
+        : {
+            code: "tool_error" as const,
+            message: `the code raised: ${tail(run.error ?? "an error", 480)}`,
+            retryable: false,
+          };
     return { ...base, ok: error === null, content: renderRun(run), error, citations: [], code: run };
   }
-  return { ...base, ok: true, content: head(renderOutput(req.tool, result.output).text, CONTENT_MAX), error: null, citations: citationsOf(req.tool, result.output), code: null };
+  return {
+    ...base,
+    ok: true,
+    content: head(renderOutput(req.tool, result.output).text, CONTENT_MAX),
+    error: null,
+    citations: citationsOf(req.tool, result.output),
+    code: null,
+  };
 }

@@ -27,7 +27,9 @@ const same = (a: Citation, b: Citation) => a.path === b.path && a.passage === b.
 export function numberedSources(ctx: SummarizeContext): Citation[] {
   const out: Citation[] = [];
   const fromSteps = ctx.results.flatMap((r) => r.citations);
-  const fromRetrieval = (ctx.retrieval?.items ?? []).flatMap((i) => (i.source === "corpus" && i.citation && i.relevance >= RELEVANT ? [i.citation] : []));
+  const fromRetrieval = (ctx.retrieval?.items ?? []).flatMap((i) =>
+    i.source === "corpus" && i.citation && i.relevance >= RELEVANT ? [i.citation] : [],
+  );
   for (const c of [...fromSteps, ...fromRetrieval]) if (!out.some((x) => same(x, c))) out.push(c);
   return out.slice(0, 10);
 }
@@ -45,7 +47,13 @@ function bestExcerpt(passage: string, terms: readonly string[], max: number): st
     picked.push(c);
     length += c.s.length + 1;
   }
-  return clipText(picked.sort((a, b) => a.i - b.i).map((c) => c.s).join(" "), max);
+  return clipText(
+    picked
+      .sort((a, b) => a.i - b.i)
+      .map((c) => c.s)
+      .join(" "),
+    max,
+  );
 }
 
 /** executor.execute for the summarize step: the last calculator value, or quoted passages with [n] references. */
@@ -55,11 +63,16 @@ export function summarizeOffline(input: OpRequest<"executor", "execute">): Summa
   const q = classifyQuestion(input.question);
   const parts: string[] = [];
   const cited: Citation[] = [];
-  if (q.kind === "greeting") parts.push("Hello! I'm agentmesh, running offline: I can compute arithmetic exactly and answer questions from the local document corpus, with citations.");
+  if (q.kind === "greeting")
+    parts.push(
+      "Hello! I'm agentmesh, running offline: I can compute arithmetic exactly and answer questions from the local document corpus, with citations.",
+    );
   const calc = [...ctx.results].reverse().find((r) => r.tool === "calculator");
   if (calc) {
     const value = calc.output.trim();
-    parts.push(q.kind === "arithmetic" && q.calc.ok ? `${q.calc.expression} = ${value}` : `The calculator gives ${value}.`);
+    parts.push(
+      q.kind === "arithmetic" && q.calc.ok ? `${q.calc.expression} = ${value}` : `The calculator gives ${value}.`,
+    );
   } else {
     const sources = numberedSources(ctx);
     // Accepted steps' sources when there are any; else the top retrieval passages, in order, so the
@@ -70,7 +83,11 @@ export function summarizeOffline(input: OpRequest<"executor", "execute">): Summa
     const best = Math.max(0, ...candidates.map((x) => x.score));
     // Only passages about as relevant as the best one: a passage sharing one word is not an answer.
     const picked = fromSteps
-      ? [...candidates].sort((a, b) => b.score - a.score || a.n - b.n).filter((x) => x.score > 0 && x.score >= best * 0.6).slice(0, 3).sort((a, b) => a.n - b.n)
+      ? [...candidates]
+          .sort((a, b) => b.score - a.score || a.n - b.n)
+          .filter((x) => x.score > 0 && x.score >= best * 0.6)
+          .slice(0, 3)
+          .sort((a, b) => a.n - b.n)
       : candidates.slice(0, 3);
     const quoted = new Set<string>();
     for (const { c, n } of picked) {
@@ -82,14 +99,16 @@ export function summarizeOffline(input: OpRequest<"executor", "execute">): Summa
     }
   }
   for (const r of ctx.results) {
-    if (r.tool === "calculator" || r.citations.length > 0 || r.tool === "corpus_search" || r.tool === "web_search") continue;
+    if (r.tool === "calculator" || r.citations.length > 0 || r.tool === "corpus_search" || r.tool === "web_search")
+      continue;
     parts.push(`${r.tool} returned: ${clipText(r.output, 600)}`);
   }
   for (const reply of ctx.user_replies) parts.push(`You clarified: “${clipText(reply, 300)}”.`);
   if (parts.length === 0 || (parts.length === ctx.user_replies.length && cited.length === 0)) {
-    parts.unshift("I found nothing in the results or the sources that answers this, so I give no answer rather than guess.");
+    parts.unshift(
+      "I found nothing in the results or the sources that answers this, so I give no answer rather than guess.",
+    );
   }
   const answer = parts.join("\n");
   return { answer: answer.length <= 4000 ? answer : `${answer.slice(0, 3999)}…`, citations: cited };
 }
-

@@ -18,7 +18,6 @@ type Ctx = { readonly sessionId: string; readonly taskId: string; readonly signa
 const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
 const WEB_QUERY_MAX = 400;
 
-
 /** A plan step's argument pairs as the tool's input object (a null value means "not given"). */
 export function argsObject(args: readonly ToolArg[]): Record<string, unknown> {
   return Object.fromEntries(args.filter((a) => a.value !== null).map((a) => [a.name, a.value]));
@@ -35,8 +34,16 @@ export function renderOutput(tool: string, output: unknown): { text: string; cit
   const o = (output ?? {}) as Record<string, unknown>;
   if (tool.startsWith("mcp.")) {
     // an MCP server's tool: its text, and its links and resources (McpCallResult) as the sources
-    const cited = (o.citations ?? []) as Array<{ title: string; url: string | null; path: string | null; snippet: string }>;
-    return { text: String(o.text ?? ""), citations: cited.flatMap((c) => citation(c.url ?? c.path ?? "", c.snippet || c.title)).slice(0, 10) };
+    const cited = (o.citations ?? []) as Array<{
+      title: string;
+      url: string | null;
+      path: string | null;
+      snippet: string;
+    }>;
+    return {
+      text: String(o.text ?? ""),
+      citations: cited.flatMap((c) => citation(c.url ?? c.path ?? "", c.snippet || c.title)).slice(0, 10),
+    };
   }
   switch (tool) {
     case "corpus_search": {
@@ -60,8 +67,15 @@ export function renderOutput(tool: string, output: unknown): { text: string; cit
     case "generate_image": {
       // a link fits the text; an image sent as base64 does not, so the text says what came instead
       const images = (o.images ?? []) as Array<{ url?: string; mime_type?: string; b64_json?: string }>;
-      const lines = images.map((img, i) => (img.url ? `[${i + 1}] ${img.url}` : `[${i + 1}] an image returned as base64 data (${img.mime_type ?? "unknown type"}, ${img.b64_json?.length ?? 0} characters), which this text cannot carry`));
-      return { text: [`${images.length} image(s) from ${String(o.model ?? "the images endpoint")}:`, ...lines].join("\n"), citations: [] };
+      const lines = images.map((img, i) =>
+        img.url
+          ? `[${i + 1}] ${img.url}`
+          : `[${i + 1}] an image returned as base64 data (${img.mime_type ?? "unknown type"}, ${img.b64_json?.length ?? 0} characters), which this text cannot carry`,
+      );
+      return {
+        text: [`${images.length} image(s) from ${String(o.model ?? "the images endpoint")}:`, ...lines].join("\n"),
+        citations: [],
+      };
     }
     case "analyze_image":
       return { text: String(o.answer ?? ""), citations: [] };
@@ -87,7 +101,11 @@ function records(result: ToolCallResult, tool: string): ToolPerformanceRecord[] 
  * (`tool`), corpus_search over the strategy query (`rag`) or web_search (`web`). A tool's failure
  * is an `ok: false` StepResult with every attempt recorded, never a task failure.
  */
-export async function executeStep(req: ExecuteRequest, call: (c: ExecutorCall) => Promise<ToolCallResult>, ctx: Ctx): Promise<StepResult> {
+export async function executeStep(
+  req: ExecuteRequest,
+  call: (c: ExecutorCall) => Promise<ToolCallResult>,
+  ctx: Ctx,
+): Promise<StepResult> {
   const query = req.query ?? req.question;
   const [tool, args] =
     req.strategy === "tool"
@@ -97,9 +115,18 @@ export async function executeStep(req: ExecuteRequest, call: (c: ExecutorCall) =
         : [STRATEGY_TOOL.web, { query: clip(query, WEB_QUERY_MAX), count: 5 }];
   // The step's own tool is the planner's choice: only among the tools it was shown, never a banned
   // one. The rag and web tools are the workflow's choice, so only a ban stops them.
-  const policy = req.strategy === "tool" ? { listed: req.policy.listed, banned: req.policy.banned } : { banned: req.policy.banned };
+  const policy =
+    req.strategy === "tool" ? { listed: req.policy.listed, banned: req.policy.banned } : { banned: req.policy.banned };
   const started = performance.now();
-  const result = await call({ tool, args, sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal, limits: req.limits, policy });
+  const result = await call({
+    tool,
+    args,
+    sessionId: ctx.sessionId,
+    taskId: ctx.taskId,
+    signal: ctx.signal,
+    limits: req.limits,
+    policy,
+  });
   const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
   const recs = records(result, tool);
   const attempts = recs.filter((r) => r.attempt > 0).length;
@@ -117,14 +144,27 @@ export async function executeStep(req: ExecuteRequest, call: (c: ExecutorCall) =
     };
   }
   const rendered = renderOutput(tool, result.output);
-  return { strategy: req.strategy, tool, ok: true, output: rendered.text.slice(0, 4000), error: null, latency_ms, attempts, records: recs, citations: rendered.citations };
+  return {
+    strategy: req.strategy,
+    tool,
+    ok: true,
+    output: rendered.text.slice(0, 4000),
+    error: null,
+    latency_ms,
+    attempts,
+    records: recs,
+    citations: rendered.citations,
+  };
 }
 
 /** A JSON schema small enough for the planner (≤ 3000 characters): descriptions dropped first, then all but the type. */
 function fitSchema(schema: Readonly<Record<string, unknown>>): Record<string, unknown> {
   const { $schema: _drop, ...rest } = schema;
   if (JSON.stringify(rest).length <= 3000) return rest;
-  const bare = JSON.parse(JSON.stringify(rest, (k, v: unknown) => (k === "description" ? undefined : v))) as Record<string, unknown>;
+  const bare = JSON.parse(JSON.stringify(rest, (k, v: unknown) => (k === "description" ? undefined : v))) as Record<
+    string,
+    unknown
+  >;
   return JSON.stringify(bare).length <= 3000 ? bare : { type: "object" };
 }
 

@@ -33,7 +33,13 @@ afterAll(async () => {
   await tools?.close();
 });
 
-const step = (tool: string): PlanStep => PlanStep.parse({ description: `Search with ${tool}`, tool, args: [{ name: "query", value: "HER2" }], expected_outcome: "articles" });
+const step = (tool: string): PlanStep =>
+  PlanStep.parse({
+    description: `Search with ${tool}`,
+    tool,
+    args: [{ name: "query", value: "HER2" }],
+    expected_outcome: "articles",
+  });
 const request = (s: PlanStep): OpRequest<"executor", "execute"> => ({
   question: "What treats HER2-positive disease?",
   step_index: 0,
@@ -58,7 +64,11 @@ describe("executor: MCP servers' tools", () => {
     const out = await executeStep(request(step("mcp.bio.search_articles")), (c) => tools.call(c), ctx);
     expect(ROLES.executor.execute.response.parse(out)).toEqual(out);
     expect(out).toMatchObject({ ok: true, tool: "mcp.bio.search_articles", output: 'Two articles match "HER2".' });
-    expect(out.citations.map((c) => c.path)).toEqual(["https://articles.example/a/1", "/data/articles/2.txt", "https://articles.example/a/3"]);
+    expect(out.citations.map((c) => c.path)).toEqual([
+      "https://articles.example/a/1",
+      "/data/articles/2.txt",
+      "https://articles.example/a/3",
+    ]);
   });
 
   it("a server tool the allow-list does not give the executor is refused before any call", async () => {
@@ -68,6 +78,8 @@ describe("executor: MCP servers' tools", () => {
 
   it("a server that cannot be reached at start is left out with a warning; the executor still starts", () => {
     expect(tools.registry.list().some((t) => t.name.startsWith("mcp.down."))).toBe(false);
-    expect(lines.some((l) => l.includes("MCP server not reachable at start") && l.includes('"server":"down"'))).toBe(true);
+    expect(lines.some((l) => l.includes("MCP server not reachable at start") && l.includes('"server":"down"'))).toBe(
+      true,
+    );
   });
 });

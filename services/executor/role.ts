@@ -15,7 +15,10 @@ const SANDBOXED: ReadonlySet<string> = new Set(Object.values(CODE_TOOL));
  * A tool call in a `tool_call` span (a code run also in a `sandbox_run` span inside it), each
  * with its outcome; with tracing off the call runs as is.
  */
-export function tracedCall(call: (c: ExecutorCall) => Promise<ToolCallResult>, ctx: Pick<HandlerContext, "span" | "tracing">) {
+export function tracedCall(
+  call: (c: ExecutorCall) => Promise<ToolCallResult>,
+  ctx: Pick<HandlerContext, "span" | "tracing">,
+) {
   if (!ctx.tracing) return call;
   const outcome = (r: ToolCallResult) => ({
     "agentmesh.ok": r.ok,
@@ -23,24 +26,34 @@ export function tracedCall(call: (c: ExecutorCall) => Promise<ToolCallResult>, c
     "agentmesh.attempts": r.records.filter((x) => x.attempt > 0).length,
   });
   return (c: ExecutorCall) =>
-    ctx.span("tool_call", { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": c.tool, "agentmesh.tool": c.tool }, async (span) => {
-      const r = SANDBOXED.has(c.tool)
-        ? await ctx.span("sandbox_run", { "agentmesh.tool": c.tool, "agentmesh.sandbox.timeout_ms": c.limits.timeout_ms }, async (run) => {
-            const inner = await call(c);
-            run.setAttributes(outcome(inner));
-            return inner;
-          }, span)
-        : await call(c);
-      span.setAttributes(outcome(r));
-      return r;
-    });
+    ctx.span(
+      "tool_call",
+      { "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": c.tool, "agentmesh.tool": c.tool },
+      async (span) => {
+        const r = SANDBOXED.has(c.tool)
+          ? await ctx.span(
+              "sandbox_run",
+              { "agentmesh.tool": c.tool, "agentmesh.sandbox.timeout_ms": c.limits.timeout_ms },
+              async (run) => {
+                const inner = await call(c);
+                run.setAttributes(outcome(inner));
+                return inner;
+              },
+              span,
+            )
+          : await call(c);
+        span.setAttributes(outcome(r));
+        return r;
+      },
+    );
 }
 
 /** The executor role over its tools: the safe executor as a service. */
 export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
   return defineAgent({
     role: "executor",
-    description: "Runs one plan step with one strategy (tool, RAG, web) or one tool call under the safe executor, writes the summary, lists its tools",
+    description:
+      "Runs one plan step with one strategy (tool, RAG, web) or one tool call under the safe executor, writes the summary, lists its tools",
     ops: {
       execute: {
         kind: "handler",
@@ -49,16 +62,27 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
         run: (input, ctx) =>
           input.step.tool === SUMMARIZE_TOOL
             ? summarizeStep(input, ctx)
-            : executeStep(input, tracedCall((c) => tools.call(c), ctx), { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
-        summarize: (o) => `${o.strategy} ${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s), ${o.citations.length} citation(s)`,
+            : executeStep(
+                input,
+                tracedCall((c) => tools.call(c), ctx),
+                { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal },
+              ),
+        summarize: (o) =>
+          `${o.strategy} ${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s), ${o.citations.length} citation(s)`,
         // the model call of the summarize step, answered offline
         offline: summarizeOffline,
       },
       call: {
         kind: "handler",
         version: "executor.call/1",
-        run: (input, ctx) => callTool(input, tracedCall((c) => tools.call(c), ctx), { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
-        summarize: (o) => `${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s)${o.code ? `, exit code ${o.code.exit_code ?? "none"}` : ""}, ${o.citations.length} citation(s)`,
+        run: (input, ctx) =>
+          callTool(
+            input,
+            tracedCall((c) => tools.call(c), ctx),
+            { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal },
+          ),
+        summarize: (o) =>
+          `${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s)${o.code ? `, exit code ${o.code.exit_code ?? "none"}` : ""}, ${o.citations.length} citation(s)`,
       },
       list_tools: {
         kind: "handler",

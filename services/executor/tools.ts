@@ -65,7 +65,8 @@ function testTools(): ToolDefinition[] {
     timeoutMs: 3000,
     retry: { initialIntervalMs: 100, maximumIntervalMs: 400 },
     execute(input, ctx) {
-      if (ctx.attempt < 3) return Promise.reject(new AgentmeshError("tool_error", `test_flaky fails attempt ${ctx.attempt} on purpose`));
+      if (ctx.attempt < 3)
+        return Promise.reject(new AgentmeshError("tool_error", `test_flaky fails attempt ${ctx.attempt} on purpose`));
       return Promise.resolve({ echo: input.text });
     },
   });
@@ -78,7 +79,9 @@ function testTools(): ToolDefinition[] {
     timeoutMs: 300,
     retry: { initialIntervalMs: 100, maximumIntervalMs: 400 },
     execute(_input, ctx) {
-      return new Promise((_resolve, reject) => ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error), { once: true }));
+      return new Promise((_resolve, reject) =>
+        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason as Error), { once: true }),
+      );
     },
   });
   return [flaky, slow];
@@ -89,7 +92,10 @@ function testTools(): ToolDefinition[] {
  * min(its own, the step's timeout) and its attempts min(its own, the step's). The tools package
  * fixes both per tool at registration, so a derived registry carries the step's limits.
  */
-function limitedExecutors(base: ToolRegistry, defs: readonly ToolDefinition[]): (limits: ExecutorLimits) => SafeExecutor {
+function limitedExecutors(
+  base: ToolRegistry,
+  defs: readonly ToolDefinition[],
+): (limits: ExecutorLimits) => SafeExecutor {
   const counter = createMemorySessionCounter();
   const cache = new Map<string, SafeExecutor>();
   return (limits) => {
@@ -106,7 +112,11 @@ function limitedExecutors(base: ToolRegistry, defs: readonly ToolDefinition[]): 
         retry: { ...r.retry, maxAttempts: Math.min(r.retry.maxAttempts, limits.max_attempts) },
       };
     });
-    const executor = createSafeExecutor({ registry: createToolRegistry(limited), counter, maxCallsPerSession: MAX_CALLS_PER_SESSION });
+    const executor = createSafeExecutor({
+      registry: createToolRegistry(limited),
+      counter,
+      maxCallsPerSession: MAX_CALLS_PER_SESSION,
+    });
     if (cache.size >= 16) cache.delete(cache.keys().next().value as string);
     cache.set(key, executor);
     return executor;
@@ -116,7 +126,8 @@ function limitedExecutors(base: ToolRegistry, defs: readonly ToolDefinition[]): 
 /** The built-in tools' allow-lists with the executor role added: the executor may call every built-in tool. */
 function executorRoles(): Partial<Record<BuiltinToolName, readonly RoleName[]>> {
   const roles: Partial<Record<BuiltinToolName, readonly RoleName[]>> = {};
-  for (const n of Object.keys(DEFAULT_TOOL_ROLES) as BuiltinToolName[]) roles[n] = [...new Set<RoleName>([...DEFAULT_TOOL_ROLES[n], "executor"])];
+  for (const n of Object.keys(DEFAULT_TOOL_ROLES) as BuiltinToolName[])
+    roles[n] = [...new Set<RoleName>([...DEFAULT_TOOL_ROLES[n], "executor"])];
   return roles;
 }
 
@@ -125,9 +136,16 @@ function executorRoles(): Partial<Record<BuiltinToolName, readonly RoleName[]>> 
  * checked against the server's schema, callable by the roles its `allow` names). Each server is
  * listed once, at start; one that cannot be reached then is left out, with a warning.
  */
-async function mcpTools(servers: readonly McpServerConfig[], log: Logger): Promise<{ defs: ToolDefinition[]; clients: McpClient[] }> {
+async function mcpTools(
+  servers: readonly McpServerConfig[],
+  log: Logger,
+): Promise<{ defs: ToolDefinition[]; clients: McpClient[] }> {
   const scratch = createToolRegistry();
-  const clients = servers.map((s) => createMcpClient(s, { onStderr: (text) => log.debug({ server: s.name, stderr: clipText(text, 500) }, "MCP server stderr") }));
+  const clients = servers.map((s) =>
+    createMcpClient(s, {
+      onStderr: (text) => log.debug({ server: s.name, stderr: clipText(text, 500) }, "MCP server stderr"),
+    }),
+  );
   const names = await Promise.all(
     clients.map(async (client) => {
       try {
@@ -135,7 +153,10 @@ async function mcpTools(servers: readonly McpServerConfig[], log: Logger): Promi
         if (r.skipped.length) log.warn({ server: r.server, skipped: r.skipped }, "MCP tools left out of the registry");
         return r.registered;
       } catch (err) {
-        log.warn({ server: client.server, msg_detail: err instanceof Error ? err.message : String(err) }, "MCP server not reachable at start: its tools are left out");
+        log.warn(
+          { server: client.server, msg_detail: err instanceof Error ? err.message : String(err) },
+          "MCP server not reachable at start: its tools are left out",
+        );
         return [];
       }
     }),
@@ -156,10 +177,17 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
     roles: executorRoles(),
     corpusDir,
     fileRoots,
-    webSearch: cfg.webSearch ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl }) : createOfflineWebSearch(),
+    webSearch: cfg.webSearch
+      ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl })
+      : createOfflineWebSearch(),
     // offered either way, as web_search is: unconfigured, both answer tool_unavailable
     images: cfg.images
-      ? createOpenAIImages({ baseUrl: cfg.images.baseUrl, imageModel: cfg.images.imageModel, visionModel: cfg.images.visionModel, ...(cfg.images.apiKey ? { apiKey: cfg.images.apiKey } : {}) })
+      ? createOpenAIImages({
+          baseUrl: cfg.images.baseUrl,
+          imageModel: cfg.images.imageModel,
+          visionModel: cfg.images.visionModel,
+          ...(cfg.images.apiKey ? { apiKey: cfg.images.apiKey } : {}),
+        })
       : createOfflineImages(),
   });
   const mcp = await mcpTools(cfg.mcpServers, log);
@@ -169,7 +197,16 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
   const executorFor = limitedExecutors(registry, defs);
   return {
     registry,
-    call: (req) => executorFor(req.limits).call({ tool: req.tool, args: req.args, role: "executor", sessionId: req.sessionId, taskId: req.taskId, signal: req.signal, policy: req.policy }),
+    call: (req) =>
+      executorFor(req.limits).call({
+        tool: req.tool,
+        args: req.args,
+        role: "executor",
+        sessionId: req.sessionId,
+        taskId: req.taskId,
+        signal: req.signal,
+        policy: req.policy,
+      }),
     async close() {
       await Promise.all([builtin.close(), ...mcp.clients.map((c) => c.close())]);
     },

@@ -1,6 +1,14 @@
 import type { OfflineContext } from "@agentmesh/agent-kit";
 import { LIMITS, type OpRequest, type OpResponse, type ToolObservation } from "@agentmesh/contracts";
-import { classifyQuestion, clip, plural, quote, renderObservations, renderTools, type QuestionKind } from "@agentmesh/offline-kit";
+import {
+  classifyQuestion,
+  clip,
+  plural,
+  quote,
+  renderObservations,
+  renderTools,
+  type QuestionKind,
+} from "@agentmesh/offline-kit";
 import { CALC_PRECISION } from "@agentmesh/tools";
 
 /**
@@ -12,14 +20,16 @@ import { CALC_PRECISION } from "@agentmesh/tools";
 type Request = OpRequest<"expert", "answer">;
 type Turn = OpResponse<"expert", "answer">;
 
-const FUNCTIONS_HELP = "numbers, + - * / ^ % mod, parentheses, pi, e and sqrt, cbrt, abs, exp, ln, log, log10, log2, floor, ceil, round, sin, cos, tan, asin, acos, atan";
+const FUNCTIONS_HELP =
+  "numbers, + - * / ^ % mod, parentheses, pi, e and sqrt, cbrt, abs, exp, ln, log, log10, log2, floor, ceil, round, sin, cos, tan, asin, acos, atan";
 /** The most characters of a rejected answer (and of its reasoning) shown back to the model. */
 const REJECTED_SHOWN = 6000;
 
 /** What the turn may do next: call one of its tools while rounds are left, else answer now. */
 function nextMove(input: Request): string {
   if (input.tools.length === 0) return "No tools are available to you: answer with action answer.";
-  if (input.tool_rounds_left === 0) return "No tool rounds are left in this turn: answer now with action answer, from what you have.";
+  if (input.tool_rounds_left === 0)
+    return "No tool rounds are left in this turn: answer now with action answer, from what you have.";
   return `Tool rounds left in this turn: ${input.tool_rounds_left}. To call a tool, answer with action tool, its name in tool and its arguments as a JSON object in arguments_json; to finish, action answer with expert_answer and expert_reasoning. Compute with a tool rather than in your head.\n\nTools you may call:\n${renderTools(input.tools)}`;
 }
 
@@ -44,7 +54,8 @@ export function renderAnswer(input: Request): string {
 }
 
 /** One line for the log. */
-export const summarizeAnswer = (o: Turn): string => (o.action === "tool" ? `calls ${o.tool}` : o.expert_answer.slice(0, 120));
+export const summarizeAnswer = (o: Turn): string =>
+  o.action === "tool" ? `calls ${o.tool}` : o.expert_answer.slice(0, 120);
 
 const answer = (text: string, reasoning: string): Turn => ({
   action: "answer",
@@ -74,11 +85,17 @@ function fromCalculator(expression: string, o: ToolObservation): { answer: strin
   // A value that fills every digit the calculator carries may have been rounded to them.
   return significantDigits(value) < CALC_PRECISION
     ? { answer: `${expression} = ${value}`, reasoning: `${method} Exact value: ${value}.` }
-    : { answer: `${expression} ≈ ${value}`, reasoning: `${method} The value fills all ${CALC_PRECISION} significant digits, so it may be rounded to that precision: ${value}.` };
+    : {
+        answer: `${expression} ≈ ${value}`,
+        reasoning: `${method} The value fills all ${CALC_PRECISION} significant digits, so it may be rounded to that precision: ${value}.`,
+      };
 }
 
 /** The answer and reasoning for a question that is not arithmetic. */
-function otherAnswer(q: Exclude<QuestionKind, { kind: "arithmetic" }>, hint: string): { answer: string; reasoning: string } {
+function otherAnswer(
+  q: Exclude<QuestionKind, { kind: "arithmetic" }>,
+  hint: string,
+): { answer: string; reasoning: string } {
   switch (q.kind) {
     case "greeting":
       return {
@@ -89,12 +106,14 @@ function otherAnswer(q: Exclude<QuestionKind, { kind: "arithmetic" }>, hint: str
       return {
         answer:
           'Your question is too vague for me to answer. Please ask one specific question — for example "What is 2^64?", or, with a language model configured, a question about a named topic.',
-        reasoning: "The query names no specific topic or task, so instead of guessing the reply asks for a specific question.",
+        reasoning:
+          "The query names no specific topic or task, so instead of guessing the reply asks for a specific question.",
       };
     case "needs_model":
       return {
         answer: `I can't answer this question offline: it needs a language model, and I won't guess. ${hint}`,
-        reasoning: "The question is not arithmetic, a greeting or a vague query, which are the only kinds the offline engine answers; answering it needs a language model, so no answer was invented.",
+        reasoning:
+          "The question is not arithmetic, a greeting or a vague query, which are the only kinds the offline engine answers; answering it needs a language model, so no answer was invented.",
       };
   }
 }
@@ -109,9 +128,17 @@ export function answerOffline(input: Request, ctx: Pick<OfflineContext, "configH
   let said: { answer: string; reasoning: string };
   if (q.kind === "arithmetic") {
     const { expression } = q.calc;
-    const computed = input.observations.filter((o) => o.tool === "calculator" && o.arguments.expression === expression).at(-1);
+    const computed = input.observations
+      .filter((o) => o.tool === "calculator" && o.arguments.expression === expression)
+      .at(-1);
     if (!computed && input.tools.some((t) => t.name === "calculator") && input.tool_rounds_left > 0) {
-      return { action: "tool", tool: "calculator", arguments_json: JSON.stringify({ expression }), expert_answer: "", expert_reasoning: "" };
+      return {
+        action: "tool",
+        tool: "calculator",
+        arguments_json: JSON.stringify({ expression }),
+        expert_answer: "",
+        expert_reasoning: "",
+      };
     }
     said = computed
       ? fromCalculator(expression, computed)
@@ -121,7 +148,10 @@ export function answerOffline(input: Request, ctx: Pick<OfflineContext, "configH
         };
   } else {
     said = otherAnswer(q, ctx.configHint);
-    if (input.research_results.length > 0) notes.push(`${plural(input.research_results.length, "research result")} were available, but combining them into an answer needs a language model.`);
+    if (input.research_results.length > 0)
+      notes.push(
+        `${plural(input.research_results.length, "research result")} were available, but combining them into an answer needs a language model.`,
+      );
   }
   if (input.feedback) notes.push(`Critic feedback considered: ${quote(input.feedback)}.`);
   return answer(said.answer, [said.reasoning, ...notes].join(" "));

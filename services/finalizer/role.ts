@@ -10,12 +10,17 @@ function finalizeOffline(input: OpRequest<"finalizer", "finalize">): OpResponse<
     const component = input.error_component ?? "workflow";
     return {
       final_answer: clip(`${NOT_ANSWERED} The ${component} step failed: ${input.error}`, LIMITS.maxTextChars),
-      final_reasoning_trace: clip(`The run stopped because the ${component} step failed (${input.error}). No answer was produced, so none is given.`, LIMITS.maxTextChars),
+      final_reasoning_trace: clip(
+        `The run stopped because the ${component} step failed (${input.error}). No answer was produced, so none is given.`,
+        LIMITS.maxTextChars,
+      ),
     };
   }
   const finalAnswer = input.expert_answer.trim() || NOT_ANSWERED;
   const research =
-    input.research_results.length === 0 ? "No research was needed." : `${plural(input.research_results.length, "research result")} were gathered.`;
+    input.research_results.length === 0
+      ? "No research was needed."
+      : `${plural(input.research_results.length, "research result")} were gathered.`;
   const tools = input.tool_calls.length ? [`Tools called: ${input.tool_calls.join("; ")}.`] : [];
   const trace = [
     `1. The planner planned how to answer ${quote(input.question)}.`,
@@ -24,7 +29,10 @@ function finalizeOffline(input: OpRequest<"finalizer", "finalize">): OpResponse<
     "4. The final answer is the expert's answer.",
     ...tools,
   ].join("\n");
-  return { final_answer: clip(finalAnswer, LIMITS.maxTextChars), final_reasoning_trace: clip(trace, LIMITS.maxTextChars) };
+  return {
+    final_answer: clip(finalAnswer, LIMITS.maxTextChars),
+    final_reasoning_trace: clip(trace, LIMITS.maxTextChars),
+  };
 }
 
 /** The finalizer: writes the final answer and the reasoning trace (seed 004). */
@@ -40,10 +48,14 @@ export default defineAgent({
           `Instruction: ${i.message.content}`,
           `Expert answer: ${i.expert_answer || "(none)"}`,
           `Expert reasoning: ${i.expert_reasoning || "(none)"}`,
-          i.research_results.length ? `Research results:\n${i.research_results.map((r, n) => `${n + 1}. ${r}`).join("\n")}` : "",
+          i.research_results.length
+            ? `Research results:\n${i.research_results.map((r, n) => `${n + 1}. ${r}`).join("\n")}`
+            : "",
           i.tool_calls.length ? `Tool calls, oldest first:\n${i.tool_calls.map((t) => `- ${t}`).join("\n")}` : "",
           i.error ? `Error in ${i.error_component ?? "a component"}: ${i.error}` : "",
-        ].filter(Boolean).join("\n\n"),
+        ]
+          .filter(Boolean)
+          .join("\n\n"),
       summarize: (o) => o.final_answer.slice(0, 120),
       offline: finalizeOffline,
     },

@@ -13,8 +13,18 @@ const dir = mkdtempSync(join(tmpdir(), "graph-role-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const TRIPLES = [
-  { subject: "trastuzumab", predicate: "targets", object: "the HER2 receptor", source: "https://drugs.example/trastuzumab" },
-  { subject: "pertuzumab", predicate: "is combined with", object: "trastuzumab in HER2-positive disease", source: "notes/her2.md:12" },
+  {
+    subject: "trastuzumab",
+    predicate: "targets",
+    object: "the HER2 receptor",
+    source: "https://drugs.example/trastuzumab",
+  },
+  {
+    subject: "pertuzumab",
+    predicate: "is combined with",
+    object: "trastuzumab in HER2-positive disease",
+    source: "notes/her2.md:12",
+  },
   { subject: "the travel desk", predicate: "books", object: "business travel", source: null },
 ];
 const file = join(dir, "her2.jsonl");
@@ -36,12 +46,23 @@ describe("graph.answer", () => {
   it("answers offline from the triples found, each triple's source its citation (url for a web page, else the path)", async () => {
     const graph = await loadGraph({ graphPath: file }, log);
     const offline = graphDraftOffline(graph);
-    const out = await answerFromGraph(graph, { question: "What does trastuzumab target?" }, { complete: <T>() => Promise.resolve(offline({ question: "What does trastuzumab target?" }) as T) });
+    const out = await answerFromGraph(
+      graph,
+      { question: "What does trastuzumab target?" },
+      { complete: <T>() => Promise.resolve(offline({ question: "What does trastuzumab target?" }) as T) },
+    );
     expect(ROLES.graph.answer.response.parse(out)).toEqual(out);
     expect(out.response_str).toContain("Trastuzumab targets the HER2 receptor.");
-    expect(out.citations).toContainEqual({ title: "trastuzumab", url: "https://drugs.example/trastuzumab", path: null, snippet: "Trastuzumab targets the HER2 receptor." });
+    expect(out.citations).toContainEqual({
+      title: "trastuzumab",
+      url: "https://drugs.example/trastuzumab",
+      path: null,
+      snippet: "Trastuzumab targets the HER2 receptor.",
+    });
     // only triples the query found are cited: never the unrelated travel fact
-    expect(out.citations.every((c) => c.url === "https://drugs.example/trastuzumab" || c.path === "notes/her2.md:12")).toBe(true);
+    expect(
+      out.citations.every((c) => c.url === "https://drugs.example/trastuzumab" || c.path === "notes/her2.md:12"),
+    ).toBe(true);
   });
 
   it("lets a model write the prose from the triples, but the citations stay the triples found", async () => {
@@ -58,8 +79,14 @@ describe("graph.answer", () => {
 
   it("a triple without a source is cited by its graph file and line", async () => {
     const graph = await loadGraph({ graphPath: file }, log);
-    const out = await answerFromGraph(graph, { question: "Who books business travel?" }, model("The travel desk books it."));
-    expect(out.citations).toEqual([{ title: "the travel desk", url: null, path: "her2.jsonl:3", snippet: "The travel desk books business travel." }]);
+    const out = await answerFromGraph(
+      graph,
+      { question: "Who books business travel?" },
+      model("The travel desk books it."),
+    );
+    expect(out.citations).toEqual([
+      { title: "the travel desk", url: null, path: "her2.jsonl:3", snippet: "The travel desk books business travel." },
+    ]);
   });
 
   it("nothing found: a short honest answer with no citations, and no model call", async () => {
@@ -82,7 +109,9 @@ describe("graph.answer", () => {
     const err = await loadGraph({ graphPath: join(dir, "missing.jsonl") }, log).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentmeshError);
     expect((err as AgentmeshError).code).toBe("invalid_config");
-    expect((err as AgentmeshError).message).toMatch(/^AGENTMESH_GRAPH_PATH: the knowledge graph path .*missing\.jsonl does not exist/);
+    expect((err as AgentmeshError).message).toMatch(
+      /^AGENTMESH_GRAPH_PATH: the knowledge graph path .*missing\.jsonl does not exist/,
+    );
   });
 
   it("a file without one valid triple is a clear start-up error naming its first bad lines", async () => {
@@ -91,7 +120,9 @@ describe("graph.answer", () => {
     const err = await loadGraph({ graphPath: bad }, log).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentmeshError);
     expect((err as AgentmeshError).code).toBe("invalid_config");
-    expect((err as AgentmeshError).message).toContain("the knowledge graph has no valid triple; 2 problem(s), first: bad.jsonl:1: not a JSON value; skipped; bad.jsonl:2:");
+    expect((err as AgentmeshError).message).toContain(
+      "the knowledge graph has no valid triple; 2 problem(s), first: bad.jsonl:1: not a JSON value; skipped; bad.jsonl:2:",
+    );
   });
 
   it("a graph with some bad lines still loads the good ones", async () => {

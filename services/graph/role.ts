@@ -9,7 +9,8 @@ import { loadGraphConfig, type GraphConfig } from "./config.js";
 export function graphAgent(graph: KnowledgeGraph) {
   return defineAgent({
     role: "graph",
-    description: "Answers from a knowledge graph of triples, citing each triple used by its source (halo's graph specialist)",
+    description:
+      "Answers from a knowledge graph of triples, citing each triple used by its source (halo's graph specialist)",
     ops: {
       answer: {
         kind: "handler",
@@ -36,15 +37,25 @@ export async function loadGraph(cfg: GraphConfig, log: Logger): Promise<Knowledg
   try {
     graph = await loadKnowledgeGraph(cfg.graphPath);
   } catch (err) {
-    if (err instanceof AgentmeshError) throw new AgentmeshError(err.code, `AGENTMESH_GRAPH_PATH: ${err.message}`, { cause: err });
+    if (err instanceof AgentmeshError)
+      throw new AgentmeshError(err.code, `AGENTMESH_GRAPH_PATH: ${err.message}`, { cause: err });
     throw err;
   }
   const issues = graph.issues.slice(0, SHOWN_ISSUES).map((i) => `${i.where}: ${i.message}`);
   if (graph.size === 0) {
-    const why = issues.length ? `; ${graph.issueCount} problem(s), first: ${issues.join("; ")}` : " (no .jsonl lines found)";
-    throw new AgentmeshError("invalid_config", `AGENTMESH_GRAPH_PATH=${cfg.graphPath}: the knowledge graph has no valid triple${why}`);
+    const why = issues.length
+      ? `; ${graph.issueCount} problem(s), first: ${issues.join("; ")}`
+      : " (no .jsonl lines found)";
+    throw new AgentmeshError(
+      "invalid_config",
+      `AGENTMESH_GRAPH_PATH=${cfg.graphPath}: the knowledge graph has no valid triple${why}`,
+    );
   }
-  if (graph.issueCount > 0) log.warn({ graph_path: cfg.graphPath, triples: graph.size, problems: graph.issueCount, first: issues }, "the knowledge graph loaded with lines skipped");
+  if (graph.issueCount > 0)
+    log.warn(
+      { graph_path: cfg.graphPath, triples: graph.size, problems: graph.issueCount, first: issues },
+      "the knowledge graph loaded with lines skipped",
+    );
   else log.info({ graph_path: cfg.graphPath, triples: graph.size }, "knowledge graph loaded");
   return graph;
 }

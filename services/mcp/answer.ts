@@ -1,5 +1,11 @@
 import type { HandlerContext, OfflineContext } from "@agentmesh/agent-kit";
-import { AgentmeshError, HALO_LIMITS, HaloCitation, type McpAnswerRequest, type SpecialistAnswer } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  HALO_LIMITS,
+  HaloCitation,
+  type McpAnswerRequest,
+  type SpecialistAnswer,
+} from "@agentmesh/contracts";
 import { chooseMcpTool, clipText, type McpCallResult, type McpClient, type McpToolInfo } from "@agentmesh/tools";
 import { z } from "zod";
 
@@ -26,31 +32,56 @@ function clientOf(clients: McpClients, server: string): McpClient {
   const client = clients.get(server);
   if (client) return client;
   const known = [...clients.keys()];
-  throw new AgentmeshError("tool_unavailable", `MCP server "${server}" is not configured (AGENTMESH_MCP_SERVERS names ${known.length ? known.join(", ") : "no server"})`, { retryable: false });
+  throw new AgentmeshError(
+    "tool_unavailable",
+    `MCP server "${server}" is not configured (AGENTMESH_MCP_SERVERS names ${known.length ? known.join(", ") : "no server"})`,
+    { retryable: false },
+  );
 }
 
 /** The server's tools its `allow` gives the mcp role (least privilege: a role not named calls none). */
 async function toolsForRole(client: McpClient, signal: AbortSignal | undefined): Promise<McpToolInfo[]> {
   const allow = client.config.allow.mcp;
-  const tools = (await client.listTools(signal ? { signal } : {})).filter((t) => allow === "*" || (allow?.includes(t.name) ?? false));
+  const tools = (await client.listTools(signal ? { signal } : {})).filter(
+    (t) => allow === "*" || (allow?.includes(t.name) ?? false),
+  );
   if (tools.length === 0) {
-    throw new AgentmeshError("tool_unavailable", `MCP server "${client.server}" offers the mcp role no tool (its "allow" in AGENTMESH_MCP_SERVERS must name "mcp")`, { retryable: false });
+    throw new AgentmeshError(
+      "tool_unavailable",
+      `MCP server "${client.server}" offers the mcp role no tool (its "allow" in AGENTMESH_MCP_SERVERS must name "mcp")`,
+      { retryable: false },
+    );
   }
   return tools;
 }
 
 /** The model's prompt: the question and the server's tools with their input schemas. */
 export function renderMcpPrompt(question: string, server: string, tools: readonly McpToolInfo[]): string {
-  const listed = tools.slice(0, MAX_TOOLS_SHOWN).map((t) => `- ${t.name}: ${clipText(t.description, 500) || "(no description)"}\n  input schema: ${clipText(JSON.stringify(t.inputSchema), MAX_SCHEMA_CHARS)}`);
-  return [`Question: ${question}`, `Tools of the MCP server "${server}":\n${listed.join("\n")}`, "Choose one tool and its arguments."].join("\n\n");
+  const listed = tools
+    .slice(0, MAX_TOOLS_SHOWN)
+    .map(
+      (t) =>
+        `- ${t.name}: ${clipText(t.description, 500) || "(no description)"}\n  input schema: ${clipText(JSON.stringify(t.inputSchema), MAX_SCHEMA_CHARS)}`,
+    );
+  return [
+    `Question: ${question}`,
+    `Tools of the MCP server "${server}":\n${listed.join("\n")}`,
+    "Choose one tool and its arguments.",
+  ].join("\n\n");
 }
 
 /** The offline engine's choice: the tool whose name and description share most words with the question, the question as its string argument. */
-export function mcpChoiceOffline(clients: McpClients): (input: McpAnswerRequest, ctx: OfflineContext) => Promise<McpChoice> {
+export function mcpChoiceOffline(
+  clients: McpClients,
+): (input: McpAnswerRequest, ctx: OfflineContext) => Promise<McpChoice> {
   return async (input, ctx) => {
     const tools = await toolsForRole(clientOf(clients, input.server), ctx.signal);
     const choice = chooseMcpTool(input.question, tools);
-    if (!choice) throw new AgentmeshError("needs_model", `no tool of MCP server "${input.server}" takes a text argument, so only a model can choose its arguments`);
+    if (!choice)
+      throw new AgentmeshError(
+        "needs_model",
+        `no tool of MCP server "${input.server}" takes a text argument, so only a model can choose its arguments`,
+      );
     return { tool: choice.tool, arguments_json: JSON.stringify(choice.args) };
   };
 }
@@ -58,7 +89,10 @@ export function mcpChoiceOffline(clients: McpClients): (input: McpAnswerRequest,
 /** The chosen arguments as an object; anything else is the chooser's (the model's) fault. */
 function argumentsOf(choice: McpChoice, tools: readonly McpToolInfo[], server: string): Record<string, unknown> {
   if (!tools.some((t) => t.name === choice.tool)) {
-    throw new AgentmeshError("model_invalid_output", `the model chose "${clipText(choice.tool, 80)}", which is not a tool of MCP server "${server}" it may call`);
+    throw new AgentmeshError(
+      "model_invalid_output",
+      `the model chose "${clipText(choice.tool, 80)}", which is not a tool of MCP server "${server}" it may call`,
+    );
   }
   let args: unknown;
   try {
@@ -66,7 +100,11 @@ function argumentsOf(choice: McpChoice, tools: readonly McpToolInfo[], server: s
   } catch {
     throw new AgentmeshError("model_invalid_output", `the model's arguments for "${choice.tool}" are not valid JSON`);
   }
-  if (args === null || typeof args !== "object" || Array.isArray(args)) throw new AgentmeshError("model_invalid_output", `the model's arguments for "${choice.tool}" are not a JSON object`);
+  if (args === null || typeof args !== "object" || Array.isArray(args))
+    throw new AgentmeshError(
+      "model_invalid_output",
+      `the model's arguments for "${choice.tool}" are not a JSON object`,
+    );
   return args as Record<string, unknown>;
 }
 
@@ -87,7 +125,9 @@ function haloCitation(c: McpCallResult["citations"][number]): HaloCitation | nul
 /** The tool's answer as a specialist's: its text (clipped), its links and resources as citations. */
 export function answerOf(server: string, tool: string, result: McpCallResult): SpecialistAnswer {
   const citations = result.citations.flatMap((c) => haloCitation(c) ?? []).slice(0, HALO_LIMITS.maxCitationsPerAnswer);
-  const text = result.text.trim() || `The tool ${tool} of the MCP server ${server} returned ${citations.length ? `${citations.length} source(s) and no text` : "nothing"}.`;
+  const text =
+    result.text.trim() ||
+    `The tool ${tool} of the MCP server ${server} returned ${citations.length ? `${citations.length} source(s) and no text` : "nothing"}.`;
   return { response_str: clipText(text, HALO_LIMITS.maxAnswerChars), citations };
 }
 
@@ -96,17 +136,28 @@ export function answerOf(server: string, tool: string, result: McpCallResult): S
  * model (offline: `chooseMcpTool`) pick one and its arguments, calls it under the task's signal
  * and answers with its text, its links and resources as citations.
  */
-export async function answerViaMcp(clients: McpClients, req: McpAnswerRequest, ctx: Pick<HandlerContext, "complete" | "signal">): Promise<SpecialistAnswer> {
+export async function answerViaMcp(
+  clients: McpClients,
+  req: McpAnswerRequest,
+  ctx: Pick<HandlerContext, "complete" | "signal">,
+): Promise<SpecialistAnswer> {
   const client = clientOf(clients, req.server);
   const tools = await toolsForRole(client, ctx.signal);
-  const choice = await ctx.complete({ schema: McpChoice, schemaName: "mcp_answer", prompt: renderMcpPrompt(req.question, req.server, tools) });
+  const choice = await ctx.complete({
+    schema: McpChoice,
+    schemaName: "mcp_answer",
+    prompt: renderMcpPrompt(req.question, req.server, tools),
+  });
   const args = argumentsOf(choice, tools, req.server);
   let result: McpCallResult;
   try {
     result = await client.callTool(choice.tool, args, { signal: ctx.signal });
   } catch (err) {
     // arguments that fail the tool's schema are the chooser's mistake: another choice may pass
-    if (err instanceof AgentmeshError && err.code === "invalid_tool_input") throw new AgentmeshError("model_invalid_output", `the chosen arguments do not fit: ${err.message}`, { cause: err });
+    if (err instanceof AgentmeshError && err.code === "invalid_tool_input")
+      throw new AgentmeshError("model_invalid_output", `the chosen arguments do not fit: ${err.message}`, {
+        cause: err,
+      });
     throw err;
   }
   return answerOf(req.server, choice.tool, result);

@@ -11,9 +11,19 @@ import { createMcp, mcpAgent } from "./role.js";
 
 const log = createLogger({ service: "mcp-test", level: "silent" });
 const CITATIONS = [
-  { title: "Trastuzumab in HER2+ disease", url: "https://articles.example/a/1", path: null, snippet: "A review of trastuzumab regimens." },
+  {
+    title: "Trastuzumab in HER2+ disease",
+    url: "https://articles.example/a/1",
+    path: null,
+    snippet: "A review of trastuzumab regimens.",
+  },
   { title: "2.txt", url: null, path: "/data/articles/2.txt", snippet: "Local notes on pertuzumab." },
-  { title: "3", url: "https://articles.example/a/3", path: null, snippet: "Embedded abstract about neoadjuvant therapy." },
+  {
+    title: "3",
+    url: "https://articles.example/a/3",
+    path: null,
+    snippet: "Embedded abstract about neoadjuvant therapy.",
+  },
 ];
 
 let http: HttpTestServer;
@@ -38,7 +48,11 @@ afterAll(async () => {
 /** A handler context whose model call is answered by the role's offline behaviour, as the offline engine does. */
 function offline(all: McpClients, input: McpAnswerRequest, signal = new AbortController().signal) {
   const choose = mcpChoiceOffline(all);
-  return { signal, complete: async <T>(call: HandlerModelCall<T>): Promise<T> => call.schema.parse(await choose(input, { configHint: "", signal })) };
+  return {
+    signal,
+    complete: async <T>(call: HandlerModelCall<T>): Promise<T> =>
+      call.schema.parse(await choose(input, { configHint: "", signal })),
+  };
 }
 
 /** A handler context whose model answers with `choice`, recording its prompts. */
@@ -67,7 +81,10 @@ describe("mcp.answer", () => {
   it("offline, over stdio: picks the tool sharing most words with the question, the question its argument; links and resources become citations", async () => {
     const input = { question: "Search published articles about trastuzumab", server: "biomcp" };
     const out = await answerViaMcp(clients, input, offline(clients, input));
-    expect(out).toEqual({ response_str: 'Two articles match "Search published articles about trastuzumab".', citations: CITATIONS });
+    expect(out).toEqual({
+      response_str: 'Two articles match "Search published articles about trastuzumab".',
+      citations: CITATIONS,
+    });
     expect(ROLES.mcp.answer.response.parse(out)).toEqual(out);
   });
 
@@ -79,7 +96,11 @@ describe("mcp.answer", () => {
 
   it("with a model: the model sees the tools the role may call with their schemas and chooses one and its arguments", async () => {
     const ctx = modelChoosing({ tool: "search_articles", arguments_json: JSON.stringify({ query: "HER2", limit: 2 }) });
-    const out = await answerViaMcp(clients, { question: "What treats HER2-positive cancer?", server: "llama_mcp" }, ctx);
+    const out = await answerViaMcp(
+      clients,
+      { question: "What treats HER2-positive cancer?", server: "llama_mcp" },
+      ctx,
+    );
     expect(out.response_str).toBe('Two articles match "HER2".');
     expect(out.citations).toEqual(CITATIONS);
     expect(ctx.prompts[0]).toContain("- search_articles: Search published articles");
@@ -89,12 +110,30 @@ describe("mcp.answer", () => {
   });
 
   it("a model's arguments that fail the tool's input schema, or a tool it may not call, are the model's invalid output", async () => {
-    const bad = await failure(answerViaMcp(clients, { question: "HER2?", server: "llama_mcp" }, modelChoosing({ tool: "search_articles", arguments_json: JSON.stringify({ query: 5 }) })));
+    const bad = await failure(
+      answerViaMcp(
+        clients,
+        { question: "HER2?", server: "llama_mcp" },
+        modelChoosing({ tool: "search_articles", arguments_json: JSON.stringify({ query: 5 }) }),
+      ),
+    );
     expect(bad).toMatchObject({ code: "model_invalid_output", retryable: true });
     expect(bad.message).toContain("search_articles");
-    const notAllowed = await failure(answerViaMcp(clients, { question: "HER2?", server: "llama_mcp" }, modelChoosing({ tool: "crash", arguments_json: "{}" })));
+    const notAllowed = await failure(
+      answerViaMcp(
+        clients,
+        { question: "HER2?", server: "llama_mcp" },
+        modelChoosing({ tool: "crash", arguments_json: "{}" }),
+      ),
+    );
     expect(notAllowed).toMatchObject({ code: "model_invalid_output" });
-    const notJson = await failure(answerViaMcp(clients, { question: "HER2?", server: "llama_mcp" }, modelChoosing({ tool: "slow", arguments_json: "{ms: 1}" })));
+    const notJson = await failure(
+      answerViaMcp(
+        clients,
+        { question: "HER2?", server: "llama_mcp" },
+        modelChoosing({ tool: "slow", arguments_json: "{ms: 1}" }),
+      ),
+    );
     expect(notJson).toMatchObject({ code: "model_invalid_output" });
   });
 
@@ -115,24 +154,57 @@ describe("mcp.answer", () => {
   it("a call that hangs ends when the task's signal aborts (deadline or cancel), and the server hears of it", async () => {
     const ac = new AbortController();
     const started = Date.now();
-    const pending = failure(answerViaMcp(clients, { question: "Wait", server: "llama_mcp" }, modelChoosing({ tool: "slow", arguments_json: JSON.stringify({ ms: 20_000 }) }, ac.signal)));
+    const pending = failure(
+      answerViaMcp(
+        clients,
+        { question: "Wait", server: "llama_mcp" },
+        modelChoosing({ tool: "slow", arguments_json: JSON.stringify({ ms: 20_000 }) }, ac.signal),
+      ),
+    );
     setTimeout(() => ac.abort(new AgentmeshError("deadline_exceeded", "the task deadline passed")), 300);
     const err = await pending;
     expect(err).toMatchObject({ code: "deadline_exceeded" });
     expect(Date.now() - started).toBeLessThan(3000);
     const llama = clients.get("llama_mcp")!;
-    await expect.poll(async () => Number((await llama.callTool("cancellations", {})).text), { timeout: 3000 }).toBeGreaterThanOrEqual(1);
+    await expect
+      .poll(async () => Number((await llama.callTool("cancellations", {})).text), { timeout: 3000 })
+      .toBeGreaterThanOrEqual(1);
   });
 
   it("the role's setup connects on first use and closes its connections when it stops: the stdio server process is gone", async () => {
     const setup = createMcp({ servers: [stdioTestServer("biomcp", { allow: { mcp: "*" } })] }, log);
     const op = (setup.agents[0] as ReturnType<typeof mcpAgent>).ops.answer;
     if (op.kind !== "handler") throw new Error("mcp.answer is a handler op");
-    const ctx = { ...modelChoosing({ tool: "pid", arguments_json: "{}" }), completeText: () => Promise.reject(new Error("mcp.answer asks for no free text")), taskId: "s1.1.0.0", sessionId: "s1", attempt: 1, log, prompt: null, tracing: false, annotate: () => {}, span: <T>(n: string, _a: unknown, fn: (s: SpanHandle) => Promise<T>) => TRACING_OFF.run(n, {}, fn) };
-    const out = (await op.run({ question: "Which process answers?", server: "biomcp" }, ctx)) as { response_str: string };
+    const ctx = {
+      ...modelChoosing({ tool: "pid", arguments_json: "{}" }),
+      completeText: () => Promise.reject(new Error("mcp.answer asks for no free text")),
+      taskId: "s1.1.0.0",
+      sessionId: "s1",
+      attempt: 1,
+      log,
+      prompt: null,
+      tracing: false,
+      annotate: () => {},
+      span: <T>(n: string, _a: unknown, fn: (s: SpanHandle) => Promise<T>) => TRACING_OFF.run(n, {}, fn),
+    };
+    const out = (await op.run({ question: "Which process answers?", server: "biomcp" }, ctx)) as {
+      response_str: string;
+    };
     const pid = Number(out.response_str);
     expect(Number.isInteger(pid) && pid !== process.pid).toBe(true);
     await setup.close?.();
-    await expect.poll(() => { try { process.kill(pid, 0); return "alive"; } catch { return "gone"; } }, { timeout: 5000 }).toBe("gone");
+    await expect
+      .poll(
+        () => {
+          try {
+            process.kill(pid, 0);
+            return "alive";
+          } catch {
+            return "gone";
+          }
+        },
+        { timeout: 5000 },
+      )
+      .toBe("gone");
   });
 });

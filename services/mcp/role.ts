@@ -8,7 +8,8 @@ import { loadMcpConfig, type McpRoleConfig } from "./config.js";
 export function mcpAgent(clients: McpClients) {
   return defineAgent({
     role: "mcp",
-    description: "Answers through the MCP server named in the task: picks one of its tools, calls it, cites its links and resources (halo's biomcp and llama_mcp)",
+    description:
+      "Answers through the MCP server named in the task: picks one of its tools, calls it, cites its links and resources (halo's biomcp and llama_mcp)",
     ops: {
       answer: {
         kind: "handler",
@@ -29,10 +30,22 @@ export function mcpAgent(clients: McpClients) {
  */
 export function createMcp(cfg: McpRoleConfig, log: Logger): AgentSetup {
   const clients = new Map<string, McpClient>(
-    cfg.servers.map((s) => [s.name, createMcpClient(s, { onStderr: (text) => log.debug({ server: s.name, stderr: clipText(text, 500) }, "MCP server stderr") })]),
+    cfg.servers.map((s) => [
+      s.name,
+      createMcpClient(s, {
+        onStderr: (text) => log.debug({ server: s.name, stderr: clipText(text, 500) }, "MCP server stderr"),
+      }),
+    ]),
   );
-  if (clients.size === 0) log.warn("no MCP server is configured (AGENTMESH_MCP_SERVERS): every mcp.answer fails tool_unavailable");
-  else log.info({ servers: cfg.servers.map((s) => ({ name: s.name, transport: s.transport, mcp_allowed: s.allow.mcp ?? "none" })) }, "MCP servers");
+  if (clients.size === 0)
+    log.warn("no MCP server is configured (AGENTMESH_MCP_SERVERS): every mcp.answer fails tool_unavailable");
+  else
+    log.info(
+      {
+        servers: cfg.servers.map((s) => ({ name: s.name, transport: s.transport, mcp_allowed: s.allow.mcp ?? "none" })),
+      },
+      "MCP servers",
+    );
   return {
     agents: [mcpAgent(clients)],
     async close() {

@@ -8,7 +8,12 @@ import {
 } from "@agentmesh/contracts";
 
 /** Failures that will not go away for this session: the tool is banned from further plans. */
-const BANNING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(["sandbox_unavailable", "tool_not_found", "permission_denied", "tool_unavailable"]);
+const BANNING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "sandbox_unavailable",
+  "tool_not_found",
+  "permission_denied",
+  "tool_unavailable",
+]);
 
 const MAX_ITEM = 240;
 
@@ -24,18 +29,40 @@ function itemFor(req: OpRequest<"memory", "update">): MemoryItem {
   switch (e.kind) {
     case "perception": {
       const s = e.snapshot;
-      const entities = s.entities.slice(0, 5).map((x) => x.text).join(", ");
+      const entities = s.entities
+        .slice(0, 5)
+        .map((x) => x.text)
+        .join(", ");
       const flagged = s.suspicious_patterns.length ? `; flagged ${s.suspicious_patterns.join("/")}` : "";
-      return { kind: "query", content: clip(`Asked "${clip(req.question, 120)}": intent ${s.intent}${entities ? `; entities ${entities}` : ""}${flagged}`, MAX_ITEM), step_index: null };
+      return {
+        kind: "query",
+        content: clip(
+          `Asked "${clip(req.question, 120)}": intent ${s.intent}${entities ? `; entities ${entities}` : ""}${flagged}`,
+          MAX_ITEM,
+        ),
+        step_index: null,
+      };
     }
     case "step": {
       const r = e.result;
-      const what = r.ok ? `ok: ${clip(r.output ?? "", 120)}` : `failed (${r.error?.code ?? "error"}): ${clip(r.error?.message ?? "", 80)}`;
-      const critic = e.critic ? `; critic ${e.critic.is_acceptable ? "accepted" : "rejected"} (quality ${e.critic.quality})` : "";
-      return { kind: "step", content: clip(`Step ${e.step_index + 1} ${r.tool} (${r.strategy}) ${what}${critic}`, MAX_ITEM), step_index: e.step_index };
+      const what = r.ok
+        ? `ok: ${clip(r.output ?? "", 120)}`
+        : `failed (${r.error?.code ?? "error"}): ${clip(r.error?.message ?? "", 80)}`;
+      const critic = e.critic
+        ? `; critic ${e.critic.is_acceptable ? "accepted" : "rejected"} (quality ${e.critic.quality})`
+        : "";
+      return {
+        kind: "step",
+        content: clip(`Step ${e.step_index + 1} ${r.tool} (${r.strategy}) ${what}${critic}`, MAX_ITEM),
+        step_index: e.step_index,
+      };
     }
     case "user_reply":
-      return { kind: "user", content: clip(`Asked "${clip(e.question_for_human, 100)}"; the person answered "${e.text}"`, MAX_ITEM), step_index: null };
+      return {
+        kind: "user",
+        content: clip(`Asked "${clip(e.question_for_human, 100)}"; the person answered "${e.text}"`, MAX_ITEM),
+        step_index: null,
+      };
   }
 }
 
@@ -54,13 +81,17 @@ export function foldMemory(req: OpRequest<"memory", "update">): MemoryState {
     const r = e.result;
     const code = r.error?.code;
     if (!r.ok && code !== undefined && BANNING_CODES.has(code) && !banned_tools.some((b) => b.tool === r.tool)) {
-      banned_tools = [...banned_tools, { tool: r.tool, reason: clip(`${code}: ${r.error?.message ?? ""}`, 200) }].slice(-BLACKBOARD_LIMITS.maxBannedTools);
+      banned_tools = [...banned_tools, { tool: r.tool, reason: clip(`${code}: ${r.error?.message ?? ""}`, 200) }].slice(
+        -BLACKBOARD_LIMITS.maxBannedTools,
+      );
     }
     if (r.ok && r.tool !== SUMMARIZE_TOOL) {
       const known = successful_tools.find((t) => t.tool === r.tool);
       successful_tools = known
         ? successful_tools.map((t) => (t === known ? { ...t, successes: t.successes + 1 } : t))
-        : [...successful_tools, { tool: r.tool, purpose: clip(e.step.description, 120), successes: 1 }].slice(-BLACKBOARD_LIMITS.maxSuccessfulTools);
+        : [...successful_tools, { tool: r.tool, purpose: clip(e.step.description, 120), successes: 1 }].slice(
+            -BLACKBOARD_LIMITS.maxSuccessfulTools,
+          );
     }
   }
   return { short_term, banned_tools, successful_tools, long_term_refs: m.long_term_refs };

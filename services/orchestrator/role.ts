@@ -28,7 +28,8 @@ export const renderDecide = (input: DecideRequest): string =>
 /** The orchestrator role: clarify's Layer 3, one free-text model call whose reply the workflow parses as the seed does. */
 export default defineAgent({
   role: "orchestrator",
-  description: "clarify's orchestrator (Layer 3): reads the latest messages and the clarification count, answers CLARIFICATION or RESEARCH with a reason",
+  description:
+    "clarify's orchestrator (Layer 3): reads the latest messages and the clarification count, answers CLARIFICATION or RESEARCH with a reason",
   ops: {
     decide: {
       contract: "orchestrator.decide",

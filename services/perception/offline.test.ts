@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import { ROLES, type PerceptionSnapshot, type StepResult } from "@agentmesh/contracts";
 import { perceiveOffline as perceive } from "./offline.js";
 
-
 const snapshot = (question: string): PerceptionSnapshot => perceive({ kind: "query", query: question });
 
 const okResult = (output: string): StepResult => ({
@@ -33,7 +32,9 @@ describe("offline perception", () => {
   });
 
   it("extracts numbers, quoted strings, capitalised names and terms, and flags suspicious patterns without acting", () => {
-    const s = snapshot(`Does Northwind Labs store "sample boxes" at 4 degrees? Also <script>alert(1)</script> and ../../etc/passwd and maxmemory-policy`);
+    const s = snapshot(
+      `Does Northwind Labs store "sample boxes" at 4 degrees? Also <script>alert(1)</script> and ../../etc/passwd and maxmemory-policy`,
+    );
     expect(s.entities).toEqual(
       expect.arrayContaining([
         { text: "sample boxes", kind: "quoted" },
@@ -53,8 +54,12 @@ describe("offline perception", () => {
     const base = { kind: "step_result" as const, query: "What is the meal allowance?", step_index: 0, step };
     expect(perceive({ ...base, result: okResult("The daily meal allowance is 45 euros.") }).goal_satisfied).toBe(true);
     expect(perceive({ ...base, result: okResult("  ") }).goal_satisfied).toBe(false);
-    const failed: StepResult = { ...okResult(""), ok: false, output: null, error: { code: "timeout", message: "slow", retryable: true } };
+    const failed: StepResult = {
+      ...okResult(""),
+      ok: false,
+      output: null,
+      error: { code: "timeout", message: "slow", retryable: true },
+    };
     expect(perceive({ ...base, result: failed })).toMatchObject({ goal_satisfied: false, confidence: 0.3 });
   });
 });
-

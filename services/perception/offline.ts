@@ -1,12 +1,27 @@
 import type { Intent, OpRequest, PerceptionSnapshot } from "@agentmesh/contracts";
-import { classifyQuestion, clipText, constraintsOf, entitiesOf, intentOf, suspiciousPatterns } from "@agentmesh/offline-kit";
+import {
+  classifyQuestion,
+  clipText,
+  constraintsOf,
+  entitiesOf,
+  intentOf,
+  suspiciousPatterns,
+} from "@agentmesh/offline-kit";
 import { BLACKBOARD_LIMITS } from "@agentmesh/contracts";
 
 // Perception's offline behaviour: entities, intent, constraints and sub-goals by rule.
 
 type Perceive = OpRequest<"perception", "perceive">;
 
-const CONFIDENCE: Record<Intent, number> = { arithmetic: 0.95, conversation: 0.9, lookup: 0.7, explanation: 0.7, comparison: 0.6, code: 0.5, other: 0.4 };
+const CONFIDENCE: Record<Intent, number> = {
+  arithmetic: 0.95,
+  conversation: 0.9,
+  lookup: 0.7,
+  explanation: 0.7,
+  comparison: 0.6,
+  code: 0.5,
+  other: 0.4,
+};
 const RULE: Record<Intent, string> = {
   arithmetic: "the question is an arithmetic expression",
   conversation: "the question is a greeting",
@@ -21,7 +36,9 @@ function subGoals(question: string, intent: Intent): string[] {
   const q = classifyQuestion(question);
   switch (intent) {
     case "arithmetic":
-      return q.kind === "arithmetic" && q.calc.ok ? [`Evaluate ${q.calc.expression} exactly`, "State the exact value"] : ["Find the expression to evaluate", "State its value"];
+      return q.kind === "arithmetic" && q.calc.ok
+        ? [`Evaluate ${q.calc.expression} exactly`, "State the exact value"]
+        : ["Find the expression to evaluate", "State its value"];
     case "conversation":
       return ["Reply to the greeting"];
     case "lookup":
@@ -31,7 +48,10 @@ function subGoals(question: string, intent: Intent): string[] {
         .split(/\?|;|\band\s+(?=(?:what|who|where|why|how|when|which)\b)/i)
         .map((p) => p.trim())
         .filter((p) => p.length >= 3);
-      return [...parts.map((p) => clipText(`Find: ${p}`, 200)), "Answer with citations from the sources"].slice(0, BLACKBOARD_LIMITS.maxSubGoals);
+      return [...parts.map((p) => clipText(`Find: ${p}`, 200)), "Answer with citations from the sources"].slice(
+        0,
+        BLACKBOARD_LIMITS.maxSubGoals,
+      );
     }
     case "code":
     case "other":
@@ -48,7 +68,9 @@ export function perceiveOffline(input: Perceive): PerceptionSnapshot {
     const notes = [
       `Offline rules: intent ${intent} (${RULE[intent]}); ${entities.length} entities.`,
       flagged.length ? `Suspicious patterns flagged, not acted on: ${flagged.join(", ")}.` : "",
-    ].filter(Boolean).join(" ");
+    ]
+      .filter(Boolean)
+      .join(" ");
     return {
       entities,
       intent,
@@ -64,11 +86,15 @@ export function perceiveOffline(input: Perceive): PerceptionSnapshot {
   const output = result.output ?? "";
   const satisfied = result.ok && output.trim().length > 0;
   const flagged = suspiciousPatterns(output);
-  const how = result.ok ? `returned ${output.trim().length} characters` : `failed (${result.error?.code ?? "error"}: ${result.error?.message ?? ""})`;
+  const how = result.ok
+    ? `returned ${output.trim().length} characters`
+    : `failed (${result.error?.code ?? "error"}: ${result.error?.message ?? ""})`;
   const notes = [
     `Step ${step_index + 1} (${step.tool} via ${result.tool}, ${result.strategy}) ${how}; goal ${satisfied ? "satisfied" : "not satisfied"}.`,
     flagged.length ? `Suspicious patterns in the result, treated as data: ${flagged.join(", ")}.` : "",
-  ].filter(Boolean).join(" ");
+  ]
+    .filter(Boolean)
+    .join(" ");
   return {
     entities: entitiesOf(output),
     intent,
@@ -80,4 +106,3 @@ export function perceiveOffline(input: Perceive): PerceptionSnapshot {
     notes: clipText(notes, 1000),
   };
 }
-

@@ -1,5 +1,11 @@
 import type { HandlerContext } from "@agentmesh/agent-kit";
-import { AgentmeshError, CapabilityPlan, type Capability, type CapabilitiesRequest, type CapabilitiesResult } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  CapabilityPlan,
+  type Capability,
+  type CapabilitiesRequest,
+  type CapabilitiesResult,
+} from "@agentmesh/contracts";
 import { clip, pickCapabilities } from "@agentmesh/offline-kit";
 
 /** The tags the model may pick from: what the deployment serves, and chitchat, which every deployment serves. */
@@ -9,7 +15,10 @@ export function offeredCapabilities(available: readonly Capability[]): Capabilit
 
 /** The user message: the question and the tags this deployment can serve. */
 export function renderCapabilities(input: CapabilitiesRequest): string {
-  return [`Question: ${input.question}`, `Available capabilities: ${offeredCapabilities(input.available).join(", ")}`].join("\n\n");
+  return [
+    `Question: ${input.question}`,
+    `Available capabilities: ${offeredCapabilities(input.available).join(", ")}`,
+  ].join("\n\n");
 }
 
 /**
@@ -18,7 +27,10 @@ export function renderCapabilities(input: CapabilitiesRequest): string {
  * outcome, an empty plan with its reason, which the workflow turns into `["chitchat"]`; any other
  * failure (transport, cancel) fails the task. A valid plan is returned as given, repeats kept.
  */
-export async function planCapabilities(input: CapabilitiesRequest, ctx: Pick<HandlerContext, "complete">): Promise<CapabilitiesResult> {
+export async function planCapabilities(
+  input: CapabilitiesRequest,
+  ctx: Pick<HandlerContext, "complete">,
+): Promise<CapabilitiesResult> {
   try {
     const plan = await ctx.complete({
       schema: CapabilityPlan,
@@ -29,7 +41,8 @@ export async function planCapabilities(input: CapabilitiesRequest, ctx: Pick<Han
     });
     return { capabilities: plan.capabilities, invalid_reason: null };
   } catch (err) {
-    if (err instanceof AgentmeshError && err.code === "model_invalid_output") return { capabilities: [], invalid_reason: clip(err.message, 500) };
+    if (err instanceof AgentmeshError && err.code === "model_invalid_output")
+      return { capabilities: [], invalid_reason: clip(err.message, 500) };
     throw err;
   }
 }

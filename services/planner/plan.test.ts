@@ -3,7 +3,13 @@ import type { OpRequest } from "@agentmesh/contracts";
 import { renderPlan } from "./role.js";
 
 const base: OpRequest<"planner", "plan"> = {
-  message: { sender: "orchestrator", receiver: "planner", type: "instruction", content: "Develop a logical plan to answer: What is CRISPR?", step_id: null },
+  message: {
+    sender: "orchestrator",
+    receiver: "planner",
+    type: "instruction",
+    content: "Develop a logical plan to answer: What is CRISPR?",
+    step_id: null,
+  },
   question: "What is CRISPR?",
   feedback: null,
   rejected_plan: null,
@@ -17,7 +23,9 @@ describe("planner.plan (critic-chain): its prompt", () => {
       feedback: "Add a step on the inventors.",
       rejected_plan: { research_steps: ["Find a definition"], expert_steps: ["Define it", "Summarise"] },
     });
-    expect(prompt).toContain("Your earlier plan, which the critic rejected:\nResearch steps:\n1. Find a definition\nExpert steps:\n1. Define it\n2. Summarise");
+    expect(prompt).toContain(
+      "Your earlier plan, which the critic rejected:\nResearch steps:\n1. Find a definition\nExpert steps:\n1. Define it\n2. Summarise",
+    );
     expect(prompt).toContain("Critic feedback to address: Add a step on the inventors.");
   });
 

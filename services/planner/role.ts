@@ -23,7 +23,8 @@ function planOffline(input: OpRequest<"planner", "plan">): OpResponse<"planner",
   return { research_steps: [], expert_steps: [clip(step, 2000)] };
 }
 
-const numbered = (steps: readonly string[]) => (steps.length ? steps.map((s, n) => `${n + 1}. ${s}`).join("\n") : "(none)");
+const numbered = (steps: readonly string[]) =>
+  steps.length ? steps.map((s, n) => `${n + 1}. ${s}`).join("\n") : "(none)";
 
 /** The planner's user prompt: the question, the instruction and, on a retry, the plan the critic rejected with its feedback. */
 export function renderPlan(i: OpRequest<"planner", "plan">): string {
@@ -31,7 +32,9 @@ export function renderPlan(i: OpRequest<"planner", "plan">): string {
   return [
     `Question: ${i.question}`,
     `Instruction: ${i.message.content}`,
-    rejected ? `Your earlier plan, which the critic rejected:\nResearch steps:\n${numbered(rejected.research_steps)}\nExpert steps:\n${numbered(rejected.expert_steps)}` : "",
+    rejected
+      ? `Your earlier plan, which the critic rejected:\nResearch steps:\n${numbered(rejected.research_steps)}\nExpert steps:\n${numbered(rejected.expert_steps)}`
+      : "",
     i.feedback ? `Critic feedback to address: ${i.feedback}` : "",
   ]
     .filter(Boolean)

@@ -1,10 +1,20 @@
 import { basename } from "node:path";
-import { AgentmeshError, CLARIFY_LIMITS, type GatherRequest, type GatherResult, type GatheredPassage } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  CLARIFY_LIMITS,
+  type GatherRequest,
+  type GatherResult,
+  type GatheredPassage,
+} from "@agentmesh/contracts";
 import { clip, contentWords, coverage, keywordQuery } from "@agentmesh/offline-kit";
 import type { ToolCallResult } from "@agentmesh/tools";
 
 /** Runs one tool under the safe executor as the researcher. */
-export type ToolCaller = (tool: string, args: Record<string, unknown>, ctx: { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal }) => Promise<ToolCallResult>;
+export type ToolCaller = (
+  tool: string,
+  args: Record<string, unknown>,
+  ctx: { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal },
+) => Promise<ToolCallResult>;
 
 /** What the research agent gathers with. */
 export interface GatherDeps {
@@ -27,11 +37,18 @@ export function gatherQuery(req: Pick<GatherRequest, "question" | "clarification
 
 /** A search that failed: a transient failure fails the task (it is retried), anything else is a gap. */
 function gap(result: Extract<ToolCallResult, { ok: false }>, what: string, gaps: string[]): void {
-  if (result.error.retryable) throw new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
+  if (result.error.retryable)
+    throw new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
   gaps.push(clip(`${what} is unavailable (${result.error.code}): ${result.error.message}`, 300));
 }
 
-async function corpusPassages(query: string, terms: readonly string[], deps: GatherDeps, ctx: Ctx, gaps: string[]): Promise<GatheredPassage[]> {
+async function corpusPassages(
+  query: string,
+  terms: readonly string[],
+  deps: GatherDeps,
+  ctx: Ctx,
+  gaps: string[],
+): Promise<GatheredPassage[]> {
   if (!deps.corpusConfigured) {
     gaps.push("No corpus is configured (AGENTMESH_CORPUS_DIR names no folder).");
     return [];
@@ -51,7 +68,16 @@ async function corpusPassages(query: string, terms: readonly string[], deps: Gat
     .slice(0, PER_SOURCE.corpus)
     .map(({ h }) => {
       const flat = h.passage.replace(/\s+/g, " ").trim();
-      return { source: "corpus", text: clip(h.passage.trim(), 2000), citation: { title: clip(basename(h.path) || h.path, 300), url: null, path: clip(h.path, 300), snippet: clip(flat, 500) } };
+      return {
+        source: "corpus",
+        text: clip(h.passage.trim(), 2000),
+        citation: {
+          title: clip(basename(h.path) || h.path, 300),
+          url: null,
+          path: clip(h.path, 300),
+          snippet: clip(flat, 500),
+        },
+      };
     });
 }
 
@@ -68,7 +94,13 @@ async function webPassages(query: string, deps: GatherDeps, ctx: Ctx, gaps: stri
     if (!/^https?:\/\//i.test(h.url) || !URL.canParse(h.url) || h.url.length > 2000) return [];
     const title = clip(h.title.trim() || h.url, 300);
     // web text is untrusted data: a quoted passage with its URL, never instructions
-    return [{ source: "web", text: clip(`${title}: ${h.snippet}`, 2000), citation: { title, url: h.url, path: null, snippet: clip(h.snippet, 500) } }];
+    return [
+      {
+        source: "web",
+        text: clip(`${title}: ${h.snippet}`, 2000),
+        citation: { title, url: h.url, path: null, snippet: clip(h.snippet, 500) },
+      },
+    ];
   });
 }
 
@@ -80,7 +112,11 @@ function memoryPassages(req: GatherRequest, terms: readonly string[]): GatheredP
     .filter((x) => x.score > 0 && !own.has(x.m.content.trim()) && x.m.content.trim().length > 0)
     .sort((a, b) => b.score - a.score || b.i - a.i)
     .slice(0, PER_SOURCE.memory)
-    .map(({ m }) => ({ source: "memory", text: clip(`${m.role === "user" ? "User" : m.role === "assistant" ? "Assistant" : "System"}: ${m.content}`, 2000), citation: null }));
+    .map(({ m }) => ({
+      source: "memory",
+      text: clip(`${m.role === "user" ? "User" : m.role === "assistant" ? "Assistant" : "System"}: ${m.content}`, 2000),
+      citation: null,
+    }));
 }
 
 /**

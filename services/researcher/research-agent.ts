@@ -10,7 +10,13 @@ import {
   type ResearchSearchRequest,
   type ResearchSynthesizeRequest,
 } from "@agentmesh/contracts";
-import { draftToolCall, parseToolArguments, renderBrief, renderObservations, renderTools } from "@agentmesh/offline-kit";
+import {
+  draftToolCall,
+  parseToolArguments,
+  renderBrief,
+  renderObservations,
+  renderTools,
+} from "@agentmesh/offline-kit";
 import { z } from "zod";
 
 /**
@@ -31,7 +37,8 @@ interface ScenarioGuide {
 export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
   academic: {
     label: "academic research",
-    search: "Prefer peer-reviewed papers, preprints, systematic reviews and the authors' own pages; search with the field's own terms and the names of key studies or authors.",
+    search:
+      "Prefer peer-reviewed papers, preprints, systematic reviews and the authors' own pages; search with the field's own terms and the names of key studies or authors.",
     analyze:
       "For each finding, say how it was established: the method or study design, the data or sample, and how strong the evidence is (replicated, a single study, a review, an opinion). " +
       "Note which sources are peer-reviewed, where they agree or contradict each other, and which claims rest on no cited evidence. Keep every claim tied to its source number.",
@@ -41,7 +48,8 @@ export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
   },
   market: {
     label: "market research",
-    search: "Look for market reports, company filings and announcements, industry associations and analyst coverage; search for figures together with a year.",
+    search:
+      "Look for market reports, company filings and announcements, industry associations and analyst coverage; search for figures together with a year.",
     analyze:
       "Extract the market's size and growth rate, each figure with its date and who estimated it; the main players and their positions or shares; the customer segments and pricing; " +
       "and the trends and drivers (demand, technology, regulation). Flag estimates that disagree and numbers that are old or undated.",
@@ -51,7 +59,8 @@ export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
   },
   technical: {
     label: "technical research",
-    search: "Look for official documentation, specifications, release notes, source repositories and engineering write-ups; put version numbers in the query when they matter.",
+    search:
+      "Look for official documentation, specifications, release notes, source repositories and engineering write-ups; put version numbers in the query when they matter.",
     analyze:
       "Work out how the technology is built: its architecture and main components, the design trade-offs (performance, complexity, cost, compatibility), the versions each statement applies to, " +
       "its known limitations and the alternatives. Tell official documentation from anecdote and benchmark, and note a source that may be out of date for the current version.",
@@ -60,7 +69,8 @@ export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
   },
   news: {
     label: "news research",
-    search: "Look for recent reporting by established outlets, official statements and primary sources; put dates or the year in the query and prefer the newest coverage.",
+    search:
+      "Look for recent reporting by established outlets, official statements and primary sources; put dates or the year in the query and prefer the newest coverage.",
     analyze:
       "Establish what happened, when (dates as precise as the sources give them), who was involved and where, and what is confirmed as opposed to reported or disputed. " +
       "Note each source's publication date, prefer the most recent for a developing story, and flag a claim that only one outlet makes.",
@@ -73,7 +83,9 @@ export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
 /** The sources kept so far, numbered as the report cites them ([1] first); "(none)" when there are none. */
 export function renderSources(sources: readonly HaloCitation[]): string {
   if (sources.length === 0) return "(none)";
-  return sources.map((s, i) => `[${i + 1}] ${s.title} — ${s.url ?? s.path ?? ""}${s.snippet ? `\n    ${s.snippet}` : ""}`).join("\n");
+  return sources
+    .map((s, i) => `[${i + 1}] ${s.title} — ${s.url ?? s.path ?? ""}${s.snippet ? `\n    ${s.snippet}` : ""}`)
+    .join("\n");
 }
 
 /**
@@ -90,8 +102,14 @@ export const SearchDraft = z
     arguments_json: z.string().max(30_000),
   })
   .superRefine((d, ctx) => {
-    if (d.action === "answer" && d.text.trim().length === 0) ctx.addIssue({ code: "custom", path: ["text"], message: "action answer needs the text of what the search found" });
-    if (d.action === "tool" && parseToolArguments(d.arguments_json) === null) ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
+    if (d.action === "answer" && d.text.trim().length === 0)
+      ctx.addIssue({
+        code: "custom",
+        path: ["text"],
+        message: "action answer needs the text of what the search found",
+      });
+    if (d.action === "tool" && parseToolArguments(d.arguments_json) === null)
+      ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
   });
 export type SearchDraft = z.infer<typeof SearchDraft>;
 
@@ -126,8 +144,15 @@ export function toSearchAction(d: SearchDraft, input: ResearchSearchRequest): Ag
 }
 
 /** search: one structured model call, never streamed (seed 002's STREAMING_CONFIG.search_agent). */
-export async function search(input: ResearchSearchRequest, ctx: Pick<HandlerContext, "complete">): Promise<AgentAction> {
-  const draft = await ctx.complete({ schema: SearchDraft, schemaName: "researcher_search", prompt: renderSearch(input) });
+export async function search(
+  input: ResearchSearchRequest,
+  ctx: Pick<HandlerContext, "complete">,
+): Promise<AgentAction> {
+  const draft = await ctx.complete({
+    schema: SearchDraft,
+    schemaName: "researcher_search",
+    prompt: renderSearch(input),
+  });
   return toSearchAction(draft, input);
 }
 
@@ -160,6 +185,13 @@ export function renderSynthesize(input: ResearchSynthesizeRequest): string {
 
 /** The finalize node's user prompt: the brief, the scenario, the sources in citation order and the synthesis. */
 export function renderFinalize(input: ResearchFinalizeRequest): string {
-  const cite = input.sources.length ? `Cite them as [1] to [${input.sources.length}], in this order.` : "No sources were found: cite none and say so.";
-  return [renderBrief(input.brief), `Scenario: ${SCENARIOS[input.scenario].label}.`, `Sources:\n${renderSources(input.sources)}\n${cite}`, `Synthesis:\n${input.synthesis}`].join("\n\n");
+  const cite = input.sources.length
+    ? `Cite them as [1] to [${input.sources.length}], in this order.`
+    : "No sources were found: cite none and say so.";
+  return [
+    renderBrief(input.brief),
+    `Scenario: ${SCENARIOS[input.scenario].label}.`,
+    `Sources:\n${renderSources(input.sources)}\n${cite}`,
+    `Synthesis:\n${input.synthesis}`,
+  ].join("\n\n");
 }

@@ -3,7 +3,13 @@ import { ROLES, type OpRequest } from "@agentmesh/contracts";
 import { renderResearch, researchOffline } from "./research-step.js";
 
 const base: OpRequest<"researcher", "research"> = {
-  message: { sender: "orchestrator", receiver: "researcher", type: "instruction", content: "Research: Find who invented CRISPR", step_id: 0 },
+  message: {
+    sender: "orchestrator",
+    receiver: "researcher",
+    type: "instruction",
+    content: "Research: Find who invented CRISPR",
+    step_id: 0,
+  },
   question: "What is CRISPR and who invented it?",
   research_step: "Find who invented CRISPR",
   feedback: null,
@@ -29,11 +35,22 @@ describe("researcher.research (critic-chain): its prompt", () => {
       ...base,
       feedback: "Name both inventors.",
       rejected_result: "It was invented in a lab.",
-      observations: [{ tool: "corpus_search", arguments: { query: "CRISPR inventors" }, ok: true, content: "[1] crispr.md: Doudna and Charpentier" }],
+      observations: [
+        {
+          tool: "corpus_search",
+          arguments: { query: "CRISPR inventors" },
+          ok: true,
+          content: "[1] crispr.md: Doudna and Charpentier",
+        },
+      ],
     });
-    expect(prompt).toContain("Your earlier result for this step, which the critic rejected:\nIt was invented in a lab.");
+    expect(prompt).toContain(
+      "Your earlier result for this step, which the critic rejected:\nIt was invented in a lab.",
+    );
     expect(prompt).toContain("Critic feedback: Name both inventors.");
-    expect(prompt).toContain('corpus_search {"query":"CRISPR inventors"} returned: [1] crispr.md: Doudna and Charpentier');
+    expect(prompt).toContain(
+      'corpus_search {"query":"CRISPR inventors"} returned: [1] crispr.md: Doudna and Charpentier',
+    );
     expect(renderResearch(base)).not.toContain("rejected");
   });
 });
@@ -48,7 +65,12 @@ describe("researcher.research offline: the corpus, quoted, never invented", () =
   });
 
   it("then reports the passages it found as quoted", () => {
-    const found = { ...base, observations: [{ tool: "corpus_search", arguments: { query: "x" }, ok: true, content: "[1] crispr.md: passage about CRISPR" }] };
+    const found = {
+      ...base,
+      observations: [
+        { tool: "corpus_search", arguments: { query: "x" }, ok: true, content: "[1] crispr.md: passage about CRISPR" },
+      ],
+    };
     const turn = reply.parse(researchOffline(found, ctx));
     expect(turn.action).toBe("answer");
     expect(turn.result).toContain("[1] crispr.md: passage about CRISPR");
@@ -56,9 +78,15 @@ describe("researcher.research offline: the corpus, quoted, never invented", () =
   });
 
   it("says plainly when the corpus had nothing, failed, or was not offered", () => {
-    const none = researchOffline({ ...base, observations: [{ tool: "corpus_search", arguments: {}, ok: true, content: "" }] }, ctx);
+    const none = researchOffline(
+      { ...base, observations: [{ tool: "corpus_search", arguments: {}, ok: true, content: "" }] },
+      ctx,
+    );
     expect(none.result).toMatch(/has no passage on it/);
-    const failed = researchOffline({ ...base, observations: [{ tool: "corpus_search", arguments: {}, ok: false, content: "timeout: slow" }] }, ctx);
+    const failed = researchOffline(
+      { ...base, observations: [{ tool: "corpus_search", arguments: {}, ok: false, content: "timeout: slow" }] },
+      ctx,
+    );
     expect(failed.result).toMatch(/corpus search failed \(timeout: slow\)/);
     const without = researchOffline({ ...base, tools: [] }, ctx);
     expect(without).toMatchObject({ action: "answer", result: expect.stringContaining("was not researched") });

@@ -1,7 +1,15 @@
 import { existsSync } from "node:fs";
 import { defineAgent, defineRoleSetup, type AgentSetup } from "@agentmesh/agent-kit";
 import { parseEnv, type Logger } from "@agentmesh/service-kit";
-import { createBraveWebSearch, createCorpusSearchTool, createOfflineWebSearch, createSafeExecutor, createToolRegistry, createWebSearchTool, type ToolDefinition } from "@agentmesh/tools";
+import {
+  createBraveWebSearch,
+  createCorpusSearchTool,
+  createOfflineWebSearch,
+  createSafeExecutor,
+  createToolRegistry,
+  createWebSearchTool,
+  type ToolDefinition,
+} from "@agentmesh/tools";
 import { gather, type GatherDeps } from "./gather.js";
 import { STREAMING_CONFIG, type AgentAction } from "@agentmesh/contracts";
 import { needsModel } from "@agentmesh/offline-kit";
@@ -12,20 +20,23 @@ import { renderResearch, researchOffline, summarizeResearch } from "./research-s
 const researchNeedsModel = needsModel("research agent", "choose its searches, read the sources or write a report");
 
 /** One line for the log. */
-const summarizeAction = (o: AgentAction): string => (o.action === "tool" ? `tool ${o.tool}` : `search ended, ${o.text.length} characters on what it found`);
+const summarizeAction = (o: AgentAction): string =>
+  o.action === "tool" ? `tool ${o.tool}` : `search ended, ${o.text.length} characters on what it found`;
 
 /** The researcher over its search dependencies: one research step at a time with its tools (seed 004), the supervisor's research agent (seed 002), clarify's research agent (seed 003). */
 export function researcherAgent(deps: GatherDeps) {
   return defineAgent({
     role: "researcher",
-    description: "Carries out one research step with its tools (critic chain), runs the supervisor's research agent (search, analyze, synthesize, finalize) and gathers clarify's cited passages",
+    description:
+      "Carries out one research step with its tools (critic chain), runs the supervisor's research agent (search, analyze, synthesize, finalize) and gathers clarify's cited passages",
     ops: {
       gather: {
         kind: "handler",
         version: "researcher.gather/1",
         contract: "researcher.gather",
         run: (input, ctx) => gather(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
-        summarize: (o) => `${o.passages.length} passage(s) for "${o.query}"${o.gaps.length ? `, ${o.gaps.length} gap(s)` : ""}`,
+        summarize: (o) =>
+          `${o.passages.length} passage(s) for "${o.query}"${o.gaps.length ? `, ${o.gaps.length} gap(s)` : ""}`,
       },
       research: {
         contract: "researcher.research",
@@ -85,15 +96,28 @@ export function createResearcher(env: Record<string, string | undefined>, log: L
     tools.push(corpus.tool);
     closers.push(() => corpus.pool.close());
   } else {
-    log.warn({ corpus_dir: e.AGENTMESH_CORPUS_DIR }, "the corpus folder does not exist: clarify's research runs without the corpus");
+    log.warn(
+      { corpus_dir: e.AGENTMESH_CORPUS_DIR },
+      "the corpus folder does not exist: clarify's research runs without the corpus",
+    );
   }
-  const web = e.AGENTMESH_WEB_SEARCH_KEY ? createBraveWebSearch({ apiKey: e.AGENTMESH_WEB_SEARCH_KEY, baseUrl: e.AGENTMESH_WEB_SEARCH_URL }) : createOfflineWebSearch();
+  const web = e.AGENTMESH_WEB_SEARCH_KEY
+    ? createBraveWebSearch({ apiKey: e.AGENTMESH_WEB_SEARCH_KEY, baseUrl: e.AGENTMESH_WEB_SEARCH_URL })
+    : createOfflineWebSearch();
   tools.push(createWebSearchTool({ provider: web, allowedRoles: ["researcher"] }));
   const executor = createSafeExecutor({ registry: createToolRegistry(tools), maxCallsPerSession: 100 });
   const agent = researcherAgent({
     corpusConfigured,
     webConfigured: e.AGENTMESH_WEB_SEARCH_KEY !== undefined,
-    call: (tool, args, ctx) => executor.call({ tool, args, role: "researcher", sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
+    call: (tool, args, ctx) =>
+      executor.call({
+        tool,
+        args,
+        role: "researcher",
+        sessionId: ctx.sessionId,
+        taskId: ctx.taskId,
+        signal: ctx.signal,
+      }),
   });
   return {
     agents: [agent],

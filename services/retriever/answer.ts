@@ -1,5 +1,11 @@
 import { basename } from "node:path";
-import { AgentmeshError, HALO_LIMITS, type HaloCitation, type OpRequest, type SpecialistAnswer } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  HALO_LIMITS,
+  type HaloCitation,
+  type OpRequest,
+  type SpecialistAnswer,
+} from "@agentmesh/contracts";
 import type { HandlerContext } from "@agentmesh/agent-kit";
 import { clipText as clip } from "@agentmesh/tools";
 import { z } from "zod";
@@ -35,14 +41,22 @@ function searchText(question: string): string {
 
 /** A failed search: its code and retryability kept, so a transient failure is retried and a missing backend is not. */
 function searchFailed(result: { readonly error: AgentmeshError }, what: string): AgentmeshError {
-  return new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: result.error.retryable, cause: result.error });
+  return new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, {
+    retryable: result.error.retryable,
+    cause: result.error,
+  });
 }
 
 type Ctx = Parameters<ToolCaller>[2];
 
 /** The corpus passages that share words with the question, most relevant first, cited by path. */
 async function corpusSources(question: string, deps: RetrieverDeps, ctx: Ctx): Promise<AnswerSource[]> {
-  if (!deps.corpusConfigured) throw new AgentmeshError("tool_unavailable", "no corpus is configured (AGENTMESH_CORPUS_DIR names no folder), so there is nothing to answer from", { retryable: false });
+  if (!deps.corpusConfigured)
+    throw new AgentmeshError(
+      "tool_unavailable",
+      "no corpus is configured (AGENTMESH_CORPUS_DIR names no folder), so there is nothing to answer from",
+      { retryable: false },
+    );
   const r = await deps.call("corpus_search", { query: searchText(question), limit: 8 }, ctx);
   if (!r.ok) throw searchFailed(r, "The corpus search");
   const hits = (r.output as { results: Array<{ path: string; passage: string; score: number }> }).results;
@@ -54,13 +68,26 @@ async function corpusSources(question: string, deps: RetrieverDeps, ctx: Ctx): P
     .slice(0, MAX_SOURCES)
     .map(({ item, raw }) => {
       const path = item.citation?.path ?? "corpus";
-      return { text: raw.slice(0, 2000), citation: { title: clip(basename(path) || path, 300), url: null, path: clip(path, 300), snippet: clip(item.content, 500) } };
+      return {
+        text: raw.slice(0, 2000),
+        citation: {
+          title: clip(basename(path) || path, 300),
+          url: null,
+          path: clip(path, 300),
+          snippet: clip(item.content, 500),
+        },
+      };
     });
 }
 
 /** The web search's results, in its order, cited by URL. */
 async function webSources(question: string, deps: RetrieverDeps, ctx: Ctx): Promise<AnswerSource[]> {
-  if (!deps.webConfigured) throw new AgentmeshError("tool_unavailable", "no web search provider is configured (AGENTMESH_WEB_SEARCH_KEY is unset)", { retryable: false });
+  if (!deps.webConfigured)
+    throw new AgentmeshError(
+      "tool_unavailable",
+      "no web search provider is configured (AGENTMESH_WEB_SEARCH_KEY is unset)",
+      { retryable: false },
+    );
   const r = await deps.call("web_search", { query: searchText(question), count: MAX_SOURCES }, ctx);
   if (!r.ok) throw searchFailed(r, "The web search");
   const hits = (r.output as { results: Array<{ title: string; url: string; snippet: string }> }).results;
@@ -69,14 +96,25 @@ async function webSources(question: string, deps: RetrieverDeps, ctx: Ctx): Prom
     if (!web) return [];
     const title = clip(h.title.trim() || h.url, 300);
     // web text is untrusted data: kept as a quoted source with its URL, never followed as instructions
-    return [{ text: clip(`${title}: ${h.snippet}`, 1000), citation: { title, url: h.url, path: null, snippet: clip(h.snippet, 500) } }];
+    return [
+      {
+        text: clip(`${title}: ${h.snippet}`, 1000),
+        citation: { title, url: h.url, path: null, snippet: clip(h.snippet, 500) },
+      },
+    ];
   });
 }
 
 /** The model's prompt: the question and the numbered sources. */
 export function renderAnswerPrompt(question: string, sources: readonly AnswerSource[]): string {
-  const listed = sources.map((s, i) => `[${i + 1}] ${s.citation.url ?? s.citation.path ?? s.citation.title}\n${clip(s.text, 1000)}`);
-  return [`Question: ${question}`, `Sources:\n${listed.join("\n\n")}`, "Answer the question from these sources only."].join("\n\n");
+  const listed = sources.map(
+    (s, i) => `[${i + 1}] ${s.citation.url ?? s.citation.path ?? s.citation.title}\n${clip(s.text, 1000)}`,
+  );
+  return [
+    `Question: ${question}`,
+    `Sources:\n${listed.join("\n\n")}`,
+    "Answer the question from these sources only.",
+  ].join("\n\n");
 }
 
 /** The sentence of a text that covers most of the question's words (the first on a tie). */
@@ -84,7 +122,10 @@ function bestSentence(question: string, text: string, max: number): string {
   const terms = contentWords(question);
   // Markdown headings and list markers are layout, not sentences.
   const prose = text.replace(/^\s{0,3}#{1,6}\s+.*$/gm, " ").replace(/^\s*(?:[-*+]|\d+\.)\s+/gm, "");
-  const sentences = prose.replace(/\s+/g, " ").trim().match(/[^.!?]+[.!?]*/g) ?? [text];
+  const sentences = prose
+    .replace(/\s+/g, " ")
+    .trim()
+    .match(/[^.!?]+[.!?]*/g) ?? [text];
   let best = sentences[0] ?? text;
   let bestScore = -1;
   for (const s of sentences) {
@@ -99,7 +140,9 @@ function bestSentence(question: string, text: string, max: number): string {
  * (the synthesis marks the fragment with its sources' numbers, so no file name is quoted).
  */
 export function extractiveAnswer(question: string, sources: readonly AnswerSource[]): string {
-  const sentences = sources.slice(0, QUOTED_SOURCES).map((s) => bestSentence(question, s.citation.url ? s.citation.snippet || s.text : s.text, 600));
+  const sentences = sources
+    .slice(0, QUOTED_SOURCES)
+    .map((s) => bestSentence(question, s.citation.url ? s.citation.snippet || s.text : s.text, 600));
   return [...new Set(sentences.filter((x) => x.length > 0))].join(" ");
 }
 
@@ -110,12 +153,28 @@ export function extractiveAnswer(question: string, sources: readonly AnswerSourc
  * each top source is quoted. The citations are exactly the sources found. No corpus or no web
  * provider fails `tool_unavailable`, not retryable; nothing found is a short honest answer.
  */
-export async function answerFromSources(req: Request, deps: RetrieverDeps, ctx: Ctx & Pick<HandlerContext, "complete">): Promise<SpecialistAnswer> {
-  const sources = req.source === "corpus" ? await corpusSources(req.question, deps, ctx) : await webSources(req.question, deps, ctx);
-  if (sources.length === 0) return { response_str: req.source === "corpus" ? "The document corpus has nothing on this." : "The web search found nothing on this.", citations: [] };
+export async function answerFromSources(
+  req: Request,
+  deps: RetrieverDeps,
+  ctx: Ctx & Pick<HandlerContext, "complete">,
+): Promise<SpecialistAnswer> {
+  const sources =
+    req.source === "corpus" ? await corpusSources(req.question, deps, ctx) : await webSources(req.question, deps, ctx);
+  if (sources.length === 0)
+    return {
+      response_str:
+        req.source === "corpus" ? "The document corpus has nothing on this." : "The web search found nothing on this.",
+      citations: [],
+    };
   let text: string;
   try {
-    text = (await ctx.complete({ schema: SourcedDraft, schemaName: "retriever_answer", prompt: renderAnswerPrompt(req.question, sources) })).answer;
+    text = (
+      await ctx.complete({
+        schema: SourcedDraft,
+        schemaName: "retriever_answer",
+        prompt: renderAnswerPrompt(req.question, sources),
+      })
+    ).answer;
   } catch (err) {
     if (!(err instanceof AgentmeshError && err.code === "needs_model")) throw err;
     text = extractiveAnswer(req.question, sources);

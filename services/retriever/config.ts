@@ -13,6 +13,8 @@ export function loadRetrieverConfig(env: Record<string, string | undefined>): Re
   const e = parseEnv(NAMES, env);
   return Object.freeze({
     corpusDir: e.AGENTMESH_CORPUS_DIR,
-    webSearch: e.AGENTMESH_WEB_SEARCH_KEY ? { baseUrl: e.AGENTMESH_WEB_SEARCH_URL, apiKey: e.AGENTMESH_WEB_SEARCH_KEY } : null,
+    webSearch: e.AGENTMESH_WEB_SEARCH_KEY
+      ? { baseUrl: e.AGENTMESH_WEB_SEARCH_URL, apiKey: e.AGENTMESH_WEB_SEARCH_KEY }
+      : null,
   });
 }

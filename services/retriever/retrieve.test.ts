@@ -5,13 +5,24 @@ import { fromMemory, rankHits, retrieve, type ToolCaller } from "./retrieve.js";
 
 const ctx = { sessionId: "s1", taskId: "s1.1.0.0", signal: new AbortController().signal };
 const HITS = [
-  { path: "redis-persistence.md", passage: "With the append-only file enabled, Redis logs every write command.", score: 9 },
+  {
+    path: "redis-persistence.md",
+    passage: "With the append-only file enabled, Redis logs every write command.",
+    score: 9,
+  },
   { path: "jetstream.md", passage: "JetStream is the persistence layer of NATS.", score: 3 },
 ];
 const ok = (tool: string, output: unknown): ToolCallResult => ({ ok: true, tool, output, records: [] });
-const fail = (tool: string, code: "tool_unavailable" | "tool_error", retryable: boolean): ToolCallResult => ({ ok: false, tool, error: new AgentmeshError(code, `${code}!`, { retryable }), records: [] });
+const fail = (tool: string, code: "tool_unavailable" | "tool_error", retryable: boolean): ToolCallResult => ({
+  ok: false,
+  tool,
+  error: new AgentmeshError(code, `${code}!`, { retryable }),
+  records: [],
+});
 
-function caller(answers: Record<string, ToolCallResult>): ToolCaller & { calls: Array<{ tool: string; args: unknown }> } {
+function caller(
+  answers: Record<string, ToolCallResult>,
+): ToolCaller & { calls: Array<{ tool: string; args: unknown }> } {
   const calls: Array<{ tool: string; args: unknown }> = [];
   const call: ToolCaller = async (tool, args) => {
     calls.push({ tool, args });
@@ -34,7 +45,9 @@ describe("retriever.retrieve", () => {
   it("ranks corpus hits by how much of the query they cover, weighted by score, with citations", async () => {
     const call = caller({ corpus_search: ok("corpus_search", { results: HITS }) });
     const bundle = await retrieve(request(), { call, webConfigured: false, corpusConfigured: true }, ctx);
-    expect(call.calls).toEqual([{ tool: "corpus_search", args: { query: "redis persist data append-only file", limit: 8 } }]);
+    expect(call.calls).toEqual([
+      { tool: "corpus_search", args: { query: "redis persist data append-only file", limit: 8 } },
+    ]);
     expect(bundle.items.map((i) => [i.citation?.path, i.relevance])).toEqual([
       ["redis-persistence.md", 0.6],
       ["jetstream.md", 0.147],
@@ -45,8 +58,16 @@ describe("retriever.retrieve", () => {
   });
 
   it("returns no web items, and no failure, when no web search provider is configured", async () => {
-    const bundle = await retrieve(request({ strategies: ["web"] }), { call: caller({}), webConfigured: false, corpusConfigured: true }, ctx);
-    expect(bundle).toEqual({ items: [], summary: "", open_questions: ["No source mentions: How does Redis persist data with the append-only file?"] });
+    const bundle = await retrieve(
+      request({ strategies: ["web"] }),
+      { call: caller({}), webConfigured: false, corpusConfigured: true },
+      ctx,
+    );
+    expect(bundle).toEqual({
+      items: [],
+      summary: "",
+      open_questions: ["No source mentions: How does Redis persist data with the append-only file?"],
+    });
   });
 
   it("matches session memory by word overlap, leaving out the question's own record", () => {
@@ -59,20 +80,43 @@ describe("retriever.retrieve", () => {
       ],
     };
     expect(fromMemory("How does Redis persist data with the append-only file?", memory)).toEqual([
-      { source: "memory", content: "Step 1 corpus_search ok: Redis append-only file logs writes", relevance: 0.6, citation: null },
+      {
+        source: "memory",
+        content: "Step 1 corpus_search ok: Redis append-only file logs writes",
+        relevance: 0.6,
+        citation: null,
+      },
     ]);
   });
 
   it("fails the task on a transient search failure (it is retried), notes a permanent one as a gap", async () => {
-    await expect(retrieve(request(), { call: caller({ corpus_search: fail("corpus_search", "tool_error", true) }), webConfigured: false, corpusConfigured: true }, ctx)).rejects.toMatchObject({ code: "tool_error", retryable: true });
-    const call = caller({ corpus_search: ok("corpus_search", { results: HITS }), web_search: fail("web_search", "tool_unavailable", false) });
+    await expect(
+      retrieve(
+        request(),
+        {
+          call: caller({ corpus_search: fail("corpus_search", "tool_error", true) }),
+          webConfigured: false,
+          corpusConfigured: true,
+        },
+        ctx,
+      ),
+    ).rejects.toMatchObject({ code: "tool_error", retryable: true });
+    const call = caller({
+      corpus_search: ok("corpus_search", { results: HITS }),
+      web_search: fail("web_search", "tool_unavailable", false),
+    });
     const bundle = await retrieve(request(), { call, webConfigured: true, corpusConfigured: true }, ctx);
     expect(bundle.items).toHaveLength(2);
-    expect(bundle.open_questions).toEqual(["The web search is unavailable (tool_unavailable): tool_unavailable!", "Nothing retrieved about: data"]);
+    expect(bundle.open_questions).toEqual([
+      "The web search is unavailable (tool_unavailable): tool_unavailable!",
+      "Nothing retrieved about: data",
+    ]);
   });
 
   it("gives a weak best hit a weak relevance (never 1 just for being first)", () => {
-    const [only] = rankHits("daily meal allowance", [{ path: "jetstream.md", passage: "Consumers read messages daily.", score: 2 }]);
+    const [only] = rankHits("daily meal allowance", [
+      { path: "jetstream.md", passage: "Consumers read messages daily.", score: 2 },
+    ]);
     expect(only?.relevance).toBeLessThan(0.5);
   });
 });

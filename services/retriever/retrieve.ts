@@ -1,4 +1,10 @@
-import { AgentmeshError, BLACKBOARD_LIMITS, type MemoryState, type OpRequest, type RetrievalBundle } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  BLACKBOARD_LIMITS,
+  type MemoryState,
+  type OpRequest,
+  type RetrievalBundle,
+} from "@agentmesh/contracts";
 import type { ToolCallResult } from "@agentmesh/tools";
 import { clipText as clip } from "@agentmesh/tools";
 import { contentWords, coverage, firstSentence } from "./text.js";
@@ -7,7 +13,11 @@ type Item = RetrievalBundle["items"][number];
 type Request = OpRequest<"retriever", "retrieve">;
 
 /** Runs one tool under the safe executor as the retriever role. */
-export type ToolCaller = (tool: string, args: Record<string, unknown>, ctx: { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal }) => Promise<ToolCallResult>;
+export type ToolCaller = (
+  tool: string,
+  args: Record<string, unknown>,
+  ctx: { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal },
+) => Promise<ToolCallResult>;
 
 /** What the retriever searches with. */
 export interface RetrieverDeps {
@@ -31,7 +41,12 @@ export function fromMemory(query: string, memory: MemoryState): Item[] {
     .filter((x) => x.score > 0)
     .sort((a, b) => b.score - a.score || b.i - a.i)
     .slice(0, MAX_MEMORY_ITEMS)
-    .map(({ m, score }) => ({ source: "memory" as const, content: m.content, relevance: round3(score), citation: null }));
+    .map(({ m, score }) => ({
+      source: "memory" as const,
+      content: m.content,
+      relevance: round3(score),
+      citation: null,
+    }));
 }
 
 type Hit = { readonly path: string; readonly passage: string; readonly score: number };
@@ -46,7 +61,12 @@ export function rankHits(query: string, hits: readonly Hit[]): Item[] {
   return hits.map((h) => {
     const passage = h.passage.replace(/\s+/g, " ").trim();
     const relevance = best > 0 ? coverage(terms, contentWords(passage)) * (0.6 + 0.4 * (h.score / best)) : 0;
-    return { source: "corpus" as const, content: clip(passage, 1000), relevance: round3(relevance), citation: { path: clip(h.path, 300), passage: clip(passage, 500) } };
+    return {
+      source: "corpus" as const,
+      content: clip(passage, 1000),
+      relevance: round3(relevance),
+      citation: { path: clip(h.path, 300), passage: clip(passage, 500) },
+    };
   });
 }
 
@@ -57,18 +77,28 @@ function rankWeb(query: string, hits: readonly WebHit[]): Item[] {
   return hits.map((h, i) => {
     const text = clip(`${h.title}: ${h.snippet}`, 1000);
     // web text is untrusted data: kept as content with its URL, never followed as instructions
-    return { source: "web" as const, content: text, relevance: round3(coverage(terms, contentWords(text)) * (1 - i * 0.05)), citation: { path: clip(h.url, 300), passage: clip(h.snippet || h.title || h.url, 500) } };
+    return {
+      source: "web" as const,
+      content: text,
+      relevance: round3(coverage(terms, contentWords(text)) * (1 - i * 0.05)),
+      citation: { path: clip(h.url, 300), passage: clip(h.snippet || h.title || h.url, 500) },
+    };
   });
 }
 
 /** A failed search: a transient failure fails the task (it is retried); anything else is a gap, noted. */
 function failed(result: Extract<ToolCallResult, { ok: false }>, what: string, gaps: string[]): void {
-  if (result.error.retryable) throw new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
+  if (result.error.retryable)
+    throw new AgentmeshError(result.error.code, `${what} failed: ${result.error.message}`, { retryable: true });
   gaps.push(clip(`${what} is unavailable (${result.error.code}): ${result.error.message}`, 300));
 }
 
 /** retriever.retrieve: memory word overlap, corpus_search with citations, web search when configured. */
-export async function retrieve(req: Request, deps: RetrieverDeps, ctx: Parameters<ToolCaller>[2]): Promise<RetrievalBundle> {
+export async function retrieve(
+  req: Request,
+  deps: RetrieverDeps,
+  ctx: Parameters<ToolCaller>[2],
+): Promise<RetrievalBundle> {
   const items: Item[] = [];
   const gaps: string[] = [];
   const keywords = contentWords(req.query).join(" ");
@@ -92,7 +122,10 @@ export async function retrieve(req: Request, deps: RetrieverDeps, ctx: Parameter
   const top = ranked.filter((i) => i.source !== "memory").slice(0, 3);
   const summary = top.length
     ? top.map((i) => `${i.citation?.path ?? i.source}: ${firstSentence(i.content, 400)}`).join(" ")
-    : ranked.map((i) => i.content).slice(0, 3).join(" ");
+    : ranked
+        .map((i) => i.content)
+        .slice(0, 3)
+        .join(" ");
   const found = ranked.flatMap((i) => contentWords(i.content));
   const missing = contentWords(req.query).filter((t) => coverage([t], found) === 0);
   if (ranked.length === 0) gaps.push(clip(`No source mentions: ${req.query}`, 300));

@@ -18,20 +18,29 @@ import { retrieve, type RetrieverDeps } from "./retrieve.js";
 export function retrieverAgent(deps: RetrieverDeps) {
   return defineAgent({
     role: "retriever",
-    description: "Retrieves context for the question (session memory, the document corpus with citations, the web when configured) and answers halo's rag and web capabilities from it",
+    description:
+      "Retrieves context for the question (session memory, the document corpus with citations, the web when configured) and answers halo's rag and web capabilities from it",
     ops: {
       retrieve: {
         kind: "handler",
         version: "retriever.retrieve/1",
         contract: "retriever.retrieve",
-        run: (input, ctx) => retrieve(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
-        summarize: (o) => `${o.items.length} items (${["memory", "corpus", "web"].map((s) => `${s} ${o.items.filter((i) => i.source === s).length}`).join(", ")})`,
+        run: (input, ctx) =>
+          retrieve(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
+        summarize: (o) =>
+          `${o.items.length} items (${["memory", "corpus", "web"].map((s) => `${s} ${o.items.filter((i) => i.source === s).length}`).join(", ")})`,
       },
       answer: {
         kind: "handler",
         version: "retriever.answer/1",
         contract: "retriever.answer",
-        run: (input, ctx) => answerFromSources(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal, complete: ctx.complete }),
+        run: (input, ctx) =>
+          answerFromSources(input, deps, {
+            sessionId: ctx.sessionId,
+            taskId: ctx.taskId,
+            signal: ctx.signal,
+            complete: ctx.complete,
+          }),
         summarize: (o) => `${o.citations.length} source(s) cited, ${o.response_str.length} characters`,
       },
     },
@@ -53,13 +62,23 @@ export function createRetriever(cfg: RetrieverConfig, log: Logger): AgentSetup {
   } else {
     log.warn({ corpus_dir: cfg.corpusDir }, "the corpus folder does not exist: retrieval runs without the corpus");
   }
-  const provider = cfg.webSearch ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl }) : createOfflineWebSearch();
+  const provider = cfg.webSearch
+    ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl })
+    : createOfflineWebSearch();
   tools.push(createWebSearchTool({ provider, allowedRoles: ["retriever"] }));
   const executor = createSafeExecutor({ registry: createToolRegistry(tools), maxCallsPerSession: 100 });
   const agent = retrieverAgent({
     webConfigured: cfg.webSearch !== null,
     corpusConfigured,
-    call: (tool, args, ctx) => executor.call({ tool, args, role: "retriever", sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
+    call: (tool, args, ctx) =>
+      executor.call({
+        tool,
+        args,
+        role: "retriever",
+        sessionId: ctx.sessionId,
+        taskId: ctx.taskId,
+        signal: ctx.signal,
+      }),
   });
   return {
     agents: [agent],

@@ -14,7 +14,8 @@ const STOP = new Set(
 /** Content words of a text, lowercase, no stop words, no repeats. */
 export function contentWords(text: string): string[] {
   const out: string[] = [];
-  for (const w of text.toLowerCase().match(/[a-z0-9_]+(?:-[a-z0-9_]+)*/g) ?? []) if (w.length > 1 && !STOP.has(w) && !out.includes(w)) out.push(w);
+  for (const w of text.toLowerCase().match(/[a-z0-9_]+(?:-[a-z0-9_]+)*/g) ?? [])
+    if (w.length > 1 && !STOP.has(w) && !out.includes(w)) out.push(w);
   return out;
 }
 
@@ -34,7 +35,6 @@ export function coverage(terms: readonly string[], words: readonly string[]): nu
   });
   return hit.length / terms.length;
 }
-
 
 /** The first sentence of a text (or its first `max` characters). */
 export function firstSentence(text: string, max: number): string {

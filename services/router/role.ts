@@ -8,7 +8,10 @@ const ROUTER_TURN_CHARS = 500;
 
 /** The user message: the latest query and the turns before it. */
 export function renderRoute(input: RouteRequest): string {
-  return [`Earlier turns:\n${renderConversation(input.messages, { lastTurns: ROUTER_TURNS, maxTurnChars: ROUTER_TURN_CHARS })}`, `Latest query: ${input.query}`].join("\n\n");
+  return [
+    `Earlier turns:\n${renderConversation(input.messages, { lastTurns: ROUTER_TURNS, maxTurnChars: ROUTER_TURN_CHARS })}`,
+    `Latest query: ${input.query}`,
+  ].join("\n\n");
 }
 
 /**
@@ -17,13 +20,21 @@ export function renderRoute(input: RouteRequest): string {
  * what routing falls back to.
  */
 export async function route(input: RouteRequest, ctx: Pick<HandlerContext, "complete">): Promise<RoutingResult> {
-  return ctx.complete({ schema: RoutingResult, schemaName: "router_route", prompt: renderRoute(input), mode: "json_object", temperature: 0, tier: "fast" });
+  return ctx.complete({
+    schema: RoutingResult,
+    schemaName: "router_route",
+    prompt: renderRoute(input),
+    mode: "json_object",
+    temperature: 0,
+    tier: "fast",
+  });
 }
 
 /** The router role: picks the supervisor's agent for a query. */
 export default defineAgent({
   role: "router",
-  description: "Routes a query to the supervisor's chat, research, code, writing or data agent: {agent, confidence, reason}",
+  description:
+    "Routes a query to the supervisor's chat, research, code, writing or data agent: {agent, confidence, reason}",
   ops: {
     route: {
       kind: "handler",

@@ -15,7 +15,13 @@ import {
   type WritingWriteRequest,
 } from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
-import { createScriptedModel, offlineModelOf, recordingModel, scriptedHttpModel, type ScriptEntry } from "../../test/setup/model.js";
+import {
+  createScriptedModel,
+  offlineModelOf,
+  recordingModel,
+  scriptedHttpModel,
+  type ScriptEntry,
+} from "../../test/setup/model.js";
 import { strictSchemaProblems } from "../../test/setup/strict-schema.js";
 import writer from "./role.js";
 
@@ -32,7 +38,12 @@ const brief: AgentBrief = {
   handoff_context: null,
   memory: "research_findings: Heat pumps cut heating bills by a third [1].",
 };
-const writing: WritingBrief = { writing_type: "blog post", tone: "friendly", audience: "homeowners", key_points: ["how they work", "what they save"] };
+const writing: WritingBrief = {
+  writing_type: "blog post",
+  tone: "friendly",
+  audience: "homeowners",
+  key_points: ["how they work", "what they save"],
+};
 const analyzeInput = (over: Partial<WritingAnalyzeRequest> = {}): WritingAnalyzeRequest => ({
   brief,
   tools: [{ name: "handoff_to_research", description: "Hand a research task to the research agent." }],
@@ -41,21 +52,37 @@ const analyzeInput = (over: Partial<WritingAnalyzeRequest> = {}): WritingAnalyze
 });
 const outlineInput: WritingOutlineRequest = { brief, writing };
 const writeInput: WritingWriteRequest = { brief, writing, outline: "# Heat pumps\n- How they work\n- What they save" };
-const finalizeInput: WritingFinalizeRequest = { brief, writing, draft: "Heat pumps move heat instead of making it. They cut bills by a third [1]." };
+const finalizeInput: WritingFinalizeRequest = {
+  brief,
+  writing,
+  draft: "Heat pumps move heat instead of making it. They cut bills by a third [1].",
+};
 
-const DRAFT = "# Heat pumps, explained\n\nA heat pump moves heat from outside into your home, even in winter. Because it moves heat rather than burning fuel, it can cut your heating bill by about a third [1].";
+const DRAFT =
+  "# Heat pumps, explained\n\nA heat pump moves heat from outside into your home, even in winter. Because it moves heat rather than burning fuel, it can cut your heating bill by about a third [1].";
 const EMPTY = { writing_type: "", tone: "", audience: "", key_points: [], tool: "", arguments_json: "" };
 
 let n = 0;
-const task = (op: string, input: unknown) => ({ task_id: `${SID}.${++n}.0.0`, session_id: SID, role: "writer", op, attempt: 0, input });
-const entry = (op: string, e: Omit<ScriptEntry, "role" | "op">): ScriptEntry => ({ role: "writer", op, ...e }) as ScriptEntry;
+const task = (op: string, input: unknown) => ({
+  task_id: `${SID}.${++n}.0.0`,
+  session_id: SID,
+  role: "writer",
+  op,
+  attempt: 0,
+  input,
+});
+const entry = (op: string, e: Omit<ScriptEntry, "role" | "op">): ScriptEntry =>
+  ({ role: "writer", op, ...e }) as ScriptEntry;
 
 const recording = recordingModel;
 
 /** Runs one writer op against `model`, collecting its token messages. */
 async function run(op: string, input: unknown, model: ModelPort) {
   const tokens: TokenEvent[] = [];
-  const outcome = await createOpRunner(writer, model, { log, prompts, tokens: (t) => void tokens.push(t) })(task(op, input), new AbortController().signal);
+  const outcome = await createOpRunner(writer, model, { log, prompts, tokens: (t) => void tokens.push(t) })(
+    task(op, input),
+    new AbortController().signal,
+  );
   return { outcome, tokens };
 }
 
@@ -63,42 +90,84 @@ describe("writer.analyze (the analyze node)", () => {
   it("returns the writing brief from one structured call, streaming nothing", async () => {
     const model = createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "brief", ...writing } })]);
     const { outcome, tokens } = await run("analyze", analyzeInput(), model);
-    expect(outcome).toMatchObject({ ok: true, output: { action: "brief", ...writing }, provenance: { prompt_version: "writer.analyze/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "brief", ...writing },
+      provenance: { prompt_version: "writer.analyze/v1" },
+    });
     expect(model.calls).toEqual([expect.objectContaining({ mode: "structured" })]);
     expect(tokens).toEqual([]);
   });
 
   it("hands off to research with its arguments as an object", async () => {
     const args = { task_description: "Find current heat pump prices", context: "for a blog post for homeowners" };
-    const model = createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "tool", tool: "handoff_to_research", arguments_json: JSON.stringify(args) } })]);
+    const model = createScriptedModel([
+      entry("analyze", {
+        output: { ...EMPTY, action: "tool", tool: "handoff_to_research", arguments_json: JSON.stringify(args) },
+      }),
+    ]);
     const { outcome } = await run("analyze", analyzeInput(), model);
-    expect(outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "handoff_to_research", arguments: args } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "tool", tool: "handoff_to_research", arguments: args },
+    });
   });
 
   it("a tool that was not offered fails model_invalid_output, naming it", async () => {
-    const model = createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "tool", tool: "web_search", arguments_json: '{"query": "x"}' } })]);
+    const model = createScriptedModel([
+      entry("analyze", { output: { ...EMPTY, action: "tool", tool: "web_search", arguments_json: '{"query": "x"}' } }),
+    ]);
     const { outcome } = await run("analyze", analyzeInput(), model);
-    expect(outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output", message: expect.stringContaining('"web_search"') } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "model_invalid_output", message: expect.stringContaining('"web_search"') },
+    });
   });
 
   it("a handoff outside the writing agent's matrix goes to the workflow, which refuses it as the tool's result (the agent goes on)", async () => {
-    const model = createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "tool", tool: "handoff_to_code", arguments_json: '{"task_description": "x"}' } })]);
+    const model = createScriptedModel([
+      entry("analyze", {
+        output: { ...EMPTY, action: "tool", tool: "handoff_to_code", arguments_json: '{"task_description": "x"}' },
+      }),
+    ]);
     const { outcome } = await run("analyze", analyzeInput(), model);
-    expect(outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "handoff_to_code", arguments: { task_description: "x" } } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "tool", tool: "handoff_to_code", arguments: { task_description: "x" } },
+    });
   });
 
   it("a brief without its type or tone fails model_invalid_output", async () => {
-    const model = createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "brief", writing_type: "essay" } })]);
+    const model = createScriptedModel([
+      entry("analyze", { output: { ...EMPTY, action: "brief", writing_type: "essay" } }),
+    ]);
     const { outcome } = await run("analyze", analyzeInput(), model);
-    expect(outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output", message: expect.stringContaining("tone") } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "model_invalid_output", message: expect.stringContaining("tone") },
+    });
   });
 
   it("the prompt carries the brief (shared memory included), the earlier tool calls and the offered tools", async () => {
-    const { port, seen } = recording(createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "brief", ...writing } })]));
-    const observations = [{ tool: "handoff_to_research", arguments: { task_description: "prices" }, ok: false, content: "refused: the handoff limit is reached" }];
+    const { port, seen } = recording(
+      createScriptedModel([entry("analyze", { output: { ...EMPTY, action: "brief", ...writing } })]),
+    );
+    const observations = [
+      {
+        tool: "handoff_to_research",
+        arguments: { task_description: "prices" },
+        ok: false,
+        content: "refused: the handoff limit is reached",
+      },
+    ];
     await run("analyze", analyzeInput({ observations }), port);
     const prompt = seen[0]?.prompt ?? "";
-    for (const part of [`Task: ${brief.task}`, "Shared memory (what earlier agents found):\nresearch_findings: Heat pumps", 'Your earlier tool calls:\n- handoff_to_research {"task_description":"prices"} failed: refused: the handoff limit is reached', "- handoff_to_research: Hand a research task"]) {
+    for (const part of [
+      `Task: ${brief.task}`,
+      "Shared memory (what earlier agents found):\nresearch_findings: Heat pumps",
+      'Your earlier tool calls:\n- handoff_to_research {"task_description":"prices"} failed: refused: the handoff limit is reached',
+      "- handoff_to_research: Hand a research task",
+    ]) {
       expect(prompt, part).toContain(part);
     }
     expect(seen[0]?.system).toBe(prompts.get("writer.analyze")?.system);
@@ -110,10 +179,16 @@ describe("writer.outline, write and finalize", () => {
     const outline = "# Heat pumps\n\n1. How they work\n2. What they save\n3. Should you get one?";
     const { port, seen } = recording(createScriptedModel([entry("outline", { content: outline })]));
     const { outcome, tokens } = await run("outline", outlineInput, port);
-    expect(outcome).toMatchObject({ ok: true, output: { outline }, provenance: { prompt_version: "writer.outline/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { outline },
+      provenance: { prompt_version: "writer.outline/v1" },
+    });
     expect(tokens).toEqual([]);
     expect(seen[0]?.mode).toBe("text");
-    expect(seen[0]?.prompt).toContain("Writing type: blog post\nTone: friendly\nAudience: homeowners\n\nKey points:\n- how they work\n- what they save");
+    expect(seen[0]?.prompt).toContain(
+      "Writing type: blog post\nTone: friendly\nAudience: homeowners\n\nKey points:\n- how they work\n- what they save",
+    );
   });
 
   it("write: a multi-chunk draft goes out as numbered token messages and comes back as the draft; the prompt has the outline", async () => {
@@ -129,8 +204,15 @@ describe("writer.outline, write and finalize", () => {
 
   it(`finalize: a text over ${LIMITS.maxTextChars} characters is cut and marked, not a failed session, and what streamed is where the final text starts`, async () => {
     const long = "A sentence of the long piece. ".repeat(1000);
-    const { outcome, tokens } = await run("finalize", finalizeInput, createScriptedModel([entry("finalize", { content: long })]));
-    expect(outcome).toMatchObject({ ok: true, output: { final_content: expect.stringMatching(/\[\.\.\.truncated\]$/) } });
+    const { outcome, tokens } = await run(
+      "finalize",
+      finalizeInput,
+      createScriptedModel([entry("finalize", { content: long })]),
+    );
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { final_content: expect.stringMatching(/\[\.\.\.truncated\]$/) },
+    });
     const final = (outcome as { output: { final_content: string } }).output.final_content;
     expect(final.length).toBeLessThanOrEqual(LIMITS.maxTextChars);
     const streamed = tokens.map((t) => t.delta).join("");
@@ -141,7 +223,11 @@ describe("writer.outline, write and finalize", () => {
   it("finalize: the final text is the model's text verbatim, streamed; the prompt has the draft", async () => {
     const { port, seen } = recording(createScriptedModel([entry("finalize", { content: DRAFT })]));
     const { outcome, tokens } = await run("finalize", finalizeInput, port);
-    expect(outcome).toMatchObject({ ok: true, output: { final_content: DRAFT }, provenance: { prompt_version: "writer.finalize/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { final_content: DRAFT },
+      provenance: { prompt_version: "writer.finalize/v1" },
+    });
     expect(tokens.length).toBeGreaterThanOrEqual(2);
     expect(tokens.map((t) => t.delta).join("")).toBe(DRAFT);
     expect(seen[0]?.prompt).toContain(`Draft:\n${finalizeInput.draft}`);
@@ -154,7 +240,12 @@ describe("writer.outline, write and finalize", () => {
 });
 
 describe("each op streams exactly when seed 002's STREAMING_CONFIG says its node does", () => {
-  const NODE: Record<"analyze" | "outline" | "write" | "finalize", StreamingNode> = { analyze: "analyze", outline: "outline", write: "write", finalize: "finalize" };
+  const NODE: Record<"analyze" | "outline" | "write" | "finalize", StreamingNode> = {
+    analyze: "analyze",
+    outline: "outline",
+    write: "write",
+    finalize: "finalize",
+  };
 
   it.each(Object.entries(NODE))("%s", (op, node) => {
     const spec = writer.ops[op as keyof typeof NODE] as { kind?: string; output?: string; stream?: boolean };
@@ -164,16 +255,27 @@ describe("each op streams exactly when seed 002's STREAMING_CONFIG says its node
 });
 
 describe("writer offline", () => {
-  const inputs: Record<string, unknown> = { analyze: analyzeInput(), outline: outlineInput, write: writeInput, finalize: finalizeInput };
+  const inputs: Record<string, unknown> = {
+    analyze: analyzeInput(),
+    outline: outlineInput,
+    write: writeInput,
+    finalize: finalizeInput,
+  };
 
-  it.each(Object.keys(inputs))("%s answers needs_model, saying the writing agent needs a model and how to configure one", async (op) => {
-    const { outcome, tokens } = await run(op, inputs[op], offlineModelOf([writer]));
-    expect(outcome).toMatchObject({ ok: false, error: { code: "needs_model", retryable: false, component: "writer" } });
-    const message = (outcome as Extract<TaskOutcome, { ok: false }>).error.message;
-    expect(message).toMatch(/^The writing agent needs a language model/);
-    expect(message).toContain("AGENTMESH_LLM_BASE_URL");
-    expect(tokens).toEqual([]);
-  });
+  it.each(Object.keys(inputs))(
+    "%s answers needs_model, saying the writing agent needs a model and how to configure one",
+    async (op) => {
+      const { outcome, tokens } = await run(op, inputs[op], offlineModelOf([writer]));
+      expect(outcome).toMatchObject({
+        ok: false,
+        error: { code: "needs_model", retryable: false, component: "writer" },
+      });
+      const message = (outcome as Extract<TaskOutcome, { ok: false }>).error.message;
+      expect(message).toMatch(/^The writing agent needs a language model/);
+      expect(message).toContain("AGENTMESH_LLM_BASE_URL");
+      expect(tokens).toEqual([]);
+    },
+  );
 });
 
 describe("writer through the OpenAI-compatible adapter", () => {
@@ -192,22 +294,34 @@ describe("writer through the OpenAI-compatible adapter", () => {
     const { outcome, tokens } = await run("write", writeInput, model);
     expect(outcome).toMatchObject({ ok: true, output: { draft: DRAFT }, provenance: { model: "m-writer" } });
     expect(server.calls).toHaveLength(1);
-    expect(server.calls[0]).toMatchObject({ stream: true, responseFormat: null, body: { model: "m-writer", temperature: 0.7 } });
+    expect(server.calls[0]).toMatchObject({
+      stream: true,
+      responseFormat: null,
+      body: { model: "m-writer", temperature: 0.7 },
+    });
     expect(tokens.length).toBeGreaterThanOrEqual(2);
     expect(tokens.map((t) => t.delta).join("")).toBe(DRAFT);
   });
 
   it("analyze sends its flat draft as a schema strict mode accepts, unstreamed, and gets the brief back", async () => {
-    const { model, server } = await scriptedHttpModel([{ role: "writer", op: "analyze", output: { ...EMPTY, action: "brief", ...writing } }], {
-      roles: {},
-      defaultRole: { model: "m-default", temperature: 0.2, tier: "standard" },
-    });
+    const { model, server } = await scriptedHttpModel(
+      [{ role: "writer", op: "analyze", output: { ...EMPTY, action: "brief", ...writing } }],
+      {
+        roles: {},
+        defaultRole: { model: "m-default", temperature: 0.2, tier: "standard" },
+      },
+    );
     close = () => server.close();
     const { outcome, tokens } = await run("analyze", analyzeInput(), model);
     expect(outcome).toMatchObject({ ok: true, output: { action: "brief", ...writing } });
     expect(server.calls).toHaveLength(1);
-    expect(server.calls[0]).toMatchObject({ stream: false, responseFormat: "json_schema", body: { response_format: { json_schema: { strict: true } } } });
-    const sent = (server.calls[0]?.body as { response_format: { json_schema: { schema: Record<string, unknown> } } }).response_format.json_schema.schema;
+    expect(server.calls[0]).toMatchObject({
+      stream: false,
+      responseFormat: "json_schema",
+      body: { response_format: { json_schema: { strict: true } } },
+    });
+    const sent = (server.calls[0]?.body as { response_format: { json_schema: { schema: Record<string, unknown> } } })
+      .response_format.json_schema.schema;
     expect(strictSchemaProblems(sent)).toEqual([]);
     expect(tokens).toEqual([]);
   });

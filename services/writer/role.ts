@@ -7,7 +7,14 @@ import {
   type WritingAnalyzeRequest,
   type WritingBrief,
 } from "@agentmesh/contracts";
-import { draftToolCall, needsModel, parseToolArguments, renderBrief, renderObservations, renderTools } from "@agentmesh/offline-kit";
+import {
+  draftToolCall,
+  needsModel,
+  parseToolArguments,
+  renderBrief,
+  renderObservations,
+  renderTools,
+} from "@agentmesh/offline-kit";
 import { z } from "zod";
 import { offlineSynthesis, renderSynthesize } from "./synthesize.js";
 
@@ -28,48 +35,76 @@ export const WriterDraft = z
     arguments_json: z.string().max(30_000),
   })
   .superRefine((d, ctx) => {
-    const need = (ok: boolean, path: string, message: string) => ok || ctx.addIssue({ code: "custom", path: [path], message });
+    const need = (ok: boolean, path: string, message: string) =>
+      ok || ctx.addIssue({ code: "custom", path: [path], message });
     if (d.action === "brief") {
       need(d.writing_type.trim().length > 0, "writing_type", "action brief needs the writing type");
       need(d.tone.trim().length > 0, "tone", "action brief needs the tone");
     }
-    if (d.action === "tool") need(parseToolArguments(d.arguments_json) !== null, "arguments_json", "arguments_json must be a JSON object");
+    if (d.action === "tool")
+      need(parseToolArguments(d.arguments_json) !== null, "arguments_json", "arguments_json must be a JSON object");
   });
 export type WriterDraft = z.infer<typeof WriterDraft>;
 
 /** The analyze node's user prompt: the brief, the results of its earlier tool calls, the tools it may call. */
 export function renderWritingAnalyze(input: WritingAnalyzeRequest): string {
-  return [renderBrief(input.brief), renderObservations(input.observations), `Tools you may call:\n${renderTools(input.tools)}`].filter(Boolean).join("\n\n");
+  return [
+    renderBrief(input.brief),
+    renderObservations(input.observations),
+    `Tools you may call:\n${renderTools(input.tools)}`,
+  ]
+    .filter(Boolean)
+    .join("\n\n");
 }
 
 /** The draft as the node's answer; a tool the writing agent was not offered is the model's fault (a handoff goes to the workflow, which decides it). */
 export function toWritingAnalysis(d: WriterDraft, input: WritingAnalyzeRequest): WritingAnalysis {
-  if (d.action === "brief") return { action: "brief", writing_type: d.writing_type, tone: d.tone, audience: d.audience, key_points: d.key_points };
+  if (d.action === "brief")
+    return {
+      action: "brief",
+      writing_type: d.writing_type,
+      tone: d.tone,
+      audience: d.audience,
+      key_points: d.key_points,
+    };
   return draftToolCall(d, input.tools, "writing");
 }
 
 /** analyze: one structured model call, never streamed (seed 002's STREAMING_CONFIG.analyze). */
-export async function analyze(input: WritingAnalyzeRequest, ctx: Pick<HandlerContext, "complete">): Promise<WritingAnalysis> {
-  const draft = await ctx.complete({ schema: WriterDraft, schemaName: "writer_analyze", prompt: renderWritingAnalyze(input) });
+export async function analyze(
+  input: WritingAnalyzeRequest,
+  ctx: Pick<HandlerContext, "complete">,
+): Promise<WritingAnalysis> {
+  const draft = await ctx.complete({
+    schema: WriterDraft,
+    schemaName: "writer_analyze",
+    prompt: renderWritingAnalyze(input),
+  });
   return toWritingAnalysis(draft, input);
 }
 
 /** The brief and the writing brief, the opening of the outline, write and finalize prompts. */
 export function renderWriting(brief: AgentBrief, w: WritingBrief): string {
   const points = w.key_points.length ? w.key_points.map((p) => `- ${p}`).join("\n") : "(none given)";
-  return [renderBrief(brief), `Writing type: ${w.writing_type}\nTone: ${w.tone}\nAudience: ${w.audience || "(not stated)"}`, `Key points:\n${points}`].join("\n\n");
+  return [
+    renderBrief(brief),
+    `Writing type: ${w.writing_type}\nTone: ${w.tone}\nAudience: ${w.audience || "(not stated)"}`,
+    `Key points:\n${points}`,
+  ].join("\n\n");
 }
 
 /** Offline the writing agent answers `needs_model`: it cannot write without a model. */
 const writingNeedsModel = needsModel("writing agent", "plan, outline or write a piece");
 
 /** One line for the log. */
-const summarizeAnalysis = (o: WritingAnalysis): string => (o.action === "tool" ? `tool ${o.tool}` : `${o.writing_type}, ${o.tone}, ${o.key_points.length} key point(s)`);
+const summarizeAnalysis = (o: WritingAnalysis): string =>
+  o.action === "tool" ? `tool ${o.tool}` : `${o.writing_type}, ${o.tone}, ${o.key_points.length} key point(s)`;
 
 /** The writer: the supervisor's writing agent (seed 002's `analyze → outline → write → finalize`). */
 export default defineAgent({
   role: "writer",
-  description: "The supervisor's writing agent (reads the task or hands off to research, outlines, drafts, finalizes) and clarify's synthesis agent (a cited answer from gathered passages)",
+  description:
+    "The supervisor's writing agent (reads the task or hands off to research, outlines, drafts, finalizes) and clarify's synthesis agent (a cited answer from gathered passages)",
   ops: {
     analyze: {
       kind: "handler",

@@ -5,7 +5,10 @@ import { clip, contentWords, coverage, needsModel, sentencesOf } from "@agentmes
 const QUOTED = 3;
 
 /** The passages as numbered: cited ones `[n]` in order, memory ones as notes. */
-function numbered(passages: readonly GatheredPassage[]): { sources: Array<{ n: number; p: GatheredPassage }>; notes: GatheredPassage[] } {
+function numbered(passages: readonly GatheredPassage[]): {
+  sources: Array<{ n: number; p: GatheredPassage }>;
+  notes: GatheredPassage[];
+} {
   const sources = passages.filter((p) => p.citation !== null).map((p, i) => ({ n: i + 1, p }));
   return { sources, notes: passages.filter((p) => p.citation === null) };
 }
@@ -13,13 +16,17 @@ function numbered(passages: readonly GatheredPassage[]): { sources: Array<{ n: n
 /** What the question asks, with the clarification the person gave. */
 function asked(i: Pick<SynthesizeRequest, "question" | "clarification">): string {
   const c = i.clarification;
-  return c?.answer ? `Question: ${i.question}\nWe asked: ${c.question}\nThe user answered: ${c.answer}` : `Question: ${i.question}`;
+  return c?.answer
+    ? `Question: ${i.question}\nWe asked: ${c.question}\nThe user answered: ${c.answer}`
+    : `Question: ${i.question}`;
 }
 
 /** The synthesis agent's user prompt: the question and clarification, the numbered sources, the conversation notes. */
 export function renderSynthesize(i: SynthesizeRequest): string {
   const { sources, notes } = numbered(i.passages);
-  const listed = sources.map(({ n, p }) => `[${n}] ${p.citation?.url ?? p.citation?.path ?? p.citation?.title ?? ""}\n${clip(p.text, 1500)}`);
+  const listed = sources.map(
+    ({ n, p }) => `[${n}] ${p.citation?.url ?? p.citation?.path ?? p.citation?.title ?? ""}\n${clip(p.text, 1500)}`,
+  );
   return [
     asked(i),
     `Sources:\n${listed.join("\n\n") || "(none found)"}`,
@@ -54,6 +61,8 @@ export function offlineSynthesis(i: SynthesizeRequest, ctx: { readonly configHin
   if (sources.length === 0) return noSources(i, ctx);
   const terms = contentWords([i.question, i.clarification?.answer ?? ""].join(" "));
   const lines = sources.slice(0, QUOTED).map(({ n, p }) => `${bestSentence(terms, p.text)} [${n}]`);
-  const lead = i.clarification?.answer ? `You asked “${clip(i.question.trim(), 200)}” and clarified “${clip(i.clarification.answer.trim(), 200)}”. The sources say:` : "The sources say:";
+  const lead = i.clarification?.answer
+    ? `You asked “${clip(i.question.trim(), 200)}” and clarified “${clip(i.clarification.answer.trim(), 200)}”. The sources say:`
+    : "The sources say:";
   return [lead, ...[...new Set(lines)].map((l) => `- ${l}`)].join("\n");
 }

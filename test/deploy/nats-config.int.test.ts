@@ -22,7 +22,8 @@ const read = (path: string): string => readFileSync(join(ROOT, path), "utf8");
 type Yaml = { [key: string]: Yaml } | Yaml[] | string | number | boolean | null | undefined;
 function at(v: Yaml, ...path: (string | number)[]): Yaml {
   let cur = v;
-  for (const step of path) cur = cur !== null && typeof cur === "object" ? (cur as Record<string | number, Yaml>)[step] : undefined;
+  for (const step of path)
+    cur = cur !== null && typeof cur === "object" ? (cur as Record<string | number, Yaml>)[step] : undefined;
   return cur;
 }
 
@@ -37,10 +38,15 @@ function check(args: readonly string[]): { status: number | null; output: string
 
 beforeAll(() => {
   const found = natsServerBinary();
-  if (!found) throw new Error("this test needs the nats-server binary (apt-get install nats-server, or set NATS_SERVER_BIN)");
+  if (!found)
+    throw new Error("this test needs the nats-server binary (apt-get install nats-server, or set NATS_SERVER_BIN)");
   bin = found;
   dir = mkdtempSync(join(tmpdir(), "agentmesh-natskeys-"));
-  const r = spawnSync(process.execPath, ["--import", "tsx", "scripts/nats-keys.ts", "--prefix", PREFIX, "--out", join(dir, "out")], { cwd: ROOT, encoding: "utf8" });
+  const r = spawnSync(
+    process.execPath,
+    ["--import", "tsx", "scripts/nats-keys.ts", "--prefix", PREFIX, "--out", join(dir, "out")],
+    { cwd: ROOT, encoding: "utf8" },
+  );
   expect(r.status, r.stderr).toBe(0);
 }, 60_000);
 
@@ -62,7 +68,13 @@ describe("nats-server with the config `pnpm nats:keys` generates", () => {
 
   it("deploy/infra/nats-values.yaml: the chart's config includes the accounts of the generated ConfigMap", () => {
     const values = parse(read("deploy/infra/nats-values.yaml")) as Yaml;
-    const mountPath = String(at((at(values, "container", "patch") as Yaml[]).find((p) => at(p, "path") === "/volumeMounts/-") ?? null, "value", "mountPath"));
+    const mountPath = String(
+      at(
+        (at(values, "container", "patch") as Yaml[]).find((p) => at(p, "path") === "/volumeMounts/-") ?? null,
+        "value",
+        "mountPath",
+      ),
+    );
     const configMap = parse(readFileSync(join(dir, "out", "k8s", "nats-config.configmap.yaml"), "utf8")) as Yaml;
     expect(at(configMap, "metadata", "name")).toBe("agentmesh-nats-config");
     const accounts = String(at(configMap, "data", "accounts.conf"));
@@ -80,7 +92,10 @@ describe("nats-server with the config `pnpm nats:keys` generates", () => {
     mkdirSync(at_("/etc/nats-config"), { recursive: true });
     const include = String(at(values, "config", "merge", "$include"));
     expect(posix.isAbsolute(include)).toBe(false);
-    writeFileSync(at_("/etc/nats-config/nats.conf"), `port: 4222\nhttp_port: 8222\njetstream { store_dir: "${join(root, "data")}" }\ninclude ${include}\n`);
+    writeFileSync(
+      at_("/etc/nats-config/nats.conf"),
+      `port: 4222\nhttp_port: 8222\njetstream { store_dir: "${join(root, "data")}" }\ninclude ${include}\n`,
+    );
     const result = check(["-c", at_("/etc/nats-config/nats.conf")]);
     expect(result.output).toContain("is valid");
     expect(result.status).toBe(0);

@@ -11,7 +11,14 @@ import { Cluster, assertAppliedOnce, serviceArgv, type Proc, type ServiceName } 
 // (AGENTMESH_TEST_TOOLS=1).
 
 const root = join(import.meta.dirname, "../..");
-const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic"] as const satisfies readonly ServiceName[];
+const AGENTS = [
+  "perception",
+  "memory",
+  "retriever",
+  "decision",
+  "executor",
+  "critic",
+] as const satisfies readonly ServiceName[];
 const READY = { coordinator: 2, ...Object.fromEntries(AGENTS.map((r) => [r, 1])) };
 const PROFILES: readonly StrategyProfile[] = ["CONSERVATIVE", "EXPLORATORY", "FALLBACK"];
 
@@ -39,7 +46,8 @@ afterAll(async () => {
 type Done = { state: SessionState; data: BlackboardData; events: SessionEvent[] };
 
 function blackboard(state: SessionState): BlackboardData {
-  if (state.data.workflow !== "blackboard") throw new Error(`expected a blackboard session, got ${state.data.workflow}`);
+  if (state.data.workflow !== "blackboard")
+    throw new Error(`expected a blackboard session, got ${state.data.workflow}`);
   return state.data;
 }
 
@@ -55,17 +63,23 @@ async function finished(sid: string, ms = 150_000): Promise<Done> {
 
 /** The strategies that ran for a plan step, in arrival order, with their outcome. */
 const strategiesOf = (data: BlackboardData, step: number) =>
-  data.step_results.filter((r) => r.plan_version === 1 && r.step_index === step).map((r) => `${r.result.strategy}:${r.result.ok ? "ok" : r.result.error?.code}${r.chosen ? "*" : ""}`);
+  data.step_results
+    .filter((r) => r.plan_version === 1 && r.step_index === step)
+    .map((r) => `${r.result.strategy}:${r.result.ok ? "ok" : r.result.error?.code}${r.chosen ? "*" : ""}`);
 
 /** The tool performance log of one tool as `attempt:outcome` lines. */
-const attemptsOf = (data: BlackboardData, tool: string) => data.tool_performance_log.filter((e) => e.record.tool === tool).map((e) => `${e.record.attempt}:${e.record.outcome}`);
+const attemptsOf = (data: BlackboardData, tool: string) =>
+  data.tool_performance_log.filter((e) => e.record.tool === tool).map((e) => `${e.record.attempt}:${e.record.outcome}`);
 
 async function waitStatus(sid: string, status: string, ms: number): Promise<SessionState> {
   const end = Date.now() + ms;
   for (;;) {
     const loaded = await cluster.store.load(sid);
     if (loaded?.state.meta.status === status) return loaded.state;
-    if (Date.now() > end) throw new Error(`session ${sid} is ${loaded?.state.meta.status ?? "missing"}, not ${status}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-1500)}`).join("\n")}`);
+    if (Date.now() > end)
+      throw new Error(
+        `session ${sid} is ${loaded?.state.meta.status ?? "missing"}, not ${status}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-1500)}`).join("\n")}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -83,7 +97,10 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
       const what = `${r.profile} ${r.kind}`;
       expect(r.state.meta.status, what).toBe("completed");
       expect(r.data.strategy_profile, what).toBe(r.profile);
-      expect(r.data.tools?.map((t) => t.name), what).toEqual(expect.arrayContaining(["calculator", "corpus_search", "web_search", "test_flaky", "test_slow"]));
+      expect(
+        r.data.tools?.map((t) => t.name),
+        what,
+      ).toEqual(expect.arrayContaining(["calculator", "corpus_search", "web_search", "test_flaky", "test_slow"]));
       const steps = r.events.flatMap((e) => (e.type === "step" ? [e.provenance] : []));
       expect(steps.find((p) => p.role === "perception")?.prompt_version, what).toBe("perception.perceive/v1");
       expect(steps.find((p) => p.role === "memory")?.model, what).toBe("none");
@@ -99,11 +116,15 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
         expect(r.data.citations[0]?.path, what).toBe("redis-persistence.md");
         const answer = r.data.final_answer ?? "";
         expect(answer, what).toMatch(/According to redis-persistence\.md: “[^”]*append-only file[^”]*” \[1\]/);
-        expect(answer, what).toContain("\n\nSources:\n[1] redis-persistence.md: \"");
+        expect(answer, what).toContain('\n\nSources:\n[1] redis-persistence.md: "');
         expect(answer, what).toContain("Redis logs every write command to a file");
       }
       // How step 1 ran: the tool alone, all three at once (web has no provider here), or the tool first and it worked.
-      const expected = { CONSERVATIVE: ["tool:ok*"], EXPLORATORY: ["tool:ok*", "rag:ok", "web:tool_unavailable"], FALLBACK: ["tool:ok*"] }[r.profile];
+      const expected = {
+        CONSERVATIVE: ["tool:ok*"],
+        EXPLORATORY: ["tool:ok*", "rag:ok", "web:tool_unavailable"],
+        FALLBACK: ["tool:ok*"],
+      }[r.profile];
       expect([...strategiesOf(r.data, 0)].sort(), what).toEqual([...expected].sort());
     }
   }, 200_000);
@@ -121,18 +142,28 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
     // CONSERVATIVE: the step runs 1 + 2 retries, 3 timed-out attempts each; the rewrite after it
     // gets advice naming no tool, which the offline planner cannot follow: a clear failure.
     expect(s.state.meta.status).toBe("failed");
-    expect(attemptsOf(s.data, "test_slow")).toEqual(Array.from({ length: 3 }, () => ["1:timeout", "2:timeout", "3:timeout"]).flat());
+    expect(attemptsOf(s.data, "test_slow")).toEqual(
+      Array.from({ length: 3 }, () => ["1:timeout", "2:timeout", "3:timeout"]).flat(),
+    );
     expect(s.data.step_results.map((r) => r.retry)).toEqual([0, 1, 2]);
     expect(s.data.rewrite_count).toBe(1);
     expect(s.data.error_component).toBe("decision");
-    expect(s.data.final_answer).toMatch(/^The question could not be answered\. The plan could not be rewritten \(needs_model/);
+    expect(s.data.final_answer).toMatch(
+      /^The question could not be answered\. The plan could not be rewritten \(needs_model/,
+    );
     for (const e of s.data.tool_performance_log) expect(e.record.latency_ms).toBeGreaterThanOrEqual(250);
   }, 150_000);
 
   test("requires_human_input pauses the session durably, across a coordinator restart, until `agentmesh answer`", async () => {
-    const sid = await submit("Where does the handbook say to store samples at 4 degrees?", "bbhuman0000000000001", "CONSERVATIVE");
+    const sid = await submit(
+      "Where does the handbook say to store samples at 4 degrees?",
+      "bbhuman0000000000001",
+      "CONSERVATIVE",
+    );
     const paused = blackboard(await waitStatus(sid, "awaiting_user", 90_000));
-    expect(paused.question_for_human).toBe("Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?");
+    expect(paused.question_for_human).toBe(
+      "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?",
+    );
     expect(paused.critic_reports[0]?.report).toMatchObject({ requires_human_input: true, is_acceptable: true });
 
     // Every coordinator dies while the session waits; the session is only in Redis now.
@@ -144,7 +175,11 @@ describe("blackboard over real NATS and Redis, every agent its own process, offl
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 
     const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
-    const cli = spawnSync(process.execPath, serviceArgv("cli", ["answer", sid, "Celsius"]), { cwd: root, env, encoding: "utf8" });
+    const cli = spawnSync(process.execPath, serviceArgv("cli", ["answer", sid, "Celsius"]), {
+      cwd: root,
+      env,
+      encoding: "utf8",
+    });
     cluster.secrets.record("cli answer", cli.stdout + cli.stderr);
     expect(cli.status, cli.stderr).toBe(0);
     expect(cli.stdout).toContain(`answer sent to session ${sid}`);

@@ -18,7 +18,14 @@ export const SCREENSHOT_DIR = join(root, "test-artifacts/screenshots");
  * on PATH. Throws naming the package to install.
  */
 export function chromiumPath(): string {
-  const candidates = [process.env.CHROMIUM_PATH, "/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser", onPath("chromium"), onPath("chromium-browser")];
+  const candidates = [
+    process.env.CHROMIUM_PATH,
+    "/usr/lib/chromium/chromium",
+    "/usr/bin/chromium",
+    "/usr/bin/chromium-browser",
+    onPath("chromium"),
+    onPath("chromium-browser"),
+  ];
   for (const c of candidates) {
     if (c && executable(c)) return c;
   }
@@ -83,9 +90,27 @@ export async function seriousA11yViolations(page: Page): Promise<AxeFinding[]> {
   // Evaluated through the debugging protocol, not as a <script>: the page's CSP allows no inline script.
   if (!(await page.evaluate(() => "axe" in globalThis))) await page.evaluate(axeSource);
   const violations = await page.evaluate(async () => {
-    const axe = (globalThis as unknown as { axe: { run(ctx: unknown, opts: unknown): Promise<{ violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }> }> } }).axe;
-    const result = await axe.run("html", { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } });
-    return result.violations.map((v) => ({ id: v.id, impact: v.impact ?? "unknown", help: v.help, targets: v.nodes.map((n) => n.target.map(String).join(" ")) }));
+    const axe = (
+      globalThis as unknown as {
+        axe: {
+          run(
+            ctx: unknown,
+            opts: unknown,
+          ): Promise<{
+            violations: Array<{ id: string; impact: string | null; help: string; nodes: Array<{ target: unknown[] }> }>;
+          }>;
+        };
+      }
+    ).axe;
+    const result = await axe.run("html", {
+      runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] },
+    });
+    return result.violations.map((v) => ({
+      id: v.id,
+      impact: v.impact ?? "unknown",
+      help: v.help,
+      targets: v.nodes.map((n) => n.target.map(String).join(" ")),
+    }));
   });
   return violations.filter((v) => v.impact === "serious" || v.impact === "critical");
 }

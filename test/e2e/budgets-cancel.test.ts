@@ -42,7 +42,8 @@ afterAll(async () => {
 });
 
 const ALL = { coordinator: 2, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) };
-const healthyCoordinators = () => cluster.procs.filter((p) => p.name === "coordinator" && alive(p) && !p.output().includes("fault injection armed"));
+const healthyCoordinators = () =>
+  cluster.procs.filter((p) => p.name === "coordinator" && alive(p) && !p.output().includes("fault injection armed"));
 
 /** Two healthy coordinators and one replica of every agent, started where missing. */
 async function ensureCluster(): Promise<void> {
@@ -93,14 +94,31 @@ describe("cancel", () => {
     cluster.start("coordinator");
     await cluster.waitReady({ coordinator: 2 }, 45_000);
     const ready = Date.now() - startedAt;
-    expect((await cluster.store.load(sid))?.state.meta.version, `replacements took ${ready} ms, the start came back first`).toBe(0);
+    expect(
+      (await cluster.store.load(sid))?.state.meta.version,
+      `replacements took ${ready} ms, the start came back first`,
+    ).toBe(0);
     // The cancel reaches the inbox, behind the start, before the start was processed.
-    const publisher = createPublisher(cluster.natsConnection, cluster.naming, createLogger({ service: "e2e", level: "silent" }), { client: true });
-    await publisher.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-test`), reason: "cancelled before it started" });
+    const publisher = createPublisher(
+      cluster.natsConnection,
+      cluster.naming,
+      createLogger({ service: "e2e", level: "silent" }),
+      { client: true },
+    );
+    await publisher.publishInbox({
+      v: SCHEMA_VERSION,
+      kind: "cancel",
+      session_id: sid,
+      input_id: inputIds.cancel(`${sid}-test`),
+      reason: "cancelled before it started",
+    });
 
     const { state, log, events } = await cluster.waitDone(sid, 60_000);
     const why = `${describeLog(log)}\nreplacement coordinators ready after ${ready} ms`;
-    expect(log.map((l) => `${l.version} ${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`), why).toEqual([`1 cancel:${sid}-test -> cancelled [cancel]`]);
+    expect(
+      log.map((l) => `${l.version} ${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
+      why,
+    ).toEqual([`1 cancel:${sid}-test -> cancelled [cancel]`]);
     expect(state.meta.status).toBe("cancelled");
     expect(errorEvent(events)).toMatchObject({ code: "cancelled", message: "cancelled before it started" });
     expect(completeEvent(events)).toMatchObject({ status: "cancelled", final_answer: COULD_NOT_ANSWER });
@@ -112,7 +130,12 @@ describe("cancel", () => {
     const jsm = await jetstreamManager(cluster.natsConnection);
     const inboxMessages = async () => (await jsm.streams.info(cluster.naming.streams.inbox)).state.messages;
     expect(await inboxMessages()).toBe(1);
-    await waitFor("the start input to be redelivered, dropped and acked", async () => (await inboxMessages()) === 0, INBOX_ACK_WAIT_MS + 15_000, 250);
+    await waitFor(
+      "the start input to be redelivered, dropped and acked",
+      async () => (await inboxMessages()) === 0,
+      INBOX_ACK_WAIT_MS + 15_000,
+      250,
+    );
     const after = await cluster.store.transitionLog(sid);
     expect(after).toHaveLength(1);
     expect((await cluster.store.load(sid))?.state.meta.version).toBe(1);
@@ -133,7 +156,12 @@ describe("cancel", () => {
     });
     try {
       await cluster.submit(QUESTION, sid);
-      const call = await waitFor("the planner's model call", () => proxy.callsOf(sid).find((c) => c.role === "planner"), 30_000, 20);
+      const call = await waitFor(
+        "the planner's model call",
+        () => proxy.callsOf(sid).find((c) => c.role === "planner"),
+        30_000,
+        20,
+      );
 
       const cli = await runCli(cluster, ["cancel", sid]);
       expect(cli.code, cli.stderr).toBe(0);
@@ -143,7 +171,10 @@ describe("cancel", () => {
 
       const { state, log, events } = await cluster.waitDone(sid, 30_000);
       const why = describeLog(log);
-      expect(log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`), why).toEqual([
+      expect(
+        log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
+        why,
+      ).toEqual([
         `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
         `cancel:${sid}-cli -> cancelled [cancel]`,
       ]);
@@ -155,13 +186,23 @@ describe("cancel", () => {
       expect(cancelToEnd, why).toBeLessThan(1000);
 
       // The agent hung up on the model within 1 s of the cancel, long before the 60 s answer.
-      const aborted = await waitFor("the planner's HTTP request to be aborted", () => call.abortedAt ?? undefined, 5000, 20);
+      const aborted = await waitFor(
+        "the planner's HTTP request to be aborted",
+        () => call.abortedAt ?? undefined,
+        5000,
+        20,
+      );
       expect(aborted - cancel!.at).toBeLessThan(1000);
       expect(call.endedAt).toBeNull();
       expect(call.status).toBeNull();
 
       // The agent still reports the task (as cancelled); that late result is dropped, not applied.
-      const late = await waitFor("the planner's late result", () => inbox.find((m) => m.input_id === `result:${sid}.1.0.0`), 10_000, 50);
+      const late = await waitFor(
+        "the planner's late result",
+        () => inbox.find((m) => m.input_id === `result:${sid}.1.0.0`),
+        10_000,
+        50,
+      );
       expect(late.at).toBeGreaterThan(cancel!.at);
       expect(late.body).toMatchObject({ outcome: { ok: false, error: { code: "cancelled" } } });
       await sleep(1500);
@@ -195,7 +236,10 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     await ensureCluster();
     const sid = "bcbudgettokens000001";
     const usage = { prompt_tokens: 400, completion_tokens: 100 };
-    const llm = await proxy.script(sid, [{ ...PLAN!, usage }, { ...APPROVE_PLAN!, usage }]);
+    const llm = await proxy.script(sid, [
+      { ...PLAN!, usage },
+      { ...APPROVE_PLAN!, usage },
+    ]);
     await cluster.submit(QUESTION, sid, { options: { budgets: { max_tokens: 900 } } });
     const r = await cluster.waitDone(sid, 30_000);
     expectBudgetEnd(r, /^token budget exhausted: 1000 tokens used, max_tokens 900$/);
@@ -210,7 +254,10 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     await ensureCluster();
     const sid = "bcbudgetcost00000001";
     const usage = { prompt_tokens: 300, completion_tokens: 100 }; // 0.5 USD a call
-    const llm = await proxy.script(sid, [{ ...PLAN!, usage }, { ...APPROVE_PLAN!, usage }]);
+    const llm = await proxy.script(sid, [
+      { ...PLAN!, usage },
+      { ...APPROVE_PLAN!, usage },
+    ]);
     await cluster.submit(QUESTION, sid, { options: { budgets: { max_cost_usd: 0.9 } } });
     const r = await cluster.waitDone(sid, 30_000);
     expectBudgetEnd(r, /^cost budget exhausted: 1 USD spent, max_cost_usd 0\.9$/);
@@ -236,10 +283,16 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     expect(late).toBeLessThan(1000);
     // The slow call was told to stop (cancel notice) and hung up; its late result is dropped.
     const call = proxy.callsOf(sid)[0]!;
-    const aborted = await waitFor("the planner's HTTP request to be aborted", () => call.abortedAt ?? undefined, 5000, 20);
+    const aborted = await waitFor(
+      "the planner's HTTP request to be aborted",
+      () => call.abortedAt ?? undefined,
+      5000,
+      20,
+    );
     expect(aborted - terminal(r.log).now).toBeLessThan(1000);
     await sleep(1500);
     expect(await cluster.store.transitionLog(sid)).toHaveLength(2);
-    if (process.env.E2E_DEBUG) console.log(`wall: ended ${late} ms after exhaustion, aborted ${aborted - terminal(r.log).now} ms after the end`);
+    if (process.env.E2E_DEBUG)
+      console.log(`wall: ended ${late} ms after exhaustion, aborted ${aborted - terminal(r.log).now} ms after the end`);
   });
 });

@@ -19,9 +19,14 @@ const clarifyData = (state: SessionState): ClarifyData => {
   if (state.data.workflow !== "clarify") throw new Error(`expected a clarify session, got ${state.data.workflow}`);
   return state.data;
 };
-const ofType = <T extends SessionEvent["type"]>(events: readonly SessionEvent[], type: T) => events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type);
+const ofType = <T extends SessionEvent["type"]>(events: readonly SessionEvent[], type: T) =>
+  events.filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type);
 
-const decides = (decision: string): HttpScriptEntry => ({ role: "orchestrator", op: "decide", content: `Decision: ${decision}\nReasoning: scripted` });
+const decides = (decision: string): HttpScriptEntry => ({
+  role: "orchestrator",
+  op: "decide",
+  content: `Decision: ${decision}\nReasoning: scripted`,
+});
 const asks = (question: string): HttpScriptEntry => ({ role: "clarifier", op: "ask", content: question });
 const writes = (answer: string): HttpScriptEntry => ({ role: "writer", op: "synthesize", content: answer });
 
@@ -50,7 +55,12 @@ describe("clarify with a scripted model: each role its own process", () => {
 
   beforeAll(async () => {
     llm = await startScriptedOpenAIServer({ script: SCRIPT, host: "127.0.0.1" });
-    cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("clar"), llmBaseUrl: llm.url });
+    cluster = new Cluster({
+      natsUrl: inject("natsUrl"),
+      redisUrl: inject("redisUrl"),
+      prefix: uniquePrefix("clar"),
+      llmBaseUrl: llm.url,
+    });
     await cluster.open();
     coordinator = cluster.start("coordinator");
     for (const role of CLARIFY_ROLES) cluster.start(role);
@@ -67,17 +77,25 @@ describe("clarify with a scripted model: each role its own process", () => {
     for (;;) {
       const s = (await cluster.store.load(sid))?.state;
       if (s?.meta.status === status) return s;
-      if (Date.now() > end) throw new Error(`session ${sid} is ${s?.meta.status ?? "missing"}, not ${status}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-1500)}`).join("\n")}`);
+      if (Date.now() > end)
+        throw new Error(
+          `session ${sid} is ${s?.meta.status ?? "missing"}, not ${status}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-1500)}`).join("\n")}`,
+        );
       await new Promise((r) => setTimeout(r, 100));
     }
   }
 
-  const orchestratorCalls = (sid: string) => llm.calls.filter((c) => c.role === "orchestrator" && c.taskId.startsWith(sid)).length;
+  const orchestratorCalls = (sid: string) =>
+    llm.calls.filter((c) => c.role === "orchestrator" && c.taskId.startsWith(sid)).length;
 
   test("vague → clarification → (the coordinator killed while it waits) → the reply → research → a cited synthesis", async () => {
     const sid = await cluster.submit("Tell me more about it", "clarcrash00000000001", { workflow: "clarify" });
     const paused = clarifyData(await waitStatus(sid, "awaiting_user", 90_000));
-    expect(paused).toMatchObject({ clarification_count: 1, last_agent: "clarification", clarification: { question: QUESTION, answer: null } });
+    expect(paused).toMatchObject({
+      clarification_count: 1,
+      last_agent: "clarification",
+      clarification: { question: QUESTION, answer: null },
+    });
 
     // The only coordinator dies while the session waits; the session is only in Redis now.
     coordinator.child.kill("SIGKILL");
@@ -87,7 +105,11 @@ describe("clarify with a scripted model: each role its own process", () => {
     await cluster.waitReady({ coordinator: 1 }, 90_000);
 
     const env = cluster.secrets.plant("cli", { ...process.env, ...cluster.env() });
-    const cli = spawnSync(process.execPath, serviceArgv("cli", ["answer", sid, "Redis persistence with the append-only file"]), { cwd: root, env, encoding: "utf8" });
+    const cli = spawnSync(
+      process.execPath,
+      serviceArgv("cli", ["answer", sid, "Redis persistence with the append-only file"]),
+      { cwd: root, env, encoding: "utf8" },
+    );
     cluster.secrets.record("cli answer", cli.stdout + cli.stderr);
     expect(cli.status, cli.stderr).toBe(0);
 
@@ -102,7 +124,15 @@ describe("clarify with a scripted model: each role its own process", () => {
       ["model", "clarification", 1],
       ["answered", "research", 1],
     ]);
-    expect(data.research?.gaps, `${JSON.stringify(data.research)}\n${cluster.procs.find((p) => p.name === "researcher")?.output().slice(-3000) ?? ""}`).toEqual([]);
+    expect(
+      data.research?.gaps,
+      `${JSON.stringify(data.research)}\n${
+        cluster.procs
+          .find((p) => p.name === "researcher")
+          ?.output()
+          .slice(-3000) ?? ""
+      }`,
+    ).toEqual([]);
     expect(data.research?.query).toBe("redis persistence append-only file");
     expect(data.research?.passages[0]?.citation?.path).toContain("redis-persistence.md");
     const sources = ofType(events, "source");
@@ -117,13 +147,24 @@ describe("clarify with a scripted model: each role its own process", () => {
 
   test("in a thread, the next message answers the waiting session, and the count carries into the thread's next session", async () => {
     const thread = "clarthread0000000001";
-    const first = await cluster.submit("Tell me more about it", "clarthreadsess000001", { workflow: "clarify", thread_id: thread });
+    const first = await cluster.submit("Tell me more about it", "clarthreadsess000001", {
+      workflow: "clarify",
+      thread_id: thread,
+    });
     await waitStatus(first, "awaiting_user", 90_000);
-    expect(await cluster.submit("Redis and its append-only file", "clarthreadreply00001", { workflow: "clarify", thread_id: thread })).toBe(first);
+    expect(
+      await cluster.submit("Redis and its append-only file", "clarthreadreply00001", {
+        workflow: "clarify",
+        thread_id: thread,
+      }),
+    ).toBe(first);
     const one = await cluster.waitDone(first, 90_000);
     expect(clarifyData(one.state)).toMatchObject({ clarification_count: 1 });
 
-    const second = await cluster.submit("And what about that?", "clarthreadsess000002", { workflow: "clarify", thread_id: thread });
+    const second = await cluster.submit("And what about that?", "clarthreadsess000002", {
+      workflow: "clarify",
+      thread_id: thread,
+    });
     const waiting = clarifyData(await waitStatus(second, "awaiting_user", 90_000));
     // handed the first session's 1, its own clarification makes 2 of 2
     expect(waiting.clarification_count).toBe(2);
@@ -131,7 +172,9 @@ describe("clarify with a scripted model: each role its own process", () => {
       { role: "user", content: "Tell me more about it" },
       { role: "assistant", content: clarifyData(one.state).final_answer },
     ]);
-    expect(await cluster.submit("The snapshot file", "clarthreadreply00002", { workflow: "clarify", thread_id: thread })).toBe(second);
+    expect(
+      await cluster.submit("The snapshot file", "clarthreadreply00002", { workflow: "clarify", thread_id: thread }),
+    ).toBe(second);
     const two = await cluster.waitDone(second, 90_000);
     assertAppliedOnce(two.log, two.state.meta.version);
     expect(two.state.meta.status).toBe("completed");

@@ -9,7 +9,12 @@ const open: Array<{ cluster: Cluster; llm: ScriptedServer }> = [];
 
 async function newCluster(script = happyPath()): Promise<{ cluster: Cluster; llm: ScriptedServer }> {
   const llm = await startScriptedOpenAIServer({ script });
-  const cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("crash"), llmBaseUrl: llm.url });
+  const cluster = new Cluster({
+    natsUrl: inject("natsUrl"),
+    redisUrl: inject("redisUrl"),
+    prefix: uniquePrefix("crash"),
+    llmBaseUrl: llm.url,
+  });
   await cluster.open();
   const pair = { cluster, llm };
   open.push(pair);
@@ -28,7 +33,9 @@ let scenariosPassed = 0;
 
 afterAll(() => {
   // The matrix says how much of it ran.
-  console.log(`crash-point matrix: ${scenariosPassed} of ${scenarios.length} scenarios passed (${scenarios.map((s) => `${s.service}@${s.point}`).join(", ")})`);
+  console.log(
+    `crash-point matrix: ${scenariosPassed} of ${scenarios.length} scenarios passed (${scenarios.map((s) => `${s.service}@${s.point}`).join(", ")})`,
+  );
 });
 
 beforeAll(async () => {
@@ -46,8 +53,14 @@ beforeAll(async () => {
 });
 
 const scenarios: Array<{ service: ServiceName; point: string }> = [
-  ...["after-load", "after-cas", "after-publish", "before-ack"].map((point) => ({ service: "coordinator" as const, point })),
-  ...["after-fetch", "after-model", "after-result-publish", "before-ack"].map((point) => ({ service: "planner" as const, point })),
+  ...["after-load", "after-cas", "after-publish", "before-ack"].map((point) => ({
+    service: "coordinator" as const,
+    point,
+  })),
+  ...["after-fetch", "after-model", "after-result-publish", "before-ack"].map((point) => ({
+    service: "planner" as const,
+    point,
+  })),
 ];
 
 describe("crash points: a process killed at each named point loses nothing and applies nothing twice", () => {
@@ -60,7 +73,10 @@ describe("crash points: a process killed at each named point loses nothing and a
     cluster.start("coordinator");
     if (service !== "coordinator") cluster.start("coordinator");
     for (const r of AGENT_ROLES) if (r !== service) cluster.start(r);
-    await cluster.waitReady({ coordinator: 2, ...Object.fromEntries(AGENT_ROLES.filter((r) => r !== service).map((r) => [r, 1])) });
+    await cluster.waitReady({
+      coordinator: 2,
+      ...Object.fromEntries(AGENT_ROLES.filter((r) => r !== service).map((r) => [r, 1])),
+    });
     if (service !== "coordinator") await cluster.waitReady({ [service]: 1 });
 
     // Sessions one after another until the armed process reaches its point (the healthy

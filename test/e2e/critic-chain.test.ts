@@ -15,10 +15,18 @@ let cluster: Cluster;
 beforeAll(async () => {
   // Tests in this file run in order; the script is consumed in that order per role+op.
   llm = await startScriptedOpenAIServer({ script: [...happyPath(), ...rejectTwice()] });
-  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("e2e"), llmBaseUrl: llm.url });
+  cluster = new Cluster({
+    natsUrl: inject("natsUrl"),
+    redisUrl: inject("redisUrl"),
+    prefix: uniquePrefix("e2e"),
+    llmBaseUrl: llm.url,
+  });
   await cluster.open();
   cluster.startAll(2);
-  await cluster.waitReady({ coordinator: 2, planner: 1, critic: 1, researcher: 1, expert: 1, finalizer: 1, executor: 1 }, 180_000);
+  await cluster.waitReady(
+    { coordinator: 2, planner: 1, critic: 1, researcher: 1, expert: 1, finalizer: 1, executor: 1 },
+    180_000,
+  );
 }, 240_000); // seven processes start at once: slow on a shared machine
 
 afterAll(async () => {
@@ -37,7 +45,9 @@ describe("critic-chain over real NATS and Redis, every service its own process",
 
     expect(state.meta.status).toBe("completed");
     if (state.data.workflow !== "critic-chain") throw new Error("wrong workflow");
-    expect(state.data.final_answer).toBe("CRISPR is a gene-editing technology developed by Jennifer Doudna and Emmanuelle Charpentier.");
+    expect(state.data.final_answer).toBe(
+      "CRISPR is a gene-editing technology developed by Jennifer Doudna and Emmanuelle Charpentier.",
+    );
     expect(state.data.research_results).toHaveLength(2);
     expect(state.data.current_research_index).toBe(1);
     expect(state.data.retry_count).toBe(0);
@@ -45,8 +55,20 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     expect(state.meta.version).toBe(10);
     assertAppliedOnce(log, state.meta.version);
 
-    const stages = events.filter((e) => e.type === "stage" && e.status === "completed").map((e) => (e.type === "stage" ? e.name : ""));
-    expect(stages).toEqual(["planner", "critic_planner", "researcher", "critic_researcher", "researcher", "critic_researcher", "expert", "critic_expert", "finalizer"]);
+    const stages = events
+      .filter((e) => e.type === "stage" && e.status === "completed")
+      .map((e) => (e.type === "stage" ? e.name : ""));
+    expect(stages).toEqual([
+      "planner",
+      "critic_planner",
+      "researcher",
+      "critic_researcher",
+      "researcher",
+      "critic_researcher",
+      "expert",
+      "critic_expert",
+      "finalizer",
+    ]);
     const steps = events.filter((e) => e.type === "step");
     expect(steps).toHaveLength(9);
     for (const s of steps) if (s.type === "step") expect(s.provenance.model).toBe("scripted");
@@ -87,11 +109,41 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     const h = headers();
     h.set("x-schema-v", "1");
     await js.publish(n.inbox("ghost000000000000001", "client"), "{not json");
-    await js.publish(n.inbox("ghost000000000000001", "client"), JSON.stringify({ v: 1, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:x", reason: "r" }));
-    await js.publish(n.inbox("ghost000000000000001", "client"), JSON.stringify({ v: 9, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:y", reason: "r" }));
-    await js.publish(n.inbox("ghost000000000000001", "planner"), JSON.stringify({ v: 1, kind: "result", session_id: "ghost000000000000001", input_id: "result:ghost000000000000001.3.0.0", task_id: "ghost000000000000001.3.0.0", role: "planner", op: "plan", outcome: { ok: true, output: {}, provenance: null } }));
+    await js.publish(
+      n.inbox("ghost000000000000001", "client"),
+      JSON.stringify({ v: 1, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:x", reason: "r" }),
+    );
+    await js.publish(
+      n.inbox("ghost000000000000001", "client"),
+      JSON.stringify({ v: 9, kind: "cancel", session_id: "ghost000000000000001", input_id: "cancel:y", reason: "r" }),
+    );
+    await js.publish(
+      n.inbox("ghost000000000000001", "planner"),
+      JSON.stringify({
+        v: 1,
+        kind: "result",
+        session_id: "ghost000000000000001",
+        input_id: "result:ghost000000000000001.3.0.0",
+        task_id: "ghost000000000000001.3.0.0",
+        role: "planner",
+        op: "plan",
+        outcome: { ok: true, output: {}, provenance: null },
+      }),
+    );
     await js.publish(n.task("planner", "plan"), "[1,2,3]", { headers: h });
-    await js.publish(n.task("planner", "plan"), JSON.stringify({ v: 1, task_id: "ghost000000000000001.1.0.0", session_id: "ghost000000000000001", role: "planner", op: "plan", attempt: 0, deadline_at: null, input: { nonsense: true } }));
+    await js.publish(
+      n.task("planner", "plan"),
+      JSON.stringify({
+        v: 1,
+        task_id: "ghost000000000000001.1.0.0",
+        session_id: "ghost000000000000001",
+        role: "planner",
+        op: "plan",
+        attempt: 0,
+        deadline_at: null,
+        input: { nonsense: true },
+      }),
+    );
     await js.publish(n.task("critic", "review_plan"), "y".repeat(300 * 1024)).catch(() => undefined); // may exceed server max_payload? 300 KB is under 1 MiB
     await new Promise((r) => setTimeout(r, 1500));
     // Every service is still up and answering.
@@ -132,7 +184,8 @@ describe("critic-chain over real NATS and Redis, every service its own process",
     const services = cli("services");
     expect(services.status, services.stderr).toBe(0);
     expect(services.stdout).toMatch(/coordinator\s+2\s/);
-    for (const role of ["planner", "critic", "researcher", "expert", "finalizer"]) expect(services.stdout).toMatch(new RegExp(`${role}\\s+1\\s`));
+    for (const role of ["planner", "critic", "researcher", "expert", "finalizer"])
+      expect(services.stdout).toMatch(new RegExp(`${role}\\s+1\\s`));
     const inspect = cli("inspect", "happy0000000000000001");
     expect(inspect.status, inspect.stderr).toBe(0);
     expect(inspect.stdout).toContain("status    completed");

@@ -24,19 +24,36 @@ async function redis(args: string[]): Promise<string> {
 function coordinator(redisUrl: string, strict: boolean, until: RegExp): Promise<{ code: number | null; out: string }> {
   const child = spawn(process.execPath, serviceArgv("coordinator"), {
     cwd: root,
-    env: { PATH: process.env.PATH, NATS_URL: inject("natsUrl"), REDIS_URL: redisUrl, AGENTMESH_PREFIX: uniquePrefix("dur"), AGENTMESH_REQUIRE_DURABLE: strict ? "1" : "0", LOG_LEVEL: "info" },
+    env: {
+      PATH: process.env.PATH,
+      NATS_URL: inject("natsUrl"),
+      REDIS_URL: redisUrl,
+      AGENTMESH_PREFIX: uniquePrefix("dur"),
+      AGENTMESH_REQUIRE_DURABLE: strict ? "1" : "0",
+      LOG_LEVEL: "info",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   return new Promise((resolve) => {
     let out = "";
-    const timer = setTimeout(() => { child.kill("SIGKILL"); resolve({ code: null, out }); }, 30_000);
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      resolve({ code: null, out });
+    }, 30_000);
     const on = (b: Buffer) => {
       out += b.toString();
-      if (until.test(out)) { clearTimeout(timer); child.kill("SIGTERM"); child.once("exit", () => resolve({ code: null, out })); }
+      if (until.test(out)) {
+        clearTimeout(timer);
+        child.kill("SIGTERM");
+        child.once("exit", () => resolve({ code: null, out }));
+      }
     };
     child.stdout.on("data", on);
     child.stderr.on("data", on);
-    child.once("exit", (code) => { clearTimeout(timer); resolve({ code, out }); });
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
   });
 }
 

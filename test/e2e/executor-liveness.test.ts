@@ -32,7 +32,12 @@ describe("the executor agent stays responsive while a sandboxed runaway runs to 
     const input = {
       question: "Run this code for me please",
       step_index: 0,
-      step: { description: "Run the user's JavaScript", tool: "run_js", args: [{ name: "code", value: "let i = 0; while (true) { i++; }" }], expected_outcome: "its output" },
+      step: {
+        description: "Run the user's JavaScript",
+        tool: "run_js",
+        args: [{ name: "code", value: "let i = 0; while (true) { i++; }" }],
+        expected_outcome: "its output",
+      },
       strategy: "tool",
       query: null,
       limits: { max_attempts: 1, timeout_ms: 3000 },
@@ -48,7 +53,11 @@ describe("the executor agent stays responsive while a sandboxed runaway runs to 
       }
     })();
     const t0 = performance.now();
-    const reply = await cluster.natsConnection.request(cluster.naming.rpc("executor", "execute"), JSON.stringify({ input }), { timeout: 20_000 });
+    const reply = await cluster.natsConnection.request(
+      cluster.naming.rpc("executor", "execute"),
+      JSON.stringify({ input }),
+      { timeout: 20_000 },
+    );
     const elapsed = performance.now() - t0;
     running = false;
     await pinger;
@@ -60,7 +69,9 @@ describe("the executor agent stays responsive while a sandboxed runaway runs to 
     expect(["timeout", "resource_exhausted"]).toContain(body.output?.error?.code);
     expect(elapsed).toBeLessThan(3000 * 1.2 + 1500);
     // The agent answered every ping while the code ran, promptly.
-    console.log(`run_js runaway stopped after ${Math.round(elapsed)} ms (${body.output?.error?.code}); ${pings.length} pings, max ${Math.round(Math.max(...pings))} ms`);
+    console.log(
+      `run_js runaway stopped after ${Math.round(elapsed)} ms (${body.output?.error?.code}); ${pings.length} pings, max ${Math.round(Math.max(...pings))} ms`,
+    );
     expect(pings.length).toBeGreaterThanOrEqual(5);
     expect(Math.max(...pings)).toBeLessThan(500);
   });

@@ -66,15 +66,25 @@ export async function startModelProxy(): Promise<ModelProxy> {
     if (!target) {
       call.status = 400;
       // Like the scripted server's unexpected call: a 400 the adapter does not retry.
-      const body = JSON.stringify({ error: { message: `model proxy: no script for task ${call.taskId}`, type: "scripted_unexpected_call", param: null, code: null } });
+      const body = JSON.stringify({
+        error: {
+          message: `model proxy: no script for task ${call.taskId}`,
+          type: "scripted_unexpected_call",
+          param: null,
+          code: null,
+        },
+      });
       res.writeHead(400, { "content-type": "application/json" }).end(body);
       return;
     }
-    const up = httpRequest({ host: "127.0.0.1", port: target.port, method: req.method, path: req.url, headers: req.headers }, (upRes) => {
-      call.status = upRes.statusCode ?? null;
-      res.writeHead(upRes.statusCode ?? 502, upRes.headers);
-      upRes.pipe(res);
-    });
+    const up = httpRequest(
+      { host: "127.0.0.1", port: target.port, method: req.method, path: req.url, headers: req.headers },
+      (upRes) => {
+        call.status = upRes.statusCode ?? null;
+        res.writeHead(upRes.statusCode ?? 502, upRes.headers);
+        upRes.pipe(res);
+      },
+    );
     up.on("error", () => {
       if (!res.headersSent) res.writeHead(502);
       res.end();
@@ -113,7 +123,12 @@ export async function startModelProxy(): Promise<ModelProxy> {
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it returns a value other than undefined/false, or throws after `ms`. */
-export async function waitFor<T>(what: string, probe: () => T | undefined | false | Promise<T | undefined | false>, ms = 30_000, everyMs = 100): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => T | undefined | false | Promise<T | undefined | false>,
+  ms = 30_000,
+  everyMs = 100,
+): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await probe();
@@ -137,7 +152,11 @@ export async function stopProc(p: Proc, signal: NodeJS.Signals = "SIGTERM", ms =
 export const alive = (p: Proc) => p.child.exitCode === null && p.child.signalCode === null;
 
 /** Waits until every wanted service answers `$SRV.PING` (after an outage: everyone reconnected). */
-export async function waitAnswering(cluster: Cluster, want: Record<string, number>, ms = 30_000): Promise<Map<string, number>> {
+export async function waitAnswering(
+  cluster: Cluster,
+  want: Record<string, number>,
+  ms = 30_000,
+): Promise<Map<string, number>> {
   return waitFor(
     "every replica to answer $SRV.PING",
     async () => {
@@ -150,7 +169,10 @@ export async function waitAnswering(cluster: Cluster, want: Record<string, numbe
 }
 
 /** Runs the CLI (`pnpm agentmesh …`) with the cluster's environment. */
-export function runCli(cluster: Cluster, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {
+export function runCli(
+  cluster: Cluster,
+  args: string[],
+): Promise<{ code: number | null; stdout: string; stderr: string; exitedAt: number }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, serviceArgv("cli", args), {
       cwd: root,
@@ -159,8 +181,12 @@ export function runCli(cluster: Cluster, args: string[]): Promise<{ code: number
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (b: Buffer) => { stdout += b.toString(); });
-    child.stderr.on("data", (b: Buffer) => { stderr += b.toString(); });
+    child.stdout.on("data", (b: Buffer) => {
+      stdout += b.toString();
+    });
+    child.stderr.on("data", (b: Buffer) => {
+      stderr += b.toString();
+    });
     child.once("exit", (code) => resolve({ code, stdout, stderr, exitedAt: Date.now() }));
   });
 }

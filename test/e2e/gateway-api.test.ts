@@ -7,14 +7,30 @@ import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
 import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
 import { Cluster, type Proc } from "./harness.js";
-import { STACK_TRACE, apiError, call, nextEvent, openSse, parseSse, readAll, sessionEvents, slowSessions } from "./gateway-kit.js";
+import {
+  STACK_TRACE,
+  apiError,
+  call,
+  nextEvent,
+  openSse,
+  parseSse,
+  readAll,
+  sessionEvents,
+  slowSessions,
+} from "./gateway-kit.js";
 
 // The gateway's HTTP API as clients see it: real gateway processes on loopback (two replicas with
 // roomy limits, two with tight ones) under NATS access control, one coordinator, the critic-chain
 // agents on the scripted model (slow on purpose, so streams can be cut mid-session), and the
 // critic and blackboard agents on the offline engine.
 
-const KEYS = { alice: generateApiKey(), bob: generateApiKey(), carol: generateApiKey(), dave: generateApiKey(), erin: generateApiKey() };
+const KEYS = {
+  alice: generateApiKey(),
+  bob: generateApiKey(),
+  carol: generateApiKey(),
+  dave: generateApiKey(),
+  erin: generateApiKey(),
+};
 const ALICE = KEYS.alice;
 const BOB = KEYS.bob;
 const SCRIPTED = ["planner", "researcher", "expert", "finalizer"] as const;
@@ -32,18 +48,38 @@ let a2proc: Proc;
 
 beforeAll(async () => {
   llm = await startScriptedOpenAIServer({ script: slowSessions(30, 120) });
-  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("gwa"), llmBaseUrl: llm.url });
+  cluster = new Cluster({
+    natsUrl: inject("natsUrl"),
+    redisUrl: inject("redisUrl"),
+    prefix: uniquePrefix("gwa"),
+    llmBaseUrl: llm.url,
+  });
   await cluster.open();
   cluster.start("coordinator");
   for (const r of SCRIPTED) cluster.start(r);
   for (const r of OFFLINE) cluster.start(r, { AGENTMESH_LLM_BASE_URL: "" });
-  const keys = { AGENTMESH_API_KEYS: Object.entries(KEYS).map(([name, key]) => apiKeyEntry(name, key)).join(",") };
+  const keys = {
+    AGENTMESH_API_KEYS: Object.entries(KEYS)
+      .map(([name, key]) => apiKeyEntry(name, key))
+      .join(","),
+  };
   const roomy = { ...keys, AGENTMESH_RATE_LIMIT: "10000", AGENTMESH_MAX_CONCURRENT_SESSIONS: "100" };
-  const tight = { ...keys, AGENTMESH_RATE_LIMIT: String(RATE_LIMIT), AGENTMESH_RATE_WINDOW_MS: "60000", AGENTMESH_MAX_CONCURRENT_SESSIONS: String(MAX_SESSIONS), AGENTMESH_MAX_BODY_BYTES: String(MAX_BODY) };
-  const [ga1, ga2, gl1, gl2] = await Promise.all([roomy, roomy, tight, tight].map((env) => cluster.startGateway(env, 120_000)));
+  const tight = {
+    ...keys,
+    AGENTMESH_RATE_LIMIT: String(RATE_LIMIT),
+    AGENTMESH_RATE_WINDOW_MS: "60000",
+    AGENTMESH_MAX_CONCURRENT_SESSIONS: String(MAX_SESSIONS),
+    AGENTMESH_MAX_BODY_BYTES: String(MAX_BODY),
+  };
+  const [ga1, ga2, gl1, gl2] = await Promise.all(
+    [roomy, roomy, tight, tight].map((env) => cluster.startGateway(env, 120_000)),
+  );
   [a1, a2, l1, l2] = [ga1!.url, ga2!.url, gl1!.url, gl2!.url];
   a2proc = ga2!.proc;
-  await cluster.waitReady({ coordinator: 1, ...Object.fromEntries([...SCRIPTED, ...OFFLINE].map((r) => [r, 1])) }, 120_000);
+  await cluster.waitReady(
+    { coordinator: 1, ...Object.fromEntries([...SCRIPTED, ...OFFLINE].map((r) => [r, 1])) },
+    120_000,
+  );
 }, 180_000);
 
 afterAll(async () => {
@@ -54,7 +90,11 @@ afterAll(async () => {
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
 /** Starts a query without streaming (202); returns its ids. */
-async function startQuery(base: string, key: string, body: Record<string, unknown> = {}): Promise<{ session_id: string; thread_id: string }> {
+async function startQuery(
+  base: string,
+  key: string,
+  body: Record<string, unknown> = {},
+): Promise<{ session_id: string; thread_id: string }> {
   const r = await call(base, "/api/v1/query", { key, json: { query: QUESTION, ...body } });
   expect(r.status, r.text).toBe(202);
   return r.body as { session_id: string; thread_id: string };
@@ -68,7 +108,8 @@ async function finalAnswer(sid: string): Promise<string> {
   return answer;
 }
 
-const openai = (base: string, key: string) => new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
+const openai = (base: string, key: string) =>
+  new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
 
 describe("the official openai client against /v1", () => {
   test("completions, plain and streamed, carry exactly the session's final answer; the usage chunk only when asked for", async () => {
@@ -77,14 +118,19 @@ describe("the official openai client against /v1", () => {
     const [plain, streamed, withUsage] = await Promise.all([
       client.chat.completions.create(ask).withResponse(),
       client.chat.completions.create({ ...ask, stream: true }).withResponse(),
-      openai(a2, ALICE).chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } }).withResponse(),
+      openai(a2, ALICE)
+        .chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } })
+        .withResponse(),
     ]);
     const sid = (r: { response: Response }) => r.response.headers.get("x-agentmesh-session") ?? "";
     expect(plain.data.object).toBe("chat.completion");
     expect(plain.data.choices[0]?.message.content).toBe(await finalAnswer(sid(plain)));
     expect(plain.data.choices[0]?.finish_reason).toBe("stop");
 
-    for (const [r, usageWanted] of [[streamed, false], [withUsage, true]] as const) {
+    for (const [r, usageWanted] of [
+      [streamed, false],
+      [withUsage, true],
+    ] as const) {
       const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
       for await (const chunk of r.data) chunks.push(chunk);
       const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
@@ -98,7 +144,11 @@ describe("the official openai client against /v1", () => {
         const u = (await cluster.store.load(sid(r)))?.state.meta.usage;
         expect(usage).toHaveLength(1);
         expect(usage[0]?.choices).toEqual([]);
-        expect(usage[0]?.usage).toEqual({ prompt_tokens: u?.prompt_tokens, completion_tokens: u?.completion_tokens, total_tokens: (u?.prompt_tokens ?? 0) + (u?.completion_tokens ?? 0) });
+        expect(usage[0]?.usage).toEqual({
+          prompt_tokens: u?.prompt_tokens,
+          completion_tokens: u?.completion_tokens,
+          total_tokens: (u?.prompt_tokens ?? 0) + (u?.completion_tokens ?? 0),
+        });
         expect(usage[0]?.usage?.completion_tokens).toBeGreaterThan(0);
         expect(chunks.at(-1)).toBe(usage[0]);
       }
@@ -107,19 +157,32 @@ describe("the official openai client against /v1", () => {
 
   test("/v1/models lists the workflows; an unknown model is 404 and a bad key 401, as OpenAI's typed errors", async () => {
     const models = await openai(a2, ALICE).models.list();
-    expect(models.data.map((m) => m.id)).toEqual(expect.arrayContaining(["agentmesh/critic-chain", "agentmesh/blackboard"]));
+    expect(models.data.map((m) => m.id)).toEqual(
+      expect.arrayContaining(["agentmesh/critic-chain", "agentmesh/blackboard"]),
+    );
 
-    const unknown = await openai(a1, ALICE).chat.completions.create({ model: "agentmesh/nope", messages: [{ role: "user", content: QUESTION }] }).catch((e: unknown) => e);
+    const unknown = await openai(a1, ALICE)
+      .chat.completions.create({ model: "agentmesh/nope", messages: [{ role: "user", content: QUESTION }] })
+      .catch((e: unknown) => e);
     expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
     expect(unknown).toMatchObject({ status: 404, code: "not_found", type: "invalid_request_error", param: null });
     expect((unknown as Error).message).toContain("agentmesh/critic-chain");
 
-    const badKey = await openai(a1, "am_not-a-key").chat.completions.create({ model: "agentmesh/critic-chain", messages: [{ role: "user", content: QUESTION }] }).catch((e: unknown) => e);
+    const badKey = await openai(a1, "am_not-a-key")
+      .chat.completions.create({ model: "agentmesh/critic-chain", messages: [{ role: "user", content: QUESTION }] })
+      .catch((e: unknown) => e);
     expect(badKey).toBeInstanceOf(OpenAI.AuthenticationError);
     expect(badKey).toMatchObject({ status: 401, code: "unauthorized", type: "authentication_error" });
     const badJson = await call(a1, "/v1/chat/completions", { key: ALICE, json: "{not json" });
     expect(badJson.status).toBe(400);
-    expect(badJson.body).toEqual({ error: { message: expect.stringMatching(/not valid JSON/), type: "invalid_request_error", param: null, code: "bad_request" } });
+    expect(badJson.body).toEqual({
+      error: {
+        message: expect.stringMatching(/not valid JSON/),
+        type: "invalid_request_error",
+        param: null,
+        code: "bad_request",
+      },
+    });
   });
 });
 
@@ -137,7 +200,18 @@ function curl(args: string[]): Promise<{ code: number | null; out: string; err: 
 
 describe("curl as a real SSE client", () => {
   test("POST /api/v1/query streams to `complete`; GET …/events with Last-Event-ID returns exactly the events after it", async () => {
-    const posted = await curl(["-i", "-X", "POST", `${a1}/api/v1/query`, "-H", `Authorization: Bearer ${ALICE}`, "-H", "Content-Type: application/json", "--data", JSON.stringify({ query: QUESTION })]);
+    const posted = await curl([
+      "-i",
+      "-X",
+      "POST",
+      `${a1}/api/v1/query`,
+      "-H",
+      `Authorization: Bearer ${ALICE}`,
+      "-H",
+      "Content-Type: application/json",
+      "--data",
+      JSON.stringify({ query: QUESTION }),
+    ]);
     expect(posted.code, posted.err).toBe(0);
     const [head = "", body = ""] = posted.out.split(/\r\n\r\n(.*)/s);
     expect(head).toMatch(/^HTTP\/1\.1 200/);
@@ -151,13 +225,25 @@ describe("curl as a real SSE client", () => {
 
     const cut = Math.floor(truth.length / 2);
     const after = truth[cut]!;
-    const resumed = await curl([`${a2}/api/v1/sessions/${sid}/events`, "-H", `Authorization: Bearer ${ALICE}`, "-H", `Last-Event-ID: ${after.version}:${after.index}`]);
+    const resumed = await curl([
+      `${a2}/api/v1/sessions/${sid}/events`,
+      "-H",
+      `Authorization: Bearer ${ALICE}`,
+      "-H",
+      `Last-Event-ID: ${after.version}:${after.index}`,
+    ]);
     expect(resumed.code, resumed.err).toBe(0);
     expect(sessionEvents(parseSse(resumed.out))).toEqual(truth.slice(cut + 1));
 
     // After the last event there is nothing more: the stream ends at once, it does not wait forever.
     const last = truth.at(-1)!;
-    const done = await curl(["--max-time", "10", `${a1}/api/v1/sessions/${sid}/events?last_event_id=${last.version}:${last.index}`, "-H", `Authorization: Bearer ${ALICE}`]);
+    const done = await curl([
+      "--max-time",
+      "10",
+      `${a1}/api/v1/sessions/${sid}/events?last_event_id=${last.version}:${last.index}`,
+      "-H",
+      `Authorization: Bearer ${ALICE}`,
+    ]);
     expect(done.code, done.err).toBe(0);
     expect(sessionEvents(parseSse(done.out))).toEqual([]);
   });
@@ -167,7 +253,11 @@ describe("curl as a real SSE client", () => {
  * A client that reads a few (1–3) events of a session, hangs up, and reconnects to the other
  * replica with Last-Event-ID, until it has read `complete`. Returns what it read and how often it hung up.
  */
-async function hoppingClient(sid: string, replicas: readonly string[], first: number): Promise<{ events: SessionEvent[]; disconnects: number }> {
+async function hoppingClient(
+  sid: string,
+  replicas: readonly string[],
+  first: number,
+): Promise<{ events: SessionEvent[]; disconnects: number }> {
   const events: SessionEvent[] = [];
   let disconnects = 0;
   for (let hop = first; ; hop++) {
@@ -178,7 +268,8 @@ async function hoppingClient(sid: string, replicas: readonly string[], first: nu
     expect(client.res.status).toBe(200);
     for (let k = randomInt(1, 4); k > 0; k--) {
       const e = await nextEvent(client);
-      if (e === null) throw new Error(`the stream of ${sid} ended before its complete event (after ${events.length} events)`);
+      if (e === null)
+        throw new Error(`the stream of ${sid} ended before its complete event (after ${events.length} events)`);
       events.push(e);
       if (e.type === "complete") return { events, disconnects };
     }
@@ -191,7 +282,11 @@ async function hoppingClient(sid: string, replicas: readonly string[], first: nu
 function tally(read: readonly SessionEvent[], truth: readonly SessionEvent[]) {
   const ids = read.map((e) => `${e.version}:${e.index}`);
   const want = new Set(truth.map((e) => `${e.version}:${e.index}`));
-  return { duplicates: ids.length - new Set(ids).size, missing: [...want].filter((id) => !ids.includes(id)).length, unexpected: ids.filter((id) => !want.has(id)).length };
+  return {
+    duplicates: ids.length - new Set(ids).size,
+    missing: [...want].filter((id) => !ids.includes(id)).length,
+    unexpected: ids.filter((id) => !want.has(id)).length,
+  };
 }
 
 describe("reconnecting across replicas", () => {
@@ -201,12 +296,21 @@ describe("reconnecting across replicas", () => {
     const truth = await Promise.all(sids.map(async (sid) => (await cluster.waitDone(sid)).events));
     const passes = live.map((r, i) => ({ ...r, truth: truth[i]! }));
     // Sessions rarely give fewer, but the count is a promise: replay finished ones the same way until it holds.
-    for (let i = 0; passes.reduce((n, p) => n + p.disconnects, 0) < 100; i++) passes.push({ ...(await hoppingClient(sids[i % sids.length]!, [a1, a2], i)), truth: truth[i % sids.length]! });
+    for (let i = 0; passes.reduce((n, p) => n + p.disconnects, 0) < 100; i++)
+      passes.push({ ...(await hoppingClient(sids[i % sids.length]!, [a1, a2], i)), truth: truth[i % sids.length]! });
 
     const disconnects = passes.reduce((n, p) => n + p.disconnects, 0);
-    const totals = passes.map((p) => tally(p.events, p.truth)).reduce((a, b) => ({ duplicates: a.duplicates + b.duplicates, missing: a.missing + b.missing, unexpected: a.unexpected + b.unexpected }));
+    const totals = passes
+      .map((p) => tally(p.events, p.truth))
+      .reduce((a, b) => ({
+        duplicates: a.duplicates + b.duplicates,
+        missing: a.missing + b.missing,
+        unexpected: a.unexpected + b.unexpected,
+      }));
     const eventsRead = passes.reduce((n, p) => n + p.events.length, 0);
-    console.info(`gateway SSE: ${disconnects} forced disconnects (${live.reduce((n, p) => n + p.disconnects, 0)} while the sessions ran), ${passes.length} client passes, ${eventsRead} events read, ${JSON.stringify(totals)}`);
+    console.info(
+      `gateway SSE: ${disconnects} forced disconnects (${live.reduce((n, p) => n + p.disconnects, 0)} while the sessions ran), ${passes.length} client passes, ${eventsRead} events read, ${JSON.stringify(totals)}`,
+    );
     expect(disconnects).toBeGreaterThanOrEqual(100);
     expect(totals).toEqual({ duplicates: 0, missing: 0, unexpected: 0 });
     for (const p of passes) expect(p.events).toEqual(p.truth);
@@ -214,16 +318,31 @@ describe("reconnecting across replicas", () => {
   });
 
   test("a client that leaves mid-session does not cancel it", async () => {
-    const client = await openSse(`${a2}/api/v1/query`, { method: "POST", headers: { ...bearer(ALICE), "content-type": "application/json" }, body: JSON.stringify({ query: QUESTION }) });
+    const client = await openSse(`${a2}/api/v1/query`, {
+      method: "POST",
+      headers: { ...bearer(ALICE), "content-type": "application/json" },
+      body: JSON.stringify({ query: QUESTION }),
+    });
     expect(client.res.status).toBe(200);
     const sid = client.res.headers.get("x-agentmesh-session") ?? "";
     expect((await client.next())?.event).toBe("session");
-    expect(await nextEvent(client)).toMatchObject({ session_id: sid, version: 1, index: 0, type: "stage", status: "running" });
+    expect(await nextEvent(client)).toMatchObject({
+      session_id: sid,
+      version: 1,
+      index: 0,
+      type: "stage",
+      status: "running",
+    });
     client.hangUp();
     const { state } = await cluster.waitDone(sid);
     expect(state.meta.status).toBe("completed");
     const summary = await call(a1, `/api/v1/sessions/${sid}`, { key: ALICE });
-    expect(summary.body).toMatchObject({ session_id: sid, status: "completed", final_answer: await finalAnswer(sid), error: null });
+    expect(summary.body).toMatchObject({
+      session_id: sid,
+      status: "completed",
+      final_answer: await finalAnswer(sid),
+      error: null,
+    });
   });
 });
 
@@ -233,11 +352,19 @@ describe("per-key isolation", () => {
     const notFound = (what: string) => apiError("not_found", 404, `no ${what}`);
     for (const base of [a1, a2]) {
       expect((await call(base, `/api/v1/sessions/${sid}`, { key: BOB })).body).toEqual(notFound(`session ${sid}`));
-      expect((await call(base, `/api/v1/sessions/${sid}/events`, { key: BOB })).body).toEqual(notFound(`session ${sid}`));
-      expect((await call(base, `/api/v1/sessions/${sid}/reply`, { key: BOB, json: { text: "Celsius" } })).body).toEqual(notFound(`session ${sid}`));
-      expect((await call(base, `/api/v1/sessions/${sid}/cancel`, { key: BOB, json: {} })).body).toEqual(notFound(`session ${sid}`));
+      expect((await call(base, `/api/v1/sessions/${sid}/events`, { key: BOB })).body).toEqual(
+        notFound(`session ${sid}`),
+      );
+      expect((await call(base, `/api/v1/sessions/${sid}/reply`, { key: BOB, json: { text: "Celsius" } })).body).toEqual(
+        notFound(`session ${sid}`),
+      );
+      expect((await call(base, `/api/v1/sessions/${sid}/cancel`, { key: BOB, json: {} })).body).toEqual(
+        notFound(`session ${sid}`),
+      );
       expect((await call(base, `/api/v1/threads/${tid}`, { key: BOB })).body).toEqual(notFound(`thread ${tid}`));
-      expect((await call(base, "/api/v1/query", { key: BOB, json: { query: QUESTION, thread_id: tid } })).body).toEqual(notFound(`thread ${tid}`));
+      expect((await call(base, "/api/v1/query", { key: BOB, json: { query: QUESTION, thread_id: tid } })).body).toEqual(
+        notFound(`thread ${tid}`),
+      );
     }
     // The owner's session went on untouched, and the thread still holds only it.
     expect((await cluster.waitDone(sid)).state.meta.status).toBe("completed");
@@ -249,15 +376,21 @@ describe("per-key isolation", () => {
 });
 
 describe("limits hold exactly across two replicas", () => {
-  const alternating = <T>(n: number, f: (base: string) => Promise<T>) => Promise.all(Array.from({ length: n }, (_, i) => f(i % 2 ? l2 : l1)));
+  const alternating = <T>(n: number, f: (base: string) => Promise<T>) =>
+    Promise.all(Array.from({ length: n }, (_, i) => f(i % 2 ? l2 : l1)));
 
   test(`rate: of 12 concurrent POSTs of one key, exactly ${RATE_LIMIT} pass; the rest are 429 rate_limited with Retry-After`, async () => {
     // carol's session comes in over NATS, so none of her gateway requests is spent on it.
     const sid = await cluster.submit(QUESTION, "gwratelimit000000001", { owner: "carol" });
-    const answers = await alternating(12, (base) => call(base, `/api/v1/sessions/${sid}/cancel`, { key: KEYS.carol, json: { reason: "rate test" } }));
+    const answers = await alternating(12, (base) =>
+      call(base, `/api/v1/sessions/${sid}/cancel`, { key: KEYS.carol, json: { reason: "rate test" } }),
+    );
     const accepted = answers.filter((a) => a.status === 202);
     const limited = answers.filter((a) => a.status === 429);
-    expect({ accepted: accepted.length, limited: limited.length }).toEqual({ accepted: RATE_LIMIT, limited: 12 - RATE_LIMIT });
+    expect({ accepted: accepted.length, limited: limited.length }).toEqual({
+      accepted: RATE_LIMIT,
+      limited: 12 - RATE_LIMIT,
+    });
     for (const a of accepted) expect(a.body).toEqual({ session_id: sid });
     for (const a of limited) {
       expect(a.body).toEqual(apiError("rate_limited", 429, /^too many requests for this API key; retry in \d+ s$/));
@@ -269,13 +402,24 @@ describe("limits hold exactly across two replicas", () => {
   });
 
   test(`sessions: of 5 concurrent queries of one key, exactly ${MAX_SESSIONS} start; the rest are 429 too_many_sessions`, async () => {
-    const answers = await alternating(5, (base) => call(base, "/api/v1/query", { key: KEYS.dave, json: { query: QUESTION } }));
+    const answers = await alternating(5, (base) =>
+      call(base, "/api/v1/query", { key: KEYS.dave, json: { query: QUESTION } }),
+    );
     const started = answers.filter((a) => a.status === 202);
     expect(started).toHaveLength(MAX_SESSIONS);
     expect(answers.filter((a) => a.status === 429).map((a) => a.body)).toEqual(
-      Array.from({ length: 5 - MAX_SESSIONS }, () => apiError("too_many_sessions", 429, `this API key already has ${MAX_SESSIONS} sessions running (at most ${MAX_SESSIONS}); wait for one to end or cancel one`)),
+      Array.from({ length: 5 - MAX_SESSIONS }, () =>
+        apiError(
+          "too_many_sessions",
+          429,
+          `this API key already has ${MAX_SESSIONS} sessions running (at most ${MAX_SESSIONS}); wait for one to end or cancel one`,
+        ),
+      ),
     );
-    for (const a of started) expect((await cluster.waitDone((a.body as { session_id: string }).session_id)).state.meta.status).toBe("completed");
+    for (const a of started)
+      expect((await cluster.waitDone((a.body as { session_id: string }).session_id)).state.meta.status).toBe(
+        "completed",
+      );
   });
 
   test(`a body over ${MAX_BODY} bytes is 413 payload_too_large on both replicas, in each route family's shape`, async () => {
@@ -284,9 +428,19 @@ describe("limits hold exactly across two replicas", () => {
       const r = await call(base, "/api/v1/query", { key: KEYS.erin, json: big });
       expect(r.status).toBe(413);
       expect(r.body).toEqual(apiError("payload_too_large", 413, `the request body is over ${MAX_BODY} bytes`));
-      const o = await call(base, "/v1/chat/completions", { key: KEYS.erin, json: { model: "agentmesh/critic-chain", messages: [{ role: "user", content: big.query }] } });
+      const o = await call(base, "/v1/chat/completions", {
+        key: KEYS.erin,
+        json: { model: "agentmesh/critic-chain", messages: [{ role: "user", content: big.query }] },
+      });
       expect(o.status).toBe(413);
-      expect(o.body).toEqual({ error: { message: `the request body is over ${MAX_BODY} bytes`, type: "invalid_request_error", param: null, code: "payload_too_large" } });
+      expect(o.body).toEqual({
+        error: {
+          message: `the request body is over ${MAX_BODY} bytes`,
+          type: "invalid_request_error",
+          param: null,
+          code: "payload_too_large",
+        },
+      });
     }
   });
 });
@@ -295,16 +449,79 @@ describe("bad requests", () => {
   test("malformed JSON, wrong types, unknown fields, a bad Last-Event-ID and a missing key: 400/401 naming the problem, never a stack trace", async () => {
     const { session_id: sid } = await startQuery(a1, ALICE);
     const cases: Array<[string, Promise<Awaited<ReturnType<typeof call>>>, number, string, RegExp]> = [
-      ["malformed JSON", call(a1, "/api/v1/query", { key: ALICE, json: '{"query": "What is CRISPR?"' }), 400, "bad_request", /^the body is not valid JSON/],
-      ["query: 5", call(a2, "/api/v1/query", { key: ALICE, json: { query: 5 } }), 400, "invalid_query", /the query must be text/],
-      ["budgets.max_steps: \"x\"", call(a1, "/api/v1/query", { key: ALICE, json: { query: QUESTION, budgets: { max_steps: "x" } } }), 400, "bad_request", /budgets\.max_steps/],
-      ["an unknown field", call(a2, "/api/v1/query", { key: ALICE, json: { query: QUESTION, colour: "red" } }), 400, "bad_request", /colour/],
-      ["an unknown workflow", call(a1, "/api/v1/query", { key: ALICE, json: { query: QUESTION, workflow: "nope" } }), 400, "bad_request", /workflow/],
-      ["messages[0].role", call(a2, "/api/v1/query", { key: ALICE, json: { query: QUESTION, messages: [{ role: "robot", content: "beep" }] } }), 400, "bad_request", /messages\[0\]\.role/],
-      ["reply text: 7", call(a1, `/api/v1/sessions/${sid}/reply`, { key: ALICE, json: { text: 7 } }), 400, "bad_request", /text/],
-      ["a bad Last-Event-ID", call(a2, `/api/v1/sessions/${sid}/events`, { key: ALICE, headers: { "last-event-id": "3-1" } }), 400, "bad_request", /^Last-Event-ID must be <version>:<index>/],
-      ["no key", call(a1, "/api/v1/query", { json: { query: QUESTION } }), 401, "unauthorized", /^send an API key: Authorization: Bearer <key>$/],
-      ["an unknown key", call(a2, `/api/v1/sessions/${sid}`, { key: "am_nope" }), 401, "unauthorized", /^the API key is not valid$/],
+      [
+        "malformed JSON",
+        call(a1, "/api/v1/query", { key: ALICE, json: '{"query": "What is CRISPR?"' }),
+        400,
+        "bad_request",
+        /^the body is not valid JSON/,
+      ],
+      [
+        "query: 5",
+        call(a2, "/api/v1/query", { key: ALICE, json: { query: 5 } }),
+        400,
+        "invalid_query",
+        /the query must be text/,
+      ],
+      [
+        'budgets.max_steps: "x"',
+        call(a1, "/api/v1/query", { key: ALICE, json: { query: QUESTION, budgets: { max_steps: "x" } } }),
+        400,
+        "bad_request",
+        /budgets\.max_steps/,
+      ],
+      [
+        "an unknown field",
+        call(a2, "/api/v1/query", { key: ALICE, json: { query: QUESTION, colour: "red" } }),
+        400,
+        "bad_request",
+        /colour/,
+      ],
+      [
+        "an unknown workflow",
+        call(a1, "/api/v1/query", { key: ALICE, json: { query: QUESTION, workflow: "nope" } }),
+        400,
+        "bad_request",
+        /workflow/,
+      ],
+      [
+        "messages[0].role",
+        call(a2, "/api/v1/query", {
+          key: ALICE,
+          json: { query: QUESTION, messages: [{ role: "robot", content: "beep" }] },
+        }),
+        400,
+        "bad_request",
+        /messages\[0\]\.role/,
+      ],
+      [
+        "reply text: 7",
+        call(a1, `/api/v1/sessions/${sid}/reply`, { key: ALICE, json: { text: 7 } }),
+        400,
+        "bad_request",
+        /text/,
+      ],
+      [
+        "a bad Last-Event-ID",
+        call(a2, `/api/v1/sessions/${sid}/events`, { key: ALICE, headers: { "last-event-id": "3-1" } }),
+        400,
+        "bad_request",
+        /^Last-Event-ID must be <version>:<index>/,
+      ],
+      [
+        "no key",
+        call(a1, "/api/v1/query", { json: { query: QUESTION } }),
+        401,
+        "unauthorized",
+        /^send an API key: Authorization: Bearer <key>$/,
+      ],
+      [
+        "an unknown key",
+        call(a2, `/api/v1/sessions/${sid}`, { key: "am_nope" }),
+        401,
+        "unauthorized",
+        /^the API key is not valid$/,
+      ],
     ];
     for (const [what, pending, status, code, message] of cases) {
       const r = await pending;
@@ -327,20 +544,46 @@ describe("threads and clarification", () => {
     expect(second.session_id).not.toBe(first.session_id);
     const { log, state } = await cluster.waitDone(second.session_id);
     expect(state.meta.status).toBe("completed");
-    expect(log[0]?.input).toMatchObject({ kind: "start", query: followUp, messages: [{ role: "user", content: QUESTION }, { role: "assistant", content: await finalAnswer(first.session_id) }] });
+    expect(log[0]?.input).toMatchObject({
+      kind: "start",
+      query: followUp,
+      messages: [
+        { role: "user", content: QUESTION },
+        { role: "assistant", content: await finalAnswer(first.session_id) },
+      ],
+    });
     const thread = await call(a1, `/api/v1/threads/${first.thread_id}`, { key: ALICE });
-    expect((thread.body as { sessions: Array<{ session_id: string }> }).sessions.map((s) => s.session_id)).toEqual([first.session_id, second.session_id]);
+    expect((thread.body as { sessions: Array<{ session_id: string }> }).sessions.map((s) => s.session_id)).toEqual([
+      first.session_id,
+      second.session_id,
+    ]);
   });
 
   test("a blackboard session that asks the person is answered by the next user message in its thread, over /v1/chat/completions", async () => {
     const client = openai(a2, ALICE);
-    const asked = await client.chat.completions.create({ model: "agentmesh/blackboard", messages: [{ role: "user", content: "Where does the handbook say to store samples at 4 degrees?" }] }).withResponse();
+    const asked = await client.chat.completions
+      .create({
+        model: "agentmesh/blackboard",
+        messages: [{ role: "user", content: "Where does the handbook say to store samples at 4 degrees?" }],
+      })
+      .withResponse();
     const sid = asked.response.headers.get("x-agentmesh-session") ?? "";
     const tid = asked.response.headers.get("x-agentmesh-thread") ?? "";
-    expect(asked.data.choices[0]?.message.content).toBe("Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?");
-    expect((await call(a1, `/api/v1/sessions/${sid}`, { key: ALICE })).body).toMatchObject({ status: "awaiting_user", awaiting_user: { question: asked.data.choices[0]?.message.content } });
+    expect(asked.data.choices[0]?.message.content).toBe(
+      "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?",
+    );
+    expect((await call(a1, `/api/v1/sessions/${sid}`, { key: ALICE })).body).toMatchObject({
+      status: "awaiting_user",
+      awaiting_user: { question: asked.data.choices[0]?.message.content },
+    });
 
-    const answered = await openai(a1, ALICE).chat.completions.create({ model: "agentmesh/blackboard", messages: [{ role: "user", content: "Celsius" }], metadata: { thread_id: tid } }).withResponse();
+    const answered = await openai(a1, ALICE)
+      .chat.completions.create({
+        model: "agentmesh/blackboard",
+        messages: [{ role: "user", content: "Celsius" }],
+        metadata: { thread_id: tid },
+      })
+      .withResponse();
     expect(answered.response.headers.get("x-agentmesh-session")).toBe(sid);
     const { state } = await cluster.waitDone(sid);
     expect(state.meta.status).toBe("completed");
@@ -365,7 +608,9 @@ describe("graceful shutdown", () => {
 
     const read = [...before.flatMap((e) => (e ? [e] : [])), ...sessionEvents(rest)];
     const last = read.at(-1)!;
-    const resumed = await openSse(`${a1}/api/v1/sessions/${sid}/events`, { headers: { ...bearer(ALICE), "last-event-id": `${last.version}:${last.index}` } });
+    const resumed = await openSse(`${a1}/api/v1/sessions/${sid}/events`, {
+      headers: { ...bearer(ALICE), "last-event-id": `${last.version}:${last.index}` },
+    });
     const continued = sessionEvents(await readAll(resumed));
     expect(continued.length).toBeGreaterThan(0); // the replica stopped mid-session
     const all = [...read, ...continued];

@@ -24,11 +24,29 @@ export function slowSessions(count: number, delayMs: number): HttpScriptEntry[] 
   };
   return Array.from({ length: count }, (_, n) => [
     { role: "planner", op: "plan", output: plan, delayMs },
-    ...Array.from({ length: RESEARCH_STEPS }, (_, i) => ({ role: "researcher", op: "research", output: { result: `Finding ${i + 1}: CRISPR-Cas9 edits genes.` }, delayMs })),
-    { role: "expert", op: "answer", output: { expert_answer: "CRISPR is a gene-editing tool by Doudna and Charpentier.", expert_reasoning: "From the findings." }, delayMs },
+    ...Array.from({ length: RESEARCH_STEPS }, (_, i) => ({
+      role: "researcher",
+      op: "research",
+      output: { result: `Finding ${i + 1}: CRISPR-Cas9 edits genes.` },
+      delayMs,
+    })),
     {
-      role: "finalizer", op: "finalize", delayMs,
-      output: { final_answer: `Answer #${n + 1}: CRISPR — “clustered regularly interspaced short palindromic repeats” — is a gene-editing technology developed by Jennifer Doudna & Emmanuelle Charpentier (2012). ✓`, final_reasoning_trace: "Planned, researched, answered, finalized." },
+      role: "expert",
+      op: "answer",
+      output: {
+        expert_answer: "CRISPR is a gene-editing tool by Doudna and Charpentier.",
+        expert_reasoning: "From the findings.",
+      },
+      delayMs,
+    },
+    {
+      role: "finalizer",
+      op: "finalize",
+      delayMs,
+      output: {
+        final_answer: `Answer #${n + 1}: CRISPR — “clustered regularly interspaced short palindromic repeats” — is a gene-editing technology developed by Jennifer Doudna & Emmanuelle Charpentier (2012). ✓`,
+        final_reasoning_trace: "Planned, researched, answered, finalized.",
+      },
     },
   ]).flat();
 }
@@ -45,7 +63,9 @@ export interface SseClient {
 export async function openSse(url: string, init: RequestInit = {}): Promise<SseClient> {
   const ac = new AbortController();
   const res = await fetch(url, { ...init, signal: ac.signal });
-  const reader = res.body ? res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader() : null;
+  const reader = res.body
+    ? res.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader()
+    : null;
   return {
     res,
     async next() {
@@ -88,7 +108,8 @@ export function sessionEvents(messages: readonly EventSourceMessage[]): SessionE
   return messages.flatMap((m) => {
     if (m.id === undefined) return [];
     const e = JSON.parse(m.data) as SessionEvent;
-    if (m.id !== `${e.version}:${e.index}` || m.event !== e.type) throw new Error(`SSE id/event ${m.id}/${m.event} do not match the event ${e.version}:${e.index} ${e.type}`);
+    if (m.id !== `${e.version}:${e.index}` || m.event !== e.type)
+      throw new Error(`SSE id/event ${m.id}/${m.event} do not match the event ${e.version}:${e.index} ${e.type}`);
     return [e];
   });
 }
@@ -102,11 +123,23 @@ export interface Answer {
 }
 
 /** One JSON request: `json` is sent as the body (a string is sent as it is, for malformed bodies). */
-export async function call(base: string, path: string, o: { key?: string | null; method?: string; json?: unknown; headers?: Record<string, string> } = {}): Promise<Answer> {
-  const headers: Record<string, string> = { accept: "application/json", ...(o.key ? { authorization: `Bearer ${o.key}` } : {}), ...o.headers };
+export async function call(
+  base: string,
+  path: string,
+  o: { key?: string | null; method?: string; json?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = {
+    accept: "application/json",
+    ...(o.key ? { authorization: `Bearer ${o.key}` } : {}),
+    ...o.headers,
+  };
   if (o.json !== undefined) headers["content-type"] ??= "application/json";
   const body = o.json === undefined ? undefined : typeof o.json === "string" ? o.json : JSON.stringify(o.json);
-  const res = await fetch(`${base}${path}`, { method: o.method ?? (body === undefined ? "GET" : "POST"), headers, ...(body === undefined ? {} : { body }) });
+  const res = await fetch(`${base}${path}`, {
+    method: o.method ?? (body === undefined ? "GET" : "POST"),
+    headers,
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await res.text();
   let parsed: unknown = null;
   try {
@@ -118,7 +151,9 @@ export async function call(base: string, path: string, o: { key?: string | null;
 }
 
 /** The `/api` error body, exactly (for `toEqual`): the one shape, and no more keys than it has. */
-export const apiError = (code: string, status: number, message: string | RegExp = /\S/) => ({ error: { code, status, message: typeof message === "string" ? message : expect.stringMatching(message) } });
+export const apiError = (code: string, status: number, message: string | RegExp = /\S/) => ({
+  error: { code, status, message: typeof message === "string" ? message : expect.stringMatching(message) },
+});
 
 /** Text that looks like a stack trace or a source path: never in an answer to a client. */
 export const STACK_TRACE = /\bat [\w.<>]+ \(|\.ts:\d+|node_modules|Error:\s*\n/;

@@ -13,7 +13,16 @@ import { launchBrowser, screenshot, seriousA11yViolations } from "./browser.js";
 // supervisor's router and code agent run too (the executor is shared): offline they run the code
 // a question gives them.
 
-const AGENTS = ["perception", "memory", "retriever", "decision", "executor", "critic", "router", "coder"] as const satisfies readonly ServiceName[];
+const AGENTS = [
+  "perception",
+  "memory",
+  "retriever",
+  "decision",
+  "executor",
+  "critic",
+  "router",
+  "coder",
+] as const satisfies readonly ServiceName[];
 const KEY = generateApiKey();
 const GATEWAY_ENV = { AGENTMESH_API_KEYS: apiKeyEntry("webtester", KEY) };
 
@@ -22,7 +31,7 @@ const PRODUCT = "121932631112635269";
 const HANDBOOK = "Where does the handbook say to store samples at 4 degrees?";
 const CLARIFICATION = "Your question mentions 4 degrees without a scale: is that Celsius or Fahrenheit?";
 const RUN_THIS = "Run this:\n```js\nconsole.log(6 * 7)\n```";
-const RUN_FAILING = "Run this:\n```js\nconsole.log(\"before\")\nnull.boom()\n```";
+const RUN_FAILING = 'Run this:\n```js\nconsole.log("before")\nnull.boom()\n```';
 
 let cluster: Cluster;
 let gateway: Proc;
@@ -44,7 +53,9 @@ beforeAll(async () => {
   page.on("pageerror", (e) => problems.push(e.message));
   // A refused request is logged by the browser itself (the 401 before the key is typed, the
   // outage while the gateway restarts); everything else logged as an error is a problem.
-  page.on("console", (m) => { if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(m.text()); });
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(m.text());
+  });
   pageProblems = problems;
 }, 240_000);
 
@@ -61,7 +72,9 @@ async function stagesShown(): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < (await items.count()); i++) {
     const li = items.nth(i);
-    out.push((await Promise.all([".stage-name", ".badge", ".stage-desc"].map((c) => li.locator(c).textContent()))).join(" | "));
+    out.push(
+      (await Promise.all([".stage-name", ".badge", ".stage-desc"].map((c) => li.locator(c).textContent()))).join(" | "),
+    );
   }
   return out;
 }
@@ -70,7 +83,8 @@ async function stagesShown(): Promise<string[]> {
 const textOf = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
 
 /** Polls the text of `selector` until the matcher holds (vitest's poll; playwright-core has no `expect`). */
-const pollText = (selector: string, timeout = 10_000) => expect.poll(() => textOf(selector), { timeout, interval: 100 });
+const pollText = (selector: string, timeout = 10_000) =>
+  expect.poll(() => textOf(selector), { timeout, interval: 100 });
 
 /** The id of the focused element. */
 const focused = () => page.evaluate("document.activeElement && document.activeElement.id");
@@ -83,7 +97,8 @@ function sessionInUrl(): string {
 }
 
 function blackboard(state: SessionState | undefined): BlackboardData {
-  if (state?.data.workflow !== "blackboard") throw new Error(`expected a blackboard session, got ${state?.data.workflow ?? "none"}`);
+  if (state?.data.workflow !== "blackboard")
+    throw new Error(`expected a blackboard session, got ${state?.data.workflow ?? "none"}`);
   return state.data;
 }
 
@@ -117,7 +132,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await page.goto(baseUrl);
     await page.getByLabel(/API key/).fill(KEY);
     await page.getByLabel(/API key/).press("Tab"); // the page keeps the key and reloads the workflows with it
-    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^blackboard/));
+    await expect
+      .poll(() => page.getByLabel("Workflow").locator("option").allTextContents())
+      .toContainEqual(expect.stringMatching(/^blackboard/));
 
     await page.evaluate(RECORD_SNAPSHOTS);
     await ask(ARITHMETIC);
@@ -164,7 +181,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     expect(sessionInUrl()).toBe(sid);
     expect(await stagesShown()).toEqual(shown);
     await pollText("#asked").toBe(HANDBOOK);
-    expect(await page.locator(".call", { hasText: "corpus_search" }).locator(".result").textContent()).toContain("handbook/lab-safety.md");
+    expect(await page.locator(".call", { hasText: "corpus_search" }).locator(".result").textContent()).toContain(
+      "handbook/lab-safety.md",
+    );
     await screenshot(page, "web-reloaded-paused");
 
     // The gateway crashes and comes back on its port: the page says so, reconnects with the last
@@ -226,7 +245,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await page.locator('#charts figure[data-key="t0"] svg').waitFor({ timeout: 15_000 });
     expect(await textOf('#charts figure[data-key="t0"] figcaption')).toBe("Samples per room");
     expect(await page.locator('#charts figure[data-key="t0"] svg text', { hasText: "B14" }).count()).toBeGreaterThan(0);
-    expect(await textOf('#charts figure[data-key="t1"] .refused')).toBe("Not drawn: the chart loads data from a URL; only inline data is drawn.");
+    expect(await textOf('#charts figure[data-key="t1"] .refused')).toBe(
+      "Not drawn: the chart loads data from a URL; only inline data is drawn.",
+    );
     await screenshot(page, "web-charts");
     expect(await seriousA11yViolations(page)).toEqual([]);
     expect(pageProblems).toEqual([]);
@@ -236,7 +257,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await page.goto(baseUrl);
     await page.getByLabel(/API key/).fill(KEY);
     await page.getByLabel(/API key/).press("Tab");
-    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^supervisor/));
+    await expect
+      .poll(() => page.getByLabel("Workflow").locator("option").allTextContents())
+      .toContainEqual(expect.stringMatching(/^supervisor/));
     await page.getByLabel("Workflow").selectOption("blackboard");
     expect(await page.getByRole("group", { name: "Supervisor options" }).isHidden()).toBe(true);
     await page.getByLabel("Workflow").selectOption("supervisor");
@@ -252,7 +275,12 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await page.getByLabel("Question").fill(RUN_THIS);
     const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/api/v1/query"));
     await page.getByRole("button", { name: "Ask" }).click();
-    expect((await posted).postDataJSON()).toEqual({ query: RUN_THIS, workflow: "supervisor", task_id: expect.any(String), mode: "code" });
+    expect((await posted).postDataJSON()).toEqual({
+      query: RUN_THIS,
+      workflow: "supervisor",
+      task_id: expect.any(String),
+      mode: "code",
+    });
     await pollText("#answer", 60_000).toContain("42");
     await pollText("#status").toMatch(/^Session completed in \d/);
     expect(await page.locator("#notes li").allTextContents()).toEqual([
@@ -261,7 +289,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     ]);
     const run = page.locator(".call", { hasText: "run_js" });
     expect(await run.locator(".args").textContent()).toContain("console.log(6 * 7)");
-    expect(await run.locator(".result").textContent()).toMatch(/^result after \d+(\.\d)? m?s: exit code 0\nstdout:\n42(\n|$)/);
+    expect(await run.locator(".result").textContent()).toMatch(
+      /^result after \d+(\.\d)? m?s: exit code 0\nstdout:\n42(\n|$)/,
+    );
     expect(await run.locator(".result").getAttribute("data-state")).toBe("ok");
 
     const state = (await cluster.store.load(sessionInUrl()))?.state;
@@ -276,7 +306,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await page.goto(baseUrl);
     await page.getByLabel(/API key/).fill(KEY);
     await page.getByLabel(/API key/).press("Tab");
-    await expect.poll(() => page.getByLabel("Workflow").locator("option").allTextContents()).toContainEqual(expect.stringMatching(/^supervisor/));
+    await expect
+      .poll(() => page.getByLabel("Workflow").locator("option").allTextContents())
+      .toContainEqual(expect.stringMatching(/^supervisor/));
     await page.getByLabel("Workflow").selectOption("supervisor");
     await page.getByLabel(/^Depth/).selectOption("quick");
     await page.getByLabel(/^Scenario/).selectOption("technical");
@@ -284,7 +316,13 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/api/v1/query"));
     await page.getByRole("button", { name: "Ask" }).click();
     // Automatic sends no mode; the research settings are sent, as the router might pick research.
-    expect((await posted).postDataJSON()).toEqual({ query: RUN_FAILING, workflow: "supervisor", task_id: expect.any(String), depth: "quick", scenario: "technical" });
+    expect((await posted).postDataJSON()).toEqual({
+      query: RUN_FAILING,
+      workflow: "supervisor",
+      task_id: expect.any(String),
+      depth: "quick",
+      scenario: "technical",
+    });
     await pollText("#status", 60_000).toMatch(/^Session completed in \d/);
     expect(await page.locator("#notes li").allTextContents()).toEqual([
       "Routed to code (confidence 0.70): the query mentions a code block, a code cue",
@@ -310,7 +348,9 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
       await fresh.getByLabel("Question").fill(ARITHMETIC);
       await fresh.getByLabel("Workflow").selectOption("blackboard");
       await fresh.getByRole("button", { name: "Ask" }).click();
-      await expect.poll(() => fresh.locator("#answer").textContent(), { timeout: 60_000, interval: 100 }).toContain(PRODUCT);
+      await expect
+        .poll(() => fresh.locator("#answer").textContent(), { timeout: 60_000, interval: 100 })
+        .toContain(PRODUCT);
       const sid = /^#session=(.+)$/.exec(new URL(fresh.url()).hash)?.[1] ?? "";
       expect((await cluster.store.load(sid))?.state.meta.owner).toBe("anonymous");
     } finally {

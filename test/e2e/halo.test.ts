@@ -20,7 +20,10 @@ function halo(state: SessionState): HaloData {
 }
 
 /** A cluster with one coordinator and each halo role, every one its own process. */
-async function haloCluster(name: string, opts: { llmBaseUrl?: string; env?: Record<string, string> }): Promise<{ cluster: Cluster; procs: Map<string, Proc> }> {
+async function haloCluster(
+  name: string,
+  opts: { llmBaseUrl?: string; env?: Record<string, string> },
+): Promise<{ cluster: Cluster; procs: Map<string, Proc> }> {
   const cluster = new Cluster({
     natsUrl: inject("natsUrl"),
     redisUrl: inject("redisUrl"),
@@ -45,7 +48,8 @@ async function ask(cluster: Cluster, sid: string, query: string, capabilities?: 
   return { state, data: halo(state), events, wallMs: Date.now() - submittedAt };
 }
 
-const sources = (events: readonly SessionEvent[]) => events.flatMap((e) => (e.type === "source" ? [e.url ?? e.path] : []));
+const sources = (events: readonly SessionEvent[]) =>
+  events.flatMap((e) => (e.type === "source" ? [e.url ?? e.path] : []));
 
 describe("halo offline: graph, corpus and two real MCP servers (stdio and HTTP), each specialist its own process", () => {
   let cluster: Cluster;
@@ -55,7 +59,11 @@ describe("halo offline: graph, corpus and two real MCP servers (stdio and HTTP),
     http = await startHttpTestServer();
     const stdio = stdioTestServer("biomcp");
     const servers = {
-      biomcp: { command: stdio.transport === "stdio" ? stdio.command : "", args: stdio.transport === "stdio" ? stdio.args : [], allow: { mcp: "*" } },
+      biomcp: {
+        command: stdio.transport === "stdio" ? stdio.command : "",
+        args: stdio.transport === "stdio" ? stdio.args : [],
+        allow: { mcp: "*" },
+      },
       llama_mcp: { url: http.url, allow: { mcp: "*" } },
     };
     ({ cluster } = await haloCluster("halo", { env: { AGENTMESH_MCP_SERVERS: JSON.stringify(servers) } }));
@@ -67,10 +75,19 @@ describe("halo offline: graph, corpus and two real MCP servers (stdio and HTTP),
   });
 
   test("the offline planner picks graph and rag by cue words; the answer merges both specialists' cited sources", async () => {
-    const { state, data, events } = await ask(cluster, "halooffplan000000001", "How is the coordinator related to the session inbox according to the documents?");
+    const { state, data, events } = await ask(
+      cluster,
+      "halooffplan000000001",
+      "How is the coordinator related to the session inbox according to the documents?",
+    );
     expect(state.meta.status).toBe("completed");
     expect(data).toMatchObject({ plan_source: "model", capabilities: ["graph", "rag"] });
-    expect(data.outputs.map((o) => [o.capability, o.status])).toEqual(expect.arrayContaining([["graph", "answered"], ["rag", "answered"]]));
+    expect(data.outputs.map((o) => [o.capability, o.status])).toEqual(
+      expect.arrayContaining([
+        ["graph", "answered"],
+        ["rag", "answered"],
+      ]),
+    );
     expect(data.response_str).toMatch(/^\[HALO\] /);
     expect(data.response_str).toContain("\n\nAdditional insights:\n- ");
     // the graph's triples cite their file:line sources, the corpus its passages' files
@@ -84,11 +101,22 @@ describe("halo offline: graph, corpus and two real MCP servers (stdio and HTTP),
 
   test("graph, rag and both MCP servers at once: the servers' shared links are one source, numbered inline per fragment", async () => {
     const plan: Capability[] = ["graph", "rag", "biomcp", "llama_mcp"];
-    const { data } = await ask(cluster, "halooffmcp0000000001", "Search published articles: how does the coordinator drive each session?", plan);
+    const { data } = await ask(
+      cluster,
+      "halooffmcp0000000001",
+      "Search published articles: how does the coordinator drive each session?",
+      plan,
+    );
     expect(data.plan_source).toBe("override");
-    expect(Object.fromEntries(data.outputs.map((o) => [o.capability, o.status]))).toEqual({ graph: "answered", rag: "answered", biomcp: "answered", llama_mcp: "answered" });
+    expect(Object.fromEntries(data.outputs.map((o) => [o.capability, o.status]))).toEqual({
+      graph: "answered",
+      rag: "answered",
+      biomcp: "answered",
+      llama_mcp: "answered",
+    });
     const mcpOutputs = data.outputs.filter((o) => o.capability === "biomcp" || o.capability === "llama_mcp");
-    for (const o of mcpOutputs) expect(o.citations.map((c) => c.url ?? c.path)).toContain("https://articles.example/a/1");
+    for (const o of mcpOutputs)
+      expect(o.citations.map((c) => c.url ?? c.path)).toContain("https://articles.example/a/1");
     // the same article from two servers is listed once
     const keys = data.citations.map((c) => c.url ?? c.path);
     expect(keys.filter((k) => k === "https://articles.example/a/1")).toHaveLength(1);
@@ -114,7 +142,9 @@ describe("halo with a model: parallel specialists and a specialist killed mid-ca
   beforeAll(async () => {
     const timed = Array.from({ length: RUNS }, () => [
       slow("graph", "answer", { answer: "The coordinator drives each session and consumes the session inbox." }),
-      slow("retriever", "answer", { answer: "The architecture notes say a coordinator steps each session from its inbox." }),
+      slow("retriever", "answer", {
+        answer: "The architecture notes say a coordinator steps each session from its inbox.",
+      }),
       slow("chat", "chitchat", { response_str: "Happy to help with questions about agentmesh." }),
     ]).flat();
     // the kill test: the graph answers at once, chat's model reply is held back far past the join
@@ -164,7 +194,10 @@ describe("halo with a model: parallel specialists and a specialist killed mid-ca
     assertAppliedOnce(log, state.meta.version);
     const data = halo(state);
     expect(state.meta.status).toBe("completed");
-    expect(data.outputs.find((o) => o.capability === "chitchat")).toMatchObject({ status: "unavailable", error_code: "deadline_exceeded" });
+    expect(data.outputs.find((o) => o.capability === "chitchat")).toMatchObject({
+      status: "unavailable",
+      error_code: "deadline_exceeded",
+    });
     const numbers = data.citations.map((_, i) => i + 1).join(",");
     expect(data.citations.length).toBeGreaterThan(0);
     expect(data.response_str).toBe(

@@ -2,7 +2,16 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, SubmitReply, naming as makeNaming, type Naming, type SessionEvent, type SessionState, type TransitionLogLine, type RoleName } from "@agentmesh/contracts";
+import {
+  SCHEMA_VERSION,
+  SubmitReply,
+  naming as makeNaming,
+  type Naming,
+  type SessionEvent,
+  type SessionState,
+  type TransitionLogLine,
+  type RoleName,
+} from "@agentmesh/contracts";
 import { createRedisSessionStore, type SessionStore } from "@agentmesh/session-store";
 import { connectNats, followEvents, request } from "@agentmesh/messaging";
 import { SecretScan } from "./secret-scan.js";
@@ -40,7 +49,11 @@ export function serviceRuntime(): ServiceRuntime {
  * The node arguments that start a service's main module (`coordinator`, `gateway`, `cli`,
  * `local`, or `agent` with its roles as `args`).
  */
-export function serviceArgv(service: "coordinator" | "gateway" | "cli" | "local" | "agent", args: readonly string[] = [], runtime: ServiceRuntime = serviceRuntime()): string[] {
+export function serviceArgv(
+  service: "coordinator" | "gateway" | "cli" | "local" | "agent",
+  args: readonly string[] = [],
+  runtime: ServiceRuntime = serviceRuntime(),
+): string[] {
   if (runtime === "compiled") return [join(root, "services", service, "dist/main.js"), ...args];
   return ["--import", "tsx", join(root, "services", service, "src/main.ts"), ...args];
 }
@@ -53,8 +66,14 @@ export const AGENT_ROLES = ["planner", "critic", "researcher", "expert", "finali
  * `services/<name>`'s main, or for a role the agent's main with the role, compiled or through tsx
  * (`serviceArgv`). Every service process the tests and the bench start comes from here.
  */
-export function serviceCommand(name: ServiceName, runtime: ServiceRuntime = serviceRuntime()): { readonly command: string; readonly args: readonly string[] } {
-  const args = name === "coordinator" || name === "gateway" ? serviceArgv(name, [], runtime) : serviceArgv("agent", [name], runtime);
+export function serviceCommand(
+  name: ServiceName,
+  runtime: ServiceRuntime = serviceRuntime(),
+): { readonly command: string; readonly args: readonly string[] } {
+  const args =
+    name === "coordinator" || name === "gateway"
+      ? serviceArgv(name, [], runtime)
+      : serviceArgv("agent", [name], runtime);
   return { command: process.execPath, args };
 }
 
@@ -107,9 +126,18 @@ export class Cluster {
   async open(): Promise<void> {
     if (this.opts.accessControl !== false) this.authNats = await startAuthNats(this.opts.prefix);
     // the harness itself watches and injects faults as the unrestricted test user
-    this.nc = await connectNats({ url: this.natsUrl, name: "e2e-harness", ...(this.authNats ? { nkeySeedFile: this.authNats.seedFile("admin") } : {}) });
+    this.nc = await connectNats({
+      url: this.natsUrl,
+      name: "e2e-harness",
+      ...(this.authNats ? { nkeySeedFile: this.authNats.seedFile("admin") } : {}),
+    });
     this.redis = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
-    this.store = createRedisSessionStore(this.redis, { keyPrefix: this.opts.prefix, activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000 });
+    this.store = createRedisSessionStore(this.redis, {
+      keyPrefix: this.opts.prefix,
+      activeTtlMs: 3_600_000,
+      finishedTtlMs: 3_600_000,
+      idempotencyTtlMs: 3_600_000,
+    });
   }
 
   /** The cluster's own nats-server with the generated config (null with access control off). */
@@ -136,7 +164,13 @@ export class Cluster {
       AGENTMESH_TASK_ACK_WAIT_MS: "2000",
       AGENTMESH_INBOX_ACK_WAIT_MS: "2000",
       AGENTMESH_AGENT_CONCURRENCY: "4",
-      ...(this.opts.llmBaseUrl ? { AGENTMESH_LLM_BASE_URL: this.opts.llmBaseUrl, AGENTMESH_LLM_MODEL: "scripted", AGENTMESH_LLM_MAX_ATTEMPTS: "2" } : {}),
+      ...(this.opts.llmBaseUrl
+        ? {
+            AGENTMESH_LLM_BASE_URL: this.opts.llmBaseUrl,
+            AGENTMESH_LLM_MODEL: "scripted",
+            AGENTMESH_LLM_MAX_ATTEMPTS: "2",
+          }
+        : {}),
       ...this.opts.extraEnv,
       ...extra,
       NODE_OPTIONS: own ? `${SERVICE_NODE_OPTIONS} ${own}` : SERVICE_NODE_OPTIONS,
@@ -152,9 +186,15 @@ export class Cluster {
       stdio: ["ignore", "pipe", "pipe"],
     });
     let out = "";
-    child.stdout?.on("data", (b: Buffer) => { out += b.toString(); });
-    child.stderr?.on("data", (b: Buffer) => { out += b.toString(); });
-    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once("exit", (code, signal) => resolve({ code, signal })));
+    child.stdout?.on("data", (b: Buffer) => {
+      out += b.toString();
+    });
+    child.stderr?.on("data", (b: Buffer) => {
+      out += b.toString();
+    });
+    const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+      child.once("exit", (code, signal) => resolve({ code, signal })),
+    );
     const p: Proc = { name, child, exited, output: () => out };
     this.procs.push(p);
     return p;
@@ -171,15 +211,24 @@ export class Cluster {
    * answers `/readyz`; returns its base URL. `extra` sets its env (API keys, limits, …).
    */
   async startGateway(extra: Record<string, string> = {}, ms = 60_000): Promise<{ proc: Proc; url: string }> {
-    const proc = this.start("gateway", { AGENTMESH_GATEWAY_HOST: "127.0.0.1", AGENTMESH_GATEWAY_PORT: "0", LOG_LEVEL: "info", ...extra });
+    const proc = this.start("gateway", {
+      AGENTMESH_GATEWAY_HOST: "127.0.0.1",
+      AGENTMESH_GATEWAY_PORT: "0",
+      LOG_LEVEL: "info",
+      ...extra,
+    });
     const end = Date.now() + ms;
     for (;;) {
       const m = /"url":"(http:\/\/127\.0\.0\.1:\d+)"[^\n]*"gateway listening"/.exec(proc.output());
       if (m?.[1]) {
-        const ready = await fetch(`${m[1]}/readyz`).then((r) => r.ok, () => false);
+        const ready = await fetch(`${m[1]}/readyz`).then(
+          (r) => r.ok,
+          () => false,
+        );
         if (ready) return { proc, url: m[1] };
       }
-      if (proc.child.exitCode !== null || Date.now() > end) throw new Error(`the gateway did not come up:\n${proc.output().slice(-3000)}`);
+      if (proc.child.exitCode !== null || Date.now() > end)
+        throw new Error(`the gateway did not come up:\n${proc.output().slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -192,7 +241,9 @@ export class Cluster {
       const missing = Object.entries(want).filter(([n, c]) => (seen.get(n) ?? 0) < (c ?? 1));
       if (missing.length === 0) return;
       if (Date.now() > end) {
-        throw new Error(`services not ready: ${missing.map(([n]) => n).join(", ")}\n${this.procs.map((p) => `--- ${p.name}\n${p.output().slice(-2000)}`).join("\n")}`);
+        throw new Error(
+          `services not ready: ${missing.map(([n]) => n).join(", ")}\n${this.procs.map((p) => `--- ${p.name}\n${p.output().slice(-2000)}`).join("\n")}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 200));
     }
@@ -209,14 +260,23 @@ export class Cluster {
         const r = m.json<{ name: string; metadata?: Record<string, string> }>();
         if (r.metadata?.prefix === this.opts.prefix) counts.set(r.name, (counts.get(r.name) ?? 0) + 1);
       }
-    } catch { /* the subscription timed out: that's the end of replies */ }
+    } catch {
+      /* the subscription timed out: that's the end of replies */
+    }
     clearTimeout(stop);
     return counts;
   }
 
   /** Submits a question; returns the session id. */
   async submit(query: string, sessionId: string, extra: Record<string, unknown> = {}): Promise<string> {
-    const reply = SubmitReply.parse(await request(this.nc, this.naming.submit, { v: SCHEMA_VERSION, query, session_id: sessionId, idempotency_key: sessionId, ...extra }, 10_000));
+    const reply = SubmitReply.parse(
+      await request(
+        this.nc,
+        this.naming.submit,
+        { v: SCHEMA_VERSION, query, session_id: sessionId, idempotency_key: sessionId, ...extra },
+        10_000,
+      ),
+    );
     this.secrets.record(`submit reply ${sessionId}`, JSON.stringify(reply));
     if (!reply.ok) throw new Error(`submit rejected: ${reply.error.code} ${reply.error.message}`);
     return reply.session_id;
@@ -230,7 +290,10 @@ export class Cluster {
   }
 
   /** Waits for a session to reach a terminal status; returns its state, log and events. */
-  async waitDone(sessionId: string, ms = 60_000): Promise<{ state: SessionState; log: TransitionLogLine[]; events: SessionEvent[] }> {
+  async waitDone(
+    sessionId: string,
+    ms = 60_000,
+  ): Promise<{ state: SessionState; log: TransitionLogLine[]; events: SessionEvent[] }> {
     const ac = new AbortController();
     const events: SessionEvent[] = [];
     const timer = setTimeout(() => ac.abort(), ms);
@@ -246,7 +309,9 @@ export class Cluster {
     const loaded = await this.store.load(sessionId);
     this.secrets.record(`events of ${sessionId}`, JSON.stringify(events));
     if (!loaded || !events.some((e) => e.type === "complete")) {
-      throw new Error(`session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`);
+      throw new Error(
+        `session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`,
+      );
     }
     const log = await this.store.transitionLog(sessionId);
     this.secrets.record(`state and log of ${sessionId}`, JSON.stringify({ state: loaded.state, log }));
@@ -279,20 +344,31 @@ export function comparable(state: SessionState): unknown {
   const { meta, data } = state;
   return {
     data,
-    meta: { status: meta.status, version: meta.version, workflow: meta.workflow, usage: meta.usage, error: meta.error, awaiting: meta.awaiting.length },
+    meta: {
+      status: meta.status,
+      version: meta.version,
+      workflow: meta.workflow,
+      usage: meta.usage,
+      error: meta.error,
+      awaiting: meta.awaiting.length,
+    },
   };
 }
 
 /** The transition log reduced to what must be identical between runs (input kinds and commands). */
 export function logShape(log: readonly TransitionLogLine[], sessionId: string): string[] {
-  return log.map((l) => `${l.version} ${l.input_id.replaceAll(sessionId, "<sid>")} -> ${l.status} [${l.commands.map((c) => c.replaceAll(sessionId, "<sid>")).join("; ")}]`);
+  return log.map(
+    (l) =>
+      `${l.version} ${l.input_id.replaceAll(sessionId, "<sid>")} -> ${l.status} [${l.commands.map((c) => c.replaceAll(sessionId, "<sid>")).join("; ")}]`,
+  );
 }
 
 /** Asserts every transition was applied exactly once: versions 1..n contiguous, input ids unique. */
 export function assertAppliedOnce(log: readonly TransitionLogLine[], finalVersion: number): void {
   const versions = log.map((l) => l.version);
   const expected = Array.from({ length: finalVersion }, (_, i) => i + 1);
-  if (JSON.stringify(versions) !== JSON.stringify(expected)) throw new Error(`transition versions not 1..${finalVersion} once each: ${versions.join(",")}`);
+  if (JSON.stringify(versions) !== JSON.stringify(expected))
+    throw new Error(`transition versions not 1..${finalVersion} once each: ${versions.join(",")}`);
   const ids = log.map((l) => l.input_id);
   if (new Set(ids).size !== ids.length) throw new Error(`an input was applied twice: ${ids.join(",")}`);
 }

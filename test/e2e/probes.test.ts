@@ -20,7 +20,12 @@ let cluster: Cluster;
 beforeAll(async () => {
   await new Promise<void>((r) => model.listen(0, "127.0.0.1", r));
   const llmBaseUrl = `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`;
-  cluster = new Cluster({ natsUrl: inject("natsUrl"), redisUrl: inject("redisUrl"), prefix: uniquePrefix("probe"), llmBaseUrl });
+  cluster = new Cluster({
+    natsUrl: inject("natsUrl"),
+    redisUrl: inject("redisUrl"),
+    prefix: uniquePrefix("probe"),
+    llmBaseUrl,
+  });
   await cluster.open();
 });
 
@@ -54,7 +59,10 @@ describe("/readyz and /healthz of real service processes", () => {
     expect(live).toEqual({ status: 200, body: { status: "alive" } });
     // no coordinator has provisioned this prefix: the agent waits for its consumer, not ready
     for (let i = 0; i < 5; i++) {
-      expect(await probe(plannerPort, "/readyz")).toEqual({ status: 503, body: { status: "fail", reason: "starting" } });
+      expect(await probe(plannerPort, "/readyz")).toEqual({
+        status: 503,
+        body: { status: "fail", reason: "starting" },
+      });
       await sleep(200);
     }
     expect((await cluster.ping()).get("planner")).toBeUndefined();
@@ -76,7 +84,10 @@ describe("/readyz and /healthz of real service processes", () => {
 
   test("the gateway answers the same probes on its ops port as on its API port", async () => {
     const opsPort = await freePort();
-    const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1", AGENTMESH_METRICS_PORT: String(opsPort) });
+    const { url } = await cluster.startGateway({
+      AGENTMESH_GATEWAY_ANONYMOUS: "1",
+      AGENTMESH_METRICS_PORT: String(opsPort),
+    });
     expect((await fetch(`${url}/readyz`)).status).toBe(200);
     await waitFor("the gateway's ops /readyz", () => ready(opsPort), 10_000, 20);
     expect(await probe(opsPort, "/healthz")).toEqual({ status: 200, body: { status: "alive" } });
@@ -87,10 +98,15 @@ describe("/readyz and /healthz of real service processes", () => {
     // the planner took the plan task: its model call is held open
     await waitFor("the planner's model call", () => held.length > 0, 30_000, 20);
     planner.child.kill("SIGTERM");
-    const draining = await waitFor("the planner draining", async () => {
-      const r = await probe(plannerPort, "/readyz");
-      return r?.status === 503 ? r : false;
-    }, 10_000, 5);
+    const draining = await waitFor(
+      "the planner draining",
+      async () => {
+        const r = await probe(plannerPort, "/readyz");
+        return r?.status === 503 ? r : false;
+      },
+      10_000,
+      5,
+    );
     expect(draining.body).toEqual({ status: "fail", reason: "draining (shutting down)" });
     expect(await probe(plannerPort, "/healthz")).toEqual({ status: 200, body: { status: "alive" } });
     // it stays draining (never ready again) while the task holds its stop

@@ -42,8 +42,16 @@ async function kill(s: Server): Promise<void> {
 }
 
 beforeAll(async () => {
-  nats = { port: await freePort(), dir: mkdtempSync(join(tmpdir(), "agentmesh-e2e-nats-")), proc: null as unknown as ChildProcess };
-  redis = { port: await freePort(), dir: mkdtempSync(join(tmpdir(), "agentmesh-e2e-redis-")), proc: null as unknown as ChildProcess };
+  nats = {
+    port: await freePort(),
+    dir: mkdtempSync(join(tmpdir(), "agentmesh-e2e-nats-")),
+    proc: null as unknown as ChildProcess,
+  };
+  redis = {
+    port: await freePort(),
+    dir: mkdtempSync(join(tmpdir(), "agentmesh-e2e-redis-")),
+    proc: null as unknown as ChildProcess,
+  };
   nats.proc = await startNats(nats.port, nats.dir);
   redis.proc = await startRedis(redis.port, redis.dir);
   proxy = await startModelProxy();
@@ -86,7 +94,12 @@ describe("server restarts mid-session: the session completes, every transition o
     const sid = "natsrestart000000001";
     const llm = await proxy.script(sid, slowResearch(3000));
     await cluster.submit(QUESTION, sid);
-    const call = await waitFor("the researcher's model call", () => proxy.callsOf(sid).find((c) => c.role === "researcher"), 30_000, 20);
+    const call = await waitFor(
+      "the researcher's model call",
+      () => proxy.callsOf(sid).find((c) => c.role === "researcher"),
+      30_000,
+      20,
+    );
 
     await kill(nats);
     const downAt = Date.now();
@@ -106,10 +119,16 @@ describe("server restarts mid-session: the session completes, every transition o
     expect(comparable(state)).toEqual(baseline.data);
     expect(logShape(log, sid)).toEqual(baseline.log);
     // The research result reached the coordinators only after the outage (its call ended during it).
-    const research = log.find((l) => l.input_id.startsWith("result:") && l.commands.some((c) => c.startsWith("dispatch critic.review_research")));
+    const research = log.find(
+      (l) =>
+        l.input_id.startsWith("result:") && l.commands.some((c) => c.startsWith("dispatch critic.review_research")),
+    );
     expect(research!.now).toBeGreaterThan(upAt);
     expect(call.at).toBeLessThan(downAt);
-    if (process.env.E2E_DEBUG) console.log(`down ${downAt} up ${upAt} call ${call.at}-${call.endedAt}\n${describeLog(log)}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n")}`);
+    if (process.env.E2E_DEBUG)
+      console.log(
+        `down ${downAt} up ${upAt} call ${call.at}-${call.endedAt}\n${describeLog(log)}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n")}`,
+      );
     for (const p of cluster.procs) expect(p.child.exitCode, `${p.name} exited\n${p.output().slice(-1500)}`).toBeNull();
     llm.assertConsumed();
   });
@@ -118,7 +137,12 @@ describe("server restarts mid-session: the session completes, every transition o
     const sid = "redisrestart00000001";
     const llm = await proxy.script(sid, slowResearch(1000));
     await cluster.submit(QUESTION, sid);
-    const call = await waitFor("the researcher's model call", () => proxy.callsOf(sid).find((c) => c.role === "researcher"), 30_000, 20);
+    const call = await waitFor(
+      "the researcher's model call",
+      () => proxy.callsOf(sid).find((c) => c.role === "researcher"),
+      30_000,
+      20,
+    );
 
     await kill(redis);
     // Down for longer than the call: its result reaches a coordinator that cannot load the session.
@@ -133,12 +157,18 @@ describe("server restarts mid-session: the session completes, every transition o
     expect(logShape(log, sid)).toEqual(baseline.log);
     // Versions 1-3 were written before the outage and survived it (AOF, appendfsync always).
     expect(log.slice(0, 3).every((l) => l.now < upAt - 3000)).toBe(true);
-    const research = log.find((l) => l.input_id.startsWith("result:") && l.commands.some((c) => c.startsWith("dispatch critic.review_research")));
+    const research = log.find(
+      (l) =>
+        l.input_id.startsWith("result:") && l.commands.some((c) => c.startsWith("dispatch critic.review_research")),
+    );
     expect(research!.now).toBeGreaterThan(upAt);
     // The research answer came back while Redis was down: its result waited in the inbox.
     expect(call.endedAt).not.toBeNull();
     expect(call.endedAt!).toBeLessThan(upAt);
-    if (process.env.E2E_DEBUG) console.log(`up ${upAt} call ${call.at}-${call.endedAt}\n${describeLog(log)}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n")}`);
+    if (process.env.E2E_DEBUG)
+      console.log(
+        `up ${upAt} call ${call.at}-${call.endedAt}\n${describeLog(log)}\n${cluster.procs.map((p) => `--- ${p.name}\n${p.output().slice(-3000)}`).join("\n")}`,
+      );
     for (const p of cluster.procs) expect(p.child.exitCode, `${p.name} exited\n${p.output().slice(-1500)}`).toBeNull();
     llm.assertConsumed();
   });

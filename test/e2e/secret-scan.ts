@@ -14,12 +14,18 @@ export interface SecretHit {
 const mask = (s: string) => `${s.slice(0, 6)}…(${s.length})`;
 
 /** Every occurrence of any of `secrets` in the texts. Pure, so its own test can plant a hit. */
-export function findSecrets(texts: Iterable<{ readonly where: string; readonly text: string }>, secrets: readonly string[]): SecretHit[] {
+export function findSecrets(
+  texts: Iterable<{ readonly where: string; readonly text: string }>,
+  secrets: readonly string[],
+): SecretHit[] {
   const hits: SecretHit[] = [];
   for (const { where, text } of texts) {
     for (const s of secrets) {
       for (let i = text.indexOf(s); i >= 0; i = text.indexOf(s, i + s.length)) {
-        const excerpt = secrets.reduce((t, x) => t.split(x).join(mask(x)), text.slice(Math.max(0, i - 80), i + s.length + 80));
+        const excerpt = secrets.reduce(
+          (t, x) => t.split(x).join(mask(x)),
+          text.slice(Math.max(0, i - 80), i + s.length + 80),
+        );
         hits.push({ where, secret: mask(s), excerpt });
       }
     }
@@ -73,11 +79,16 @@ export class SecretScan {
       const url = env[v];
       if (!url) continue;
       for (const s of secretsOfUrl(url)) this.#secrets.add(s);
-      out[v] = withPassword(url, v === "REDIS_URL" ? "default" : "agentmesh", this.#secret(v === "REDIS_URL" ? "redis-pw" : "nats-pw"));
+      out[v] = withPassword(
+        url,
+        v === "REDIS_URL" ? "default" : "agentmesh",
+        this.#secret(v === "REDIS_URL" ? "redis-pw" : "nats-pw"),
+      );
     }
     // the service's NKey seed (access control on) is a real secret: scanned for, never planted
     if (env.NATS_NKEY_SEED_FILE) this.#secrets.add(readFileSync(env.NATS_NKEY_SEED_FILE, "utf8").trim());
-    if (env.AGENTMESH_LLM_BASE_URL?.startsWith("http://127.0.0.1:") === true) out.AGENTMESH_LLM_API_KEY = this.#secret("llm-key");
+    if (env.AGENTMESH_LLM_BASE_URL?.startsWith("http://127.0.0.1:") === true)
+      out.AGENTMESH_LLM_API_KEY = this.#secret("llm-key");
     if (!WEB_SEARCH_ROLES.has(name)) out.AGENTMESH_WEB_SEARCH_KEY = this.#secret("web-key");
     return out;
   }
@@ -91,12 +102,19 @@ export class SecretScan {
   check(): void {
     const hits = findSecrets(this.#texts, this.secrets);
     if (hits.length === 0) return;
-    const shown = hits.slice(0, 20).map((h) => `  ${h.where}: ${h.secret} in …${h.excerpt}…`).join("\n");
+    const shown = hits
+      .slice(0, 20)
+      .map((h) => `  ${h.where}: ${h.secret} in …${h.excerpt}…`)
+      .join("\n");
     throw new Error(`secret scan: ${hits.length} planted secret(s) found in output, events or errors:\n${shown}`);
   }
 
   /** How much was scanned (for reports). */
   get scanned(): { texts: number; chars: number; secrets: number } {
-    return { texts: this.#texts.length, chars: this.#texts.reduce((n, t) => n + t.text.length, 0), secrets: this.#secrets.size };
+    return {
+      texts: this.#texts.length,
+      chars: this.#texts.reduce((n, t) => n + t.text.length, 0),
+      secrets: this.#secrets.size,
+    };
   }
 }

@@ -47,7 +47,8 @@ afterAll(async () => {
   await proxy?.close();
 });
 
-const healthy = (name: ServiceName) => cluster.procs.filter((p) => p.name === name && alive(p) && !p.output().includes("fault injection armed"));
+const healthy = (name: ServiceName) =>
+  cluster.procs.filter((p) => p.name === name && alive(p) && !p.output().includes("fault injection armed"));
 
 /** Starts one healthy replica of `name` unless one runs; waits until it answers. */
 async function ensureRunning(name: ServiceName): Promise<void> {
@@ -86,7 +87,8 @@ function armedResearchers(replicas: number, maxDeaths = Infinity) {
           stopped = true;
           for (const other of current) other.child.kill("SIGTERM");
         }
-      } else if (!stopped) throw new Error(`armed researcher exited otherwise (${JSON.stringify(exit)}):\n${p.output().slice(-1500)}`);
+      } else if (!stopped)
+        throw new Error(`armed researcher exited otherwise (${JSON.stringify(exit)}):\n${p.output().slice(-1500)}`);
     }
   };
   const done = Promise.all(Array.from({ length: replicas }, slot));
@@ -142,7 +144,12 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(state.data.retry_count).toBe(1); // the deadline counts one retry
     expect(state.data.final_answer).toBe((happyPath().at(-1)!.output as { final_answer: string }).final_answer);
     // The lost attempt never reached the model; attempt 1 did, once.
-    expect(proxy.callsOf(sid).filter((c) => c.role === "planner").map((c) => c.taskId)).toEqual([`${sid}.2.0.1`]);
+    expect(
+      proxy
+        .callsOf(sid)
+        .filter((c) => c.role === "planner")
+        .map((c) => c.taskId),
+    ).toEqual([`${sid}.2.0.1`]);
     llm.assertConsumed();
   });
 
@@ -158,7 +165,10 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     const why = describeLog(log);
     // Both attempts failed on their last delivery with a typed, retryable model_error; each
     // counted one retry; the second brought retry_count to the limit, which ends the run.
-    expect(log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`), why).toEqual([
+    expect(
+      log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
+      why,
+    ).toEqual([
       `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
       `result:${sid}.1.0.0 -> running [dispatch planner.plan ${sid}.2.0.1]`,
       `result:${sid}.2.0.1 -> completed [complete]`,
@@ -171,13 +181,17 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(state.data.final_reasoning_trace).toBe(COULD_NOT_ANSWER);
     const failures = events.filter((e) => e.type === "stage" && e.status === "failed" && e.name === "planner");
     expect(failures).toHaveLength(2);
-    for (const f of failures) expect(f.type === "stage" && f.description).toMatch(/failed \(model_error: the model endpoint failed/);
+    for (const f of failures)
+      expect(f.type === "stage" && f.description).toMatch(/failed \(model_error: the model endpoint failed/);
 
     // The bound: every HTTP request of each task attempt, counted at the model endpoint.
     const calls = proxy.callsOf(sid);
     const perTask = new Map<string, number>();
     for (const c of calls) perTask.set(c.taskId, (perTask.get(c.taskId) ?? 0) + 1);
-    expect(Object.fromEntries(perTask)).toEqual({ [`${sid}.1.0.0`]: LLM_MAX_ATTEMPTS * MAX_DELIVER, [`${sid}.2.0.1`]: LLM_MAX_ATTEMPTS * MAX_DELIVER });
+    expect(Object.fromEntries(perTask)).toEqual({
+      [`${sid}.1.0.0`]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
+      [`${sid}.2.0.1`]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
+    });
     expect(calls.every((c) => c.status === 500)).toBe(true);
     // Nothing was charged for failed requests (no usage came back).
     expect(state.meta.usage).toMatchObject({ model_calls: 0, prompt_tokens: 0, completion_tokens: 0 });
@@ -230,7 +244,10 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       await cluster.submit(QUESTION, sid, { options: { retry_limit: 2 } });
       const { state, log } = await cluster.waitDone(sid, 60_000);
       const why = `${describeLog(log)}\n${armed.describe()}`;
-      expect(log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`), why).toEqual([
+      expect(
+        log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
+        why,
+      ).toEqual([
         `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
         `result:${sid}.1.0.0 -> running [dispatch critic.review_plan ${sid}.2.0.0]`,
         `result:${sid}.2.0.0 -> running [dispatch researcher.research ${sid}.3.0.0]`,
@@ -242,7 +259,10 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       expect(state.data.retry_count).toBe(2);
       expect(state.data.final_answer).toBe(COULD_NOT_ANSWER);
       // Each attempt ended at its deadline (dispatch + 8 s), not later.
-      for (const [dispatchedAt, timer] of [[log[2]!, log[3]!], [log[3]!, log[4]!]] as const) {
+      for (const [dispatchedAt, timer] of [
+        [log[2]!, log[3]!],
+        [log[3]!, log[4]!],
+      ] as const) {
         const after = timer.now - dispatchedAt.now;
         expect(after, why).toBeGreaterThanOrEqual(TASK_DEADLINE_MS);
         expect(after, why).toBeLessThan(TASK_DEADLINE_MS + TIMER_SLACK_MS);
@@ -251,7 +271,10 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       // deliveries kill the restarted ones, or reach one after the deadline and are refused
       // unworked; how many depends on how fast this machine restarts a process.)
       await armed.stop(); // throws if an armed researcher ever exited other than at its crash point
-      expect(armed.deaths.filter((d) => d.at >= log[2]!.now && d.at < log[3]!.now), why).toHaveLength(MAX_DELIVER);
+      expect(
+        armed.deaths.filter((d) => d.at >= log[2]!.now && d.at < log[3]!.now),
+        why,
+      ).toHaveLength(MAX_DELIVER);
       // Nothing reached the model: every delivery died before it.
       expect(proxy.callsOf(sid).filter((c) => c.role === "researcher")).toEqual([]);
       llm.assertConsumed();
@@ -293,7 +316,10 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       });
       const last = timers.at(-1)!;
       expect(log[last.version]?.input_id, why).toBe(`result:${dispatched(last, "researcher", "research")}`);
-      expect(log.filter((l) => l.input_id === `result:${sid}.3.0.0`), why).toEqual([]);
+      expect(
+        log.filter((l) => l.input_id === `result:${sid}.3.0.0`),
+        why,
+      ).toEqual([]);
       // No deadline passed after the replacement was up for a whole task deadline.
       expect(last.now, why).toBeLessThan(readyAt + TASK_DEADLINE_MS + TIMER_SLACK_MS);
       expect(state.meta.version).toBe(10 + timers.length);
@@ -301,9 +327,14 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       expect(state.data.retry_count).toBe(timers.length);
       expect(state.data.research_results).toHaveLength(2);
       expect(state.data.final_answer).toContain("Doudna");
-      expect(armed.deaths.filter((d) => d.at >= log[2]!.now && d.at < log[3]!.now), why).toHaveLength(MAX_DELIVER);
+      expect(
+        armed.deaths.filter((d) => d.at >= log[2]!.now && d.at < log[3]!.now),
+        why,
+      ).toHaveLength(MAX_DELIVER);
       // Only the healthy replacement reached the model, for the attempt that completed.
-      expect(proxy.callsOf(sid).find((c) => c.role === "researcher")?.taskId).toBe(dispatched(last, "researcher", "research"));
+      expect(proxy.callsOf(sid).find((c) => c.role === "researcher")?.taskId).toBe(
+        dispatched(last, "researcher", "research"),
+      );
       llm.assertConsumed();
     } finally {
       await armed.stop().catch(() => undefined);

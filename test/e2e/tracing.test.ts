@@ -40,7 +40,11 @@ describe("one OpenTelemetry trace per session, across processes, through a coord
       redisUrl: inject("redisUrl"),
       prefix: uniquePrefix("trace"),
       llmBaseUrl: llm.url,
-      extraEnv: { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url, OTEL_BSP_SCHEDULE_DELAY: "100", AGENTMESH_LLM_PRICES: "scripted=1.5/6" },
+      extraEnv: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url,
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+        AGENTMESH_LLM_PRICES: "scripted=1.5/6",
+      },
     });
     await cluster.open();
     open.push({ cluster, llm, otlp });
@@ -53,9 +57,15 @@ describe("one OpenTelemetry trace per session, across processes, through a coord
 
     const sid = "tracedsession0000001";
     const reply = SubmitReply.parse(
-      await request(cluster.natsConnection, cluster.naming.submit, { v: SCHEMA_VERSION, query: "What is CRISPR and who invented it?", session_id: sid, idempotency_key: sid }, 10_000, {
-        traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
-      }),
+      await request(
+        cluster.natsConnection,
+        cluster.naming.submit,
+        { v: SCHEMA_VERSION, query: "What is CRISPR and who invented it?", session_id: sid, idempotency_key: sid },
+        10_000,
+        {
+          traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+        },
+      ),
     );
     expect(reply.ok).toBe(true);
     const death = await victim.exited;
@@ -72,7 +82,9 @@ describe("one OpenTelemetry trace per session, across processes, through a coord
     const ofSession = () => otlp.spans.filter((s) => s.attributes["agentmesh.session_id"] === sid);
     await until("the session's root span and every task's span", 20_000, () => {
       const spans = ofSession();
-      return spans.some((s) => s.name === "session") && spans.filter((s) => s.name === "task").length >= HAPPY_TASKS ? true : undefined;
+      return spans.some((s) => s.name === "session") && spans.filter((s) => s.name === "task").length >= HAPPY_TASKS
+        ? true
+        : undefined;
     });
     await new Promise((r) => setTimeout(r, 500)); // stragglers of the last batch
     const spans = ofSession();
@@ -118,7 +130,11 @@ describe("one OpenTelemetry trace per session, across processes, through a coord
     expect(models).toHaveLength(HAPPY_TASKS);
     for (const m of models) {
       expect(parentOf(m)?.name).toBe("task");
-      expect(m.attributes).toMatchObject({ "gen_ai.system": "openai", "gen_ai.request.model": "scripted", "agentmesh.session_id": sid });
+      expect(m.attributes).toMatchObject({
+        "gen_ai.system": "openai",
+        "gen_ai.request.model": "scripted",
+        "agentmesh.session_id": sid,
+      });
       expect(typeof m.attributes["gen_ai.request.temperature"]).toBe("number");
       expect(m.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
       expect(m.attributes["gen_ai.usage.output_tokens"]).toBeGreaterThan(0);

@@ -28,8 +28,19 @@ afterAll(() => {
 describe("npm run web", () => {
   test("serves the API on the printed loopback URL without a key, and SIGINT stops it all", async () => {
     const port = await freePort();
-    const env = { PATH: process.env.PATH, HOME: process.env.HOME, NATS_URL: inject("natsUrl"), REDIS_URL: inject("redisUrl"), AGENTMESH_PREFIX: uniquePrefix("web"), AGENTMESH_GATEWAY_PORT: String(port) };
-    const proc = spawn(process.execPath, [join(ROOT, "scripts/web.mjs")], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+    const env = {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NATS_URL: inject("natsUrl"),
+      REDIS_URL: inject("redisUrl"),
+      AGENTMESH_PREFIX: uniquePrefix("web"),
+      AGENTMESH_GATEWAY_PORT: String(port),
+    };
+    const proc = spawn(process.execPath, [join(ROOT, "scripts/web.mjs")], {
+      cwd: ROOT,
+      env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     web = proc;
     let out = "";
     proc.stdout?.on("data", (b: Buffer) => (out += b.toString()));
@@ -39,13 +50,23 @@ describe("npm run web", () => {
     const url = await new Promise<string>((resolve, reject) => {
       const t = setInterval(() => {
         const m = /agentmesh is running: (http:\/\/\S+)/.exec(out);
-        if (m?.[1]) { clearInterval(t); resolve(m[1]); }
-        if (proc.exitCode !== null) { clearInterval(t); reject(new Error(`web.mjs exited (${proc.exitCode}):\n${out}`)); }
+        if (m?.[1]) {
+          clearInterval(t);
+          resolve(m[1]);
+        }
+        if (proc.exitCode !== null) {
+          clearInterval(t);
+          reject(new Error(`web.mjs exited (${proc.exitCode}):\n${out}`));
+        }
       }, 200);
     });
     expect(url).toBe(`http://127.0.0.1:${port}`);
 
-    const started = await fetch(`${url}/api/v1/query`, { method: "POST", headers: { accept: "application/json", "content-type": "application/json" }, body: JSON.stringify({ query: "What is 6 * 7?" }) });
+    const started = await fetch(`${url}/api/v1/query`, {
+      method: "POST",
+      headers: { accept: "application/json", "content-type": "application/json" },
+      body: JSON.stringify({ query: "What is 6 * 7?" }),
+    });
     expect(started.status).toBe(202);
     const { session_id: sid } = (await started.json()) as { session_id: string };
     let session: { status?: string; final_answer?: string | null } = {};

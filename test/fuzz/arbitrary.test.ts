@@ -1,12 +1,27 @@
 import fc from "fast-check";
 import { z } from "zod";
 import { describe, expect, it } from "vitest";
-import { CancelNotice, InboxInput, ROLES, SessionEvent, SubmitRequest, TaskEnvelope, TaskOutcome } from "@agentmesh/contracts";
+import {
+  CancelNotice,
+  InboxInput,
+  ROLES,
+  SessionEvent,
+  SubmitRequest,
+  TaskEnvelope,
+  TaskOutcome,
+} from "@agentmesh/contracts";
 import { arbitraryOf } from "./arbitrary.js";
 import { FUZZ_HINTS } from "./hints.js";
 import { DEEP_LEVELS, fuzzInputsArb, mutatedArb, pathsOf, sampleInputs, setAt } from "./mutate.js";
 
-const wire: Record<string, z.ZodType> = { SubmitRequest, InboxInput, TaskEnvelope, TaskOutcome, CancelNotice, SessionEvent };
+const wire: Record<string, z.ZodType> = {
+  SubmitRequest,
+  InboxInput,
+  TaskEnvelope,
+  TaskOutcome,
+  CancelNotice,
+  SessionEvent,
+};
 for (const [role, ops] of Object.entries(ROLES)) {
   for (const [op, d] of Object.entries(ops as Record<string, { request: z.ZodType; response: z.ZodType }>)) {
     wire[`${role}.${op} request`] = d.request;
@@ -56,7 +71,18 @@ describe("mutations", () => {
   it(`the hostile kinds include bad UTF-8, ${DEEP_LEVELS}-level nesting and bodies over the byte limit`, () => {
     const inputs = sampleInputs(fuzzInputsArb(arbitraryOf(CancelNotice, FUZZ_HINTS)), 1000, 11);
     const kinds = new Set(inputs.map((i) => i.kind));
-    for (const k of ["valid", "mutated", "deep_nesting", "huge_near_limit", "huge_over_limit", "bad_utf8", "wrong_top_type", "random_json", "random_bytes", "not_json"]) {
+    for (const k of [
+      "valid",
+      "mutated",
+      "deep_nesting",
+      "huge_near_limit",
+      "huge_over_limit",
+      "bad_utf8",
+      "wrong_top_type",
+      "random_json",
+      "random_bytes",
+      "not_json",
+    ]) {
       expect(kinds.has(k as never), k).toBe(true);
     }
     const bad = inputs.filter((i) => i.kind === "bad_utf8");

@@ -42,7 +42,14 @@ function lengthBounds(d: Def, cap: number): { min: number; max: number } {
 
 function stringArb(d: Def): fc.Arbitrary<string> {
   // fc.webUrl() costs seconds to set up; a plain URL shape is enough for a wire schema
-  if (d.format === "url") return fc.tuple(fc.constantFrom("http", "https"), fc.stringMatching(/^[a-z]{1,12}$/), fc.stringMatching(/^[a-z0-9]{0,12}$/)).map(([s, h, p]) => `${s}://${h}.example/${p}`);
+  if (d.format === "url")
+    return fc
+      .tuple(
+        fc.constantFrom("http", "https"),
+        fc.stringMatching(/^[a-z]{1,12}$/),
+        fc.stringMatching(/^[a-z0-9]{0,12}$/),
+      )
+      .map(([s, h, p]) => `${s}://${h}.example/${p}`);
   const regex = checksOf(d).find((c) => c.check === "string_format" && c.pattern)?.pattern;
   // a pattern sets its own lengths; explicit length checks beside it are left to the final schema check
   if (regex) return fc.stringMatching(regex);
@@ -57,12 +64,30 @@ function numberArb(d: Def): fc.Arbitrary<number> {
   let hiOpen = false;
   let int = false;
   for (const c of checksOf(d)) {
-    if (c.check === "number_format" && (c.format === "safeint" || c.format === "int32" || c.format === "uint32")) int = true;
-    if (c.check === "greater_than" && c.value !== undefined) { lo = c.value; loOpen = !c.inclusive; }
-    if (c.check === "less_than" && c.value !== undefined) { hi = c.value; hiOpen = !c.inclusive; }
+    if (c.check === "number_format" && (c.format === "safeint" || c.format === "int32" || c.format === "uint32"))
+      int = true;
+    if (c.check === "greater_than" && c.value !== undefined) {
+      lo = c.value;
+      loOpen = !c.inclusive;
+    }
+    if (c.check === "less_than" && c.value !== undefined) {
+      hi = c.value;
+      hiOpen = !c.inclusive;
+    }
   }
-  if (int) return fc.integer({ min: Math.ceil(loOpen ? lo + 1 : lo), max: Math.min(Math.floor(hiOpen ? hi - 1 : hi), Math.ceil(lo) + 1e6) });
-  return fc.double({ min: lo, max: Math.min(hi, lo + 1e6), minExcluded: loOpen, maxExcluded: hiOpen, noNaN: true, noDefaultInfinity: true });
+  if (int)
+    return fc.integer({
+      min: Math.ceil(loOpen ? lo + 1 : lo),
+      max: Math.min(Math.floor(hiOpen ? hi - 1 : hi), Math.ceil(lo) + 1e6),
+    });
+  return fc.double({
+    min: lo,
+    max: Math.min(hi, lo + 1e6),
+    minExcluded: loOpen,
+    maxExcluded: hiOpen,
+    noNaN: true,
+    noDefaultInfinity: true,
+  });
 }
 
 /** Anything JSON, small: what a schema's `unknown` field gets. */

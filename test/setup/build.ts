@@ -13,5 +13,7 @@ export default async function setup(): Promise<void> {
   const r = await buildAll();
   // the workers the tests run in inherit this: the harness spawns node dist/… (serviceArgv)
   process.env.AGENTMESH_SERVICE_RUNTIME = "compiled";
-  console.log(`[build] ${r.files} files, ${r.vendored} vendored npm imports and ${r.processes} process bundles (code cache primed) compiled in ${r.ms} ms: services run compiled`);
+  console.log(
+    `[build] ${r.files} files, ${r.vendored} vendored npm imports and ${r.processes} process bundles (code cache primed) compiled in ${r.ms} ms: services run compiled`,
+  );
 }

@@ -47,9 +47,19 @@ export function reachable(url: string, ms = 1000): Promise<boolean> {
   const port = Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 4222));
   return new Promise((resolve) => {
     const sock = createConnection({ host: u.hostname, port });
-    const t = setTimeout(() => { sock.destroy(); resolve(false); }, ms);
-    sock.once("connect", () => { clearTimeout(t); sock.end(); resolve(true); });
-    sock.once("error", () => { clearTimeout(t); resolve(false); });
+    const t = setTimeout(() => {
+      sock.destroy();
+      resolve(false);
+    }, ms);
+    sock.once("connect", () => {
+      clearTimeout(t);
+      sock.end();
+      resolve(true);
+    });
+    sock.once("error", () => {
+      clearTimeout(t);
+      resolve(false);
+    });
   });
 }
 
@@ -57,11 +67,23 @@ export function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<v
   return new Promise((resolve, reject) => {
     let buf = "";
     const t = setTimeout(() => reject(new Error(`timed out waiting for ${re} (output: ${buf.slice(-500)})`)), ms);
-    const on = (b: Buffer) => { buf += b.toString(); if (re.test(buf)) { clearTimeout(t); resolve(); } };
+    const on = (b: Buffer) => {
+      buf += b.toString();
+      if (re.test(buf)) {
+        clearTimeout(t);
+        resolve();
+      }
+    };
     p.stdout?.on("data", on);
     p.stderr?.on("data", on);
-    p.once("error", (e) => { clearTimeout(t); reject(e); });
-    p.once("exit", (c) => { clearTimeout(t); reject(new Error(`exited with ${c}: ${buf.slice(-500)}`)); });
+    p.once("error", (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    p.once("exit", (c) => {
+      clearTimeout(t);
+      reject(new Error(`exited with ${c}: ${buf.slice(-500)}`));
+    });
   });
 }
 
@@ -75,14 +97,25 @@ export const NATS_SERVER_ENV = { GOGC: "50" } as const;
 
 /** Starts nats-server (JetStream, file store) on a given port and dir; resolves when ready. */
 export async function startNats(port: number, dir: string): Promise<ChildProcess> {
-  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { env: { ...process.env, ...NATS_SERVER_ENV }, stdio: ["ignore", "pipe", "pipe"] });
+  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
+    env: { ...process.env, ...NATS_SERVER_ENV },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   await waitForLine(p, /Server is ready/);
   return p;
 }
 
 /** Starts redis-server in `dir` (by default AOF with appendfsync always); resolves when ready. */
-export async function startRedis(port: number, dir: string, persistence: readonly string[] = ["--appendonly", "yes", "--appendfsync", "always"]): Promise<ChildProcess> {
-  const p = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence], { stdio: ["ignore", "pipe", "pipe"] });
+export async function startRedis(
+  port: number,
+  dir: string,
+  persistence: readonly string[] = ["--appendonly", "yes", "--appendfsync", "always"],
+): Promise<ChildProcess> {
+  const p = spawn(
+    "redis-server",
+    ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", ...persistence],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
   await waitForLine(p, /Ready to accept connections/);
   return p;
 }
@@ -98,7 +131,10 @@ async function viaContainers(): Promise<Infra> {
     redisUrl: r.getConnectionUrl(),
     source: "testcontainers",
     native: null,
-    async stop() { await n.stop(); await r.stop(); },
+    async stop() {
+      await n.stop();
+      await r.stop();
+    },
   };
 }
 

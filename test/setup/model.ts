@@ -16,7 +16,8 @@ export function offlineModelOf(defs: readonly AgentDefinition[]): ModelPort {
 /** The OpenAI-compatible adapter against a scripted HTTP server on loopback; close the server after the test. */
 export async function scriptedHttpModel(
   script: readonly HttpScriptEntry[],
-  opts: Pick<OpenAIModelOptions, "roles" | "defaultRole"> & Partial<Pick<OpenAIModelOptions, "maxHttpAttempts" | "tiers">>,
+  opts: Pick<OpenAIModelOptions, "roles" | "defaultRole"> &
+    Partial<Pick<OpenAIModelOptions, "maxHttpAttempts" | "tiers">>,
 ): Promise<{ model: ModelPort; server: ScriptedServer }> {
   const server = await startScriptedOpenAIServer({ script, host: "127.0.0.1" });
   const model = createOpenAIModel({ baseURL: server.url, timeoutMs: 5_000, ...opts });

@@ -19,7 +19,12 @@ export interface AuthNats {
 
 /** The nats-server binary: NATS_SERVER_BIN, else the first `nats-server` on PATH or in /usr/sbin; null when there is none. */
 export function natsServerBinary(): string | null {
-  const candidates = [process.env.NATS_SERVER_BIN, "nats-server", "/usr/sbin/nats-server", "/usr/local/bin/nats-server"].filter((c): c is string => Boolean(c));
+  const candidates = [
+    process.env.NATS_SERVER_BIN,
+    "nats-server",
+    "/usr/sbin/nats-server",
+    "/usr/local/bin/nats-server",
+  ].filter((c): c is string => Boolean(c));
   for (const c of candidates) {
     const r = spawnSync(c, ["--version"], { encoding: "utf8" });
     if (r.status === 0) return c;
@@ -35,7 +40,9 @@ export function natsServerBinary(): string | null {
 export async function startAuthNats(prefix: string, roles: readonly string[] = ROLE_NAMES): Promise<AuthNats> {
   const bin = natsServerBinary();
   if (!bin) {
-    throw new Error("the e2e and permission tests need the nats-server binary (apt-get install nats-server, or set NATS_SERVER_BIN) to run a server with the generated access-control config");
+    throw new Error(
+      "the e2e and permission tests need the nats-server binary (apt-get install nats-server, or set NATS_SERVER_BIN) to run a server with the generated access-control config",
+    );
   }
   const dir = mkdtempSync(join(tmpdir(), "agentmesh-authnats-"));
   const keys: Record<string, { seed: string; publicKey: string }> = {};
@@ -48,15 +55,21 @@ export async function startAuthNats(prefix: string, roles: readonly string[] = R
   }
   const port = await freePort();
   const conf = join(dir, "nats-server.conf");
-  writeFileSync(conf, natsServerConfig({
-    naming: naming(prefix),
-    roles,
-    keys: Object.fromEntries(Object.entries(keys).map(([u, k]) => [u, k.publicKey])),
-    admin: keys.admin?.publicKey,
-    listen: `127.0.0.1:${port}`,
-    storeDir: join(dir, "js"),
-  }));
-  const proc: ChildProcess = spawn(bin, ["-c", conf], { env: { ...process.env, ...NATS_SERVER_ENV }, stdio: ["ignore", "pipe", "pipe"] });
+  writeFileSync(
+    conf,
+    natsServerConfig({
+      naming: naming(prefix),
+      roles,
+      keys: Object.fromEntries(Object.entries(keys).map(([u, k]) => [u, k.publicKey])),
+      admin: keys.admin?.publicKey,
+      listen: `127.0.0.1:${port}`,
+      storeDir: join(dir, "js"),
+    }),
+  );
+  const proc: ChildProcess = spawn(bin, ["-c", conf], {
+    env: { ...process.env, ...NATS_SERVER_ENV },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   try {
     await waitForLine(proc, /Server is ready/);
   } catch (err) {

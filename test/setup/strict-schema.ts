@@ -21,8 +21,10 @@ export function strictSchemaProblems(schema: Schema): string[] {
       if (props.length === 0) problems.push(`${path}: an object without properties (free-form)`);
     }
     for (const [k, v] of Object.entries(s)) {
-      if (k === "properties" && isSchema(v)) for (const [name, p] of Object.entries(v)) if (isSchema(p)) walk(p, `${path}.${name}`);
-      if ((k === "anyOf" || k === "oneOf") && Array.isArray(v)) v.forEach((x, i) => isSchema(x) && walk(x, `${path}|${k}[${i}]`));
+      if (k === "properties" && isSchema(v))
+        for (const [name, p] of Object.entries(v)) if (isSchema(p)) walk(p, `${path}.${name}`);
+      if ((k === "anyOf" || k === "oneOf") && Array.isArray(v))
+        v.forEach((x, i) => isSchema(x) && walk(x, `${path}|${k}[${i}]`));
       if (k === "items" && isSchema(v)) walk(v, `${path}[]`);
     }
   };

@@ -47,7 +47,12 @@ function parseTable(markdown: string): Row[] {
   const cells: string[][] = [];
   for (const line of lines.slice(start + 2)) {
     if (!line.startsWith("|")) break;
-    cells.push(line.split("|").slice(1, -1).map((c) => c.trim()));
+    cells.push(
+      line
+        .split("|")
+        .slice(1, -1)
+        .map((c) => c.trim()),
+    );
   }
   const dirOf = (c: string[]): string => (c[0] ?? "").replaceAll("`", "");
   const names = new Set(cells.map((c) => dirOf(c).split("/").pop() ?? ""));
@@ -86,10 +91,14 @@ function checkManifest(row: Row, manifest: Manifest): string[] {
       if (dep.startsWith(SCOPE)) {
         const target = dep.slice(SCOPE.length);
         if (!row.internal.includes(target)) {
-          problems.push(`${row.dir}/package.json ${list}: ${dep} is not in its "may depend on" (${row.internal.join(", ") || "none"})`);
+          problems.push(
+            `${row.dir}/package.json ${list}: ${dep} is not in its "may depend on" (${row.internal.join(", ") || "none"})`,
+          );
         }
       } else if (row.external.length > 0 && !row.external.includes(dep)) {
-        problems.push(`${row.dir}/package.json ${list}: ${dep} — ${row.dir} may depend only on ${row.external.join(", ")}`);
+        problems.push(
+          `${row.dir}/package.json ${list}: ${dep} — ${row.dir} may depend only on ${row.external.join(", ")}`,
+        );
       }
     }
   }
@@ -109,12 +118,16 @@ function checkImports(
 ): string[] {
   const problems: string[] = [];
   const declared = new Set(
-    [manifest.dependencies, manifest.devDependencies, manifest.peerDependencies, manifest.optionalDependencies].flatMap((d) => Object.keys(d ?? {})),
+    [manifest.dependencies, manifest.devDependencies, manifest.peerDependencies, manifest.optionalDependencies].flatMap(
+      (d) => Object.keys(d ?? {}),
+    ),
   );
   for (const { file, specifier } of imports) {
     const at = `${file}: import "${specifier}"`;
     if (specifier.startsWith(".")) {
-      const target = relative(ROOT, resolve(ROOT, dirname(file), specifier)).split(sep).join("/");
+      const target = relative(ROOT, resolve(ROOT, dirname(file), specifier))
+        .split(sep)
+        .join("/");
       const inside = target.startsWith(`${row.dir}/`);
       // Test code may use the repository's shared test infrastructure (test/setup).
       const sharedTestInfra = testOnly(file) && target.startsWith("test/");
@@ -130,10 +143,13 @@ function checkImports(
       }
       if (name === row.name) continue;
       if (!row.internal.includes(name)) {
-        problems.push(`${at} — ARCHITECTURE.md allows ${row.dir} only: ${row.internal.join(", ") || "no workspace package"}`);
+        problems.push(
+          `${at} — ARCHITECTURE.md allows ${row.dir} only: ${row.internal.join(", ") || "no workspace package"}`,
+        );
         continue;
       }
-      if (!declared.has(`${SCOPE}${name}`)) problems.push(`${at} — ${SCOPE}${name} is not declared in ${row.dir}/package.json`);
+      if (!declared.has(`${SCOPE}${name}`))
+        problems.push(`${at} — ${SCOPE}${name} is not declared in ${row.dir}/package.json`);
       const entries = exportsOf(name);
       if (entries && !entries.includes(sub === "" ? "." : `./${sub}`)) {
         problems.push(`${at} — ${SCOPE}${name} does not export "./${sub}"`);
@@ -236,8 +252,14 @@ describe("ARCHITECTURE.md dependency table", () => {
   it("has one row per workspace folder, and no row without a folder", () => {
     const dirs = rows.map((r) => r.dir);
     expect(new Set(dirs).size, "duplicate rows").toBe(dirs.length);
-    expect(folders.filter((f) => !dirs.includes(f)), "folders missing from ARCHITECTURE.md").toEqual([]);
-    expect(dirs.filter((d) => !folders.includes(d)), "rows whose folder does not exist").toEqual([]);
+    expect(
+      folders.filter((f) => !dirs.includes(f)),
+      "folders missing from ARCHITECTURE.md",
+    ).toEqual([]);
+    expect(
+      dirs.filter((d) => !folders.includes(d)),
+      "rows whose folder does not exist",
+    ).toEqual([]);
   });
 
   it("names only packages that have rows, and contracts may use zod only", () => {
@@ -258,10 +280,13 @@ describe("ARCHITECTURE.md dependency table", () => {
     for (const row of rows) expect(() => visit(row.name, [])).not.toThrow();
   });
 
-  it.each(rows.filter((r) => !isRoleFolder(r.dir)).map((r) => [r.dir, r] as const))("%s: package.json dependencies follow the table", (_dir, row) => {
-    if (!existsSync(join(ROOT, row.dir, "package.json"))) return; // reported by the first test
-    expect(checkManifest(row, readManifest(row.dir))).toEqual([]);
-  });
+  it.each(rows.filter((r) => !isRoleFolder(r.dir)).map((r) => [r.dir, r] as const))(
+    "%s: package.json dependencies follow the table",
+    (_dir, row) => {
+      if (!existsSync(join(ROOT, row.dir, "package.json"))) return; // reported by the first test
+      expect(checkManifest(row, readManifest(row.dir))).toEqual([]);
+    },
+  );
 
   it("every role folder is a plain folder (no package.json): the agent process loads it by name", () => {
     expect(roleFolders.length).toBeGreaterThan(0);
@@ -272,7 +297,9 @@ describe("ARCHITECTURE.md dependency table", () => {
     if (!existsSync(join(ROOT, manifestDir(row.dir), "package.json"))) return;
     const manifest = readManifest(manifestDir(row.dir));
     const imports = sourceFiles(join(ROOT, row.dir)).flatMap(importsOf);
-    const production = isRoleFolder(row.dir) ? new Set(imports.map((i) => i.file).filter((f) => !TEST_FILE.test(f))) : productionFiles(row.dir, manifest, imports);
+    const production = isRoleFolder(row.dir)
+      ? new Set(imports.map((i) => i.file).filter((f) => !TEST_FILE.test(f)))
+      : productionFiles(row.dir, manifest, imports);
     expect(checkImports(row, manifest, imports, exportsOf, (f) => !production.has(f))).toEqual([]);
   });
 });
@@ -280,40 +307,73 @@ describe("ARCHITECTURE.md dependency table", () => {
 describe("the table's checks reject forbidden dependencies", () => {
   const workflows: Row = { dir: "packages/workflows", name: "workflows", internal: ["contracts"], external: [] };
   const contracts: Row = { dir: "packages/contracts", name: "contracts", internal: [], external: ["zod"] };
-  const ok: Manifest = { name: "@agentmesh/workflows", dependencies: { "@agentmesh/contracts": "workspace:*", zod: "4" } };
+  const ok: Manifest = {
+    name: "@agentmesh/workflows",
+    dependencies: { "@agentmesh/contracts": "workspace:*", zod: "4" },
+  };
   const at = (specifier: string, file = "packages/workflows/src/a.ts"): FoundImport[] => [{ file, specifier }];
   const entries = (name: string): readonly string[] | null => (name === "llm" ? [".", "./testing"] : ["."]);
   const testOnly = (file: string): boolean => TEST_FILE.test(file);
 
   it("accepts what the table allows", () => {
     expect(checkManifest(workflows, ok)).toEqual([]);
-    expect(checkImports(workflows, ok, [...at("@agentmesh/contracts"), ...at("./b.js"), ...at("zod")], entries, testOnly)).toEqual([]);
+    expect(
+      checkImports(workflows, ok, [...at("@agentmesh/contracts"), ...at("./b.js"), ...at("zod")], entries, testOnly),
+    ).toEqual([]);
     expect(checkManifest(contracts, { name: "@agentmesh/contracts", dependencies: { zod: "4" } })).toEqual([]);
   });
 
   it("rejects a forbidden package.json dependency", () => {
     const bad = { ...ok, devDependencies: { "@agentmesh/session-store": "workspace:*" } };
     expect(checkManifest(workflows, bad)).toHaveLength(1);
-    expect(checkManifest(contracts, { name: "@agentmesh/contracts", dependencies: { zod: "4", pino: "10" } })).toHaveLength(1);
+    expect(
+      checkManifest(contracts, { name: "@agentmesh/contracts", dependencies: { zod: "4", pino: "10" } }),
+    ).toHaveLength(1);
     expect(checkManifest(workflows, { ...ok, name: "@agentmesh/flows" })).toHaveLength(1);
   });
 
   it("rejects forbidden, deep, undeclared and cross-package imports", () => {
     expect(checkImports(workflows, ok, at("@agentmesh/session-store"), entries, testOnly)).toHaveLength(1);
-    expect(checkImports(workflows, ok, at("@agentmesh/llm/testing", "packages/workflows/src/a.test.ts"), entries, testOnly)).toHaveLength(1);
+    expect(
+      checkImports(workflows, ok, at("@agentmesh/llm/testing", "packages/workflows/src/a.test.ts"), entries, testOnly),
+    ).toHaveLength(1);
     expect(checkImports(workflows, ok, at("@agentmesh/contracts/src/subjects.js"), entries, testOnly)).toHaveLength(1);
-    expect(checkImports(workflows, ok, at("../../contracts/src/index.js", "packages/workflows/src/a.ts"), entries, testOnly)).toHaveLength(1);
-    expect(checkImports(workflows, ok, at("../../contracts/src/x.js", "packages/workflows/src/a.test.ts"), entries, testOnly)).toHaveLength(1);
-    expect(checkImports(workflows, ok, at("../../../test/setup/infra.js", "packages/workflows/src/a.ts"), entries, testOnly)).toHaveLength(1);
-    expect(checkImports(workflows, ok, at("../../../test/setup/infra.js", "packages/workflows/src/a.int.test.ts"), entries, testOnly)).toEqual([]);
-    expect(checkImports(workflows, { name: "@agentmesh/workflows" }, at("@agentmesh/contracts"), entries, testOnly)).toHaveLength(1);
+    expect(
+      checkImports(workflows, ok, at("../../contracts/src/index.js", "packages/workflows/src/a.ts"), entries, testOnly),
+    ).toHaveLength(1);
+    expect(
+      checkImports(
+        workflows,
+        ok,
+        at("../../contracts/src/x.js", "packages/workflows/src/a.test.ts"),
+        entries,
+        testOnly,
+      ),
+    ).toHaveLength(1);
+    expect(
+      checkImports(workflows, ok, at("../../../test/setup/infra.js", "packages/workflows/src/a.ts"), entries, testOnly),
+    ).toHaveLength(1);
+    expect(
+      checkImports(
+        workflows,
+        ok,
+        at("../../../test/setup/infra.js", "packages/workflows/src/a.int.test.ts"),
+        entries,
+        testOnly,
+      ),
+    ).toEqual([]);
+    expect(
+      checkImports(workflows, { name: "@agentmesh/workflows" }, at("@agentmesh/contracts"), entries, testOnly),
+    ).toHaveLength(1);
     expect(checkImports(workflows, ok, at("@agentmesh/contracts/testing"), entries, testOnly)).toHaveLength(1);
   });
 
   it("keeps closed rows closed (contracts: zod only)", () => {
     const m: Manifest = { name: "@agentmesh/contracts", dependencies: { zod: "4" } };
     const file = "packages/contracts/src/a.ts";
-    expect(checkImports(contracts, m, [...at("zod", file), ...at("zod/v4", file), ...at("./x.js", file)], entries, testOnly)).toEqual([]);
+    expect(
+      checkImports(contracts, m, [...at("zod", file), ...at("zod/v4", file), ...at("./x.js", file)], entries, testOnly),
+    ).toEqual([]);
     expect(checkImports(contracts, m, at("node:crypto", file), entries, testOnly)).toHaveLength(1);
     expect(checkImports(contracts, m, at("fs", file), entries, testOnly)).toHaveLength(1);
     expect(checkImports(contracts, m, at("@agentmesh/llm", file), entries, testOnly)).toHaveLength(1);
@@ -340,12 +400,22 @@ describe("the table's checks reject forbidden dependencies", () => {
 
 describe("every test file runs", () => {
   it("each *.test.ts in packages/, services/ and test/ belongs to a vitest project", async () => {
-    const { default: config } = (await import("../../vitest.config.js")) as { default: { test: { projects: Array<{ test: { include: string[]; exclude?: string[] } }> } } };
+    const { default: config } = (await import("../../vitest.config.js")) as {
+      default: { test: { projects: Array<{ test: { include: string[]; exclude?: string[] } }> } };
+    };
     const { matchesGlob } = await import("node:path");
     const projects = config.test.projects.map((p) => p.test);
-    const files = ["packages", "services", "test"].flatMap((d) => sourceFiles(join(ROOT, d))).map((f) => relative(ROOT, f).split(sep).join("/")).filter((f) => TEST_FILE.test(f));
+    const files = ["packages", "services", "test"]
+      .flatMap((d) => sourceFiles(join(ROOT, d)))
+      .map((f) => relative(ROOT, f).split(sep).join("/"))
+      .filter((f) => TEST_FILE.test(f));
     expect(files.length).toBeGreaterThan(50);
-    const orphans = files.filter((f) => !projects.some((p) => p.include.some((g) => matchesGlob(f, g)) && !(p.exclude ?? []).some((g) => matchesGlob(f, g))));
+    const orphans = files.filter(
+      (f) =>
+        !projects.some(
+          (p) => p.include.some((g) => matchesGlob(f, g)) && !(p.exclude ?? []).some((g) => matchesGlob(f, g)),
+        ),
+    );
     expect(orphans, "test files no vitest project runs").toEqual([]);
   });
 });

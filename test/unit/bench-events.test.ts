@@ -27,7 +27,8 @@ function fakeConnection() {
   return { nc: nc as unknown as ConstructorParameters<typeof EventRouter>[0], send };
 }
 
-const head = (version: number, index: number, at: number) => ({ v: SCHEMA_VERSION, session_id: SID, version, index, at }) as const;
+const head = (version: number, index: number, at: number) =>
+  ({ v: SCHEMA_VERSION, session_id: SID, version, index, at }) as const;
 
 const stage = (version: number, at: number): SessionEvent =>
   ({ ...head(version, 0, at), type: "stage", name: "planner", description: "plan", status: "running" }) as SessionEvent;
@@ -39,8 +40,14 @@ const step = (version: number, at: number, op: string): SessionEvent =>
     task_id: `${SID}.${version - 1}.0.0`,
     summary: `${op} attempt 0: ok`,
     provenance: {
-      role: op.split(".")[0], op: op.split(".")[1], model: "scripted", tier: "standard", prompt_version: "v1", attempt: 0,
-      usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 }, latency_ms: 0,
+      role: op.split(".")[0],
+      op: op.split(".")[1],
+      model: "scripted",
+      tier: "standard",
+      prompt_version: "v1",
+      attempt: 0,
+      usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 },
+      latency_ms: 0,
     },
   }) as SessionEvent;
 
@@ -110,7 +117,12 @@ describe("the bench's transition gaps", () => {
       [2, { what: "planner.plan", latencyMs: 0 }],
       [3, { what: "critic.review_plan", latencyMs: 0 }],
     ]);
-    const versionArrivedAt = new Map([[1, 0], [2, 1], [3, 3], [4, 6]]);
+    const versionArrivedAt = new Map([
+      [1, 0],
+      [2, 1],
+      [3, 3],
+      [4, 6],
+    ]);
     expect(transitionGaps({ steps, versionArrivedAt })).toEqual([
       { what: "planner.plan", ms: 1 },
       { what: "critic.review_plan", ms: 2 },

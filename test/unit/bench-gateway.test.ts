@@ -11,12 +11,21 @@ const options = (argv: string[]): BenchOptions => {
 
 describe("pnpm bench gateway flags", () => {
   it("compares at c=1 and c=64 by default, 30 and 256 sessions per path (10 and 128 with --quick)", () => {
-    expect([...options([]).gatewaySessions]).toEqual([[1, 30], [64, 256]]);
-    expect([...options(["--quick"]).gatewaySessions]).toEqual([[1, 10], [64, 128]]);
+    expect([...options([]).gatewaySessions]).toEqual([
+      [1, 30],
+      [64, 256],
+    ]);
+    expect([...options(["--quick"]).gatewaySessions]).toEqual([
+      [1, 10],
+      [64, 128],
+    ]);
   });
 
   it("takes other levels and per-level counts, and --no-gateway skips the comparison", () => {
-    expect([...options(["--gateway-levels", "1,8", "--gateway-sessions-8", "50"]).gatewaySessions]).toEqual([[1, 30], [8, 50]]);
+    expect([...options(["--gateway-levels", "1,8", "--gateway-sessions-8", "50"]).gatewaySessions]).toEqual([
+      [1, 30],
+      [8, 50],
+    ]);
     expect(options(["--no-gateway"]).gatewaySessions.size).toBe(0);
     // --gateway-sessions-<c> does not change the main levels' --sessions-<c>
     expect(options(["--gateway-sessions-64", "9"]).sessions.get(64)).toBe(400);
@@ -32,7 +41,10 @@ describe("pnpm bench --tracing", () => {
 });
 
 describe("the gateway comparison's rounds", () => {
-  const order = (c: number, n: number) => schedule(c, n).map((r) => `${r.path === "direct" ? "D" : "G"}${r.sessions}`).join(" ");
+  const order = (c: number, n: number) =>
+    schedule(c, n)
+      .map((r) => `${r.path === "direct" ? "D" : "G"}${r.sessions}`)
+      .join(" ");
 
   it("alternates D G G D … in rounds of 5 at c=1 and 2c above", () => {
     expect(order(1, 20)).toBe("D5 G5 G5 D5 D5 G5 G5 D5");

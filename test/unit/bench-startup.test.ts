@@ -19,7 +19,9 @@ describe("bench start-up flags", () => {
   });
 
   it("refuses contradictions and nonsense in one line", () => {
-    expect(() => parseArgs(["--startup-only", "--no-startup"])).toThrow("--startup-only and --no-startup contradict each other");
+    expect(() => parseArgs(["--startup-only", "--no-startup"])).toThrow(
+      "--startup-only and --no-startup contradict each other",
+    );
     expect(() => parseArgs(["--startup-rounds", "0"])).toThrow("--startup-rounds needs a positive integer, got 0");
     expect(() => parseArgs(["--startup-rounds"])).toThrow("--startup-rounds needs a value");
   });
@@ -35,15 +37,32 @@ describe("the start-up table", () => {
     loadavgEnd: "2.00 1.00 1.00",
     results: [
       { service: BASELINE, samples: [sample(60, null)], median: { readyMs: 60, pingMs: null, cpuMs: 50, rssMiB: 40 } },
-      { service: "coordinator", samples: [sample(250, 240)], median: { readyMs: 250, pingMs: 240, cpuMs: 180, rssMiB: 70.4 } },
-      { service: "gateway", samples: [sample(420, null)], median: { readyMs: 420, pingMs: null, cpuMs: null, rssMiB: null } },
+      {
+        service: "coordinator",
+        samples: [sample(250, 240)],
+        median: { readyMs: 250, pingMs: 240, cpuMs: 180, rssMiB: 70.4 },
+      },
+      {
+        service: "gateway",
+        samples: [sample(420, null)],
+        median: { readyMs: 420, pingMs: null, cpuMs: null, rssMiB: null },
+      },
     ],
   };
 
   it("shows each median, a dash where a figure does not exist, and whether it meets the target", () => {
     const lines = renderStartup(report).split("\n");
-    expect(lines[0]).toBe("START-UP (node dist; median of 3 starts each, interleaved; load 1.00 1.00 1.00 → 2.00 1.00 1.00)");
-    expect(lines[1]?.split(/\s{2,}/)).toEqual(["service", "spawn → /readyz 200", "spawn → $SRV.PING", "CPU to ready", "RSS at ready", "≤ 300 ms"]);
+    expect(lines[0]).toBe(
+      "START-UP (node dist; median of 3 starts each, interleaved; load 1.00 1.00 1.00 → 2.00 1.00 1.00)",
+    );
+    expect(lines[1]?.split(/\s{2,}/)).toEqual([
+      "service",
+      "spawn → /readyz 200",
+      "spawn → $SRV.PING",
+      "CPU to ready",
+      "RSS at ready",
+      "≤ 300 ms",
+    ]);
     expect(lines[2]?.split(/\s{2,}/)).toEqual(["node itself", "60 ms", "—", "50 ms", "40 MiB", "—"]);
     expect(lines[3]?.split(/\s{2,}/)).toEqual(["coordinator", "250 ms", "240 ms", "180 ms", "70 MiB", "yes"]);
     expect(lines[4]?.split(/\s{2,}/)).toEqual(["gateway", "420 ms", "—", "—", "—", "no"]);

@@ -39,11 +39,14 @@ describe("pnpm bench --workflow", () => {
   it("runs critic-chain unless told otherwise, and any workflow when asked", () => {
     expect(options([]).workflow).toBe("critic-chain");
     expect(options(["--workflow", "supervisor", "--quick"]).workflow).toBe("supervisor");
-    for (const w of ["critic-chain", "blackboard", "halo", "clarify"]) expect(options(["--workflow", w]).workflow).toBe(w);
+    for (const w of ["critic-chain", "blackboard", "halo", "clarify"])
+      expect(options(["--workflow", w]).workflow).toBe(w);
   });
 
   it("refuses a workflow it has no load for, naming the ones it has", () => {
-    expect(() => parseArgs(["--workflow", "halo2"])).toThrow("--workflow must be one of critic-chain, supervisor, blackboard, halo, clarify, got halo2");
+    expect(() => parseArgs(["--workflow", "halo2"])).toThrow(
+      "--workflow must be one of critic-chain, supervisor, blackboard, halo, clarify, got halo2",
+    );
     expect(() => parseArgs(["--workflow"])).toThrow("--workflow needs a value");
   });
 
@@ -64,7 +67,9 @@ describe("the step check", () => {
   it("takes steps that run side by side in either order, the others only in theirs", () => {
     expect(stepsProblem(["a.x", "b.y", "c.z", "d.w"], path)).toBeNull();
     expect(stepsProblem(["a.x", "c.z", "b.y", "d.w"], path)).toBeNull();
-    expect(stepsProblem(["b.y", "a.x", "c.z", "d.w"], path)).toBe("steps b.y → a.x → c.z → d.w, expected a.x → {b.y, c.z in any order} → d.w");
+    expect(stepsProblem(["b.y", "a.x", "c.z", "d.w"], path)).toBe(
+      "steps b.y → a.x → c.z → d.w, expected a.x → {b.y, c.z in any order} → d.w",
+    );
   });
 
   it("fails a parallel step missing, seen twice, or a step too many", () => {
@@ -81,12 +86,19 @@ describe("the critic-chain load", () => {
   it("asks session i for i * 7 + 0.1 and accepts only the exact answer", () => {
     expect(CRITIC_CHAIN.query(3)).toBe("What is 3 * 7 + 0.1?");
     expect(CRITIC_CHAIN.check(3, seen("3 * 7 + 0.1 = 21.1"))).toBeNull();
-    expect(CRITIC_CHAIN.check(3, seen("3 * 7 + 0.1 = 21.10"))).toBe('wrong answer "3 * 7 + 0.1 = 21.10", expected "3 * 7 + 0.1 = 21.1"');
+    expect(CRITIC_CHAIN.check(3, seen("3 * 7 + 0.1 = 21.10"))).toBe(
+      'wrong answer "3 * 7 + 0.1 = 21.10", expected "3 * 7 + 0.1 = 21.1"',
+    );
   });
 
   it("accepts only the path where the expert computes through the calculator (an executor.call) before it answers", () => {
-    const without = CRITIC_CHAIN.check(3, { ...seen("3 * 7 + 0.1 = 21.1"), stepNames: ["planner.plan", "critic.review_plan", "expert.answer", "critic.review_answer", "finalizer.finalize"] });
-    expect(without).toBe(`steps planner.plan → critic.review_plan → expert.answer → critic.review_answer → finalizer.finalize, expected ${CRITIC_CHAIN_STEPS.join(" → ")}`);
+    const without = CRITIC_CHAIN.check(3, {
+      ...seen("3 * 7 + 0.1 = 21.1"),
+      stepNames: ["planner.plan", "critic.review_plan", "expert.answer", "critic.review_answer", "finalizer.finalize"],
+    });
+    expect(without).toBe(
+      `steps planner.plan → critic.review_plan → expert.answer → critic.review_answer → finalizer.finalize, expected ${CRITIC_CHAIN_STEPS.join(" → ")}`,
+    );
   });
 
   it("starts the five critic-chain roles and the executor, and submits the workflow by name", () => {
@@ -126,29 +138,46 @@ describe("the supervisor load", () => {
 
   it("fails an answer without the value on a line of its own, even though the code's line holds the expression", () => {
     const answer = "```javascript\nconsole.log(0 * 7 + 1)\n```\n\nOutput:\n```\n(the code printed nothing)\n```";
-    expect(SUPERVISOR.check(0, { ...right(0), answer })).toBe(`the answer has no line that is exactly 1 (answer: ${JSON.stringify(answer)})`);
-    expect(SUPERVISOR.check(12, { ...right(12), answer: right(13).answer })).toMatch(/^the answer has no line that is exactly 85 \(answer: /);
+    expect(SUPERVISOR.check(0, { ...right(0), answer })).toBe(
+      `the answer has no line that is exactly 1 (answer: ${JSON.stringify(answer)})`,
+    );
+    expect(SUPERVISOR.check(12, { ...right(12), answer: right(13).answer })).toMatch(
+      /^the answer has no line that is exactly 85 \(answer: /,
+    );
   });
 
   it("fails a session that skipped the router or took other steps", () => {
     expect(SUPERVISOR.check(12, { ...right(12), stepNames: ["coder.generate", "executor.call"] })).toMatch(
       /^steps coder.generate → executor.call, expected router.route → coder.generate → executor.call \(answer: /,
     );
-    expect(SUPERVISOR.check(12, { ...right(12), stepNames: [...SUPERVISOR_STEPS, "coder.generate"] })).toMatch(/^steps router.route → coder.generate → executor.call → coder.generate, expected/);
+    expect(SUPERVISOR.check(12, { ...right(12), stepNames: [...SUPERVISOR_STEPS, "coder.generate"] })).toMatch(
+      /^steps router.route → coder.generate → executor.call → coder.generate, expected/,
+    );
   });
 
   it("fails a run that was not seen once, failed, or printed something else", () => {
     const runs = /^code runs seen: (.*), expected one with exit code 0 that printed 85 \(answer: /;
-    const seenRuns = (codeRuns: SeenAnswer["codeRuns"]) => runs.exec(SUPERVISOR.check(12, { ...right(12), codeRuns }) ?? "")?.[1];
+    const seenRuns = (codeRuns: SeenAnswer["codeRuns"]) =>
+      runs.exec(SUPERVISOR.check(12, { ...right(12), codeRuns }) ?? "")?.[1];
     expect(seenRuns([])).toBe("none");
-    expect(seenRuns([{ exitCode: 1, stdout: "85\n", stderr: "ReferenceError: x" }])).toBe('exit code 1, stdout "85\\n", stderr "ReferenceError: x"');
+    expect(seenRuns([{ exitCode: 1, stdout: "85\n", stderr: "ReferenceError: x" }])).toBe(
+      'exit code 1, stdout "85\\n", stderr "ReferenceError: x"',
+    );
     expect(seenRuns([{ exitCode: 0, stdout: "84\n", stderr: "" }])).toBe('exit code 0, stdout "84\\n", stderr ""');
     expect(seenRuns([right(12).codeRuns[0]!, right(12).codeRuns[0]!])).toMatch(/ \| /);
   });
 
   it("names every problem of a failed session at once, with its answer", () => {
-    const reason = SUPERVISOR.check(12, { answer: "The code failed: timeout", stepNames: [...SUPERVISOR_STEPS, "coder.generate"], codeRuns: [{ exitCode: null, stdout: "", stderr: "" }] });
-    expect(reason?.split("; ").map((p) => p.split(/[:,]/)[0])).toEqual(["steps router.route → coder.generate → executor.call → coder.generate", "code runs seen", "the answer has no line that is exactly 85 (answer"]);
+    const reason = SUPERVISOR.check(12, {
+      answer: "The code failed: timeout",
+      stepNames: [...SUPERVISOR_STEPS, "coder.generate"],
+      codeRuns: [{ exitCode: null, stdout: "", stderr: "" }],
+    });
+    expect(reason?.split("; ").map((p) => p.split(/[:,]/)[0])).toEqual([
+      "steps router.route → coder.generate → executor.call → coder.generate",
+      "code runs seen",
+      "the answer has no line that is exactly 85 (answer",
+    ]);
   });
 
   it("reads the workflow's response field from Redis, nothing of another workflow's", () => {
@@ -165,13 +194,21 @@ describe("the supervisor load", () => {
 
 describe("the blackboard load", () => {
   const steps = (path: StepPath) => path.flatMap((s) => (typeof s === "string" ? [s] : [...s]));
-  const seen = (answer: string, stepNames = steps(BLACKBOARD_STEPS)): SeenAnswer => ({ answer, stepNames, codeRuns: [] });
+  const seen = (answer: string, stepNames = steps(BLACKBOARD_STEPS)): SeenAnswer => ({
+    answer,
+    stepNames,
+    codeRuns: [],
+  });
 
   it("asks critic-chain's question under the CONSERVATIVE profile, with the roles an arithmetic session uses (no retriever)", () => {
     expect(BLACKBOARD.query(3)).toBe("What is 3 * 7 + 0.1?");
     expect(BLACKBOARD.submit).toEqual({ workflow: "blackboard", options: { strategy_profile: "CONSERVATIVE" } });
     expect(BLACKBOARD.roles).toEqual(["perception", "memory", "decision", "executor", "critic"]);
-    expect(queryBody(BLACKBOARD, 3)).toEqual({ query: "What is 3 * 7 + 0.1?", workflow: "blackboard", strategy_profile: "CONSERVATIVE" });
+    expect(queryBody(BLACKBOARD, 3)).toEqual({
+      query: "What is 3 * 7 + 0.1?",
+      workflow: "blackboard",
+      strategy_profile: "CONSERVATIVE",
+    });
   });
 
   it("accepts the exact answer after 12 steps, the intake's two in either order", () => {
@@ -182,9 +219,13 @@ describe("the blackboard load", () => {
   });
 
   it("fails another session's answer, and a plan step that ran twice", () => {
-    expect(BLACKBOARD.check(3, seen("4 * 7 + 0.1 = 28.1"))).toBe('wrong answer "4 * 7 + 0.1 = 28.1", expected "3 * 7 + 0.1 = 21.1"');
+    expect(BLACKBOARD.check(3, seen("4 * 7 + 0.1 = 28.1"))).toBe(
+      'wrong answer "4 * 7 + 0.1 = 28.1", expected "3 * 7 + 0.1 = 21.1"',
+    );
     const retried = [...steps(BLACKBOARD_STEPS).slice(0, 5), ...steps(BLACKBOARD_STEPS).slice(4)];
-    expect(BLACKBOARD.check(3, seen("3 * 7 + 0.1 = 21.1", retried))).toMatch(/^steps .*, expected \{perception\.perceive, executor\.list_tools in any order\} → memory\.update/);
+    expect(BLACKBOARD.check(3, seen("3 * 7 + 0.1 = 21.1", retried))).toMatch(
+      /^steps .*, expected \{perception\.perceive, executor\.list_tools in any order\} → memory\.update/,
+    );
   });
 
   it("reads the blackboard's final_answer, nothing of another workflow's", () => {
@@ -216,21 +257,34 @@ describe("the handbook questions of halo and clarify", () => {
     const graph = await loadKnowledgeGraph(join(root, "corpus/graph"));
     for (const q of HANDBOOK_QUESTIONS) {
       // clarify quotes one passage's sentence, cited by its file
-      const [, sentence, file] = /^The sources say:\n- (.+)\. \[1\]\n\nSources:\n\[1\] [a-z-]+\.md \((handbook\/[a-z-]+\.md)\)$/.exec(q.clarify) ?? [];
+      const [, sentence, file] =
+        /^The sources say:\n- (.+)\. \[1\]\n\nSources:\n\[1\] [a-z-]+\.md \((handbook\/[a-z-]+\.md)\)$/.exec(
+          q.clarify,
+        ) ?? [];
       expect(corpus(file ?? "(no file cited)"), q.question).toContain(`${sentence}.`);
       // halo: the graph's one triple and the same corpus sentence, each marked with its source's number
       const found = graph.query(q.question);
       expect(found.citations, q.question).toHaveLength(1);
       expect(q.halo, q.question).toContain(`${found.text.replace(/\.$/, "")} [`);
       expect(q.halo, q.question).toContain(`${sentence} [`);
-      expect(q.halo.split("\n\nSources:\n")[1]?.split("\n").map((l) => l.replace(/^\d\) /, "")).sort(), q.question).toEqual([file, found.citations[0]!.path].sort());
+      expect(
+        q.halo
+          .split("\n\nSources:\n")[1]
+          ?.split("\n")
+          .map((l) => l.replace(/^\d\) /, ""))
+          .sort(),
+        q.question,
+      ).toEqual([file, found.citations[0]!.path].sort());
     }
   });
 });
 
 describe("the halo load", () => {
   const q = HANDBOOK_QUESTIONS[1]!;
-  const seen = (answer: string, stepNames: string[] = ["planner.capabilities", "graph.answer", "retriever.answer"]): SeenAnswer => ({ answer, stepNames, codeRuns: [] });
+  const seen = (
+    answer: string,
+    stepNames: string[] = ["planner.capabilities", "graph.answer", "retriever.answer"],
+  ): SeenAnswer => ({ answer, stepNames, codeRuns: [] });
 
   it("starts the planner and the two specialists it picks, and leaves the plan to the planner", () => {
     expect(HALO.roles).toEqual(["planner", "graph", "retriever"]);
@@ -259,7 +313,11 @@ describe("the halo load", () => {
 
 describe("the clarify load", () => {
   const q = HANDBOOK_QUESTIONS[3]!;
-  const seen = (answer: string, stepNames: string[] = [...(CLARIFY_STEPS as string[])]): SeenAnswer => ({ answer, stepNames, codeRuns: [] });
+  const seen = (answer: string, stepNames: string[] = [...(CLARIFY_STEPS as string[])]): SeenAnswer => ({
+    answer,
+    stepNames,
+    codeRuns: [],
+  });
 
   it("starts the orchestrator, the research agent and the synthesis agent (no clarifier: nobody is asked)", () => {
     expect(CLARIFY.roles).toEqual(["orchestrator", "researcher", "writer"]);
@@ -272,7 +330,12 @@ describe("the clarify load", () => {
 
   it("fails another question's answer, and a session that stopped to clarify", () => {
     expect(CLARIFY.check(3, seen(HANDBOOK_QUESTIONS[0]!.clarify))).toMatch(/^wrong answer /);
-    expect(CLARIFY.check(3, seen(q.clarify, ["orchestrator.decide", "clarifier.ask", "researcher.gather", "writer.synthesize"]))).toBe(
+    expect(
+      CLARIFY.check(
+        3,
+        seen(q.clarify, ["orchestrator.decide", "clarifier.ask", "researcher.gather", "writer.synthesize"]),
+      ),
+    ).toBe(
       "steps orchestrator.decide → clarifier.ask → researcher.gather → writer.synthesize, expected orchestrator.decide → researcher.gather → writer.synthesize",
     );
   });

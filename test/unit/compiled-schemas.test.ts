@@ -3,7 +3,19 @@
  * It must accept, return and reject exactly as the schema does; the workflow tests compare the two
  * on every state and outbox they make (packages/workflows/src/testing.ts, checkApplied).
  */
-import { compiled, EventBatch, ExpertTurn, formatZodError, InboxInput, Outbox, ResearchTurn, SessionState, StepResult, TaskEnvelope, TransitionLogLine } from "@agentmesh/contracts";
+import {
+  compiled,
+  EventBatch,
+  ExpertTurn,
+  formatZodError,
+  InboxInput,
+  Outbox,
+  ResearchTurn,
+  SessionState,
+  StepResult,
+  TaskEnvelope,
+  TransitionLogLine,
+} from "@agentmesh/contracts";
 import type { z } from "zod";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { testCommit, testSessionState } from "../../packages/session-store/src/fixtures.js";
@@ -12,7 +24,8 @@ const state = () => testSessionState("sess_compiled_01", 3) as unknown as Record
 
 /** Both parses of `value`: the data or the formatted error, each. */
 function both(schema: z.ZodType, value: unknown) {
-  const show = (r: z.ZodSafeParseResult<unknown>) => (r.success ? { ok: JSON.stringify(r.data) } : { error: formatZodError(r.error) });
+  const show = (r: z.ZodSafeParseResult<unknown>) =>
+    r.success ? { ok: JSON.stringify(r.data) } : { error: formatZodError(r.error) };
   return { plain: show(schema.safeParse(value)), fast: show(compiled(schema).safeParse(value)) };
 }
 
@@ -24,7 +37,11 @@ describe("compiled schemas", () => {
 
   it("returns what the schema returns for a valid state, outbox and log line", () => {
     const commit = testCommit(testSessionState("sess_compiled_01", 3), "input-1");
-    for (const [schema, value] of [[SessionState, commit.state], [Outbox, commit.outbox], [TransitionLogLine, commit.log]] as const) {
+    for (const [schema, value] of [
+      [SessionState, commit.state],
+      [Outbox, commit.outbox],
+      [TransitionLogLine, commit.log],
+    ] as const) {
       const r = both(schema, value);
       expect(r.fast).toEqual(r.plain);
       expect(r.plain).toHaveProperty("ok");
@@ -60,10 +77,38 @@ describe("compiled schemas", () => {
 
   it("agrees on messages off the wire: a result input and a task, valid and not", () => {
     const result = {
-      v: 1, kind: "result", session_id: "sess_compiled_01", input_id: "r:sess_compiled_01.3.0.1", task_id: "sess_compiled_01.3.0.1", role: "planner", op: "plan",
-      outcome: { ok: true, output: { research_steps: ["a"], expert_steps: ["b"] }, provenance: { role: "planner", op: "plan", model: "offline", tier: "fast", prompt_version: "v1", attempt: 1, usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 }, latency_ms: 1 } },
+      v: 1,
+      kind: "result",
+      session_id: "sess_compiled_01",
+      input_id: "r:sess_compiled_01.3.0.1",
+      task_id: "sess_compiled_01.3.0.1",
+      role: "planner",
+      op: "plan",
+      outcome: {
+        ok: true,
+        output: { research_steps: ["a"], expert_steps: ["b"] },
+        provenance: {
+          role: "planner",
+          op: "plan",
+          model: "offline",
+          tier: "fast",
+          prompt_version: "v1",
+          attempt: 1,
+          usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },
+          latency_ms: 1,
+        },
+      },
     };
-    const task = { v: 1, task_id: "sess_compiled_01.3.0.1", session_id: "sess_compiled_01", role: "planner", op: "plan", attempt: 1, deadline_at: null, input: { question: "q" } };
+    const task = {
+      v: 1,
+      task_id: "sess_compiled_01.3.0.1",
+      session_id: "sess_compiled_01",
+      role: "planner",
+      op: "plan",
+      attempt: 1,
+      deadline_at: null,
+      input: { question: "q" },
+    };
     const cases: Array<[z.ZodType, unknown]> = [
       [InboxInput, result],
       [InboxInput, { ...result, kind: "nonsense" }],
@@ -85,16 +130,66 @@ describe("compiled schemas", () => {
 describe("compiled schemas with checks of their own (refine, superRefine, defaults)", () => {
   // each [schema, value, valid?]: the compiled parser must take the valid ones as the schema does
   // and turn the others away (a fast path that accepted one of them would return it unchecked)
-  const event = (index: number, version = 4) => ({ v: 1, session_id: "sess_compiled_01", version, index, at: 1, type: "stage", name: "plan", description: "d", status: "running" });
-  const step = { strategy: "tool", tool: "calculator", ok: true, output: "2", error: null, latency_ms: 1, attempts: 1, records: [], citations: [] };
+  const event = (index: number, version = 4) => ({
+    v: 1,
+    session_id: "sess_compiled_01",
+    version,
+    index,
+    at: 1,
+    type: "stage",
+    name: "plan",
+    description: "d",
+    status: "running",
+  });
+  const step = {
+    strategy: "tool",
+    tool: "calculator",
+    ok: true,
+    output: "2",
+    error: null,
+    latency_ms: 1,
+    attempts: 1,
+    records: [],
+    citations: [],
+  };
   const cases: Array<[string, z.ZodType, unknown, boolean]> = [
     ["research turn, answer by default", ResearchTurn, { result: "found it" }, true],
-    ["research turn, a tool call", ResearchTurn, { action: "tool", tool: "calculator", arguments_json: "{\"expression\":\"1+1\"}" }, true],
-    ["research turn, a tool call without a tool", ResearchTurn, { action: "tool", tool: " ", arguments_json: "{}" }, false],
-    ["expert turn, arguments not an object", ExpertTurn, { action: "tool", tool: "calculator", arguments_json: "[1]" }, false],
-    ["event batch in index order", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1)] }, true],
-    ["event batch out of order", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(1), event(0)] }, false],
-    ["event batch of two versions", EventBatch, { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1, 5)] }, false],
+    [
+      "research turn, a tool call",
+      ResearchTurn,
+      { action: "tool", tool: "calculator", arguments_json: '{"expression":"1+1"}' },
+      true,
+    ],
+    [
+      "research turn, a tool call without a tool",
+      ResearchTurn,
+      { action: "tool", tool: " ", arguments_json: "{}" },
+      false,
+    ],
+    [
+      "expert turn, arguments not an object",
+      ExpertTurn,
+      { action: "tool", tool: "calculator", arguments_json: "[1]" },
+      false,
+    ],
+    [
+      "event batch in index order",
+      EventBatch,
+      { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1)] },
+      true,
+    ],
+    [
+      "event batch out of order",
+      EventBatch,
+      { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(1), event(0)] },
+      false,
+    ],
+    [
+      "event batch of two versions",
+      EventBatch,
+      { v: 1, session_id: "sess_compiled_01", version: 4, events: [event(0), event(1, 5)] },
+      false,
+    ],
     ["step result, ok with output", StepResult, step, true],
     ["step result, ok without output", StepResult, { ...step, output: null }, false],
     ["step result, a failure without its error", StepResult, { ...step, ok: false }, false],
@@ -129,7 +224,9 @@ describe("AGENTMESH_ZOD_COMPILE=off", () => {
     const { loadCliConfig } = await import("../../services/cli/src/config.js");
     // the gateway needs a key or anonymous mode to start at all
     const base = { AGENTMESH_GATEWAY_ANONYMOUS: "1" };
-    for (const load of [loadCoordinatorConfig, loadAgentConfig, loadGatewayConfig, loadCliConfig] as Array<(env: Record<string, string>) => unknown>) {
+    for (const load of [loadCoordinatorConfig, loadAgentConfig, loadGatewayConfig, loadCliConfig] as Array<
+      (env: Record<string, string>) => unknown
+    >) {
       expect(() => load({ ...base, AGENTMESH_ZOD_COMPILE: "0" }), load.name).toThrow(/AGENTMESH_ZOD_COMPILE/);
       expect(() => load({ ...base, AGENTMESH_ZOD_COMPILE: "off" }), load.name).not.toThrow();
     }

@@ -17,7 +17,12 @@ describe("critic-chain's agent tools follow the tool registry's grants", () => {
   });
 
   it("the minimal settings are tools an executor always has (web_search needs its key)", () => {
-    expect([...MINIMAL_CRITIC_CHAIN_SETTINGS.tools].sort()).toEqual(["calculator", "corpus_search", "run_js", "run_python"]);
+    expect([...MINIMAL_CRITIC_CHAIN_SETTINGS.tools].sort()).toEqual([
+      "calculator",
+      "corpus_search",
+      "run_js",
+      "run_python",
+    ]);
     expect(MINIMAL_CRITIC_CHAIN_SETTINGS.max_tool_rounds).toBe(5);
   });
 });

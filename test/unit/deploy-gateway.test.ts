@@ -7,7 +7,21 @@
 import { existsSync } from "node:fs";
 import { join, posix } from "node:path";
 import { describe, expect, it } from "vitest";
-import { argv, at, kustomizeObjects, list, map, nameOf, ofKind, parseYaml, read, ROOT, seedMounts, type Yaml, type YamlMap } from "./test-support.js";
+import {
+  argv,
+  at,
+  kustomizeObjects,
+  list,
+  map,
+  nameOf,
+  ofKind,
+  parseYaml,
+  read,
+  ROOT,
+  seedMounts,
+  type Yaml,
+  type YamlMap,
+} from "./test-support.js";
 
 /**
  * How long the gateway takes at most to stop after SIGTERM: runUntilSignalled's default grace
@@ -34,12 +48,20 @@ describe("docker-compose.yml: the gateway", () => {
     expect(String(env.REDIS_URL)).toMatch(/^redis:\/\/gateway:/);
     // in the container it listens on every interface; only the host's loopback publishes it
     expect(env.AGENTMESH_GATEWAY_HOST).toBe("0.0.0.0");
-    expect(list(gw.ports, "gateway ports").map(String)).toEqual([`127.0.0.1:8080:${String(env.AGENTMESH_GATEWAY_PORT)}`]);
+    expect(list(gw.ports, "gateway ports").map(String)).toEqual([
+      `127.0.0.1:8080:${String(env.AGENTMESH_GATEWAY_PORT)}`,
+    ]);
     expect(env.AGENTMESH_API_KEYS).toBe("${AGENTMESH_API_KEYS:-}");
     // anonymous access only when .env asks for it
     expect(env.AGENTMESH_GATEWAY_ANONYMOUS).toBe("${AGENTMESH_GATEWAY_ANONYMOUS:-0}");
     // curl (installed in the image), not a node process per probe
-    expect(argv(at(gw, "healthcheck", "test"))).toEqual(["CMD", "curl", "-sS", "--fail-with-body", `http://127.0.0.1:${String(env.AGENTMESH_GATEWAY_PORT)}/readyz`]);
+    expect(argv(at(gw, "healthcheck", "test"))).toEqual([
+      "CMD",
+      "curl",
+      "-sS",
+      "--fail-with-body",
+      `http://127.0.0.1:${String(env.AGENTMESH_GATEWAY_PORT)}/readyz`,
+    ]);
     expect(at(gw, "depends_on", "redis", "condition")).toBe("service_healthy");
     expect(seconds(gw.stop_grace_period)).toBeGreaterThan(GATEWAY_STOP_S);
   });
@@ -54,7 +76,8 @@ describe("deploy/base: the gateway", () => {
   const env = list(container.env, "gateway env").map((e) => map(e, "gateway env entry"));
   const envOf = (name: string) => env.find((e) => e.name === name);
   const labels = map(at(deployment, "spec", "template", "metadata", "labels"), "gateway pod labels");
-  const selects = (o: YamlMap | undefined, path: string[]) => Object.entries(map(at(o, ...path), `${nameOf(o ?? {})} selector`)).every(([k, v]) => labels[k] === v);
+  const selects = (o: YamlMap | undefined, path: string[]) =>
+    Object.entries(map(at(o, ...path), `${nameOf(o ?? {})} selector`)).every(([k, v]) => labels[k] === v);
   const port = list(container.ports, "gateway ports").map((p) => map(p, "gateway port"))[0];
 
   it("runs the gateway service as non-root, listening on every interface of the pod on its container port", () => {
@@ -80,14 +103,18 @@ describe("deploy/base: the gateway", () => {
   });
 
   it("logs in to Redis as the gateway ACL user, from a required Secret that overrides the shared REDIS_URL", () => {
-    expect(env.filter((e) => e.name === "REDIS_URL")).toEqual([{ name: "REDIS_URL", valueFrom: { secretKeyRef: { name: "agentmesh-redis-gateway", key: "url" } } }]);
+    expect(env.filter((e) => e.name === "REDIS_URL")).toEqual([
+      { name: "REDIS_URL", valueFrom: { secretKeyRef: { name: "agentmesh-redis-gateway", key: "url" } } },
+    ]);
     expect(read("deploy/base/gateway.yaml")).toContain("redis://gateway:<password>@");
   });
 
   it("reads hashed API keys from a Secret mounted read-only as AGENTMESH_API_KEYS_FILE, none inline", () => {
     expect(envOf("AGENTMESH_API_KEYS")).toBeUndefined();
     const file = String(envOf("AGENTMESH_API_KEYS_FILE")?.value);
-    const volume = list(pod.volumes, "gateway volumes").map((v) => map(v, "gateway volume")).find((v) => at(v, "secret", "secretName") === "agentmesh-gateway-api-keys");
+    const volume = list(pod.volumes, "gateway volumes")
+      .map((v) => map(v, "gateway volume"))
+      .find((v) => at(v, "secret", "secretName") === "agentmesh-gateway-api-keys");
     const mount = list(container.volumeMounts, "gateway volumeMounts").find((m) => at(m, "name") === volume?.name);
     expect(at(mount, "readOnly")).toBe(true);
     const items = list(at(volume, "secret", "items"), "api-keys items");
@@ -115,7 +142,9 @@ describe("deploy/base: the gateway", () => {
 
 describe.each(["dev", "prod"])("deploy/overlays/%s: the gateway", (overlay) => {
   it("keeps an autoscaler on the gateway Deployment", () => {
-    const hpa = ofKind(kustomizeObjects(`deploy/overlays/${overlay}`), "HorizontalPodAutoscaler").find((o) => nameOf(o) === "gateway");
+    const hpa = ofKind(kustomizeObjects(`deploy/overlays/${overlay}`), "HorizontalPodAutoscaler").find(
+      (o) => nameOf(o) === "gateway",
+    );
     expect(at(hpa, "spec", "scaleTargetRef", "name")).toBe("gateway");
     const min = Number(at(hpa, "spec", "minReplicas"));
     expect(min).toBeGreaterThanOrEqual(1);

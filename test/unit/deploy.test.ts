@@ -10,10 +10,36 @@ import { basename, join, posix } from "node:path";
 import { describe, expect, it } from "vitest";
 import { naming, ROLE_NAMES } from "@agentmesh/contracts";
 import { natsAccountName } from "@agentmesh/messaging";
-import { checkDeploy, COMPOSE_FILE, DeployConfig, K8S_OUTPUT, PREFIX, renderDeploy, SEED_FILE, SEED_SECRET } from "../../scripts/render-deploy.js";
+import {
+  checkDeploy,
+  COMPOSE_FILE,
+  DeployConfig,
+  K8S_OUTPUT,
+  PREFIX,
+  renderDeploy,
+  SEED_FILE,
+  SEED_SECRET,
+} from "../../scripts/render-deploy.js";
 import { passwordVar, renderCompose } from "../../scripts/redis-acl.js";
 import {
-  argv, at, hasPair, isMap, isSeedMount, kustomizeObjects, list, map, nameOf, NATS_USERS, ofKind, parseYaml, parseYamlDocuments, read, ROOT, seedMounts, type Yaml, type YamlMap,
+  argv,
+  at,
+  hasPair,
+  isMap,
+  isSeedMount,
+  kustomizeObjects,
+  list,
+  map,
+  nameOf,
+  NATS_USERS,
+  ofKind,
+  parseYaml,
+  parseYamlDocuments,
+  read,
+  ROOT,
+  seedMounts,
+  type Yaml,
+  type YamlMap,
 } from "./test-support.js";
 
 const names = naming(PREFIX);
@@ -45,20 +71,37 @@ describe("docker-compose.yml", () => {
     const conf = args[args.indexOf("-c") + 1];
     expect(args.indexOf("-c"), "nats-server -c <config>").toBeGreaterThan(0);
     const volumes = list(nats.volumes, "nats volumes");
-    expect(volumes).toContainEqual({ type: "bind", source: "./.nats/nats-server.conf", target: conf, read_only: true, bind: { create_host_path: false } });
+    expect(volumes).toContainEqual({
+      type: "bind",
+      source: "./.nats/nats-server.conf",
+      target: conf,
+      read_only: true,
+      bind: { create_host_path: false },
+    });
     // the config sets store_dir (nats:keys: /data/jetstream, on the volume); a second one is refused
     expect(args).not.toContain("-sd");
     expect(read("scripts/nats-keys.ts")).toContain('arg("store", "/data/jetstream")');
     expect(volumes).toContain("nats-data:/data");
   });
 
-  it.each(Object.keys(natsUserOf))("%s: logs in to NATS as its own user, the seed mounted read-only (NATS_NKEY_SEED_FILE)", (name) => {
-    const svc = map(services[name], name);
-    const user = natsUserOf[name] ?? "";
-    expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(user);
-    expect(at(svc, "environment", "NATS_NKEY_SEED_FILE")).toBe(SEED_FILE);
-    expect(seedMounts(svc)).toEqual([{ type: "bind", source: `./.nats/seeds/${user}.nk`, target: SEED_FILE, read_only: true, bind: { create_host_path: false } }]);
-  });
+  it.each(Object.keys(natsUserOf))(
+    "%s: logs in to NATS as its own user, the seed mounted read-only (NATS_NKEY_SEED_FILE)",
+    (name) => {
+      const svc = map(services[name], name);
+      const user = natsUserOf[name] ?? "";
+      expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(user);
+      expect(at(svc, "environment", "NATS_NKEY_SEED_FILE")).toBe(SEED_FILE);
+      expect(seedMounts(svc)).toEqual([
+        {
+          type: "bind",
+          source: `./.nats/seeds/${user}.nk`,
+          target: SEED_FILE,
+          read_only: true,
+          bind: { create_host_path: false },
+        },
+      ]);
+    },
+  );
 
   it("the CLI is a tool run on demand (profile), not a service `up` starts", () => {
     const cli = map(services.cli, "cli");
@@ -88,7 +131,8 @@ describe("docker-compose.yml", () => {
 
   it("publishes ports on loopback only", () => {
     for (const [name, svc] of Object.entries(services)) {
-      for (const port of list(at(svc, "ports") ?? [], `${name} ports`)) expect(String(port), name).toMatch(/^127\.0\.0\.1:/);
+      for (const port of list(at(svc, "ports") ?? [], `${name} ports`))
+        expect(String(port), name).toMatch(/^127\.0\.0\.1:/);
     }
   });
 
@@ -108,7 +152,9 @@ describe("docker-compose.yml", () => {
       expect(env.AGENTMESH_LLM_API_KEY).toBe("${AGENTMESH_LLM_API_KEY:-}");
     } else {
       // logs in as its own generated Redis ACL user (scripts/redis-acl.ts), and calls no model
-      expect(env.REDIS_URL).toBe(`redis://${name}:\${REDIS_PASSWORD_${name.toUpperCase()}:-agentmesh-dev-${name}}@redis:6379`);
+      expect(env.REDIS_URL).toBe(
+        `redis://${name}:\${REDIS_PASSWORD_${name.toUpperCase()}:-agentmesh-dev-${name}}@redis:6379`,
+      );
       expect(Object.keys(env).filter((k) => k.startsWith("AGENTMESH_LLM_"))).toEqual([]);
     }
     expect(at(svc, "depends_on", "nats", "condition")).toBe("service_healthy");
@@ -119,7 +165,9 @@ describe("docker-compose.yml", () => {
     const withRedis = Object.entries(services).filter(([, svc]) => at(svc, "environment", "REDIS_URL") !== undefined);
     expect(withRedis.map(([name]) => name).sort()).toEqual(["cli", "coordinator", "gateway"]);
     for (const [name, svc] of withRedis) {
-      const m = /^redis:\/\/([a-z]+):(\$\{[A-Z_]+:-[^}]+\})@redis:6379$/.exec(String(at(svc, "environment", "REDIS_URL")));
+      const m = /^redis:\/\/([a-z]+):(\$\{[A-Z_]+:-[^}]+\})@redis:6379$/.exec(
+        String(at(svc, "environment", "REDIS_URL")),
+      );
       expect(m, `${name} REDIS_URL`).not.toBeNull();
       const [, user = "", password = ""] = m ?? [];
       expect(password, name).toMatch(new RegExp(`^\\$\\{${passwordVar(user as "gateway")}:-`));
@@ -137,17 +185,29 @@ describe("docker-compose.yml", () => {
     }
   });
 
-  it.each(["coordinator", ...ROLE_NAMES])("%s: healthy when GET /readyz on its ops port answers 2xx, asked with curl (no node process per probe)", (name) => {
-    const svc = map(services[name], name);
-    const port = String(at(svc, "environment", "AGENTMESH_METRICS_PORT"));
-    expect(port).toMatch(/^\d+$/);
-    expect(argv(at(svc, "healthcheck", "test"))).toEqual(["CMD", "curl", "-sS", "--fail-with-body", `http://127.0.0.1:${port}/readyz`]);
-  });
+  it.each(["coordinator", ...ROLE_NAMES])(
+    "%s: healthy when GET /readyz on its ops port answers 2xx, asked with curl (no node process per probe)",
+    (name) => {
+      const svc = map(services[name], name);
+      const port = String(at(svc, "environment", "AGENTMESH_METRICS_PORT"));
+      expect(port).toMatch(/^\d+$/);
+      expect(argv(at(svc, "healthcheck", "test"))).toEqual([
+        "CMD",
+        "curl",
+        "-sS",
+        "--fail-with-body",
+        `http://127.0.0.1:${port}/readyz`,
+      ]);
+    },
+  );
 
   it("no healthcheck starts node (or tsx): a probe spawns no service runtime", () => {
     for (const [name, svc] of Object.entries(services)) {
       const test = argv(at(svc, "healthcheck", "test") ?? []);
-      expect(test.filter((a) => /\b(node|tsx)\b/.test(a)), name).toEqual([]);
+      expect(
+        test.filter((a) => /\b(node|tsx)\b/.test(a)),
+        name,
+      ).toEqual([]);
     }
   });
 });
@@ -160,7 +220,10 @@ describe("Dockerfile", () => {
     [...text.matchAll(/^COPY\s+(?!.*--from=)(?:--\S+\s+)*(.+)\s+\S+$/gm)].flatMap((m) => (m[1] ?? "").split(/\s+/));
 
   it("installs curl, which the compose healthchecks run", () => {
-    const installs = [...dockerfile.matchAll(/apt-get install ([^\\\n]+)/g)].map((m) => m[1] ?? "").join(" ").split(/\s+/);
+    const installs = [...dockerfile.matchAll(/apt-get install ([^\\\n]+)/g)]
+      .map((m) => m[1] ?? "")
+      .join(" ")
+      .split(/\s+/);
     expect(installs).toContain("curl");
   });
 
@@ -173,7 +236,9 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim AS base$/m);
     expect(dockerfile).toContain("npm i -g pnpm@10");
     expect(dockerfile).toMatch(/^FROM base AS build$/m);
-    expect(dockerfile).toMatch(/pnpm install --frozen-lockfile --offline \\\n && pnpm build \\\n && CI=true pnpm install --frozen-lockfile --offline --prod /);
+    expect(dockerfile).toMatch(
+      /pnpm install --frozen-lockfile --offline \\\n && pnpm build \\\n && CI=true pnpm install --frozen-lockfile --offline --prod /,
+    );
     // the image is the last stage: the build stage's result, never its own install
     const last = dockerfile.slice(dockerfile.lastIndexOf("\nFROM "));
     expect(last).toMatch(/^\nFROM base\n/);
@@ -194,14 +259,19 @@ describe("Dockerfile", () => {
 
   it("has every dependency patch in place before `pnpm fetch` (pnpm stops when a patch the lockfile names is missing)", () => {
     const workspace = map(parseYaml(read("pnpm-workspace.yaml")), "pnpm-workspace.yaml");
-    const patches = Object.values(map(workspace.patchedDependencies, "pnpm-workspace.yaml patchedDependencies")).map(String);
+    const patches = Object.values(map(workspace.patchedDependencies, "pnpm-workspace.yaml patchedDependencies")).map(
+      String,
+    );
     expect(patches.length).toBeGreaterThan(0);
     const fetchAt = dockerfile.search(/^RUN .*pnpm fetch/m);
     expect(fetchAt).toBeGreaterThan(0);
     const copiedBefore = contextCopies(dockerfile.slice(0, fetchAt));
     for (const patch of patches) {
       expect(existsSync(join(ROOT, patch)), patch).toBe(true);
-      expect(copiedBefore.some((src) => patch === src || patch.startsWith(`${src.replace(/\/$/, "")}/`)), `${patch} copied before pnpm fetch`).toBe(true);
+      expect(
+        copiedBefore.some((src) => patch === src || patch.startsWith(`${src.replace(/\/$/, "")}/`)),
+        `${patch} copied before pnpm fetch`,
+      ).toBe(true);
     }
   });
 
@@ -210,7 +280,9 @@ describe("Dockerfile", () => {
   });
 
   it("keeps dependencies and VCS data out of the build context", () => {
-    const ignored = read(".dockerignore").split("\n").map((l) => l.trim());
+    const ignored = read(".dockerignore")
+      .split("\n")
+      .map((l) => l.trim());
     expect(ignored).toEqual(expect.arrayContaining(["**/node_modules", ".git"]));
   });
 });
@@ -225,73 +297,134 @@ describe("deploy/ (kustomize + KEDA)", () => {
     expect(scaled.map(nameOf).sort()).toEqual([...ROLE_NAMES].sort());
   });
 
-  it.each([...ROLE_NAMES])("%s: the ScaledObject watches naming('agentmesh')'s tasks stream and role consumer", (role) => {
-    const so = scaled.find((o) => nameOf(o) === role);
-    expect(at(so, "spec", "scaleTargetRef", "name")).toBe(role);
-    const triggers = list(at(so, "spec", "triggers"), `${role} triggers`);
-    expect(triggers).toHaveLength(1);
-    expect(at(triggers[0], "type")).toBe("nats-jetstream");
-    expect(at(triggers[0], "metadata", "stream")).toBe(names.streams.tasks);
-    expect(at(triggers[0], "metadata", "consumer")).toBe(names.consumers.role(role));
-    // the one account of the generated nats-server config (pnpm nats:keys)
-    expect(at(triggers[0], "metadata", "account")).toBe(natsAccountName(PREFIX));
-    expect(String(at(triggers[0], "metadata", "natsServerMonitoringEndpoint"))).toMatch(/:8222$/);
-    // KEDA owns the replica count.
-    expect(at(deployments.find((d) => nameOf(d) === role), "spec", "replicas")).toBeUndefined();
-  });
+  it.each([...ROLE_NAMES])(
+    "%s: the ScaledObject watches naming('agentmesh')'s tasks stream and role consumer",
+    (role) => {
+      const so = scaled.find((o) => nameOf(o) === role);
+      expect(at(so, "spec", "scaleTargetRef", "name")).toBe(role);
+      const triggers = list(at(so, "spec", "triggers"), `${role} triggers`);
+      expect(triggers).toHaveLength(1);
+      expect(at(triggers[0], "type")).toBe("nats-jetstream");
+      expect(at(triggers[0], "metadata", "stream")).toBe(names.streams.tasks);
+      expect(at(triggers[0], "metadata", "consumer")).toBe(names.consumers.role(role));
+      // the one account of the generated nats-server config (pnpm nats:keys)
+      expect(at(triggers[0], "metadata", "account")).toBe(natsAccountName(PREFIX));
+      expect(String(at(triggers[0], "metadata", "natsServerMonitoringEndpoint"))).toMatch(/:8222$/);
+      // KEDA owns the replica count.
+      expect(
+        at(
+          deployments.find((d) => nameOf(d) === role),
+          "spec",
+          "replicas",
+        ),
+      ).toBeUndefined();
+    },
+  );
 
-  it.each(["coordinator", ...ROLE_NAMES])("%s: non-root, 60 s grace, HTTP probes on its ops port, runs its own service", (name) => {
-    const pod = map(at(deployments.find((d) => nameOf(d) === name), "spec", "template", "spec"), `${name} pod`);
-    expect(pod.terminationGracePeriodSeconds).toBe(60);
-    expect(at(pod, "securityContext", "runAsNonRoot")).toBe(true);
-    expect(at(pod, "securityContext", "runAsUser")).not.toBe(0);
-    const container = map(at(pod, "containers", 0), `${name} container`);
-    expect(container.image).toBe("agentmesh");
-    expect(argv(container.args)).toEqual([name]);
-    // the probes ask the port the process serves its ops endpoint on (AGENTMESH_METRICS_PORT)
-    const env = list(container.env, `${name} env`);
-    const served = env.find((e) => at(e, "name") === "AGENTMESH_METRICS_PORT");
-    expect(list(container.ports, `${name} ports`)).toContainEqual({ name: "metrics", containerPort: Number(at(served, "value")) });
-    expect(at(container, "readinessProbe"), name).toMatchObject({ httpGet: { path: "/readyz", port: "metrics" } });
-    expect(at(container, "livenessProbe"), name).toMatchObject({ httpGet: { path: "/healthz", port: "metrics" } });
-    // liveness waits for start-up (a slow start is not a dead process), without a fixed initial delay
-    expect(at(container, "startupProbe"), name).toMatchObject({ httpGet: { path: "/healthz", port: "metrics" } });
-    expect(Number(at(container, "startupProbe", "periodSeconds")) * Number(at(container, "startupProbe", "failureThreshold")), name).toBeGreaterThanOrEqual(30);
-    for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
-      expect(at(container, probe, "exec"), `${name} ${probe}: no process per probe`).toBeUndefined();
-      expect(at(container, probe, "initialDelaySeconds"), `${name} ${probe}`).toBeUndefined();
-    }
-  });
+  it.each(["coordinator", ...ROLE_NAMES])(
+    "%s: non-root, 60 s grace, HTTP probes on its ops port, runs its own service",
+    (name) => {
+      const pod = map(
+        at(
+          deployments.find((d) => nameOf(d) === name),
+          "spec",
+          "template",
+          "spec",
+        ),
+        `${name} pod`,
+      );
+      expect(pod.terminationGracePeriodSeconds).toBe(60);
+      expect(at(pod, "securityContext", "runAsNonRoot")).toBe(true);
+      expect(at(pod, "securityContext", "runAsUser")).not.toBe(0);
+      const container = map(at(pod, "containers", 0), `${name} container`);
+      expect(container.image).toBe("agentmesh");
+      expect(argv(container.args)).toEqual([name]);
+      // the probes ask the port the process serves its ops endpoint on (AGENTMESH_METRICS_PORT)
+      const env = list(container.env, `${name} env`);
+      const served = env.find((e) => at(e, "name") === "AGENTMESH_METRICS_PORT");
+      expect(list(container.ports, `${name} ports`)).toContainEqual({
+        name: "metrics",
+        containerPort: Number(at(served, "value")),
+      });
+      expect(at(container, "readinessProbe"), name).toMatchObject({ httpGet: { path: "/readyz", port: "metrics" } });
+      expect(at(container, "livenessProbe"), name).toMatchObject({ httpGet: { path: "/healthz", port: "metrics" } });
+      // liveness waits for start-up (a slow start is not a dead process), without a fixed initial delay
+      expect(at(container, "startupProbe"), name).toMatchObject({ httpGet: { path: "/healthz", port: "metrics" } });
+      expect(
+        Number(at(container, "startupProbe", "periodSeconds")) *
+          Number(at(container, "startupProbe", "failureThreshold")),
+        name,
+      ).toBeGreaterThanOrEqual(30);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"]) {
+        expect(at(container, probe, "exec"), `${name} ${probe}: no process per probe`).toBeUndefined();
+        expect(at(container, probe, "initialDelaySeconds"), `${name} ${probe}`).toBeUndefined();
+      }
+    },
+  );
 
-  it.each(["coordinator", "gateway", ...ROLE_NAMES])("%s: mounts only its own NATS seed from the generated Secret, read-only (NATS_NKEY_SEED_FILE)", (name) => {
-    const pod = map(at(deployments.find((d) => nameOf(d) === name), "spec", "template", "spec"), `${name} pod`);
-    const container = map(at(pod, "containers", 0), `${name} container`);
-    expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(name);
-    const env = list(container.env, `${name} env`);
-    expect(env.filter((e) => at(e, "name") === "NATS_NKEY_SEED_FILE")).toEqual([{ name: "NATS_NKEY_SEED_FILE", value: SEED_FILE }]);
-    const seedVolumes = list(pod.volumes, `${name} volumes`).filter((v) => at(v, "secret", "secretName") === SEED_SECRET);
-    expect(seedVolumes).toHaveLength(1);
-    const volume = map(seedVolumes[0], `${name} seed volume`);
-    // exactly its own key, as the file NATS_NKEY_SEED_FILE names
-    expect(at(volume, "secret", "items")).toEqual([{ key: `${name}.nk`, path: basename(SEED_FILE) }]);
-    expect(at(volume, "secret", "optional")).toBeUndefined();
-    const mode = Number(at(volume, "secret", "defaultMode"));
-    expect(mode & 0o007, "not world-readable").toBe(0);
-    expect(mode & 0o040, "group-readable (fsGroup)").toBe(0o040);
-    expect(at(pod, "securityContext", "fsGroup")).toBe(at(pod, "securityContext", "runAsGroup"));
-    const mounts = list(container.volumeMounts, `${name} volumeMounts`).filter((m) => at(m, "name") === volume.name);
-    expect(mounts).toEqual([{ name: volume.name, mountPath: posix.dirname(SEED_FILE), readOnly: true }]);
-  });
+  it.each(["coordinator", "gateway", ...ROLE_NAMES])(
+    "%s: mounts only its own NATS seed from the generated Secret, read-only (NATS_NKEY_SEED_FILE)",
+    (name) => {
+      const pod = map(
+        at(
+          deployments.find((d) => nameOf(d) === name),
+          "spec",
+          "template",
+          "spec",
+        ),
+        `${name} pod`,
+      );
+      const container = map(at(pod, "containers", 0), `${name} container`);
+      expect(NATS_USERS, "a user pnpm nats:keys generates").toContain(name);
+      const env = list(container.env, `${name} env`);
+      expect(env.filter((e) => at(e, "name") === "NATS_NKEY_SEED_FILE")).toEqual([
+        { name: "NATS_NKEY_SEED_FILE", value: SEED_FILE },
+      ]);
+      const seedVolumes = list(pod.volumes, `${name} volumes`).filter(
+        (v) => at(v, "secret", "secretName") === SEED_SECRET,
+      );
+      expect(seedVolumes).toHaveLength(1);
+      const volume = map(seedVolumes[0], `${name} seed volume`);
+      // exactly its own key, as the file NATS_NKEY_SEED_FILE names
+      expect(at(volume, "secret", "items")).toEqual([{ key: `${name}.nk`, path: basename(SEED_FILE) }]);
+      expect(at(volume, "secret", "optional")).toBeUndefined();
+      const mode = Number(at(volume, "secret", "defaultMode"));
+      expect(mode & 0o007, "not world-readable").toBe(0);
+      expect(mode & 0o040, "group-readable (fsGroup)").toBe(0o040);
+      expect(at(pod, "securityContext", "fsGroup")).toBe(at(pod, "securityContext", "runAsGroup"));
+      const mounts = list(container.volumeMounts, `${name} volumeMounts`).filter((m) => at(m, "name") === volume.name);
+      expect(mounts).toEqual([{ name: volume.name, mountPath: posix.dirname(SEED_FILE), readOnly: true }]);
+    },
+  );
 
-  it.each([...ROLE_NAMES])("%s: AGENTMESH_WEB_SEARCH_KEY from an optional Secret for the retriever, the executor and the researcher (clarify's web passages) only", (role) => {
-    const env = list(at(deployments.find((d) => nameOf(d) === role), "spec", "template", "spec", "containers", 0, "env"), `${role} env`);
-    const key = env.filter((e) => at(e, "name") === "AGENTMESH_WEB_SEARCH_KEY");
-    if (role === "retriever" || role === "executor" || role === "researcher") {
-      expect(key).toEqual([{ name: "AGENTMESH_WEB_SEARCH_KEY", valueFrom: { secretKeyRef: { name: "agentmesh-web-search", key: "api_key", optional: true } } }]);
-    } else {
-      expect(key).toEqual([]);
-    }
-  });
+  it.each([...ROLE_NAMES])(
+    "%s: AGENTMESH_WEB_SEARCH_KEY from an optional Secret for the retriever, the executor and the researcher (clarify's web passages) only",
+    (role) => {
+      const env = list(
+        at(
+          deployments.find((d) => nameOf(d) === role),
+          "spec",
+          "template",
+          "spec",
+          "containers",
+          0,
+          "env",
+        ),
+        `${role} env`,
+      );
+      const key = env.filter((e) => at(e, "name") === "AGENTMESH_WEB_SEARCH_KEY");
+      if (role === "retriever" || role === "executor" || role === "researcher") {
+        expect(key).toEqual([
+          {
+            name: "AGENTMESH_WEB_SEARCH_KEY",
+            valueFrom: { secretKeyRef: { name: "agentmesh-web-search", key: "api_key", optional: true } },
+          },
+        ]);
+      } else {
+        expect(key).toEqual([]);
+      }
+    },
+  );
 
   it.each(["dev", "prod"])("overlays/%s: builds on base, keeps names (no prefix/suffix for KEDA's sake)", (env) => {
     const dir = `deploy/overlays/${env}`;
@@ -319,13 +452,19 @@ describe("deploy/ (kustomize + KEDA)", () => {
 
   it("NATS chart values include the generated accounts from the ConfigMap `pnpm nats:keys` writes", () => {
     const values = parseYaml(read("deploy/infra/nats-values.yaml"));
-    const mount = list(at(values, "container", "patch"), "container.patch").find((p) => at(p, "path") === "/volumeMounts/-");
-    const volume = list(at(values, "podTemplate", "patch"), "podTemplate.patch").find((p) => at(p, "path") === "/spec/volumes/-");
+    const mount = list(at(values, "container", "patch"), "container.patch").find(
+      (p) => at(p, "path") === "/volumeMounts/-",
+    );
+    const volume = list(at(values, "podTemplate", "patch"), "podTemplate.patch").find(
+      (p) => at(p, "path") === "/spec/volumes/-",
+    );
     expect(at(volume, "value", "configMap", "name")).toBe("agentmesh-nats-config");
     expect(at(mount, "value", "name")).toBe(at(volume, "value", "name"));
     // the chart's config is /etc/nats-config/nats.conf; nats-server resolves includes from there
     const include = String(at(values, "config", "merge", "$include"));
-    expect(posix.join("/etc/nats-config", include)).toBe(posix.join(String(at(mount, "value", "mountPath")), "accounts.conf"));
+    expect(posix.join("/etc/nats-config", include)).toBe(
+      posix.join(String(at(mount, "value", "mountPath")), "accounts.conf"),
+    );
     expect(read("scripts/nats-keys.ts")).toContain("accounts.conf: |");
   });
 });
@@ -369,11 +508,15 @@ describe("the agent roles' deployment, generated from the role registry (scripts
       pod.volumes = list(pod.volumes, "volumes").filter((v) => at(v, "name") !== "nats-seed");
       for (const c of list(pod.containers, "containers")) {
         const container = map(c, "container");
-        container.env = list(container.env, "env").filter((e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY", ...METRICS_ENV].includes(String(at(e, "name"))));
+        container.env = list(container.env, "env").filter(
+          (e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY", ...METRICS_ENV].includes(String(at(e, "name"))),
+        );
         const ports = list(container.ports ?? [], "ports").filter((p) => at(p, "name") !== "metrics");
         if (ports.length) container.ports = ports;
         else delete container.ports;
-        container.volumeMounts = list(container.volumeMounts, "volumeMounts").filter((m) => at(m, "name") !== "nats-seed");
+        container.volumeMounts = list(container.volumeMounts, "volumeMounts").filter(
+          (m) => at(m, "name") !== "nats-seed",
+        );
       }
     }
     const trigger = at(copy, "spec", "triggers", 0, "metadata");
@@ -395,15 +538,25 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     for (const d of deployments) {
       if (!d) throw new Error("a Deployment is missing");
       const name = nameOf(d);
-      expect(at(d, "spec", "template", "metadata", "annotations"), name).toEqual({ "prometheus.io/scrape": "true", "prometheus.io/port": "9464", "prometheus.io/path": "/metrics" });
+      expect(at(d, "spec", "template", "metadata", "annotations"), name).toEqual({
+        "prometheus.io/scrape": "true",
+        "prometheus.io/port": "9464",
+        "prometheus.io/path": "/metrics",
+      });
       const container = at(d, "spec", "template", "spec", "containers", 0);
-      expect(list(at(container, "ports") ?? [], "ports"), name).toContainEqual({ name: "metrics", containerPort: 9464 });
+      expect(list(at(container, "ports") ?? [], "ports"), name).toContainEqual({
+        name: "metrics",
+        containerPort: 9464,
+      });
       const env = list(at(container, "env"), "env");
       expect(env, name).toContainEqual({ name: "AGENTMESH_METRICS_PORT", value: "9464" });
       expect(env, name).toContainEqual({ name: "AGENTMESH_METRICS_HOST", value: "0.0.0.0" });
     }
     for (const service of [...ROLE_NAMES, "coordinator", "gateway"]) {
-      expect(at(compose[service], "environment"), service).toMatchObject({ AGENTMESH_METRICS_PORT: "9464", AGENTMESH_METRICS_HOST: "0.0.0.0" });
+      expect(at(compose[service], "environment"), service).toMatchObject({
+        AGENTMESH_METRICS_PORT: "9464",
+        AGENTMESH_METRICS_HOST: "0.0.0.0",
+      });
       // never published on the host: only the gateway's 8080 is
       expect(JSON.stringify(at(compose[service], "ports") ?? []), service).not.toContain("9464");
     }
@@ -414,18 +567,34 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   });
 
   it("the fixture holds the ten roles whose hand-written files it was taken from", () => {
-    const roles = ["critic", "decision", "executor", "expert", "finalizer", "memory", "perception", "planner", "researcher", "retriever"];
-    for (const part of [before.deployments, before.scaledObjects, before.compose]) expect(Object.keys(part).sort()).toEqual(roles);
+    const roles = [
+      "critic",
+      "decision",
+      "executor",
+      "expert",
+      "finalizer",
+      "memory",
+      "perception",
+      "planner",
+      "researcher",
+      "retriever",
+    ];
+    for (const part of [before.deployments, before.scaledObjects, before.compose])
+      expect(Object.keys(part).sort()).toEqual(roles);
   });
 
-  it.each(Object.keys(before.deployments))("%s: Deployment, ScaledObject and compose service equal the hand-written ones", (role) => {
-    expect(beforeAccessControl(find("Deployment", role))).toStrictEqual(withoutProbes(before.deployments[role]));
-    expect(beforeAccessControl(find("ScaledObject", role))).toStrictEqual(before.scaledObjects[role]);
-    const service = beforeAccessControl(compose[role]);
-    // the researcher's web search key came later, with clarify's research agent (researcher.gather)
-    if (role === "researcher" && isMap(service) && isMap(service.environment)) delete service.environment.AGENTMESH_WEB_SEARCH_KEY;
-    expect(service).toStrictEqual(withoutProbes(before.compose[role]));
-  });
+  it.each(Object.keys(before.deployments))(
+    "%s: Deployment, ScaledObject and compose service equal the hand-written ones",
+    (role) => {
+      expect(beforeAccessControl(find("Deployment", role))).toStrictEqual(withoutProbes(before.deployments[role]));
+      expect(beforeAccessControl(find("ScaledObject", role))).toStrictEqual(before.scaledObjects[role]);
+      const service = beforeAccessControl(compose[role]);
+      // the researcher's web search key came later, with clarify's research agent (researcher.gather)
+      if (role === "researcher" && isMap(service) && isMap(service.environment))
+        delete service.environment.AGENTMESH_WEB_SEARCH_KEY;
+      expect(service).toStrictEqual(withoutProbes(before.compose[role]));
+    },
+  );
 
   it("a role in the registry that was not rendered is reported by name", () => {
     const problems = checkDeploy([...ROLE_NAMES, "summarizer"]);
@@ -447,19 +616,32 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   it("a role's deploy.json changes only that role, and stale output names the role", () => {
     const root = mkdtempSync(join(tmpdir(), "render-deploy-"));
     try {
-      for (const path of ["deploy/templates", K8S_OUTPUT, COMPOSE_FILE, ...ROLE_NAMES.map((r) => `services/${r}/deploy.json`)]) {
+      for (const path of [
+        "deploy/templates",
+        K8S_OUTPUT,
+        COMPOSE_FILE,
+        ...ROLE_NAMES.map((r) => `services/${r}/deploy.json`),
+      ]) {
         if (existsSync(join(ROOT, path))) cpSync(join(ROOT, path), join(root, path), { recursive: true });
       }
       mkdirSync(join(root, "services/planner"));
       const planner = { kubernetes: { memoryLimit: "2Gi" }, compose: { passEnv: ["AGENTMESH_WEB_SEARCH_KEY"] } };
       writeFileSync(join(root, "services/planner/deploy.json"), JSON.stringify(planner));
       expect(checkDeploy(ROLE_NAMES, root)).toEqual(
-        [K8S_OUTPUT, COMPOSE_FILE].map((path) => expect.stringMatching(new RegExp(`^role \`planner\`: ${path} does not hold what .* and services/planner/deploy.json render for it`))),
+        [K8S_OUTPUT, COMPOSE_FILE].map((path) =>
+          expect.stringMatching(
+            new RegExp(
+              `^role \`planner\`: ${path} does not hold what .* and services/planner/deploy.json render for it`,
+            ),
+          ),
+        ),
       );
       const rendered = renderDeploy(ROLE_NAMES, root);
       const k8s = parseYamlDocuments(rendered.get(K8S_OUTPUT) ?? "").map((d) => map(d, K8S_OUTPUT));
       const deployment = (role: string) => ofKind(k8s, "Deployment").find((d) => nameOf(d) === role);
-      expect(at(deployment("planner"), "spec", "template", "spec", "containers", 0, "resources", "limits", "memory")).toBe("2Gi");
+      expect(
+        at(deployment("planner"), "spec", "template", "spec", "containers", 0, "resources", "limits", "memory"),
+      ).toBe("2Gi");
       const services = at(parseYaml(rendered.get(COMPOSE_FILE) ?? ""), "services");
       expect(at(services, "planner", "environment", "AGENTMESH_WEB_SEARCH_KEY")).toBe("${AGENTMESH_WEB_SEARCH_KEY:-}");
       for (const role of ROLE_NAMES.filter((r) => r !== "planner")) {
@@ -470,8 +652,13 @@ describe("the agent roles' deployment, generated from the role registry (scripts
       // Once rendered, the tree is in sync; a difference no parser sees (a comment) is still stale.
       for (const [path, text] of rendered) writeFileSync(join(root, path), text);
       expect(checkDeploy(ROLE_NAMES, root)).toEqual([]);
-      writeFileSync(join(root, K8S_OUTPUT), (rendered.get(K8S_OUTPUT) ?? "").replace(/^# Agent role `critic`.*\n/m, ""));
-      expect(checkDeploy(ROLE_NAMES, root)).toEqual([`${K8S_OUTPUT} differs from what the templates render (layout or comments): run \`pnpm deploy:render\``]);
+      writeFileSync(
+        join(root, K8S_OUTPUT),
+        (rendered.get(K8S_OUTPUT) ?? "").replace(/^# Agent role `critic`.*\n/m, ""),
+      );
+      expect(checkDeploy(ROLE_NAMES, root)).toEqual([
+        `${K8S_OUTPUT} differs from what the templates render (layout or comments): run \`pnpm deploy:render\``,
+      ]);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }
@@ -482,9 +669,19 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     expect(DeployConfig.safeParse({ kubernetes: { memoryLimit: "1GB" } }).success).toBe(false);
     expect(DeployConfig.safeParse({ compose: { passEnv: ["NOT_A_VARIABLE"] } }).success).toBe(false);
     expect(DeployConfig.safeParse({ replicas: 3 }).success).toBe(false);
-    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { NOT_A_VARIABLE: { secret: "s", key: "k" } } } }).success).toBe(false);
-    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "Not_A_Name", key: "k" } } } }).success).toBe(false);
-    expect(DeployConfig.safeParse({ kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "s" } } } }).success).toBe(false);
-    expect(DeployConfig.parse({ kubernetes: { memoryLimit: "1Gi" }, compose: { passEnv: ["AGENTMESH_WEB_SEARCH_KEY"] } })).toBeTruthy();
+    expect(
+      DeployConfig.safeParse({ kubernetes: { secretEnv: { NOT_A_VARIABLE: { secret: "s", key: "k" } } } }).success,
+    ).toBe(false);
+    expect(
+      DeployConfig.safeParse({
+        kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "Not_A_Name", key: "k" } } },
+      }).success,
+    ).toBe(false);
+    expect(
+      DeployConfig.safeParse({ kubernetes: { secretEnv: { AGENTMESH_WEB_SEARCH_KEY: { secret: "s" } } } }).success,
+    ).toBe(false);
+    expect(
+      DeployConfig.parse({ kubernetes: { memoryLimit: "1Gi" }, compose: { passEnv: ["AGENTMESH_WEB_SEARCH_KEY"] } }),
+    ).toBeTruthy();
   });
 });

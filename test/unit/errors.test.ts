@@ -62,14 +62,22 @@ describe("AgentmeshError", () => {
     expect(AgentmeshError.from(ours, "bug in x.y")).toBe(ours);
     const bug = new TypeError("x is undefined");
     const e = AgentmeshError.from(bug);
-    expect(e).toMatchObject({ code: "internal", retryable: false, fault: "internal", message: "x is undefined", cause: bug });
+    expect(e).toMatchObject({
+      code: "internal",
+      retryable: false,
+      fault: "internal",
+      message: "x is undefined",
+      cause: bug,
+    });
     expect(AgentmeshError.from(bug, "bug in planner.plan").message).toBe("bug in planner.plan: x is undefined");
     expect(AgentmeshError.from(new Error("")).message).toBe("Error");
     expect(AgentmeshError.from("plain string")).toMatchObject({ code: "internal", message: "plain string" });
     expect(AgentmeshError.from({ weird: true }).message).toBe('non-error thrown: {"weird":true}');
     expect(AgentmeshError.from(undefined)).toMatchObject({ code: "internal", message: "non-error thrown: undefined" });
     // an error-shaped value is not ours: only the class carries a code
-    expect(AgentmeshError.from(Object.assign(new Error("slow"), { code: "timeout", retryable: true })).code).toBe("internal");
+    expect(AgentmeshError.from(Object.assign(new Error("slow"), { code: "timeout", retryable: true })).code).toBe(
+      "internal",
+    );
   });
 });
 
@@ -80,7 +88,12 @@ function failed<E>(r: { readonly error?: E }): E {
 }
 
 describe("formatZodError", () => {
-  const error = failed(WireError.array().safeParse([{ code: "timeout", message: 1, retryable: "no", component: null }, { code: "nope", message: "m", retryable: true, component: null }]));
+  const error = failed(
+    WireError.array().safeParse([
+      { code: "timeout", message: 1, retryable: "no", component: null },
+      { code: "nope", message: "m", retryable: true, component: null },
+    ]),
+  );
 
   it("lists every problem with where it is, on one line", () => {
     const text = formatZodError(error);
@@ -92,7 +105,9 @@ describe("formatZodError", () => {
   });
 
   it("leaves out the location of a problem at the root", () => {
-    expect(formatZodError(failed(ErrorCode.safeParse(42)))).toMatch(/^Invalid option: expected one of "invalid_query"\|.*"internal"$/);
+    expect(formatZodError(failed(ErrorCode.safeParse(42)))).toMatch(
+      /^Invalid option: expected one of "invalid_query"\|.*"internal"$/,
+    );
   });
 
   it("cuts a long list to the given length", () => {

@@ -25,20 +25,72 @@ const VALID: Record<SessionEventType, Record<string, unknown>> = {
     },
   },
   token: { type: "token", task_id: "sess_test_0001.3.0.0", delta: "CRISPR" },
-  tool_call: { type: "tool_call", id: "p1.s0.r0.tool", task_id: "sess_test_0001.3.0.0", tool: "calculator", args: { expression: "2 + 2" }, args_truncated: false },
-  tool_result: { type: "tool_result", id: "p1.s0.r0.tool", tool: "calculator", ok: true, content: "4", latency_ms: 12.5 },
+  tool_call: {
+    type: "tool_call",
+    id: "p1.s0.r0.tool",
+    task_id: "sess_test_0001.3.0.0",
+    tool: "calculator",
+    args: { expression: "2 + 2" },
+    args_truncated: false,
+  },
+  tool_result: {
+    type: "tool_result",
+    id: "p1.s0.r0.tool",
+    tool: "calculator",
+    ok: true,
+    content: "4",
+    latency_ms: 12.5,
+  },
   error: { type: "error", code: "model_error", message: "the model failed", component: "planner" },
   complete: { type: "complete", status: "completed", final_answer: "4", final_reasoning_trace: "computed" },
   routing: { type: "routing", agent: "research", confidence: 0.42, reason: "needs sources", is_low_confidence: true },
-  orchestration: { type: "orchestration", iteration: 2, layer: "answered", next_agent: "research", clarification_count: 1, max_clarifications: 2, reason: "the person answered" },
-  config: { type: "config", agent: "research", settings: { depth: "quick", scenario: "news", sources_kept: 5, charted: false, model: null } },
-  handoff: { type: "handoff", source_agent: "chat", target_agent: "code", task_description: "Run the numbers", context: null },
-  source: { type: "source", title: "JetStream", url: "https://docs.nats.io/nats-concepts/jetstream", path: null, snippet: "JetStream is the persistence layer" },
-  code_result: { type: "code_result", id: "c1", language: "python", exit_code: 0, stdout: "4\n", stderr: "", result: "4", truncated: false, duration_ms: 31 },
-  visualization: { type: "visualization", spec: { $schema: "https://vega.github.io/schema/vega-lite/v5.json", mark: "bar", data: { values: [{ a: 1 }] } } },
+  orchestration: {
+    type: "orchestration",
+    iteration: 2,
+    layer: "answered",
+    next_agent: "research",
+    clarification_count: 1,
+    max_clarifications: 2,
+    reason: "the person answered",
+  },
+  config: {
+    type: "config",
+    agent: "research",
+    settings: { depth: "quick", scenario: "news", sources_kept: 5, charted: false, model: null },
+  },
+  handoff: {
+    type: "handoff",
+    source_agent: "chat",
+    target_agent: "code",
+    task_description: "Run the numbers",
+    context: null,
+  },
+  source: {
+    type: "source",
+    title: "JetStream",
+    url: "https://docs.nats.io/nats-concepts/jetstream",
+    path: null,
+    snippet: "JetStream is the persistence layer",
+  },
+  code_result: {
+    type: "code_result",
+    id: "c1",
+    language: "python",
+    exit_code: 0,
+    stdout: "4\n",
+    stderr: "",
+    result: "4",
+    truncated: false,
+    duration_ms: 31,
+  },
+  visualization: {
+    type: "visualization",
+    spec: { $schema: "https://vega.github.io/schema/vega-lite/v5.json", mark: "bar", data: { values: [{ a: 1 }] } },
+  },
 };
 
-const parses = (type: SessionEventType, over: Record<string, unknown>) => SessionEvent.safeParse({ ...base, ...VALID[type], ...over }).success;
+const parses = (type: SessionEventType, over: Record<string, unknown>) =>
+  SessionEvent.safeParse({ ...base, ...VALID[type], ...over }).success;
 const x = (n: number) => "x".repeat(n);
 /** An object whose JSON is exactly `n` characters: {"k":"xxx…"}. */
 const jsonOf = (n: number) => ({ k: x(n - 8) });
@@ -56,7 +108,9 @@ describe("stage: seed 002's shape", () => {
   });
 
   test("the old shape (stage, detail) is refused", () => {
-    expect(SessionEvent.safeParse({ ...base, type: "stage", stage: "planner", status: "completed", detail: "done" }).success).toBe(false);
+    expect(
+      SessionEvent.safeParse({ ...base, type: "stage", stage: "planner", status: "completed", detail: "done" }).success,
+    ).toBe(false);
   });
 
   test("bounds: a name of 1-40 characters, a description of at most 2000", () => {
@@ -99,7 +153,8 @@ describe("tool_call and tool_result", () => {
 
 describe("routing (seed 002)", () => {
   test("the agent is one of the seed's five", () => {
-    for (const agent of ["chat", "research", "code", "writing", "data"]) expect(parses("routing", { agent, confidence: 0.9, is_low_confidence: false })).toBe(true);
+    for (const agent of ["chat", "research", "code", "writing", "data"])
+      expect(parses("routing", { agent, confidence: 0.9, is_low_confidence: false })).toBe(true);
     expect(parses("routing", { agent: "sales" })).toBe(false);
   });
 
@@ -150,7 +205,9 @@ describe("handoff (seed 002's HandoffInfo)", () => {
 
 describe("config (seed 002's init_config)", () => {
   test("names one of the seed's agents and carries flat settings", () => {
-    expect(parses("config", { agent: "code", settings: { max_iterations: 3, languages: "python, javascript" } })).toBe(true);
+    expect(parses("config", { agent: "code", settings: { max_iterations: 3, languages: "python, javascript" } })).toBe(
+      true,
+    );
     expect(parses("config", { agent: "billing" })).toBe(false);
     expect(parses("config", { settings: { nested: { depth: "quick" } } })).toBe(false);
     expect(parses("config", { settings: { list: ["a"] } })).toBe(false);

@@ -1,5 +1,16 @@
 import { describe, expect, it } from "vitest";
-import { Capability, CapabilityPlan, DomainHints, HALO_LIMITS, HaloCitation, HaloData, SessionData, SessionEvent, SpecialistAnswer, SpecialistOutput } from "@agentmesh/contracts";
+import {
+  Capability,
+  CapabilityPlan,
+  DomainHints,
+  HALO_LIMITS,
+  HaloCitation,
+  HaloData,
+  SessionData,
+  SessionEvent,
+  SpecialistAnswer,
+  SpecialistOutput,
+} from "@agentmesh/contracts";
 
 // Halo's contracts (packages/contracts/src/halo.ts, seed 000). Contracts may import nothing but
 // zod, so its test lives here.
@@ -16,29 +27,63 @@ describe("halo contracts", () => {
     expect(HaloCitation.safeParse({ ...web, url: null }).success).toBe(false);
     expect(HaloCitation.safeParse({ ...web, url: "not a url" }).success).toBe(false);
     for (const c of [web, triple]) {
-      const event = SessionEvent.parse({ v: 1, session_id: "sess_test_0001", version: 2, index: 0, at: 1, type: "source", ...c });
+      const event = SessionEvent.parse({
+        v: 1,
+        session_id: "sess_test_0001",
+        version: 2,
+        index: 0,
+        at: 1,
+        type: "source",
+        ...c,
+      });
       expect(event).toMatchObject(c);
     }
   });
 
   it("takes a specialist's answer with its text and at most 10 citations", () => {
-    expect(SpecialistAnswer.safeParse({ response_str: "HER2 binds HER3.", citations: [web, triple] }).success).toBe(true);
+    expect(SpecialistAnswer.safeParse({ response_str: "HER2 binds HER3.", citations: [web, triple] }).success).toBe(
+      true,
+    );
     expect(SpecialistAnswer.safeParse({ response_str: "  \n", citations: [] }).success).toBe(false);
-    expect(SpecialistAnswer.safeParse({ response_str: "x", citations: Array(HALO_LIMITS.maxCitationsPerAnswer + 1).fill(web) }).success).toBe(false);
-    expect(SpecialistAnswer.safeParse({ response_str: "x".repeat(HALO_LIMITS.maxAnswerChars + 1), citations: [] }).success).toBe(false);
+    expect(
+      SpecialistAnswer.safeParse({
+        response_str: "x",
+        citations: Array(HALO_LIMITS.maxCitationsPerAnswer + 1).fill(web),
+      }).success,
+    ).toBe(false);
+    expect(
+      SpecialistAnswer.safeParse({ response_str: "x".repeat(HALO_LIMITS.maxAnswerChars + 1), citations: [] }).success,
+    ).toBe(false);
   });
 
   it("parses the planner's output shape and leaves the empty list and repeats to the workflow", () => {
-    expect(CapabilityPlan.parse({ capabilities: ["graph", "rag", "graph"] }).capabilities).toEqual(["graph", "rag", "graph"]);
+    expect(CapabilityPlan.parse({ capabilities: ["graph", "rag", "graph"] }).capabilities).toEqual([
+      "graph",
+      "rag",
+      "graph",
+    ]);
     expect(CapabilityPlan.safeParse({ capabilities: [] }).success).toBe(true);
     expect(CapabilityPlan.safeParse({ capabilities: ["unknown"] }).success).toBe(false);
   });
 
   it("keeps a specialist's status, error code and citations consistent", () => {
-    const answered = { capability: "rag", status: "answered", response_str: "x", citations: [web], error_code: null, latency_ms: 5 };
+    const answered = {
+      capability: "rag",
+      status: "answered",
+      response_str: "x",
+      citations: [web],
+      error_code: null,
+      latency_ms: 5,
+    };
     expect(SpecialistOutput.safeParse(answered).success).toBe(true);
     expect(SpecialistOutput.safeParse({ ...answered, error_code: "tool_error" }).success).toBe(false);
-    const down = { ...answered, status: "unavailable", response_str: "The rag specialist is unavailable right now.", citations: [], error_code: "deadline_exceeded" };
+    const down = {
+      ...answered,
+      status: "unavailable",
+      response_str: "The rag specialist is unavailable right now.",
+      citations: [],
+      error_code: "deadline_exceeded",
+    };
     expect(SpecialistOutput.safeParse(down).success).toBe(true);
     expect(SpecialistOutput.safeParse({ ...down, error_code: null }).success).toBe(false);
     expect(SpecialistOutput.safeParse({ ...down, citations: [web] }).success).toBe(false);
@@ -62,7 +107,16 @@ describe("halo contracts", () => {
       plan_source: "override",
       plan_fallback_reason: null,
       pending: [],
-      outputs: [{ capability: "graph", status: "answered", response_str: "HER2 interacts with HER3.", citations: [triple], error_code: null, latency_ms: 40 }],
+      outputs: [
+        {
+          capability: "graph",
+          status: "answered",
+          response_str: "HER2 interacts with HER3.",
+          citations: [triple],
+          error_code: null,
+          latency_ms: 40,
+        },
+      ],
       response_str: "[HALO] HER2 interacts with HER3 [1].\n\nSources:\n1) kg/triples.jsonl:12",
       citations: [triple],
       judge_response: "graph: score 1, citations 1, length 25 (primary)",

@@ -10,7 +10,13 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROLES, type RoleName, type TaskOutcome } from "@agentmesh/contracts";
 import { loadRoles } from "@agentmesh/agent";
-import { createOpRunner, loadPromptContracts, offlineHandlersOf, setUpRole, type AgentSetup } from "@agentmesh/agent-kit";
+import {
+  createOpRunner,
+  loadPromptContracts,
+  offlineHandlersOf,
+  setUpRole,
+  type AgentSetup,
+} from "@agentmesh/agent-kit";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { createLogger } from "@agentmesh/service-kit";
@@ -24,11 +30,19 @@ let run: (role: RoleName, op: string, input: unknown, model?: ModelPort) => Prom
 
 beforeAll(async () => {
   mkdirSync(join(root, "corpus"));
-  writeFileSync(join(root, "corpus", "redis.md"), "# Redis\n\nWith the append-only file enabled, Redis logs every write command to disk.\n");
+  writeFileSync(
+    join(root, "corpus", "redis.md"),
+    "# Redis\n\nWith the append-only file enabled, Redis logs every write command to disk.\n",
+  );
   writeFileSync(
     join(root, "graph.jsonl"),
     [
-      { subject: "trastuzumab", predicate: "targets", object: "the HER2 receptor", source: "https://drugs.example/trastuzumab" },
+      {
+        subject: "trastuzumab",
+        predicate: "targets",
+        object: "the HER2 receptor",
+        source: "https://drugs.example/trastuzumab",
+      },
       { subject: "pertuzumab", predicate: "is combined with", object: "trastuzumab", source: "notes/her2.md:12" },
     ]
       .map((t) => JSON.stringify(t))
@@ -39,7 +53,9 @@ beforeAll(async () => {
   const env = {
     AGENTMESH_GRAPH_PATH: join(root, "graph.jsonl"),
     AGENTMESH_CORPUS_DIR: join(root, "corpus"),
-    AGENTMESH_MCP_SERVERS: JSON.stringify({ biomcp: { command: stdio.command, args: stdio.args, allow: { mcp: "*" } } }),
+    AGENTMESH_MCP_SERVERS: JSON.stringify({
+      biomcp: { command: stdio.command, args: stdio.args, allow: { mcp: "*" } },
+    }),
   };
   const roles = await loadRoles(["graph", "retriever", "mcp"]);
   for (const r of roles) setups.push(await setUpRole(r.module, env, log));
@@ -49,7 +65,10 @@ beforeAll(async () => {
   run = (role, op, input, model = offline) => {
     const def = defs.find((d) => d.role === role);
     if (!def) throw new Error(`no ${role}`);
-    return createOpRunner(def, model, { log, prompts })({ task_id: "s1.1.0.0", session_id: "s1", role, op, attempt: 1, input }, AbortSignal.timeout(20_000));
+    return createOpRunner(def, model, { log, prompts })(
+      { task_id: "s1.1.0.0", session_id: "s1", role, op, attempt: 1, input },
+      AbortSignal.timeout(20_000),
+    );
   };
 }, 60_000);
 
@@ -68,7 +87,12 @@ describe("halo's specialists through the op runner", () => {
   it("graph, offline engine: the triples found as sentences, each cited by its source", async () => {
     const out = answered(await run("graph", "answer", { question: "What does trastuzumab target?" }), "graph");
     expect(out.response_str).toContain("Trastuzumab targets the HER2 receptor.");
-    expect(out.citations).toContainEqual({ title: "trastuzumab", url: "https://drugs.example/trastuzumab", path: null, snippet: "Trastuzumab targets the HER2 receptor." });
+    expect(out.citations).toContainEqual({
+      title: "trastuzumab",
+      url: "https://drugs.example/trastuzumab",
+      path: null,
+      snippet: "Trastuzumab targets the HER2 receptor.",
+    });
   });
 
   it("graph, scripted model: the model's prose, the triples' citations, one model call", async () => {
@@ -82,7 +106,13 @@ describe("halo's specialists through the op runner", () => {
   });
 
   it("retriever.answer from the corpus, offline engine: extractive, cited by passage", async () => {
-    const out = answered(await run("retriever", "answer", { question: "How does Redis log writes with the append-only file?", source: "corpus" }), "retriever");
+    const out = answered(
+      await run("retriever", "answer", {
+        question: "How does Redis log writes with the append-only file?",
+        source: "corpus",
+      }),
+      "retriever",
+    );
     expect(out.response_str).toBe("With the append-only file enabled, Redis logs every write command to disk.");
     expect(out.citations).toHaveLength(1);
     expect(out.citations[0]).toMatchObject({ title: "redis.md", url: null, path: "redis.md" });
@@ -94,9 +124,16 @@ describe("halo's specialists through the op runner", () => {
   });
 
   it("mcp, offline engine: the server's best-fitting tool, its links and resources as citations", async () => {
-    const out = answered(await run("mcp", "answer", { question: "Search published articles about HER2", server: "biomcp" }), "mcp");
+    const out = answered(
+      await run("mcp", "answer", { question: "Search published articles about HER2", server: "biomcp" }),
+      "mcp",
+    );
     expect(out.response_str).toBe('Two articles match "Search published articles about HER2".');
-    expect(out.citations.map((c) => c.url ?? c.path)).toEqual(["https://articles.example/a/1", "/data/articles/2.txt", "https://articles.example/a/3"]);
+    expect(out.citations.map((c) => c.url ?? c.path)).toEqual([
+      "https://articles.example/a/1",
+      "/data/articles/2.txt",
+      "https://articles.example/a/3",
+    ]);
   });
 
   it("mcp, a server that is not configured: tool_unavailable naming it", async () => {
@@ -113,10 +150,24 @@ describe("retriever.answer without a corpus", () => {
     try {
       const prompts = loadPromptContracts({ builtinDirs: [retriever!.dir] });
       const outcome = await createOpRunner(setup.agents[0]!, offline, { log, prompts })(
-        { task_id: "s2.1.0.0", session_id: "s2", role: "retriever", op: "answer", attempt: 1, input: { question: "How does Redis persist data?", source: "corpus" } },
+        {
+          task_id: "s2.1.0.0",
+          session_id: "s2",
+          role: "retriever",
+          op: "answer",
+          attempt: 1,
+          input: { question: "How does Redis persist data?", source: "corpus" },
+        },
         AbortSignal.timeout(10_000),
       );
-      expect(outcome).toMatchObject({ ok: false, error: { code: "tool_unavailable", retryable: false, message: expect.stringContaining("no corpus is configured") as unknown } });
+      expect(outcome).toMatchObject({
+        ok: false,
+        error: {
+          code: "tool_unavailable",
+          retryable: false,
+          message: expect.stringContaining("no corpus is configured") as unknown,
+        },
+      });
     } finally {
       await setup.close?.();
     }

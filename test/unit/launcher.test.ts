@@ -9,14 +9,29 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { build } from "esbuild";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { BUNDLE_MARK, CACHE_WRITE_DELAY_MS, ESM_MAIN, PROCESS_BUNDLE, bundleFor, optionsKey } from "../../scripts/launcher.js";
+import {
+  BUNDLE_MARK,
+  CACHE_WRITE_DELAY_MS,
+  ESM_MAIN,
+  PROCESS_BUNDLE,
+  bundleFor,
+  optionsKey,
+} from "../../scripts/launcher.js";
 
 // compiled as the build compiles it (dist/launcher.js): the children run it without a TypeScript
 // loader, which would turn source maps on (tsx does) and so change what the launcher does
 const compiled = mkdtempSync(join(tmpdir(), "launcher-js-"));
 const LAUNCHER = join(compiled, "launcher.mjs");
 beforeAll(async () => {
-  await build({ entryPoints: [join(import.meta.dirname, "../../scripts/launcher.ts")], outfile: LAUNCHER, bundle: true, platform: "node", format: "esm", target: "node20", logLevel: "silent" });
+  await build({
+    entryPoints: [join(import.meta.dirname, "../../scripts/launcher.ts")],
+    outfile: LAUNCHER,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    logLevel: "silent",
+  });
 });
 afterAll(() => rmSync(compiled, { recursive: true, force: true }));
 
@@ -61,7 +76,10 @@ function child(code: string, opts: { flags?: readonly string[]; env?: Record<str
 }
 
 /** Loads `bundle` in a child and reports how the cache served it and what the bundle exported. */
-function load(bundle: string, opts: { flags?: readonly string[]; write?: boolean } = {}): { cache: string; value: string; words: number; strict: boolean; cacheFile: string } {
+function load(
+  bundle: string,
+  opts: { flags?: readonly string[]; write?: boolean } = {},
+): { cache: string; value: string; words: number; strict: boolean; cacheFile: string } {
   const r = child(
     `const b = L.loadBundle(${JSON.stringify(bundle)});
      ${opts.write ? "if (!b.writeCache()) throw new Error('no cache written');" : ""}
@@ -70,7 +88,13 @@ function load(bundle: string, opts: { flags?: readonly string[]; write?: boolean
   );
   expect(r.signal, r.stderr).toBeNull();
   expect(r.status, r.stderr).toBe(0);
-  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as { cache: string; value: string; words: number; strict: boolean; cacheFile: string };
+  return JSON.parse(r.stdout.trim().split("\n").pop() ?? "{}") as {
+    cache: string;
+    value: string;
+    words: number;
+    strict: boolean;
+    cacheFile: string;
+  };
 }
 
 describe("a process bundle through the code cache", () => {
@@ -88,7 +112,9 @@ describe("a process bundle through the code cache", () => {
     writeFileSync(bundle, bundleSource("A"));
     const mapped = load(bundle, { flags: ["--enable-source-maps"] });
     expect(mapped).toMatchObject({ cache: "source-maps", value: "A", strict: true });
-    const r = child(`const b = L.loadBundle(${JSON.stringify(bundle)}); console.log(b.writeCache());`, { flags: ["--enable-source-maps"] });
+    const r = child(`const b = L.loadBundle(${JSON.stringify(bundle)}); console.log(b.writeCache());`, {
+      flags: ["--enable-source-maps"],
+    });
     expect(r.stdout.trim()).toBe("false");
     expect(existsSync(mapped.cacheFile)).toBe(false);
   });
@@ -115,7 +141,12 @@ describe("a process bundle through the code cache", () => {
       const at = Math.floor(damaged.length / 2) + i * 7;
       damaged.writeUInt8(damaged.readUInt8(at) ^ 0x5a, at);
     }
-    for (const bad of [damaged, good.subarray(0, Math.floor(good.length / 2)), Buffer.from("not a cache at all"), Buffer.alloc(0)]) {
+    for (const bad of [
+      damaged,
+      good.subarray(0, Math.floor(good.length / 2)),
+      Buffer.from("not a cache at all"),
+      Buffer.alloc(0),
+    ]) {
       writeFileSync(cacheFile, bad);
       expect(load(bundle)).toMatchObject({ cache: "invalid", value: "A", words: 200 });
     }
@@ -158,7 +189,9 @@ describe("a process bundle through the code cache", () => {
     expect(optionsKey(["--max-old-space-size=256", "--max-semi-space-size=1"], "")).toBe(base);
     expect(optionsKey([], "--max-old-space-size=256   --max-semi-space-size=1 --max-old-space-size=256")).toBe(base);
     // the entrypoint appends a raised ceiling for a larger container: the same as giving it alone
-    expect(optionsKey([], "--max-semi-space-size=1 --max-old-space-size=256 --max-old-space-size=512")).toBe(optionsKey(["--max-old-space-size=512"], "--max-semi-space-size=1"));
+    expect(optionsKey([], "--max-semi-space-size=1 --max-old-space-size=256 --max-old-space-size=512")).toBe(
+      optionsKey(["--max-old-space-size=512"], "--max-semi-space-size=1"),
+    );
     expect(optionsKey([], "--max-semi-space-size=1 --max-old-space-size=512")).not.toBe(base);
     expect(optionsKey(["--stack-size", "900"], "")).toBe(optionsKey(["--stack_size=900"], ""));
     expect(optionsKey([], "")).toBe("");
@@ -166,8 +199,13 @@ describe("a process bundle through the code cache", () => {
 
   it("a bundle that throws while loading stops the process with its error, exit 1, and none of its source", () => {
     const bundle = join(dir, PROCESS_BUNDLE);
-    writeFileSync(bundle, `${BUNDLE_MARK}\n"use strict";\nconst pad = "${"x".repeat(50_000)}";\nthrow new Error("module broke at load " + pad.length);\n`);
-    const r = child(`await L.launch(${JSON.stringify(pathToFileURL(join(dir, "main.js")).href)}, "coordinator");`, { env: { MAIN_RAN: join(dir, "ran") } });
+    writeFileSync(
+      bundle,
+      `${BUNDLE_MARK}\n"use strict";\nconst pad = "${"x".repeat(50_000)}";\nthrow new Error("module broke at load " + pad.length);\n`,
+    );
+    const r = child(`await L.launch(${JSON.stringify(pathToFileURL(join(dir, "main.js")).href)}, "coordinator");`, {
+      env: { MAIN_RAN: join(dir, "ran") },
+    });
     expect(r.status).toBe(1);
     expect(r.stderr).toContain("module broke at load 50000");
     expect(r.stderr.length).toBeLessThan(5_000);
@@ -181,10 +219,14 @@ describe("a process bundle through the code cache", () => {
       `${BUNDLE_MARK}\n"use strict";\nexports.main = () => new Promise((r) => setTimeout(r, ${CACHE_WRITE_DELAY_MS + 1500}));\n`,
     );
     const main = pathToFileURL(join(dist, "main.js")).href;
-    const run = child(`await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`);
+    const run = child(
+      `await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`,
+    );
     expect(run.status, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe("missing");
-    const again = child(`await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`);
+    const again = child(
+      `await L.launch(${JSON.stringify(main)}, "coordinator"); console.log(globalThis[Symbol.for("agentmesh.codeCache")]);`,
+    );
     expect(again.stdout.trim()).toBe("hit");
   }, 30_000);
 
@@ -203,18 +245,27 @@ describe("launch: what a bundled service's main.js does", () => {
     const dist = join(dir, "services", name, "dist");
     mkdirSync(dist, { recursive: true });
     if (bundle !== null) writeFileSync(join(dist, PROCESS_BUNDLE), bundle);
-    writeFileSync(join(dist, ESM_MAIN), `import { writeFileSync } from "node:fs";\nwriteFileSync(process.env.MAIN_RAN, "esm");\n`);
+    writeFileSync(
+      join(dist, ESM_MAIN),
+      `import { writeFileSync } from "node:fs";\nwriteFileSync(process.env.MAIN_RAN, "esm");\n`,
+    );
     return join(dist, "main.js");
   }
   const launch = (main: string, name: string, env: Record<string, string>, argv: readonly string[] = []) =>
-    child(`process.argv = [process.execPath, "main.js", ...${JSON.stringify(argv)}]; await L.launch(${JSON.stringify(pathToFileURL(main).href)}, ${JSON.stringify(name)});`, {
-      env: { MAIN_RAN: join(dir, "ran"), ...env },
-    });
+    child(
+      `process.argv = [process.execPath, "main.js", ...${JSON.stringify(argv)}]; await L.launch(${JSON.stringify(pathToFileURL(main).href)}, ${JSON.stringify(name)});`,
+      {
+        env: { MAIN_RAN: join(dir, "ran"), ...env },
+      },
+    );
 
   it("runs the bundle's main; `prime` writes the cache and starts nothing; `off` compiles without it and writes none", () => {
     const main = service("coordinator", bundleSource("A"));
     const ran = join(dir, "ran");
-    const cacheOf = () => child(`console.log(L.cacheFileOf(${JSON.stringify(join(dir, "services/coordinator/dist", PROCESS_BUNDLE))}));`).stdout.trim();
+    const cacheOf = () =>
+      child(
+        `console.log(L.cacheFileOf(${JSON.stringify(join(dir, "services/coordinator/dist", PROCESS_BUNDLE))}));`,
+      ).stdout.trim();
     const cacheFile = cacheOf();
 
     const warmed = join(dir, "warmed");
@@ -287,9 +338,15 @@ describe("bundleFor", () => {
       writeFileSync(join(dir, "services", s, "dist", PROCESS_BUNDLE), bundleSource(s));
     }
     expect(bundleFor("cli", join(dir, "services", "cli", "dist"), [], {})).toBeNull();
-    expect(bundleFor("coordinator", join(dir, "services", "coordinator", "dist"), [], {})).toBe(join(dir, "services", "coordinator", "dist", PROCESS_BUNDLE));
-    expect(bundleFor("agent", agentDist, ["planner"], {})).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
-    expect(bundleFor("agent", agentDist, [], { SERVICE: "planner" })).toBe(join(dir, "services", "planner", "dist", PROCESS_BUNDLE));
+    expect(bundleFor("coordinator", join(dir, "services", "coordinator", "dist"), [], {})).toBe(
+      join(dir, "services", "coordinator", "dist", PROCESS_BUNDLE),
+    );
+    expect(bundleFor("agent", agentDist, ["planner"], {})).toBe(
+      join(dir, "services", "planner", "dist", PROCESS_BUNDLE),
+    );
+    expect(bundleFor("agent", agentDist, [], { SERVICE: "planner" })).toBe(
+      join(dir, "services", "planner", "dist", PROCESS_BUNDLE),
+    );
     expect(bundleFor("agent", agentDist, ["planner", "critic"], {})).toBeNull();
     expect(bundleFor("agent", agentDist, ["critic"], {})).toBeNull();
     expect(bundleFor("agent", agentDist, [], {})).toBeNull();

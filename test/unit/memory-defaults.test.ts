@@ -14,16 +14,27 @@ import { Cluster } from "../e2e/harness.js";
 import { at, map, parseYaml, read, ROOT } from "./test-support.js";
 
 /** deploy/node-options without its comment lines, as one NODE_OPTIONS value. */
-const fileOptions = read("deploy/node-options").split("\n").filter((l) => l.trim() !== "" && !l.startsWith("#")).join(" ").trim();
+const fileOptions = read("deploy/node-options")
+  .split("\n")
+  .filter((l) => l.trim() !== "" && !l.startsWith("#"))
+  .join(" ")
+  .trim();
 
 describe("deploy/node-options", () => {
   const entry = read("deploy/docker/entrypoint.sh");
   // the entrypoint's own lines, run as it runs them; then node reports the heap limit they give
   const all = entry.split("\n");
-  const lines = all.slice(all.findIndex((l) => l.startsWith("defaults=")), all.findIndex((l) => l.startsWith("export NODE_OPTIONS=")) + 1);
+  const lines = all.slice(
+    all.findIndex((l) => l.startsWith("defaults=")),
+    all.findIndex((l) => l.startsWith("export NODE_OPTIONS=")) + 1,
+  );
   const heapLimitMiB = (own: string | undefined): number => {
     const script = `export AGENTMESH_CGROUP_DIR=/nonexistent\n${lines.join("\n")}\nexec "${process.execPath}" -e 'console.log(require("v8").getHeapStatistics().heap_size_limit)'`;
-    const r = spawnSync("sh", ["-eu", "-c", script], { cwd: ROOT, encoding: "utf8", env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) } });
+    const r = spawnSync("sh", ["-eu", "-c", script], {
+      cwd: ROOT,
+      encoding: "utf8",
+      env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) },
+    });
     expect(r.status, r.stderr).toBe(0);
     return Number(r.stdout.trim()) / 2 ** 20;
   };
@@ -51,12 +62,17 @@ describe("deploy/node-options", () => {
           writeFileSync(join(dir, f), `${v}\n`);
         }
         const script = `export AGENTMESH_CGROUP_DIR=${dir}\n${lines.join("\n")}\nexec "${process.execPath}" -e 'console.log(require("v8").getHeapStatistics().heap_size_limit)'`;
-        const r = spawnSync("sh", ["-eu", "-c", script], { cwd: ROOT, encoding: "utf8", env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) } });
+        const r = spawnSync("sh", ["-eu", "-c", script], {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) },
+        });
         expect(r.status, r.stderr).toBe(0);
         return Math.floor(Number(r.stdout.trim()) / 2 ** 20);
       };
       const oldSpace = Number(/--max-old-space-size=(\d+)/.exec(fileOptions)?.[1]);
-      const near = (mib: number, want: number) => expect(mib >= want && mib < want + 16, `${mib} MiB, want ${want}`).toBe(true);
+      const near = (mib: number, want: number) =>
+        expect(mib >= want && mib < want + 16, `${mib} MiB, want ${want}`).toBe(true);
       near(limitWith({}), oldSpace);
       near(limitWith({ "memory.max": "max" }), oldSpace);
       near(limitWith({ "memory.max": String(512 * 2 ** 20) }), oldSpace);
@@ -73,14 +89,29 @@ describe("deploy/node-options", () => {
   it("is what the e2e harness and the bench start every service process with, as the entrypoint builds it", () => {
     /** NODE_OPTIONS as the entrypoint's own lines leave it, given a deployment's own value. */
     const fromEntrypoint = (own: string | undefined): string => {
-      const r = spawnSync("sh", ["-eu", "-c", `export AGENTMESH_CGROUP_DIR=/nonexistent\n${lines.join("\n")}\nprintf '%s' "$NODE_OPTIONS"`], { cwd: ROOT, encoding: "utf8", env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) } });
+      const r = spawnSync(
+        "sh",
+        ["-eu", "-c", `export AGENTMESH_CGROUP_DIR=/nonexistent\n${lines.join("\n")}\nprintf '%s' "$NODE_OPTIONS"`],
+        {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { PATH: process.env.PATH, ...(own === undefined ? {} : { NODE_OPTIONS: own }) },
+        },
+      );
       expect(r.status, r.stderr).toBe(0);
       return r.stdout;
     };
-    const cluster = new Cluster({ natsUrl: "nats://127.0.0.1:1", redisUrl: "redis://127.0.0.1:1", prefix: "memdefaults", accessControl: false });
+    const cluster = new Cluster({
+      natsUrl: "nats://127.0.0.1:1",
+      redisUrl: "redis://127.0.0.1:1",
+      prefix: "memdefaults",
+      accessControl: false,
+    });
     expect(fromEntrypoint(undefined)).toContain("--max-old-space-size=");
     expect(cluster.env({}, "planner").NODE_OPTIONS).toBe(fromEntrypoint(undefined));
-    expect(cluster.env({ NODE_OPTIONS: "--max-old-space-size=1024" }, "planner").NODE_OPTIONS).toBe(fromEntrypoint("--max-old-space-size=1024"));
+    expect(cluster.env({ NODE_OPTIONS: "--max-old-space-size=1024" }, "planner").NODE_OPTIONS).toBe(
+      fromEntrypoint("--max-old-space-size=1024"),
+    );
   });
 });
 

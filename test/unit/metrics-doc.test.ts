@@ -9,7 +9,10 @@ const readme = readFileSync(join(import.meta.dirname, "../..", "README.md"), "ut
 
 /** The table's rows as the catalogue says them. */
 function catalogueRows(): string[] {
-  return Object.values(METRIC_CATALOGUE).map((m) => `| \`${m.name}\` | ${m.type} | ${m.labels.length ? m.labels.map((l) => `\`${l}\``).join(", ") : "—"} | ${m.by} | ${m.help} |`);
+  return Object.values(METRIC_CATALOGUE).map(
+    (m) =>
+      `| \`${m.name}\` | ${m.type} | ${m.labels.length ? m.labels.map((l) => `\`${l}\``).join(", ") : "—"} | ${m.by} | ${m.help} |`,
+  );
 }
 
 describe("the README's Metrics section", () => {

@@ -1,6 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { EMPTY_MEMORY, listOps, ROLES, type OpRequest, type OpResponse, type OrchestratorMessage, type ToolObservation } from "@agentmesh/contracts";
+import {
+  EMPTY_MEMORY,
+  listOps,
+  ROLES,
+  type OpRequest,
+  type OpResponse,
+  type OrchestratorMessage,
+  type ToolObservation,
+} from "@agentmesh/contracts";
 import { createCalculatorTool, createSafeExecutor, createToolRegistry } from "@agentmesh/tools";
 import { loadRoles } from "@agentmesh/agent";
 import { offlineHandlersOf, setUpRole } from "@agentmesh/agent-kit";
@@ -8,11 +16,25 @@ import { createLogger } from "@agentmesh/service-kit";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
 
 // The offline engine with the roles' own offline behaviours injected, as an agent process builds it.
-const roles = (await loadRoles(["planner", "critic", "researcher", "expert", "finalizer", "perception", "decision"])).map((r) => r.module);
+const roles = (
+  await loadRoles(["planner", "critic", "researcher", "expert", "finalizer", "perception", "decision"])
+).map((r) => r.module);
 // a role built from its environment (the researcher's search tools) is built without a corpus: these ops never search
-const definitions = (await Promise.all(roles.map((m) => setUpRole(m, { AGENTMESH_CORPUS_DIR: "/nonexistent/corpus" }, createLogger({ service: "test", level: "silent" }))))).flatMap((s) => s.agents);
+const definitions = (
+  await Promise.all(
+    roles.map((m) =>
+      setUpRole(m, { AGENTMESH_CORPUS_DIR: "/nonexistent/corpus" }, createLogger({ service: "test", level: "silent" })),
+    ),
+  )
+).flatMap((s) => s.agents);
 const model = createOfflineModel({ handlers: offlineHandlersOf(definitions) });
-const message = (receiver: string, content: string): OrchestratorMessage => ({ sender: "orchestrator", receiver, type: "instruction", content, step_id: null });
+const message = (receiver: string, content: string): OrchestratorMessage => ({
+  sender: "orchestrator",
+  receiver,
+  type: "instruction",
+  content,
+  step_id: null,
+});
 
 async function call<R extends keyof typeof ROLES, O extends keyof (typeof ROLES)[R] & string>(
   role: R,
@@ -21,7 +43,16 @@ async function call<R extends keyof typeof ROLES, O extends keyof (typeof ROLES)
   port: ModelPort = model,
 ): Promise<OpResponse<R, O>> {
   const def = (ROLES[role] as Record<string, { response: z.ZodType }>)[op]!;
-  const reply = await port.complete({ role, op, taskId: `t-${role}-${op}`, system: "", prompt: "", input, schema: def.response, schemaName: op });
+  const reply = await port.complete({
+    role,
+    op,
+    taskId: `t-${role}-${op}`,
+    system: "",
+    prompt: "",
+    input,
+    schema: def.response,
+    schemaName: op,
+  });
   expect(reply.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 });
   expect(reply).toMatchObject({ model: "offline", tier: "fast", latencyMs: 0 });
   // The contracts' response schema is the acceptance test for every offline answer.
@@ -34,20 +65,43 @@ const calculator = createCalculatorTool({ allowedRoles: ["expert"], timeoutMs: 6
 const tools = createSafeExecutor({ registry: createToolRegistry([calculator.tool]), maxCallsPerSession: 1000 });
 afterAll(() => calculator.pool.close());
 // The calculator's worker loads mathjs once; on a busy machine that takes longer than one test may.
-beforeAll(() => tools.call({ tool: "calculator", args: { expression: "1 + 1" }, role: "expert", sessionId: "warm-up", taskId: "t" }), 60_000);
+beforeAll(
+  () =>
+    tools.call({
+      tool: "calculator",
+      args: { expression: "1 + 1" },
+      role: "expert",
+      sessionId: "warm-up",
+      taskId: "t",
+    }),
+  60_000,
+);
 const CALCULATOR = { name: "calculator", description: "Evaluate a math expression exactly." };
 
 /** The calculator's answer as the expert's next turn sees it (the executor's content: the value, or `<code>: <message>`). */
 async function calculate(args: Record<string, unknown>): Promise<ToolObservation> {
   const r = await tools.call({ tool: "calculator", args, role: "expert", sessionId: "offline-roles", taskId: "t" });
-  return { tool: "calculator", arguments: args, ok: r.ok, content: r.ok ? String((r.output as { result: string }).result) : `${r.error.code}: ${r.error.message}` };
+  return {
+    tool: "calculator",
+    arguments: args,
+    ok: r.ok,
+    content: r.ok ? String((r.output as { result: string }).result) : `${r.error.code}: ${r.error.message}`,
+  };
 }
 
 /** The expert's turns with the calculator, as the workflow runs them: each tool call is answered and the expert asked again. */
-async function expertTurns(input: Omit<OpRequest<"expert", "answer">, "tools" | "observations" | "tool_rounds_left" | "rejected_answer">, port: ModelPort = model) {
+async function expertTurns(
+  input: Omit<OpRequest<"expert", "answer">, "tools" | "observations" | "tool_rounds_left" | "rejected_answer">,
+  port: ModelPort = model,
+) {
   const observations: ToolObservation[] = [];
   for (let round = 0; ; round++) {
-    const turn = await call("expert", "answer", { ...input, rejected_answer: null, tools: [CALCULATOR], observations, tool_rounds_left: 5 - round }, port);
+    const turn = await call(
+      "expert",
+      "answer",
+      { ...input, rejected_answer: null, tools: [CALCULATOR], observations, tool_rounds_left: 5 - round },
+      port,
+    );
     if (turn.action === "answer") return { ...turn, calls: observations.length, observations };
     expect(turn.tool).toBe("calculator");
     observations.push(await calculate(JSON.parse(turn.arguments_json) as Record<string, unknown>));
@@ -56,8 +110,17 @@ async function expertTurns(input: Omit<OpRequest<"expert", "answer">, "tools" | 
 
 /** Runs one pass of the critic chain for a question, as the coordinator would. */
 async function chain(question: string) {
-  const plan = await call("planner", "plan", { message: message("planner", `Develop a logical plan to answer: ${question}`), question, feedback: null, rejected_plan: null });
-  const planVerdict = await call("critic", "review_plan", { message: message("critic", "Review plan"), question, ...plan });
+  const plan = await call("planner", "plan", {
+    message: message("planner", `Develop a logical plan to answer: ${question}`),
+    question,
+    feedback: null,
+    rejected_plan: null,
+  });
+  const planVerdict = await call("critic", "review_plan", {
+    message: message("critic", "Review plan"),
+    question,
+    ...plan,
+  });
   const { calls, observations, ...expert } = await expertTurns({
     message: message("expert", `Perform steps: ${plan.expert_steps.join(" ")}`),
     question,
@@ -66,7 +129,11 @@ async function chain(question: string) {
     research_results: [],
     feedback: null,
   });
-  const answerVerdict = await call("critic", "review_answer", { message: message("critic", "Review answer"), question, ...expert });
+  const answerVerdict = await call("critic", "review_answer", {
+    message: message("critic", "Review answer"),
+    question,
+    ...expert,
+  });
   const final = await call("finalizer", "finalize", {
     message: message("finalizer", "Generate final answer and reasoning trace"),
     question,
@@ -74,7 +141,9 @@ async function chain(question: string) {
     research_results: [],
     error: null,
     error_component: null,
-    tool_calls: observations.map((o) => `expert: ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${o.content}`),
+    tool_calls: observations.map(
+      (o) => `expert: ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${o.content}`,
+    ),
   });
   return { plan, planVerdict, expert, answerVerdict, final, calls };
 }
@@ -157,15 +226,35 @@ describe("offline engine: honesty", { timeout: 30_000 }, () => {
 
   it("uses a configured hint", async () => {
     const port = createOfflineModel({ handlers: offlineHandlersOf(definitions, "Set MY_MODEL_URL.") });
-    const out = await expertTurns({ message: message("expert", "x"), question: "Who wrote Hamlet?", expert_steps: ["x"], research_steps: [], research_results: [], feedback: null }, port);
+    const out = await expertTurns(
+      {
+        message: message("expert", "x"),
+        question: "Who wrote Hamlet?",
+        expert_steps: ["x"],
+        research_steps: [],
+        research_results: [],
+        feedback: null,
+      },
+      port,
+    );
     expect(out.expert_answer).toContain("Set MY_MODEL_URL.");
     expect(out.expert_answer).not.toMatch(/shakespeare/i);
   });
 
   it("the researcher reports honestly that no source is available", async () => {
-    const input = { message: message("researcher", "Research"), question: "What is CRISPR?", research_step: "Find the inventors of CRISPR", feedback: null, rejected_result: null, observations: [] };
+    const input = {
+      message: message("researcher", "Research"),
+      question: "What is CRISPR?",
+      research_step: "Find the inventors of CRISPR",
+      feedback: null,
+      rejected_result: null,
+      observations: [],
+    };
     const out = await call("researcher", "research", { ...input, tools: [], tool_rounds_left: 5 });
-    expect(out).toMatchObject({ action: "answer", result: expect.stringMatching(/no research source is available offline/) });
+    expect(out).toMatchObject({
+      action: "answer",
+      result: expect.stringMatching(/no research source is available offline/),
+    });
     expect(out.result).not.toMatch(/doudna|charpentier/i);
   });
 
@@ -183,21 +272,49 @@ describe("offline engine: critics and finalizer", () => {
   it("rejects ill-formed plans with actionable feedback and approves well-formed ones", async () => {
     const empty = await call("critic", "review_plan", { ...base, research_steps: [], expert_steps: [] });
     expect(empty).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/no expert steps/) });
-    const blank = await call("critic", "review_plan", { ...base, research_steps: ["   "], expert_steps: ["Define it"] });
+    const blank = await call("critic", "review_plan", {
+      ...base,
+      research_steps: ["   "],
+      expert_steps: ["Define it"],
+    });
     expect(blank).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/blank/) });
-    const dup = await call("critic", "review_plan", { ...base, research_steps: ["Define it"], expert_steps: ["define it"] });
+    const dup = await call("critic", "review_plan", {
+      ...base,
+      research_steps: ["Define it"],
+      expert_steps: ["define it"],
+    });
     expect(dup).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/repeats/) });
-    const ok = await call("critic", "review_plan", { ...base, research_steps: ["Find a definition"], expert_steps: ["Define it"] });
+    const ok = await call("critic", "review_plan", {
+      ...base,
+      research_steps: ["Find a definition"],
+      expert_steps: ["Define it"],
+    });
     expect(ok.decision).toBe("approve");
   });
 
   it("rejects empty research and empty answers", async () => {
-    const research = await call("critic", "review_research", { ...base, research_step: "Define CRISPR", research_result: " " });
+    const research = await call("critic", "review_research", {
+      ...base,
+      research_step: "Define CRISPR",
+      research_result: " ",
+    });
     expect(research).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/empty/) });
-    expect((await call("critic", "review_research", { ...base, research_step: "Define", research_result: "A gene-editing tool." })).decision).toBe("approve");
+    expect(
+      (
+        await call("critic", "review_research", {
+          ...base,
+          research_step: "Define",
+          research_result: "A gene-editing tool.",
+        })
+      ).decision,
+    ).toBe("approve");
     const noAnswer = await call("critic", "review_answer", { ...base, expert_answer: "", expert_reasoning: "r" });
     expect(noAnswer).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/empty/) });
-    const noReasoning = await call("critic", "review_answer", { ...base, expert_answer: "An answer", expert_reasoning: "" });
+    const noReasoning = await call("critic", "review_answer", {
+      ...base,
+      expert_answer: "An answer",
+      expert_reasoning: "",
+    });
     expect(noReasoning).toMatchObject({ decision: "reject", feedback: expect.stringMatching(/reasoning/) });
   });
 
@@ -217,15 +334,17 @@ describe("offline engine: critics and finalizer", () => {
   });
 
   it("answers every critic-chain op the contracts define", () => {
-    expect(listOps().map((o) => `${o.role}.${o.op}`)).toEqual(expect.arrayContaining([
-      "planner.plan",
-      "critic.review_plan",
-      "critic.review_research",
-      "critic.review_answer",
-      "researcher.research",
-      "expert.answer",
-      "finalizer.finalize",
-    ]));
+    expect(listOps().map((o) => `${o.role}.${o.op}`)).toEqual(
+      expect.arrayContaining([
+        "planner.plan",
+        "critic.review_plan",
+        "critic.review_research",
+        "critic.review_answer",
+        "researcher.research",
+        "expert.answer",
+        "finalizer.finalize",
+      ]),
+    );
   });
 });
 
@@ -233,29 +352,70 @@ describe("offline engine: failures", () => {
   const req = { taskId: "t", system: "", prompt: "", schema: z.object({}), schemaName: "x" };
 
   it("an unknown role or op needs a model", async () => {
-    await expect(model.complete({ ...req, role: "router", op: "route", input: {} })).rejects.toMatchObject({ name: "AgentmeshError", code: "needs_model", retryable: false });
-    await expect(model.complete({ ...req, role: "planner", op: "toString", input: {} })).rejects.toMatchObject({ code: "needs_model" });
+    await expect(model.complete({ ...req, role: "router", op: "route", input: {} })).rejects.toMatchObject({
+      name: "AgentmeshError",
+      code: "needs_model",
+      retryable: false,
+    });
+    await expect(model.complete({ ...req, role: "planner", op: "toString", input: {} })).rejects.toMatchObject({
+      code: "needs_model",
+    });
   });
 
   it("input that fails the op's request schema is our bug", async () => {
-    await expect(model.complete({ ...req, role: "planner", op: "plan", input: { question: 1 } })).rejects.toMatchObject({ code: "internal" });
+    await expect(model.complete({ ...req, role: "planner", op: "plan", input: { question: 1 } })).rejects.toMatchObject(
+      { code: "internal" },
+    );
   });
 
   it("an aborted signal cancels", async () => {
     const ctrl = new AbortController();
     ctrl.abort();
-    await expect(model.complete({ ...req, role: "planner", op: "plan", input: {}, signal: ctrl.signal })).rejects.toMatchObject({ code: "cancelled" });
+    await expect(
+      model.complete({ ...req, role: "planner", op: "plan", input: {}, signal: ctrl.signal }),
+    ).rejects.toMatchObject({ code: "cancelled" });
   });
 });
 
 describe("offline engine: blackboard roles", () => {
   it("is what the offline model answers for perception.perceive and decision.plan", async () => {
     const base = { taskId: "t.1.0.0", system: "", prompt: "" };
-    const seen = await model.complete({ ...base, role: "perception", op: "perceive", input: { kind: "query", query: "What is 2 + 2?" }, schema: ROLES.perception.perceive.response, schemaName: "p" });
+    const seen = await model.complete({
+      ...base,
+      role: "perception",
+      op: "perceive",
+      input: { kind: "query", query: "What is 2 + 2?" },
+      schema: ROLES.perception.perceive.response,
+      schemaName: "p",
+    });
     expect(seen.output.intent).toBe("arithmetic");
-    const tools = [{ name: "calculator", description: "Evaluate math", input_schema: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] } }];
-    const input = { question: "What is 2 + 2?", perception: seen.output, retrieval: null, memory: EMPTY_MEMORY, tools, max_steps: 5, strategy_profile: "CONSERVATIVE" as const, previous_plan: null, failed_step_index: null, rewrite_suggestion: null };
-    const plan = await model.complete({ ...base, role: "decision", op: "plan", input, schema: ROLES.decision.plan.response, schemaName: "d" });
+    const tools = [
+      {
+        name: "calculator",
+        description: "Evaluate math",
+        input_schema: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] },
+      },
+    ];
+    const input = {
+      question: "What is 2 + 2?",
+      perception: seen.output,
+      retrieval: null,
+      memory: EMPTY_MEMORY,
+      tools,
+      max_steps: 5,
+      strategy_profile: "CONSERVATIVE" as const,
+      previous_plan: null,
+      failed_step_index: null,
+      rewrite_suggestion: null,
+    };
+    const plan = await model.complete({
+      ...base,
+      role: "decision",
+      op: "plan",
+      input,
+      schema: ROLES.decision.plan.response,
+      schemaName: "d",
+    });
     expect(plan.output.steps[0]?.tool).toBe("calculator");
   });
 });

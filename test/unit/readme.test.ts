@@ -48,7 +48,9 @@ describe("the README matches the code", () => {
 
   test("the Gateway section's route table lists exactly the routes the gateway serves", () => {
     // Building the app touches none of its dependencies; only its routes are read.
-    const served = createGatewayApp({} as never).app.routes.filter((r) => r.method !== "ALL").map((r) => `${r.method} ${r.path}`);
+    const served = createGatewayApp({} as never)
+      .app.routes.filter((r) => r.method !== "ALL")
+      .map((r) => `${r.method} ${r.path}`);
     const m = /<!-- gateway-routes -->\n([\s\S]*?)<!-- \/gateway-routes -->/.exec(readme);
     expect(m, "README has no <!-- gateway-routes --> table").not.toBeNull();
     const listed = [...(m?.[1] ?? "").matchAll(/^\| `([A-Z]+ \S+)` \|/gm)].map((r) => r[1]);

@@ -10,7 +10,10 @@ describe("redactUrls: no URL credentials survive, whatever the text around them"
     ["nats://s3cr3t-token@127.0.0.1:4222", "nats://***@127.0.0.1:4222"],
     ["https://user:k%2Fey@api.example/v1", "https://user:***@api.example/v1"],
     ['{"nats":"nats://a:b@c:1","msg":"x"}', '{"nats":"nats://a:***@c:1","msg":"x"}'],
-    ["cannot reach Redis at redis://u:pw@h:1: ECONNREFUSED, mail me at ops@example.com", "cannot reach Redis at redis://u:***@h:1: ECONNREFUSED, mail me at ops@example.com"],
+    [
+      "cannot reach Redis at redis://u:pw@h:1: ECONNREFUSED, mail me at ops@example.com",
+      "cannot reach Redis at redis://u:***@h:1: ECONNREFUSED, mail me at ops@example.com",
+    ],
     ["nats://h:1 and redis://h:2", "nats://h:1 and redis://h:2"],
     ["no url here", "no url here"],
   ])("%s", (input, want) => {
@@ -20,7 +23,12 @@ describe("redactUrls: no URL credentials survive, whatever the text around them"
 
 describe("redactText: known secret values are replaced wherever they appear", () => {
   test("API keys and passwords, longest first, short values left alone", () => {
-    const out = redactText("key sk-live-123456 and sk-live-123456-extended, pw hunter2x, short ab", ["sk-live-123456", "sk-live-123456-extended", "hunter2x", "ab"]);
+    const out = redactText("key sk-live-123456 and sk-live-123456-extended, pw hunter2x, short ab", [
+      "sk-live-123456",
+      "sk-live-123456-extended",
+      "hunter2x",
+      "ab",
+    ]);
     expect(out).toBe("key *** and ***, pw ***, short ab");
   });
 

@@ -30,17 +30,32 @@ import {
 // Contracts may import nothing but zod, so its test lives here.
 
 const x = (n: number) => "x".repeat(n);
-const handoff: HandoffInfo = { source_agent: "chat", target_agent: "research", task_description: "Find the latest JetStream docs", context: null };
+const handoff: HandoffInfo = {
+  source_agent: "chat",
+  target_agent: "research",
+  task_description: "Find the latest JetStream docs",
+  context: null,
+};
 
 describe("routing", () => {
   it("takes the router's output {agent, confidence, reason} and refuses anything else", () => {
-    expect(RoutingResult.parse({ agent: "data", confidence: 0.8, reason: "mentions a CSV" })).toEqual({ agent: "data", confidence: 0.8, reason: "mentions a CSV" });
+    expect(RoutingResult.parse({ agent: "data", confidence: 0.8, reason: "mentions a CSV" })).toEqual({
+      agent: "data",
+      confidence: 0.8,
+      reason: "mentions a CSV",
+    });
     expect(RoutingResult.safeParse({ agent: "sales", confidence: 0.8, reason: "" }).success).toBe(false);
     expect(RoutingResult.safeParse({ agent: "chat", confidence: 1.01, reason: "" }).success).toBe(false);
     expect(RoutingResult.safeParse({ agent: "chat", confidence: -0.01, reason: "" }).success).toBe(false);
     expect(RoutingResult.safeParse({ agent: "chat", confidence: "0.9", reason: "" }).success).toBe(false);
     expect(RoutingResult.safeParse({ agent: "chat", reason: "no confidence" }).success).toBe(false);
-    expect(RoutingResult.safeParse({ agent: "chat", confidence: 0.9, reason: x(SUPERVISOR_LIMITS.maxRoutingReasonChars + 1) }).success).toBe(false);
+    expect(
+      RoutingResult.safeParse({
+        agent: "chat",
+        confidence: 0.9,
+        reason: x(SUPERVISOR_LIMITS.maxRoutingReasonChars + 1),
+      }).success,
+    ).toBe(false);
   });
 
   it(`flags a decision low-confidence exactly when the confidence is under ${LOW_ROUTING_CONFIDENCE}`, () => {
@@ -53,8 +68,21 @@ describe("routing", () => {
   });
 
   it("carries a routing decision as a routing event unchanged", () => {
-    const decision: RoutingDecision = { agent: "code", confidence: 0.3, reason: "mentions a script", is_low_confidence: true };
-    const event = SessionEvent.parse({ v: 1, session_id: "sess_test_0001", version: 1, index: 0, at: 1, type: "routing", ...decision });
+    const decision: RoutingDecision = {
+      agent: "code",
+      confidence: 0.3,
+      reason: "mentions a script",
+      is_low_confidence: true,
+    };
+    const event = SessionEvent.parse({
+      v: 1,
+      session_id: "sess_test_0001",
+      version: 1,
+      index: 0,
+      at: 1,
+      type: "routing",
+      ...decision,
+    });
     expect(event).toMatchObject(decision);
   });
 });
@@ -76,7 +104,10 @@ describe("handoffs", () => {
       for (const target of SupervisorAgent.options) {
         const allowed = HANDOFF_MATRIX[source].includes(target);
         expect(inHandoffMatrix({ source_agent: source, target_agent: target }), `${source}→${target}`).toBe(allowed);
-        expect(HandoffInfo.safeParse({ ...handoff, source_agent: source, target_agent: target }).success, `${source}→${target}`).toBe(allowed);
+        expect(
+          HandoffInfo.safeParse({ ...handoff, source_agent: source, target_agent: target }).success,
+          `${source}→${target}`,
+        ).toBe(allowed);
       }
     }
     for (const a of SupervisorAgent.options) expect(inHandoffMatrix({ source_agent: a, target_agent: a })).toBe(false);
@@ -92,7 +123,9 @@ describe("handoffs", () => {
   it("announces a recorded handoff as a handoff event unchanged, and refuses an event outside the matrix", () => {
     const base = { v: 1, session_id: "sess_test_0001", version: 1, index: 0, at: 1, type: "handoff" };
     expect(SessionEvent.parse({ ...base, ...handoff })).toMatchObject(handoff);
-    expect(SessionEvent.safeParse({ ...base, ...handoff, source_agent: "research", target_agent: "writing" }).success).toBe(false);
+    expect(
+      SessionEvent.safeParse({ ...base, ...handoff, source_agent: "research", target_agent: "writing" }).success,
+    ).toBe(false);
   });
 
   it("takes a handoff tool's arguments with the context optional and a task that is not blank", () => {
@@ -147,7 +180,9 @@ describe("shared memory", () => {
       data_visualizations: [{ mark: "bar", data: { values: [{ a: 1 }] } }],
     };
     expect(SharedAgentMemory.parse(memory)).toEqual(memory);
-    expect(SharedAgentMemory.safeParse({ research_sources: [{ title: "t", url: null, path: null, snippet: "" }] }).success).toBe(false);
+    expect(
+      SharedAgentMemory.safeParse({ research_sources: [{ title: "t", url: null, path: null, snippet: "" }] }).success,
+    ).toBe(false);
     expect(SharedAgentMemory.safeParse({ code_language: "cobol" }).success).toBe(false);
     expect(SharedAgentMemory.safeParse({ data_visualizations: [{ data: { values: [] } }] }).success).toBe(false);
     expect(SharedAgentMemory.safeParse({ research_findings: x(LIMITS.maxTextChars + 1) }).success).toBe(false);
@@ -155,16 +190,29 @@ describe("shared memory", () => {
 
   it("bounds its lists: sources to what the deepest research keeps, charts to the limit", () => {
     const src = { title: "t", url: null, path: "p", snippet: "" };
-    expect(SharedAgentMemory.safeParse({ research_sources: Array(RESEARCH_DEPTHS.deep.sourcesKept).fill(src) }).success).toBe(true);
-    expect(SharedAgentMemory.safeParse({ research_sources: Array(RESEARCH_DEPTHS.deep.sourcesKept + 1).fill(src) }).success).toBe(false);
+    expect(
+      SharedAgentMemory.safeParse({ research_sources: Array(RESEARCH_DEPTHS.deep.sourcesKept).fill(src) }).success,
+    ).toBe(true);
+    expect(
+      SharedAgentMemory.safeParse({ research_sources: Array(RESEARCH_DEPTHS.deep.sourcesKept + 1).fill(src) }).success,
+    ).toBe(false);
     const chart = { mark: "point" };
-    expect(SharedAgentMemory.safeParse({ data_visualizations: Array(SUPERVISOR_LIMITS.maxMemoryVisualizations + 1).fill(chart) }).success).toBe(false);
+    expect(
+      SharedAgentMemory.safeParse({
+        data_visualizations: Array(SUPERVISOR_LIMITS.maxMemoryVisualizations + 1).fill(chart),
+      }).success,
+    ).toBe(false);
   });
 });
 
 describe("the seed's and the issue's numbers", () => {
   it("budgets the memory at 8000 characters with 200 per field; chat 5 tool rounds, code 3", () => {
-    expect(SUPERVISOR_LIMITS).toMatchObject({ memoryBudgetChars: 8000, memoryMinFieldChars: 200, chatMaxToolIterations: 5, codeMaxIterations: 3 });
+    expect(SUPERVISOR_LIMITS).toMatchObject({
+      memoryBudgetChars: 8000,
+      memoryMinFieldChars: 200,
+      chatMaxToolIterations: 5,
+      codeMaxIterations: 3,
+    });
   });
 
   it("maps research depth to search iterations 1/3/5 and sources kept 5/10/20", () => {
@@ -202,29 +250,49 @@ describe("the seed's and the issue's numbers", () => {
 });
 
 describe("attachments (SessionOptions.attachments)", () => {
-  const file = (over: Partial<Attachment> = {}): Attachment => ({ name: "sales.csv", content_type: "text/csv", content: "region,total\nA,5", ...over });
+  const file = (over: Partial<Attachment> = {}): Attachment => ({
+    name: "sales.csv",
+    content_type: "text/csv",
+    content: "region,total\nA,5",
+    ...over,
+  });
   const refusal = (attachments: unknown): string => {
     const r = SessionOptions.safeParse({ attachments });
     return r.success ? "accepted" : JSON.stringify(r.error.issues.map((i) => [i.path.join("."), i.message]));
   };
 
   it("takes up to the limits: a name without a folder, a text type, text content", () => {
-    expect(SessionOptions.parse({ attachments: [file(), file({ name: "b.json", content_type: "application/json", content: "[]" }), file({ content_type: "text/plain", content: "" })] }).attachments).toHaveLength(3);
-    const full = Array.from({ length: LIMITS.maxAttachments }, (_, i) => file({ name: `f${i}.csv`, content: x(LIMITS.maxAttachmentChars / LIMITS.maxAttachments) }));
+    expect(
+      SessionOptions.parse({
+        attachments: [
+          file(),
+          file({ name: "b.json", content_type: "application/json", content: "[]" }),
+          file({ content_type: "text/plain", content: "" }),
+        ],
+      }).attachments,
+    ).toHaveLength(3);
+    const full = Array.from({ length: LIMITS.maxAttachments }, (_, i) =>
+      file({ name: `f${i}.csv`, content: x(LIMITS.maxAttachmentChars / LIMITS.maxAttachments) }),
+    );
     expect(refusal(full)).toBe("accepted");
     expect(refusal([file({ content: "a\tb\r\nc,d\n" })])).toBe("accepted");
   });
 
   it(`refuses more than ${LIMITS.maxAttachments} attachments, more than ${LIMITS.maxAttachmentChars} characters in all, and each field out of bounds, naming where`, () => {
     expect(refusal(Array.from({ length: LIMITS.maxAttachments + 1 }, () => file()))).toMatch(/"attachments"/);
-    const over = [file({ content: x(LIMITS.maxAttachmentChars / 2) }), file({ content: x(LIMITS.maxAttachmentChars / 2 + 1) })];
+    const over = [
+      file({ content: x(LIMITS.maxAttachmentChars / 2) }),
+      file({ content: x(LIMITS.maxAttachmentChars / 2 + 1) }),
+    ];
     expect(refusal(over)).toContain(`over ${LIMITS.maxAttachmentChars} characters in all`);
     expect(refusal([file({ content: x(LIMITS.maxAttachmentChars + 1) })])).toContain("attachments.0.content");
     expect(refusal([file({ name: "../etc/passwd" })])).toContain("path separator");
     expect(refusal([file({ name: "dir\\a.csv" })])).toContain("path separator");
     expect(refusal([file({ name: "" })])).toContain("attachments.0.name");
     expect(refusal([file({ name: x(201) })])).toContain("attachments.0.name");
-    expect(refusal([file({ content_type: "image/png" as Attachment["content_type"] })])).toContain("attachments.0.content_type");
+    expect(refusal([file({ content_type: "image/png" as Attachment["content_type"] })])).toContain(
+      "attachments.0.content_type",
+    );
     expect(refusal([file({ content: "a,b\u0000" })])).toContain("no control characters");
     expect(refusal([{ ...file(), path: "/tmp/x" }])).toContain("attachments.0");
     const euros = file({ content: "€".repeat(LIMITS.maxAttachmentChars) });

@@ -92,4 +92,5 @@ export const NATS_USERS: readonly string[] = [...ROLE_NAMES, ...SERVICE_USERS];
 export const isSeedMount = (v: Yaml): v is YamlMap => isMap(v) && String(v.source).startsWith("./.nats/seeds/");
 
 /** A compose service's bind mounts of NATS seeds. */
-export const seedMounts = (svc: Yaml | undefined): YamlMap[] => list(at(svc, "volumes") ?? [], "volumes").filter(isSeedMount);
+export const seedMounts = (svc: Yaml | undefined): YamlMap[] =>
+  list(at(svc, "volumes") ?? [], "volumes").filter(isSeedMount);

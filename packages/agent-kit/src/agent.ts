@@ -1,10 +1,50 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, ZERO_USAGE, compiled, findOp, formatZodError, type Naming, type Provenance, type RoleName, type TaskEnvelope, type TaskOutcome, type Tier, type Usage, type WireError } from "@agentmesh/contracts";
-import { consumerLagReader, createMicroService, createPublisher, startWorker, type CrashHook, type TaskContext, type TaskHandler, type Worker } from "@agentmesh/messaging";
+import {
+  AgentmeshError,
+  ZERO_USAGE,
+  compiled,
+  findOp,
+  formatZodError,
+  type Naming,
+  type Provenance,
+  type RoleName,
+  type TaskEnvelope,
+  type TaskOutcome,
+  type Tier,
+  type Usage,
+  type WireError,
+} from "@agentmesh/contracts";
+import {
+  consumerLagReader,
+  createMicroService,
+  createPublisher,
+  startWorker,
+  type CrashHook,
+  type TaskContext,
+  type TaskHandler,
+  type Worker,
+} from "@agentmesh/messaging";
 import type { ModelPort, ModelReply } from "@agentmesh/llm";
-import { lazyChild, TRACING_OFF, type Logger, type Metrics, type SpanAttributeMap, type SpanHandle, type Stoppable, type Tracing } from "@agentmesh/service-kit";
-import { isHandler, isTextPrompt, type AgentDefinition, type HandlerContext, type HandlerModelCall, type HandlerTextCall, type OpSpec } from "./definition.js";
+import {
+  lazyChild,
+  TRACING_OFF,
+  type Logger,
+  type Metrics,
+  type SpanAttributeMap,
+  type SpanHandle,
+  type Stoppable,
+  type Tracing,
+} from "@agentmesh/service-kit";
+import {
+  isHandler,
+  isTextPrompt,
+  type AgentDefinition,
+  type HandlerContext,
+  type HandlerModelCall,
+  type HandlerTextCall,
+  type OpSpec,
+} from "./definition.js";
 import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
 import type { PromptContract } from "./prompts.js";
 import { FILE_PROMPTS, compileTemplate, type PromptSource, type ResolvedPrompt } from "./prompt-source.js";
@@ -63,10 +103,13 @@ export interface TaskTrace {
 }
 
 /** `gen_ai.system` of a model port: the provider family its name starts with (`openai`, `offline`, `scripted`). */
-export const genAiSystem = (portName: string): string => (portName.startsWith("openai") ? "openai" : (portName.split(/[\s-]/)[0] ?? portName));
+export const genAiSystem = (portName: string): string =>
+  portName.startsWith("openai") ? "openai" : (portName.split(/[\s-]/)[0] ?? portName);
 
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
-export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & { readonly session_id?: string };
+export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & {
+  readonly session_id?: string;
+};
 
 type AnyOp = OpSpec<unknown, unknown>;
 const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
@@ -87,8 +130,13 @@ function contractOf(op: AnyOp, prompts: ReadonlyMap<string, PromptContract> | un
 
 /** Throws when an op names a prompt contract that was not loaded: found at start-up, not on the first task. */
 export function checkContracts(def: AgentDefinition, prompts: ReadonlyMap<string, PromptContract> | undefined): void {
-  const missing = Object.values(def.ops as Record<string, AnyOp>).flatMap((op) => (op.contract && !prompts?.has(op.contract) ? [op.contract] : []));
-  if (missing.length) throw new Error(`${def.role}: prompt contract(s) not found: ${missing.join(", ")} (expected prompts/<id>.v<N>.json)`);
+  const missing = Object.values(def.ops as Record<string, AnyOp>).flatMap((op) =>
+    op.contract && !prompts?.has(op.contract) ? [op.contract] : [],
+  );
+  if (missing.length)
+    throw new Error(
+      `${def.role}: prompt contract(s) not found: ${missing.join(", ")} (expected prompts/<id>.v<N>.json)`,
+    );
 }
 
 /** A prompt op's system text: the resolved instructions, then the op's own. */
@@ -97,10 +145,16 @@ function systemOf(resolved: ResolvedPrompt | null, own: string | undefined): str
 }
 
 /** The name an op's prompt goes by in a prompt registry (Langfuse): its own `promptName`, else its prompt file id. */
-const promptNameOf = (op: AnyOp, contract: PromptContract): string => (isHandler(op) ? contract.id : (op.promptName ?? contract.id));
+const promptNameOf = (op: AnyOp, contract: PromptContract): string =>
+  isHandler(op) ? contract.id : (op.promptName ?? contract.id);
 
 /** The op's instructions: from the prompt source by the op's prompt name (Langfuse, else the file), placeholders filled. */
-async function instructionsOf(op: AnyOp, contract: PromptContract | null, source: PromptSource, input: unknown): Promise<ResolvedPrompt | null> {
+async function instructionsOf(
+  op: AnyOp,
+  contract: PromptContract | null,
+  source: PromptSource,
+  input: unknown,
+): Promise<ResolvedPrompt | null> {
   if (!contract) return null;
   const resolved = await source.resolve(promptNameOf(op, contract), contract);
   const vars = !isHandler(op) && op.variables ? op.variables(input) : null;
@@ -122,22 +176,40 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
    */
   return async function runOp(task: OpTask, signal: AbortSignal, where: TaskTrace = {}): Promise<TaskOutcome> {
     if (!tracing.enabled) return runTraced(task, signal, TRACING_OFF.start("task"), {});
-    const common: SpanAttributeMap = { "agentmesh.session_id": task.session_id ?? task.task_id.split(".")[0], "langfuse.session.id": where.threadId };
+    const common: SpanAttributeMap = {
+      "agentmesh.session_id": task.session_id ?? task.task_id.split(".")[0],
+      "langfuse.session.id": where.threadId,
+    };
     const span = tracing.start("task", {
       parent: where.traceparent,
       kind: "consumer",
-      attributes: { ...common, "agentmesh.role": task.role, "agentmesh.op": task.op, "agentmesh.task_id": task.task_id, "agentmesh.attempt": task.attempt },
+      attributes: {
+        ...common,
+        "agentmesh.role": task.role,
+        "agentmesh.op": task.op,
+        "agentmesh.task_id": task.task_id,
+        "agentmesh.attempt": task.attempt,
+      },
     });
     try {
       const outcome = await runTraced(task, signal, span, common);
       if (outcome.ok) {
         const p = outcome.provenance;
         span.setAttributes({
-          "agentmesh.ok": true, "agentmesh.model": p?.model, "agentmesh.prompt_version": p?.prompt_version, "agentmesh.model_calls": p?.usage.model_calls,
-          "gen_ai.usage.input_tokens": p?.usage.prompt_tokens, "gen_ai.usage.output_tokens": p?.usage.completion_tokens, "agentmesh.cost_usd": p?.usage.cost_usd,
+          "agentmesh.ok": true,
+          "agentmesh.model": p?.model,
+          "agentmesh.prompt_version": p?.prompt_version,
+          "agentmesh.model_calls": p?.usage.model_calls,
+          "gen_ai.usage.input_tokens": p?.usage.prompt_tokens,
+          "gen_ai.usage.output_tokens": p?.usage.completion_tokens,
+          "agentmesh.cost_usd": p?.usage.cost_usd,
         });
       } else {
-        span.setAttributes({ "agentmesh.ok": false, "agentmesh.error_code": outcome.error.code, "agentmesh.retryable": outcome.error.retryable });
+        span.setAttributes({
+          "agentmesh.ok": false,
+          "agentmesh.error_code": outcome.error.code,
+          "agentmesh.retryable": outcome.error.retryable,
+        });
         span.fail(new Error(`${outcome.error.code}: ${outcome.error.message}`));
       }
       return outcome;
@@ -146,13 +218,24 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     }
   };
 
-  async function runTraced(task: OpTask, signal: AbortSignal, taskSpan: SpanHandle, common: SpanAttributeMap): Promise<TaskOutcome> {
+  async function runTraced(
+    task: OpTask,
+    signal: AbortSignal,
+    taskSpan: SpanHandle,
+    common: SpanAttributeMap,
+  ): Promise<TaskOutcome> {
     const spec = findOp(task.role, task.op);
     const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
-    if (task.role !== def.role || !spec || !op) return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
+    if (task.role !== def.role || !spec || !op)
+      return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
     const parsed = compiled(spec.request).safeParse(task.input);
     if (!parsed.success) {
-      return fail(new AgentmeshError("invalid_message", `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`).toWire(def.role));
+      return fail(
+        new AgentmeshError(
+          "invalid_message",
+          `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`,
+        ).toWire(def.role),
+      );
     }
     // made only if the task writes a line at an enabled level
     const log = lazyChild(opts.log, { task_id: task.task_id, op: task.op });
@@ -187,33 +270,53 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
         };
       };
       /** A model call in its own span, with the GenAI attributes of its request and reply. */
-      const traced = <R extends ModelReply<unknown>>(temperature: number | undefined, fn: () => Promise<R>): Promise<R> => {
+      const traced = <R extends ModelReply<unknown>>(
+        temperature: number | undefined,
+        fn: () => Promise<R>,
+      ): Promise<R> => {
         if (!tracing.enabled) return fn();
         const attributes = {
-          ...common, "gen_ai.operation.name": "chat", "gen_ai.system": system, "gen_ai.request.temperature": temperature,
-          "agentmesh.role": task.role, "agentmesh.op": task.op, "agentmesh.task_id": task.task_id, "langfuse.observation.type": "generation",
+          ...common,
+          "gen_ai.operation.name": "chat",
+          "gen_ai.system": system,
+          "gen_ai.request.temperature": temperature,
+          "agentmesh.role": task.role,
+          "agentmesh.op": task.op,
+          "agentmesh.task_id": task.task_id,
+          "langfuse.observation.type": "generation",
         };
         return tracing.run("model_call", { parent: taskSpan.traceparent, kind: "client", attributes }, async (span) => {
           const reply = await fn();
           span.setAttributes({
-            "gen_ai.request.model": reply.model, "gen_ai.response.model": reply.model, "gen_ai.request.temperature": reply.temperature ?? temperature,
-            "gen_ai.usage.input_tokens": reply.usage.prompt_tokens, "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
-            "agentmesh.cost_usd": reply.usage.cost_usd, "agentmesh.tier": reply.tier, "agentmesh.model_requests": reply.usage.model_calls,
+            "gen_ai.request.model": reply.model,
+            "gen_ai.response.model": reply.model,
+            "gen_ai.request.temperature": reply.temperature ?? temperature,
+            "gen_ai.usage.input_tokens": reply.usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
+            "agentmesh.cost_usd": reply.usage.cost_usd,
+            "agentmesh.tier": reply.tier,
+            "agentmesh.model_requests": reply.usage.model_calls,
           });
           return reply;
         });
       };
       const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
-        const reply = await traced(c.temperature, () => model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" }));
+        const reply = await traced(c.temperature, () =>
+          model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" }),
+        );
         account(reply);
         return reply.output;
       };
       const callText = async (c: HandlerTextCall): Promise<string> => {
-        const reply = await traced(c.temperature, () => model.complete({
-          ...base(c),
-          mode: "text",
-          ...(c.stream === true && onToken ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) } : {}),
-        }));
+        const reply = await traced(c.temperature, () =>
+          model.complete({
+            ...base(c),
+            mode: "text",
+            ...(c.stream === true && onToken
+              ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) }
+              : {}),
+          }),
+        );
         account(reply);
         return cutModelText(reply.output);
       };
@@ -221,28 +324,60 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       let promptVersion: string;
       if (isHandler(op)) {
         const ctx: HandlerContext = {
-          taskId: task.task_id, sessionId, attempt: task.attempt, signal, log, prompt: contract, complete: call, completeText: callText,
+          taskId: task.task_id,
+          sessionId,
+          attempt: task.attempt,
+          signal,
+          log,
+          prompt: contract,
+          complete: call,
+          completeText: callText,
           tracing: tracing.enabled,
           annotate: (attributes) => taskSpan.setAttributes(attributes),
-          span: (name, attributes, fn, parent) => tracing.run(name, { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } }, fn),
+          span: (name, attributes, fn, parent) =>
+            tracing.run(
+              name,
+              { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } },
+              fn,
+            ),
         };
         const raw = await op.run(parsed.data, ctx);
         const checked = compiled(spec.response).safeParse(raw);
         if (!checked.success) {
-          return fail(new AgentmeshError("internal", `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`).toWire(def.role));
+          return fail(
+            new AgentmeshError(
+              "internal",
+              `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`,
+            ).toWire(def.role),
+          );
         }
         output = checked.data;
         promptVersion = instructions?.version ?? op.version;
       } else if (isTextPrompt(op)) {
-        const text = await callText({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), stream: op.stream === true, streamOnlyProse: op.streamOnlyProse === true, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
+        const text = await callText({
+          system: systemOf(instructions, op.system),
+          prompt: op.render(parsed.data),
+          stream: op.stream === true,
+          streamOnlyProse: op.streamOnlyProse === true,
+          ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
+        });
         const checked = compiled(spec.response).safeParse(op.toOutput(text, parsed.data));
         if (!checked.success) {
-          throw new AgentmeshError("model_invalid_output", `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`);
+          throw new AgentmeshError(
+            "model_invalid_output",
+            `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`,
+          );
         }
         output = checked.data;
         promptVersion = instructions?.version ?? "unversioned";
       } else {
-        output = await call({ system: systemOf(instructions, op.system), prompt: op.render(parsed.data), schema: spec.response, schemaName: `${task.role}_${task.op}`, ...(op.temperature === undefined ? {} : { temperature: op.temperature }) });
+        output = await call({
+          system: systemOf(instructions, op.system),
+          prompt: op.render(parsed.data),
+          schema: spec.response,
+          schemaName: `${task.role}_${task.op}`,
+          ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
+        });
         promptVersion = instructions?.version ?? "unversioned";
       }
       if (tracing.enabled && op.spanAttributes) {
@@ -251,7 +386,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       }
       opts.crash?.("after-model");
       const latencyMs = performance.now() - started;
-      if (log.isLevelEnabled("info")) log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
+      if (log.isLevelEnabled("info"))
+        log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
       const provenance: Provenance = {
         role: task.role,
         op: task.op,
@@ -266,7 +402,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
     } catch (err) {
       // a typed error (ours, the model port's, a tool's) keeps its code and retryability; anything else is a bug
       const error = AgentmeshError.from(err, `bug in ${def.role}.${task.op}`);
-      if (err instanceof AgentmeshError) log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
+      if (err instanceof AgentmeshError)
+        log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
       else log.error({ err }, "op crashed");
       return fail(error.toWire(def.role));
     }
@@ -281,7 +418,9 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
   checkContracts(def, opts.prompts);
   const log = opts.log.child({ role: def.role });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const metrics = opts.metrics ? roleMetrics(opts.metrics, { role: def.role, naming: opts.naming, lag: consumerLagReader(opts.nc), log }) : null;
+  const metrics = opts.metrics
+    ? roleMetrics(opts.metrics, { role: def.role, naming: opts.naming, lag: consumerLagReader(opts.nc), log })
+    : null;
   const runOp = createOpRunner(def, metrics ? metrics.metered(opts.model) : opts.model, {
     log,
     logPayloads: opts.logPayloads,
@@ -291,7 +430,8 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     tokens: (t) => publisher.publishTokens(t),
     ...(opts.tracing ? { tracing: opts.tracing } : {}),
   });
-  const work: TaskHandler = (task: TaskEnvelope, ctx: TaskContext) => runOp(task, ctx.signal, { traceparent: ctx.traceparent, threadId: ctx.threadId });
+  const work: TaskHandler = (task: TaskEnvelope, ctx: TaskContext) =>
+    runOp(task, ctx.signal, { traceparent: ctx.traceparent, threadId: ctx.threadId });
   const worker = await startWorker(opts.nc, {
     naming: opts.naming,
     role: def.role,
@@ -321,7 +461,14 @@ export async function startAgent(def: AgentDefinition, opts: AgentOptions): Prom
     await micro.addEndpoint(op, opts.naming.rpc(def.role, op), async (data: unknown) => {
       const body = (data ?? {}) as { input?: unknown; task_id?: string; session_id?: string };
       const outcome = await runOp(
-        { task_id: body.task_id ?? "direct0000.0.0.0", session_id: body.session_id ?? "direct0000", role: def.role, op, attempt: 0, input: body.input ?? data },
+        {
+          task_id: body.task_id ?? "direct0000.0.0.0",
+          session_id: body.session_id ?? "direct0000",
+          role: def.role,
+          op,
+          attempt: 0,
+          input: body.input ?? data,
+        },
         AbortSignal.timeout(opts.ackWaitMs),
       );
       if (!outcome.ok) throw AgentmeshError.fromWire(outcome.error);

@@ -139,7 +139,12 @@ export interface HandlerContext {
    * Runs `fn` in a child span of the task's (a tool call, a sandbox run), ended when it settles and
    * failed when it throws; with tracing off `fn` runs directly with a no-op span.
    */
-  span<T>(name: string, attributes: SpanAttributeMap, fn: (span: SpanHandle) => Promise<T>, parent?: SpanHandle): Promise<T>;
+  span<T>(
+    name: string,
+    attributes: SpanAttributeMap,
+    fn: (span: SpanHandle) => Promise<T>,
+    parent?: SpanHandle,
+  ): Promise<T>;
   /** True when spans are recorded: compute costly attributes only then. */
   readonly tracing: boolean;
 }

@@ -1,6 +1,13 @@
 import { AgentmeshError, naming as makeNaming, type RoleName } from "@agentmesh/contracts";
 import { createModelFromConfig, type ModelPort } from "@agentmesh/llm";
-import { crashHook, startProcessMetrics, type Logger, type Metrics, type Stoppable, type Tracing } from "@agentmesh/service-kit";
+import {
+  crashHook,
+  startProcessMetrics,
+  type Logger,
+  type Metrics,
+  type Stoppable,
+  type Tracing,
+} from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { AgentDefinition } from "./definition.js";
 import type { AgentConfig } from "./config.js";
@@ -16,7 +23,10 @@ export interface AgentSetup {
 }
 
 /** Roles whose ops need dependencies (tools, a corpus) build them from the environment at start. */
-export type AgentSetupFactory = (env: Record<string, string | undefined>, log: Logger) => AgentSetup | Promise<AgentSetup>;
+export type AgentSetupFactory = (
+  env: Record<string, string | undefined>,
+  log: Logger,
+) => AgentSetup | Promise<AgentSetup>;
 
 /**
  * What a role folder's `role.ts` exports by default: the role's definition, or (for a role whose
@@ -30,7 +40,11 @@ export function defineRoleSetup(role: RoleName, setup: AgentSetupFactory): RoleM
 }
 
 /** The definitions a role module provides in this environment, and what to close at stop. */
-export async function setUpRole(mod: RoleModule, env: Record<string, string | undefined>, log: Logger): Promise<AgentSetup> {
+export async function setUpRole(
+  mod: RoleModule,
+  env: Record<string, string | undefined>,
+  log: Logger,
+): Promise<AgentSetup> {
   return "setup" in mod ? mod.setup(env, log) : { agents: [mod] };
 }
 
@@ -60,7 +74,8 @@ async function untilProvisioned<T>(log: Logger, role: string, start: () => Promi
       return await start();
     } catch (err) {
       if (!(err instanceof AgentmeshError && err.code === "unavailable")) throw err;
-      if (attempt % 5 === 0) log.warn({ role, msg_detail: err.message }, "waiting for a coordinator to provision the streams");
+      if (attempt % 5 === 0)
+        log.warn({ role, msg_detail: err.message }, "waiting for a coordinator to provision the streams");
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
@@ -101,11 +116,18 @@ export async function startAgentsInProcess(
   const model = deps.model ?? modelFrom(cfg, wanted);
   const crash = crashHook(cfg.crashAt, "agent", deps.log);
   const naming = makeNaming(cfg.prefix);
-  const prompts = deps.prompts ?? loadPromptContracts({ builtinDirs: deps.promptDirs ?? [], overrideDir: cfg.promptsDir });
+  const prompts =
+    deps.prompts ?? loadPromptContracts({ builtinDirs: deps.promptDirs ?? [], overrideDir: cfg.promptsDir });
   // every role's contracts are checked before any role starts taking tasks
   for (const def of wanted) checkContracts(def, prompts);
-  const promptSource = cfg.langfuse ? createLangfusePromptSource({ ...cfg.langfuse, log: deps.log.child({ component: "prompts" }) }) : undefined;
-  if (cfg.langfuse) deps.log.info({ langfuse: new URL(cfg.langfuse.host).origin, ttl_ms: cfg.langfuse.ttlMs }, "prompts from Langfuse, the prompt files as the fallback");
+  const promptSource = cfg.langfuse
+    ? createLangfusePromptSource({ ...cfg.langfuse, log: deps.log.child({ component: "prompts" }) })
+    : undefined;
+  if (cfg.langfuse)
+    deps.log.info(
+      { langfuse: new URL(cfg.langfuse.host).origin, ttl_ms: cfg.langfuse.ttlMs },
+      "prompts from Langfuse, the prompt files as the fallback",
+    );
   deps.log.info({ model: model.name, roles: wanted.map((d) => d.role) }, "starting agents");
   const own = deps.metrics ? null : await startProcessMetrics(cfg.metrics, deps.log);
   const metrics = deps.metrics ?? own?.metrics;
@@ -113,22 +135,24 @@ export async function startAgentsInProcess(
   try {
     for (const def of wanted) {
       agents.push(
-        await untilProvisioned(deps.log, def.role, () => startAgent(def, {
-          nc: deps.nc,
-          naming,
-          model,
-          log: deps.log,
-          concurrency: cfg.concurrency,
-          ackWaitMs: cfg.ackWaitMs,
-          maxDeliver: cfg.maxDeliver,
-          crash,
-          logPayloads: cfg.logPayloads,
-          rpc: cfg.rpc,
-          prompts,
-          ...(promptSource ? { promptSource } : {}),
-          ...(deps.tracing ? { tracing: deps.tracing } : {}),
-          ...(metrics ? { metrics } : {}),
-        })),
+        await untilProvisioned(deps.log, def.role, () =>
+          startAgent(def, {
+            nc: deps.nc,
+            naming,
+            model,
+            log: deps.log,
+            concurrency: cfg.concurrency,
+            ackWaitMs: cfg.ackWaitMs,
+            maxDeliver: cfg.maxDeliver,
+            crash,
+            logPayloads: cfg.logPayloads,
+            rpc: cfg.rpc,
+            prompts,
+            ...(promptSource ? { promptSource } : {}),
+            ...(deps.tracing ? { tracing: deps.tracing } : {}),
+            ...(metrics ? { metrics } : {}),
+          }),
+        ),
       );
     }
   } catch (err) {

@@ -2,7 +2,17 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { AgentmeshError, InboxInput, naming as makeNaming, SCHEMA_VERSION, taskId, type ChatRespondRequest, type AgentAction, type Naming, type SpecialistAnswer } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  InboxInput,
+  naming as makeNaming,
+  SCHEMA_VERSION,
+  taskId,
+  type ChatRespondRequest,
+  type AgentAction,
+  type Naming,
+  type SpecialistAnswer,
+} from "@agentmesh/contracts";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { connectNats, createPublisher, provision } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
@@ -18,9 +28,17 @@ import { metricSample as sample } from "@agentmesh/service-kit/testing";
 // and its consumer's backlog.
 
 const log = createLogger({ service: "test", level: "silent" });
-const prompts = new Map<string, PromptContract>([["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }]]);
+const prompts = new Map<string, PromptContract>([
+  ["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }],
+]);
 const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
-const respond: OpSpec<ChatRespondRequest, AgentAction> = { contract: "chat.chitchat", output: "text", render: (i) => i.brief.task, toOutput: (text) => ({ action: "answer", text }), summarize: () => "s" };
+const respond: OpSpec<ChatRespondRequest, AgentAction> = {
+  contract: "chat.chitchat",
+  output: "text",
+  render: (i) => i.brief.task,
+  toOutput: (text) => ({ action: "answer", text }),
+  summarize: () => "s",
+};
 /** A chat role whose first run of a task fails retryably after its model call (JetStream then redelivers it). */
 function flakyChat() {
   const failed = new Set<string>();
@@ -49,7 +67,16 @@ function flakyChat() {
 const chat = defineAgent({
   role: "chat",
   description: "test",
-  ops: { chitchat: { contract: "chat.chitchat", output: "text", render: (i) => i.question, toOutput: toAnswer, summarize: () => "s" }, respond },
+  ops: {
+    chitchat: {
+      contract: "chat.chitchat",
+      output: "text",
+      render: (i) => i.question,
+      toOutput: toAnswer,
+      summarize: () => "s",
+    },
+    respond,
+  },
 });
 
 let nc: NatsConnection;
@@ -79,14 +106,14 @@ async function freshNaming(): Promise<Naming> {
   });
   cleanups.push(async () => {
     const jsm = await jetstreamManager(nc);
-    for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+    for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`])
+      await jsm.streams.delete(s).catch(() => false);
   });
   return naming;
 }
 
-
 const until = async (cond: () => boolean | Promise<boolean>, what: string) => {
-  for (const end = Date.now() + 15_000; !(await cond()); ) {
+  for (const end = Date.now() + 15_000; !(await cond());) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -106,14 +133,26 @@ describe("an agent process with AGENTMESH_METRICS_PORT=0", () => {
     });
     const model = createScriptedModel(
       [
-        { role: "chat", op: "chitchat", content: "Hello there.", usage: { prompt_tokens: 30, completion_tokens: 5, cost_usd: 0.25 } },
-        { role: "chat", op: "chitchat", content: "Hi again.", usage: { prompt_tokens: 20, completion_tokens: 4, cost_usd: 0.5 } },
+        {
+          role: "chat",
+          op: "chitchat",
+          content: "Hello there.",
+          usage: { prompt_tokens: 30, completion_tokens: 5, cost_usd: 0.25 },
+        },
+        {
+          role: "chat",
+          op: "chitchat",
+          content: "Hi again.",
+          usage: { prompt_tokens: 20, completion_tokens: 4, cost_usd: 0.5 },
+        },
       ],
       { model: "gpt-test" },
     );
     const running = await startAgentsInProcess([flakyChat()], cfg, { nc, log, model, prompts });
     let stopped = false;
-    cleanups.push(async () => { if (!stopped) await running.stop(500); });
+    cleanups.push(async () => {
+      if (!stopped) await running.stop(500);
+    });
     expect(running.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
     const url = running.metricsUrl ?? "";
     const scrape = async () => {
@@ -124,16 +163,27 @@ describe("an agent process with AGENTMESH_METRICS_PORT=0", () => {
 
     const before = await scrape();
     expect(sample(before, "agentmesh_tasks_total", { role: "chat", op: "chitchat", outcome: "completed" })).toBeNull();
-    expect(sample(before, "agentmesh_consumer_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" })).toBe(0);
+    expect(
+      sample(before, "agentmesh_consumer_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" }),
+    ).toBe(0);
     expect(sample(before, "agentmesh_tasks_in_flight", { role: "chat" })).toBe(0);
 
     const results: InboxInput[] = [];
-    const sub = nc.subscribe(`${naming.prefix}.inbox.>`, { callback: (_e, m) => void results.push(InboxInput.parse(m.json())) });
+    const sub = nc.subscribe(`${naming.prefix}.inbox.>`, {
+      callback: (_e, m) => void results.push(InboxInput.parse(m.json())),
+    });
     cleanups.push(async () => sub.unsubscribe());
     const publisher = createPublisher(nc, naming, log, { client: true });
     const sid = `sess${randomBytes(6).toString("hex")}`;
     const task = (index: number, deadlineAt: number | null) => ({
-      v: SCHEMA_VERSION, task_id: taskId(sid, 2, index, 0), session_id: sid, role: "chat" as const, op: "chitchat" as const, attempt: 0, deadline_at: deadlineAt, input: { question: index === 0 ? "a flaky question?" : `question ${index}?` },
+      v: SCHEMA_VERSION,
+      task_id: taskId(sid, 2, index, 0),
+      session_id: sid,
+      role: "chat" as const,
+      op: "chitchat" as const,
+      attempt: 0,
+      deadline_at: deadlineAt,
+      input: { question: index === 0 ? "a flaky question?" : `question ${index}?` },
     });
     // the first fails retryably once after its model call, then completes on its redelivery; the
     // second completes; the third is past its deadline and is not worked
@@ -148,7 +198,10 @@ describe("an agent process with AGENTMESH_METRICS_PORT=0", () => {
     let text = "";
     await until(async () => {
       text = await scrape();
-      return sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "completed" }) === 2 && sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "dropped" }) === 1;
+      return (
+        sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "completed" }) === 2 &&
+        sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "dropped" }) === 1
+      );
     }, "the counters of three settled tasks");
     expect(sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "completed" })).toBe(2);
     expect(sample(text, "agentmesh_tasks_total", { ...chitchat, outcome: "redelivered" })).toBe(1);
@@ -162,8 +215,12 @@ describe("an agent process with AGENTMESH_METRICS_PORT=0", () => {
     expect(sample(text, "agentmesh_model_input_tokens_total", byModel)).toBe(30 + 30 + 20);
     expect(sample(text, "agentmesh_model_output_tokens_total", byModel)).toBe(5 + 5 + 4);
     expect(sample(text, "agentmesh_model_cost_usd_total", byModel)).toBe(1);
-    expect(sample(text, "agentmesh_consumer_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" })).toBe(0);
-    expect(sample(text, "agentmesh_consumer_ack_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" })).toBe(0);
+    expect(
+      sample(text, "agentmesh_consumer_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" }),
+    ).toBe(0);
+    expect(
+      sample(text, "agentmesh_consumer_ack_pending_messages", { stream: naming.streams.tasks, consumer: "role_chat" }),
+    ).toBe(0);
     expect(text).toContain("nodejs_heap_size_used_bytes");
     // no session or task id ever becomes a label value
     expect(text).not.toContain(sid);
@@ -179,16 +236,40 @@ describe("an agent process with AGENTMESH_METRICS_PORT=0", () => {
     const publisher = createPublisher(nc, naming, log, { client: true });
     const sid = `sess${randomBytes(6).toString("hex")}`;
     for (let i = 0; i < 3; i++) {
-      await publisher.publishTask({ v: SCHEMA_VERSION, task_id: taskId(sid, 2, i, 0), session_id: sid, role: "chat", op: "chitchat", attempt: 0, deadline_at: null, input: { question: "waiting?" } });
+      await publisher.publishTask({
+        v: SCHEMA_VERSION,
+        task_id: taskId(sid, 2, i, 0),
+        session_id: sid,
+        role: "chat",
+        op: "chitchat",
+        attempt: 0,
+        deadline_at: null,
+        input: { question: "waiting?" },
+      });
     }
-    const cfg = loadAgentConfig({ NATS_URL: inject("natsUrl"), AGENTMESH_PREFIX: naming.prefix, AGENTMESH_METRICS_PORT: "0", AGENTMESH_TASK_ACK_WAIT_MS: "3000", AGENTMESH_TASK_MAX_DELIVER: "3" });
+    const cfg = loadAgentConfig({
+      NATS_URL: inject("natsUrl"),
+      AGENTMESH_PREFIX: naming.prefix,
+      AGENTMESH_METRICS_PORT: "0",
+      AGENTMESH_TASK_ACK_WAIT_MS: "3000",
+      AGENTMESH_TASK_MAX_DELIVER: "3",
+    });
     // one slot and a model that takes its time: one task is leased, two wait on the server
-    const model = createScriptedModel([0, 1, 2].map(() => ({ role: "chat", op: "chitchat", content: "late", delayMs: 60_000 })));
-    const { metricsUrl, stop } = await startAgentsInProcess([chat], { ...cfg, concurrency: 1 }, { nc, log, model, prompts });
+    const model = createScriptedModel(
+      [0, 1, 2].map(() => ({ role: "chat", op: "chitchat", content: "late", delayMs: 60_000 })),
+    );
+    const { metricsUrl, stop } = await startAgentsInProcess(
+      [chat],
+      { ...cfg, concurrency: 1 },
+      { nc, log, model, prompts },
+    );
     cleanups.push(() => stop(0));
     const scrape = async () => (await fetch(metricsUrl ?? "")).text();
     const consumer = { stream: naming.streams.tasks, consumer: "role_chat" };
-    await until(async () => sample(await scrape(), "agentmesh_consumer_ack_pending_messages", consumer) === 1, "one task leased");
+    await until(
+      async () => sample(await scrape(), "agentmesh_consumer_ack_pending_messages", consumer) === 1,
+      "one task leased",
+    );
     const text = await scrape();
     expect(sample(text, "agentmesh_consumer_pending_messages", consumer)).toBe(2);
     expect(sample(text, "agentmesh_tasks_in_flight", { role: "chat" })).toBe(1);

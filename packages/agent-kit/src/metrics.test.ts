@@ -11,8 +11,11 @@ const log = createLogger({ service: "test", level: "silent" });
 const n = naming("agentmesh");
 const noLag = async () => ({ pending: 4, ackPending: 1 });
 
-
-const idle = (inFlight: number): Worker => ({ stats: { processed: 0, failed: 0, redelivered: 0, dropped: 0, in_flight: inFlight }, alive: () => true, stop: async () => undefined });
+const idle = (inFlight: number): Worker => ({
+  stats: { processed: 0, failed: 0, redelivered: 0, dropped: 0, in_flight: inFlight },
+  alive: () => true,
+  stop: async () => undefined,
+});
 
 describe("an agent role's metrics", () => {
   it("registers exactly the catalogue's agent metrics", () => {
@@ -20,7 +23,9 @@ describe("an agent role's metrics", () => {
     const rm = roleMetrics(metrics, { role: "critic", naming: n, lag: noLag, log });
     rm.metered(createScriptedModel([]));
     rm.watch(idle(0));
-    const agents = Object.values(METRIC_CATALOGUE).filter((m) => m.by.includes("agents")).map((m) => m.name);
+    const agents = Object.values(METRIC_CATALOGUE)
+      .filter((m) => m.by.includes("agents"))
+      .map((m) => m.name);
     expect(metrics.names().sort()).toEqual([...agents].sort());
   });
 
@@ -42,21 +47,45 @@ describe("an agent role's metrics", () => {
     const rm = roleMetrics(metrics, { role: "critic", naming: n, lag: noLag, log });
     const task = { op: "review_answer" } as TaskEnvelope;
     const ctx = { deliveryCount: 1, lastDelivery: false, signal: new AbortController().signal };
-    const ok = rm.timed(async () => ({ ok: false, error: new AgentmeshError("timeout", "slow").toWire(), provenance: null }));
+    const ok = rm.timed(async () => ({
+      ok: false,
+      error: new AgentmeshError("timeout", "slow").toWire(),
+      provenance: null,
+    }));
     const throws = rm.timed(async () => Promise.reject(new Error("bug")));
     await ok(task, ctx);
     await expect(throws(task, ctx)).rejects.toThrow("bug");
-    expect(sample(await metrics.text(), "agentmesh_task_duration_seconds_count", { role: "critic", op: "review_answer" })).toBe(2);
+    expect(
+      sample(await metrics.text(), "agentmesh_task_duration_seconds_count", { role: "critic", op: "review_answer" }),
+    ).toBe(2);
   });
 
   it("counts each answered model call's tokens and cost under the reply's model; a failed call adds nothing", async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     const rm = roleMetrics(metrics, { role: "critic", naming: n, lag: noLag, log });
-    const model = rm.metered(createScriptedModel([
-      { role: "critic", op: "review_plan", output: { ok: true }, usage: { prompt_tokens: 100, completion_tokens: 7, cost_usd: 0.002 } },
-      { role: "critic", op: "review_plan", error: { code: "model_error", message: "502" } },
-    ], { model: "llama3.1" }));
-    const req = { role: "critic", op: "review_plan", system: "s", prompt: "p", input: {}, schema: z.object({ ok: z.boolean() }), schemaName: "x" };
+    const model = rm.metered(
+      createScriptedModel(
+        [
+          {
+            role: "critic",
+            op: "review_plan",
+            output: { ok: true },
+            usage: { prompt_tokens: 100, completion_tokens: 7, cost_usd: 0.002 },
+          },
+          { role: "critic", op: "review_plan", error: { code: "model_error", message: "502" } },
+        ],
+        { model: "llama3.1" },
+      ),
+    );
+    const req = {
+      role: "critic",
+      op: "review_plan",
+      system: "s",
+      prompt: "p",
+      input: {},
+      schema: z.object({ ok: z.boolean() }),
+      schemaName: "x",
+    };
     expect((await model.complete({ ...req, taskId: "t1" })).output).toEqual({ ok: true });
     await expect(model.complete({ ...req, taskId: "t2" })).rejects.toThrow("502");
     const text = await metrics.text();
@@ -84,10 +113,17 @@ describe("an agent role's metrics", () => {
 
   it("leaves the lag out of a scrape when the server cannot be asked, and the scrape still succeeds", async () => {
     const metrics = createMetrics({ defaultMetrics: false });
-    const rm = roleMetrics(metrics, { role: "critic", naming: n, lag: () => Promise.reject(new AgentmeshError("unavailable", "nats down")), log });
+    const rm = roleMetrics(metrics, {
+      role: "critic",
+      naming: n,
+      lag: () => Promise.reject(new AgentmeshError("unavailable", "nats down")),
+      log,
+    });
     rm.watch(idle(0));
     const text = await metrics.text();
     expect(sample(text, "agentmesh_tasks_in_flight", { role: "critic" })).toBe(0);
-    expect(sample(text, "agentmesh_consumer_pending_messages", { stream: n.streams.tasks, consumer: "role_critic" })).toBeNull();
+    expect(
+      sample(text, "agentmesh_consumer_pending_messages", { stream: n.streams.tasks, consumer: "role_critic" }),
+    ).toBeNull();
   });
 });

@@ -1,7 +1,13 @@
 import { findOp, type Naming } from "@agentmesh/contracts";
 import type { ModelPort, ModelReply, ModelRequest } from "@agentmesh/llm";
 import type { ConsumerLagReader, TaskHandler, TaskSettledHook, Worker } from "@agentmesh/messaging";
-import { METRIC_CATALOGUE as M, consumerLagGauges, TASK_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
+import {
+  METRIC_CATALOGUE as M,
+  consumerLagGauges,
+  TASK_SECONDS_BUCKETS,
+  type Logger,
+  type Metrics,
+} from "@agentmesh/service-kit";
 
 /** What one agent role reports to its process's metrics registry. */
 export interface RoleMetrics {
@@ -37,7 +43,10 @@ function meteredModel(model: ModelPort, metrics: Metrics): ModelPort {
 }
 
 /** The metrics of one role in `metrics` (the process's registry), its consumer's lag read with `lag`. */
-export function roleMetrics(metrics: Metrics, opts: { role: string; naming: Naming; lag: ConsumerLagReader; log: Logger }): RoleMetrics {
+export function roleMetrics(
+  metrics: Metrics,
+  opts: { role: string; naming: Naming; lag: ConsumerLagReader; log: Logger },
+): RoleMetrics {
   const { role } = opts;
   const stream = opts.naming.streams.tasks;
   const consumer = opts.naming.consumers.role(role);

@@ -7,7 +7,10 @@ import type { AgentDefinition, OpSpec } from "./definition.js";
  * re-reads its input through the op's request schema, so a role's offline code receives exactly
  * the type its schema declares.
  */
-export function offlineHandlersOf(defs: readonly AgentDefinition[], configHint: string = DEFAULT_CONFIG_HINT): Map<string, OfflineHandler> {
+export function offlineHandlersOf(
+  defs: readonly AgentDefinition[],
+  configHint: string = DEFAULT_CONFIG_HINT,
+): Map<string, OfflineHandler> {
   const handlers = new Map<string, OfflineHandler>();
   for (const def of defs) {
     for (const [name, op] of Object.entries(def.ops as Record<string, OpSpec<unknown, unknown>>)) {
@@ -16,7 +19,11 @@ export function offlineHandlersOf(defs: readonly AgentDefinition[], configHint: 
       if (!offline || !spec) continue;
       handlers.set(offlineKey(def.role, name), (raw, signal) => {
         const input = compiled(spec.request).safeParse(raw);
-        if (!input.success) throw new AgentmeshError("internal", `offline engine: the input for ${def.role}.${name} failed its schema: ${formatZodError(input.error)}`);
+        if (!input.success)
+          throw new AgentmeshError(
+            "internal",
+            `offline engine: the input for ${def.role}.${name} failed its schema: ${formatZodError(input.error)}`,
+          );
         return offline(input.data, { configHint, signal });
       });
     }

@@ -9,7 +9,12 @@ import { loadAgentConfig } from "./config.js";
 // Langfuse is stood in for by a local HTTP server (127.0.0.1, a free port) answering its public
 // prompts API: what is fetched, how often (the cache), and the prompt file when it fails.
 
-const FILE: PromptContract = { id: "orchestrator.decide", version: 1, focus: "f", system: "file: count {{clarification_count}}/{{max_clarifications}}" };
+const FILE: PromptContract = {
+  id: "orchestrator.decide",
+  version: 1,
+  focus: "f",
+  system: "file: count {{clarification_count}}/{{max_clarifications}}",
+};
 const PUBLIC = "pk-lf-test";
 const SECRET = "sk-lf-test-secret";
 
@@ -31,27 +36,56 @@ async function standIn(handler: Handler) {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
 }
 
-const json = (status: number, body: unknown): Handler => (_req, res) => {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify(body));
-};
+const json =
+  (status: number, body: unknown): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify(body));
+  };
 
 /** A source over `host` with a hand-moved clock and the warnings it logs. */
 function sourceFor(host: string, timeoutMs = 2000) {
   const lines: string[] = [];
-  const log = createLogger({ service: "test", level: "warn", destination: { write: (l: string) => void lines.push(l) } });
+  const log = createLogger({
+    service: "test",
+    level: "warn",
+    destination: { write: (l: string) => void lines.push(l) },
+  });
   const clock = { t: 1_000_000 };
-  const source = createLangfusePromptSource({ host, publicKey: PUBLIC, secretKey: SECRET, ttlMs: 60_000, timeoutMs, log, now: () => clock.t });
+  const source = createLangfusePromptSource({
+    host,
+    publicKey: PUBLIC,
+    secretKey: SECRET,
+    ttlMs: 60_000,
+    timeoutMs,
+    log,
+    now: () => clock.t,
+  });
   return { source, clock, warnings: () => lines.filter((l) => l.includes("using the prompt file")) };
 }
 
 describe("prompts from Langfuse, with the prompt file as the fallback", () => {
   it("fetches a text prompt by name with the production label and basic auth, and caches it for the TTL", async () => {
-    const lf = await standIn(json(200, { name: "agent_orchestrator", type: "text", version: 3, prompt: "from Langfuse: {{clarification_count}}/{{max_clarifications}}", labels: ["production"] }));
+    const lf = await standIn(
+      json(200, {
+        name: "agent_orchestrator",
+        type: "text",
+        version: 3,
+        prompt: "from Langfuse: {{clarification_count}}/{{max_clarifications}}",
+        labels: ["production"],
+      }),
+    );
     const { source, clock } = sourceFor(lf.url);
     const first = await source.resolve("agent_orchestrator", FILE);
-    expect(first).toEqual({ text: "from Langfuse: {{clarification_count}}/{{max_clarifications}}", version: "langfuse:agent_orchestrator/v3", source: "langfuse" });
-    expect(lf.requests[0]).toEqual({ url: "/api/public/v2/prompts/agent_orchestrator?label=production", authorization: `Basic ${Buffer.from(`${PUBLIC}:${SECRET}`).toString("base64")}` });
+    expect(first).toEqual({
+      text: "from Langfuse: {{clarification_count}}/{{max_clarifications}}",
+      version: "langfuse:agent_orchestrator/v3",
+      source: "langfuse",
+    });
+    expect(lf.requests[0]).toEqual({
+      url: "/api/public/v2/prompts/agent_orchestrator?label=production",
+      authorization: `Basic ${Buffer.from(`${PUBLIC}:${SECRET}`).toString("base64")}`,
+    });
     // within the TTL: from the cache, concurrent asks included
     await Promise.all([source.resolve("agent_orchestrator", FILE), source.resolve("agent_orchestrator", FILE)]);
     clock.t += 59_999;
@@ -70,10 +104,18 @@ describe("prompts from Langfuse, with the prompt file as the fallback", () => {
   });
 
   it("a 404, a chat prompt or a server error gives the file's text; the miss is cached too, and logged once per name", async () => {
-    for (const handler of [json(404, { message: "not found" }), json(200, { type: "chat", version: 1, prompt: [{ role: "system", content: "x" }] }), json(500, {})]) {
+    for (const handler of [
+      json(404, { message: "not found" }),
+      json(200, { type: "chat", version: 1, prompt: [{ role: "system", content: "x" }] }),
+      json(500, {}),
+    ]) {
       const lf = await standIn(handler);
       const { source, clock, warnings } = sourceFor(lf.url);
-      expect(await source.resolve("agent_orchestrator", FILE)).toEqual({ text: FILE.system, version: "orchestrator.decide/v1", source: "file" });
+      expect(await source.resolve("agent_orchestrator", FILE)).toEqual({
+        text: FILE.system,
+        version: "orchestrator.decide/v1",
+        source: "file",
+      });
       await source.resolve("agent_orchestrator", FILE);
       expect(lf.requests).toHaveLength(1);
       clock.t += 60_000;
@@ -106,7 +148,9 @@ describe("prompts from Langfuse, with the prompt file as the fallback", () => {
 
   it("logs again once Langfuse has served the prompt after a miss", async () => {
     let up = false;
-    const lf = await standIn((req, res) => (up ? json(200, { type: "text", version: 2, prompt: "back" }) : json(503, {}))(req, res));
+    const lf = await standIn((req, res) =>
+      (up ? json(200, { type: "text", version: 2, prompt: "back" }) : json(503, {}))(req, res),
+    );
     const { source, clock, warnings } = sourceFor(lf.url);
     await source.resolve("agent_orchestrator", FILE);
     up = true;
@@ -128,15 +172,26 @@ describe("compileTemplate", () => {
 describe("Langfuse configuration", () => {
   it("is off without its variables, on with all three, and refused with only some", () => {
     expect(loadAgentConfig({}).langfuse).toBeNull();
-    expect(loadAgentConfig({ LANGFUSE_HOST: "http://127.0.0.1:3000", LANGFUSE_PUBLIC_KEY: PUBLIC, LANGFUSE_SECRET_KEY: SECRET, AGENTMESH_PROMPT_CACHE_TTL_MS: "5000" }).langfuse).toEqual({
+    expect(
+      loadAgentConfig({
+        LANGFUSE_HOST: "http://127.0.0.1:3000",
+        LANGFUSE_PUBLIC_KEY: PUBLIC,
+        LANGFUSE_SECRET_KEY: SECRET,
+        AGENTMESH_PROMPT_CACHE_TTL_MS: "5000",
+      }).langfuse,
+    ).toEqual({
       host: "http://127.0.0.1:3000",
       publicKey: PUBLIC,
       secretKey: SECRET,
       ttlMs: 5000,
       timeoutMs: 2000,
     });
-    expect(() => loadAgentConfig({ LANGFUSE_HOST: "http://127.0.0.1:3000", LANGFUSE_SECRET_KEY: SECRET })).toThrow(/LANGFUSE_HOST is set: LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are required too/);
+    expect(() => loadAgentConfig({ LANGFUSE_HOST: "http://127.0.0.1:3000", LANGFUSE_SECRET_KEY: SECRET })).toThrow(
+      /LANGFUSE_HOST is set: LANGFUSE_PUBLIC_KEY and LANGFUSE_SECRET_KEY are required too/,
+    );
     // a bad secret key is never echoed
-    expect(() => loadAgentConfig({ LANGFUSE_HOST: "not a url", LANGFUSE_PUBLIC_KEY: PUBLIC, LANGFUSE_SECRET_KEY: SECRET })).toThrow(/LANGFUSE_HOST/);
+    expect(() =>
+      loadAgentConfig({ LANGFUSE_HOST: "not a url", LANGFUSE_PUBLIC_KEY: PUBLIC, LANGFUSE_SECRET_KEY: SECRET }),
+    ).toThrow(/LANGFUSE_HOST/);
   });
 });

@@ -18,7 +18,11 @@ export interface PromptSource {
   resolve(name: string, file: PromptContract): Promise<ResolvedPrompt>;
 }
 
-const fromFile = (file: PromptContract): ResolvedPrompt => ({ text: file.system, version: contractVersion(file), source: "file" });
+const fromFile = (file: PromptContract): ResolvedPrompt => ({
+  text: file.system,
+  version: contractVersion(file),
+  source: "file",
+});
 
 /** The prompt files only (no registry configured). */
 export const FILE_PROMPTS: PromptSource = { resolve: async (_name, file) => fromFile(file) };
@@ -28,7 +32,9 @@ export const FILE_PROMPTS: PromptSource = { resolve: async (_name, file) => from
  * with no value is left as it is, so a prompt never silently loses text.
  */
 export function compileTemplate(text: string, vars: Readonly<Record<string, string | number>>): string {
-  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) => (Object.hasOwn(vars, name) ? String(vars[name]) : whole));
+  return text.replace(/\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}/g, (whole, name: string) =>
+    Object.hasOwn(vars, name) ? String(vars[name]) : whole,
+  );
 }
 
 /** Langfuse's answer to `GET /api/public/v2/prompts/{name}`: only text prompts are used. */
@@ -72,7 +78,10 @@ export function createLangfusePromptSource(opts: LangfuseOptions): PromptSource 
     const url = `${base}/api/public/v2/prompts/${encodeURIComponent(name)}?label=${encodeURIComponent(label)}`;
     let why: string;
     try {
-      const res = await doFetch(url, { headers: { authorization: auth, accept: "application/json" }, signal: AbortSignal.timeout(opts.timeoutMs) });
+      const res = await doFetch(url, {
+        headers: { authorization: auth, accept: "application/json" },
+        signal: AbortSignal.timeout(opts.timeoutMs),
+      });
       if (res.ok) {
         const parsed = LangfusePrompt.safeParse(await res.json());
         if (parsed.success) {
@@ -85,7 +94,10 @@ export function createLangfusePromptSource(opts: LangfuseOptions): PromptSource 
         why = `HTTP ${res.status}`;
       }
     } catch (err) {
-      why = err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError") ? `no answer within ${opts.timeoutMs} ms` : "unreachable";
+      why =
+        err instanceof Error && (err.name === "TimeoutError" || err.name === "AbortError")
+          ? `no answer within ${opts.timeoutMs} ms`
+          : "unreachable";
     }
     if (!warned.has(name)) {
       warned.add(name);
@@ -111,7 +123,9 @@ export function createLangfusePromptSource(opts: LangfuseOptions): PromptSource 
   return {
     async resolve(name, file) {
       const got = (await lookup(name)).prompt;
-      return got === null ? fromFile(file) : { text: got.text, version: `langfuse:${name}/v${got.version}`, source: "langfuse" };
+      return got === null
+        ? fromFile(file)
+        : { text: got.text, version: `langfuse:${name}/v${got.version}`, source: "langfuse" };
     },
   };
 }

@@ -8,10 +8,16 @@ const dirs: string[] = [];
 const folder = (files: Record<string, unknown>): string => {
   const d = mkdtempSync(join(tmpdir(), "prompts-"));
   dirs.push(d);
-  for (const [name, body] of Object.entries(files)) writeFileSync(join(d, name), typeof body === "string" ? body : JSON.stringify(body));
+  for (const [name, body] of Object.entries(files))
+    writeFileSync(join(d, name), typeof body === "string" ? body : JSON.stringify(body));
   return d;
 };
-const contract = (id: string, version: number, system: string | string[] = `${id} v${version}`) => ({ id, version, focus: "f", system });
+const contract = (id: string, version: number, system: string | string[] = `${id} v${version}`) => ({
+  id,
+  version,
+  focus: "f",
+  system,
+});
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
@@ -33,8 +39,14 @@ describe("prompt contracts", () => {
   });
 
   it("refuse a file whose name and content disagree, a malformed file, and a missing override folder", () => {
-    expect(() => loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": contract("memory.update", 2) })] })).toThrow(/file name says memory.update v1/);
-    expect(() => loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": "{ not json" })] })).toThrow(/invalid prompt contracts/);
-    expect(() => loadPromptContracts({ builtinDirs: [folder({})], overrideDir: "/nonexistent/prompts" })).toThrow(/does not exist/);
+    expect(() =>
+      loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": contract("memory.update", 2) })] }),
+    ).toThrow(/file name says memory.update v1/);
+    expect(() => loadPromptContracts({ builtinDirs: [folder({ "memory.update.v1.json": "{ not json" })] })).toThrow(
+      /invalid prompt contracts/,
+    );
+    expect(() => loadPromptContracts({ builtinDirs: [folder({})], overrideDir: "/nonexistent/prompts" })).toThrow(
+      /does not exist/,
+    );
   });
 });

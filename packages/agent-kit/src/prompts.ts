@@ -14,7 +14,9 @@ export const PromptContract = z.object({
   /** The component's responsibility in one line (the seed's "prompt focus"). */
   focus: z.string().min(1).max(500),
   /** The instructions, as one string or a list of lines. */
-  system: z.union([z.string().min(1), z.array(z.string()).min(1)]).transform((s) => (Array.isArray(s) ? s.join("\n") : s)),
+  system: z
+    .union([z.string().min(1), z.array(z.string()).min(1)])
+    .transform((s) => (Array.isArray(s) ? s.join("\n") : s)),
 });
 export type PromptContract = z.infer<typeof PromptContract>;
 
@@ -56,7 +58,10 @@ function loadFolder(dir: string): Map<string, LoadedContract> {
  * folder (configuration), whose contract for an id replaces the built-in one whatever the
  * versions. Read once at start-up.
  */
-export function loadPromptContracts(opts: { builtinDirs: readonly string[]; overrideDir?: string | undefined }): ReadonlyMap<string, LoadedContract> {
+export function loadPromptContracts(opts: {
+  builtinDirs: readonly string[];
+  overrideDir?: string | undefined;
+}): ReadonlyMap<string, LoadedContract> {
   const all = new Map<string, LoadedContract>();
   for (const dir of opts.builtinDirs) for (const [id, c] of loadFolder(dir)) all.set(id, c);
   if (opts.overrideDir !== undefined) {

@@ -15,6 +15,7 @@ export interface ConversationView {
 export function renderConversation(messages: readonly ChatMessage[], view: ConversationView = {}): string {
   const kept = view.lastTurns === undefined ? messages : messages.slice(-view.lastTurns);
   if (kept.length === 0) return "(none)";
-  const cut = (s: string) => (view.maxTurnChars === undefined || s.length <= view.maxTurnChars ? s : `${s.slice(0, view.maxTurnChars - 1)}…`);
+  const cut = (s: string) =>
+    view.maxTurnChars === undefined || s.length <= view.maxTurnChars ? s : `${s.slice(0, view.maxTurnChars - 1)}…`;
   return kept.map((m) => `${m.role}: ${cut(m.content.trim())}`).join("\n\n");
 }

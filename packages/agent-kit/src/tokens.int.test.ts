@@ -2,7 +2,18 @@ import { randomBytes } from "node:crypto";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { AgentmeshError, InboxInput, naming as makeNaming, SCHEMA_VERSION, SessionEvent, taskId, type AgentAction, type ChatRespondRequest, type Naming, type SpecialistAnswer } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  InboxInput,
+  naming as makeNaming,
+  SCHEMA_VERSION,
+  SessionEvent,
+  taskId,
+  type AgentAction,
+  type ChatRespondRequest,
+  type Naming,
+  type SpecialistAnswer,
+} from "@agentmesh/contracts";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { connectNats, createPublisher, followTokens, provision, type TokenDelta } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
@@ -15,11 +26,20 @@ import type { PromptContract } from "./prompts.js";
 // over a real NATS server: its streamed tokens reach a client before its result reaches the inbox.
 
 const log = createLogger({ service: "test", level: "silent" });
-const prompts = new Map<string, PromptContract>([["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }]]);
-const REPLY = "Streaming over NATS: each delta is a core message on the session's token subject, sent while the model writes.";
+const prompts = new Map<string, PromptContract>([
+  ["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }],
+]);
+const REPLY =
+  "Streaming over NATS: each delta is a core message on the session's token subject, sent while the model writes.";
 const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
 /** The chat role's other op, which these tests never send a task. */
-const respond: OpSpec<ChatRespondRequest, AgentAction> = { contract: "chat.chitchat", output: "text", render: (i) => i.brief.task, toOutput: (text) => ({ action: "answer", text }), summarize: () => "s" };
+const respond: OpSpec<ChatRespondRequest, AgentAction> = {
+  contract: "chat.chitchat",
+  output: "text",
+  render: (i) => i.brief.task,
+  toOutput: (text) => ({ action: "answer", text }),
+  summarize: () => "s",
+};
 
 let agentNc: NatsConnection;
 let clientNc: NatsConnection;
@@ -52,7 +72,8 @@ async function freshNaming(): Promise<Naming> {
   });
   cleanups.push(async () => {
     const jsm = await jetstreamManager(agentNc);
-    for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+    for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`])
+      await jsm.streams.delete(s).catch(() => false);
   });
   return naming;
 }
@@ -63,10 +84,21 @@ type Seen = { kind: "token"; t: TokenDelta } | { kind: "raw"; t: TokenDelta } | 
 async function watch(naming: Naming, sid: string) {
   const timeline: Seen[] = [];
   const untokens = followTokens(clientNc, naming, sid, (t) => timeline.push({ kind: "token", t }));
-  const raw = clientNc.subscribe(naming.tokens(sid), { callback: (_e, m) => { const e = SessionEvent.parse(m.json()); if (e.type === "token") timeline.push({ kind: "raw", t: e }); } });
-  const inbox = clientNc.subscribe(naming.inbox(sid, "chat"), { callback: (_e, m) => void timeline.push({ kind: "result", input: InboxInput.parse(m.json()) }) });
+  const raw = clientNc.subscribe(naming.tokens(sid), {
+    callback: (_e, m) => {
+      const e = SessionEvent.parse(m.json());
+      if (e.type === "token") timeline.push({ kind: "raw", t: e });
+    },
+  });
+  const inbox = clientNc.subscribe(naming.inbox(sid, "chat"), {
+    callback: (_e, m) => void timeline.push({ kind: "result", input: InboxInput.parse(m.json()) }),
+  });
   await clientNc.flush();
-  cleanups.push(async () => { untokens(); raw.unsubscribe(); inbox.unsubscribe(); });
+  cleanups.push(async () => {
+    untokens();
+    raw.unsubscribe();
+    inbox.unsubscribe();
+  });
   return timeline;
 }
 
@@ -85,7 +117,7 @@ async function submit(naming: Naming, sid: string) {
 
 const sessionId = () => `sess${randomBytes(6).toString("hex")}`;
 const until = async (cond: () => boolean, what: string) => {
-  for (const end = Date.now() + 15_000; !cond(); ) {
+  for (const end = Date.now() + 15_000; !cond();) {
     if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 20));
   }
@@ -102,9 +134,29 @@ async function streamedChitchat(content: string, chunkDelayMs: number, flags: { 
   const agent = defineAgent({
     role: "chat",
     description: "test",
-    ops: { chitchat: { contract: "chat.chitchat", output: "text", stream: true, ...flags, render: (i) => i.question, toOutput: toAnswer, summarize: () => "s" }, respond },
+    ops: {
+      chitchat: {
+        contract: "chat.chitchat",
+        output: "text",
+        stream: true,
+        ...flags,
+        render: (i) => i.question,
+        toOutput: toAnswer,
+        summarize: () => "s",
+      },
+      respond,
+    },
   });
-  const running = await startAgent(agent, { nc: agentNc, naming, model, log, concurrency: 1, ackWaitMs: 3000, maxDeliver: 3, prompts });
+  const running = await startAgent(agent, {
+    nc: agentNc,
+    naming,
+    model,
+    log,
+    concurrency: 1,
+    ackWaitMs: 3000,
+    maxDeliver: 3,
+    prompts,
+  });
   cleanups.push(() => running.stop(500));
   const sid = sessionId();
   const timeline = await watch(naming, sid);
@@ -124,8 +176,17 @@ describe("a streaming op run by startAgent over NATS", () => {
     expect(before.length).toBe(tokens.length);
     expect(tokens.map((t) => t.seq)).toEqual(tokens.map((_, i) => i));
     expect(tokens.map((t) => t.delta).join("")).toBe(REPLY);
-    expect(tokens[0]).toMatchObject({ session_id: sid, task_id: taskId(sid, 2, 0, 0), role: "chat", op: "chitchat", attempt: 0 });
-    expect(timeline[firstResult]).toMatchObject({ kind: "result", input: { kind: "result", outcome: { ok: true, output: toAnswer(REPLY) } } });
+    expect(tokens[0]).toMatchObject({
+      session_id: sid,
+      task_id: taskId(sid, 2, 0, 0),
+      role: "chat",
+      op: "chitchat",
+      attempt: 0,
+    });
+    expect(timeline[firstResult]).toMatchObject({
+      kind: "result",
+      input: { kind: "result", outcome: { ok: true, output: toAnswer(REPLY) } },
+    });
   });
 
   it("a prose-only op whose model replies with a JSON object (a tool call) puts nothing on the token subject; its result still comes", async () => {
@@ -159,7 +220,16 @@ describe("a streaming op run by startAgent over NATS", () => {
         respond,
       },
     });
-    const running = await startAgent(agent, { nc: agentNc, naming, model, log, concurrency: 1, ackWaitMs: 3000, maxDeliver: 3, prompts });
+    const running = await startAgent(agent, {
+      nc: agentNc,
+      naming,
+      model,
+      log,
+      concurrency: 1,
+      ackWaitMs: 3000,
+      maxDeliver: 3,
+      prompts,
+    });
     cleanups.push(() => running.stop(500));
     const sid = sessionId();
     const timeline = await watch(naming, sid);
@@ -173,6 +243,8 @@ describe("a streaming op run by startAgent over NATS", () => {
     expect(raw.map((t) => t.delta).join("")).toBe(REPLY + REPLY);
     expect(raw.filter((t) => t.seq === 0)).toHaveLength(2);
     expect(shown.map((t) => t.delta).join("")).toBe(REPLY);
-    expect(timeline.find((e) => e.kind === "result")).toMatchObject({ input: { outcome: { ok: true, output: toAnswer(REPLY) } } });
+    expect(timeline.find((e) => e.kind === "result")).toMatchObject({
+      input: { outcome: { ok: true, output: toAnswer(REPLY) } },
+    });
   });
 });

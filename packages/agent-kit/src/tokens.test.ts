@@ -1,6 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { LIMITS, MAX_TOKEN_DELTA_CHARS, SessionEvent, type AgentAction, type ChatRespondRequest, type SpecialistAnswer, type SpecialistRequest } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  MAX_TOKEN_DELTA_CHARS,
+  SessionEvent,
+  type AgentAction,
+  type ChatRespondRequest,
+  type SpecialistAnswer,
+  type SpecialistRequest,
+} from "@agentmesh/contracts";
 import { createOfflineModel, type ModelPort } from "@agentmesh/llm";
 import { createScriptedModel } from "@agentmesh/llm/testing";
 import { createTokenDedup, type TokenEvent } from "@agentmesh/messaging";
@@ -14,10 +22,25 @@ import { TEXT_CUT_MARKER, cutModelText, keptOnly, proseOnly, splitDelta } from "
 const log = createLogger({ service: "test", level: "silent" });
 const prompts = new Map<string, PromptContract>([
   ["chat.chitchat", { id: "chat.chitchat", version: 1, focus: "Talk.", system: "Be brief." }],
-  ["chat.respond", { id: "chat.respond", version: 1, focus: "Answer or call a tool.", system: "Answer, or reply with a tool call as JSON." }],
+  [
+    "chat.respond",
+    {
+      id: "chat.respond",
+      version: 1,
+      focus: "Answer or call a tool.",
+      system: "Answer, or reply with a tool call as JSON.",
+    },
+  ],
 ]);
 const SID = "sesstokens0001";
-const task = (taskId = `${SID}.4.2.1`) => ({ task_id: taskId, session_id: SID, role: "chat", op: "chitchat", attempt: 1, input: { question: "Tell me about NATS" } });
+const task = (taskId = `${SID}.4.2.1`) => ({
+  task_id: taskId,
+  session_id: SID,
+  role: "chat",
+  op: "chitchat",
+  attempt: 1,
+  input: { question: "Tell me about NATS" },
+});
 const REPLY = "NATS is a messaging system; JetStream adds persistence to it, and core NATS is fire-and-forget.";
 const toAnswer = (text: string): SpecialistAnswer => ({ response_str: text, citations: [] });
 
@@ -30,10 +53,14 @@ const respondOp: RespondOp = {
   stream: true,
   streamOnlyProse: true,
   render: (i) => i.brief.task,
-  toOutput: (text) => (text.trim().startsWith("{") ? { action: "tool", ...(JSON.parse(text) as { tool: string; arguments: Record<string, unknown> }) } : { action: "answer", text: text.trim() }),
+  toOutput: (text) =>
+    text.trim().startsWith("{")
+      ? { action: "tool", ...(JSON.parse(text) as { tool: string; arguments: Record<string, unknown> }) }
+      : { action: "answer", text: text.trim() },
   summarize: (o) => o.action,
 };
-const chatAgent = (op: ChatOp, respond: RespondOp = respondOp) => defineAgent({ role: "chat", description: "test", ops: { chitchat: op, respond } });
+const chatAgent = (op: ChatOp, respond: RespondOp = respondOp) =>
+  defineAgent({ role: "chat", description: "test", ops: { chitchat: op, respond } });
 const textOp = (stream: boolean, offline?: (i: SpecialistRequest) => string, toOutput = toAnswer): ChatOp => ({
   contract: "chat.chitchat",
   output: "text",
@@ -58,7 +85,11 @@ describe("a streaming text op", () => {
   it("publishes each delta of a multi-chunk reply as a token message, numbered in order, before its result", async () => {
     const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY, chunkDelayMs: 2 }]);
     const { outcome, timeline, sent } = await run(textOp(true), model);
-    expect(outcome).toMatchObject({ ok: true, output: toAnswer(REPLY), provenance: { model: "scripted", prompt_version: "chat.chitchat/v1" } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: toAnswer(REPLY),
+      provenance: { model: "scripted", prompt_version: "chat.chitchat/v1" },
+    });
     expect(sent.length).toBeGreaterThanOrEqual(2);
     expect(timeline.at(-1)).toEqual({ kind: "result" });
     expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
@@ -66,7 +97,16 @@ describe("a streaming text op", () => {
     for (const t of sent) {
       // every message is a valid token event of the contracts, on the task's identity
       expect(SessionEvent.safeParse(t).success).toBe(true);
-      expect(t).toMatchObject({ type: "token", session_id: SID, task_id: `${SID}.4.2.1`, role: "chat", op: "chitchat", attempt: 1, version: 4, index: 2 });
+      expect(t).toMatchObject({
+        type: "token",
+        session_id: SID,
+        task_id: `${SID}.4.2.1`,
+        role: "chat",
+        op: "chitchat",
+        attempt: 1,
+        version: 4,
+        index: 2,
+      });
     }
     expect(model.calls).toEqual([expect.objectContaining({ mode: "text" })]);
   });
@@ -96,7 +136,11 @@ describe("a streaming text op", () => {
   it("splits a delta longer than a token message holds (the offline engine answers in one piece)", async () => {
     const long = `${"word ".repeat(1700)}end`;
     // the answer keeps what its schema allows; the stream carries the whole text
-    const op = textOp(true, () => long, (text) => toAnswer(text.slice(0, 4000)));
+    const op = textOp(
+      true,
+      () => long,
+      (text) => toAnswer(text.slice(0, 4000)),
+    );
     const { outcome, sent } = await run(op, createOfflineModel({ handlers: offlineHandlersOf([chatAgent(op)]) }));
     expect(outcome).toMatchObject({ ok: true, output: { response_str: long.slice(0, 4000) } });
     expect(sent.length).toBe(Math.ceil(long.length / MAX_TOKEN_DELTA_CHARS));
@@ -118,17 +162,37 @@ describe("a streaming text op", () => {
   it("text that toOutput cannot make a valid response fails model_invalid_output, retryable", async () => {
     const model = createScriptedModel([{ role: "chat", op: "chitchat", content: "   " }]);
     const { outcome } = await run(textOp(true), model);
-    expect(outcome).toMatchObject({ ok: false, error: { code: "model_invalid_output", retryable: true, component: "chat" } });
+    expect(outcome).toMatchObject({
+      ok: false,
+      error: { code: "model_invalid_output", retryable: true, component: "chat" },
+    });
   });
 });
 
 describe("a streaming op that streams prose only (streamOnlyProse)", () => {
   const brief = { query: "q", task: "q", handoff_context: null, memory: "" };
-  const respondTask = (taskId = `${SID}.5.0.0`) => ({ task_id: taskId, session_id: SID, role: "chat", op: "respond", attempt: 0, input: { brief, messages: [], tools: [{ name: "web_search", description: "search" }], observations: [], tool_rounds_left: 2 } });
+  const respondTask = (taskId = `${SID}.5.0.0`) => ({
+    task_id: taskId,
+    session_id: SID,
+    role: "chat",
+    op: "respond",
+    attempt: 0,
+    input: {
+      brief,
+      messages: [],
+      tools: [{ name: "web_search", description: "search" }],
+      observations: [],
+      tool_rounds_left: 2,
+    },
+  });
   const runRespond = async (content: string, taskId?: string) => {
     const sent: TokenEvent[] = [];
     const model = createScriptedModel([{ role: "chat", op: "respond", content }]);
-    const outcome = await createOpRunner(chatAgent(textOp(true)), model, { log, prompts, tokens: (t) => void sent.push(t) })(respondTask(taskId), new AbortController().signal);
+    const outcome = await createOpRunner(chatAgent(textOp(true)), model, {
+      log,
+      prompts,
+      tokens: (t) => void sent.push(t),
+    })(respondTask(taskId), new AbortController().signal);
     return { outcome, sent };
   };
   const PROSE = `\n\n  ${REPLY}`;
@@ -145,7 +209,10 @@ describe("a streaming op that streams prose only (streamOnlyProse)", () => {
 
   it("publishes nothing of a reply that is a JSON object (a tool call), though the task succeeds", async () => {
     const { outcome, sent } = await runRespond(TOOL_CALL);
-    expect(outcome).toMatchObject({ ok: true, output: { action: "tool", tool: "web_search", arguments: { query: "NATS JetStream persistence" } } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: { action: "tool", tool: "web_search", arguments: { query: "NATS JetStream persistence" } },
+    });
     expect(sent).toEqual([]);
   });
 
@@ -154,7 +221,12 @@ describe("a streaming op that streams prose only (streamOnlyProse)", () => {
     const again = await runRespond(PROSE, `${SID}.6.0.0`);
     expect(again.sent.map((t) => [t.seq, t.delta])).toEqual(first.sent.map((t) => [t.seq, t.delta]));
     const dedup = createTokenDedup();
-    expect([...first.sent, ...again.sent].filter((t) => dedup.accept(t)).map((t) => t.delta).join("")).toBe(REPLY);
+    expect(
+      [...first.sent, ...again.sent]
+        .filter((t) => dedup.accept(t))
+        .map((t) => t.delta)
+        .join(""),
+    ).toBe(REPLY);
   });
 });
 
@@ -217,7 +289,13 @@ describe("a handler op's completeText", () => {
     ]);
     // the scripted model hands a repeated task id the same entry: each call gets its own task id here
     const calls: string[] = [];
-    const wrapped: ModelPort = { name: model.name, complete: ((req: Parameters<ModelPort["complete"]>[0]) => { calls.push(req.prompt); return model.complete({ ...req, taskId: `${req.taskId}-${calls.length}` } as never); }) as ModelPort["complete"] };
+    const wrapped: ModelPort = {
+      name: model.name,
+      complete: ((req: Parameters<ModelPort["complete"]>[0]) => {
+        calls.push(req.prompt);
+        return model.complete({ ...req, taskId: `${req.taskId}-${calls.length}` } as never);
+      }) as ModelPort["complete"],
+    };
     const op = handler(async (ctx) => {
       const a = await ctx.completeText({ prompt: "one", stream: true });
       const b = await ctx.completeText({ prompt: "two" });
@@ -225,7 +303,13 @@ describe("a handler op's completeText", () => {
       return `${a} ${b} ${c}`;
     });
     const { outcome, sent } = await run(op, wrapped);
-    expect(outcome).toMatchObject({ ok: true, output: { response_str: "First part of the text, streamed. Not streamed, used internally. Second streamed part." }, provenance: { usage: { model_calls: 3 } } });
+    expect(outcome).toMatchObject({
+      ok: true,
+      output: {
+        response_str: "First part of the text, streamed. Not streamed, used internally. Second streamed part.",
+      },
+      provenance: { usage: { model_calls: 3 } },
+    });
     expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
     expect(sent.map((t) => t.delta).join("")).toBe("First part of the text, streamed.Second streamed part.");
     expect(calls).toEqual(["one", "two", "three"]);
@@ -238,10 +322,22 @@ describe("a handler op's completeText", () => {
       complete: (async (req: { system: string; mode?: string }) => {
         seen.push(req.system);
         if (req.mode !== "text") throw new Error("text only");
-        return { output: "ok", usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 }, model: "echo", tier: "fast", latencyMs: 0 };
+        return {
+          output: "ok",
+          usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 },
+          model: "echo",
+          tier: "fast",
+          latencyMs: 0,
+        };
       }) as ModelPort["complete"],
     };
-    await run(handler(async (ctx) => `${await ctx.completeText({ prompt: "a" })} ${await ctx.completeText({ prompt: "b", system: "mine" })}`), model);
+    await run(
+      handler(
+        async (ctx) =>
+          `${await ctx.completeText({ prompt: "a" })} ${await ctx.completeText({ prompt: "b", system: "mine" })}`,
+      ),
+      model,
+    );
     expect(seen).toEqual(["Be brief.", "mine"]);
   });
 });

@@ -34,7 +34,12 @@ export function splitDelta(text: string, max: number = MAX_TOKEN_DELTA_CHARS): s
  * messaging's `createTokenDedup`). Best-effort: a publish that fails is logged once and the task
  * goes on; the seq still advances, so a later run numbers the same text the same way.
  */
-export function tokenStreamer(task: StreamingTask, sink: TokenSink, log: Logger, now: () => number = Date.now): (delta: string) => void {
+export function tokenStreamer(
+  task: StreamingTask,
+  sink: TokenSink,
+  log: Logger,
+  now: () => number = Date.now,
+): (delta: string) => void {
   const ids = parseTaskId(task.task_id);
   let seq = 0;
   let warned = false;
@@ -58,7 +63,11 @@ export function tokenStreamer(task: StreamingTask, sink: TokenSink, log: Logger,
           delta: piece,
         });
       } catch (err) {
-        if (!warned) log.warn({ err: (err as Error).message, seq: n }, "cannot publish a token delta; the task goes on without live tokens");
+        if (!warned)
+          log.warn(
+            { err: (err as Error).message, seq: n },
+            "cannot publish a token delta; the task goes on without live tokens",
+          );
         warned = true;
       }
     }
@@ -81,7 +90,8 @@ function head(text: string, n: number): string {
  * over-long reply keeps its start and is marked, rather than failing its op after it streamed
  * (and failing again when the op is retried).
  */
-export const cutModelText = (text: string): string => (text.length <= LIMITS.maxTextChars ? text : head(text, TEXT_KEPT_CHARS) + TEXT_CUT_MARKER);
+export const cutModelText = (text: string): string =>
+  text.length <= LIMITS.maxTextChars ? text : head(text, TEXT_KEPT_CHARS) + TEXT_CUT_MARKER;
 
 /** Wraps one text call's `onToken` to pass on only the start of the reply that `cutModelText` keeps. */
 export function keptOnly(onToken: (delta: string) => void): (delta: string) => void {

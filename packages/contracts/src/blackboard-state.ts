@@ -20,7 +20,11 @@ import {
 } from "./blackboard.js";
 
 const Text = z.string().max(LIMITS.maxTextChars);
-const Index = z.number().int().min(0).max(BLACKBOARD_LIMITS.maxPlanSteps - 1);
+const Index = z
+  .number()
+  .int()
+  .min(0)
+  .max(BLACKBOARD_LIMITS.maxPlanSteps - 1);
 const Version = z.number().int().min(1);
 const Count = z.number().int().nonnegative();
 
@@ -64,7 +68,11 @@ export const PerceptionRecord = z.object({
 });
 export type PerceptionRecord = z.infer<typeof PerceptionRecord>;
 
-export const RetrievalRecord = z.object({ query: RetrieverQuery, strategies: z.array(RetrievalSource).max(3), bundle: RetrievalBundle });
+export const RetrievalRecord = z.object({
+  query: RetrieverQuery,
+  strategies: z.array(RetrievalSource).max(3),
+  bundle: RetrievalBundle,
+});
 export type RetrievalRecord = z.infer<typeof RetrievalRecord>;
 
 /** A plan as recorded on the blackboard: the decision agent's steps plus the coordinator's bookkeeping. */
@@ -99,7 +107,12 @@ export const StepResultRecord = z.object({
 });
 export type StepResultRecord = z.infer<typeof StepResultRecord>;
 
-export const CriticReportRecord = z.object({ plan_version: Version, step_index: Index, retry: Count, report: CriticReport });
+export const CriticReportRecord = z.object({
+  plan_version: Version,
+  step_index: Index,
+  retry: Count,
+  report: CriticReport,
+});
 export type CriticReportRecord = z.infer<typeof CriticReportRecord>;
 
 /** The strategies of the current plan step: which are still awaited and what came back. */
@@ -117,7 +130,12 @@ export const NextAction = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("advance") }),
   z.object({ kind: z.literal("retry"), reason: z.string().max(2000) }),
   z.object({ kind: z.literal("rewrite"), suggestion: z.string().max(2000) }),
-  z.object({ kind: z.literal("ask_human"), question: z.string().max(500), acceptable: z.boolean(), rewrite_suggestion: z.string().max(2000).nullable() }),
+  z.object({
+    kind: z.literal("ask_human"),
+    question: z.string().max(500),
+    acceptable: z.boolean(),
+    rewrite_suggestion: z.string().max(2000).nullable(),
+  }),
   z.object({ kind: z.literal("give_up"), reason: z.string().max(2000) }),
 ]);
 export type NextAction = z.infer<typeof NextAction>;

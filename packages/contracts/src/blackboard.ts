@@ -37,7 +37,11 @@ const L = BLACKBOARD_LIMITS;
 const text = (max: number) => z.string().max(max);
 const line = (max: number) => z.string().min(1).max(max);
 const Probability = z.number().min(0).max(1);
-const Index = z.number().int().min(0).max(L.maxPlanSteps - 1);
+const Index = z
+  .number()
+  .int()
+  .min(0)
+  .max(L.maxPlanSteps - 1);
 const jsonLength = (v: unknown) => JSON.stringify(v).length;
 
 /** The question as the perception agent takes it: 3-5000 characters. */
@@ -62,7 +66,10 @@ export type ExecutionStrategy = z.infer<typeof ExecutionStrategy>;
  */
 export const ToolName = z
   .string()
-  .regex(/^(?:[a-z][a-z0-9_]{0,39}|mcp\.[a-z][a-z0-9_]{0,23}\.[A-Za-z0-9_-]{1,50})$/, "tool names are snake_case (at most 40 characters) or mcp.<server>.<tool>");
+  .regex(
+    /^(?:[a-z][a-z0-9_]{0,39}|mcp\.[a-z][a-z0-9_]{0,23}\.[A-Za-z0-9_-]{1,50})$/,
+    "tool names are snake_case (at most 40 characters) or mcp.<server>.<tool>",
+  );
 /** The pseudo-tool every plan ends with: the executor writes the answer from the accepted results. */
 export const SUMMARIZE_TOOL = "summarize";
 
@@ -105,7 +112,10 @@ const uniqueTools = (list: ReadonlyArray<{ tool: string }>) => new Set(list.map(
 /** The session's memory. The memory agent is stateless: it gets this by value and returns the next one. */
 export const MemoryState = z.object({
   short_term: z.array(MemoryItem).max(L.maxShortTermItems),
-  banned_tools: z.array(z.object({ tool: ToolName, reason: text(200) })).max(L.maxBannedTools).refine(uniqueTools, "a tool is banned twice"),
+  banned_tools: z
+    .array(z.object({ tool: ToolName, reason: text(200) }))
+    .max(L.maxBannedTools)
+    .refine(uniqueTools, "a tool is banned twice"),
   successful_tools: z
     .array(z.object({ tool: ToolName, purpose: text(120), successes: z.number().int().min(1) }))
     .max(L.maxSuccessfulTools),
@@ -124,7 +134,10 @@ export type RetrievalSource = z.infer<typeof RetrievalSource>;
 
 export const RetrievedItem = z
   .object({ source: RetrievalSource, content: line(1000), relevance: Probability, citation: Citation.nullable() })
-  .refine((i) => i.source !== "corpus" || i.citation !== null, { message: "a corpus item needs its citation", path: ["citation"] });
+  .refine((i) => i.source !== "corpus" || i.citation !== null, {
+    message: "a corpus item needs its citation",
+    path: ["citation"],
+  });
 
 /** Context snippets with relevance, a summary and the open questions that show knowledge gaps. */
 export const RetrievalBundle = z
@@ -133,7 +146,10 @@ export const RetrievalBundle = z
     summary: text(2000),
     open_questions: z.array(line(300)).max(10),
   })
-  .refine((b) => b.items.length === 0 || b.summary.trim().length > 0, { message: "a bundle with items needs a summary", path: ["summary"] });
+  .refine((b) => b.items.length === 0 || b.summary.trim().length > 0, {
+    message: "a bundle with items needs a summary",
+    path: ["summary"],
+  });
 export type RetrievalBundle = z.infer<typeof RetrievalBundle>;
 
 // ---------------------------------------------------------------------------------------------
@@ -151,7 +167,10 @@ export const PlanStep = z.object({
     .string()
     .min(L.minStepDescriptionChars)
     .max(300)
-    .refine((s) => s.trim().length >= L.minStepDescriptionChars, `a step description needs at least ${L.minStepDescriptionChars} characters`),
+    .refine(
+      (s) => s.trim().length >= L.minStepDescriptionChars,
+      `a step description needs at least ${L.minStepDescriptionChars} characters`,
+    ),
   tool: ToolName,
   args: z
     .array(ToolArg)
@@ -178,7 +197,9 @@ export type Plan = z.infer<typeof Plan>;
 export const ToolInfo = z.object({
   name: ToolName,
   description: line(500),
-  input_schema: z.record(z.string(), z.unknown()).refine((s) => jsonLength(s) <= 3000, "the input schema is over 3000 characters of JSON"),
+  input_schema: z
+    .record(z.string(), z.unknown())
+    .refine((s) => jsonLength(s) <= 3000, "the input schema is over 3000 characters of JSON"),
 });
 export type ToolInfo = z.infer<typeof ToolInfo>;
 
@@ -189,7 +210,10 @@ export type ToolInfo = z.infer<typeof ToolInfo>;
 export const ToolPerformanceRecord = z.object({
   tool: ToolName,
   /** sha256 (hex) of the canonical JSON of the arguments; null when there were none to digest. */
-  args_digest: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  args_digest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
   latency_ms: z.number().nonnegative(),
   outcome: z.union([z.literal("ok"), ErrorCode]),
   attempt: z.number().int().min(0).max(L.maxToolAttempts),
@@ -283,14 +307,26 @@ export type CriticReport = z.infer<typeof CriticReport>;
 /** perception.perceive: the question itself, or a step result to analyse against the question. */
 export const PerceiveRequest = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("query"), query: BlackboardQuery }),
-  z.object({ kind: z.literal("step_result"), query: BlackboardQuery, step_index: Index, step: PlanStep, result: StepResult }),
+  z.object({
+    kind: z.literal("step_result"),
+    query: BlackboardQuery,
+    step_index: Index,
+    step: PlanStep,
+    result: StepResult,
+  }),
 ]);
 export type PerceiveRequest = z.infer<typeof PerceiveRequest>;
 
 /** What memory.update folds into the memory it is given. */
 export const MemoryEvent = z.discriminatedUnion("kind", [
   z.object({ kind: z.literal("perception"), snapshot: PerceptionSnapshot }),
-  z.object({ kind: z.literal("step"), step_index: Index, step: PlanStep, result: StepResult, critic: CriticReport.nullable() }),
+  z.object({
+    kind: z.literal("step"),
+    step_index: Index,
+    step: PlanStep,
+    result: StepResult,
+    critic: CriticReport.nullable(),
+  }),
   z.object({ kind: z.literal("user_reply"), question_for_human: line(500), text: line(L.queryMaxChars) }),
 ]);
 export type MemoryEvent = z.infer<typeof MemoryEvent>;
@@ -342,7 +378,10 @@ export const ExecuteRequest = z
     context: SummarizeContext.nullable(),
   })
   .refine((r) => r.strategy === "tool" || r.query !== null, { message: "rag and web need a query", path: ["query"] })
-  .refine((r) => (r.step.tool === SUMMARIZE_TOOL) === (r.context !== null), { message: "the summarize step, and only it, carries a context", path: ["context"] });
+  .refine((r) => (r.step.tool === SUMMARIZE_TOOL) === (r.context !== null), {
+    message: "the summarize step, and only it, carries a context",
+    path: ["context"],
+  });
 export type ExecuteRequest = z.infer<typeof ExecuteRequest>;
 
 export const ListToolsRequest = z.object({ max_tools: z.number().int().min(1).max(L.maxTools) });

@@ -98,7 +98,10 @@ export const GatheredPassage = z
     text: z.string().min(1).max(2000),
     citation: HaloCitation.nullable(),
   })
-  .refine((p) => (p.source === "memory") === (p.citation === null), { message: "corpus and web passages are cited, memory ones are not", path: ["citation"] });
+  .refine((p) => (p.source === "memory") === (p.citation === null), {
+    message: "corpus and web passages are cited, memory ones are not",
+    path: ["citation"],
+  });
 export type GatheredPassage = z.infer<typeof GatheredPassage>;
 
 /** `researcher.gather` request: the question, the clarification it got (if any) and the conversation as memory. */
@@ -160,7 +163,10 @@ export const ClarifyData = z.object({
   decisions: z.array(OrchestratorDecision).max(CLARIFY_LIMITS.maxDecisions),
   clarification: ClarificationExchange.nullable(),
   research: GatherResult.nullable(),
-  final_answer: z.string().max(LIMITS.maxTextChars * 2).nullable(),
+  final_answer: z
+    .string()
+    .max(LIMITS.maxTextChars * 2)
+    .nullable(),
   /** The sources the answer cites, `[n]` being the n-th. */
   citations: z.array(HaloCitation).max(CLARIFY_LIMITS.maxPassages),
   error: z.string().max(4000).nullable(),

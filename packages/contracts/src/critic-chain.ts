@@ -54,7 +54,11 @@ const AgentLoop = {
 };
 
 /** One research step's subgraph state; its result is `research_results[step_id]`. */
-export const ResearcherState = z.object({ step_id: z.number().int().nonnegative(), research_step: z.string().max(2000), ...AgentLoop });
+export const ResearcherState = z.object({
+  step_id: z.number().int().nonnegative(),
+  research_step: z.string().max(2000),
+  ...AgentLoop,
+});
 export type ResearcherState = z.infer<typeof ResearcherState>;
 
 /** The expert's subgraph state; its answer is `expert_answer` and `expert_reasoning`. */
@@ -84,8 +88,10 @@ const TurnAction = {
 
 function checkTool(d: { action: "answer" | "tool"; tool: string; arguments_json: string }, ctx: z.RefinementCtx): void {
   if (d.action !== "tool") return;
-  if (d.tool.trim() === "") ctx.addIssue({ code: "custom", path: ["tool"], message: "action tool needs the tool's name" });
-  if (!isJsonObject(d.arguments_json)) ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
+  if (d.tool.trim() === "")
+    ctx.addIssue({ code: "custom", path: ["tool"], message: "action tool needs the tool's name" });
+  if (!isJsonObject(d.arguments_json))
+    ctx.addIssue({ code: "custom", path: ["arguments_json"], message: "arguments_json must be a JSON object" });
 }
 
 /** researcher.research's reply: the step's result, or one tool call. */
@@ -93,7 +99,9 @@ export const ResearchTurn = z.object({ ...TurnAction, result: Text.default("") }
 export type ResearchTurn = z.infer<typeof ResearchTurn>;
 
 /** expert.answer's reply: the answer and its reasoning, or one tool call. */
-export const ExpertTurn = z.object({ ...TurnAction, expert_answer: Text.default(""), expert_reasoning: Text.default("") }).superRefine(checkTool);
+export const ExpertTurn = z
+  .object({ ...TurnAction, expert_answer: Text.default(""), expert_reasoning: Text.default("") })
+  .superRefine(checkTool);
 export type ExpertTurn = z.infer<typeof ExpertTurn>;
 
 /** What a researcher or expert turn is given besides its task: the tools it may call, what they returned so far, and the rounds left (at 0 it must answer). */

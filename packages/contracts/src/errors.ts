@@ -7,9 +7,21 @@ export type Fault = z.infer<typeof Fault>;
 
 /** The closed set of error codes. Each has a fault class and says whether a retry can help. */
 export const ERROR_CODES = {
-  invalid_query: { fault: "caller", retryable: false, summary: "the query is empty, not text, or outside 3-5000 characters" },
-  invalid_config: { fault: "caller", retryable: false, summary: "the service configuration (environment) is invalid; every problem is listed" },
-  invalid_message: { fault: "caller", retryable: false, summary: "a message failed its schema or nests JSON deeper than 64 levels" },
+  invalid_query: {
+    fault: "caller",
+    retryable: false,
+    summary: "the query is empty, not text, or outside 3-5000 characters",
+  },
+  invalid_config: {
+    fault: "caller",
+    retryable: false,
+    summary: "the service configuration (environment) is invalid; every problem is listed",
+  },
+  invalid_message: {
+    fault: "caller",
+    retryable: false,
+    summary: "a message failed its schema or nests JSON deeper than 64 levels",
+  },
   payload_too_large: { fault: "caller", retryable: false, summary: "a message is over the 256 KB limit" },
   unsupported_version: { fault: "caller", retryable: false, summary: "the message schema version is not supported" },
   unknown_session: { fault: "caller", retryable: false, summary: "no such session" },
@@ -17,20 +29,56 @@ export const ERROR_CODES = {
   unknown_workflow: { fault: "caller", retryable: false, summary: "no such workflow" },
   unknown_op: { fault: "caller", retryable: false, summary: "no such role or operation" },
   cancelled: { fault: "caller", retryable: false, summary: "the session was cancelled" },
-  budget_exceeded: { fault: "caller", retryable: false, summary: "a session budget (steps, tokens, cost, wall clock) ran out" },
+  budget_exceeded: {
+    fault: "caller",
+    retryable: false,
+    summary: "a session budget (steps, tokens, cost, wall clock) ran out",
+  },
   model_error: { fault: "upstream", retryable: true, summary: "the model endpoint failed" },
   model_rate_limited: { fault: "upstream", retryable: true, summary: "the model endpoint rate-limited us" },
-  model_invalid_output: { fault: "upstream", retryable: true, summary: "the model's output failed validation (twice in structured mode; once, not retried, in json_object mode)" },
-  model_refused: { fault: "upstream", retryable: false, summary: "the model endpoint rejected the request (auth, bad model name)" },
-  needs_model: { fault: "upstream", retryable: false, summary: "the offline engine cannot answer this; a model is needed" },
+  model_invalid_output: {
+    fault: "upstream",
+    retryable: true,
+    summary: "the model's output failed validation (twice in structured mode; once, not retried, in json_object mode)",
+  },
+  model_refused: {
+    fault: "upstream",
+    retryable: false,
+    summary: "the model endpoint rejected the request (auth, bad model name)",
+  },
+  needs_model: {
+    fault: "upstream",
+    retryable: false,
+    summary: "the offline engine cannot answer this; a model is needed",
+  },
   tool_error: { fault: "upstream", retryable: true, summary: "a tool failed" },
   tool_not_found: { fault: "caller", retryable: false, summary: "no tool of that name is registered" },
-  permission_denied: { fault: "caller", retryable: false, summary: "the caller may not do this (tool not allowed for the role, path outside the allowed roots)" },
-  invalid_tool_input: { fault: "caller", retryable: false, summary: "a tool's arguments failed its input schema or name nothing it can use" },
+  permission_denied: {
+    fault: "caller",
+    retryable: false,
+    summary: "the caller may not do this (tool not allowed for the role, path outside the allowed roots)",
+  },
+  invalid_tool_input: {
+    fault: "caller",
+    retryable: false,
+    summary: "a tool's arguments failed its input schema or name nothing it can use",
+  },
   invalid_tool_output: { fault: "upstream", retryable: false, summary: "a tool's result failed its output schema" },
-  resource_exhausted: { fault: "caller", retryable: false, summary: "code run by a tool went over its memory or output limit" },
-  tool_unavailable: { fault: "upstream", retryable: false, summary: "the tool has no backend configured (e.g. no web search provider)" },
-  sandbox_unavailable: { fault: "upstream", retryable: false, summary: "the isolation a code runner needs is not available here, so the code was not run" },
+  resource_exhausted: {
+    fault: "caller",
+    retryable: false,
+    summary: "code run by a tool went over its memory or output limit",
+  },
+  tool_unavailable: {
+    fault: "upstream",
+    retryable: false,
+    summary: "the tool has no backend configured (e.g. no web search provider)",
+  },
+  sandbox_unavailable: {
+    fault: "upstream",
+    retryable: false,
+    summary: "the isolation a code runner needs is not available here, so the code was not run",
+  },
   timeout: { fault: "timeout", retryable: true, summary: "an operation took longer than its limit" },
   deadline_exceeded: { fault: "timeout", retryable: false, summary: "the task or session deadline passed" },
   unavailable: { fault: "upstream", retryable: true, summary: "NATS or Redis could not be reached" },
@@ -90,7 +138,12 @@ export class AgentmeshError extends Error {
   /** The wire form, cut to fit; `component` names who reported the error when it names none itself. */
   toWire(component: string | null = null): WireError {
     const c = this.component ?? component;
-    return { code: this.code, message: this.message.slice(0, MAX_MESSAGE), retryable: this.retryable, component: c === null ? null : c.slice(0, MAX_COMPONENT) };
+    return {
+      code: this.code,
+      message: this.message.slice(0, MAX_MESSAGE),
+      retryable: this.retryable,
+      component: c === null ? null : c.slice(0, MAX_COMPONENT),
+    };
   }
 
   /** Rebuilds an error from its wire form; a value that is not a `WireError` becomes `internal`. */
@@ -107,8 +160,17 @@ export class AgentmeshError extends Error {
    */
   static from(err: unknown, context?: string): AgentmeshError {
     if (err instanceof AgentmeshError) return err;
-    const what = err instanceof Error ? err.message || err.name : typeof err === "string" ? err : `non-error thrown: ${safeString(err)}`;
-    return new AgentmeshError("internal", context === undefined ? what : `${context}: ${what}`, err === undefined ? {} : { cause: err });
+    const what =
+      err instanceof Error
+        ? err.message || err.name
+        : typeof err === "string"
+          ? err
+          : `non-error thrown: ${safeString(err)}`;
+    return new AgentmeshError(
+      "internal",
+      context === undefined ? what : `${context}: ${what}`,
+      err === undefined ? {} : { cause: err },
+    );
   }
 }
 

@@ -8,7 +8,15 @@ import { SessionStatus } from "./state.js";
 import { HaloCitation } from "./halo.js";
 import { SupervisorAgent } from "./workflows.js";
 import { OrchestratorDecision } from "./clarify.js";
-import { CodeLanguage, HANDOFF_OUTSIDE_MATRIX, HandoffInfo, inHandoffMatrix, LOW_ROUTING_CONFIDENCE, RoutingDecision, VegaLiteSpec } from "./supervisor.js";
+import {
+  CodeLanguage,
+  HANDOFF_OUTSIDE_MATRIX,
+  HandoffInfo,
+  inHandoffMatrix,
+  LOW_ROUTING_CONFIDENCE,
+  RoutingDecision,
+  VegaLiteSpec,
+} from "./supervisor.js";
 
 const Base = {
   v: z.literal(SCHEMA_VERSION),
@@ -34,8 +42,20 @@ export const MAX_TOKEN_DELTA_CHARS = 4000;
 
 /** Lifecycle events on `<p>.events.<sid>` (replayable) and token deltas on `<p>.tokens.<sid>`. */
 export const SessionEvent = z.discriminatedUnion("type", [
-  z.object({ ...Base, type: z.literal("stage"), name: z.string().min(1).max(40), description: z.string().max(2000), status: StageStatus }),
-  z.object({ ...Base, type: z.literal("step"), task_id: z.string(), summary: z.string().max(2000), provenance: Provenance }),
+  z.object({
+    ...Base,
+    type: z.literal("stage"),
+    name: z.string().min(1).max(40),
+    description: z.string().max(2000),
+    status: StageStatus,
+  }),
+  z.object({
+    ...Base,
+    type: z.literal("step"),
+    task_id: z.string(),
+    summary: z.string().max(2000),
+    provenance: Provenance,
+  }),
   z.object({
     ...Base,
     type: z.literal("token"),
@@ -61,7 +81,10 @@ export const SessionEvent = z.discriminatedUnion("type", [
     task_id: z.string().max(200),
     tool: Tool,
     /** The arguments as the workflow dispatched them, at most `LIMITS.maxToolArgsChars` of JSON. */
-    args: JsonObject.refine((a) => jsonLength(a) <= LIMITS.maxToolArgsChars, `the arguments are over ${LIMITS.maxToolArgsChars} characters of JSON`),
+    args: JsonObject.refine(
+      (a) => jsonLength(a) <= LIMITS.maxToolArgsChars,
+      `the arguments are over ${LIMITS.maxToolArgsChars} characters of JSON`,
+    ),
     /** True when `args` was cut to fit. */
     args_truncated: z.boolean(),
     /** The seed's dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
@@ -79,7 +102,13 @@ export const SessionEvent = z.discriminatedUnion("type", [
     /** The dangerous patterns the executor saw in the arguments it ran with; absent when none. */
     flags: ToolFlags.min(1).optional(),
   }),
-  z.object({ ...Base, type: z.literal("error"), code: ErrorCode, message: z.string().max(4000), component: z.string().max(100).nullable() }),
+  z.object({
+    ...Base,
+    type: z.literal("error"),
+    code: ErrorCode,
+    message: z.string().max(4000),
+    component: z.string().max(100).nullable(),
+  }),
   z
     .object({
       ...Base,
@@ -92,7 +121,10 @@ export const SessionEvent = z.discriminatedUnion("type", [
       /** Where the whole text is, when `truncated`. */
       full_text_at: z.string().max(300).optional(),
     })
-    .refine((e) => jsonLength(e) <= LIMITS.maxCompleteEventBytes, `a complete event is over ${LIMITS.maxCompleteEventBytes} characters of JSON`),
+    .refine(
+      (e) => jsonLength(e) <= LIMITS.maxCompleteEventBytes,
+      `a complete event is over ${LIMITS.maxCompleteEventBytes} characters of JSON`,
+    ),
   z
     .object({ ...Base, type: z.literal("routing"), ...RoutingDecision.shape })
     .refine((e) => e.is_low_confidence === e.confidence < LOW_ROUTING_CONFIDENCE, {
@@ -149,7 +181,11 @@ export type SessionEvent = z.infer<typeof SessionEvent>;
 export type SessionEventType = SessionEvent["type"];
 
 /** An event before the runtime stamps its identity (what a workflow's step() emits). */
-export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent ? Omit<E, "v" | "session_id" | "version" | "index" | "at"> : never) : never;
+export type EventDraft = SessionEvent extends infer E
+  ? E extends SessionEvent
+    ? Omit<E, "v" | "session_id" | "version" | "index" | "at">
+    : never
+  : never;
 
 /**
  * The ops whose streamed model text is the session's final answer verbatim (seed 002's streaming
@@ -160,7 +196,12 @@ export type EventDraft = SessionEvent extends infer E ? (E extends SessionEvent 
  * are not here; nor is an op that streams text the workflow then rewrites (the code agent's answer
  * is composed by the workflow), since the gateway would send text that is not the answer.
  */
-export const ANSWER_OPS: ReadonlySet<string> = new Set<string>(["chat.respond", "researcher.finalize", "writer.finalize", "analyst.summarize"]);
+export const ANSWER_OPS: ReadonlySet<string> = new Set<string>([
+  "chat.respond",
+  "researcher.finalize",
+  "writer.finalize",
+  "analyst.summarize",
+]);
 
 /** The JetStream message id of one bare event (as events went out before batches, and still do when one fits only alone). */
 export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;
@@ -171,7 +212,8 @@ export const eventMsgId = (sid: string, version: number, index: number) => `${si
  * is a duplicate; and it never equals a bare event's id, so a batch is not mistaken for a bare
  * event an earlier version published before a crash (readers skip the events they already had).
  */
-export const eventBatchMsgId = (sid: string, version: number, first: number, count: number) => `${sid}:${version}:${first}+${count}`;
+export const eventBatchMsgId = (sid: string, version: number, first: number, count: number) =>
+  `${sid}:${version}:${first}+${count}`;
 
 /**
  * What one message on `<p>.events.<sid>` carries: the events of one transition of one session, in
@@ -192,9 +234,17 @@ export const EventBatch = z
     let last = -1;
     for (const [i, e] of b.events.entries()) {
       if (e.session_id !== b.session_id || e.version !== b.version) {
-        ctx.addIssue({ code: "custom", path: ["events", i], message: `event ${e.session_id} v${e.version} in a batch of ${b.session_id} v${b.version}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["events", i],
+          message: `event ${e.session_id} v${e.version} in a batch of ${b.session_id} v${b.version}`,
+        });
       } else if (e.index <= last) {
-        ctx.addIssue({ code: "custom", path: ["events", i], message: `event index ${e.index} after ${last}: a batch is in index order` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["events", i],
+          message: `event index ${e.index} after ${last}: a batch is in index order`,
+        });
       }
       last = e.index;
     }

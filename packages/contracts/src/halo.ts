@@ -84,14 +84,23 @@ export const SpecialistOutput = z
     /** From dispatch to its answer, failure or the join. */
     latency_ms: z.number().int().nonnegative(),
   })
-  .refine((o) => (o.status === "answered") === (o.error_code === null), { message: "an unavailable specialist has an error code, an answered one none", path: ["error_code"] })
-  .refine((o) => o.status === "answered" || o.citations.length === 0, { message: "an unavailable specialist cites nothing", path: ["citations"] });
+  .refine((o) => (o.status === "answered") === (o.error_code === null), {
+    message: "an unavailable specialist has an error code, an answered one none",
+    path: ["error_code"],
+  })
+  .refine((o) => o.status === "answered" || o.citations.length === 0, {
+    message: "an unavailable specialist cites nothing",
+    path: ["citations"],
+  });
 export type SpecialistOutput = z.infer<typeof SpecialistOutput>;
 
 const Question = z.string().min(1).max(LIMITS.maxTextChars);
 
 /** `planner.capabilities` request: the question and what this deployment can serve (the plan may name only these, and chitchat). */
-export const CapabilitiesRequest = z.object({ question: Question, available: z.array(Capability).min(1).max(MAX_CAPABILITIES) });
+export const CapabilitiesRequest = z.object({
+  question: Question,
+  available: z.array(Capability).min(1).max(MAX_CAPABILITIES),
+});
 export type CapabilitiesRequest = z.infer<typeof CapabilitiesRequest>;
 
 /**

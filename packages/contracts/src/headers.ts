@@ -21,9 +21,18 @@ export const Traceparent = z.string().regex(/^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a
  * carried a traceparent), else null.
  */
 export const SessionTrace = z.object({
-  trace_id: z.string().regex(/^[0-9a-f]{32}$/).refine((s) => /[^0]/.test(s), "an all-zero trace id is invalid"),
-  root_span_id: z.string().regex(/^[0-9a-f]{16}$/).refine((s) => /[^0]/.test(s), "an all-zero span id is invalid"),
-  parent_span_id: z.string().regex(/^[0-9a-f]{16}$/).nullable(),
+  trace_id: z
+    .string()
+    .regex(/^[0-9a-f]{32}$/)
+    .refine((s) => /[^0]/.test(s), "an all-zero trace id is invalid"),
+  root_span_id: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .refine((s) => /[^0]/.test(s), "an all-zero span id is invalid"),
+  parent_span_id: z
+    .string()
+    .regex(/^[0-9a-f]{16}$/)
+    .nullable(),
   sampled: z.boolean(),
 });
 export type SessionTrace = z.infer<typeof SessionTrace>;

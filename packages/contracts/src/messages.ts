@@ -38,13 +38,17 @@ export const Attachment = z
     content: z
       .string()
       .max(LIMITS.maxAttachmentChars)
-      .refine((c) => !CONTROL_CHARS.test(c), "an attachment's content must be text (no control characters but tab and newline)"),
+      .refine(
+        (c) => !CONTROL_CHARS.test(c),
+        "an attachment's content must be text (no control characters but tab and newline)",
+      ),
   })
   .strict();
 export type Attachment = z.infer<typeof Attachment>;
 
 /** The bytes `content` takes at its largest on the bus: UTF-8, as a JSON string inside another (see `LIMITS.maxAttachmentBytes`). */
-export const attachmentBytes = (content: string): number => new TextEncoder().encode(JSON.stringify(JSON.stringify(content))).length;
+export const attachmentBytes = (content: string): number =>
+  new TextEncoder().encode(JSON.stringify(JSON.stringify(content))).length;
 
 /**
  * A session's attachments: at most `LIMITS.maxAttachments`, with at most `LIMITS.maxAttachmentChars`
@@ -155,8 +159,10 @@ export function checkQuery(query: unknown): { ok: true; query: string } | { ok: 
   if (typeof query !== "string") return { ok: false, reason: "the query must be text" };
   const q = query.trim();
   if (q.length === 0) return { ok: false, reason: "the query is empty" };
-  if (q.length < LIMITS.queryMinChars) return { ok: false, reason: `the query is shorter than ${LIMITS.queryMinChars} characters` };
-  if (q.length > LIMITS.queryMaxChars) return { ok: false, reason: `the query is longer than ${LIMITS.queryMaxChars} characters (${q.length})` };
+  if (q.length < LIMITS.queryMinChars)
+    return { ok: false, reason: `the query is shorter than ${LIMITS.queryMinChars} characters` };
+  if (q.length > LIMITS.queryMaxChars)
+    return { ok: false, reason: `the query is longer than ${LIMITS.queryMaxChars} characters (${q.length})` };
   return { ok: true, query: q };
 }
 
@@ -195,8 +201,20 @@ export const InboxInput = z.discriminatedUnion("kind", [
     /** What the thread's latest session handed on (clarify's count); absent = nothing. */
     carry: ThreadCarry.optional(),
   }),
-  z.object({ ...InboxBase, kind: z.literal("result"), task_id: TaskId, role: z.string().max(40), op: z.string().max(40), outcome: TaskOutcome }),
-  z.object({ ...InboxBase, kind: z.literal("timer"), task_id: TaskId.nullable(), reason: z.enum(["task_deadline", "session_deadline"]) }),
+  z.object({
+    ...InboxBase,
+    kind: z.literal("result"),
+    task_id: TaskId,
+    role: z.string().max(40),
+    op: z.string().max(40),
+    outcome: TaskOutcome,
+  }),
+  z.object({
+    ...InboxBase,
+    kind: z.literal("timer"),
+    task_id: TaskId.nullable(),
+    reason: z.enum(["task_deadline", "session_deadline"]),
+  }),
   z.object({ ...InboxBase, kind: z.literal("user_reply"), text: z.string().min(1).max(LIMITS.queryMaxChars) }),
   z.object({ ...InboxBase, kind: z.literal("cancel"), reason: z.string().max(500) }),
 ]);

@@ -16,10 +16,26 @@ import {
   StepResult,
   ToolList,
 } from "./blackboard.js";
-import { CapabilitiesRequest, CapabilitiesResult, McpAnswerRequest, RetrieverAnswerRequest, SpecialistAnswer, SpecialistRequest } from "./halo.js";
+import {
+  CapabilitiesRequest,
+  CapabilitiesResult,
+  McpAnswerRequest,
+  RetrieverAnswerRequest,
+  SpecialistAnswer,
+  SpecialistRequest,
+} from "./halo.js";
 import { RoutingResult } from "./supervisor.js";
 import { ExpertTurn, RejectedAnswer, RejectedPlan, ResearchTurn, ToolTurn } from "./critic-chain.js";
-import { AskRequest, AskResult, DecideRequest, DecideResult, GatherRequest, GatherResult, SynthesizeRequest, SynthesizeResult } from "./clarify.js";
+import {
+  AskRequest,
+  AskResult,
+  DecideRequest,
+  DecideResult,
+  GatherRequest,
+  GatherResult,
+  SynthesizeRequest,
+  SynthesizeResult,
+} from "./clarify.js";
 import {
   AgentAction,
   ChatRespondRequest,
@@ -93,7 +109,11 @@ export const ROLES = {
       }),
       z.object({ research_steps: Steps, expert_steps: Steps.min(1) }),
     ),
-    capabilities: op("Pick the halo specialists a question needs: one json_object model call at temperature 0, never retried", CapabilitiesRequest, CapabilitiesResult),
+    capabilities: op(
+      "Pick the halo specialists a question needs: one json_object model call at temperature 0, never retried",
+      CapabilitiesRequest,
+      CapabilitiesResult,
+    ),
   },
   critic: {
     review_plan: op(
@@ -103,7 +123,12 @@ export const ROLES = {
     ),
     review_research: op(
       "Review one research result",
-      z.object({ message: OrchestratorMessage, question: Text, research_step: z.string().max(2000), research_result: Text }),
+      z.object({
+        message: OrchestratorMessage,
+        question: Text,
+        research_step: z.string().max(2000),
+        research_result: Text,
+      }),
       CriticVerdict,
     ),
     review_answer: op(
@@ -111,7 +136,11 @@ export const ROLES = {
       z.object({ message: OrchestratorMessage, question: Text, expert_answer: Text, expert_reasoning: Text }),
       CriticVerdict,
     ),
-    report: op("Score a blackboard step result: quality, hallucination risk, issues, acceptability, human escalation", ReportRequest, CriticReport),
+    report: op(
+      "Score a blackboard step result: quality, hallucination risk, issues, acceptability, human escalation",
+      ReportRequest,
+      CriticReport,
+    ),
   },
   researcher: {
     research: op(
@@ -127,11 +156,31 @@ export const ROLES = {
       }),
       ResearchTurn,
     ),
-    search: op("The research agent's search_agent node: call a search tool, hand off, or end the search", ResearchSearchRequest, AgentAction),
-    analyze: op("The research agent's analyze node: read the sources for the scenario", ResearchAnalyzeRequest, ResearchAnalysis),
-    synthesize: op("The research agent's synthesize node (streamed): the findings, for the scenario", ResearchSynthesizeRequest, ResearchSynthesis),
-    finalize: op("The research agent's finalize node (streamed): the cited report", ResearchFinalizeRequest, ResearchReport),
-    gather: op("clarify's research agent: passages from the corpus, the web when configured and the conversation, each corpus and web one cited", GatherRequest, GatherResult),
+    search: op(
+      "The research agent's search_agent node: call a search tool, hand off, or end the search",
+      ResearchSearchRequest,
+      AgentAction,
+    ),
+    analyze: op(
+      "The research agent's analyze node: read the sources for the scenario",
+      ResearchAnalyzeRequest,
+      ResearchAnalysis,
+    ),
+    synthesize: op(
+      "The research agent's synthesize node (streamed): the findings, for the scenario",
+      ResearchSynthesizeRequest,
+      ResearchSynthesis,
+    ),
+    finalize: op(
+      "The research agent's finalize node (streamed): the cited report",
+      ResearchFinalizeRequest,
+      ResearchReport,
+    ),
+    gather: op(
+      "clarify's research agent: passages from the corpus, the web when configured and the conversation, each corpus and web one cited",
+      GatherRequest,
+      GatherResult,
+    ),
   },
   expert: {
     answer: op(
@@ -168,71 +217,148 @@ export const ROLES = {
     ),
   },
   perception: {
-    perceive: op("Extract entities, intent, constraints and sub-goals from the query or a step result", PerceiveRequest, PerceptionSnapshot),
+    perceive: op(
+      "Extract entities, intent, constraints and sub-goals from the query or a step result",
+      PerceiveRequest,
+      PerceptionSnapshot,
+    ),
   },
   memory: {
-    update: op("Fold a perception, a step outcome or a person's reply into the memory given by value", MemoryUpdateRequest, MemoryState),
+    update: op(
+      "Fold a perception, a step outcome or a person's reply into the memory given by value",
+      MemoryUpdateRequest,
+      MemoryState,
+    ),
   },
   retriever: {
     retrieve: op("Retrieve context from session memory, the corpus and the web", RetrieveRequest, RetrievalBundle),
-    answer: op("Answer from the corpus (halo's rag) or the web (halo's web), citing the passages or pages used", RetrieverAnswerRequest, SpecialistAnswer),
+    answer: op(
+      "Answer from the corpus (halo's rag) or the web (halo's web), citing the passages or pages used",
+      RetrieverAnswerRequest,
+      SpecialistAnswer,
+    ),
   },
   decision: {
     plan: op("Plan (or rewrite) a bounded list of tool steps ending in summarize", PlanRequest, Plan),
   },
   executor: {
-    execute: op("Run one plan step with one strategy (tool, rag, web) under the safe executor", ExecuteRequest, StepResult),
+    execute: op(
+      "Run one plan step with one strategy (tool, rag, web) under the safe executor",
+      ExecuteRequest,
+      StepResult,
+    ),
     list_tools: op("List the tools the executor can run, for the planner", ListToolsRequest, ToolList),
-    call: op("Run one tool call (code runs included) under the safe executor, allowed only among the caller's tools", ToolCallRequest, ToolCallOutcome),
+    call: op(
+      "Run one tool call (code runs included) under the safe executor, allowed only among the caller's tools",
+      ToolCallRequest,
+      ToolCallOutcome,
+    ),
   },
   graph: {
-    answer: op("Answer from the knowledge graph of triples, citing each triple used by its source", SpecialistRequest, SpecialistAnswer),
+    answer: op(
+      "Answer from the knowledge graph of triples, citing each triple used by its source",
+      SpecialistRequest,
+      SpecialistAnswer,
+    ),
   },
   mcp: {
-    answer: op("Answer through the MCP server named in the task: pick one of its tools, call it, cite its links and resources", McpAnswerRequest, SpecialistAnswer),
+    answer: op(
+      "Answer through the MCP server named in the task: pick one of its tools, call it, cite its links and resources",
+      McpAnswerRequest,
+      SpecialistAnswer,
+    ),
   },
   chat: {
     chitchat: op("Small talk: greet, thank, say what the system can do", SpecialistRequest, SpecialistAnswer),
-    respond: op("The supervisor's chat agent node (streamed): answer, call a tool or hand off", ChatRespondRequest, AgentAction),
+    respond: op(
+      "The supervisor's chat agent node (streamed): answer, call a tool or hand off",
+      ChatRespondRequest,
+      AgentAction,
+    ),
   },
   router: {
-    route: op("Pick the supervisor's agent for a query: {agent, confidence, reason} (fast tier)", RouteRequest, RoutingResult),
+    route: op(
+      "Pick the supervisor's agent for a query: {agent, confidence, reason} (fast tier)",
+      RouteRequest,
+      RoutingResult,
+    ),
   },
   coder: {
-    generate: op("The code agent's generate node: code to run in the sandbox (fixing the last run's error), a handoff, or an answer", CodeGenerateRequest, CoderAction),
+    generate: op(
+      "The code agent's generate node: code to run in the sandbox (fixing the last run's error), a handoff, or an answer",
+      CodeGenerateRequest,
+      CoderAction,
+    ),
   },
   writer: {
-    analyze: op("The writing agent's analyze node: type, tone, audience and key points, or a handoff to research", WritingAnalyzeRequest, WritingAnalysis),
+    analyze: op(
+      "The writing agent's analyze node: type, tone, audience and key points, or a handoff to research",
+      WritingAnalyzeRequest,
+      WritingAnalysis,
+    ),
     outline: op("The writing agent's outline node", WritingOutlineRequest, WritingOutline),
     write: op("The writing agent's write node (streamed): the draft", WritingWriteRequest, WritingDraft),
     finalize: op("The writing agent's finalize node (streamed): the final text", WritingFinalizeRequest, WritingFinal),
-    synthesize: op("clarify's synthesis agent (streamed): the answer from the gathered passages, citing them as [n]", SynthesizeRequest, SynthesizeResult),
+    synthesize: op(
+      "clarify's synthesis agent (streamed): the answer from the gathered passages, citing them as [n]",
+      SynthesizeRequest,
+      SynthesizeResult,
+    ),
   },
   analyst: {
-    plan: op("The data agent's plan node: the analysis plan and whether to chart, or a handoff to code", DataPlanRequest, DataPlan),
-    generate: op("The data agent's generate node: Python (standard library) over DATA_TEXT, and a chart spec without data", DataGenerateRequest, DataCode),
+    plan: op(
+      "The data agent's plan node: the analysis plan and whether to chart, or a handoff to code",
+      DataPlanRequest,
+      DataPlan,
+    ),
+    generate: op(
+      "The data agent's generate node: Python (standard library) over DATA_TEXT, and a chart spec without data",
+      DataGenerateRequest,
+      DataCode,
+    ),
     summarize: op("The data agent's summarize node (streamed): what the run found", DataSummarizeRequest, DataSummary),
   },
   orchestrator: {
-    decide: op("clarify's Layer 3: CLARIFICATION or RESEARCH for the latest message, as free text (prompt agent_orchestrator, temperature 0.3)", DecideRequest, DecideResult),
+    decide: op(
+      "clarify's Layer 3: CLARIFICATION or RESEARCH for the latest message, as free text (prompt agent_orchestrator, temperature 0.3)",
+      DecideRequest,
+      DecideResult,
+    ),
   },
   clarifier: {
-    ask: op("clarify's clarification agent: one question that resolves what the latest message leaves open", AskRequest, AskResult),
+    ask: op(
+      "clarify's clarification agent: one question that resolves what the latest message leaves open",
+      AskRequest,
+      AskResult,
+    ),
   },
 } as const;
 
 export type Roles = typeof ROLES;
 export type RoleName = keyof Roles;
 export type OpName<R extends RoleName> = keyof Roles[R] & string;
-export type OpRequest<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends { request: infer S extends z.ZodType } ? z.infer<S> : never;
-export type OpResponse<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends { response: infer S extends z.ZodType } ? z.infer<S> : never;
+export type OpRequest<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends {
+  request: infer S extends z.ZodType;
+}
+  ? z.infer<S>
+  : never;
+export type OpResponse<R extends RoleName, O extends OpName<R>> = Roles[R][O] extends {
+  response: infer S extends z.ZodType;
+}
+  ? z.infer<S>
+  : never;
 
 export const RoleName = z.enum(Object.keys(ROLES) as [RoleName, ...RoleName[]]);
 export const ROLE_NAMES = RoleName.options;
 
 /** Looks up an op's definition; null when the role or op is unknown. */
-export function findOp(role: string, opName: string): { description: string; request: z.ZodType; response: z.ZodType } | null {
-  const r = (ROLES as Record<string, Record<string, { description: string; request: z.ZodType; response: z.ZodType }>>)[role];
+export function findOp(
+  role: string,
+  opName: string,
+): { description: string; request: z.ZodType; response: z.ZodType } | null {
+  const r = (ROLES as Record<string, Record<string, { description: string; request: z.ZodType; response: z.ZodType }>>)[
+    role
+  ];
   if (!r || !Object.hasOwn(r, opName)) return null;
   return r[opName] ?? null;
 }
@@ -240,6 +366,10 @@ export function findOp(role: string, opName: string): { description: string; req
 /** Every (role, op) pair, for provisioning and discovery. */
 export function listOps(): Array<{ role: RoleName; op: string; description: string }> {
   return ROLE_NAMES.flatMap((role) =>
-    Object.entries(ROLES[role] as Record<string, { description: string }>).map(([o, d]) => ({ role, op: o, description: d.description })),
+    Object.entries(ROLES[role] as Record<string, { description: string }>).map(([o, d]) => ({
+      role,
+      op: o,
+      description: d.description,
+    })),
   );
 }

@@ -10,11 +10,24 @@ import { HaloData } from "./halo.js";
 import { SupervisorData } from "./supervisor-state.js";
 import { ToolName } from "./blackboard.js";
 import { MAX_OFFERED_TOOLS } from "./supervisor-ops.js";
-import { CHAIN_MESSAGES, CRITIC_CHAIN_TOOL_ROUNDS, ChainMessage, ExpertState, ResearcherState } from "./critic-chain.js";
+import {
+  CHAIN_MESSAGES,
+  CRITIC_CHAIN_TOOL_ROUNDS,
+  ChainMessage,
+  ExpertState,
+  ResearcherState,
+} from "./critic-chain.js";
 import { ClarifyData } from "./clarify.js";
 
 /** Where a session is in its life. Everything but `running` and `awaiting_user` is terminal. */
-export const SessionStatus = z.enum(["running", "awaiting_user", "completed", "failed", "cancelled", "budget_exceeded"]);
+export const SessionStatus = z.enum([
+  "running",
+  "awaiting_user",
+  "completed",
+  "failed",
+  "cancelled",
+  "budget_exceeded",
+]);
 export type SessionStatus = z.infer<typeof SessionStatus>;
 export const TERMINAL_STATUSES: readonly SessionStatus[] = ["completed", "failed", "cancelled", "budget_exceeded"];
 export const isTerminal = (s: SessionStatus) => TERMINAL_STATUSES.includes(s);
@@ -86,7 +99,16 @@ export type SessionMeta = z.infer<typeof SessionMeta>;
 const Text = z.string().max(LIMITS.maxTextChars);
 
 /** critic-chain's steps, named as in seed 004. */
-export const CriticChainStep = z.enum(["input", "planner", "critic_planner", "researcher", "critic_researcher", "expert", "critic_expert", "finalizer"]);
+export const CriticChainStep = z.enum([
+  "input",
+  "planner",
+  "critic_planner",
+  "researcher",
+  "critic_researcher",
+  "expert",
+  "critic_expert",
+  "finalizer",
+]);
 export type CriticChainStep = z.infer<typeof CriticChainStep>;
 const Decision = z.enum(["approve", "reject"]).nullable();
 
@@ -133,7 +155,13 @@ export const CriticChainData = z.object({
 export type CriticChainData = z.infer<typeof CriticChainData>;
 
 /** Workflow data, a union keyed by `workflow`. */
-export const SessionData = z.discriminatedUnion("workflow", [CriticChainData, BlackboardData, HaloData, SupervisorData, ClarifyData]);
+export const SessionData = z.discriminatedUnion("workflow", [
+  CriticChainData,
+  BlackboardData,
+  HaloData,
+  SupervisorData,
+  ClarifyData,
+]);
 export type SessionData = z.infer<typeof SessionData>;
 
 /** The whole session as stored on the blackboard. */
@@ -145,7 +173,11 @@ export type SessionState = z.infer<typeof SessionState>;
  * has one its final answer, and while it waits for a person the question it put to them. Every
  * workflow's data names them; a new workflow adds its case.
  */
-export function conversationTurn(state: SessionState): { question: string; answer: string | null; asked: string | null } {
+export function conversationTurn(state: SessionState): {
+  question: string;
+  answer: string | null;
+  asked: string | null;
+} {
   const d = state.data;
   const waiting = state.meta.status === "awaiting_user";
   switch (d.workflow) {
@@ -158,7 +190,11 @@ export function conversationTurn(state: SessionState): { question: string; answe
     case "supervisor":
       return { question: d.query, answer: d.response, asked: null };
     case "clarify":
-      return { question: d.question, answer: d.final_answer, asked: waiting ? (d.clarification?.question ?? null) : null };
+      return {
+        question: d.question,
+        answer: d.final_answer,
+        asked: waiting ? (d.clarification?.question ?? null) : null,
+      };
   }
 }
 

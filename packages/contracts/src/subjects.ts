@@ -9,11 +9,15 @@ export const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "thread id mus
 export type ThreadId = z.infer<typeof ThreadId>;
 
 /** Who owns a session or thread: the name of the gateway API key that created it (`anonymous` without keys). */
-export const Owner = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "owner must be 1-64 of [a-z0-9_-], starting with a letter or digit");
+export const Owner = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/, "owner must be 1-64 of [a-z0-9_-], starting with a letter or digit");
 export type Owner = z.infer<typeof Owner>;
 
 /** A subject/key prefix: lowercase token(s) safe for subjects, stream names and Redis keys. */
-export const Prefix = z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "prefix must be lowercase [a-z0-9_-], starting with a letter");
+export const Prefix = z
+  .string()
+  .regex(/^[a-z][a-z0-9_-]{0,39}$/, "prefix must be lowercase [a-z0-9_-], starting with a letter");
 
 /**
  * Who wrote an inbox input, carried as the last token of its subject: a role name (results),
@@ -21,7 +25,9 @@ export const Prefix = z.string().regex(/^[a-z][a-z0-9_-]{0,39}$/, "prefix must b
  * NATS stamps no sender on JetStream messages; per-sender subjects with per-user publish rights
  * make the subject the proof.
  */
-export const InboxSender = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, "inbox sender must be a role name, coordinator or client");
+export const InboxSender = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,39}$/, "inbox sender must be a role name, coordinator or client");
 export type InboxSender = z.infer<typeof InboxSender>;
 
 /** The senders that are not roles. */

@@ -26,7 +26,10 @@ export const MAX_OBSERVATIONS = 12;
 /** The most tools offered to an agent in one turn (its own tools and its handoff tools). */
 export const MAX_OFFERED_TOOLS = 24;
 /** The code tools: what the code and data agents' code runs in (the sandbox). */
-export const CODE_TOOL: Readonly<Record<CodeLanguage, "run_python" | "run_js">> = { python: "run_python", javascript: "run_js" };
+export const CODE_TOOL: Readonly<Record<CodeLanguage, "run_python" | "run_js">> = {
+  python: "run_python",
+  javascript: "run_js",
+};
 
 /**
  * What every agent op gets: the user's query, the task it was given (the query itself, or the
@@ -142,7 +145,8 @@ export const CodeAttempt = z.object({
 export type CodeAttempt = z.infer<typeof CodeAttempt>;
 
 /** Why a failed run failed, in one text: its error, else its stderr, else its exit code. */
-export const codeFailure = (a: CodeAttempt): string => a.error ?? (a.stderr.trim() || `exit code ${a.exit_code ?? "none"}`);
+export const codeFailure = (a: CodeAttempt): string =>
+  a.error ?? (a.stderr.trim() || `exit code ${a.exit_code ?? "none"}`);
 
 export const CodeGenerateRequest = z.object({
   brief: AgentBrief,
@@ -227,7 +231,12 @@ export type DataInput = z.infer<typeof DataInput>;
 /** The name of the Python variable holding the data's text, which the workflow defines before the analyst's code runs. */
 export const DATA_VARIABLE = "DATA_TEXT";
 
-export const DataPlanRequest = z.object({ brief: AgentBrief, data: DataInput.nullable(), tools: Tools, observations: Observations });
+export const DataPlanRequest = z.object({
+  brief: AgentBrief,
+  data: DataInput.nullable(),
+  tools: Tools,
+  observations: Observations,
+});
 export type DataPlanRequest = z.infer<typeof DataPlanRequest>;
 /** plan's answer: the analysis plan (and whether a chart helps), or a tool call (a handoff to code). */
 export const DataPlan = z.discriminatedUnion("action", [

@@ -4,8 +4,24 @@ import { ToolName } from "./blackboard.js";
 import { HaloCitation } from "./halo.js";
 import { Conversation } from "./messages.js";
 import { ResearchScenario, SupervisorAgent } from "./workflows.js";
-import { CodeLanguage, HandoffInfo, MAX_HANDOFFS, RESEARCH_DEPTHS, ResearchDepth, SharedAgentMemory, SUPERVISOR_LIMITS, VegaLiteSpec } from "./supervisor.js";
-import { CodeAttempt, DataInput, MAX_OBSERVATIONS, MAX_OFFERED_TOOLS, ToolObservation, WritingBrief } from "./supervisor-ops.js";
+import {
+  CodeLanguage,
+  HandoffInfo,
+  MAX_HANDOFFS,
+  RESEARCH_DEPTHS,
+  ResearchDepth,
+  SharedAgentMemory,
+  SUPERVISOR_LIMITS,
+  VegaLiteSpec,
+} from "./supervisor.js";
+import {
+  CodeAttempt,
+  DataInput,
+  MAX_OBSERVATIONS,
+  MAX_OFFERED_TOOLS,
+  ToolObservation,
+  WritingBrief,
+} from "./supervisor-ops.js";
 
 /**
  * The seed's nodes (seed 002's graphs), the one a supervisor session is running, or `done`.
@@ -35,7 +51,11 @@ export type SupervisorNode = z.infer<typeof SupervisorNode>;
 const Text = z.string().max(LIMITS.maxTextChars);
 
 /** The tool call in flight: what the agent asked for, under the id its `tool_call` and `tool_result` events share. */
-export const PendingToolCall = z.object({ id: z.string().min(1).max(64), tool: ToolName, arguments: z.record(z.string(), z.unknown()) });
+export const PendingToolCall = z.object({
+  id: z.string().min(1).max(64),
+  tool: ToolName,
+  arguments: z.record(z.string(), z.unknown()),
+});
 export type PendingToolCall = z.infer<typeof PendingToolCall>;
 
 /** Code the code or data agent generated, waiting for (or just back from) its sandbox run. */
@@ -107,7 +127,10 @@ export const SupervisorData = z.object({
   notes: z.array(z.string().max(500)).max(40),
   /** Tool calls minted so far: the next call's id is `call-<tool_calls + 1>`. */
   tool_calls: z.number().int().nonnegative(),
-  response: z.string().max(LIMITS.maxTextChars * 2).nullable(),
+  response: z
+    .string()
+    .max(LIMITS.maxTextChars * 2)
+    .nullable(),
   error: z.string().max(4000).nullable(),
   error_component: z.string().max(100).nullable(),
 });

@@ -55,10 +55,14 @@ export const HANDOFF_MATRIX: Readonly<Record<SupervisorAgent, readonly Superviso
 };
 
 /** True when the seed's matrix lets `source_agent` hand off to `target_agent` (never to itself). */
-export const inHandoffMatrix = (h: { source_agent: SupervisorAgent; target_agent: SupervisorAgent }): boolean => HANDOFF_MATRIX[h.source_agent].includes(h.target_agent);
+export const inHandoffMatrix = (h: { source_agent: SupervisorAgent; target_agent: SupervisorAgent }): boolean =>
+  HANDOFF_MATRIX[h.source_agent].includes(h.target_agent);
 
 /** The refinement's issue when a handoff is outside the matrix. */
-export const HANDOFF_OUTSIDE_MATRIX = { message: "the handoff matrix does not let this agent hand off to that one (nor to itself)", path: ["target_agent"] };
+export const HANDOFF_OUTSIDE_MATRIX = {
+  message: "the handoff matrix does not let this agent hand off to that one (nor to itself)",
+  path: ["target_agent"],
+};
 
 /** A handoff tool's name (seed 002: `handoff_to_<target_agent>`). */
 export type HandoffToolName = `handoff_to_${SupervisorAgent}`;
@@ -113,7 +117,10 @@ const VEGA_LITE_VIEWS = ["mark", "layer", "concat", "hconcat", "vconcat", "facet
 export const VegaLiteSpec = z
   .record(z.string(), z.unknown())
   .refine((s) => VEGA_LITE_VIEWS.some((k) => k in s), `a Vega-Lite spec has one of ${VEGA_LITE_VIEWS.join(", ")}`)
-  .refine((s) => JSON.stringify(s).length <= LIMITS.maxVisualizationSpecChars, `the spec is over ${LIMITS.maxVisualizationSpecChars} characters of JSON`);
+  .refine(
+    (s) => JSON.stringify(s).length <= LIMITS.maxVisualizationSpecChars,
+    `the spec is over ${LIMITS.maxVisualizationSpecChars} characters of JSON`,
+  );
 export type VegaLiteSpec = z.infer<typeof VegaLiteSpec>;
 
 /** Research depth (issue 11): how many search rounds the research agent runs and how many sources it keeps. */
@@ -121,7 +128,9 @@ export const ResearchDepth = z.enum(["quick", "standard", "deep"]);
 export type ResearchDepth = z.infer<typeof ResearchDepth>;
 
 /** Per depth: search iterations and sources kept (issue 11: 1/3/5 and 5/10/20). */
-export const RESEARCH_DEPTHS: Readonly<Record<ResearchDepth, { readonly searchIterations: number; readonly sourcesKept: number }>> = {
+export const RESEARCH_DEPTHS: Readonly<
+  Record<ResearchDepth, { readonly searchIterations: number; readonly sourcesKept: number }>
+> = {
   quick: { searchIterations: 1, sourcesKept: 5 },
   standard: { searchIterations: 3, sourcesKept: 10 },
   deep: { searchIterations: 5, sourcesKept: 20 },

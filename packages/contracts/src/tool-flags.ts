@@ -26,7 +26,12 @@ export const DANGEROUS_PATTERNS = [
 ] as const;
 
 /** The name of one dangerous pattern. */
-export const ToolFlag = z.enum(DANGEROUS_PATTERNS.map((p) => p.name) as [(typeof DANGEROUS_PATTERNS)[number]["name"], ...Array<(typeof DANGEROUS_PATTERNS)[number]["name"]>]);
+export const ToolFlag = z.enum(
+  DANGEROUS_PATTERNS.map((p) => p.name) as [
+    (typeof DANGEROUS_PATTERNS)[number]["name"],
+    ...Array<(typeof DANGEROUS_PATTERNS)[number]["name"]>,
+  ],
+);
 export type ToolFlag = z.infer<typeof ToolFlag>;
 /** The dangerous patterns seen in one call's arguments, each once, sorted. */
 export const ToolFlags = z.array(ToolFlag).max(DANGEROUS_PATTERNS.length);

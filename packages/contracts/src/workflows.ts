@@ -10,8 +10,10 @@ export const WORKFLOW_DESCRIPTIONS: Readonly<Record<WorkflowName, string>> = {
   "critic-chain": "planner, researcher and expert, each checked by a critic, then a finalizer (seed 004)",
   blackboard: "perception, memory, retrieval, a tool plan run by a safe executor, and a critic (seed 001)",
   halo: "a capability plan, specialists (graph, corpus, MCP servers, web, chat) in parallel, a judge and one cited answer (seed 000)",
-  supervisor: "a router picks one of five agents (chat, research, code, writing, data), which may hand the task on to another (seed 002)",
-  clarify: "an orchestrator asks one clarifying question when the query is vague (at most 2 in a row per thread), then research and a cited answer (seed 003)",
+  supervisor:
+    "a router picks one of five agents (chat, research, code, writing, data), which may hand the task on to another (seed 002)",
+  clarify:
+    "an orchestrator asks one clarifying question when the query is vague (at most 2 in a row per thread), then research and a cited answer (seed 003)",
 };
 
 /** The seed's agent types (seed 002, supervisor): what the router picks, handoffs name and a client's `mode` forces. */

@@ -25,14 +25,18 @@ describe("createModelFromConfig", () => {
       expect(model.name).toBe("offline");
     }
     // the offline behaviours it answers with are the ones injected (each role brings its own)
-    const handlers = new Map([["planner.plan", () => ({ research_steps: [], expert_steps: ["Evaluate 2 + 2 exactly"] })]]);
+    const handlers = new Map([
+      ["planner.plan", () => ({ research_steps: [], expert_steps: ["Evaluate 2 + 2 exactly"] })],
+    ]);
     const reply = await createModelFromConfig({ ...config, offlineHandlers: handlers }).complete(planRequest);
     expect(reply.output.expert_steps[0]).toMatch(/2 \+ 2/);
     await expect(createModelFromConfig(config).complete(planRequest)).rejects.toMatchObject({ code: "needs_model" });
   });
 
   it("is the OpenAI-compatible adapter when an endpoint is set", async () => {
-    server = await startScriptedOpenAIServer({ script: [{ role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["Add"] } }] });
+    server = await startScriptedOpenAIServer({
+      script: [{ role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["Add"] } }],
+    });
     const model = createModelFromConfig({ ...config, baseURL: server.url, apiKey: "k" });
     expect(model.name).toMatch(/^openai-compatible/);
     expect((await model.complete(planRequest)).output).toEqual({ research_steps: [], expert_steps: ["Add"] });

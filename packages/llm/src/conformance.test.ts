@@ -5,7 +5,12 @@ import { startScriptedOpenAIServer } from "./scripted-server.js";
 
 runModelConformance("scripted model (the in-memory twin)", async (answers) => {
   const model = createScriptedModel(answers.map((a) => ({ ...a })));
-  return { model, requests: () => model.calls.length, temperatures: () => model.calls.map((c) => c.temperature), async close() {} };
+  return {
+    model,
+    requests: () => model.calls.length,
+    temperatures: () => model.calls.map((c) => c.temperature),
+    async close() {},
+  };
 });
 
 runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
@@ -17,9 +22,10 @@ runModelConformance("OpenAI-compatible adapter over HTTP", async (answers) => {
     timeoutMs: 10_000,
     maxHttpAttempts: 1,
   });
-  const temperatures = () => server.calls.map((c) => {
-    const t = (c.body as { temperature?: unknown }).temperature;
-    return typeof t === "number" ? t : null;
-  });
+  const temperatures = () =>
+    server.calls.map((c) => {
+      const t = (c.body as { temperature?: unknown }).temperature;
+      return typeof t === "number" ? t : null;
+    });
   return { model, requests: () => server.calls.length, temperatures, close: () => server.close() };
 });

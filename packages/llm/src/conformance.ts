@@ -17,20 +17,55 @@ export interface ConformanceAnswer {
  * Builds a model that answers `answers` (per role+op, in order), a count of the requests it
  * received, the temperature each request carried (null: it named none), and a way to shut it down.
  */
-export type ModelFactory = (
-  answers: readonly ConformanceAnswer[],
-) => Promise<{ model: ModelPort; requests(): number; temperatures(): readonly (number | null)[]; close(): Promise<void> }>;
+export type ModelFactory = (answers: readonly ConformanceAnswer[]) => Promise<{
+  model: ModelPort;
+  requests(): number;
+  temperatures(): readonly (number | null)[];
+  close(): Promise<void>;
+}>;
 
 const plan = ROLES.planner.plan;
 const review = ROLES.critic.review_plan;
-const message = { sender: "orchestrator" as const, receiver: "planner", type: "instruction" as const, content: "Develop a logical plan to answer: Q?", step_id: null };
+const message = {
+  sender: "orchestrator" as const,
+  receiver: "planner",
+  type: "instruction" as const,
+  content: "Develop a logical plan to answer: Q?",
+  step_id: null,
+};
 
-function request<T>(schema: SchemaRequest<T>["schema"], role: string, op: string, taskId: string, signal?: AbortSignal): SchemaRequest<T> {
-  return { role, op, taskId, system: "You plan.", prompt: "Question: Q?", input: { message, question: "Q?", feedback: null }, schema, schemaName: `${role}_${op}`, ...(signal ? { signal } : {}) };
+function request<T>(
+  schema: SchemaRequest<T>["schema"],
+  role: string,
+  op: string,
+  taskId: string,
+  signal?: AbortSignal,
+): SchemaRequest<T> {
+  return {
+    role,
+    op,
+    taskId,
+    system: "You plan.",
+    prompt: "Question: Q?",
+    input: { message, question: "Q?", feedback: null },
+    schema,
+    schemaName: `${role}_${op}`,
+    ...(signal ? { signal } : {}),
+  };
 }
 
 function textRequest(taskId: string, onToken: (delta: string) => void, signal?: AbortSignal): TextRequest {
-  return { mode: "text", role: "writer", op: "draft", taskId, system: "You write.", prompt: "Write about Q.", input: { question: "Q?" }, onToken, ...(signal ? { signal } : {}) };
+  return {
+    mode: "text",
+    role: "writer",
+    op: "draft",
+    taskId,
+    system: "You write.",
+    prompt: "Write about Q.",
+    input: { question: "Q?" },
+    onToken,
+    ...(signal ? { signal } : {}),
+  };
 }
 
 const TEXT = "Gene editing changes DNA at a chosen place. CRISPR-Cas9 finds the place with a guide RNA, then cuts.";
@@ -82,12 +117,19 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
     });
 
     it("an abort during the call fails it as `cancelled`, promptly", async () => {
-      const { model, close } = await factory([{ role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["e"] }, delayMs: 5000 }]);
+      const { model, close } = await factory([
+        { role: "planner", op: "plan", output: { research_steps: [], expert_steps: ["e"] }, delayMs: 5000 },
+      ]);
       try {
         const ac = new AbortController();
         const t0 = Date.now();
         setTimeout(() => ac.abort(), 100);
-        const err = await model.complete(request(plan.response, "planner", "plan", "sessconf0003.1.0.0", ac.signal)).then(() => null, (e: unknown) => e);
+        const err = await model
+          .complete(request(plan.response, "planner", "plan", "sessconf0003.1.0.0", ac.signal))
+          .then(
+            () => null,
+            (e: unknown) => e,
+          );
         expect(err instanceof AgentmeshError && err.code).toBe("cancelled");
         expect(Date.now() - t0).toBeLessThan(2000);
       } finally {
@@ -96,9 +138,14 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
     });
 
     it("json_object: a valid reply is validated and returned after one request", async () => {
-      const { model, requests, close } = await factory([{ role: "planner", op: "plan", output: { research_steps: ["r"], expert_steps: ["e"] } }]);
+      const { model, requests, close } = await factory([
+        { role: "planner", op: "plan", output: { research_steps: ["r"], expert_steps: ["e"] } },
+      ]);
       try {
-        const reply = await model.complete({ ...request(plan.response, "planner", "plan", "sessconf0004.1.0.0"), mode: "json_object" });
+        const reply = await model.complete({
+          ...request(plan.response, "planner", "plan", "sessconf0004.1.0.0"),
+          mode: "json_object",
+        });
         expect(reply.output).toEqual({ research_steps: ["r"], expert_steps: ["e"] });
         expect(requests()).toBe(1);
       } finally {
@@ -113,8 +160,16 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
       ]);
       try {
         for (const [i, taskId] of ["sessconf0005.1.0.0", "sessconf0005.2.0.0"].entries()) {
-          const err = await model.complete({ ...request(plan.response, "planner", "plan", taskId), mode: "json_object" }).then(() => null, (e: unknown) => e);
-          expect(err instanceof AgentmeshError && { code: err.code, retryable: err.retryable }).toEqual({ code: "model_invalid_output", retryable: false });
+          const err = await model
+            .complete({ ...request(plan.response, "planner", "plan", taskId), mode: "json_object" })
+            .then(
+              () => null,
+              (e: unknown) => e,
+            );
+          expect(err instanceof AgentmeshError && { code: err.code, retryable: err.retryable }).toEqual({
+            code: "model_invalid_output",
+            retryable: false,
+          });
           expect(requests()).toBe(i + 1);
         }
       } finally {
@@ -130,7 +185,11 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
       ]);
       try {
         await model.complete({ ...request(plan.response, "planner", "plan", "sessconf0008.1.0.0"), temperature: 0.7 });
-        await model.complete({ ...request(plan.response, "planner", "plan", "sessconf0008.2.0.0"), mode: "json_object", temperature: 1.3 });
+        await model.complete({
+          ...request(plan.response, "planner", "plan", "sessconf0008.2.0.0"),
+          mode: "json_object",
+          temperature: 1.3,
+        });
         await model.complete({ ...textRequest("sessconf0008.3.0.0", () => undefined), temperature: 0.4 });
         expect(temperatures()).toEqual([0.7, 1.3, 0.4]);
       } finally {
@@ -164,7 +223,10 @@ export function runModelConformance(name: string, factory: ModelFactory): void {
           deltas.push(d);
           if (deltas.length === 1) setTimeout(() => ac.abort(), 50);
         };
-        const err = await model.complete(textRequest("sessconf0007.1.0.0", onToken, ac.signal)).then(() => null, (e: unknown) => e);
+        const err = await model.complete(textRequest("sessconf0007.1.0.0", onToken, ac.signal)).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err instanceof AgentmeshError && err.code).toBe("cancelled");
         expect(Date.now() - t0).toBeLessThan(2000);
         // Stopped: no delta arrives after the abort.

@@ -17,6 +17,12 @@ export {
   type ModelPrice,
   type StructuredMode,
 } from "./openai.js";
-export { createOfflineModel, offlineKey, DEFAULT_CONFIG_HINT, type OfflineHandler, type OfflineModelOptions } from "./offline.js";
+export {
+  createOfflineModel,
+  offlineKey,
+  DEFAULT_CONFIG_HINT,
+  type OfflineHandler,
+  type OfflineModelOptions,
+} from "./offline.js";
 export { createModelFromConfig, type ModelConfig } from "./config.js";
 export { toStrictJsonSchema } from "./structured.js";

@@ -16,7 +16,11 @@ describe("the offline engine's latency knob (tests and benches)", () => {
     const model = createOfflineModel({ handlers, latencyMs: 300 });
     const t0 = performance.now();
     // answers overlap: the wait is a timer, not a queue
-    const replies = await Promise.all([model.complete(planRequest), model.complete(planRequest), model.complete(planRequest)]);
+    const replies = await Promise.all([
+      model.complete(planRequest),
+      model.complete(planRequest),
+      model.complete(planRequest),
+    ]);
     const took = performance.now() - t0;
     expect(took).toBeGreaterThanOrEqual(295);
     expect(took).toBeLessThan(900);
@@ -29,7 +33,10 @@ describe("the offline engine's latency knob (tests and benches)", () => {
   it("is cut short by the request's abort signal", async () => {
     const controller = new AbortController();
     const t0 = performance.now();
-    const call = createOfflineModel({ handlers, latencyMs: 10_000 }).complete({ ...planRequest, signal: controller.signal });
+    const call = createOfflineModel({ handlers, latencyMs: 10_000 }).complete({
+      ...planRequest,
+      signal: controller.signal,
+    });
     setTimeout(() => controller.abort(), 50);
     await expect(call).rejects.toMatchObject({ code: "cancelled" });
     expect(performance.now() - t0).toBeLessThan(1000);

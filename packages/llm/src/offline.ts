@@ -46,19 +46,28 @@ export function createOfflineModel(opts: OfflineModelOptions = {}): ModelPort {
   const hint = opts.configHint ?? DEFAULT_CONFIG_HINT;
   const handlers = opts.handlers ?? new Map<string, OfflineHandler>();
   const latencyMs = opts.latencyMs ?? 0;
-  if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new AgentmeshError("internal", `offline engine: latencyMs must be a non-negative number, got ${latencyMs}`);
+  if (!Number.isFinite(latencyMs) || latencyMs < 0)
+    throw new AgentmeshError("internal", `offline engine: latencyMs must be a non-negative number, got ${latencyMs}`);
   return {
     name: "offline",
     async complete<T>(req: ModelRequest<T>): Promise<ModelReply<T>> {
       if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started");
       const handler = handlers.get(offlineKey(req.role, req.op));
-      if (!handler) throw new AgentmeshError("needs_model", `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`);
+      if (!handler)
+        throw new AgentmeshError(
+          "needs_model",
+          `the offline engine cannot answer ${req.role}.${req.op}; a language model is needed. ${hint}`,
+        );
       const started = performance.now();
       if (latencyMs > 0) await delay(latencyMs, req.signal);
       const raw = await handler(req.input, req.signal);
       // free text (mode "text") is a string, delivered as one delta; the other modes are validated like a model's reply
       const output = (req.mode === "text" ? z.string() : compiled(req.schema)).safeParse(raw);
-      if (!output.success) throw new AgentmeshError("internal", `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${formatZodError(output.error)}`);
+      if (!output.success)
+        throw new AgentmeshError(
+          "internal",
+          `offline engine: its ${req.role}.${req.op} output failed the requested schema: ${formatZodError(output.error)}`,
+        );
       if (req.mode === "text" && req.onToken && typeof output.data === "string") forwardDelta(req.onToken, output.data);
       return {
         output: output.data as T,

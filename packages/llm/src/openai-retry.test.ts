@@ -6,7 +6,12 @@ import type { StructuredRequest } from "./types.js";
 
 const schema = z.object({ answer: z.string() });
 const OK: HttpScriptEntry = { role: "expert", op: "answer", output: { answer: "42" } };
-const status = (code: number, extra: Partial<HttpScriptEntry> = {}): HttpScriptEntry => ({ role: "expert", op: "answer", status: code, ...extra });
+const status = (code: number, extra: Partial<HttpScriptEntry> = {}): HttpScriptEntry => ({
+  role: "expert",
+  op: "answer",
+  status: code,
+  ...extra,
+});
 
 let server: ScriptedServer | undefined;
 afterEach(async () => {
@@ -33,7 +38,10 @@ async function setup(script: HttpScriptEntry[], opts: Partial<OpenAIModelOptions
   return { model, sleeps, server };
 }
 
-const request = (taskId: string, extra: Partial<StructuredRequest<{ answer: string }>> = {}): StructuredRequest<{ answer: string }> => ({
+const request = (
+  taskId: string,
+  extra: Partial<StructuredRequest<{ answer: string }>> = {},
+): StructuredRequest<{ answer: string }> => ({
   role: "expert",
   op: "answer",
   taskId,
@@ -63,7 +71,11 @@ describe("OpenAI-compatible adapter: retries and failures", () => {
 
   it("a permanent 500 costs exactly maxHttpAttempts requests, then model_error", async () => {
     const { model, sleeps, server } = await setup([status(500), status(500), status(500), OK]);
-    await expect(model.complete(request("t1"))).rejects.toMatchObject({ name: "AgentmeshError", code: "model_error", retryable: true });
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({
+      name: "AgentmeshError",
+      code: "model_error",
+      retryable: true,
+    });
     expect(server.calls).toHaveLength(3);
     expect(sleeps).toHaveLength(2);
     // The answer after the three failures was never reached.
@@ -78,13 +90,23 @@ describe("OpenAI-compatible adapter: retries and failures", () => {
   });
 
   it("401 is model_refused after one request", async () => {
-    const { model, server } = await setup([status(401, { body: { error: { message: "Incorrect API key", type: "invalid_request_error" } } }), OK]);
-    await expect(model.complete(request("t1"))).rejects.toMatchObject({ code: "model_refused", retryable: false, message: expect.stringContaining("Incorrect API key") });
+    const { model, server } = await setup([
+      status(401, { body: { error: { message: "Incorrect API key", type: "invalid_request_error" } } }),
+      OK,
+    ]);
+    await expect(model.complete(request("t1"))).rejects.toMatchObject({
+      code: "model_refused",
+      retryable: false,
+      message: expect.stringContaining("Incorrect API key"),
+    });
     expect(server.calls).toHaveLength(1);
   });
 
   it("404 (unknown model) and a 400 not about the response format are model_refused", async () => {
-    const { model, server } = await setup([status(404), status(400, { body: { error: { message: "temperature out of range" } } })]);
+    const { model, server } = await setup([
+      status(404),
+      status(400, { body: { error: { message: "temperature out of range" } } }),
+    ]);
     await expect(model.complete(request("t1"))).rejects.toMatchObject({ code: "model_refused" });
     await expect(model.complete(request("t2"))).rejects.toMatchObject({ code: "model_refused" });
     expect(server.calls).toHaveLength(2);
@@ -101,14 +123,19 @@ describe("OpenAI-compatible adapter: retries and failures", () => {
 
   it("a stalled stream times out too", async () => {
     const { model } = await setup([{ ...OK, delayMs: 5_000 }], { timeoutMs: 150, maxHttpAttempts: 1 });
-    await expect(model.complete(request("t1", { onToken: () => undefined }))).rejects.toMatchObject({ code: "timeout" });
+    await expect(model.complete(request("t1", { onToken: () => undefined }))).rejects.toMatchObject({
+      code: "timeout",
+    });
   });
 
   it("an abort during the request is cancelled, with no retry", async () => {
     const { model, server } = await setup([{ ...OK, delayMs: 5_000 }]);
     const ctrl = new AbortController();
     setTimeout(() => ctrl.abort(), 50);
-    await expect(model.complete(request("t1", { signal: ctrl.signal }))).rejects.toMatchObject({ code: "cancelled", retryable: false });
+    await expect(model.complete(request("t1", { signal: ctrl.signal }))).rejects.toMatchObject({
+      code: "cancelled",
+      retryable: false,
+    });
     expect(server.calls).toHaveLength(1);
   });
 

@@ -4,9 +4,25 @@ import type { ChatCompletionCreateParamsBase, ChatCompletionMessageParam } from 
 import { z } from "zod";
 import { AgentmeshError, formatZodError, redactUrls, Tier, type Usage } from "@agentmesh/contracts";
 import { forwardDelta } from "./stream.js";
-import { backoffDelay, classifyAttemptError, DEFAULT_BACKOFF, realSleep, sleepUnlessAborted, type BackoffPolicy } from "./retry.js";
+import {
+  backoffDelay,
+  classifyAttemptError,
+  DEFAULT_BACKOFF,
+  realSleep,
+  sleepUnlessAborted,
+  type BackoffPolicy,
+} from "./retry.js";
 import { parseReply, schemaInstruction, schemaNameFor, toStrictJsonSchema } from "./structured.js";
-import type { ModelMode, ModelPort, ModelReply, ModelRequest, RoleModelConfig, SchemaRequest, StructuredRequest, TextRequest } from "./types.js";
+import type {
+  ModelMode,
+  ModelPort,
+  ModelReply,
+  ModelRequest,
+  RoleModelConfig,
+  SchemaRequest,
+  StructuredRequest,
+  TextRequest,
+} from "./types.js";
 
 /** How structured output is asked for; "auto" starts with json_schema and falls back. */
 export type StructuredMode = "auto" | "json_schema" | "json_object" | "prompt";
@@ -46,7 +62,11 @@ let sdkImport: Promise<typeof OpenAISdk> | null = null;
 const loadOpenAI = (): Promise<typeof OpenAISdk> =>
   (sdkImport ??= import("openai").catch((err: unknown) => {
     // A broken install is a typed, non-retryable failure of every call, never a raw module error.
-    throw new AgentmeshError("model_error", `the openai client cannot be loaded: ${err instanceof Error ? err.message : String(err)}`, { retryable: false, cause: err });
+    throw new AgentmeshError(
+      "model_error",
+      `the openai client cannot be loaded: ${err instanceof Error ? err.message : String(err)}`,
+      { retryable: false, cause: err },
+    );
   }));
 
 /** HTTP attempts per exchange unless configured. */
@@ -58,7 +78,10 @@ export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
  * (json_schema → json_object → prompt) are requests within that budget, not extra ones.
  * json_object and text: one exchange, so `maxHttpAttempts` (one request when the server answers).
  */
-export function maxModelRequestsPerCall(maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS, mode: ModelMode = "structured"): number {
+export function maxModelRequestsPerCall(
+  maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS,
+  mode: ModelMode = "structured",
+): number {
   return mode === "structured" ? 2 * maxHttpAttempts : maxHttpAttempts;
 }
 
@@ -71,7 +94,12 @@ const Options = z.object({
   tiers: z.partialRecord(Tier, RoleConfig).default({}),
   timeoutMs: z.number().int().positive(),
   maxHttpAttempts: z.number().int().min(1).max(10).default(DEFAULT_MAX_HTTP_ATTEMPTS),
-  prices: z.record(z.string(), z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() })).default({}),
+  prices: z
+    .record(
+      z.string(),
+      z.object({ input_per_mtok: z.number().nonnegative(), output_per_mtok: z.number().nonnegative() }),
+    )
+    .default({}),
   structuredMode: z.enum(["auto", "json_schema", "json_object", "prompt"]).default("auto"),
 });
 
@@ -111,19 +139,23 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   const backoff: BackoffPolicy = { ...DEFAULT_BACKOFF, ...options.backoff };
   // made by the first request (see loadOpenAI)
   let made: Promise<OpenAI> | null = null;
-  const client = (): Promise<OpenAI> => (made ??= loadOpenAI().then((sdk) => new sdk.OpenAI({
-    baseURL: opts.baseURL,
-    // The client insists on a key (or reads OPENAI_API_KEY); local servers ignore it.
-    apiKey: opts.apiKey ?? "not-needed",
-    // Explicit values so the client never falls back to reading the environment.
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    logLevel: "off",
-    maxRetries: 0,
-    // Our own timer (per attempt) fires first; this is only a backstop.
-    timeout: opts.timeoutMs + 5_000,
-  })));
+  const client = (): Promise<OpenAI> =>
+    (made ??= loadOpenAI().then(
+      (sdk) =>
+        new sdk.OpenAI({
+          baseURL: opts.baseURL,
+          // The client insists on a key (or reads OPENAI_API_KEY); local servers ignore it.
+          apiKey: opts.apiKey ?? "not-needed",
+          // Explicit values so the client never falls back to reading the environment.
+          organization: null,
+          project: null,
+          webhookSecret: null,
+          logLevel: "off",
+          maxRetries: 0,
+          // Our own timer (per attempt) fires first; this is only a backstop.
+          timeout: opts.timeoutMs + 5_000,
+        }),
+    ));
   // The structured-output mode that works for this endpoint; it only ever moves down the list.
   let mode: WireMode = opts.structuredMode === "auto" ? "json_schema" : opts.structuredMode;
   const downgrade = (from: WireMode) => {
@@ -131,9 +163,15 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     if (next && MODE_ORDER.indexOf(next) > MODE_ORDER.indexOf(mode)) mode = next;
   };
 
-  function body(req: ModelRequest, cfg: RoleModelConfig, wire: Wire, conversation: ChatCompletionMessageParam[]): ChatCompletionCreateParamsBase {
+  function body(
+    req: ModelRequest,
+    cfg: RoleModelConfig,
+    wire: Wire,
+    conversation: ChatCompletionMessageParam[],
+  ): ChatCompletionCreateParamsBase {
     // Without json_schema support the schema travels in the system prompt.
-    const system = req.mode === "text" || wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
+    const system =
+      req.mode === "text" || wire === "json_schema" ? req.system : `${req.system}\n\n${schemaInstruction(req.schema)}`;
     const base: ChatCompletionCreateParamsBase = {
       model: cfg.model,
       temperature: req.temperature ?? cfg.temperature,
@@ -164,12 +202,18 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     const requestOptions = {
       signal: ctrl.signal,
       maxRetries: 0,
-      headers: { "x-agentmesh-role": headerValue(req.role), "x-agentmesh-op": headerValue(req.op), "x-agentmesh-task-id": headerValue(req.taskId) },
+      headers: {
+        "x-agentmesh-role": headerValue(req.role),
+        "x-agentmesh-op": headerValue(req.op),
+        "x-agentmesh-task-id": headerValue(req.taskId),
+      },
     };
     try {
       if (req.onToken || req.mode === "text") {
         const text = req.mode === "text";
-        const stream = await (await client()).chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+        const stream = await (
+          await client()
+        ).chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
         let content = "";
         for await (const chunk of stream) {
           if (chunk.model) tally.model = chunk.model;
@@ -196,11 +240,18 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       tally.prompt += completion.usage?.prompt_tokens ?? 0;
       tally.completion += completion.usage?.completion_tokens ?? 0;
       const message = completion.choices[0]?.message;
-      if (message?.refusal) throw new AgentmeshError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`, { retryable: false });
+      if (message?.refusal)
+        throw new AgentmeshError("model_refused", `the model refused: ${message.refusal.slice(0, 1000)}`, {
+          retryable: false,
+        });
       return message?.content ?? "";
     } catch (err) {
-      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
-      if (timedOut) throw new AgentmeshError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`, { retryable: true });
+      if (req.signal?.aborted)
+        throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+      if (timedOut)
+        throw new AgentmeshError("timeout", `the model endpoint did not answer within ${opts.timeoutMs} ms`, {
+          retryable: true,
+        });
       throw err;
     } finally {
       clearTimeout(timer);
@@ -209,7 +260,13 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   }
 
   /** One exchange: up to maxHttpAttempts requests (retries and format fallbacks) for one reply. */
-  async function exchange(req: ModelRequest, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally, plan: ExchangePlan): Promise<string> {
+  async function exchange(
+    req: ModelRequest,
+    cfg: RoleModelConfig,
+    conversation: ChatCompletionMessageParam[],
+    tally: Tally,
+    plan: ExchangePlan,
+  ): Promise<string> {
     let last: AgentmeshError | undefined;
     for (let attempt = 1; attempt <= opts.maxHttpAttempts; attempt++) {
       const wire = plan.wire();
@@ -222,16 +279,26 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
           if (opts.structuredMode !== "auto" || wire === "text" || FALLBACK[wire] === null) throw failure.error;
           downgrade(wire);
           // A json_object call is one request: it fails, and later calls start in the mode that works.
-          if (!plan.fallback) throw new AgentmeshError(failure.error.code, `${failure.error.message}; later calls send ${mode}`, { retryable: false });
+          if (!plan.fallback)
+            throw new AgentmeshError(failure.error.code, `${failure.error.message}; later calls send ${mode}`, {
+              retryable: false,
+            });
           // Retryable: the next call starts in the mode that works.
-          last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, { retryable: true });
+          last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, {
+            retryable: true,
+          });
           continue;
         }
         last = failure.error;
         // Deltas already handed to onToken cannot be taken back: a broken text stream is not repeated here.
         if (attempt === opts.maxHttpAttempts || tally.delivered > 0) break;
         const delay = backoffDelay(attempt, failure.retryAfterMs, backoff);
-        if (delay === null) throw new AgentmeshError(failure.error.code, `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`, { retryable: true });
+        if (delay === null)
+          throw new AgentmeshError(
+            failure.error.code,
+            `${failure.error.message} (asked to wait longer than ${backoff.maxRetryAfterMs} ms)`,
+            { retryable: true },
+          );
         await sleepUnlessAborted(delay, sleep, req.signal);
       }
     }
@@ -239,7 +306,12 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
   }
 
   /** Structured: the best format the endpoint supports, validated, with one validation retry. */
-  async function structured<T>(req: StructuredRequest<T>, cfg: RoleModelConfig, conversation: ChatCompletionMessageParam[], tally: Tally): Promise<T> {
+  async function structured<T>(
+    req: StructuredRequest<T>,
+    cfg: RoleModelConfig,
+    conversation: ChatCompletionMessageParam[],
+    tally: Tally,
+  ): Promise<T> {
     let problem = "";
     for (let round = 1; round <= 2; round++) {
       const content = await exchange(req, cfg, conversation, tally, { wire: () => mode, fallback: true });
@@ -249,18 +321,29 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
       // The one validation retry: show the model its reply and what was wrong with it.
       conversation.push(
         { role: "assistant", content: content.slice(0, 20_000) },
-        { role: "user", content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.` },
+        {
+          role: "user",
+          content: `Your reply could not be used. ${problem}\nReply again with only the corrected JSON object.`,
+        },
       );
     }
-    throw new AgentmeshError("model_invalid_output", `the model's output failed validation twice: ${problem}`.slice(0, 4000), { retryable: true });
+    throw new AgentmeshError(
+      "model_invalid_output",
+      `the model's output failed validation twice: ${problem}`.slice(0, 4000),
+      { retryable: true },
+    );
   }
 
   function complete<T>(req: SchemaRequest<T>): Promise<ModelReply<T>>;
   function complete(req: TextRequest): Promise<ModelReply<string>>;
   async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
     const started = performance.now();
-    if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled before it started", { retryable: false });
-    const cfg = configFor(opts.roles, req.role, req.op) ?? (req.tier === undefined ? undefined : opts.tiers[req.tier]) ?? opts.defaultRole;
+    if (req.signal?.aborted)
+      throw new AgentmeshError("cancelled", "the model call was cancelled before it started", { retryable: false });
+    const cfg =
+      configFor(opts.roles, req.role, req.op) ??
+      (req.tier === undefined ? undefined : opts.tiers[req.tier]) ??
+      opts.defaultRole;
     const tally: Tally = { prompt: 0, completion: 0, calls: 0, model: cfg.model, delivered: 0 };
     const conversation: ChatCompletionMessageParam[] = [{ role: "user", content: req.prompt }];
     const reply = (output: unknown): ModelReply<unknown> => ({
@@ -276,9 +359,17 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
         return reply(await exchange(req, cfg, conversation, tally, { wire: () => "text", fallback: false }));
       case "json_object": {
         // json_object unless the endpoint is known to lack it; one exchange either way.
-        const content = await exchange(req, cfg, conversation, tally, { wire: () => (mode === "prompt" ? "prompt" : "json_object"), fallback: false });
+        const content = await exchange(req, cfg, conversation, tally, {
+          wire: () => (mode === "prompt" ? "prompt" : "json_object"),
+          fallback: false,
+        });
         const parsed = parseReply(req.schema, content);
-        if (!parsed.ok) throw new AgentmeshError("model_invalid_output", `the model's output failed validation (json_object mode, not retried): ${parsed.problem}`.slice(0, 4000), { retryable: false });
+        if (!parsed.ok)
+          throw new AgentmeshError(
+            "model_invalid_output",
+            `the model's output failed validation (json_object mode, not retried): ${parsed.problem}`.slice(0, 4000),
+            { retryable: false },
+          );
         return reply(parsed.value);
       }
       case undefined:
@@ -291,14 +382,20 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
 }
 
 /** The settings of `<role>.<op>`, else of `<role>`, else undefined. */
-function configFor(roles: Readonly<Record<string, RoleModelConfig>>, role: string, op: string): RoleModelConfig | undefined {
+function configFor(
+  roles: Readonly<Record<string, RoleModelConfig>>,
+  role: string,
+  op: string,
+): RoleModelConfig | undefined {
   for (const key of [`${role}.${op}`, role]) if (Object.hasOwn(roles, key)) return roles[key];
   return undefined;
 }
 
 function usageOf(tally: Tally, configured: string, prices: Readonly<Record<string, ModelPrice>>): Usage {
   // Price by the configured name first: servers often answer with a dated variant of it.
-  const price = (Object.hasOwn(prices, configured) ? prices[configured] : undefined) ?? (Object.hasOwn(prices, tally.model) ? prices[tally.model] : undefined);
+  const price =
+    (Object.hasOwn(prices, configured) ? prices[configured] : undefined) ??
+    (Object.hasOwn(prices, tally.model) ? prices[tally.model] : undefined);
   const cost = price ? (tally.prompt * price.input_per_mtok + tally.completion * price.output_per_mtok) / 1_000_000 : 0;
   return { prompt_tokens: tally.prompt, completion_tokens: tally.completion, cost_usd: cost, model_calls: tally.calls };
 }

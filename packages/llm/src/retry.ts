@@ -37,33 +37,68 @@ export interface OpenAIErrorClasses {
  * `response_format`, so that a 400 about it can mean "this server lacks the feature" rather than
  * "our request is wrong".
  */
-export function classifyAttemptError(err: unknown, formatSent: boolean, { APIError, APIConnectionError, APIConnectionTimeoutError }: OpenAIErrorClasses): AttemptFailure {
-  if (err instanceof AgentmeshError) return err.retryable ? { kind: "retry", error: err, retryAfterMs: null } : { kind: "fail", error: err };
+export function classifyAttemptError(
+  err: unknown,
+  formatSent: boolean,
+  { APIError, APIConnectionError, APIConnectionTimeoutError }: OpenAIErrorClasses,
+): AttemptFailure {
+  if (err instanceof AgentmeshError)
+    return err.retryable ? { kind: "retry", error: err, retryAfterMs: null } : { kind: "fail", error: err };
   if (err instanceof APIConnectionTimeoutError) {
-    return { kind: "retry", error: new AgentmeshError("timeout", "the model endpoint did not answer in time"), retryAfterMs: null };
+    return {
+      kind: "retry",
+      error: new AgentmeshError("timeout", "the model endpoint did not answer in time"),
+      retryAfterMs: null,
+    };
   }
   if (err instanceof APIConnectionError) {
-    return { kind: "retry", error: new AgentmeshError("model_error", `could not reach the model endpoint: ${causeOf(err)}`), retryAfterMs: null };
+    return {
+      kind: "retry",
+      error: new AgentmeshError("model_error", `could not reach the model endpoint: ${causeOf(err)}`),
+      retryAfterMs: null,
+    };
   }
   if (err instanceof APIError && typeof err.status === "number") {
     const status = err.status;
     const detail = `${err.message}`.slice(0, 1000);
     if (status === 429) {
-      return { kind: "retry", error: new AgentmeshError("model_rate_limited", `the model endpoint rate-limited us: ${detail}`), retryAfterMs: retryAfterMs(err.headers) };
+      return {
+        kind: "retry",
+        error: new AgentmeshError("model_rate_limited", `the model endpoint rate-limited us: ${detail}`),
+        retryAfterMs: retryAfterMs(err.headers),
+      };
     }
     if (status >= 500 || status === 408 || status === 409) {
-      return { kind: "retry", error: new AgentmeshError("model_error", `the model endpoint failed: ${detail}`), retryAfterMs: retryAfterMs(err.headers) };
+      return {
+        kind: "retry",
+        error: new AgentmeshError("model_error", `the model endpoint failed: ${detail}`),
+        retryAfterMs: retryAfterMs(err.headers),
+      };
     }
-    if (formatSent && (status === 400 || status === 422) && RESPONSE_FORMAT_PROBLEM.test(`${detail} ${err.param ?? ""}`)) {
-      return { kind: "fallback", error: new AgentmeshError("model_refused", `the model endpoint rejected the response format: ${detail}`) };
+    if (
+      formatSent &&
+      (status === 400 || status === 422) &&
+      RESPONSE_FORMAT_PROBLEM.test(`${detail} ${err.param ?? ""}`)
+    ) {
+      return {
+        kind: "fallback",
+        error: new AgentmeshError("model_refused", `the model endpoint rejected the response format: ${detail}`),
+      };
     }
     // 400 (not about the format), 401, 403, 404, 422 and the rest: the request itself is wrong
     // (auth, model name, parameters); repeating it cannot help.
-    return { kind: "fail", error: new AgentmeshError("model_refused", `the model endpoint rejected the request: ${detail}`) };
+    return {
+      kind: "fail",
+      error: new AgentmeshError("model_refused", `the model endpoint rejected the request: ${detail}`),
+    };
   }
   // Anything else came from parsing or streaming a response; a fresh attempt may succeed.
   const message = err instanceof Error ? err.message : String(err);
-  return { kind: "retry", error: new AgentmeshError("model_error", `the model call failed: ${message}`), retryAfterMs: null };
+  return {
+    kind: "retry",
+    error: new AgentmeshError("model_error", `the model call failed: ${message}`),
+    retryAfterMs: null,
+  };
 }
 
 function causeOf(err: Error): string {
@@ -81,7 +116,12 @@ export interface BackoffPolicy {
 }
 
 /** The default backoff: 500 ms doubling to 8 s, half of it jittered; Retry-After up to 30 s. */
-export const DEFAULT_BACKOFF: BackoffPolicy = { baseMs: 500, capMs: 8000, maxRetryAfterMs: 30_000, random: Math.random };
+export const DEFAULT_BACKOFF: BackoffPolicy = {
+  baseMs: 500,
+  capMs: 8000,
+  maxRetryAfterMs: 30_000,
+  random: Math.random,
+};
 
 /**
  * How long to wait before attempt `attempt + 1`: the server's Retry-After when given, else
@@ -95,7 +135,11 @@ export function backoffDelay(attempt: number, retryAfter: number | null, policy:
 }
 
 /** Sleeps via `sleep`, but gives up as soon as `signal` aborts. */
-export async function sleepUnlessAborted(ms: number, sleep: (ms: number) => Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+export async function sleepUnlessAborted(
+  ms: number,
+  sleep: (ms: number) => Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
   if (!signal) return sleep(ms);
   if (signal.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled");
   let onAbort: () => void = () => undefined;

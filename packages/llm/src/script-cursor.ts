@@ -27,7 +27,10 @@ export interface ScriptCursor<E> {
  * are the exception: each is consumed by the next request with a new key and is never bound to
  * it, so "429, then an answer" is two requests of one task.
  */
-export function createScriptCursor<E extends Addressed>(script: readonly E[], transient: (entry: E) => boolean = () => false): ScriptCursor<E> {
+export function createScriptCursor<E extends Addressed>(
+  script: readonly E[],
+  transient: (entry: E) => boolean = () => false,
+): ScriptCursor<E> {
   const queues = new Map<string, number[]>();
   script.forEach((entry, index) => {
     const k = pairKey(entry.role, entry.op);

@@ -90,10 +90,16 @@ const Entry = z
     retryAfterSec: z.number().nonnegative().optional(),
     delayMs: z.number().int().nonnegative().optional(),
     chunkDelayMs: z.number().int().nonnegative().optional(),
-    usage: z.object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative() }).partial().optional(),
+    usage: z
+      .object({ prompt_tokens: z.number().int().nonnegative(), completion_tokens: z.number().int().nonnegative() })
+      .partial()
+      .optional(),
     omitUsage: z.boolean().optional(),
   })
-  .refine((e) => [e.output, e.content, e.status].filter((x) => x !== undefined).length === 1, "an entry has exactly one of `output`, `content`, `status`");
+  .refine(
+    (e) => [e.output, e.content, e.status].filter((x) => x !== undefined).length === 1,
+    "an entry has exactly one of `output`, `content`, `status`",
+  );
 
 const RequestBody = z.looseObject({
   model: z.string(),
@@ -118,7 +124,8 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, apiError(`scripted server bug: ${(err as Error).message}`, "server_error"));
+      if (!res.headersSent)
+        sendJson(res, 500, apiError(`scripted server bug: ${(err as Error).message}`, "server_error"));
       else res.destroy();
     });
   });
@@ -127,7 +134,10 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? "").split("?")[0];
     if (req.method === "GET" && path === "/v1/models") {
-      sendJson(res, 200, { object: "list", data: [{ id: "scripted", object: "model", created: 0, owned_by: "agentmesh" }] });
+      sendJson(res, 200, {
+        object: "list",
+        data: [{ id: "scripted", object: "model", created: 0, owned_by: "agentmesh" }],
+      });
       return;
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
@@ -143,7 +153,11 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
     try {
       parsed = RequestBody.parse(JSON.parse(raw));
     } catch (err) {
-      sendJson(res, 400, apiError(`invalid request body: ${(err as Error).message}`.slice(0, 500), "invalid_request_error"));
+      sendJson(
+        res,
+        400,
+        apiError(`invalid request body: ${(err as Error).message}`.slice(0, 500), "invalid_request_error"),
+      );
       return;
     }
     const role = header(req, "x-agentmesh-role");
@@ -152,11 +166,19 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
     const turn = parsed.messages.filter((m) => m.role === "assistant").length;
     const stream = parsed.stream === true;
     const responseFormat = parsed.response_format?.type ?? null;
-    const record = (entry: number | null, status: number) => calls.push({ role, op, taskId, turn, entry, status, stream, responseFormat, body: parsed });
+    const record = (entry: number | null, status: number) =>
+      calls.push({ role, op, taskId, turn, entry, status, stream, responseFormat, body: parsed });
 
     if (opts.rejectJsonSchema && responseFormat === "json_schema") {
       record(null, 400);
-      sendJson(res, 400, { error: { message: "response_format type 'json_schema' is not supported by this server", type: "invalid_request_error", param: "response_format", code: null } });
+      sendJson(res, 400, {
+        error: {
+          message: "response_format type 'json_schema' is not supported by this server",
+          type: "invalid_request_error",
+          param: "response_format",
+          code: null,
+        },
+      });
       return;
     }
     const taken = role && op && taskId ? cursor.take(role, op, `${taskId}\u0000${turn}`) : null;
@@ -165,7 +187,14 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
       unexpected.push(what);
       record(null, 400);
       // A 400 that does not mention the response format: the adapter fails at once (model_refused).
-      sendJson(res, 400, apiError(`scripted server: unexpected call ${what} (no script entry left or x-agentmesh headers missing)`, "scripted_unexpected_call"));
+      sendJson(
+        res,
+        400,
+        apiError(
+          `scripted server: unexpected call ${what} (no script entry left or x-agentmesh headers missing)`,
+          "scripted_unexpected_call",
+        ),
+      );
       return;
     }
     const { entry, index } = taken;
@@ -173,8 +202,15 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
     record(index, entry.status ?? 200);
     if (entry.delayMs && !(await wait(entry.delayMs, res))) return;
     if (entry.status !== undefined) {
-      const headers: Record<string, string> = entry.retryAfterSec !== undefined ? { "retry-after": String(entry.retryAfterSec) } : {};
-      sendJson(res, entry.status, entry.body ?? apiError(`scripted ${entry.status}`, entry.status === 429 ? "rate_limit_exceeded" : "server_error"), headers);
+      const headers: Record<string, string> =
+        entry.retryAfterSec !== undefined ? { "retry-after": String(entry.retryAfterSec) } : {};
+      sendJson(
+        res,
+        entry.status,
+        entry.body ??
+          apiError(`scripted ${entry.status}`, entry.status === 429 ? "rate_limit_exceeded" : "server_error"),
+        headers,
+      );
       return;
     }
     const content = entry.content ?? JSON.stringify(entry.output);
@@ -185,16 +221,28 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
           completion_tokens: entry.usage?.completion_tokens ?? Math.ceil(content.length / 4),
         };
     const id = `chatcmpl-scripted-${++sequence}`;
-    if (stream) await sendStream(res, { id, model: parsed.model, content, usage: parsed.stream_options?.include_usage === true ? usage : null, chunkDelayMs: entry.chunkDelayMs ?? 0 });
+    if (stream)
+      await sendStream(res, {
+        id,
+        model: parsed.model,
+        content,
+        usage: parsed.stream_options?.include_usage === true ? usage : null,
+        chunkDelayMs: entry.chunkDelayMs ?? 0,
+      });
     else sendCompletion(res, id, parsed.model, content, usage);
   }
 
   /** Server-sent events as OpenAI streams them: role, content pieces, finish, usage, [DONE]. */
-  async function sendStream(res: ServerResponse, reply: { id: string; model: string; content: string; usage: TokenUsage | null; chunkDelayMs: number }): Promise<void> {
+  async function sendStream(
+    res: ServerResponse,
+    reply: { id: string; model: string; content: string; usage: TokenUsage | null; chunkDelayMs: number },
+  ): Promise<void> {
     if (res.destroyed) return;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(`data: ${JSON.stringify({ id: reply.id, object: "chat.completion.chunk", created: 0, model: reply.model, choices, ...extra })}\n\n`);
+      res.write(
+        `data: ${JSON.stringify({ id: reply.id, object: "chat.completion.chunk", created: 0, model: reply.model, choices, ...extra })}\n\n`,
+      );
     chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
     for (const [i, piece] of streamPieces(reply.content).entries()) {
       // The client hung up (an abort): stop streaming.
@@ -294,14 +342,21 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 type TokenUsage = { prompt_tokens: number; completion_tokens: number };
 const usageBody = (u: TokenUsage) => ({ ...u, total_tokens: u.prompt_tokens + u.completion_tokens });
 
-function sendCompletion(res: ServerResponse, id: string, model: string, content: string, usage: TokenUsage | null): void {
+function sendCompletion(
+  res: ServerResponse,
+  id: string,
+  model: string,
+  content: string,
+  usage: TokenUsage | null,
+): void {
   sendJson(res, 200, {
     id,
     object: "chat.completion",
     created: 0,
     model,
-    choices: [{ index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" }],
+    choices: [
+      { index: 0, message: { role: "assistant", content, refusal: null }, logprobs: null, finish_reason: "stop" },
+    ],
     ...(usage ? { usage: usageBody(usage) } : {}),
   });
 }
-

@@ -4,7 +4,12 @@ import { createScriptedModel, type ScriptEntry } from "./scripted.js";
 import type { StructuredRequest } from "./types.js";
 
 const schema = z.object({ n: z.number() });
-const req = (role: string, op: string, taskId: string, extra: Partial<StructuredRequest<{ n: number }>> = {}): StructuredRequest<{ n: number }> => ({
+const req = (
+  role: string,
+  op: string,
+  taskId: string,
+  extra: Partial<StructuredRequest<{ n: number }>> = {},
+): StructuredRequest<{ n: number }> => ({
   role,
   op,
   taskId,
@@ -47,24 +52,41 @@ describe("createScriptedModel", () => {
   });
 
   it("replays a scripted error identically too", async () => {
-    const model = createScriptedModel([{ role: "expert", op: "answer", error: { code: "model_rate_limited", message: "slow down" } }]);
+    const model = createScriptedModel([
+      { role: "expert", op: "answer", error: { code: "model_rate_limited", message: "slow down" } },
+    ]);
     for (let i = 0; i < 2; i++) {
-      await expect(model.complete(req("expert", "answer", "t1"))).rejects.toMatchObject({ name: "AgentmeshError", code: "model_rate_limited", retryable: true, message: "slow down" });
+      await expect(model.complete(req("expert", "answer", "t1"))).rejects.toMatchObject({
+        name: "AgentmeshError",
+        code: "model_rate_limited",
+        retryable: true,
+        message: "slow down",
+      });
     }
   });
 
   it("honours an explicit retryable flag on an error", async () => {
-    const model = createScriptedModel([{ role: "expert", op: "answer", error: { code: "model_error", message: "down", retryable: false } }]);
-    await expect(model.complete(req("expert", "answer", "t"))).rejects.toMatchObject({ code: "model_error", retryable: false });
+    const model = createScriptedModel([
+      { role: "expert", op: "answer", error: { code: "model_error", message: "down", retryable: false } },
+    ]);
+    await expect(model.complete(req("expert", "answer", "t"))).rejects.toMatchObject({
+      code: "model_error",
+      retryable: false,
+    });
   });
 
   it("an unexpected call throws internal and is recorded; assertConsumed reports it", async () => {
     const model = createScriptedModel([{ role: "planner", op: "plan", output: { n: 1 } }]);
     await model.complete(req("planner", "plan", "a"));
-    await expect(model.complete(req("planner", "plan", "b"))).rejects.toMatchObject({ code: "internal", message: expect.stringContaining("unexpected call planner.plan") });
+    await expect(model.complete(req("planner", "plan", "b"))).rejects.toMatchObject({
+      code: "internal",
+      message: expect.stringContaining("unexpected call planner.plan"),
+    });
     await expect(model.complete(req("router", "route", "c"))).rejects.toMatchObject({ code: "internal" });
     expect(model.calls.filter((c) => c.entry === null).map((c) => c.taskId)).toEqual(["b", "c"]);
-    expect(() => model.assertConsumed()).toThrow(/unexpected calls:\n {2}planner\.plan task b\n {2}router\.route task c/);
+    expect(() => model.assertConsumed()).toThrow(
+      /unexpected calls:\n {2}planner\.plan task b\n {2}router\.route task c/,
+    );
   });
 
   it("assertConsumed lists unconsumed entries", async () => {
@@ -74,7 +96,9 @@ describe("createScriptedModel", () => {
       { role: "critic", op: "review_plan", output: { n: 3 } },
     ]);
     await model.complete(req("critic", "review_plan", "a"));
-    expect(() => model.assertConsumed()).toThrow(/unconsumed entries:\n {2}#0 planner\.plan\n {2}#2 critic\.review_plan/);
+    expect(() => model.assertConsumed()).toThrow(
+      /unconsumed entries:\n {2}#0 planner\.plan\n {2}#2 critic\.review_plan/,
+    );
   });
 
   it("validates output against the request's schema", async () => {
@@ -90,9 +114,16 @@ describe("createScriptedModel", () => {
   });
 
   it("reports scripted usage with model_calls 1 by default", async () => {
-    const model = createScriptedModel([{ role: "planner", op: "plan", output: { n: 1 }, usage: { prompt_tokens: 7, cost_usd: 0.5 } }], { model: "gpt-x", tier: "strong" });
+    const model = createScriptedModel(
+      [{ role: "planner", op: "plan", output: { n: 1 }, usage: { prompt_tokens: 7, cost_usd: 0.5 } }],
+      { model: "gpt-x", tier: "strong" },
+    );
     const reply = await model.complete(req("planner", "plan", "a"));
-    expect(reply).toMatchObject({ usage: { prompt_tokens: 7, completion_tokens: 0, cost_usd: 0.5, model_calls: 1 }, model: "gpt-x", tier: "strong" });
+    expect(reply).toMatchObject({
+      usage: { prompt_tokens: 7, completion_tokens: 0, cost_usd: 0.5, model_calls: 1 },
+      model: "gpt-x",
+      tier: "strong",
+    });
   });
 
   it("waits delayMs, and an abort during the wait cancels", async () => {
@@ -105,7 +136,9 @@ describe("createScriptedModel", () => {
     expect(performance.now() - started).toBeGreaterThanOrEqual(25);
     const ctrl = new AbortController();
     setTimeout(() => ctrl.abort(), 20);
-    await expect(model.complete(req("planner", "plan", "b", { signal: ctrl.signal }))).rejects.toMatchObject({ code: "cancelled" });
+    await expect(model.complete(req("planner", "plan", "b", { signal: ctrl.signal }))).rejects.toMatchObject({
+      code: "cancelled",
+    });
   });
 
   it("json_object: a reply that is not JSON or fails the schema is model_invalid_output, not retryable (structured: retryable)", async () => {
@@ -115,10 +148,23 @@ describe("createScriptedModel", () => {
       { role: "planner", op: "plan", content: "{ nope" },
       { role: "planner", op: "plan", content: '{"n": 3}' },
     ]);
-    await expect(model.complete({ ...req("planner", "plan", "a"), mode: "json_object" as const })).rejects.toMatchObject({ code: "model_invalid_output", retryable: false, message: expect.stringMatching(/not valid JSON/) });
-    await expect(model.complete({ ...req("planner", "plan", "b"), mode: "json_object" as const })).rejects.toMatchObject({ code: "model_invalid_output", retryable: false });
-    await expect(model.complete(req("planner", "plan", "c"))).rejects.toMatchObject({ code: "model_invalid_output", retryable: true });
-    expect((await model.complete({ ...req("planner", "plan", "d"), mode: "json_object" as const })).output).toEqual({ n: 3 });
+    await expect(
+      model.complete({ ...req("planner", "plan", "a"), mode: "json_object" as const }),
+    ).rejects.toMatchObject({
+      code: "model_invalid_output",
+      retryable: false,
+      message: expect.stringMatching(/not valid JSON/),
+    });
+    await expect(
+      model.complete({ ...req("planner", "plan", "b"), mode: "json_object" as const }),
+    ).rejects.toMatchObject({ code: "model_invalid_output", retryable: false });
+    await expect(model.complete(req("planner", "plan", "c"))).rejects.toMatchObject({
+      code: "model_invalid_output",
+      retryable: true,
+    });
+    expect((await model.complete({ ...req("planner", "plan", "d"), mode: "json_object" as const })).output).toEqual({
+      n: 3,
+    });
     expect(model.calls.map((c) => c.mode)).toEqual(["json_object", "json_object", "structured", "json_object"]);
   });
 
@@ -128,7 +174,15 @@ describe("createScriptedModel", () => {
       { role: "writer", op: "draft", output: { n: 1 } },
     ]);
     const deltas: string[] = [];
-    const text = { mode: "text", role: "writer", op: "draft", system: "", prompt: "", input: {}, onToken: (d: string) => deltas.push(d) } as const;
+    const text = {
+      mode: "text",
+      role: "writer",
+      op: "draft",
+      system: "",
+      prompt: "",
+      input: {},
+      onToken: (d: string) => deltas.push(d),
+    } as const;
     const reply = await model.complete({ ...text, taskId: "a" });
     expect(reply.output).toBe("a".repeat(20) + "b".repeat(20));
     expect(deltas).toEqual(["a".repeat(16), "aaaabbbbbbbbbbbb", "b".repeat(8)]);
@@ -136,9 +190,17 @@ describe("createScriptedModel", () => {
   });
 
   it("rejects an ill-formed script up front", () => {
-    expect(() => createScriptedModel([{ role: "planner", op: "plan" } as ScriptEntry])).toThrow(/exactly one of `output`, `content` and `error`/);
-    expect(() => createScriptedModel([{ role: "planner", op: "plan", output: {}, content: "{}" }])).toThrow(/exactly one of/);
-    expect(() => createScriptedModel([{ role: "planner", op: "plan", output: {}, error: { code: "timeout", message: "x" } }])).toThrow(/#0/);
-    expect(() => createScriptedModel([{ role: "p", op: "o", error: { code: "nope" as "timeout", message: "x" } }])).toThrow(/invalid script/);
+    expect(() => createScriptedModel([{ role: "planner", op: "plan" } as ScriptEntry])).toThrow(
+      /exactly one of `output`, `content` and `error`/,
+    );
+    expect(() => createScriptedModel([{ role: "planner", op: "plan", output: {}, content: "{}" }])).toThrow(
+      /exactly one of/,
+    );
+    expect(() =>
+      createScriptedModel([{ role: "planner", op: "plan", output: {}, error: { code: "timeout", message: "x" } }]),
+    ).toThrow(/#0/);
+    expect(() =>
+      createScriptedModel([{ role: "p", op: "o", error: { code: "nope" as "timeout", message: "x" } }]),
+    ).toThrow(/invalid script/);
   });
 });

@@ -4,7 +4,16 @@ import { delay } from "./delay.js";
 import { forwardDelta } from "./stream.js";
 
 /** The codes a model call fails with, so a script can fail only as a real model port can. */
-const ModelErrorCode = ErrorCode.extract(["model_error", "model_rate_limited", "model_invalid_output", "model_refused", "needs_model", "timeout", "cancelled", "internal"]);
+const ModelErrorCode = ErrorCode.extract([
+  "model_error",
+  "model_rate_limited",
+  "model_invalid_output",
+  "model_refused",
+  "needs_model",
+  "timeout",
+  "cancelled",
+  "internal",
+]);
 type ModelErrorCode = z.infer<typeof ModelErrorCode>;
 import { createScriptCursor, describeEntries, streamPieces } from "./script-cursor.js";
 import { parseReply } from "./structured.js";
@@ -78,7 +87,10 @@ const Entry = z
       .partial()
       .optional(),
   })
-  .refine((e) => [e.output, e.content, e.error].filter((x) => x !== undefined).length === 1, "an entry has exactly one of `output`, `content` and `error`");
+  .refine(
+    (e) => [e.output, e.content, e.error].filter((x) => x !== undefined).length === 1,
+    "an entry has exactly one of `output`, `content` and `error`",
+  );
 
 /** Checks a script up front, so a typo fails the test that wrote it, not a later call. */
 export function validateScript<E>(script: readonly E[], schema: z.ZodType, what: string): void {
@@ -106,7 +118,8 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
   async function stream(req: ModelRequest, entry: ScriptEntry, content: string): Promise<void> {
     for (const [i, piece] of streamPieces(content).entries()) {
       if (i > 0 && entry.chunkDelayMs) await delay(entry.chunkDelayMs, req.signal);
-      if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+      if (req.signal?.aborted)
+        throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
       if (req.onToken) forwardDelta(req.onToken, piece);
     }
   }
@@ -118,12 +131,16 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
     const where = `scripted model: entry #${index} (${req.role}.${req.op})`;
     if (entry.content !== undefined) {
       const parsed = parseReply(req.schema, entry.content);
-      if (!parsed.ok) throw new AgentmeshError("model_invalid_output", `${where}: ${parsed.problem}`, { retryable: retryable });
+      if (!parsed.ok)
+        throw new AgentmeshError("model_invalid_output", `${where}: ${parsed.problem}`, { retryable: retryable });
       return parsed.value;
     }
     // A copy, so a caller that mutates its output cannot change what a replay returns.
     const result = req.schema.safeParse(structuredClone(entry.output));
-    if (!result.success) throw new AgentmeshError("model_invalid_output", `${where} fails the schema: ${formatZodError(result.error)}`, { retryable: retryable });
+    if (!result.success)
+      throw new AgentmeshError("model_invalid_output", `${where} fails the schema: ${formatZodError(result.error)}`, {
+        retryable: retryable,
+      });
     return result.data;
   }
 
@@ -131,12 +148,27 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
   function complete(req: TextRequest): Promise<ModelReply<string>>;
   async function complete(req: ModelRequest): Promise<ModelReply<unknown>> {
     const taken = cursor.take(req.role, req.op, req.taskId);
-    calls.push({ role: req.role, op: req.op, taskId: req.taskId, mode: req.mode ?? "structured", temperature: req.temperature ?? null, tier: req.tier ?? null, entry: taken?.index ?? null });
-    if (!taken) throw new AgentmeshError("internal", `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`, { retryable: false });
+    calls.push({
+      role: req.role,
+      op: req.op,
+      taskId: req.taskId,
+      mode: req.mode ?? "structured",
+      temperature: req.temperature ?? null,
+      tier: req.tier ?? null,
+      entry: taken?.index ?? null,
+    });
+    if (!taken)
+      throw new AgentmeshError(
+        "internal",
+        `scripted model: unexpected call ${req.role}.${req.op} for task ${req.taskId} (no script entry left)`,
+        { retryable: false },
+      );
     const { entry, index } = taken;
     if (entry.delayMs) await delay(entry.delayMs, req.signal);
-    if (req.signal?.aborted) throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
-    if (entry.error) throw new AgentmeshError(entry.error.code, entry.error.message, { retryable: entry.error.retryable });
+    if (req.signal?.aborted)
+      throw new AgentmeshError("cancelled", "the model call was cancelled", { retryable: false });
+    if (entry.error)
+      throw new AgentmeshError(entry.error.code, entry.error.message, { retryable: entry.error.retryable });
     const content = entry.content ?? JSON.stringify(entry.output);
     if (req.mode === "text" || req.onToken) await stream(req, entry, content);
     const output = req.mode === "text" ? content : validated(req, entry, index);
@@ -153,7 +185,8 @@ export function createScriptedModel(script: readonly ScriptEntry[], opts: Script
       if (left.length === 0 && unexpected.length === 0) return;
       const parts: string[] = [];
       if (left.length > 0) parts.push(`unconsumed entries:\n${describeEntries(left)}`);
-      if (unexpected.length > 0) parts.push(`unexpected calls:\n${unexpected.map((c) => `  ${c.role}.${c.op} task ${c.taskId}`).join("\n")}`);
+      if (unexpected.length > 0)
+        parts.push(`unexpected calls:\n${unexpected.map((c) => `  ${c.role}.${c.op} task ${c.taskId}`).join("\n")}`);
       throw new Error(`scripted model: ${parts.join("\n")}`);
     },
     complete,

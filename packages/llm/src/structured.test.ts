@@ -36,7 +36,12 @@ describe("toStrictJsonSchema", () => {
     // draft or text, which roles.test checks for every op whose model writes the response itself.
     for (const ops of Object.values(ROLES)) {
       for (const def of Object.values(ops as Record<string, { response: z.ZodType }>)) {
-        const s = toStrictJsonSchema(def.response) as { type?: string; required: string[]; properties: object; additionalProperties: boolean };
+        const s = toStrictJsonSchema(def.response) as {
+          type?: string;
+          required: string[];
+          properties: object;
+          additionalProperties: boolean;
+        };
         if (s.type !== "object") continue;
         expect(s.required.sort()).toEqual(Object.keys(s.properties).sort());
         expect(s.additionalProperties).toBe(false);
@@ -51,19 +56,33 @@ describe("toStrictJsonSchema", () => {
 });
 
 describe("reading replies", () => {
-  const schema = z.object({ a: z.number(), b: z.string().optional(), c: z.string().nullable(), d: z.array(z.object({ e: z.number().optional() })) });
+  const schema = z.object({
+    a: z.number(),
+    b: z.string().optional(),
+    c: z.string().nullable(),
+    d: z.array(z.object({ e: z.number().optional() })),
+  });
 
   it("turns strict-mode nulls back into absent optionals, keeping real nullables", () => {
     expect(normaliseNulls(schema, { a: 1, b: null, c: null, d: [{ e: null }] })).toEqual({ a: 1, c: null, d: [{}] });
   });
 
   it("accepts a fenced or wrapped JSON object", () => {
-    expect(parseReply(schema, '```json\n{"a":1,"c":"x","d":[]}\n```')).toEqual({ ok: true, value: { a: 1, c: "x", d: [] } });
+    expect(parseReply(schema, '```json\n{"a":1,"c":"x","d":[]}\n```')).toEqual({
+      ok: true,
+      value: { a: 1, c: "x", d: [] },
+    });
     expect(parseReply(schema, 'Here it is: {"a":1,"c":null,"d":[]} hope that helps')).toMatchObject({ ok: true });
   });
 
   it("phrases problems for the model to fix", () => {
-    expect(parseReply(schema, "not json")).toMatchObject({ ok: false, problem: expect.stringMatching(/not valid JSON/) });
-    expect(parseReply(schema, '{"a":"1","c":null,"d":[]}')).toMatchObject({ ok: false, problem: expect.stringMatching(/does not match the schema[\s\S]*a/) });
+    expect(parseReply(schema, "not json")).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/not valid JSON/),
+    });
+    expect(parseReply(schema, '{"a":"1","c":null,"d":[]}')).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/does not match the schema[\s\S]*a/),
+    });
   });
 });

@@ -108,7 +108,8 @@ export function normaliseNulls(schema: z.ZodType, value: unknown): unknown {
 }
 
 /** The outcome of reading a model's reply as structured output. */
-export type ParsedReply<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
+export type ParsedReply<T> =
+  { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
 
 /** Extracts the JSON object from a reply (tolerating a markdown fence or prose around it). */
 function extractJson(content: string): string {

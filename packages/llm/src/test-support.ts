@@ -8,7 +8,17 @@ export const planRequest = {
   taskId: "t1",
   system: "s",
   prompt: "p",
-  input: { message: { sender: "orchestrator", receiver: "planner", type: "instruction", content: "Plan", step_id: null } as const, question: "What is 2 + 2?", feedback: null },
+  input: {
+    message: {
+      sender: "orchestrator",
+      receiver: "planner",
+      type: "instruction",
+      content: "Plan",
+      step_id: null,
+    } as const,
+    question: "What is 2 + 2?",
+    feedback: null,
+  },
   schema: ROLES.planner.plan.response,
   schemaName: "plan",
 };

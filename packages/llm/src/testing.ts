@@ -1,5 +1,11 @@
 // Test doubles for the model port: never imported by production code.
-export { createScriptedModel, type ScriptEntry, type ScriptedCall, type ScriptedModel, type ScriptedModelOptions } from "./scripted.js";
+export {
+  createScriptedModel,
+  type ScriptEntry,
+  type ScriptedCall,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+} from "./scripted.js";
 export {
   startScriptedOpenAIServer,
   type HttpScriptEntry,

@@ -3,7 +3,13 @@ import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { connect as tcpConnect, createServer, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { cancelledChecker, markCancelled, sharedCancelledView, watchCancelled, type CancelledView } from "./cancelled.js";
+import {
+  cancelledChecker,
+  markCancelled,
+  sharedCancelledView,
+  watchCancelled,
+  type CancelledView,
+} from "./cancelled.js";
 import { connectNats } from "./connect.js";
 import { connectTest, dropStreams, freshNaming, sessionId, waitFor } from "./test-support.js";
 
@@ -63,10 +69,11 @@ async function tcpProxy(target: URL): Promise<{ url: string; cut(): void; resume
     resume() {
       open = true;
     },
-    close: () => new Promise<void>((r) => {
-      for (const s of sockets) s.destroy();
-      server.close(() => r());
-    }),
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => r());
+      }),
   };
 }
 
@@ -120,36 +127,40 @@ describe("watchCancelled", () => {
     expect(view.has(sid)).toBe(false);
   });
 
-  it("after a disconnect, is not ready until it has the marks stored while it was away", { timeout: 60_000 }, async () => {
-    const naming = await setup();
-    const link = await tcpProxy(new URL(inject("natsUrl")));
-    cleanups.push(() => link.close());
-    const own = await connectNats({ url: link.url, name: "messaging-cancelled-away" });
-    cleanups.push(() => own.close());
-    const errors: unknown[] = [];
-    const view = watchCancelled(own, naming, (err) => errors.push(err));
-    cleanups.push(() => view.stop());
-    await waitFor(() => view.ready, 5000, "ready");
-    // the link goes down; marks are stored (their broadcasts would be lost) while it is away
-    link.cut();
-    await waitFor(() => !view.ready, 5000, "not ready once the link is down");
-    const away = Array.from({ length: 50 }, () => sessionId());
-    await Promise.all(away.map((sid) => markCancelled(nc, naming, sid, "while away")));
-    let readyWithout = 0;
-    let sampling = true;
-    // looked at on every turn of the event loop: never ready without every mark stored while away
-    const sample = (): void => {
-      if (view.ready && away.some((sid) => !view.has(sid))) readyWithout++;
-      if (sampling) setImmediate(sample);
-    };
-    sample();
-    link.resume();
-    await waitFor(() => view.ready, 30_000, "ready again after the reconnect");
-    sampling = false;
-    expect(readyWithout).toBe(0);
-    expect(away.filter((sid) => !view.has(sid))).toEqual([]);
-    expect(errors).toEqual([]);
-  });
+  it(
+    "after a disconnect, is not ready until it has the marks stored while it was away",
+    { timeout: 60_000 },
+    async () => {
+      const naming = await setup();
+      const link = await tcpProxy(new URL(inject("natsUrl")));
+      cleanups.push(() => link.close());
+      const own = await connectNats({ url: link.url, name: "messaging-cancelled-away" });
+      cleanups.push(() => own.close());
+      const errors: unknown[] = [];
+      const view = watchCancelled(own, naming, (err) => errors.push(err));
+      cleanups.push(() => view.stop());
+      await waitFor(() => view.ready, 5000, "ready");
+      // the link goes down; marks are stored (their broadcasts would be lost) while it is away
+      link.cut();
+      await waitFor(() => !view.ready, 5000, "not ready once the link is down");
+      const away = Array.from({ length: 50 }, () => sessionId());
+      await Promise.all(away.map((sid) => markCancelled(nc, naming, sid, "while away")));
+      let readyWithout = 0;
+      let sampling = true;
+      // looked at on every turn of the event loop: never ready without every mark stored while away
+      const sample = (): void => {
+        if (view.ready && away.some((sid) => !view.has(sid))) readyWithout++;
+        if (sampling) setImmediate(sample);
+      };
+      sample();
+      link.resume();
+      await waitFor(() => view.ready, 30_000, "ready again after the reconnect");
+      sampling = false;
+      expect(readyWithout).toBe(0);
+      expect(away.filter((sid) => !view.has(sid))).toEqual([]);
+      expect(errors).toEqual([]);
+    },
+  );
 
   it("takes a mark from add() before the watch delivers it, and is not ready after stop()", async () => {
     const naming = await setup();

@@ -1,5 +1,15 @@
 import type { Naming } from "@agentmesh/contracts";
-import { DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, RetentionPolicy, StorageType, type ConsumerMessages, type JetStreamManager, type StreamConfig } from "@nats-io/jetstream";
+import {
+  DeliverPolicy,
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerMessages,
+  type JetStreamManager,
+  type StreamConfig,
+} from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 
 /*
@@ -12,7 +22,11 @@ const streamOf = (naming: Naming) => `KV_${naming.kv.cancelled}`;
 const keyOf = (naming: Naming, sessionId: string) => `$KV.${naming.kv.cancelled}.${sessionId}`;
 
 /** The bucket's stream settings (one value per key, expiring after `ttlMs`). */
-export function cancelledBucketConfig(naming: Naming, ttlMs: number, replicas: number): Partial<StreamConfig> & { name: string; subjects: string[] } {
+export function cancelledBucketConfig(
+  naming: Naming,
+  ttlMs: number,
+  replicas: number,
+): Partial<StreamConfig> & { name: string; subjects: string[] } {
   return {
     name: streamOf(naming),
     subjects: [`$KV.${naming.kv.cancelled}.>`],
@@ -29,7 +43,12 @@ export function cancelledBucketConfig(naming: Naming, ttlMs: number, replicas: n
 }
 
 /** Records that a session was cancelled (or ended): its queued tasks are reported, not worked. */
-export async function markCancelled(nc: NatsConnection, naming: Naming, sessionId: string, reason: string): Promise<void> {
+export async function markCancelled(
+  nc: NatsConnection,
+  naming: Naming,
+  sessionId: string,
+  reason: string,
+): Promise<void> {
   await jetstream(nc).publish(keyOf(naming, sessionId), new TextEncoder().encode(reason.slice(0, 500)));
 }
 
@@ -69,7 +88,12 @@ const SWEEP_MS = 60_000;
  * After a reconnect the watch starts over (marks stored meanwhile, whose broadcasts this process
  * may have missed, are read again) and is not ready until it has caught up.
  */
-export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err: unknown) => void, now: () => number = Date.now): CancelledView {
+export function watchCancelled(
+  nc: NatsConnection,
+  naming: Naming,
+  onError: (err: unknown) => void,
+  now: () => number = Date.now,
+): CancelledView {
   const stream = streamOf(naming);
   const prefix = `$KV.${naming.kv.cancelled}.`;
   /** session id → when it was marked (ms) */
@@ -91,7 +115,10 @@ export function watchCancelled(nc: NatsConnection, naming: Naming, onError: (err
     const current = () => gen === generation && !stopped;
     const info = await (await jetstreamManager(nc)).streams.info(stream);
     maxAgeMs = Math.floor(info.config.max_age / 1_000_000);
-    const consumer = await jetstream(nc).consumers.get(stream, { filter_subjects: `${prefix}>`, deliver_policy: DeliverPolicy.LastPerSubject });
+    const consumer = await jetstream(nc).consumers.get(stream, {
+      filter_subjects: `${prefix}>`,
+      deliver_policy: DeliverPolicy.LastPerSubject,
+    });
     if (!current()) return;
     const msgs = await consumer.consume();
     if (!current()) {
@@ -175,7 +202,11 @@ const watches = new WeakMap<NatsConnection, Map<string, { view: CancelledView; u
  * runs several roles, `services/local`); `release()` stops it when its last user is done.
  * `onError` is the first user's.
  */
-export function sharedCancelledView(nc: NatsConnection, naming: Naming, onError: (err: unknown) => void): { view: CancelledView; release(): void } {
+export function sharedCancelledView(
+  nc: NatsConnection,
+  naming: Naming,
+  onError: (err: unknown) => void,
+): { view: CancelledView; release(): void } {
   let byBucket = watches.get(nc);
   if (!byBucket) watches.set(nc, (byBucket = new Map()));
   const bucket = naming.kv.cancelled;

@@ -8,7 +8,16 @@ import { encodeBounded } from "./publisher.js";
 import { childTraceparent, newTraceparent } from "./trace.js";
 
 const enc = (v: unknown) => new TextEncoder().encode(typeof v === "string" ? v : JSON.stringify(v));
-const task = { v: SCHEMA_VERSION, task_id: "abcdefgh.1.0.0", session_id: "abcdefgh", role: "planner", op: "plan", attempt: 0, deadline_at: null, input: {} };
+const task = {
+  v: SCHEMA_VERSION,
+  task_id: "abcdefgh.1.0.0",
+  session_id: "abcdefgh",
+  role: "planner",
+  op: "plan",
+  attempt: 0,
+  deadline_at: null,
+  input: {},
+};
 
 describe("decodeMessage", () => {
   it("accepts a valid message", () => {
@@ -16,42 +25,79 @@ describe("decodeMessage", () => {
   });
   it("names the first problem: size, JSON, version, schema", () => {
     const big = new Uint8Array(LIMITS.maxMessageBytes + 1);
-    expect(decodeMessage(big, TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringMatching(/^oversized task/) });
-    expect(decodeMessage(enc("{nope"), TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task is not JSON" });
-    expect(decodeMessage(enc({ ...task, v: 2 }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("unsupported schema version 2") });
-    expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("version (none)") });
-    expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({ ok: false, reason: expect.stringContaining("task_id") });
+    expect(decodeMessage(big, TaskEnvelope, "task")).toMatchObject({
+      ok: false,
+      reason: expect.stringMatching(/^oversized task/),
+    });
+    expect(decodeMessage(enc("{nope"), TaskEnvelope, "task")).toEqual({
+      ok: false,
+      code: "invalid_message",
+      reason: "task is not JSON",
+    });
+    expect(decodeMessage(enc({ ...task, v: 2 }), TaskEnvelope, "task")).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("unsupported schema version 2"),
+    });
+    expect(decodeMessage(enc([1, 2]), TaskEnvelope, "task")).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("version (none)"),
+    });
+    expect(decodeMessage(enc({ ...task, task_id: "x" }), TaskEnvelope, "task")).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("task_id"),
+    });
   });
   it("refuses bytes that are not UTF-8 instead of reading them as U+FFFD", () => {
     const text = enc(task);
     const at = text.indexOf(0x22) + 1;
     const bad = Uint8Array.from([...text.subarray(0, at), 0xc3, 0x28, ...text.subarray(at)]);
-    expect(decodeMessage(bad, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task is not valid UTF-8" });
+    expect(decodeMessage(bad, TaskEnvelope, "task")).toEqual({
+      ok: false,
+      code: "invalid_message",
+      reason: "task is not valid UTF-8",
+    });
   });
-  it("never prints an unexpected version whole (a deep value in \"v\" must not break the error message)", () => {
+  it('never prints an unexpected version whole (a deep value in "v" must not break the error message)', () => {
     const deepV = new TextEncoder().encode(`{"v":${"[".repeat(60)}${"]".repeat(60)}}`);
-    expect(decodeMessage(deepV, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task has unsupported schema version a list, expected 1" });
+    expect(decodeMessage(deepV, TaskEnvelope, "task")).toEqual({
+      ok: false,
+      code: "invalid_message",
+      reason: "task has unsupported schema version a list, expected 1",
+    });
   });
 });
 
 /** A task whose whole body nests exactly `depth` levels (the envelope object is level 1). */
 function taskNested(depth: number): string {
   const inner = depth - 1; // the input value's own levels
-  return JSON.stringify({ ...task, input: null }).replace('"input":null', `"input":${"[".repeat(inner)}${"]".repeat(inner)}`);
+  return JSON.stringify({ ...task, input: null }).replace(
+    '"input":null',
+    `"input":${"[".repeat(inner)}${"]".repeat(inner)}`,
+  );
 }
 
 describe("JSON nesting cap", () => {
   it("refuses 100,000 levels at decode as a typed invalid_message, under the byte limit", () => {
     const bomb = enc(taskNested(100_000));
     expect(bomb.byteLength).toBeLessThan(LIMITS.maxMessageBytes);
-    expect(decodeMessage(bomb, TaskEnvelope, "task")).toEqual({ ok: false, code: "invalid_message", reason: "task nests JSON deeper than 64 levels" });
-    expect(() => parseBoundedJsonOrThrow(bomb, "request body")).toThrow(expect.objectContaining({ code: "invalid_message" }));
+    expect(decodeMessage(bomb, TaskEnvelope, "task")).toEqual({
+      ok: false,
+      code: "invalid_message",
+      reason: "task nests JSON deeper than 64 levels",
+    });
+    expect(() => parseBoundedJsonOrThrow(bomb, "request body")).toThrow(
+      expect.objectContaining({ code: "invalid_message" }),
+    );
   });
   it("accepts 64 levels and refuses 65", () => {
     expect(LIMITS.maxJsonDepth).toBe(64);
     const at = decodeMessage(enc(taskNested(64)), TaskEnvelope, "task");
     expect(at.ok).toBe(true);
-    expect(decodeMessage(enc(taskNested(65)), TaskEnvelope, "task")).toMatchObject({ ok: false, code: "invalid_message", reason: expect.stringMatching(/deeper than 64/) });
+    expect(decodeMessage(enc(taskNested(65)), TaskEnvelope, "task")).toMatchObject({
+      ok: false,
+      code: "invalid_message",
+      reason: expect.stringMatching(/deeper than 64/),
+    });
   });
   it("does not count brackets inside strings, escaped quotes included", () => {
     const deepText = { ...task, input: { text: `\\"${"[{".repeat(500)}` } };
@@ -89,10 +135,14 @@ describe("encodeBounded", () => {
   it("allows exactly the limit and refuses one byte more", () => {
     const overhead = JSON.stringify("").length;
     expect(encodeBounded("a".repeat(LIMITS.maxMessageBytes - overhead), "x").byteLength).toBe(LIMITS.maxMessageBytes);
-    expect(() => encodeBounded("a".repeat(LIMITS.maxMessageBytes - overhead + 1), "x")).toThrow(/over the 262144-byte limit/);
+    expect(() => encodeBounded("a".repeat(LIMITS.maxMessageBytes - overhead + 1), "x")).toThrow(
+      /over the 262144-byte limit/,
+    );
   });
   it("counts bytes, not characters", () => {
-    expect(() => encodeBounded("é".repeat(LIMITS.maxMessageBytes / 2), "x")).toThrow(expect.objectContaining({ code: "payload_too_large" }));
+    expect(() => encodeBounded("é".repeat(LIMITS.maxMessageBytes / 2), "x")).toThrow(
+      expect.objectContaining({ code: "payload_too_large" }),
+    );
   });
 });
 
@@ -113,7 +163,11 @@ describe("traceparent", () => {
 
 describe("parseNatsUrl", () => {
   it("takes credentials out of the URL, since the v3 client ignores them", () => {
-    expect(parseNatsUrl("nats://test:p%40ss@127.0.0.1:4222")).toEqual({ servers: ["127.0.0.1:4222"], user: "test", pass: "p@ss" });
+    expect(parseNatsUrl("nats://test:p%40ss@127.0.0.1:4222")).toEqual({
+      servers: ["127.0.0.1:4222"],
+      user: "test",
+      pass: "p@ss",
+    });
     expect(parseNatsUrl("127.0.0.1")).toEqual({ servers: ["127.0.0.1:4222"] });
     expect(parseNatsUrl("nats://a:1, nats://u:p@b:2")).toEqual({ servers: ["a:1", "b:2"], user: "u", pass: "p" });
     expect(parseNatsUrl("tls://secure.example:4443").servers).toEqual(["tls://secure.example:4443"]);
@@ -127,7 +181,8 @@ describe("parseNatsUrl", () => {
 
 describe("ADR-32 rules", () => {
   it("accepts SemVer and names without dots only", () => {
-    for (const v of ["0.1.0", "1.2.3-rc.1", "1.0.0+build.7", "10.20.30-alpha.beta+exp.sha.5114f85"]) expect(SEMVER.test(v)).toBe(true);
+    for (const v of ["0.1.0", "1.2.3-rc.1", "1.0.0+build.7", "10.20.30-alpha.beta+exp.sha.5114f85"])
+      expect(SEMVER.test(v)).toBe(true);
     for (const v of ["1.0", "v1.0.0", "01.0.0", "1.0.0-", ""]) expect(SEMVER.test(v)).toBe(false);
     expect(MICRO_NAME.test("review_plan-2")).toBe(true);
     expect(MICRO_NAME.test("review.plan")).toBe(false);

@@ -37,11 +37,18 @@ function nkeyAuth(file: string): { authenticator: Authenticator; inboxPrefix: st
   try {
     seed = readFileSync(file, "utf8").trim();
   } catch (err) {
-    throw new AgentmeshError("invalid_config", `cannot read the NATS NKey seed file ${file} (${err instanceof Error ? err.message : String(err)})`, { component: "nats" });
+    throw new AgentmeshError(
+      "invalid_config",
+      `cannot read the NATS NKey seed file ${file} (${err instanceof Error ? err.message : String(err)})`,
+      { component: "nats" },
+    );
   }
   const key = userKeyOfSeed(seed);
   const encoder = new TextEncoder();
-  const authenticator: Authenticator = (nonce) => ({ nkey: key.publicKey, sig: nonce ? Buffer.from(key.sign(encoder.encode(nonce))).toString("base64") : "" });
+  const authenticator: Authenticator = (nonce) => ({
+    nkey: key.publicKey,
+    sig: nonce ? Buffer.from(key.sign(encoder.encode(nonce))).toString("base64") : "",
+  });
   return { authenticator, inboxPrefix: replyPrefix(key.publicKey) };
 }
 
@@ -54,8 +61,12 @@ export interface ParsedNatsUrl {
 
 /** Splits a NATS URL (or list) into host:port servers and the first credentials found. */
 export function parseNatsUrl(url: string): ParsedNatsUrl {
-  const parts = url.split(",").map((s) => s.trim()).filter((s) => s.length > 0);
-  if (parts.length === 0) throw new AgentmeshError("unavailable", "no NATS URL given", { retryable: false, component: "nats" });
+  const parts = url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
+  if (parts.length === 0)
+    throw new AgentmeshError("unavailable", "no NATS URL given", { retryable: false, component: "nats" });
   let user: string | undefined;
   let pass: string | undefined;
   const servers = parts.map((p) => {
@@ -63,7 +74,10 @@ export function parseNatsUrl(url: string): ParsedNatsUrl {
     try {
       u = new URL(p.includes("://") ? p : `nats://${p}`);
     } catch {
-      throw new AgentmeshError("unavailable", `malformed NATS URL ${redactUrls(p)}`, { retryable: false, component: "nats" });
+      throw new AgentmeshError("unavailable", `malformed NATS URL ${redactUrls(p)}`, {
+        retryable: false,
+        component: "nats",
+      });
     }
     if (user === undefined && u.username) {
       user = decodeURIComponent(u.username);
@@ -75,7 +89,6 @@ export function parseNatsUrl(url: string): ParsedNatsUrl {
   return { servers, ...(user === undefined ? {} : { user }), ...(pass === undefined ? {} : { pass }) };
 }
 
-
 /**
  * Connects to NATS with settings suited to long-running services: unlimited reconnects, 1 s
  * between attempts, a 20 s ping. Fails fast with `unavailable` naming the URL when the server
@@ -86,7 +99,9 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
   const nkey = opts.nkeySeedFile ? nkeyAuth(opts.nkeySeedFile) : null;
   const tls = opts.tls && (opts.tls.caFile || opts.tls.certFile || opts.tls.keyFile) ? opts.tls : null;
   if (tls && Boolean(tls.certFile) !== Boolean(tls.keyFile)) {
-    throw new AgentmeshError("invalid_config", "NATS TLS needs both a client certificate and its key, or neither", { component: "nats" });
+    throw new AgentmeshError("invalid_config", "NATS TLS needs both a client certificate and its key, or neither", {
+      component: "nats",
+    });
   }
   let nc: NatsConnection;
   try {
@@ -96,7 +111,13 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
       ...(pass === undefined ? {} : { pass }),
       ...(nkey ?? {}),
       ...(tls
-        ? { tls: { ...(tls.caFile ? { caFile: tls.caFile } : {}), ...(tls.certFile ? { certFile: tls.certFile } : {}), ...(tls.keyFile ? { keyFile: tls.keyFile } : {}) } }
+        ? {
+            tls: {
+              ...(tls.caFile ? { caFile: tls.caFile } : {}),
+              ...(tls.certFile ? { certFile: tls.certFile } : {}),
+              ...(tls.keyFile ? { keyFile: tls.keyFile } : {}),
+            },
+          }
         : {}),
       name: opts.name,
       maxReconnectAttempts: -1,
@@ -117,10 +138,14 @@ export async function connectNats(opts: ConnectNatsOptions): Promise<NatsConnect
         cause: err,
       });
     }
-    throw new AgentmeshError("unavailable", `cannot reach NATS at ${redactUrls(opts.url)} (${why}); is nats-server running with -js?`, {
-      component: "nats",
-      cause: err,
-    });
+    throw new AgentmeshError(
+      "unavailable",
+      `cannot reach NATS at ${redactUrls(opts.url)} (${why}); is nats-server running with -js?`,
+      {
+        component: "nats",
+        cause: err,
+      },
+    );
   }
   if (opts.log) watchStatus(nc, opts.log);
   return nc;

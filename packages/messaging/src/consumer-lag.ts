@@ -19,7 +19,10 @@ export type ConsumerLagReader = (stream: string, durable: string) => Promise<Con
  * `maxAgeMs` so the gauges of one scrape share it. A failure is an `AgentmeshError`
  * (`unavailable`, `timeout`) and is not cached.
  */
-export function consumerLagReader(nc: NatsConnection, opts: { maxAgeMs?: number; timeoutMs?: number } = {}): ConsumerLagReader {
+export function consumerLagReader(
+  nc: NatsConnection,
+  opts: { maxAgeMs?: number; timeoutMs?: number } = {},
+): ConsumerLagReader {
   const maxAgeMs = opts.maxAgeMs ?? 250;
   let jsm: Promise<JetStreamManager> | null = null;
   const cache = new Map<string, { at: number; lag: Promise<ConsumerLag> }>();

@@ -3,11 +3,24 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPublisher } from "./publisher.js";
 import { listDeadLetters, redriveDeadLetter, startDeadLetterMover } from "./dead-letters.js";
-import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, streamMessages, waitFor } from "./test-support.js";
+import {
+  connectTest,
+  dropStreams,
+  freshNaming,
+  makeTask,
+  recordingLog,
+  sessionId,
+  streamMessages,
+  waitFor,
+} from "./test-support.js";
 
 let nc: NatsConnection;
-beforeAll(async () => { nc = await connectTest("dead-letters-test"); });
-afterAll(async () => { await nc.close(); });
+beforeAll(async () => {
+  nc = await connectTest("dead-letters-test");
+});
+afterAll(async () => {
+  await nc.close();
+});
 
 describe("dead letters", () => {
   it("a task that exhausts its deliveries moves to the dead-letter stream and can be re-driven", async () => {
@@ -25,12 +38,22 @@ describe("dead letters", () => {
       let dead: Awaited<ReturnType<typeof listDeadLetters>> = [];
       while (Date.now() < deadline && dead.length === 0) {
         const batch = await consumer.fetch({ max_messages: 1, expires: 1000 });
-        for await (const _m of batch) { /* dropped on the floor: the agent "crashed" */ }
+        for await (const _m of batch) {
+          /* dropped on the floor: the agent "crashed" */
+        }
         dead = await listDeadLetters(nc, naming);
       }
       expect(dead).toHaveLength(1);
-      expect(dead[0]).toMatchObject({ originalSubject: naming.task("planner", "plan"), deliveries: 2, taskId: task.task_id });
-      await waitFor(async () => (await streamMessages(nc, naming.streams.tasks)).length === 0, 5000, "task removed from the work queue");
+      expect(dead[0]).toMatchObject({
+        originalSubject: naming.task("planner", "plan"),
+        deliveries: 2,
+        taskId: task.task_id,
+      });
+      await waitFor(
+        async () => (await streamMessages(nc, naming.streams.tasks)).length === 0,
+        5000,
+        "task removed from the work queue",
+      );
 
       const again = await redriveDeadLetter(nc, naming, dead[0]!.seq);
       expect(again?.taskId).toBe(task.task_id);
@@ -58,7 +81,9 @@ describe("dead letters", () => {
       while (Date.now() < deadline && dead.length === 0) {
         const batch = await consumer.fetch({ max_messages: 1, expires: 1000 });
         try {
-          for await (const _m of batch) { /* the coordinator "crashed" before settling it */ }
+          for await (const _m of batch) {
+            /* the coordinator "crashed" before settling it */
+          }
         } catch (err) {
           // a pull that missed its heartbeats on a busy machine just ends; the next one goes on
           if (!/heartbeats missed/.test((err as Error).message)) throw err;
@@ -66,8 +91,18 @@ describe("dead letters", () => {
         dead = await listDeadLetters(nc, naming);
       }
       expect(dead).toHaveLength(1);
-      expect(dead[0]).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid, "client"), sessionId: sid, deliveries: 2 });
-      await waitFor(async () => (await streamMessages(nc, naming.streams.inbox)).length === 0, 5000, "input removed from the inbox");
+      expect(dead[0]).toMatchObject({
+        kind: "inbox",
+        subject: naming.deadLetter("inbox"),
+        originalSubject: naming.inbox(sid, "client"),
+        sessionId: sid,
+        deliveries: 2,
+      });
+      await waitFor(
+        async () => (await streamMessages(nc, naming.streams.inbox)).length === 0,
+        5000,
+        "input removed from the inbox",
+      );
     } finally {
       await mover.stop();
       await dropStreams(nc, naming);

@@ -36,7 +36,10 @@ export interface DeadLetter {
  * Task and session ids of a message we could not decode: from our headers, else from a lenient
  * read of the body. Each must be well formed and agree with the other; otherwise null.
  */
-export function recoverIds(data: Uint8Array, h: MsgHdrs | undefined): { taskId: string | null; sessionId: string | null } {
+export function recoverIds(
+  data: Uint8Array,
+  h: MsgHdrs | undefined,
+): { taskId: string | null; sessionId: string | null } {
   let taskId = readHeader(h, HEADERS.taskId) ?? null;
   let sessionId = readHeader(h, HEADERS.sessionId) ?? null;
   if (taskId === null || sessionId === null) {
@@ -79,7 +82,12 @@ export interface DeadLetterInput {
  * Publishes a copy of a message to `<p>.dead.<token>` with where it came from, why, and the
  * session id in the headers. Idempotent per stream sequence (msg id `dead:<stream>:<seq>`).
  */
-export async function publishDeadLetter(nc: NatsConnection, naming: Naming, token: string, m: DeadLetterInput): Promise<void> {
+export async function publishDeadLetter(
+  nc: NatsConnection,
+  naming: Naming,
+  token: string,
+  m: DeadLetterInput,
+): Promise<void> {
   const h = makeHeaders();
   for (const [k, v] of m.headers ? [...m.headers] : []) if (!isServerHeader(k)) for (const one of v) h.append(k, one);
   const ids = recoverIds(m.data, m.headers);
@@ -99,7 +107,15 @@ function tokenFor(naming: Naming, subject: string): string {
 }
 
 /** Moves one exhausted message from its work-queue stream to the dead-letter stream; idempotent per sequence. */
-async function moveToDead(jsm: JetStreamManager, nc: NatsConnection, naming: Naming, stream: string, seq: number, deliveries: number, log: Log): Promise<void> {
+async function moveToDead(
+  jsm: JetStreamManager,
+  nc: NatsConnection,
+  naming: Naming,
+  stream: string,
+  seq: number,
+  deliveries: number,
+  log: Log,
+): Promise<void> {
   let msg;
   try {
     msg = await jsm.streams.getMessage(stream, { seq });
@@ -107,9 +123,19 @@ async function moveToDead(jsm: JetStreamManager, nc: NatsConnection, naming: Nam
     return; // already moved (another coordinator) or acked after all
   }
   if (!msg) return;
-  await publishDeadLetter(nc, naming, tokenFor(naming, msg.subject), { stream, seq, subject: msg.subject, data: msg.data, headers: msg.header, deliveries });
+  await publishDeadLetter(nc, naming, tokenFor(naming, msg.subject), {
+    stream,
+    seq,
+    subject: msg.subject,
+    data: msg.data,
+    headers: msg.header,
+    deliveries,
+  });
   await jsm.streams.deleteMessage(stream, seq, false).catch(() => false);
-  log.warn({ stream, seq, subject: msg.subject, deliveries }, "dead-lettered: no consumer finished it within its deliveries");
+  log.warn(
+    { stream, seq, subject: msg.subject, deliveries },
+    "dead-lettered: no consumer finished it within its deliveries",
+  );
 }
 
 /**
@@ -117,7 +143,10 @@ async function moveToDead(jsm: JetStreamManager, nc: NatsConnection, naming: Nam
  * message to the dead-letter stream (a work-queue stream would otherwise keep it forever). Run
  * by every coordinator in one queue group, so each advisory is handled once.
  */
-export async function startDeadLetterMover(nc: NatsConnection, opts: { naming: Naming; log: Log }): Promise<{ stop(): Promise<void> }> {
+export async function startDeadLetterMover(
+  nc: NatsConnection,
+  opts: { naming: Naming; log: Log },
+): Promise<{ stop(): Promise<void> }> {
   const jsm = await jetstreamManager(nc);
   const { naming } = opts;
   const subs: Subscription[] = [naming.streams.tasks, naming.streams.inbox].map((stream) =>
@@ -129,7 +158,8 @@ export async function startDeadLetterMover(nc: NatsConnection, opts: { naming: N
         try {
           const a = m.json<{ stream?: string; stream_seq?: number; deliveries?: number }>();
           const stream = a.stream === naming.streams.inbox ? naming.streams.inbox : naming.streams.tasks;
-          if (typeof a.stream_seq === "number") await moveToDead(jsm, nc, naming, stream, a.stream_seq, a.deliveries ?? 0, opts.log);
+          if (typeof a.stream_seq === "number")
+            await moveToDead(jsm, nc, naming, stream, a.stream_seq, a.deliveries ?? 0, opts.log);
         } catch (err) {
           opts.log.warn({ err }, "dead-letter move failed");
         }
@@ -144,7 +174,11 @@ export async function startDeadLetterMover(nc: NatsConnection, opts: { naming: N
   };
 }
 
-function describe(naming: Naming, seq: number, m: { subject: string; header?: MsgHdrs; data: Uint8Array; time: Date }): DeadLetter {
+function describe(
+  naming: Naming,
+  seq: number,
+  m: { subject: string; header?: MsgHdrs; data: Uint8Array; time: Date },
+): DeadLetter {
   const originalSubject = readHeader(m.header, H_SUBJECT) ?? "";
   return {
     seq,
@@ -187,7 +221,9 @@ export async function redriveDeadLetter(nc: NatsConnection, naming: Naming, seq:
     throw new AgentmeshError("invalid_message", `dead letter ${seq} has no task or inbox subject to re-drive to`);
   }
   const h = makeHeaders();
-  for (const [k, v] of m.header ? [...m.header] : []) if (![H_SUBJECT, H_SEQ, H_DELIVERIES, H_REASON].includes(k) && !isServerHeader(k)) for (const one of v) h.append(k, one);
+  for (const [k, v] of m.header ? [...m.header] : [])
+    if (![H_SUBJECT, H_SEQ, H_DELIVERIES, H_REASON].includes(k) && !isServerHeader(k))
+      for (const one of v) h.append(k, one);
   await jetstream(nc).publish(original, m.data, { msgID: `redrive:${seq}`, headers: h });
   await jsm.streams.deleteMessage(naming.streams.dead, seq, false);
   return describe(naming, seq, m);
@@ -215,7 +251,15 @@ export async function moveToDeadLetters(
 ): Promise<DeadLetterMove> {
   const m = entry.msg;
   try {
-    await publishDeadLetter(nc, naming, token, { stream, seq: m.seq, subject: m.subject, data: m.data, headers: m.headers, deliveries: m.info.deliveryCount, reason });
+    await publishDeadLetter(nc, naming, token, {
+      stream,
+      seq: m.seq,
+      subject: m.subject,
+      data: m.data,
+      headers: m.headers,
+      deliveries: m.info.deliveryCount,
+      reason,
+    });
   } catch (err) {
     if (entry.settled) return { moved: false };
     entry.settled = true;

@@ -41,10 +41,18 @@ export function parseBoundedJson(
   maxBytes: number = LIMITS.maxMessageBytes,
 ): { ok: true; value: unknown } | Extract<Decoded<never>, { ok: false }> {
   if (data.byteLength > maxBytes) {
-    return { ok: false, code: "payload_too_large", reason: `oversized ${what}: ${data.byteLength} bytes, limit ${maxBytes}` };
+    return {
+      ok: false,
+      code: "payload_too_large",
+      reason: `oversized ${what}: ${data.byteLength} bytes, limit ${maxBytes}`,
+    };
   }
   if (jsonDepthOver(data, LIMITS.maxJsonDepth)) {
-    return { ok: false, code: "invalid_message", reason: `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels` };
+    return {
+      ok: false,
+      code: "invalid_message",
+      reason: `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`,
+    };
   }
   let text: string;
   try {
@@ -85,10 +93,19 @@ export function decodeMessage<S extends z.ZodType>(data: Uint8Array, schema: S, 
 }
 
 /** The schema-version and schema half of `decodeMessage`, for a value already parsed within bounds; `map` shapes the result. */
-export function decodeValue<S extends z.ZodType, T>(raw: unknown, schema: S, what: string, map: (v: z.infer<S>) => T): Decoded<T> {
+export function decodeValue<S extends z.ZodType, T>(
+  raw: unknown,
+  schema: S,
+  what: string,
+  map: (v: z.infer<S>) => T,
+): Decoded<T> {
   const v = typeof raw === "object" && raw !== null ? (raw as { v?: unknown }).v : undefined;
   if (v !== SCHEMA_VERSION) {
-    return { ok: false, code: "invalid_message", reason: `${what} has unsupported schema version ${describeValue(v)}, expected ${SCHEMA_VERSION}` };
+    return {
+      ok: false,
+      code: "invalid_message",
+      reason: `${what} has unsupported schema version ${describeValue(v)}, expected ${SCHEMA_VERSION}`,
+    };
   }
   const r = compiled(schema).safeParse(raw);
   if (!r.success) return { ok: false, code: "invalid_message", reason: `invalid ${what}: ${formatZodError(r.error)}` };

@@ -11,9 +11,17 @@ describe("errors on the transport", () => {
     expect(thrownError(zerr)).toMatchObject({ code: "invalid_message", retryable: false });
     expect(thrownError(zerr).message).toContain("→ at a");
     expect(thrownError(new TimeoutError())).toMatchObject({ code: "timeout", retryable: true });
-    expect(thrownError(new RequestError("no responders", { cause: new NoRespondersError("x.y") }))).toMatchObject({ code: "unavailable", retryable: true });
+    expect(thrownError(new RequestError("no responders", { cause: new NoRespondersError("x.y") }))).toMatchObject({
+      code: "unavailable",
+      retryable: true,
+    });
     expect(thrownError(new DOMException("stop", "AbortError"))).toMatchObject({ code: "cancelled", retryable: false });
-    expect(thrownError(new TypeError("x is undefined")).toWire("planner")).toEqual({ code: "internal", message: "x is undefined", retryable: false, component: "planner" });
+    expect(thrownError(new TypeError("x is undefined")).toWire("planner")).toEqual({
+      code: "internal",
+      message: "x is undefined",
+      retryable: false,
+      component: "planner",
+    });
     expect(thrownError("plain string")).toMatchObject({ code: "internal", message: "plain string" });
     expect(thrownError({ weird: true }).message).toContain('{"weird":true}');
     const ours = new AgentmeshError("tool_error", "down", { retryable: false });
@@ -22,7 +30,10 @@ describe("errors on the transport", () => {
 
   it("wraps NATS failures: timeouts stay timeouts, the rest is `unavailable`", () => {
     expect(natsFailure(new TimeoutError(), "publish")).toMatchObject({ code: "timeout", component: "nats" });
-    expect(natsFailure(new Error("connection closed"), "publish")).toMatchObject({ code: "unavailable", message: "publish: connection closed" });
+    expect(natsFailure(new Error("connection closed"), "publish")).toMatchObject({
+      code: "unavailable",
+      message: "publish: connection closed",
+    });
     const ours = new AgentmeshError("payload_too_large", "big");
     expect(natsFailure(ours, "publish")).toBe(ours);
   });

@@ -15,7 +15,8 @@ export function thrownError(err: unknown): AgentmeshError {
     return new AgentmeshError("unavailable", err.message, { cause: err });
   }
   // an abort raised by an AbortSignal (DOM-style AbortError or our own reason)
-  if (err instanceof Error && err.name === "AbortError") return new AgentmeshError("cancelled", err.message || "aborted", { cause: err });
+  if (err instanceof Error && err.name === "AbortError")
+    return new AgentmeshError("cancelled", err.message || "aborted", { cause: err });
   return AgentmeshError.from(err);
 }
 
@@ -24,6 +25,7 @@ export function natsFailure(err: unknown, what: string): AgentmeshError {
   if (err instanceof AgentmeshError) return err;
   const thrown = thrownError(err);
   // an API error is the server refusing our request (bad config, limits): retrying will not help
-  const code: ErrorCode = err instanceof JetStreamApiError ? "internal" : thrown.code === "timeout" ? "timeout" : "unavailable";
+  const code: ErrorCode =
+    err instanceof JetStreamApiError ? "internal" : thrown.code === "timeout" ? "timeout" : "unavailable";
   return new AgentmeshError(code, `${what}: ${thrown.message}`, { component: "nats", cause: err });
 }

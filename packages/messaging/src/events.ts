@@ -37,7 +37,8 @@ export function decodeEvents(data: Uint8Array): Decoded<DecodedEvents> {
   for (const [i, raw] of env.value.events.entries()) {
     const e = SessionEvent.safeParse(raw);
     if (!e.success) out.skipped.push(`event ${i} of the batch: ${formatZodError(e.error)}`);
-    else if (e.data.session_id !== env.value.session_id || e.data.version !== env.value.version) out.skipped.push(`event ${i} of the batch belongs to ${e.data.session_id} v${e.data.version}`);
+    else if (e.data.session_id !== env.value.session_id || e.data.version !== env.value.version)
+      out.skipped.push(`event ${i} of the batch belongs to ${e.data.session_id} v${e.data.version}`);
     else out.events.push(e.data);
   }
   return { ok: true, value: out };
@@ -72,13 +73,20 @@ export async function* followEvents(
     for await (const m of messages) {
       const d = decodeEvents(m.data);
       if (!d.ok || d.value.events.some((e) => e.session_id !== sessionId)) {
-        opts.log?.warn({ subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason }, "skipping a malformed event");
+        opts.log?.warn(
+          { subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason },
+          "skipping a malformed event",
+        );
         continue;
       }
-      for (const reason of d.value.skipped) opts.log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
+      for (const reason of d.value.skipped)
+        opts.log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
       for (const e of d.value.events) {
         if (e.index <= (seen.get(e.version) ?? -1)) {
-          opts.log?.debug({ subject: m.subject, seq: m.seq, version: e.version, index: e.index }, "skipping an event already delivered");
+          opts.log?.debug(
+            { subject: m.subject, seq: m.seq, version: e.version, index: e.index },
+            "skipping an event already delivered",
+          );
           continue;
         }
         seen.set(e.version, e.index);
@@ -124,7 +132,13 @@ export function createTokenDedup(): TokenDedup {
  * the returned function is called. Malformed or foreign deltas are skipped, and so is a delta
  * already delivered (`createTokenDedup`): a redelivered task does not show its text twice.
  */
-export function followTokens(nc: NatsConnection, naming: Naming, sessionId: string, onToken: (t: TokenDelta) => void, log?: Log): () => void {
+export function followTokens(
+  nc: NatsConnection,
+  naming: Naming,
+  sessionId: string,
+  onToken: (t: TokenDelta) => void,
+  log?: Log,
+): () => void {
   const dedup = createTokenDedup();
   const sub = nc.subscribe(naming.tokens(sessionId), {
     callback: (err, m) => {
@@ -132,7 +146,11 @@ export function followTokens(nc: NatsConnection, naming: Naming, sessionId: stri
       const d = decodeMessage(m.data, SessionEvent, "token");
       if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) {
         if (dedup.accept(d.value)) onToken(d.value);
-      } else log?.warn({ subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason }, "skipping a malformed token delta");
+      } else
+        log?.warn(
+          { subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason },
+          "skipping a malformed token delta",
+        );
     },
   });
   return () => sub.unsubscribe();

@@ -24,12 +24,25 @@ async function setup(handler: InboxHandler, crash?: (p: string) => void) {
   const { naming } = await freshNaming(nc);
   cleanups.push(() => dropStreams(nc, naming));
   const log = recordingLog();
-  const consumer = await startInboxConsumer(nc, { naming, concurrency: 4, ackWaitMs: 1000, handler, log, ...(crash ? { crash } : {}) });
+  const consumer = await startInboxConsumer(nc, {
+    naming,
+    concurrency: 4,
+    ackWaitMs: 1000,
+    handler,
+    log,
+    ...(crash ? { crash } : {}),
+  });
   cleanups.push(() => consumer.stop(500));
   return { naming, consumer, log, publisher: createPublisher(nc, naming, recordingLog()) };
 }
 
-const cancel = (sid: string, id = "c1"): InboxInput => ({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(id), reason: "test" });
+const cancel = (sid: string, id = "c1"): InboxInput => ({
+  v: SCHEMA_VERSION,
+  kind: "cancel",
+  session_id: sid,
+  input_id: inputIds.cancel(id),
+  reason: "test",
+});
 
 async function inboxLeft(naming: Naming): Promise<number> {
   return (await (await jetstreamManager(nc)).streams.info(naming.streams.inbox)).state.messages;
@@ -39,11 +52,14 @@ describe("startInboxConsumer", () => {
   it("hands valid inputs to the handler and acks on 'ack' after the before-ack crash point", async () => {
     const got: InboxInput[] = [];
     const points: string[] = [];
-    const { naming, consumer, publisher } = await setup(async (input) => {
-      got.push(input);
-      points.push("handler");
-      return "ack";
-    }, (p) => points.push(p));
+    const { naming, consumer, publisher } = await setup(
+      async (input) => {
+        got.push(input);
+        points.push("handler");
+        return "ack";
+      },
+      (p) => points.push(p),
+    );
     const sid = sessionId();
     await publisher.publishInbox(cancel(sid));
     await waitFor(() => consumer.stats.processed === 1, 10_000, "processed");
@@ -88,7 +104,9 @@ describe("startInboxConsumer", () => {
     expect(consumer.alive()).toBe(true);
     const dead = await listDeadLetters(nc, naming);
     expect(dead).toHaveLength(4);
-    expect(dead.every((d) => d.kind === "inbox" && d.subject === naming.deadLetter("inbox") && d.reason !== null)).toBe(true);
+    expect(dead.every((d) => d.kind === "inbox" && d.subject === naming.deadLetter("inbox") && d.reason !== null)).toBe(
+      true,
+    );
     // the misrouted one names another session in its body; the unparsable one names none
     expect(dead.filter((d) => d.sessionId === sid)).toHaveLength(2);
     expect(dead.filter((d) => d.sessionId === null)).toHaveLength(1);
@@ -109,11 +127,19 @@ describe("startInboxConsumer", () => {
     expect(deliveries).toEqual([1, 2, 3, 4, 5]); // freshNaming: inboxMaxDeliver 5
     expect(await inboxLeft(naming)).toBe(0);
     const [dead] = await listDeadLetters(nc, naming);
-    expect(dead).toMatchObject({ kind: "inbox", subject: naming.deadLetter("inbox"), originalSubject: naming.inbox(sid, "coordinator"), sessionId: sid, deliveries: 5 });
+    expect(dead).toMatchObject({
+      kind: "inbox",
+      subject: naming.deadLetter("inbox"),
+      originalSubject: naming.inbox(sid, "coordinator"),
+      sessionId: sid,
+      deliveries: 5,
+    });
     expect(dead?.reason).toMatch(/not applied after 5 deliveries/);
     const stored = await (await jetstreamManager(nc)).streams.getMessage(naming.streams.dead, { seq: dead!.seq });
     expect(stored?.header.get(HEADERS.sessionId)).toBe(sid);
-    expect(log.messages("error")).toContain("inbox input dead-lettered: the session may be stuck until it is re-driven");
+    expect(log.messages("error")).toContain(
+      "inbox input dead-lettered: the session may be stuck until it is re-driven",
+    );
 
     fail = false;
     await redriveDeadLetter(nc, naming, dead!.seq);
@@ -130,19 +156,43 @@ describe("startInboxConsumer", () => {
     const js = jetstream(nc);
     const sid = sessionId();
     const result = (role: string): InboxInput => ({
-      v: SCHEMA_VERSION, kind: "result", session_id: sid, input_id: inputIds.result(`${sid}.1.0.0`), task_id: `${sid}.1.0.0`, role, op: "plan",
-      outcome: { ok: false, error: { code: "internal", message: `from ${role}`, retryable: false, component: role }, provenance: null },
+      v: SCHEMA_VERSION,
+      kind: "result",
+      session_id: sid,
+      input_id: inputIds.result(`${sid}.1.0.0`),
+      task_id: `${sid}.1.0.0`,
+      role,
+      op: "plan",
+      outcome: {
+        ok: false,
+        error: { code: "internal", message: `from ${role}`, retryable: false, component: role },
+        provenance: null,
+      },
     });
     // a critic forging the planner's result on its own subject; a critic's result on the planner's subject
     await js.publish(naming.inbox(sid, "critic"), JSON.stringify(result("planner")));
     await js.publish(naming.inbox(sid, "planner"), JSON.stringify(result("critic")));
     // a role or a client forging coordinator-only inputs, a role forging a client's cancel
-    const start: InboxInput = { v: SCHEMA_VERSION, kind: "start", session_id: sid, input_id: inputIds.start(sid), workflow: "critic-chain", query: "what is 2 + 2?", options: {} };
+    const start: InboxInput = {
+      v: SCHEMA_VERSION,
+      kind: "start",
+      session_id: sid,
+      input_id: inputIds.start(sid),
+      workflow: "critic-chain",
+      query: "what is 2 + 2?",
+      options: {},
+    };
     await js.publish(naming.inbox(sid, "client"), JSON.stringify(start));
     await js.publish(naming.inbox(sid, "planner"), JSON.stringify(start));
     await js.publish(naming.inbox(sid, "executor"), JSON.stringify(cancel(sid)));
     await waitFor(() => consumer.stats.forged === 5, 10_000, "five forged inputs dropped");
-    expect(log.lines.filter((l) => l.level === "warn" && /arrived on the inbox subject of sender/.test(String((l.o as { reason?: string }).reason)))).toHaveLength(5);
+    expect(
+      log.lines.filter(
+        (l) =>
+          l.level === "warn" &&
+          /arrived on the inbox subject of sender/.test(String((l.o as { reason?: string }).reason)),
+      ),
+    ).toHaveLength(5);
     expect(consumer.stats.dropped).toBe(5);
     expect(got).toEqual([]);
     // the real result, published by the planner's worker path, applies

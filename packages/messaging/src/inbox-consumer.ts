@@ -37,7 +37,8 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
   const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
   // 0 or -1 means unlimited deliveries: then nothing is ever the last one
-  const maxDeliver = info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : Number.POSITIVE_INFINITY;
+  const maxDeliver =
+    info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : Number.POSITIVE_INFINITY;
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0, dead_lettered: 0, forged: 0 };
 
   /**
@@ -48,10 +49,13 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   async function deadLetter(entry: InFlight, reason: string): Promise<boolean> {
     const r = await moveToDeadLetters(nc, naming, INBOX_DEAD, stream, entry, reason, inboxRetryDelay);
     if (r.moved) counts.dead_lettered++;
-    else if (r.err !== undefined) log.error({ ...what, seq: entry.msg.seq, err: r.err, delay_ms: r.delayMs }, "cannot dead-letter an inbox input; retrying later");
+    else if (r.err !== undefined)
+      log.error(
+        { ...what, seq: entry.msg.seq, err: r.err, delay_ms: r.delayMs },
+        "cannot dead-letter an inbox input; retrying later",
+      );
     return r.moved;
   }
-
 
   async function handle(entry: InFlight): Promise<void> {
     const m = entry.msg;
@@ -72,7 +76,10 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
           counts.dropped++;
           entry.settled = true;
           m.term();
-          log.warn({ ...what, subject: m.subject, seq: m.seq, session_id: d.value.session_id, reason: forged }, "dropped an inbox input its sender may not write");
+          log.warn(
+            { ...what, subject: m.subject, seq: m.seq, session_id: d.value.session_id, reason: forged },
+            "dropped an inbox input its sender may not write",
+          );
           return;
         }
       }
@@ -80,12 +87,21 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     if (!d.ok || reason !== null) {
       counts.dropped++;
       if (await deadLetter(entry, reason ?? "unreadable")) {
-        log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered an inbox message that can never be processed");
+        log.warn(
+          { ...what, subject: m.subject, seq: m.seq, reason },
+          "dead-lettered an inbox message that can never be processed",
+        );
       }
       return;
     }
     const input = d.value;
-    const ilog = { ...what, session_id: input.session_id, input_id: input.input_id, kind: input.kind, delivery: deliveryCount };
+    const ilog = {
+      ...what,
+      session_id: input.session_id,
+      input_id: input.input_id,
+      kind: input.kind,
+      delivery: deliveryCount,
+    };
     let verdict: "ack" | "retry" | "error";
     try {
       verdict = await handler(input, { deliveryCount, signal: entry.controller.signal });
@@ -107,7 +123,11 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     if (verdict === "error") counts.failed++;
     if (deliveryCount >= maxDeliver) {
       const why = `not applied after ${deliveryCount} deliveries (last: ${verdict === "error" ? "the handler failed" : "the handler asked for a retry"})`;
-      if (await deadLetter(entry, why)) log.error({ ...ilog, reason: why }, "inbox input dead-lettered: the session may be stuck until it is re-driven");
+      if (await deadLetter(entry, why))
+        log.error(
+          { ...ilog, reason: why },
+          "inbox input dead-lettered: the session may be stuck until it is re-driven",
+        );
       return;
     }
     entry.settled = true;
@@ -125,7 +145,10 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
     what,
     handle,
   });
-  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver }, "inbox consumer started");
+  log.info(
+    { ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver },
+    "inbox consumer started",
+  );
 
   return {
     get stats(): WorkStats {

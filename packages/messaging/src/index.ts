@@ -3,8 +3,21 @@ export type { Log } from "./log.js";
 export { connectNats, type ConnectNatsOptions } from "./connect.js";
 export { linkHealth, type LinkHealth } from "./link-health.js";
 export { provision } from "./provision.js";
-export { natsPermissions, replyPrefix, SERVICE_USERS, type ServiceUser, type UserPermissions, type SubjectRules } from "./permissions.js";
-export { natsAccountName, natsServerConfig, newUserKey, publicKeyOfSeed, type NatsServerConfigOptions } from "./nats-config.js";
+export {
+  natsPermissions,
+  replyPrefix,
+  SERVICE_USERS,
+  type ServiceUser,
+  type UserPermissions,
+  type SubjectRules,
+} from "./permissions.js";
+export {
+  natsAccountName,
+  natsServerConfig,
+  newUserKey,
+  publicKeyOfSeed,
+  type NatsServerConfigOptions,
+} from "./nats-config.js";
 export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent } from "./publisher.js";
 export { newTraceparent, traceparentOf, type MessageContext } from "./trace.js";
 export { startWorker, type WorkerOptions } from "./worker.js";
@@ -18,7 +31,16 @@ export {
   type EndpointOptions,
 } from "./micro.js";
 export { request, listServices, type ServiceSummary, type ServiceInfo, type ServiceStats } from "./request.js";
-export { createTokenDedup, decodeEvents, followEvents, type DecodedEvents, followTokens, type FollowEventsOptions, type TokenDedup, type TokenDelta } from "./events.js";
+export {
+  createTokenDedup,
+  decodeEvents,
+  followEvents,
+  type DecodedEvents,
+  followTokens,
+  type FollowEventsOptions,
+  type TokenDedup,
+  type TokenDelta,
+} from "./events.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {
   ProvisionOptions,

@@ -26,7 +26,10 @@ describe("linkHealth: what the probes read about a NATS connection", () => {
     expect(link.whyDead()).toBeNull();
 
     const down = server;
-    await new Promise((r) => { down.once("exit", r); down.kill("SIGKILL"); });
+    await new Promise((r) => {
+      down.once("exit", r);
+      down.kill("SIGKILL");
+    });
     await waitUntil("the disconnect to show", () => link.whyNotReady() !== null);
     expect(link.whyNotReady()).toBe("nats: disconnected, reconnecting");
     // the client keeps reconnecting: a restart would not help, so it is not dead

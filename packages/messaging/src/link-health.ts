@@ -22,7 +22,14 @@ export function linkHealth(nc: NatsConnection): LinkHealth {
     }
   })().catch(() => undefined);
   return {
-    whyNotReady: () => (nc.isClosed() ? "nats: connection closed" : nc.isDraining() ? "nats: draining" : connected ? null : "nats: disconnected, reconnecting"),
+    whyNotReady: () =>
+      nc.isClosed()
+        ? "nats: connection closed"
+        : nc.isDraining()
+          ? "nats: draining"
+          : connected
+            ? null
+            : "nats: disconnected, reconnecting",
     whyDead: () => (nc.isClosed() ? "nats: connection closed for good" : null),
   };
 }

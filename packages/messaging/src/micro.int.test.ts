@@ -7,7 +7,16 @@ import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { createMicroService, SERVICE_ERROR, SERVICE_ERROR_CODE } from "./micro.js";
 import { createPublisher } from "./publisher.js";
 import { listServices, request } from "./request.js";
-import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, sleep, waitFor } from "./test-support.js";
+import {
+  connectTest,
+  dropStreams,
+  freshNaming,
+  makeTask,
+  recordingLog,
+  sessionId,
+  sleep,
+  waitFor,
+} from "./test-support.js";
 import { startWorker } from "./worker.js";
 
 // JSON schemas written from the ADR-32 field lists (Standard Field, INFO, PING, STATS).
@@ -15,7 +24,8 @@ const defs = {
   name: { type: "string", pattern: "^[a-zA-Z0-9_-]+$", minLength: 1 },
   semver: {
     type: "string",
-    pattern: "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
+    pattern:
+      "^(0|[1-9]\\d*)\\.(0|[1-9]\\d*)\\.(0|[1-9]\\d*)(?:-((?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\\.(?:0|[1-9]\\d*|\\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\\+([0-9a-zA-Z-]+(?:\\.[0-9a-zA-Z-]+)*))?$",
   },
   // Go reads these as int64; staying within exact JSON integers keeps them exact too
   nanos: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
@@ -36,31 +46,62 @@ const schema = (type: string, props: Record<string, unknown>, required: string[]
   properties: { type: { const: type }, ...standard, ...props },
 });
 const PING = schema("io.nats.micro.v1.ping_response", {}, []);
-const INFO = schema("io.nats.micro.v1.info_response", {
-  description: { type: "string" },
-  endpoints: {
-    type: "array",
-    items: {
-      type: "object", additionalProperties: false, required: ["name", "subject", "queue_group", "metadata"],
-      properties: { name: { $ref: "#/$defs/name" }, subject: { type: "string", minLength: 1 }, queue_group: { type: "string" }, metadata: { $ref: "#/$defs/metadata" } },
-    },
-  },
-}, ["description", "endpoints"]);
-const STATS = schema("io.nats.micro.v1.stats_response", {
-  started: { type: "string", format: "date-time" },
-  endpoints: {
-    type: "array",
-    items: {
-      type: "object", additionalProperties: false,
-      required: ["name", "subject", "queue_group", "num_requests", "num_errors", "last_error", "processing_time", "average_processing_time"],
-      properties: {
-        name: { $ref: "#/$defs/name" }, subject: { type: "string", minLength: 1 }, queue_group: { type: "string" },
-        num_requests: { $ref: "#/$defs/count" }, num_errors: { $ref: "#/$defs/count" }, last_error: { type: "string" },
-        processing_time: { $ref: "#/$defs/nanos" }, average_processing_time: { $ref: "#/$defs/nanos" }, data: { type: "object" },
+const INFO = schema(
+  "io.nats.micro.v1.info_response",
+  {
+    description: { type: "string" },
+    endpoints: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: ["name", "subject", "queue_group", "metadata"],
+        properties: {
+          name: { $ref: "#/$defs/name" },
+          subject: { type: "string", minLength: 1 },
+          queue_group: { type: "string" },
+          metadata: { $ref: "#/$defs/metadata" },
+        },
       },
     },
   },
-}, ["started", "endpoints"]);
+  ["description", "endpoints"],
+);
+const STATS = schema(
+  "io.nats.micro.v1.stats_response",
+  {
+    started: { type: "string", format: "date-time" },
+    endpoints: {
+      type: "array",
+      items: {
+        type: "object",
+        additionalProperties: false,
+        required: [
+          "name",
+          "subject",
+          "queue_group",
+          "num_requests",
+          "num_errors",
+          "last_error",
+          "processing_time",
+          "average_processing_time",
+        ],
+        properties: {
+          name: { $ref: "#/$defs/name" },
+          subject: { type: "string", minLength: 1 },
+          queue_group: { type: "string" },
+          num_requests: { $ref: "#/$defs/count" },
+          num_errors: { $ref: "#/$defs/count" },
+          last_error: { type: "string" },
+          processing_time: { $ref: "#/$defs/nanos" },
+          average_processing_time: { $ref: "#/$defs/nanos" },
+          data: { type: "object" },
+        },
+      },
+    },
+  },
+  ["started", "endpoints"],
+);
 
 const ajv = new Ajv({ allErrors: true, strict: true });
 formats.default(ajv);
@@ -84,11 +125,26 @@ describe("createMicroService", () => {
   it("answers $SRV PING/INFO/STATS with ADR-32 replies; stats carry the JetStream work counts", async () => {
     const { naming } = await freshNaming(nc);
     const worker = await startWorker(nc, {
-      naming, role: "planner", concurrency: 1, ackWaitMs: 1000, maxDeliver: 3, log: recordingLog(),
-      handler: async () => ({ ok: false, error: { code: "needs_model", message: "offline", retryable: false, component: "planner" }, provenance: null }),
+      naming,
+      role: "planner",
+      concurrency: 1,
+      ackWaitMs: 1000,
+      maxDeliver: 3,
+      log: recordingLog(),
+      handler: async () => ({
+        ok: false,
+        error: { code: "needs_model", message: "offline", retryable: false, component: "planner" },
+        provenance: null,
+      }),
     });
     const name = `svc_${uniquePrefix()}`;
-    const svc = createMicroService(nc, { name, version: "1.2.3-rc.1+build.5", description: "test service", metadata: { prefix: naming.prefix }, statsData: () => ({ ...worker.stats }) });
+    const svc = createMicroService(nc, {
+      name,
+      version: "1.2.3-rc.1+build.5",
+      description: "test service",
+      metadata: { prefix: naming.prefix },
+      statsData: () => ({ ...worker.stats }),
+    });
     try {
       svc.addEndpoint("echo", `${naming.prefix}.rpc.echo`, async (data) => ({ echoed: data }));
       svc.addEndpoint("fail", `${naming.prefix}.rpc.fail`, async () => {
@@ -106,14 +162,24 @@ describe("createMicroService", () => {
       expect(raw.headers?.get(SERVICE_ERROR_CODE)).toBe("404");
       expect(raw.headers?.get(SERVICE_ERROR)).toBe("no such op");
 
-      for (const subject of [`$SRV.PING.${name}`, `$SRV.PING.${name}.${svc.id}`]) valid("PING", (await nc.request(subject, "", { timeout: 2000 })).json());
+      for (const subject of [`$SRV.PING.${name}`, `$SRV.PING.${name}.${svc.id}`])
+        valid("PING", (await nc.request(subject, "", { timeout: 2000 })).json());
       const info = (await nc.request(`$SRV.INFO.${name}.${svc.id}`, "", { timeout: 2000 })).json();
       valid("INFO", info);
       expect(info).toMatchObject({
-        name, id: svc.id, description: "test service", metadata: { prefix: naming.prefix },
-        endpoints: [{ name: "echo", subject: `${naming.prefix}.rpc.echo`, queue_group: "q" }, { name: "fail", queue_group: "q" }],
+        name,
+        id: svc.id,
+        description: "test service",
+        metadata: { prefix: naming.prefix },
+        endpoints: [
+          { name: "echo", subject: `${naming.prefix}.rpc.echo`, queue_group: "q" },
+          { name: "fail", queue_group: "q" },
+        ],
       });
-      const stats = (await nc.request(`$SRV.STATS.${name}`, "", { timeout: 2000 })).json<{ started: string; endpoints: Array<Record<string, unknown>> }>();
+      const stats = (await nc.request(`$SRV.STATS.${name}`, "", { timeout: 2000 })).json<{
+        started: string;
+        endpoints: Array<Record<string, unknown>>;
+      }>();
       valid("STATS", stats);
       const [echo, fail] = stats.endpoints;
       expect(echo).toMatchObject({ num_requests: 1, num_errors: 0, last_error: "" });

@@ -1,5 +1,12 @@
 import { AgentmeshError, ERROR_CODES, type ErrorCode } from "@agentmesh/contracts";
-import { headers as natsHeaders, nuid, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from "@nats-io/transport-node";
+import {
+  headers as natsHeaders,
+  nuid,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from "@nats-io/transport-node";
 import { parseBoundedJsonOrThrow } from "./decode.js";
 import { thrownError } from "./errors.js";
 import type { Log } from "./log.js";
@@ -87,8 +94,10 @@ function parseBody(m: Msg): unknown {
  * by id, and serves endpoints in queue group "q" with errors in the standard headers.
  */
 export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions): MicroService {
-  if (!MICRO_NAME.test(opts.name)) throw new AgentmeshError("internal", `service name "${opts.name}" must match ${MICRO_NAME}`);
-  if (!SEMVER.test(opts.version)) throw new AgentmeshError("internal", `service version "${opts.version}" is not SemVer`);
+  if (!MICRO_NAME.test(opts.name))
+    throw new AgentmeshError("internal", `service name "${opts.name}" must match ${MICRO_NAME}`);
+  if (!SEMVER.test(opts.version))
+    throw new AgentmeshError("internal", `service version "${opts.version}" is not SemVer`);
   const id = nuid.next();
   const started = new Date().toISOString();
   const metadata = { ...(opts.metadata ?? {}) };
@@ -111,7 +120,12 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
       type: "io.nats.micro.v1.info_response",
       ...ident(),
       description: opts.description ?? "",
-      endpoints: endpoints.map((e) => ({ name: e.name, subject: e.subject, queue_group: e.queue_group ?? "", metadata: e.metadata })),
+      endpoints: endpoints.map((e) => ({
+        name: e.name,
+        subject: e.subject,
+        queue_group: e.queue_group ?? "",
+        metadata: e.metadata,
+      })),
     }),
     STATS: () => {
       const d = data();
@@ -139,7 +153,13 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
   const internal: Subscription[] = [];
   for (const [verb, reply] of Object.entries(verbs)) {
     for (const subject of [`$SRV.${verb}`, `$SRV.${verb}.${opts.name}`, `$SRV.${verb}.${opts.name}.${id}`]) {
-      internal.push(nc.subscribe(subject, { callback: (err, m) => { if (!err) m.respond(JSON.stringify(reply())); } }));
+      internal.push(
+        nc.subscribe(subject, {
+          callback: (err, m) => {
+            if (!err) m.respond(JSON.stringify(reply()));
+          },
+        }),
+      );
     }
   }
 
@@ -172,8 +192,10 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
     name: opts.name,
     addEndpoint(name, subject, handler, eo = {}) {
       if (stopped) throw new AgentmeshError("internal", `service ${opts.name} is stopped`);
-      if (!MICRO_NAME.test(name)) throw new AgentmeshError("internal", `endpoint name "${name}" must match ${MICRO_NAME}`);
-      if (subject.length === 0 || subject.startsWith("$SRV")) throw new AgentmeshError("internal", `bad endpoint subject "${subject}"`);
+      if (!MICRO_NAME.test(name))
+        throw new AgentmeshError("internal", `endpoint name "${name}" must match ${MICRO_NAME}`);
+      if (subject.length === 0 || subject.startsWith("$SRV"))
+        throw new AgentmeshError("internal", `bad endpoint subject "${subject}"`);
       const queue = eo.queue === undefined ? "q" : eo.queue;
       const holder: { ep?: Endpoint } = {};
       const sub = nc.subscribe(subject, {
@@ -183,8 +205,15 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
         },
       });
       const ep: Endpoint = {
-        name, subject, queue_group: queue, metadata: { ...(eo.metadata ?? {}) }, sub,
-        num_requests: 0, num_errors: 0, last_error: "", processing_ns: 0n,
+        name,
+        subject,
+        queue_group: queue,
+        metadata: { ...(eo.metadata ?? {}) },
+        sub,
+        num_requests: 0,
+        num_errors: 0,
+        last_error: "",
+        processing_ns: 0n,
       };
       holder.ep = ep;
       endpoints.push(ep);

@@ -19,7 +19,11 @@ export function userKeyOfSeed(seed: string): UserNKey {
   try {
     return userNKey(seed);
   } catch (err) {
-    throw new AgentmeshError("invalid_config", `the NATS NKey seed is not a user seed (${err instanceof Error ? err.message : String(err)})`, { component: "nats" });
+    throw new AgentmeshError(
+      "invalid_config",
+      `the NATS NKey seed is not a user seed (${err instanceof Error ? err.message : String(err)})`,
+      { component: "nats" },
+    );
   }
 }
 
@@ -77,7 +81,16 @@ export function natsServerConfig(o: NatsServerConfigOptions): string {
     max_payload: 1048576,
     jetstream: { store_dir: o.storeDir ?? "/data/jetstream" },
     ...(o.httpPort ? { http_port: o.httpPort } : {}),
-    ...(o.tls ? { tls: { cert_file: o.tls.cert, key_file: o.tls.key, ...(o.tls.ca ? { ca_file: o.tls.ca } : {}), verify: o.tls.verify ?? false } } : {}),
+    ...(o.tls
+      ? {
+          tls: {
+            cert_file: o.tls.cert,
+            key_file: o.tls.key,
+            ...(o.tls.ca ? { ca_file: o.tls.ca } : {}),
+            verify: o.tls.verify ?? false,
+          },
+        }
+      : {}),
     accounts: { [account]: { jetstream: "enabled", users } },
   };
   return `${JSON.stringify(cfg, null, 2)}\n`;

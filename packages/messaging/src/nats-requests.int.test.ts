@@ -18,7 +18,9 @@ const require = createRequire(import.meta.url);
 // the nats-core the transport loads (its package exports hide lib/errors.js, so by file)
 const transportMain = realpathSync(require.resolve("@nats-io/transport-node"));
 const coreLib = join(transportMain.slice(0, transportMain.lastIndexOf("/transport-node/")), "nats-core", "lib");
-const errors = createRequire(join(coreLib, "mod.js"))(join(coreLib, "errors.js")) as { RequestError: new (...a: unknown[]) => Error };
+const errors = createRequire(join(coreLib, "mod.js"))(join(coreLib, "errors.js")) as {
+  RequestError: new (...a: unknown[]) => Error;
+};
 
 let nc: NatsConnection;
 let naming: Naming;
@@ -52,7 +54,10 @@ describe("nats.js requests (patched nats-core)", () => {
     const subject = `${naming.prefix}.echo`;
     const sub = nc.subscribe(subject, { callback: (_e, m) => void m.respond(m.data) });
     built = 0;
-    for (let i = 0; i < 50; i++) expect(new TextDecoder().decode((await nc.request(subject, `ping ${i}`, { timeout: 2000 })).data)).toBe(`ping ${i}`);
+    for (let i = 0; i < 50; i++)
+      expect(new TextDecoder().decode((await nc.request(subject, `ping ${i}`, { timeout: 2000 })).data)).toBe(
+        `ping ${i}`,
+      );
     sub.unsubscribe();
     expect(built).toBe(0);
   });

@@ -35,6 +35,8 @@ describe("userNKey (node:crypto Ed25519 over an nkeys seed)", () => {
     expect(() => userNKey(td.decode(nkeys.createAccount().getSeed()))).toThrow(/not a user seed/);
     expect(() => userNKey(nkeys.createUser().getPublicKey())).toThrow(/not an NKey seed/);
     expect(() => userNKey("SU-not-base32!")).toThrow(/base32/);
-    expect(() => publicKeyOfSeed(td.decode(nkeys.createAccount().getSeed()))).toThrow(/the NATS NKey seed is not a user seed/);
+    expect(() => publicKeyOfSeed(td.decode(nkeys.createAccount().getSeed()))).toThrow(
+      /the NATS NKey seed is not a user seed/,
+    );
   });
 });

@@ -72,7 +72,11 @@ export function userNKey(seed: string): UserNKey {
   const b1 = raw[1] ?? 0;
   if ((b0 & 248) !== PREFIX_SEED) throw new Error("not an NKey seed");
   if ((((b0 & 7) << 5) | ((b1 & 248) >> 3)) !== PREFIX_USER) throw new Error("not a user seed");
-  const key: KeyObject = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519, body.subarray(2)]), format: "der", type: "pkcs8" });
+  const key: KeyObject = createPrivateKey({
+    key: Buffer.concat([PKCS8_ED25519, body.subarray(2)]),
+    format: "der",
+    type: "pkcs8",
+  });
   // the SubjectPublicKeyInfo DER ends with the 32-byte public key
   const pub = createPublicKey(key).export({ format: "der", type: "spki" }).subarray(-32);
   const encoded = new Uint8Array(35);

@@ -1,4 +1,12 @@
-import { inputIds, ROLE_NAMES, SCHEMA_VERSION, naming as makeNaming, type InboxInput, type Naming, type SessionEvent } from "@agentmesh/contracts";
+import {
+  inputIds,
+  ROLE_NAMES,
+  SCHEMA_VERSION,
+  naming as makeNaming,
+  type InboxInput,
+  type Naming,
+  type SessionEvent,
+} from "@agentmesh/contracts";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { PermissionViolationError, type NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -100,28 +108,79 @@ function forbidden(user: string): Probe[] {
   const readEvents = sub(n.events(SID));
   switch (user) {
     case "coordinator":
-      return [...common(other), asOtherRole, pub(n.inbox(SID, "client")), consumeOther, pub(`$JS.ACK.${tasks}.role_${other}.1.1.1.1.1.0`), pub(n.tokens(SID)), sub(n.tokensAll), sub(n.eventsAll)];
+      return [
+        ...common(other),
+        asOtherRole,
+        pub(n.inbox(SID, "client")),
+        consumeOther,
+        pub(`$JS.ACK.${tasks}.role_${other}.1.1.1.1.1.0`),
+        pub(n.tokens(SID)),
+        sub(n.tokensAll),
+        sub(n.eventsAll),
+      ];
     case "client":
     case "gateway": // a client with its own seed
       return [
-        ...common(other), kvWrite, asOtherRole, pub(n.inbox(SID, "coordinator")), consumeOther, createOnTasks, writeTasks, writeEvents, readEvents,
-        pub(`$JS.API.CONSUMER.CREATE.${events}`), pub(`$JS.API.CONSUMER.DURABLE.CREATE.${events}.probe`),
-        pub(`$JS.API.CONSUMER.CREATE.${events}.probe.${n.taskAll}`), pub(n.cancel(SID)), pub(n.deadLetter(other)), pub(`$JS.API.STREAM.CREATE.${tasks}`),
+        ...common(other),
+        kvWrite,
+        asOtherRole,
+        pub(n.inbox(SID, "coordinator")),
+        consumeOther,
+        createOnTasks,
+        writeTasks,
+        writeEvents,
+        readEvents,
+        pub(`$JS.API.CONSUMER.CREATE.${events}`),
+        pub(`$JS.API.CONSUMER.DURABLE.CREATE.${events}.probe`),
+        pub(`$JS.API.CONSUMER.CREATE.${events}.probe.${n.taskAll}`),
+        pub(n.cancel(SID)),
+        pub(n.deadLetter(other)),
+        pub(`$JS.API.STREAM.CREATE.${tasks}`),
       ];
     case "inspect":
       return [
-        ...common(other), kvWrite, asOtherRole, pub(n.inbox(SID, "client")), pub(n.inbox(SID, "coordinator")), pub(n.submit), consumeOther, createOnTasks,
-        writeTasks, writeEvents, readEvents, pub(n.cancel(SID)), pub(`$JS.API.STREAM.MSG.DELETE.${n.streams.dead}`),
+        ...common(other),
+        kvWrite,
+        asOtherRole,
+        pub(n.inbox(SID, "client")),
+        pub(n.inbox(SID, "coordinator")),
+        pub(n.submit),
+        consumeOther,
+        createOnTasks,
+        writeTasks,
+        writeEvents,
+        readEvents,
+        pub(n.cancel(SID)),
+        pub(`$JS.API.STREAM.MSG.DELETE.${n.streams.dead}`),
       ];
     default:
       // a role
       return [
-        ...common(other), kvWrite, asOtherRole, pub(n.inbox(SID, "coordinator")), pub(n.inbox(SID, "client")), consumeOther, createOnTasks,
-        pub(`$JS.API.CONSUMER.CREATE.${tasks}.probe.${n.taskFilter(user)}`), pub(`$JS.API.CONSUMER.DURABLE.CREATE.${tasks}.role_${user}`),
-        writeTasks, pub(n.task(user, "op")), writeEvents, readEvents, pub(n.submit), pub(n.cancel(SID)), pub(n.deadLetter(other)), pub(n.deadLetter("inbox")),
-        sub(n.task(other, ">")), pub(`$JS.API.STREAM.CREATE.${tasks}`), pub("$SRV.PING"),
+        ...common(other),
+        kvWrite,
+        asOtherRole,
+        pub(n.inbox(SID, "coordinator")),
+        pub(n.inbox(SID, "client")),
+        consumeOther,
+        createOnTasks,
+        pub(`$JS.API.CONSUMER.CREATE.${tasks}.probe.${n.taskFilter(user)}`),
+        pub(`$JS.API.CONSUMER.DURABLE.CREATE.${tasks}.role_${user}`),
+        writeTasks,
+        pub(n.task(user, "op")),
+        writeEvents,
+        readEvents,
+        pub(n.submit),
+        pub(n.cancel(SID)),
+        pub(n.deadLetter(other)),
+        pub(n.deadLetter("inbox")),
+        sub(n.task(other, ">")),
+        pub(`$JS.API.STREAM.CREATE.${tasks}`),
+        pub("$SRV.PING"),
         // its health probe asks about itself only
-        pub("$SRV.STATS"), pub("$SRV.INFO"), pub(`$SRV.STATS.${other}`), pub(`$SRV.INFO.${other}`),
+        pub("$SRV.STATS"),
+        pub("$SRV.INFO"),
+        pub(`$SRV.STATS.${other}`),
+        pub(`$SRV.INFO.${other}`),
       ];
   }
 }
@@ -130,21 +189,27 @@ describe("permission probes against nats-server with the generated config", () =
   const users = [...ROLE_NAMES, ...SERVICE_USERS];
   const tally: Record<string, { tried: number; denied: number }> = {};
 
-  it.each(users)("user %s: every forbidden attempt is refused (>= 12)", async (user) => {
-    const c = await connectAs(user);
-    const probes = forbidden(user);
-    expect(probes.length).toBeGreaterThanOrEqual(12);
-    const allowedThrough: string[] = [];
-    for (const p of probes) if (!(await denied(c, p))) allowedThrough.push(`${p.op} ${p.subject}`);
-    tally[user] = { tried: probes.length, denied: probes.length - allowedThrough.length };
-    expect(allowedThrough).toEqual([]);
-    expect(c.nc.isClosed()).toBe(false);
-  }, 60_000);
+  it.each(users)(
+    "user %s: every forbidden attempt is refused (>= 12)",
+    async (user) => {
+      const c = await connectAs(user);
+      const probes = forbidden(user);
+      expect(probes.length).toBeGreaterThanOrEqual(12);
+      const allowedThrough: string[] = [];
+      for (const p of probes) if (!(await denied(c, p))) allowedThrough.push(`${p.op} ${p.subject}`);
+      tally[user] = { tried: probes.length, denied: probes.length - allowedThrough.length };
+      expect(allowedThrough).toEqual([]);
+      expect(c.nc.isClosed()).toBe(false);
+    },
+    60_000,
+  );
 
   it("tallies every user (each >= 12 attempts, 100 % denied)", () => {
     const total = Object.values(tally).reduce((s, t) => s + t.tried, 0);
     const refused = Object.values(tally).reduce((s, t) => s + t.denied, 0);
-    console.log(`[permission probes] ${Object.keys(tally).length} users, ${refused}/${total} forbidden attempts denied`);
+    console.log(
+      `[permission probes] ${Object.keys(tally).length} users, ${refused}/${total} forbidden attempts denied`,
+    );
     expect(Object.keys(tally).sort()).toEqual([...users].sort());
     expect(refused).toBe(total);
   });
@@ -157,24 +222,57 @@ describe("the allowed paths work under the generated config", () => {
     const client = await connectAs("client");
     const inspect = await connectAs("inspect");
     await provision(coord.nc, {
-      naming: n, roles: ROLE_NAMES, taskAckWaitMs: 2000, taskMaxDeliver: 3, inboxAckWaitMs: 2000, inboxMaxDeliver: 5,
-      eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 16,
+      naming: n,
+      roles: ROLE_NAMES,
+      taskAckWaitMs: 2000,
+      taskMaxDeliver: 3,
+      inboxAckWaitMs: 2000,
+      inboxMaxDeliver: 5,
+      eventsMaxAgeMs: 60_000,
+      duplicateWindowMs: 10_000,
+      maxAckPendingPerRole: 16,
     });
     // provisioning twice (a second coordinator) is allowed too
     await provision(coord.nc, {
-      naming: n, roles: ROLE_NAMES, taskAckWaitMs: 2000, taskMaxDeliver: 3, inboxAckWaitMs: 2000, inboxMaxDeliver: 5,
-      eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 16,
+      naming: n,
+      roles: ROLE_NAMES,
+      taskAckWaitMs: 2000,
+      taskMaxDeliver: 3,
+      inboxAckWaitMs: 2000,
+      inboxMaxDeliver: 5,
+      eventsMaxAgeMs: 60_000,
+      duplicateWindowMs: 10_000,
+      maxAckPendingPerRole: 16,
     });
 
     const got: InboxInput[] = [];
-    const inboxConsumer = await startInboxConsumer(coord.nc, { naming: n, concurrency: 2, ackWaitMs: 2000, log: recordingLog(), handler: async (i) => (got.push(i), "ack") });
+    const inboxConsumer = await startInboxConsumer(coord.nc, {
+      naming: n,
+      concurrency: 2,
+      ackWaitMs: 2000,
+      log: recordingLog(),
+      handler: async (i) => (got.push(i), "ack"),
+    });
     const worker = await startWorker(planner.nc, {
-      naming: n, role: "planner", concurrency: 1, ackWaitMs: 2000, maxDeliver: 3, log: recordingLog(),
+      naming: n,
+      role: "planner",
+      concurrency: 1,
+      ackWaitMs: 2000,
+      maxDeliver: 3,
+      log: recordingLog(),
       handler: async () => ({ ok: true, output: { plan: [] }, provenance: null }) as never,
     });
-    const micro = await createMicroService(planner.nc, { name: "planner", version: "0.0.1", metadata: { prefix: n.prefix }, statsData: () => ({ ...worker.stats, alive: worker.alive() }) });
+    const micro = await createMicroService(planner.nc, {
+      name: "planner",
+      version: "0.0.1",
+      metadata: { prefix: n.prefix },
+      statsData: () => ({ ...worker.stats, alive: worker.alive() }),
+    });
     // as an agent without direct rpc: one read-only status endpoint carries the work counts
-    await micro.addEndpoint("status", n.rpc("planner", "status"), async () => ({ ...worker.stats, alive: worker.alive() }));
+    await micro.addEndpoint("status", n.rpc("planner", "status"), async () => ({
+      ...worker.stats,
+      alive: worker.alive(),
+    }));
     try {
       const sid = sessionId();
       await createPublisher(coord.nc, n, recordingLog()).publishTask(makeTask(sid));
@@ -186,14 +284,34 @@ describe("the allowed paths work under the generated config", () => {
       await markCancelled(coord.nc, n, sid, "probe");
       const watchErrors: unknown[] = [];
       const view = watchCancelled(planner.nc, n, (e) => watchErrors.push(e));
-      await waitFor(() => (view.ready && view.has(sid)) || watchErrors.length > 0, 10_000, "the planner's watch of the cancelled bucket");
+      await waitFor(
+        () => (view.ready && view.has(sid)) || watchErrors.length > 0,
+        10_000,
+        "the planner's watch of the cancelled bucket",
+      );
       expect(watchErrors).toEqual([]);
       view.stop();
 
-      await createPublisher(client.nc, n, recordingLog(), { client: true }).publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-probe`), reason: "probe" });
+      await createPublisher(client.nc, n, recordingLog(), { client: true }).publishInbox({
+        v: SCHEMA_VERSION,
+        kind: "cancel",
+        session_id: sid,
+        input_id: inputIds.cancel(`${sid}-probe`),
+        reason: "probe",
+      });
       await waitFor(() => got.some((i) => i.kind === "cancel"), 10_000, "the client's cancel reaches the coordinator");
 
-      const event: SessionEvent = { v: SCHEMA_VERSION, session_id: sid, version: 1, index: 0, at: Date.now(), type: "stage", name: "probe", description: "d", status: "running" };
+      const event: SessionEvent = {
+        v: SCHEMA_VERSION,
+        session_id: sid,
+        version: 1,
+        index: 0,
+        at: Date.now(),
+        type: "stage",
+        name: "probe",
+        description: "d",
+        status: "running",
+      };
       await createPublisher(coord.nc, n, recordingLog()).publishEvent(event);
       const ac = new AbortController();
       const seen: SessionEvent[] = [];
@@ -204,14 +322,20 @@ describe("the allowed paths work under the generated config", () => {
       expect(seen).toEqual([event]);
 
       const services = await listServices(client.nc, 800);
-      expect(services.find((s) => s.info.name === "planner" && s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({ alive: true });
+      expect(
+        services.find((s) => s.info.name === "planner" && s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]
+          ?.data,
+      ).toMatchObject({ alive: true });
       // the planner's own health probe (`agentmesh health --service planner` in its pod, with its seed)
       const own = await listServices(planner.nc, 800, "planner");
-      expect(own.find((s) => s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({ alive: true });
+      expect(own.find((s) => s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({
+        alive: true,
+      });
       const info = await (await jetstreamManager(inspect.nc)).streams.info(n.streams.tasks);
       expect(info.config.name).toBe(n.streams.tasks);
 
-      for (const c of [coord, planner, client, inspect]) expect(c.violations.map((v) => `${v.operation} ${v.subject}`)).toEqual([]);
+      for (const c of [coord, planner, client, inspect])
+        expect(c.violations.map((v) => `${v.operation} ${v.subject}`)).toEqual([]);
     } finally {
       await micro.stop();
       await worker.stop(200);

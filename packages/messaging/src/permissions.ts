@@ -18,7 +18,14 @@ export interface UserPermissions {
 }
 
 /** Denied to every user, whatever its allow list says. */
-const ALWAYS_DENIED = ["$SYS.>", "$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.PURGE.>", "$JS.API.ACCOUNT.>", "$JS.API.SERVER.>", "$JS.API.META.>"];
+const ALWAYS_DENIED = [
+  "$SYS.>",
+  "$JS.API.STREAM.DELETE.>",
+  "$JS.API.STREAM.PURGE.>",
+  "$JS.API.ACCOUNT.>",
+  "$JS.API.SERVER.>",
+  "$JS.API.META.>",
+];
 
 /**
  * The inbox prefix (replies to our requests) of a connection authenticated with an NKey: each
@@ -30,7 +37,11 @@ export function replyPrefix(publicKey: string): string {
 
 /** The JetStream API subjects for reading one consumer (pull, info) and acking its messages. */
 function consume(stream: string, consumer: string): string[] {
-  return [`$JS.API.CONSUMER.INFO.${stream}.${consumer}`, `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`, `$JS.ACK.${stream}.${consumer}.>`];
+  return [
+    `$JS.API.CONSUMER.INFO.${stream}.${consumer}`,
+    `$JS.API.CONSUMER.MSG.NEXT.${stream}.${consumer}`,
+    `$JS.ACK.${stream}.${consumer}.>`,
+  ];
 }
 
 /**
@@ -50,7 +61,13 @@ function follow(stream: string, filter: string): string[] {
 /** Reading a KV bucket (get, and a watch as an ordered consumer). */
 function kvRead(bucket: string): string[] {
   const stream = `KV_${bucket}`;
-  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}`, `$JS.API.DIRECT.GET.${stream}.>`, ...follow(stream, `$KV.${bucket}.>`)];
+  return [
+    `$JS.API.STREAM.INFO.${stream}`,
+    `$JS.API.STREAM.MSG.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}`,
+    `$JS.API.DIRECT.GET.${stream}.>`,
+    ...follow(stream, `$KV.${bucket}.>`),
+  ];
 }
 
 /** Managing a stream we own: create, update, inspect, its consumers, single messages (never delete or purge it). */
@@ -125,7 +142,12 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
       `$KV.${cancelledKv}.>`,
       ...DISCOVER,
     ],
-    ["$SRV.>", n.submit, `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${tasks}.*`, `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${inbox}.*`],
+    [
+      "$SRV.>",
+      n.submit,
+      `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${tasks}.*`,
+      `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${inbox}.*`,
+    ],
   );
   out.client = rules(
     [n.submit, n.inboxFrom(INBOX_SENDERS.client), ...follow(events, n.eventsAll), ...DISCOVER],
@@ -136,7 +158,12 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
   out.inspect = rules(
     [
       ...follow(events, n.eventsAll),
-      ...[inbox, tasks, events, dead].flatMap((s) => [`$JS.API.STREAM.INFO.${s}`, `$JS.API.CONSUMER.INFO.${s}.*`, `$JS.API.CONSUMER.NAMES.${s}`, `$JS.API.CONSUMER.LIST.${s}`]),
+      ...[inbox, tasks, events, dead].flatMap((s) => [
+        `$JS.API.STREAM.INFO.${s}`,
+        `$JS.API.CONSUMER.INFO.${s}.*`,
+        `$JS.API.CONSUMER.NAMES.${s}`,
+        `$JS.API.CONSUMER.LIST.${s}`,
+      ]),
       `$JS.API.STREAM.MSG.GET.${dead}`,
       `$JS.API.STREAM.NAMES`,
       `$JS.API.STREAM.LIST`,

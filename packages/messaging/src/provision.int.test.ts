@@ -38,19 +38,42 @@ async function check(o: ProvisionOptions): Promise<void> {
   const jsm = await jetstreamManager(nc);
   const n = o.naming;
   const inbox = await jsm.streams.info(n.streams.inbox);
-  expect(inbox.config).toMatchObject({ subjects: [n.inboxAll], retention: RetentionPolicy.Workqueue, storage: StorageType.File, duplicate_window: nanos(o.duplicateWindowMs) });
+  expect(inbox.config).toMatchObject({
+    subjects: [n.inboxAll],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    duplicate_window: nanos(o.duplicateWindowMs),
+  });
   const tasks = await jsm.streams.info(n.streams.tasks);
-  expect(tasks.config).toMatchObject({ subjects: [n.taskAll], retention: RetentionPolicy.Workqueue, storage: StorageType.File });
+  expect(tasks.config).toMatchObject({
+    subjects: [n.taskAll],
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+  });
   const events = await jsm.streams.info(n.streams.events);
-  expect(events.config).toMatchObject({ subjects: [n.eventsAll], retention: RetentionPolicy.Limits, max_age: nanos(o.eventsMaxAgeMs) });
+  expect(events.config).toMatchObject({
+    subjects: [n.eventsAll],
+    retention: RetentionPolicy.Limits,
+    max_age: nanos(o.eventsMaxAgeMs),
+  });
   // a standard KV bucket (`nats kv get`), one value per session, expiring after a day by default
   const kv = await jsm.streams.info(`KV_${n.kv.cancelled}`);
-  expect(kv.config).toMatchObject({ subjects: [`$KV.${n.kv.cancelled}.>`], max_msgs_per_subject: 1, max_age: nanos(o.cancelledTtlMs ?? 24 * 3600 * 1000), allow_direct: true });
+  expect(kv.config).toMatchObject({
+    subjects: [`$KV.${n.kv.cancelled}.>`],
+    max_msgs_per_subject: 1,
+    max_age: nanos(o.cancelledTtlMs ?? 24 * 3600 * 1000),
+    allow_direct: true,
+  });
   const dead = await jsm.streams.info(n.streams.dead);
   expect(dead.config).toMatchObject({ subjects: [`${n.prefix}.dead.>`], retention: RetentionPolicy.Limits });
 
   const coord = await jsm.consumers.info(n.streams.inbox, n.consumers.coordinator);
-  expect(coord.config).toMatchObject({ durable_name: "coordinator", ack_policy: AckPolicy.Explicit, ack_wait: nanos(o.inboxAckWaitMs), max_deliver: o.inboxMaxDeliver });
+  expect(coord.config).toMatchObject({
+    durable_name: "coordinator",
+    ack_policy: AckPolicy.Explicit,
+    ack_wait: nanos(o.inboxAckWaitMs),
+    max_deliver: o.inboxMaxDeliver,
+  });
   expect(coord.config.deliver_subject).toBeUndefined();
   for (const role of o.roles) {
     const c = await jsm.consumers.info(n.streams.tasks, n.consumers.role(role));
@@ -105,7 +128,12 @@ describe("provision", () => {
   it("updates changed settings in place (ack_wait, max_deliver, max_age, new roles)", async () => {
     const prefix = uniquePrefix("prov");
     const first = options(prefix, { roles: ["planner"] });
-    const second = options(prefix, { roles: ["planner", "expert"], taskAckWaitMs: 90_000, taskMaxDeliver: 7, eventsMaxAgeMs: 7_200_000 });
+    const second = options(prefix, {
+      roles: ["planner", "expert"],
+      taskAckWaitMs: 90_000,
+      taskMaxDeliver: 7,
+      eventsMaxAgeMs: 7_200_000,
+    });
     try {
       await provision(nc, first);
       await provision(nc, second);

@@ -2,7 +2,8 @@ import { JetStreamApiError, type JetStreamManager, type StreamInfo } from "@nats
 import { describe, expect, it } from "vitest";
 import { ensureStream } from "./provision.js";
 
-const apiError = (code: number, description: string) => new JetStreamApiError({ err_code: code, code: 400, description });
+const apiError = (code: number, description: string) =>
+  new JetStreamApiError({ err_code: code, code: 400, description });
 const notFound = () => apiError(10059, "stream not found");
 const overlap = () => apiError(10065, "subjects overlap with an existing stream");
 
@@ -55,12 +56,16 @@ describe("ensureStream when another process creates the same stream at the same 
   });
 
   it("reports a failed re-read as itself, not as the overlap", async () => {
-    const { jsm } = manager([notFound(), apiError(10039, "jetstream not enabled for account")], () => Promise.reject(overlap()));
+    const { jsm } = manager([notFound(), apiError(10039, "jetstream not enabled for account")], () =>
+      Promise.reject(overlap()),
+    );
     await expect(ensureStream(jsm, cfg)).rejects.toThrow(/jetstream not enabled/);
   });
 
   it("updates after 'name in use' (the racer won with other settings), as before", async () => {
-    const { jsm, calls } = manager([notFound()], () => Promise.reject(apiError(10058, "stream name already in use with a different configuration")));
+    const { jsm, calls } = manager([notFound()], () =>
+      Promise.reject(apiError(10058, "stream name already in use with a different configuration")),
+    );
     await ensureStream(jsm, cfg);
     expect(calls).toEqual(["info P_TASKS", "add P_TASKS", "update P_TASKS"]);
   });

@@ -86,7 +86,11 @@ async function settleAll(work: readonly Promise<void>[]): Promise<void> {
 }
 
 /** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
-async function ensureConsumer(jsm: JetStreamManager, stream: string, cfg: Partial<ConsumerConfig> & { durable_name: string }): Promise<void> {
+async function ensureConsumer(
+  jsm: JetStreamManager,
+  stream: string,
+  cfg: Partial<ConsumerConfig> & { durable_name: string },
+): Promise<void> {
   // an info is a lookup; an add of an existing consumer makes the server check and store it again
   try {
     if (holds((await jsm.consumers.info(stream, cfg.durable_name)).config, cfg)) return;
@@ -111,13 +115,27 @@ export async function provision(nc: NatsConnection, o: ProvisionOptions): Promis
   const n = o.naming;
   const replicas = o.replicas ?? 1;
   const dup = nanos(o.duplicateWindowMs);
-  for (const [k, v] of Object.entries({ taskAckWaitMs: o.taskAckWaitMs, inboxAckWaitMs: o.inboxAckWaitMs, eventsMaxAgeMs: o.eventsMaxAgeMs, duplicateWindowMs: o.duplicateWindowMs, cancelledTtlMs: o.cancelledTtlMs ?? DAY_MS })) {
+  for (const [k, v] of Object.entries({
+    taskAckWaitMs: o.taskAckWaitMs,
+    inboxAckWaitMs: o.inboxAckWaitMs,
+    eventsMaxAgeMs: o.eventsMaxAgeMs,
+    duplicateWindowMs: o.duplicateWindowMs,
+    cancelledTtlMs: o.cancelledTtlMs ?? DAY_MS,
+  })) {
     if (!(v > 0)) throw new AgentmeshError("internal", `provision: ${k} must be positive, got ${v}`);
   }
   if (o.duplicateWindowMs > o.eventsMaxAgeMs) {
-    throw new AgentmeshError("internal", "provision: duplicateWindowMs must not exceed eventsMaxAgeMs (the server refuses it)");
+    throw new AgentmeshError(
+      "internal",
+      "provision: duplicateWindowMs must not exceed eventsMaxAgeMs (the server refuses it)",
+    );
   }
-  const workQueue = { retention: RetentionPolicy.Workqueue, storage: StorageType.File, num_replicas: replicas, discard: DiscardPolicy.Old };
+  const workQueue = {
+    retention: RetentionPolicy.Workqueue,
+    storage: StorageType.File,
+    num_replicas: replicas,
+    discard: DiscardPolicy.Old,
+  };
   const streams: StreamSpec[] = [
     { name: n.streams.inbox, subjects: [n.inboxAll], ...workQueue, duplicate_window: dup },
     { name: n.streams.tasks, subjects: [n.taskAll], ...workQueue, duplicate_window: dup },
@@ -145,7 +163,9 @@ export async function provision(nc: NatsConnection, o: ProvisionOptions): Promis
     const jsm = await jetstreamManager(nc);
     // the streams are independent of each other, and so are the consumers once their streams
     // exist: each group goes out at once instead of ~30 API round trips one after another
-    await settleAll([...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)));
+    await settleAll(
+      [...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)),
+    );
     const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All };
     await settleAll([
       ensureConsumer(jsm, n.streams.inbox, {

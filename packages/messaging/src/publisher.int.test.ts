@@ -1,4 +1,12 @@
-import { AgentmeshError, HEADERS, LIMITS, SCHEMA_VERSION, naming as makeNaming, taskId, type SessionEvent } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  HEADERS,
+  LIMITS,
+  SCHEMA_VERSION,
+  naming as makeNaming,
+  taskId,
+  type SessionEvent,
+} from "@agentmesh/contracts";
 import { jsonDepthOver } from "./decode.js";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { Msg, NatsConnection } from "@nats-io/transport-node";
@@ -6,7 +14,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { followEvents } from "./events.js";
 import { createPublisher } from "./publisher.js";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { connectTest, dropStreams, freshNaming, makeTask, recordingLog, sessionId, streamMessages, waitFor } from "./test-support.js";
+import {
+  connectTest,
+  dropStreams,
+  freshNaming,
+  makeTask,
+  recordingLog,
+  sessionId,
+  streamMessages,
+  waitFor,
+} from "./test-support.js";
 
 let nc: NatsConnection;
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -27,7 +44,15 @@ async function setup() {
 }
 
 const stage = (sid: string, version: number, index: number): SessionEvent => ({
-  v: SCHEMA_VERSION, session_id: sid, version, index, at: 1_700_000_000_000 + version, type: "stage", name: "planner", status: "running", description: `v${version}.${index}`,
+  v: SCHEMA_VERSION,
+  session_id: sid,
+  version,
+  index,
+  at: 1_700_000_000_000 + version,
+  type: "stage",
+  name: "planner",
+  status: "running",
+  description: `v${version}.${index}`,
 });
 
 describe("createPublisher", () => {
@@ -79,8 +104,15 @@ describe("createPublisher", () => {
     const events = await streamMessages(nc, naming.streams.events);
     expect(events.map((e) => e.header.get("Nats-Msg-Id"))).toEqual([`${sid}:3:0+2`]);
     expect(events[0]!.subject).toBe(naming.events(sid));
-    expect(events[0]!.json()).toEqual({ v: SCHEMA_VERSION, session_id: sid, version: 3, events: [stage(sid, 3, 0), stage(sid, 3, 1)] });
-    expect((await streamMessages(nc, naming.streams.tasks)).map((t) => t.header.get("Nats-Msg-Id"))).toEqual([taskId(sid, 3, 0, 0)]);
+    expect(events[0]!.json()).toEqual({
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 3,
+      events: [stage(sid, 3, 0), stage(sid, 3, 1)],
+    });
+    expect((await streamMessages(nc, naming.streams.tasks)).map((t) => t.header.get("Nats-Msg-Id"))).toEqual([
+      taskId(sid, 3, 0, 0),
+    ]);
     await waitFor(() => cancels.length === 1, 5000, "cancel notice");
     expect(cancels[0]!.subject).toBe(naming.cancel(sid));
     expect(cancels[0]!.json()).toEqual({ v: SCHEMA_VERSION, session_id: sid, reason: "stop" });
@@ -106,7 +138,15 @@ describe("a transition's events as one message", () => {
     const sid = sessionId();
     // ~100 KB each: three do not fit in 256 KB together
     const huge = (i: number): SessionEvent => ({
-      v: SCHEMA_VERSION, session_id: sid, version: 5, index: i, at: 1_700_000_000_005, type: "complete", status: "completed", final_answer: "a".repeat(100_000), final_reasoning_trace: "t",
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 5,
+      index: i,
+      at: 1_700_000_000_005,
+      type: "complete",
+      status: "completed",
+      final_answer: "a".repeat(100_000),
+      final_reasoning_trace: "t",
     });
     const outbox = [0, 1, 2, 3].map((i) => ({ kind: "event" as const, event: i === 3 ? stage(sid, 5, 3) : huge(i) }));
     await publisher.publishOutbox(outbox);
@@ -124,12 +164,26 @@ describe("a transition's events as one message", () => {
     const sid = sessionId();
     const nest = (n: number): Record<string, unknown> => (n === 0 ? { x: 1 } : { a: nest(n - 1) });
     const call = (n: number): SessionEvent => ({
-      v: SCHEMA_VERSION, session_id: sid, version: 6, index: 1, at: 1_700_000_000_006, type: "tool_call", id: "call-1", task_id: "t", tool: "calculator", args: nest(n), args_truncated: false,
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 6,
+      index: 1,
+      at: 1_700_000_000_006,
+      type: "tool_call",
+      id: "call-1",
+      task_id: "t",
+      tool: "calculator",
+      args: nest(n),
+      args_truncated: false,
     });
     // the deepest event that is still under the depth limit on its own
     let n = 70;
     while (jsonDepthOver(new TextEncoder().encode(JSON.stringify(call(n))), LIMITS.maxJsonDepth)) n--;
-    const outbox = [{ kind: "event" as const, event: stage(sid, 6, 0) }, { kind: "event" as const, event: call(n) }, { kind: "event" as const, event: stage(sid, 6, 2) }];
+    const outbox = [
+      { kind: "event" as const, event: stage(sid, 6, 0) },
+      { kind: "event" as const, event: call(n) },
+      { kind: "event" as const, event: stage(sid, 6, 2) },
+    ];
     await publisher.publishOutbox(outbox);
     await publisher.publishOutbox(outbox);
     const msgs = await streamMessages(nc, naming.streams.events);
@@ -145,9 +199,21 @@ describe("a transition's events as one message", () => {
     const js = jetstream(nc);
     // an earlier version's coordinator left event 0 bare and crashed; the batch re-published after carries 0 and 1 again
     await js.publish(naming.events(sid), JSON.stringify(stage(sid, 7, 0)), { msgID: `${sid}:7:0` });
-    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 7, events: [stage(sid, 7, 0), stage(sid, 7, 1)] }), { msgID: `${sid}:7:0+2` });
+    await js.publish(
+      naming.events(sid),
+      JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 7, events: [stage(sid, 7, 0), stage(sid, 7, 1)] }),
+      { msgID: `${sid}:7:0+2` },
+    );
     // a newer event type this reader does not know, between two it does
-    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 8, events: [stage(sid, 8, 0), { ...stage(sid, 8, 1), type: "hologram" }, stage(sid, 8, 2)] }));
+    await js.publish(
+      naming.events(sid),
+      JSON.stringify({
+        v: SCHEMA_VERSION,
+        session_id: sid,
+        version: 8,
+        events: [stage(sid, 8, 0), { ...stage(sid, 8, 1), type: "hologram" }, stage(sid, 8, 2)],
+      }),
+    );
     const log = recordingLog();
     const got: string[] = [];
     for await (const e of followEvents(nc, naming, sid, { log })) if (got.push(`${e.version}.${e.index}`) === 4) break;
@@ -158,9 +224,15 @@ describe("a transition's events as one message", () => {
   it("refuses a batch mixing sessions or versions, or out of index order, and sends nothing", async () => {
     const { naming, publisher } = await setup();
     const sid = sessionId();
-    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sessionId(), 1, 1)])).rejects.toMatchObject({ code: "invalid_message" });
-    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sid, 2, 1)])).rejects.toMatchObject({ code: "invalid_message" });
-    await expect(publisher.publishEvents([stage(sid, 1, 1), stage(sid, 1, 0)])).rejects.toMatchObject({ code: "invalid_message" });
+    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sessionId(), 1, 1)])).rejects.toMatchObject({
+      code: "invalid_message",
+    });
+    await expect(publisher.publishEvents([stage(sid, 1, 0), stage(sid, 2, 1)])).rejects.toMatchObject({
+      code: "invalid_message",
+    });
+    await expect(publisher.publishEvents([stage(sid, 1, 1), stage(sid, 1, 0)])).rejects.toMatchObject({
+      code: "invalid_message",
+    });
     expect(await streamMessages(nc, naming.streams.events)).toHaveLength(0);
   });
 
@@ -170,8 +242,14 @@ describe("a transition's events as one message", () => {
     const js = jetstream(nc);
     await js.publish(naming.events(sid), JSON.stringify(stage(sid, 1, 0)));
     const other = sessionId();
-    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: other, version: 2, events: [stage(other, 2, 0)] }));
-    await js.publish(naming.events(sid), JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 2, events: [stage(sid, 2, 0), stage(sid, 2, 1)] }));
+    await js.publish(
+      naming.events(sid),
+      JSON.stringify({ v: SCHEMA_VERSION, session_id: other, version: 2, events: [stage(other, 2, 0)] }),
+    );
+    await js.publish(
+      naming.events(sid),
+      JSON.stringify({ v: SCHEMA_VERSION, session_id: sid, version: 2, events: [stage(sid, 2, 0), stage(sid, 2, 1)] }),
+    );
     const log = recordingLog();
     const got: string[] = [];
     for await (const e of followEvents(nc, naming, sid, { log })) if (got.push(`${e.version}.${e.index}`) === 3) break;
@@ -226,7 +304,8 @@ describe("followEvents", () => {
     const task = makeTask(sessionId());
     const sub = nc.subscribe(naming.task("planner", "plan"), {
       max: 1,
-      callback: (_err, m: Msg) => void setTimeout(() => m.respond(JSON.stringify({ stream: naming.streams.tasks, seq: 1 })), 6000),
+      callback: (_err, m: Msg) =>
+        void setTimeout(() => m.respond(JSON.stringify({ stream: naming.streams.tasks, seq: 1 })), 6000),
     });
     const t0 = performance.now();
     await expect(publisher.publishTask(task)).resolves.toBeUndefined();

@@ -58,13 +58,25 @@ export interface Publisher {
 }
 
 /** A message's bytes, or why it cannot be sent: over LIMITS.maxMessageBytes or nested deeper than LIMITS.maxJsonDepth. */
-function tryEncodeBounded(value: unknown, what: string): { ok: true; bytes: Uint8Array } | { ok: false; error: AgentmeshError } {
+function tryEncodeBounded(
+  value: unknown,
+  what: string,
+): { ok: true; bytes: Uint8Array } | { ok: false; error: AgentmeshError } {
   const bytes = new TextEncoder().encode(JSON.stringify(value));
   if (bytes.byteLength > LIMITS.maxMessageBytes) {
-    return { ok: false, error: new AgentmeshError("payload_too_large", `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`) };
+    return {
+      ok: false,
+      error: new AgentmeshError(
+        "payload_too_large",
+        `${what} is ${bytes.byteLength} bytes, over the ${LIMITS.maxMessageBytes}-byte limit`,
+      ),
+    };
   }
   if (jsonDepthOver(bytes, LIMITS.maxJsonDepth)) {
-    return { ok: false, error: new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`) };
+    return {
+      ok: false,
+      error: new AgentmeshError("invalid_message", `${what} nests JSON deeper than ${LIMITS.maxJsonDepth} levels`),
+    };
   }
   return { ok: true, bytes };
 }
@@ -78,7 +90,8 @@ export function encodeBounded(value: unknown, what: string): Uint8Array {
 
 function validate<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
   const r = compiled(schema).safeParse(value);
-  if (!r.success) throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${formatZodError(r.error)}`);
+  if (!r.success)
+    throw new AgentmeshError("invalid_message", `refusing to publish an invalid ${what}: ${formatZodError(r.error)}`);
   return r.data;
 }
 
@@ -101,7 +114,13 @@ export interface PublisherOptions {
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
   const js: JetStreamClient = jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS });
 
-  async function jsPublish(subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs): Promise<void> {
+  async function jsPublish(
+    subject: string,
+    stream: string,
+    body: Uint8Array,
+    msgID: string,
+    headers: MsgHdrs,
+  ): Promise<void> {
     try {
       const ack = await js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
       if (ack.duplicate) log.debug({ subject, msg_id: msgID }, "duplicate publish ignored by JetStream");
@@ -113,7 +132,12 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
   /** A task already validated (by `publishTask`, or as part of a stored outbox). */
   function sendTask(t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
     const body = encodeBounded(t, `task ${t.task_id}`);
-    const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: t.session_id, taskId: t.task_id, threadId: ctx?.threadId });
+    const h = buildHeaders({
+      traceparent: ctx?.traceparent,
+      sessionId: t.session_id,
+      taskId: t.task_id,
+      threadId: ctx?.threadId,
+    });
     return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
   }
 
@@ -131,13 +155,26 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     const sid = first.session_id;
     const what = `events of ${sid} v${first.version}`;
     const send = (body: Uint8Array, msgId: string) =>
-      jsPublish(naming.events(sid), naming.streams.events, body, msgId, buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId }));
-    const batch = (run: readonly SessionEvent[]) => tryEncodeBounded({ v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] } satisfies EventBatch, what);
+      jsPublish(
+        naming.events(sid),
+        naming.streams.events,
+        body,
+        msgId,
+        buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId }),
+      );
+    const batch = (run: readonly SessionEvent[]) =>
+      tryEncodeBounded(
+        { v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] } satisfies EventBatch,
+        what,
+      );
     const sendRun = (run: readonly SessionEvent[], encoded = batch(run)): Promise<void> => {
       const head = run[0]!;
       if (encoded.ok) return send(encoded.bytes, eventBatchMsgId(sid, first.version, head.index, run.length));
       // only a run of one can be refused here (a longer run was tried one event shorter first)
-      return send(encodeBounded(head, `event ${head.type} of ${sid} v${first.version}`), eventMsgId(sid, first.version, head.index));
+      return send(
+        encodeBounded(head, `event ${head.type} of ${sid} v${first.version}`),
+        eventMsgId(sid, first.version, head.index),
+      );
     };
     const whole = batch(events);
     if (whole.ok) return [sendRun(events, whole)];
@@ -164,7 +201,13 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
       const body = encodeBounded(i, `inbox input ${i.input_id}`);
       const taskId = i.kind === "result" ? i.task_id : i.kind === "timer" ? (i.task_id ?? undefined) : undefined;
       const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: i.session_id, taskId });
-      return jsPublish(naming.inbox(i.session_id, senderOf(i, opts.client ?? false)), naming.streams.inbox, body, i.input_id, h);
+      return jsPublish(
+        naming.inbox(i.session_id, senderOf(i, opts.client ?? false)),
+        naming.streams.inbox,
+        body,
+        i.input_id,
+        h,
+      );
     },
 
     async publishEvent(event, ctx) {
@@ -174,7 +217,11 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     async publishEvents(events, ctx) {
       if (events.length === 0) return;
       const first = events[0]!;
-      const b = validate(EventBatch, { v: SCHEMA_VERSION, session_id: first.session_id, version: first.version, events }, "event batch");
+      const b = validate(
+        EventBatch,
+        { v: SCHEMA_VERSION, session_id: first.session_id, version: first.version, events },
+        "event batch",
+      );
       await Promise.all(sendEvents(b.events, ctx));
     },
 
@@ -185,7 +232,9 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
         // durable first: agents check the bucket before starting a task, so queued tasks of the
         // session are skipped even by agents that were not listening when the broadcast went out
         await markCancelled(nc, naming, n.session_id, n.reason);
-        nc.publish(naming.cancel(n.session_id), body, { headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }) });
+        nc.publish(naming.cancel(n.session_id), body, {
+          headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }),
+        });
         // a cancel is fire-and-forget, but the caller should know it left this process
         await nc.flush();
       } catch (err) {

@@ -1,5 +1,12 @@
 import { AgentmeshError } from "@agentmesh/contracts";
-import { JetStreamApiCodes, JetStreamApiError, jetstream, type Consumer, type ConsumerMessages, type JsMsg } from "@nats-io/jetstream";
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstream,
+  type Consumer,
+  type ConsumerMessages,
+  type JsMsg,
+} from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
@@ -9,11 +16,18 @@ export async function getDurable(nc: NatsConnection, stream: string, durable: st
   try {
     return await jetstream(nc).consumers.get(stream, durable);
   } catch (err) {
-    if (err instanceof JetStreamApiError && (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound)) {
-      throw new AgentmeshError("unavailable", `JetStream consumer ${durable} on stream ${stream} does not exist (yet): streams and consumers are provisioned by the coordinator at start-up`, {
-        component: "nats",
-        cause: err,
-      });
+    if (
+      err instanceof JetStreamApiError &&
+      (err.code === JetStreamApiCodes.ConsumerNotFound || err.code === JetStreamApiCodes.StreamNotFound)
+    ) {
+      throw new AgentmeshError(
+        "unavailable",
+        `JetStream consumer ${durable} on stream ${stream} does not exist (yet): streams and consumers are provisioned by the coordinator at start-up`,
+        {
+          component: "nats",
+          cause: err,
+        },
+      );
     }
     throw natsFailure(err, `cannot look up consumer ${durable} on ${stream}`);
   }
@@ -78,7 +92,9 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
     }, o.heartbeatMs);
     const p: Promise<void> = o
       .handle(entry)
-      .catch((err: unknown) => o.log.error({ ...o.what, err, seq: m.seq }, "message handler failed; leaving it to redelivery"))
+      .catch((err: unknown) =>
+        o.log.error({ ...o.what, err, seq: m.seq }, "message handler failed; leaving it to redelivery"),
+      )
       .finally(() => {
         clearInterval(hb);
         inflight.delete(p);
@@ -109,7 +125,11 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
       try {
         // Ask for exactly the free slots: a message delivered to us is started at once and
         // heartbeated from then on, so none waits unleased in a client buffer past ack_wait.
-        messages = await o.consumer.fetch({ max_messages: o.concurrency - inflight.size, expires: FETCH_EXPIRES_MS, idle_heartbeat: FETCH_HEARTBEAT_MS });
+        messages = await o.consumer.fetch({
+          max_messages: o.concurrency - inflight.size,
+          expires: FETCH_EXPIRES_MS,
+          idle_heartbeat: FETCH_HEARTBEAT_MS,
+        });
       } catch (err) {
         running = false;
         o.log.error({ ...o.what, err }, "cannot fetch; retrying in 1 s");
@@ -148,7 +168,10 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
       wake();
       current?.stop();
       let t: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...inflight.keys()]), new Promise<void>((r) => (t = setTimeout(r, graceMs)))]);
+      await Promise.race([
+        Promise.allSettled([...inflight.keys()]),
+        new Promise<void>((r) => (t = setTimeout(r, graceMs))),
+      ]);
       clearTimeout(t);
       for (const entry of inflight.values()) {
         entry.controller.abort(SHUTDOWN);

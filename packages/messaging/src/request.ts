@@ -42,16 +42,30 @@ function serviceError(m: Msg, subject: string): AgentmeshError | null {
  * Core request/reply with a JSON body: returns the parsed reply (null when empty). No service →
  * `unavailable`; no reply in time → `timeout`; an ADR-32 error reply → its typed error.
  */
-export async function request(nc: NatsConnection, subject: string, body: unknown, timeoutMs: number, ctx?: MessageContext): Promise<unknown> {
+export async function request(
+  nc: NatsConnection,
+  subject: string,
+  body: unknown,
+  timeoutMs: number,
+  ctx?: MessageContext,
+): Promise<unknown> {
   const data = encodeBounded(body ?? null, `request to ${subject}`);
   let reply: Msg;
   try {
-    reply = await nc.request(subject, data, { timeout: timeoutMs, headers: buildHeaders({ traceparent: ctx?.traceparent }) });
+    reply = await nc.request(subject, data, {
+      timeout: timeoutMs,
+      headers: buildHeaders({ traceparent: ctx?.traceparent }),
+    });
   } catch (err) {
     if (isNoResponders(err)) {
-      throw new AgentmeshError("unavailable", `no service answers on ${subject}; is it running and connected to the same NATS?`, { cause: err });
+      throw new AgentmeshError(
+        "unavailable",
+        `no service answers on ${subject}; is it running and connected to the same NATS?`,
+        { cause: err },
+      );
     }
-    if (isTimeout(err)) throw new AgentmeshError("timeout", `no reply on ${subject} within ${timeoutMs} ms`, { cause: err });
+    if (isTimeout(err))
+      throw new AgentmeshError("timeout", `no reply on ${subject} within ${timeoutMs} ms`, { cause: err });
     throw natsFailure(err, `request on ${subject} failed`);
   }
   const failure = serviceError(reply, subject);
@@ -61,16 +75,33 @@ export async function request(nc: NatsConnection, subject: string, body: unknown
   return parseBoundedJsonOrThrow(reply.data, `reply on ${subject}`, Number.POSITIVE_INFINITY);
 }
 
-const Meta = z.record(z.string(), z.string()).nullable().optional().transform((m) => m ?? {});
+const Meta = z
+  .record(z.string(), z.string())
+  .nullable()
+  .optional()
+  .transform((m) => m ?? {});
 const InfoReply = z.object({
   type: z.literal("io.nats.micro.v1.info_response"),
   name: z.string(),
   id: z.string().min(1),
   version: z.string(),
   metadata: Meta,
-  description: z.string().optional().transform((d) => d ?? ""),
+  description: z
+    .string()
+    .optional()
+    .transform((d) => d ?? ""),
   endpoints: z
-    .array(z.object({ name: z.string(), subject: z.string(), queue_group: z.string().optional().transform((q) => q ?? ""), metadata: Meta }))
+    .array(
+      z.object({
+        name: z.string(),
+        subject: z.string(),
+        queue_group: z
+          .string()
+          .optional()
+          .transform((q) => q ?? ""),
+        metadata: Meta,
+      }),
+    )
     .nullable()
     .optional()
     .transform((e) => e ?? []),
@@ -87,10 +118,16 @@ const StatsReply = z.object({
       z.object({
         name: z.string(),
         subject: z.string(),
-        queue_group: z.string().optional().transform((q) => q ?? ""),
+        queue_group: z
+          .string()
+          .optional()
+          .transform((q) => q ?? ""),
         num_requests: z.number(),
         num_errors: z.number(),
-        last_error: z.string().optional().transform((e) => e ?? ""),
+        last_error: z
+          .string()
+          .optional()
+          .transform((e) => e ?? ""),
         processing_time: z.number(),
         average_processing_time: z.number(),
         data: z.unknown().optional(),
@@ -137,7 +174,10 @@ async function gather(nc: NatsConnection, subject: string, timeoutMs: number): P
  */
 export async function listServices(nc: NatsConnection, timeoutMs: number, name?: string): Promise<ServiceSummary[]> {
   const scope = name === undefined ? "" : `.${name}`;
-  const [infos, stats] = await Promise.all([gather(nc, `$SRV.INFO${scope}`, timeoutMs), gather(nc, `$SRV.STATS${scope}`, timeoutMs)]);
+  const [infos, stats] = await Promise.all([
+    gather(nc, `$SRV.INFO${scope}`, timeoutMs),
+    gather(nc, `$SRV.STATS${scope}`, timeoutMs),
+  ]);
   const statsById = new Map<string, ServiceStats>();
   for (const raw of stats) {
     const r = StatsReply.safeParse(raw);

@@ -34,7 +34,10 @@ export function connectTest(name: string): Promise<NatsConnection> {
 }
 
 /** A fresh prefix with its streams and consumers provisioned. */
-export async function freshNaming(nc: NatsConnection, over: Partial<ProvisionOptions> = {}): Promise<{ naming: Naming; opts: ProvisionOptions }> {
+export async function freshNaming(
+  nc: NatsConnection,
+  over: Partial<ProvisionOptions> = {},
+): Promise<{ naming: Naming; opts: ProvisionOptions }> {
   const naming = makeNaming(uniquePrefix("msg"));
   const opts: ProvisionOptions = {
     naming,
@@ -55,7 +58,8 @@ export async function freshNaming(nc: NatsConnection, over: Partial<ProvisionOpt
 /** Deletes a test prefix's streams (and with them its consumers) and its KV bucket. */
 export async function dropStreams(nc: NatsConnection, naming: Naming): Promise<void> {
   const jsm = await jetstreamManager(nc);
-  for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+  for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`])
+    await jsm.streams.delete(s).catch(() => false);
 }
 
 let sessionCounter = 0;

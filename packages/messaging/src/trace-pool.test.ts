@@ -18,7 +18,8 @@ vi.mock("node:crypto", async (importOriginal) => {
 });
 
 const { randomHex } = await import("./trace.js");
-const hex = (fill: number, from: number, n: number) => Array.from({ length: n }, (_, i) => ((fill * 7 + from + i) & 0xff).toString(16).padStart(2, "0")).join("");
+const hex = (fill: number, from: number, n: number) =>
+  Array.from({ length: n }, (_, i) => ((fill * 7 + from + i) & 0xff).toString(16).padStart(2, "0")).join("");
 
 describe("randomHex's pool", () => {
   it("hands out consecutive windows, refills only when a draw would overrun, and drops the tail it cannot use", () => {

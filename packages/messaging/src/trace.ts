@@ -21,7 +21,8 @@ let poolAt = POOL_BYTES;
 
 /** `bytes` (at most the pool's size) fresh random bytes as lowercase hex. */
 export function randomHex(bytes: number): string {
-  if (!Number.isSafeInteger(bytes) || bytes <= 0 || bytes > POOL_BYTES) throw new RangeError(`randomHex: 1..${POOL_BYTES} bytes, got ${bytes}`);
+  if (!Number.isSafeInteger(bytes) || bytes <= 0 || bytes > POOL_BYTES)
+    throw new RangeError(`randomHex: 1..${POOL_BYTES} bytes, got ${bytes}`);
   if (poolAt + bytes > POOL_BYTES) {
     randomFillSync(pool);
     poolAt = 0;
@@ -52,9 +53,17 @@ export function childTraceparent(tp: string | undefined): string {
 }
 
 /** Builds the standard header set. */
-export function buildHeaders(o: { traceparent?: string | undefined; sessionId?: string | undefined; taskId?: string | undefined; threadId?: string | null | undefined }): MsgHdrs {
+export function buildHeaders(o: {
+  traceparent?: string | undefined;
+  sessionId?: string | undefined;
+  taskId?: string | undefined;
+  threadId?: string | null | undefined;
+}): MsgHdrs {
   const h = natsHeaders();
-  h.set(HEADERS.traceparent, o.traceparent && compiled(Traceparent).safeParse(o.traceparent).success ? o.traceparent : newTraceparent());
+  h.set(
+    HEADERS.traceparent,
+    o.traceparent && compiled(Traceparent).safeParse(o.traceparent).success ? o.traceparent : newTraceparent(),
+  );
   if (o.sessionId) h.set(HEADERS.sessionId, o.sessionId);
   if (o.taskId) h.set(HEADERS.taskId, o.taskId);
   if (o.threadId) h.set(HEADERS.threadId, o.threadId);

@@ -58,7 +58,11 @@ export type TaskSettlement = "completed" | "failed" | "dropped" | "redelivered";
  * Told once per delivery when the worker settles it. `op` is the task's op as it arrived (empty
  * when unreadable): bound it before using it as a label.
  */
-export type TaskSettledHook = (s: { readonly op: string; readonly settlement: TaskSettlement; readonly deliveryCount: number }) => void;
+export type TaskSettledHook = (s: {
+  readonly op: string;
+  readonly settlement: TaskSettlement;
+  readonly deliveryCount: number;
+}) => void;
 
 /** Counts of JetStream work, reported in the `$SRV` STATS `data` field. */
 export interface WorkStats {

@@ -1,4 +1,16 @@
-import { AgentmeshError, compiled, HEADERS, formatZodError, inputIds, SCHEMA_VERSION, TaskEnvelope, TaskOutcome, type InboxInput, type Naming, type WireError } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  compiled,
+  HEADERS,
+  formatZodError,
+  inputIds,
+  SCHEMA_VERSION,
+  TaskEnvelope,
+  TaskOutcome,
+  type InboxInput,
+  type Naming,
+  type WireError,
+} from "@agentmesh/contracts";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import { cancelledChecker, sharedCancelledView } from "./cancelled.js";
 import { moveToDeadLetters, recoverIds } from "./dead-letters.js";
@@ -48,7 +60,8 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   const { ackWaitMs, maxDeliver } = reconcile(await consumer.info(true), opts, log, what);
 
   const publisher = createPublisher(nc, naming, log);
-  const settled = (op: string, settlement: TaskSettlement, deliveryCount: number) => opts.onSettled?.({ op, settlement, deliveryCount });
+  const settled = (op: string, settlement: TaskSettlement, deliveryCount: number) =>
+    opts.onSettled?.({ op, settlement, deliveryCount });
   const counts = { processed: 0, failed: 0, redelivered: 0, dropped: 0 };
   const bySession = new Map<string, Set<AbortController>>();
   const readCancelled = cancelledChecker(nc, naming);
@@ -56,7 +69,9 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
   // A mark the watch has not delivered yet is the same case as a cancel that comes just after the
   // task started: the broadcast (sent after the mark was stored) aborts the task, or, when it
   // arrives first, marks the session here before the task starts.
-  const watch = sharedCancelledView(nc, naming, (err) => log.warn({ ...what, err }, "cannot watch the cancelled-sessions bucket; reading it per task"));
+  const watch = sharedCancelledView(nc, naming, (err) =>
+    log.warn({ ...what, err }, "cannot watch the cancelled-sessions bucket; reading it per task"),
+  );
   const cancelled = watch.view;
   /** A failed lookup works the task (as before the bucket existed); the cancel broadcast still reaches it. */
   async function sessionCancelled(sessionId: string): Promise<boolean> {
@@ -78,7 +93,8 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       const running = bySession.get(sid);
       if (!running) return;
       log.info({ ...what, session_id: sid, tasks: running.size }, "cancel notice: aborting in-flight tasks");
-      for (const c of running) c.abort(new AgentmeshError("cancelled", `session ${sid} was cancelled`, { component: role }));
+      for (const c of running)
+        c.abort(new AgentmeshError("cancelled", `session ${sid} was cancelled`, { component: role }));
     },
   });
 
@@ -87,24 +103,47 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
    * gets a typed non-retryable failure at once (instead of waiting out its deadline); otherwise
    * (or when it was routed to the wrong role or op) it goes to the dead letters. Then it is termed.
    */
-  async function unworkable(entry: InFlight, code: WireError["code"], reason: string, mayReport: boolean): Promise<void> {
+  async function unworkable(
+    entry: InFlight,
+    code: WireError["code"],
+    reason: string,
+    mayReport: boolean,
+  ): Promise<void> {
     const m = entry.msg;
     counts.dropped++;
     const op = m.subject.startsWith(`${naming.task(role, "")}`) ? m.subject.slice(naming.task(role, "").length) : "";
     settled(op, "dropped", m.info.deliveryCount);
     const ids = mayReport ? recoverIds(m.data, m.headers) : { taskId: null, sessionId: null };
     if (ids.taskId !== null && ids.sessionId !== null && op.length > 0 && op.length <= 40 && !op.includes(".")) {
-      log.warn({ ...what, subject: m.subject, seq: m.seq, task_id: ids.taskId, session_id: ids.sessionId, reason }, "unreadable task; reporting a non-retryable failure to its session");
+      log.warn(
+        { ...what, subject: m.subject, seq: m.seq, task_id: ids.taskId, session_id: ids.sessionId, reason },
+        "unreadable task; reporting a non-retryable failure to its session",
+      );
       const error = wireFailure(code, `the ${role} agent could not read task ${ids.taskId}: ${reason}`, role);
-      return report(entry, { session_id: ids.sessionId, task_id: ids.taskId, role, op }, { ok: false, error, provenance: null }, true);
+      return report(
+        entry,
+        { session_id: ids.sessionId, task_id: ids.taskId, role, op },
+        { ok: false, error, provenance: null },
+        true,
+      );
     }
     const r = await moveToDeadLetters(nc, naming, role, stream, entry, reason, (n) => retryDelayMs(n));
-    if (r.moved) log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
-    else if (r.err !== undefined) log.error({ ...what, seq: m.seq, err: r.err, delay_ms: r.delayMs }, "cannot dead-letter an unworkable task; retrying later");
+    if (r.moved)
+      log.warn({ ...what, subject: m.subject, seq: m.seq, reason }, "dead-lettered a task that can never be processed");
+    else if (r.err !== undefined)
+      log.error(
+        { ...what, seq: m.seq, err: r.err, delay_ms: r.delayMs },
+        "cannot dead-letter an unworkable task; retrying later",
+      );
   }
 
   /** Publishes the outcome, then acks; `counted` when the delivery was already told as dropped. */
-  async function report(entry: InFlight, task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">, outcome: TaskOutcome, counted = false): Promise<void> {
+  async function report(
+    entry: InFlight,
+    task: Pick<TaskEnvelope, "session_id" | "task_id" | "role" | "op">,
+    outcome: TaskOutcome,
+    counted = false,
+  ): Promise<void> {
     const m = entry.msg;
     const traceparent = childTraceparent(readHeader(m.headers, "traceparent"));
     const input = (o: TaskOutcome): InboxInput => ({
@@ -122,7 +161,8 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
         await publisher.publishInbox(input(outcome), { traceparent });
       } catch (err) {
         // an outcome we cannot send is still an outcome: report why instead of looping on it
-        if (!(err instanceof AgentmeshError) || (err.code !== "payload_too_large" && err.code !== "invalid_message")) throw err;
+        if (!(err instanceof AgentmeshError) || (err.code !== "payload_too_large" && err.code !== "invalid_message"))
+          throw err;
         outcome = { ok: false, error: err.toWire(role), provenance: null };
         await publisher.publishInbox(input(outcome), { traceparent });
       }
@@ -130,7 +170,10 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       if (entry.settled) return;
       entry.settled = true;
       const delay = retryDelayMs(m.info.deliveryCount);
-      log.error({ ...what, task_id: task.task_id, err, delay_ms: delay }, "cannot publish the task outcome; retrying the task later");
+      log.error(
+        { ...what, task_id: task.task_id, err, delay_ms: delay },
+        "cannot publish the task outcome; retrying the task later",
+      );
       m.nak(delay);
       if (!counted) settled(task.op, "redelivered", m.info.deliveryCount);
       return;
@@ -155,22 +198,37 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     if (!d.ok) return unworkable(entry, d.code, d.reason, true);
     const task = d.value;
     // misrouted: this role may not answer for another one, so only the dead letters can keep it
-    if (task.role !== role) return unworkable(entry, "invalid_message", `task for role "${task.role}" arrived on the "${role}" consumer`, false);
-    if (m.subject !== naming.task(task.role, task.op)) return unworkable(entry, "invalid_message", `task for ${task.role}.${task.op} arrived on ${m.subject}`, false);
+    if (task.role !== role)
+      return unworkable(
+        entry,
+        "invalid_message",
+        `task for role "${task.role}" arrived on the "${role}" consumer`,
+        false,
+      );
+    if (m.subject !== naming.task(task.role, task.op))
+      return unworkable(entry, "invalid_message", `task for ${task.role}.${task.op} arrived on ${m.subject}`, false);
     const tlog = { ...what, task_id: task.task_id, session_id: task.session_id, op: task.op, delivery: deliveryCount };
 
     const now = clock();
     if (task.deadline_at !== null && task.deadline_at <= now) {
       log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
       settled(task.op, "dropped", deliveryCount);
-      const error = wireFailure("deadline_exceeded", `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`, role);
+      const error = wireFailure(
+        "deadline_exceeded",
+        `task ${task.task_id} reached the ${role} agent ${now - task.deadline_at} ms after its deadline`,
+        role,
+      );
       return report(entry, task, { ok: false, error, provenance: null }, true);
     }
 
     if (await sessionCancelled(task.session_id)) {
       log.info(tlog, "session was cancelled before this task started; reporting cancelled without working it");
       settled(task.op, "dropped", deliveryCount);
-      const error = wireFailure("cancelled", `session ${task.session_id} was cancelled before task ${task.task_id} started`, role);
+      const error = wireFailure(
+        "cancelled",
+        `session ${task.session_id} was cancelled before task ${task.task_id} started`,
+        role,
+      );
       return report(entry, task, { ok: false, error, provenance: null }, true);
     }
 
@@ -183,7 +241,12 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       task.deadline_at === null || task.deadline_at - now > MAX_TIMER_MS
         ? undefined
         : setTimeout(
-            () => controller.abort(new AgentmeshError("deadline_exceeded", `task ${task.task_id} ran past its deadline`, { component: role })),
+            () =>
+              controller.abort(
+                new AgentmeshError("deadline_exceeded", `task ${task.task_id} ran past its deadline`, {
+                  component: role,
+                }),
+              ),
             task.deadline_at - now,
           );
 
@@ -199,7 +262,15 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
       const checked = compiled(TaskOutcome).safeParse(result);
       outcome = checked.success
         ? checked.data
-        : { ok: false, error: wireFailure("internal", `the ${role} handler returned an invalid outcome: ${formatZodError(checked.error)}`, role), provenance: null };
+        : {
+            ok: false,
+            error: wireFailure(
+              "internal",
+              `the ${role} handler returned an invalid outcome: ${formatZodError(checked.error)}`,
+              role,
+            ),
+            provenance: null,
+          };
     } catch (err) {
       outcome = { ok: false, error: thrownToWire(err, controller.signal, role), provenance: null };
     } finally {
@@ -222,13 +293,20 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     }
     if (!outcome.ok && outcome.error.retryable && deliveryCount < maxDeliver) {
       const delay = retryDelayMs(deliveryCount);
-      log.warn({ ...tlog, code: outcome.error.code, delay_ms: delay, error: outcome.error.message }, "retryable failure; nak with delay");
+      log.warn(
+        { ...tlog, code: outcome.error.code, delay_ms: delay, error: outcome.error.message },
+        "retryable failure; nak with delay",
+      );
       entry.settled = true;
       m.nak(delay);
       settled(task.op, "redelivered", deliveryCount);
       return;
     }
-    if (!outcome.ok) log.warn({ ...tlog, code: outcome.error.code, error: outcome.error.message }, "task failed; reporting the failure");
+    if (!outcome.ok)
+      log.warn(
+        { ...tlog, code: outcome.error.code, error: outcome.error.message },
+        "task failed; reporting the failure",
+      );
     return report(entry, task, outcome);
   }
 
@@ -241,7 +319,10 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     what,
     handle,
   });
-  log.info({ ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver }, "worker started");
+  log.info(
+    { ...what, concurrency: opts.concurrency, ack_wait_ms: ackWaitMs, max_deliver: maxDeliver },
+    "worker started",
+  );
 
   return {
     get stats(): WorkStats {
@@ -277,12 +358,22 @@ function reconcile(
   what: Record<string, string>,
 ): { ackWaitMs: number; maxDeliver: number } {
   const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
-  const serverMaxDeliver = info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : opts.maxDeliver;
+  const serverMaxDeliver =
+    info.config.max_deliver && info.config.max_deliver > 0 ? info.config.max_deliver : opts.maxDeliver;
   if (serverAckWaitMs !== opts.ackWaitMs || serverMaxDeliver !== opts.maxDeliver) {
     log.warn(
-      { ...what, ack_wait_ms: opts.ackWaitMs, server_ack_wait_ms: serverAckWaitMs, max_deliver: opts.maxDeliver, server_max_deliver: serverMaxDeliver },
+      {
+        ...what,
+        ack_wait_ms: opts.ackWaitMs,
+        server_ack_wait_ms: serverAckWaitMs,
+        max_deliver: opts.maxDeliver,
+        server_max_deliver: serverMaxDeliver,
+      },
       "worker settings differ from the provisioned consumer; using the stricter values",
     );
   }
-  return { ackWaitMs: Math.min(serverAckWaitMs, opts.ackWaitMs), maxDeliver: Math.min(serverMaxDeliver, opts.maxDeliver) };
+  return {
+    ackWaitMs: Math.min(serverAckWaitMs, opts.ackWaitMs),
+    maxDeliver: Math.min(serverMaxDeliver, opts.maxDeliver),
+  };
 }

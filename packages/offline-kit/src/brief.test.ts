@@ -4,8 +4,15 @@ import { isHandoffTool, parseToolArguments, renderAttempts, renderBrief, renderT
 
 describe("renderBrief", () => {
   it("shows the task, and the query, handoff context and memory only when they add something", () => {
-    expect(renderBrief({ query: "Plot sales", task: "Plot sales", handoff_context: null, memory: "" })).toBe("Task: Plot sales");
-    const handed = renderBrief({ query: "Analyse and explain", task: "Chart the CSV", handoff_context: "from the code agent", memory: "generated_code: print(1)" });
+    expect(renderBrief({ query: "Plot sales", task: "Plot sales", handoff_context: null, memory: "" })).toBe(
+      "Task: Plot sales",
+    );
+    const handed = renderBrief({
+      query: "Analyse and explain",
+      task: "Chart the CSV",
+      handoff_context: "from the code agent",
+      memory: "generated_code: print(1)",
+    });
     expect(handed.split("\n\n")).toEqual([
       "Task: Chart the CSV",
       "The user's query: Analyse and explain",
@@ -23,14 +30,34 @@ describe("renderTools", () => {
 });
 
 describe("renderAttempts", () => {
-  const run = (over: Partial<CodeAttempt>): CodeAttempt => ({ language: "python", code: "print(1)", exit_code: 0, stdout: "", stderr: "", error: null, ...over });
+  const run = (over: Partial<CodeAttempt>): CodeAttempt => ({
+    language: "python",
+    code: "print(1)",
+    exit_code: 0,
+    stdout: "",
+    stderr: "",
+    error: null,
+    ...over,
+  });
 
   it("is empty without runs; shows the last run in full and the earlier ones by outcome", () => {
     expect(renderAttempts([])).toBe("");
-    const text = renderAttempts([run({ exit_code: null, error: "timeout after 5000 ms" }), run({ exit_code: 0 }), run({ code: "x = [", exit_code: 1, stderr: "warn", stdout: "partial", error: "SyntaxError: '[' was never closed" })]);
+    const text = renderAttempts([
+      run({ exit_code: null, error: "timeout after 5000 ms" }),
+      run({ exit_code: 0 }),
+      run({
+        code: "x = [",
+        exit_code: 1,
+        stderr: "warn",
+        stdout: "partial",
+        error: "SyntaxError: '[' was never closed",
+      }),
+    ]);
     expect(text).toContain("Run 1 (python) failed: timeout after 5000 ms.");
     expect(text).toContain("Run 2 (python) ran to its end.");
-    expect(text).toContain("Run 3, the last (python), failed: SyntaxError: '[' was never closed. Its code:\n```python\nx = [\n```");
+    expect(text).toContain(
+      "Run 3, the last (python), failed: SyntaxError: '[' was never closed. Its code:\n```python\nx = [\n```",
+    );
     expect(text).toContain("Its error:\nSyntaxError");
     expect(text).toContain("Its stderr:\nwarn");
     expect(text).toContain("Its stdout:\npartial");
@@ -45,14 +72,19 @@ describe("renderAttempts", () => {
 
 describe("parseToolArguments", () => {
   it("is the JSON object, or null for anything else", () => {
-    expect(parseToolArguments('{"task_description": "t", "context": "c"}')).toEqual({ task_description: "t", context: "c" });
+    expect(parseToolArguments('{"task_description": "t", "context": "c"}')).toEqual({
+      task_description: "t",
+      context: "c",
+    });
     for (const bad of ["[1]", "null", "3", "{not json", ""]) expect(parseToolArguments(bad), bad).toBeNull();
   });
 });
 
 describe("isHandoffTool", () => {
   it("is true for every seed agent's handoff tool, offered or not, and for nothing else", () => {
-    for (const agent of ["chat", "research", "code", "writing", "data"]) expect(isHandoffTool(`handoff_to_${agent}`)).toBe(true);
-    for (const tool of ["handoff_to_router", "handoff_to_", "web_search", "HANDOFF_TO_CODE", " handoff_to_code"]) expect(isHandoffTool(tool)).toBe(false);
+    for (const agent of ["chat", "research", "code", "writing", "data"])
+      expect(isHandoffTool(`handoff_to_${agent}`)).toBe(true);
+    for (const tool of ["handoff_to_router", "handoff_to_", "web_search", "HANDOFF_TO_CODE", " handoff_to_code"])
+      expect(isHandoffTool(tool)).toBe(false);
   });
 });

@@ -1,4 +1,11 @@
-import { AgentmeshError, handoffTarget, type AgentBrief, type CodeAttempt, type OfferedTool, type ToolObservation } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  handoffTarget,
+  type AgentBrief,
+  type CodeAttempt,
+  type OfferedTool,
+  type ToolObservation,
+} from "@agentmesh/contracts";
 import { clip } from "./words.js";
 
 /** Characters of an earlier run's code, output and error shown to the model that fixes it. */
@@ -24,7 +31,8 @@ export function renderTools(tools: readonly OfferedTool[]): string {
 /** An agent's earlier tool calls this turn (a refused handoff included), one line each, under a heading; empty when there were none. */
 export function renderObservations(observations: readonly ToolObservation[]): string {
   if (observations.length === 0) return "";
-  const line = (o: ToolObservation) => `- ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 1000)}`;
+  const line = (o: ToolObservation) =>
+    `- ${o.tool} ${JSON.stringify(o.arguments)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 1000)}`;
   return `Your earlier tool calls:\n${observations.map(line).join("\n")}`;
 }
 
@@ -35,7 +43,12 @@ export function renderObservations(observations: readonly ToolObservation[]): st
 export function renderAttempts(attempts: readonly CodeAttempt[]): string {
   const last = attempts.at(-1);
   if (!last) return "";
-  const outcome = (a: CodeAttempt) => (a.error ? `failed: ${clip(a.error, 300)}` : a.exit_code === 0 ? "ran to its end" : `exit code ${a.exit_code ?? "none (a limit stopped it)"}`);
+  const outcome = (a: CodeAttempt) =>
+    a.error
+      ? `failed: ${clip(a.error, 300)}`
+      : a.exit_code === 0
+        ? "ran to its end"
+        : `exit code ${a.exit_code ?? "none (a limit stopped it)"}`;
   const earlier = attempts.slice(0, -1).map((a, i) => `Run ${i + 1} (${a.language}) ${outcome(a)}.`);
   return [
     ...earlier,
@@ -56,15 +69,23 @@ export function renderAttempts(attempts: readonly CodeAttempt[]): string {
 export const isHandoffTool = (tool: string): boolean => handoffTarget(tool) !== null;
 
 /** True when an agent may call `tool` this turn: one it was offered, or any handoff (the workflow decides those). */
-export const mayCall = (tool: string, offered: readonly OfferedTool[]): boolean => isHandoffTool(tool) || offered.some((t) => t.name === tool);
+export const mayCall = (tool: string, offered: readonly OfferedTool[]): boolean =>
+  isHandoffTool(tool) || offered.some((t) => t.name === tool);
 
 /**
  * A flat draft's tool call as the agent's action: its arguments parsed from their JSON text. A
  * tool the agent may not call (see `mayCall`) is the model's fault, `model_invalid_output`.
  */
-export function draftToolCall(draft: { tool: string; arguments_json: string }, offered: readonly OfferedTool[], agent: string): { action: "tool"; tool: string; arguments: Record<string, unknown> } {
+export function draftToolCall(
+  draft: { tool: string; arguments_json: string },
+  offered: readonly OfferedTool[],
+  agent: string,
+): { action: "tool"; tool: string; arguments: Record<string, unknown> } {
   if (!mayCall(draft.tool, offered)) {
-    throw new AgentmeshError("model_invalid_output", `the model called "${clip(draft.tool, 80)}", which is not a tool the ${agent} agent was offered`);
+    throw new AgentmeshError(
+      "model_invalid_output",
+      `the model called "${clip(draft.tool, 80)}", which is not a tool the ${agent} agent was offered`,
+    );
   }
   return { action: "tool", tool: draft.tool, arguments: parseToolArguments(draft.arguments_json) ?? {} };
 }
@@ -73,7 +94,9 @@ export function draftToolCall(draft: { tool: string; arguments_json: string }, o
 export function parseToolArguments(json: string): Record<string, unknown> | null {
   try {
     const value: unknown = JSON.parse(json);
-    return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : null;
   } catch {
     return null;
   }

@@ -6,8 +6,13 @@ const ALL = Capability.options;
 
 describe("offline capability planning (the planner picks by keywords)", () => {
   it("picks every capability the question cues, in the seed's tag order", () => {
-    expect(pickCapabilities("What are the latest clinical trials for HER2 and which pathways does it interact with?", ALL)).toEqual(["graph", "biomcp", "web"]);
-    expect(pickCapabilities("According to our documents, which drugs target BRCA1 mutations?", ALL)).toEqual(["rag", "biomcp"]);
+    expect(
+      pickCapabilities("What are the latest clinical trials for HER2 and which pathways does it interact with?", ALL),
+    ).toEqual(["graph", "biomcp", "web"]);
+    expect(pickCapabilities("According to our documents, which drugs target BRCA1 mutations?", ALL)).toEqual([
+      "rag",
+      "biomcp",
+    ]);
     expect(pickCapabilities("Use llamaindex to look this up", ALL)).toEqual(["llama_mcp"]);
   });
 

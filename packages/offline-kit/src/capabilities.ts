@@ -8,10 +8,79 @@ import { padded } from "./words.js";
  * vague query or a deployment that can serve nothing else gets.
  */
 const CUES: Readonly<Record<Exclude<Capability, "chitchat">, readonly string[]>> = {
-  graph: ["relationship", "relationships", "related", "relate", "interact", "interacts", "interaction", "interactions", "pathway", "pathways", "connected", "connection", "associated", "association", "linked", "graph", "triple", "triples"],
-  rag: ["document", "documents", "docs", "paper", "papers", "corpus", "passage", "guideline", "guidelines", "according to", "notes", "literature", "readme", "manual"],
-  biomcp: ["gene", "genes", "variant", "variants", "mutation", "mutations", "clinical trial", "clinical trials", "trial", "trials", "drug", "drugs", "therapy", "protein", "disease", "cancer", "tumor", "biomarker", "pubmed", "biomcp"],
-  web: ["latest", "news", "today", "recent", "recently", "current", "currently", "this week", "this year", "website", "online", "web", "search the web"],
+  graph: [
+    "relationship",
+    "relationships",
+    "related",
+    "relate",
+    "interact",
+    "interacts",
+    "interaction",
+    "interactions",
+    "pathway",
+    "pathways",
+    "connected",
+    "connection",
+    "associated",
+    "association",
+    "linked",
+    "graph",
+    "triple",
+    "triples",
+  ],
+  rag: [
+    "document",
+    "documents",
+    "docs",
+    "paper",
+    "papers",
+    "corpus",
+    "passage",
+    "guideline",
+    "guidelines",
+    "according to",
+    "notes",
+    "literature",
+    "readme",
+    "manual",
+  ],
+  biomcp: [
+    "gene",
+    "genes",
+    "variant",
+    "variants",
+    "mutation",
+    "mutations",
+    "clinical trial",
+    "clinical trials",
+    "trial",
+    "trials",
+    "drug",
+    "drugs",
+    "therapy",
+    "protein",
+    "disease",
+    "cancer",
+    "tumor",
+    "biomarker",
+    "pubmed",
+    "biomcp",
+  ],
+  web: [
+    "latest",
+    "news",
+    "today",
+    "recent",
+    "recently",
+    "current",
+    "currently",
+    "this week",
+    "this year",
+    "website",
+    "online",
+    "web",
+    "search the web",
+  ],
   llama_mcp: ["llama", "llamaindex", "llama index", "llama_mcp", "llamacloud"],
 };
 
@@ -28,7 +97,9 @@ export function pickCapabilities(question: string, available: readonly Capabilit
   if (isGreeting(question) || isVague(question)) return ["chitchat"];
   const servable = (c: Capability) => c === "chitchat" || available.includes(c);
   const text = padded(question);
-  const cued = (Object.keys(CUES) as Array<keyof typeof CUES>).filter((c) => servable(c) && CUES[c].some((cue) => text.includes(padded(cue))));
+  const cued = (Object.keys(CUES) as Array<keyof typeof CUES>).filter(
+    (c) => servable(c) && CUES[c].some((cue) => text.includes(padded(cue))),
+  );
   if (cued.length > 0) return cued;
   const fallback = DEFAULT_PICK.filter(servable);
   return fallback.length > 0 ? fallback : ["chitchat"];

@@ -4,21 +4,58 @@ import { offlineClarification, offlineDecision, unclearOf } from "./clarity.js";
 
 const user = (content: string): ChatMessage => ({ role: "user", content });
 const ai = (content: string): ChatMessage => ({ role: "assistant", content });
-const decision = (messages: ChatMessage[]) => (offlineDecision(messages).startsWith("Decision: CLARIFICATION") ? "CLARIFICATION" : "RESEARCH");
+const decision = (messages: ChatMessage[]) =>
+  offlineDecision(messages).startsWith("Decision: CLARIFICATION") ? "CLARIFICATION" : "RESEARCH";
 
 /**
  * Seed 003's seven example decisions (its "Example Decisions" table), with the seed's decision and
  * the offline rules' own. All seven agree. Row 7 never reaches Layer 3 in the workflow (Layer 2,
  * the answered clarification, routes it without a model); the rules alone also say research.
  */
-const SEED_EXAMPLES: ReadonlyArray<{ query: string; context: ChatMessage[]; seed: "CLARIFICATION" | "RESEARCH"; offline: "CLARIFICATION" | "RESEARCH"; rule: string | null }> = [
-  { query: "Tell me more about it", context: [user("What are RAG systems?"), ai("RAG systems use retrieval...")], seed: "CLARIFICATION", offline: "CLARIFICATION", rule: "pronoun" },
-  { query: "Which prompt gave highest accuracy in Zhang 2024?", context: [], seed: "RESEARCH", offline: "RESEARCH", rule: null },
+const SEED_EXAMPLES: ReadonlyArray<{
+  query: string;
+  context: ChatMessage[];
+  seed: "CLARIFICATION" | "RESEARCH";
+  offline: "CLARIFICATION" | "RESEARCH";
+  rule: string | null;
+}> = [
+  {
+    query: "Tell me more about it",
+    context: [user("What are RAG systems?"), ai("RAG systems use retrieval...")],
+    seed: "CLARIFICATION",
+    offline: "CLARIFICATION",
+    rule: "pronoun",
+  },
+  {
+    query: "Which prompt gave highest accuracy in Zhang 2024?",
+    context: [],
+    seed: "RESEARCH",
+    offline: "RESEARCH",
+    rule: null,
+  },
   { query: "What did OpenAI release this month?", context: [], seed: "RESEARCH", offline: "RESEARCH", rule: null },
   { query: "The best approach", context: [], seed: "CLARIFICATION", offline: "CLARIFICATION", rule: "no_criterion" },
-  { query: "How many examples are enough?", context: [user("I'm working on classification"), ai("Classification assigns labels...")], seed: "CLARIFICATION", offline: "CLARIFICATION", rule: "no_criterion" },
-  { query: "Use the approach from the paper", context: [], seed: "CLARIFICATION", offline: "CLARIFICATION", rule: "unnamed_reference" },
-  { query: "I meant the DAIL-SQL approach", context: [user("The best approach"), ai("Best for what problem?")], seed: "RESEARCH", offline: "RESEARCH", rule: null },
+  {
+    query: "How many examples are enough?",
+    context: [user("I'm working on classification"), ai("Classification assigns labels...")],
+    seed: "CLARIFICATION",
+    offline: "CLARIFICATION",
+    rule: "no_criterion",
+  },
+  {
+    query: "Use the approach from the paper",
+    context: [],
+    seed: "CLARIFICATION",
+    offline: "CLARIFICATION",
+    rule: "unnamed_reference",
+  },
+  {
+    query: "I meant the DAIL-SQL approach",
+    context: [user("The best approach"), ai("Best for what problem?")],
+    seed: "RESEARCH",
+    offline: "RESEARCH",
+    rule: null,
+  },
 ];
 
 /**
@@ -26,8 +63,18 @@ const SEED_EXAMPLES: ReadonlyArray<{ query: string; context: ChatMessage[]; seed
  * the previous turn names plainly is still a bare pronoun to them (a model would research), and a
  * message that names enough words is never unclear to them even when its scope is open.
  */
-const DIFFERENCES: ReadonlyArray<{ query: string; context: ChatMessage[]; model: "CLARIFICATION" | "RESEARCH"; offline: "CLARIFICATION" | "RESEARCH" }> = [
-  { query: "Tell me more about it", context: [user("What is DAIL-SQL?"), ai("DAIL-SQL is a prompting method for text-to-SQL.")], model: "RESEARCH", offline: "CLARIFICATION" },
+const DIFFERENCES: ReadonlyArray<{
+  query: string;
+  context: ChatMessage[];
+  model: "CLARIFICATION" | "RESEARCH";
+  offline: "CLARIFICATION" | "RESEARCH";
+}> = [
+  {
+    query: "Tell me more about it",
+    context: [user("What is DAIL-SQL?"), ai("DAIL-SQL is a prompting method for text-to-SQL.")],
+    model: "RESEARCH",
+    offline: "CLARIFICATION",
+  },
   { query: "Compare retrieval strategies for my project", context: [], model: "CLARIFICATION", offline: "RESEARCH" },
 ];
 
@@ -46,7 +93,9 @@ describe("the offline orchestrator's keyword rules against seed 003's example de
   });
 
   it("replies in the seed's format, naming the rule", () => {
-    expect(offlineDecision([user("Tell me more about it")])).toBe('Decision: CLARIFICATION\nReasoning: "it" is ambiguous (offline rule: pronoun).');
+    expect(offlineDecision([user("Tell me more about it")])).toBe(
+      'Decision: CLARIFICATION\nReasoning: "it" is ambiguous (offline rule: pronoun).',
+    );
     expect(offlineDecision([user("How does Redis persist data?")])).toMatch(/^Decision: RESEARCH\nReasoning: /);
   });
 });
@@ -63,11 +112,15 @@ describe("the offline clarifier's question names what is ambiguous", () => {
   });
 
   it("a clear message still gets a question (the orchestrator asked for one), quoting the message", () => {
-    expect(offlineClarification([user("How does Redis persist data?")])).toBe('Could you say more about what you want to know: "How does Redis persist data?"?');
+    expect(offlineClarification([user("How does Redis persist data?")])).toBe(
+      'Could you say more about what you want to know: "How does Redis persist data?"?',
+    );
   });
 
   it("a reference named in an earlier turn is not unclear", () => {
     expect(unclearOf([user("Summarise the paper")])?.rule).toBe("unnamed_reference");
-    expect(unclearOf([user("The approach in the DAIL-SQL paper looks good"), ai("It does."), user("Summarise the paper")])).toBeNull();
+    expect(
+      unclearOf([user("The approach in the DAIL-SQL paper looks good"), ai("It does."), user("Summarise the paper")]),
+    ).toBeNull();
   });
 });

@@ -18,9 +18,29 @@ export interface Unclear {
 
 const PRONOUN = /\b(it|that|this|these|those|them|they)\b/i;
 /** Words that say "more of the same" and name no topic of their own. */
-const FILLER = new Set(["more", "details", "detail", "again", "else", "further", "elaborate", "expand", "continue", "go", "on", "mean", "meant", "about", "like", "really", "okay", "ok"]);
+const FILLER = new Set([
+  "more",
+  "details",
+  "detail",
+  "again",
+  "else",
+  "further",
+  "elaborate",
+  "expand",
+  "continue",
+  "go",
+  "on",
+  "mean",
+  "meant",
+  "about",
+  "like",
+  "really",
+  "okay",
+  "ok",
+]);
 /** Things a message may refer to as "the …" that must have been named before. */
-const REFERENCE = /\bthe\s+(paper|study|article|approach|method|model|dataset|book|report|document|author|results?|one|thing|idea|technique)\b/i;
+const REFERENCE =
+  /\bthe\s+(paper|study|article|approach|method|model|dataset|book|report|document|author|results?|one|thing|idea|technique)\b/i;
 /** Words that ask for the best or enough of something without saying by what measure. */
 const UNMEASURED = /\b(best|optimal|ideal|better|enough|sufficient|good enough)\b/i;
 /** A stated criterion: "for …", "to …", "in terms of", a number, "than …". */
@@ -43,22 +63,43 @@ export function unclearOf(messages: readonly ChatMessage[]): Unclear | null {
   if (!text) return { rule: "no_topic", what: "the message", ask: "What would you like to know?" };
   const unit = ambiguityOf(text);
   if (unit) return { rule: "unit", what: "a unit", ask: unit };
-  if (isVague(text)) return { rule: "no_topic", what: text, ask: "What topic should I look into? Please name it and what you want to know about it." };
+  if (isVague(text))
+    return {
+      rule: "no_topic",
+      what: text,
+      ask: "What topic should I look into? Please name it and what you want to know about it.",
+    };
   const own = contentWords(text).filter((w) => !FILLER.has(w));
   const pronoun = PRONOUN.exec(text);
   if (pronoun && own.length <= 1) {
-    return { rule: "pronoun", what: `"${pronoun[1]}"`, ask: `What does "${pronoun[1]}" refer to, and which aspect of it would you like to know about?` };
+    return {
+      rule: "pronoun",
+      what: `"${pronoun[1]}"`,
+      ask: `What does "${pronoun[1]}" refer to, and which aspect of it would you like to know about?`,
+    };
   }
   const ref = REFERENCE.exec(text);
   if (ref) {
     const noun = (ref[1] ?? "").toLowerCase();
-    const earlier = messages.slice(0, -1).map((m) => m.content.toLowerCase()).join("\n");
-    if (!earlier.includes(noun.replace(/s$/, ""))) return { rule: "unnamed_reference", what: `"the ${noun}"`, ask: `Which ${noun} do you mean? Please give its name, title or author.` };
+    const earlier = messages
+      .slice(0, -1)
+      .map((m) => m.content.toLowerCase())
+      .join("\n");
+    if (!earlier.includes(noun.replace(/s$/, "")))
+      return {
+        rule: "unnamed_reference",
+        what: `"the ${noun}"`,
+        ask: `Which ${noun} do you mean? Please give its name, title or author.`,
+      };
   }
   const unmeasured = UNMEASURED.exec(text);
   if (unmeasured && !CRITERION.test(text.replace(unmeasured[0], ""))) {
     const word = (unmeasured[1] ?? "").toLowerCase();
-    return { rule: "no_criterion", what: `"${word}"`, ask: `"${word[0]?.toUpperCase()}${word.slice(1)}" for what: which problem, and by which measure (accuracy, cost, speed, …)?` };
+    return {
+      rule: "no_criterion",
+      what: `"${word}"`,
+      ask: `"${word[0]?.toUpperCase()}${word.slice(1)}" for what: which problem, and by which measure (accuracy, cost, speed, …)?`,
+    };
   }
   return null;
 }
@@ -73,5 +114,8 @@ export function offlineDecision(messages: readonly ChatMessage[]): string {
 
 /** The clarifier's offline question: the rule's question, naming what is ambiguous. */
 export function offlineClarification(messages: readonly ChatMessage[]): string {
-  return unclearOf(messages)?.ask ?? `Could you say more about what you want to know: "${latestUserMessage(messages).slice(0, 200)}"?`;
+  return (
+    unclearOf(messages)?.ask ??
+    `Could you say more about what you want to know: "${latestUserMessage(messages).slice(0, 200)}"?`
+  );
 }

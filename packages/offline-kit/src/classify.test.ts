@@ -24,12 +24,16 @@ describe("question classification", () => {
   it("recognises greetings and vague queries", () => {
     for (const g of ["hi", "Hello there!", "good morning", "hey", "How are you?"]) expect(isGreeting(g), g).toBe(true);
     for (const g of ["hi, what is CRISPR?", "hello world program in C"]) expect(isGreeting(g), g).toBe(false);
-    for (const v of ["help", "something", "Tell me something interesting", "?", "I have a question"]) expect(isVague(v), v).toBe(true);
+    for (const v of ["help", "something", "Tell me something interesting", "?", "I have a question"])
+      expect(isVague(v), v).toBe(true);
     for (const v of ["What is CRISPR?", "help me with photosynthesis"]) expect(isVague(v), v).toBe(false);
   });
 
   it("classifies in the order arithmetic, greeting, vague, needs a model", () => {
-    expect(classifyQuestion("hey, what is 3 x 4?")).toMatchObject({ kind: "arithmetic", calc: { ok: true, value: "12" } });
+    expect(classifyQuestion("hey, what is 3 x 4?")).toMatchObject({
+      kind: "arithmetic",
+      calc: { ok: true, value: "12" },
+    });
     expect(classifyQuestion("hello")).toEqual({ kind: "greeting" });
     expect(classifyQuestion("help")).toEqual({ kind: "vague" });
     expect(classifyQuestion("What is the capital of France?")).toEqual({ kind: "needs_model" });
@@ -43,7 +47,10 @@ describe("classifyQuestion remembers recent questions", () => {
     expect(Object.isFrozen(a)).toBe(true);
     expect(a.kind === "arithmetic" && Object.isFrozen(a.calc)).toBe(true);
     expect(classifyQuestion("What is 12346 * 7 + 0.1?")).not.toBe(a);
-    expect(classifyQuestion("What is 12346 * 7 + 0.1?")).toMatchObject({ kind: "arithmetic", source: "12346 * 7 + 0.1" });
+    expect(classifyQuestion("What is 12346 * 7 + 0.1?")).toMatchObject({
+      kind: "arithmetic",
+      source: "12346 * 7 + 0.1",
+    });
   });
 
   it("keeps a bounded number of questions: an old one is classified again, to an equal class", () => {

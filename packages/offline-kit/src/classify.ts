@@ -19,8 +19,12 @@ const ARITHMETIC_FILLER = new Set(
   ).split(" "),
 );
 
-const GREETING_CORE = new Set("hi hello hey hiya howdy greetings yo morning afternoon evening hola bonjour hallo sup".split(" "));
-const GREETING_EXTRA = new Set("good day there all everyone folks how are you doing whats what s up agentmesh assistant bot and".split(" "));
+const GREETING_CORE = new Set(
+  "hi hello hey hiya howdy greetings yo morning afternoon evening hola bonjour hallo sup".split(" "),
+);
+const GREETING_EXTRA = new Set(
+  "good day there all everyone folks how are you doing whats what s up agentmesh assistant bot and".split(" "),
+);
 
 // Words that carry no topic of their own; a query made only of these (and VAGUE_WORDS) says
 // nothing specific enough to answer.
@@ -106,7 +110,11 @@ export function findExpression(question: string): string | null {
   if (meaningful.length !== 1) return null;
   const span = meaningful[0]!;
   const hasNumber = span.some((t) => t.kind === "num");
-  const hasOperation = span.some((t) => (t.kind === "op" && t.text !== "," && t.text !== "(" && t.text !== ")") || (t.kind === "name" && t.text !== "pi" && t.text !== "e"));
+  const hasOperation = span.some(
+    (t) =>
+      (t.kind === "op" && t.text !== "," && t.text !== "(" && t.text !== ")") ||
+      (t.kind === "name" && t.text !== "pi" && t.text !== "e"),
+  );
   if (!hasNumber || !hasOperation) return null;
   const text = span
     .map((t) => t.text)

@@ -20,7 +20,15 @@ const FENCE_TAGS: Readonly<Record<string, CodeLanguage>> = {
 const FENCED = /^[ \t]*(```|~~~)[ \t]*([\w+-]*)[^\n]*\n([\s\S]*?)\n[ \t]*\1[ \t]*$/gm;
 
 // Marks of JavaScript that Python never has at the start of a statement or as an operator.
-const JS_MARKS = [/\bconsole\.\w+\s*\(/, /^\s*(?:const|let|var)\s+[\w${[]/m, /^\s*function\s*\*?\s*\w*\s*\(/m, /=>/, /===|!==/, /;\s*$/m, /\bdocument\.|\brequire\s*\(/];
+const JS_MARKS = [
+  /\bconsole\.\w+\s*\(/,
+  /^\s*(?:const|let|var)\s+[\w${[]/m,
+  /^\s*function\s*\*?\s*\w*\s*\(/m,
+  /=>/,
+  /===|!==/,
+  /;\s*$/m,
+  /\bdocument\.|\brequire\s*\(/,
+];
 
 /** The language of untagged code: JavaScript when it has a mark only JavaScript has, otherwise Python. */
 export function guessLanguage(code: string): CodeLanguage {
@@ -37,7 +45,11 @@ function looksLikeData(block: string): boolean {
   }
   const lines = block.split("\n").filter((l) => l.trim().length > 0);
   const commas = (l: string) => l.split(",").length - 1;
-  return lines.length >= 2 && commas(lines[0] ?? "") > 0 && lines.every((l) => commas(l) === commas(lines[0] ?? "") && !/[()=:;]/.test(l));
+  return (
+    lines.length >= 2 &&
+    commas(lines[0] ?? "") > 0 &&
+    lines.every((l) => commas(l) === commas(lines[0] ?? "") && !/[()=:;]/.test(l))
+  );
 }
 
 /**

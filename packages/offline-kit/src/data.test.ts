@@ -33,7 +33,12 @@ describe("dataColumns", () => {
   });
 
   it("classifies a JSON array's keys in order of first appearance; null is missing, a boolean is text", () => {
-    const json = JSON.stringify([{ name: "a", score: 1 }, { name: null, score: "2.5", extra: true }, 7, { score: null }]);
+    const json = JSON.stringify([
+      { name: "a", score: 1 },
+      { name: null, score: "2.5", extra: true },
+      7,
+      { score: null },
+    ]);
     expect(dataColumns("json", json)).toEqual([
       { name: "name", kind: "text" },
       { name: "score", kind: "number" },

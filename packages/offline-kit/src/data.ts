@@ -56,7 +56,10 @@ export function parseCsv(text: string): string[][] {
 }
 
 /** The records of inline data: CSV rows under its header, or the objects of a JSON array (anything else: none). */
-export function dataRecords(format: "csv" | "json", text: string): { columns: string[]; records: Array<Record<string, unknown>> } {
+export function dataRecords(
+  format: "csv" | "json",
+  text: string,
+): { columns: string[]; records: Array<Record<string, unknown>> } {
   if (format === "csv") {
     const [header = [], ...rows] = parseCsv(text.trim());
     const records = rows.map((r) => Object.fromEntries(header.map((name, i) => [name, r[i] ?? null])));
@@ -68,7 +71,9 @@ export function dataRecords(format: "csv" | "json", text: string): { columns: st
   } catch {
     return { columns: [], records: [] };
   }
-  const records = Array.isArray(value) ? value.filter((x): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x)) : [];
+  const records = Array.isArray(value)
+    ? value.filter((x): x is Record<string, unknown> => typeof x === "object" && x !== null && !Array.isArray(x))
+    : [];
   return { columns: [...new Set(records.flatMap((r) => Object.keys(r)))], records };
 }
 

@@ -7,10 +7,29 @@
 export { pickCapabilities } from "./capabilities.js";
 export { routeByKeywords } from "./routing.js";
 export { classifyQuestion, findExpression, isGreeting, isVague, type QuestionKind } from "./classify.js";
-export { ambiguityOf, constraintsOf, contentWords, coverage, entitiesOf, intentOf, keywordQuery, sentencesOf, suspiciousPatterns } from "./text-rules.js";
+export {
+  ambiguityOf,
+  constraintsOf,
+  contentWords,
+  coverage,
+  entitiesOf,
+  intentOf,
+  keywordQuery,
+  sentencesOf,
+  suspiciousPatterns,
+} from "./text-rules.js";
 export { clip, clipText, numbersIn, plural, quote } from "./words.js";
 export { findCode, guessLanguage, type FoundCode } from "./code.js";
 export { dataColumns, type ColumnKind, type DataColumn } from "./data.js";
-export { draftToolCall, isHandoffTool, mayCall, parseToolArguments, renderAttempts, renderBrief, renderObservations, renderTools } from "./brief.js";
+export {
+  draftToolCall,
+  isHandoffTool,
+  mayCall,
+  parseToolArguments,
+  renderAttempts,
+  renderBrief,
+  renderObservations,
+  renderTools,
+} from "./brief.js";
 export { needsModel } from "./needs-model.js";
 export { latestUserMessage, offlineClarification, offlineDecision, unclearOf, type Unclear } from "./clarity.js";

@@ -12,6 +12,11 @@ describe("needsModel", () => {
       thrown = err;
     }
     expect(thrown).toBeInstanceOf(AgentmeshError);
-    expect(thrown).toMatchObject({ code: "needs_model", retryable: false, message: "The writing agent needs a language model: without one it cannot write a piece. Set AGENTMESH_LLM_BASE_URL." });
+    expect(thrown).toMatchObject({
+      code: "needs_model",
+      retryable: false,
+      message:
+        "The writing agent needs a language model: without one it cannot write a piece. Set AGENTMESH_LLM_BASE_URL.",
+    });
   });
 });

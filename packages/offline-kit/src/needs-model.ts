@@ -5,8 +5,14 @@ import { AgentmeshError } from "@agentmesh/contracts";
  * and writing agents): it answers `needs_model`, saying which agent needs one and how to
  * configure it, rather than a made-up report or text.
  */
-export function needsModel(agent: string, cannot: string): (input: unknown, ctx: { readonly configHint: string }) => never {
+export function needsModel(
+  agent: string,
+  cannot: string,
+): (input: unknown, ctx: { readonly configHint: string }) => never {
   return (_input, ctx) => {
-    throw new AgentmeshError("needs_model", `The ${agent} needs a language model: without one it cannot ${cannot}. ${ctx.configHint}`);
+    throw new AgentmeshError(
+      "needs_model",
+      `The ${agent} needs a language model: without one it cannot ${cannot}. ${ctx.configHint}`,
+    );
   };
 }

@@ -12,11 +12,97 @@ type Specialist = Exclude<SupervisorAgent, "chat">;
 const CUES: ReadonlyArray<readonly [Specialist, readonly string[]]> = [
   [
     "code",
-    ["code", "coding", "function", "script", "program", "programming", "debug", "debugging", "bug", "bugs", "compile", "compiler", "python", "javascript", "typescript", "regex", "implement", "refactor", "traceback", "stack trace", "syntax error", "algorithm", "snippet", "unit test"],
+    [
+      "code",
+      "coding",
+      "function",
+      "script",
+      "program",
+      "programming",
+      "debug",
+      "debugging",
+      "bug",
+      "bugs",
+      "compile",
+      "compiler",
+      "python",
+      "javascript",
+      "typescript",
+      "regex",
+      "implement",
+      "refactor",
+      "traceback",
+      "stack trace",
+      "syntax error",
+      "algorithm",
+      "snippet",
+      "unit test",
+    ],
   ],
-  ["data", ["data", "dataset", "datasets", "csv", "json", "tsv", "spreadsheet", "chart", "charts", "plot", "plots", "histogram", "visualize", "visualise", "visualization", "visualisation", "statistics", "correlation"]],
-  ["writing", ["write", "writing", "article", "articles", "essay", "essays", "blog", "draft", "rewrite", "story", "poem", "letter", "cover letter", "documentation", "proofread"]],
-  ["research", ["research", "report", "reports", "compare", "comparison", "versus", "latest", "news", "recent", "sources", "survey", "investigate", "state of the art", "pros and cons", "in depth", "literature review"]],
+  [
+    "data",
+    [
+      "data",
+      "dataset",
+      "datasets",
+      "csv",
+      "json",
+      "tsv",
+      "spreadsheet",
+      "chart",
+      "charts",
+      "plot",
+      "plots",
+      "histogram",
+      "visualize",
+      "visualise",
+      "visualization",
+      "visualisation",
+      "statistics",
+      "correlation",
+    ],
+  ],
+  [
+    "writing",
+    [
+      "write",
+      "writing",
+      "article",
+      "articles",
+      "essay",
+      "essays",
+      "blog",
+      "draft",
+      "rewrite",
+      "story",
+      "poem",
+      "letter",
+      "cover letter",
+      "documentation",
+      "proofread",
+    ],
+  ],
+  [
+    "research",
+    [
+      "research",
+      "report",
+      "reports",
+      "compare",
+      "comparison",
+      "versus",
+      "latest",
+      "news",
+      "recent",
+      "sources",
+      "survey",
+      "investigate",
+      "state of the art",
+      "pros and cons",
+      "in depth",
+      "literature review",
+    ],
+  ],
 ];
 
 /** How sure a keyword match is: one specialist cued, several (the first wins), none (chat, flagged low). */
@@ -48,9 +134,14 @@ export function routeByKeywords(query: string): RoutingResult {
     return cue === undefined ? [] : [{ agent, cue: fenced ?? `"${cue}"` }];
   });
   const [first, ...others] = hits;
-  if (first === undefined) return { agent: "chat", confidence: CONFIDENCE.none, reason: "no cue word for a specialist: chat answers" };
+  if (first === undefined)
+    return { agent: "chat", confidence: CONFIDENCE.none, reason: "no cue word for a specialist: chat answers" };
   const reason = `the query mentions ${first.cue}, a ${first.agent} cue`;
   if (others.length === 0) return { agent: first.agent, confidence: CONFIDENCE.single, reason };
   const also = others.map((h) => `${h.cue}, a ${h.agent} cue`).join("; ");
-  return { agent: first.agent, confidence: CONFIDENCE.several, reason: `${reason} (also ${also}; ${first.agent} comes first)` };
+  return {
+    agent: first.agent,
+    confidence: CONFIDENCE.several,
+    reason: `${reason} (also ${also}; ${first.agent} comes first)`,
+  };
 }

@@ -83,7 +83,12 @@ export function intentOf(question: string): Intent {
   if (/\b(compare|comparison|versus|vs\.?|difference between|differences between)\b/.test(q)) return "comparison";
   if (/^(why|how|explain|describe)\b/.test(q)) return "explanation";
   if (/^(what|who|where|which|when|whom|whose|list|name|find)\b/.test(q)) return "lookup";
-  if (/\b(write|implement|fix|debug)\b.*\b(code|function|script|program|class)\b|\b(javascript|typescript|python)\s+(code|function|script)\b/.test(q)) return "code";
+  if (
+    /\b(write|implement|fix|debug)\b.*\b(code|function|script|program|class)\b|\b(javascript|typescript|python)\s+(code|function|script)\b/.test(
+      q,
+    )
+  )
+    return "code";
   if (/\b(why|explain)\b/.test(q)) return "explanation";
   if (/\b(what|who|where|which)\b/.test(q)) return "lookup";
   if (/^how\b|\bhow (does|do|is|are|can|to)\b/.test(q)) return "explanation";
@@ -92,7 +97,10 @@ export function intentOf(question: string): Intent {
 
 const SUSPICIOUS: ReadonlyArray<readonly [string, RegExp]> = [
   ["xss", /<\s*script\b|javascript\s*:|\bon(?:error|load|click|mouseover)\s*=|<\s*iframe\b|<\s*img\b[^>]*\bsrc\s*=/i],
-  ["code_injection", /\b(?:eval|exec|compile|__import__|popen|os\.system)\s*\(|\bimport\s+(?:os|subprocess|sys|socket)\b|require\(\s*["']child_process|\$\([^)]*\)/i],
+  [
+    "code_injection",
+    /\b(?:eval|exec|compile|__import__|popen|os\.system)\s*\(|\bimport\s+(?:os|subprocess|sys|socket)\b|require\(\s*["']child_process|\$\([^)]*\)/i,
+  ],
   ["path_traversal", /\.\.[\\/]|[\\/]etc[\\/](?:passwd|shadow)|%2e%2e(?:%2f|%5c)/i],
   ["sql_injection", /'\s*or\s+'?1'?\s*=\s*'?1|\bunion\s+(?:all\s+)?select\b|;\s*drop\s+table\b/i],
   ["shell_command", /\brm\s+-rf\b|\bmkfs\b|:\(\)\s*\{\s*:\|:&\s*\};:/i],
@@ -104,7 +112,8 @@ export function suspiciousPatterns(text: string): string[] {
 }
 
 type Entity = PerceptionSnapshot["entities"][number];
-const LEADING_STOP = /^(?:What|Who|Where|Which|When|Why|How|Is|Are|Does|Do|Did|Can|Could|Should|Would|Will|The|A|An|Please|Tell|Explain|Describe|Use|Find|List|Name|Give|Show|Hi|Hello|Hey|In|On|At|For|From|If|I)\s+/;
+const LEADING_STOP =
+  /^(?:What|Who|Where|Which|When|Why|How|Is|Are|Does|Do|Did|Can|Could|Should|Would|Will|The|A|An|Please|Tell|Explain|Describe|Use|Find|List|Name|Give|Show|Hi|Hello|Hey|In|On|At|For|From|If|I)\s+/;
 
 /** Entities of a text: quoted strings, numbers, capitalised names and snake/kebab-case terms (at most `max`). */
 export function entitiesOf(text: string, max = 50): Entity[] {
@@ -116,9 +125,12 @@ export function entitiesOf(text: string, max = 50): Entity[] {
     seen.add(v.toLowerCase());
     out.push({ text: v, kind });
   };
-  for (const m of text.matchAll(/"([^"\n]{1,98})"|“([^”\n]{1,98})”|(?:^|[\s(])'([^'\n]{1,98})'(?=[\s).,!?;:]|$)/g)) add(m[1] ?? m[2] ?? m[3] ?? "", "quoted");
+  for (const m of text.matchAll(/"([^"\n]{1,98})"|“([^”\n]{1,98})”|(?:^|[\s(])'([^'\n]{1,98})'(?=[\s).,!?;:]|$)/g))
+    add(m[1] ?? m[2] ?? m[3] ?? "", "quoted");
   for (const m of text.matchAll(/(?<![\w.])-?\d+(?:[.,]\d+)*(?:e[+-]?\d+)?(?![\w])/gi)) add(m[0], "number");
-  for (const m of text.matchAll(/\b[A-Z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*(?:\s+[A-Z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*)*/g)) {
+  for (const m of text.matchAll(
+    /\b[A-Z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*(?:\s+[A-Z][A-Za-z0-9]*(?:[-'][A-Za-z0-9]+)*)*/g,
+  )) {
     let name = m[0];
     while (LEADING_STOP.test(`${name} `) && name.includes(" ")) name = name.replace(LEADING_STOP, "");
     if (LEADING_STOP.test(`${name} `)) continue;
@@ -137,19 +149,36 @@ const CONSTRAINTS: readonly RegExp[] = [
 /** Constraints stated in a question (length, units, format, exactness). */
 export function constraintsOf(question: string): string[] {
   const out: string[] = [];
-  for (const re of CONSTRAINTS) for (const m of question.matchAll(re)) if (!out.includes(m[0].toLowerCase())) out.push(m[0].toLowerCase());
+  for (const re of CONSTRAINTS)
+    for (const m of question.matchAll(re)) if (!out.includes(m[0].toLowerCase())) out.push(m[0].toLowerCase());
   return out.slice(0, 10);
 }
 
-const AMBIGUOUS: ReadonlyArray<{ readonly unit: RegExp; readonly resolved: RegExp; readonly ask: (n: string) => string }> = [
+const AMBIGUOUS: ReadonlyArray<{
+  readonly unit: RegExp;
+  readonly resolved: RegExp;
+  readonly ask: (n: string) => string;
+}> = [
   {
     unit: /(-?\d+(?:\.\d+)?)\s*(?:degrees?|deg\b|°)(?!\s*(?:c|f|k|celsius|fahrenheit|kelvin)\b)/i,
     resolved: /\b(?:celsius|fahrenheit|kelvin|centigrade)\b|°\s*[cfk]\b|\bangle\b/i,
     ask: (n) => `Your question mentions ${n} degrees without a scale: is that Celsius or Fahrenheit?`,
   },
-  { unit: /(\d+(?:\.\d+)?)\s*gallons?\b/i, resolved: /\b(?:us|u\.s\.|imperial|uk)\s+gallons?\b/i, ask: (n) => `Do you mean ${n} US gallons or imperial gallons?` },
-  { unit: /(\d+(?:\.\d+)?)\s*tons?\b/i, resolved: /\b(?:metric|short|long)\s+tons?\b|\btonnes?\b/i, ask: (n) => `Do you mean ${n} metric tonnes or US short tons?` },
-  { unit: /(\d+(?:\.\d+)?)\s*(?:ounces?|oz)\b/i, resolved: /\bfluid\s+ounces?\b|\bfl\.?\s*oz\b|\btroy\b/i, ask: (n) => `Is ${n} ounces a weight or a fluid volume?` },
+  {
+    unit: /(\d+(?:\.\d+)?)\s*gallons?\b/i,
+    resolved: /\b(?:us|u\.s\.|imperial|uk)\s+gallons?\b/i,
+    ask: (n) => `Do you mean ${n} US gallons or imperial gallons?`,
+  },
+  {
+    unit: /(\d+(?:\.\d+)?)\s*tons?\b/i,
+    resolved: /\b(?:metric|short|long)\s+tons?\b|\btonnes?\b/i,
+    ask: (n) => `Do you mean ${n} metric tonnes or US short tons?`,
+  },
+  {
+    unit: /(\d+(?:\.\d+)?)\s*(?:ounces?|oz)\b/i,
+    resolved: /\bfluid\s+ounces?\b|\bfl\.?\s*oz\b|\btroy\b/i,
+    ask: (n) => `Is ${n} ounces a weight or a fluid volume?`,
+  },
 ];
 
 /** A question a person must answer before the question can be: a quantity whose unit is ambiguous. Null when none. */

@@ -21,7 +21,14 @@ export function describeFailure(err: unknown, secrets: readonly string[] = []): 
  * resolves and draining the moment a signal arrives (before `stop` runs), so `/readyz` turns 503
  * while in-flight work finishes.
  */
-export async function runUntilSignalled(opts: { name: string; log: Logger; graceMs?: number; secrets?: readonly string[]; health?: Health; start: () => Promise<Stoppable> }): Promise<void> {
+export async function runUntilSignalled(opts: {
+  name: string;
+  log: Logger;
+  graceMs?: number;
+  secrets?: readonly string[];
+  health?: Health;
+  start: () => Promise<Stoppable>;
+}): Promise<void> {
   const grace = opts.graceMs ?? 25_000;
   let running: Stoppable;
   try {

@@ -34,7 +34,10 @@ describe("lazyChild", () => {
     expect(child).toHaveBeenCalledTimes(1);
     c.error("shown again");
     expect(child).toHaveBeenCalledTimes(1);
-    expect(lines()).toMatchObject([{ level: 50, task_id: "t1", msg: "shown" }, { level: 50, task_id: "t1", msg: "shown again" }]);
+    expect(lines()).toMatchObject([
+      { level: 50, task_id: "t1", msg: "shown" },
+      { level: 50, task_id: "t1", msg: "shown again" },
+    ]);
   });
 
   it("hands everything else to the child: its bindings, grand-children, a level of its own", () => {

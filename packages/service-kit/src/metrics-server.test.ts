@@ -44,7 +44,12 @@ describe("the metrics endpoint", () => {
 
   it("answers 500 with one line, not a stack, when a sampled metric fails", async () => {
     const m = createMetrics({ defaultMetrics: false });
-    m.sampledGauge({ name: "agentmesh_broken", help: "x", labels: [], sample: () => Promise.reject(new Error("nats down at /secret/path")) });
+    m.sampledGauge({
+      name: "agentmesh_broken",
+      help: "x",
+      labels: [],
+      sample: () => Promise.reject(new Error("nats down at /secret/path")),
+    });
     const res = await fetch((await start(m)).url);
     expect(res.status).toBe(500);
     expect(await res.text()).toBe("metrics collection failed\n");
@@ -52,7 +57,11 @@ describe("the metrics endpoint", () => {
 
   it("refuses a port in use with a typed configuration error", async () => {
     const s = await start();
-    const err = await startMetricsServer(createMetrics({ defaultMetrics: false }), { host: "127.0.0.1", port: s.port, log }).catch((e: unknown) => e);
+    const err = await startMetricsServer(createMetrics({ defaultMetrics: false }), {
+      host: "127.0.0.1",
+      port: s.port,
+      log,
+    }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(AgentmeshError);
     expect((err as AgentmeshError).code).toBe("invalid_config");
     expect((err as AgentmeshError).message).toMatch(/EADDRINUSE/);
@@ -65,7 +74,9 @@ describe("the metrics endpoint", () => {
       request(s.url, { agent }, (res) => {
         res.resume();
         res.on("end", resolve);
-      }).on("error", reject).end();
+      })
+        .on("error", reject)
+        .end();
     });
     servers.splice(servers.indexOf(s), 1);
     const t0 = Date.now();
@@ -98,7 +109,10 @@ describe("the probes on the same port (/readyz, /healthz)", () => {
     health.require(() => (consuming ? null : "planner: consume loop not running"));
     const s = await start(undefined, health);
     // starting and the loop not running: the part that is down is the reason
-    expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"planner: consume loop not running"}\n' });
+    expect(await probe(s, "/readyz")).toEqual({
+      status: 503,
+      body: '{"status":"fail","reason":"planner: consume loop not running"}\n',
+    });
     consuming = true;
     // every part is up but start-up has not finished (more parts may come)
     expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"starting"}\n' });
@@ -109,7 +123,10 @@ describe("the probes on the same port (/readyz, /healthz)", () => {
     consuming = true;
     expect((await probe(s, "/readyz")).status).toBe(200);
     health.drain();
-    expect(await probe(s, "/readyz")).toEqual({ status: 503, body: '{"status":"fail","reason":"draining (shutting down)"}\n' });
+    expect(await probe(s, "/readyz")).toEqual({
+      status: 503,
+      body: '{"status":"fail","reason":"draining (shutting down)"}\n',
+    });
     // draining is for good: a late started() does not bring it back
     health.started();
     expect((await probe(s, "/readyz")).status).toBe(503);
@@ -122,15 +139,24 @@ describe("the probes on the same port (/readyz, /healthz)", () => {
     let nats: "up" | "reconnecting" | "closed" = "up";
     const redisDown = false;
     health.requireLinks(
-      { whyNotReady: () => (nats === "up" ? null : `nats: ${nats}`), whyDead: () => (nats === "closed" ? "nats: closed" : null) },
+      {
+        whyNotReady: () => (nats === "up" ? null : `nats: ${nats}`),
+        whyDead: () => (nats === "closed" ? "nats: closed" : null),
+      },
       { whyNotReady: () => (redisDown ? "redis: down" : null), whyDead: () => null },
     );
     health.started();
     expect([health.readiness(), health.liveness()]).toEqual([{ ok: true }, { ok: true }]);
     nats = "reconnecting";
-    expect([health.readiness(), health.liveness()]).toEqual([{ ok: false, reason: "nats: reconnecting" }, { ok: true }]);
+    expect([health.readiness(), health.liveness()]).toEqual([
+      { ok: false, reason: "nats: reconnecting" },
+      { ok: true },
+    ]);
     nats = "closed";
-    expect([health.readiness(), health.liveness()]).toEqual([{ ok: false, reason: "nats: closed" }, { ok: false, reason: "nats: closed" }]);
+    expect([health.readiness(), health.liveness()]).toEqual([
+      { ok: false, reason: "nats: closed" },
+      { ok: false, reason: "nats: closed" },
+    ]);
   });
 
   it("/healthz is 200 from the start (even while not ready) and 503 only when a liveness check fails", async () => {
@@ -142,7 +168,10 @@ describe("the probes on the same port (/readyz, /healthz)", () => {
     expect(await probe(s, "/healthz")).toEqual({ status: 200, body: '{"status":"alive"}\n' });
     expect((await probe(s, "/readyz")).status).toBe(503);
     closed = true;
-    expect(await probe(s, "/healthz")).toEqual({ status: 503, body: '{"status":"fail","reason":"nats: connection closed for good"}\n' });
+    expect(await probe(s, "/healthz")).toEqual({
+      status: 503,
+      body: '{"status":"fail","reason":"nats: connection closed for good"}\n',
+    });
   });
 
   it("a check that throws is a 503 naming the failure, one line of JSON", async () => {

@@ -32,13 +32,22 @@ function answerProbe(res: ServerResponse, head: boolean, verdict: HealthVerdict,
  * (alive). Nothing else is routed, so the port exposes no API. A collection failure is a 500 with
  * one line, never a stack.
  */
-export async function startMetricsServer(metrics: Metrics, opts: { host: string; port: number; log: Logger; health?: Health }): Promise<MetricsServer> {
+export async function startMetricsServer(
+  metrics: Metrics,
+  opts: { host: string; port: number; log: Logger; health?: Health },
+): Promise<MetricsServer> {
   const health = opts.health;
   const serve = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0];
     const probe = health && (path === "/readyz" || path === "/healthz");
     if (path !== "/metrics" && !probe) {
-      res.writeHead(404, TEXT).end(health ? "not found: /metrics, /readyz and /healthz are served here\n" : "not found: metrics are at /metrics\n");
+      res
+        .writeHead(404, TEXT)
+        .end(
+          health
+            ? "not found: /metrics, /readyz and /healthz are served here\n"
+            : "not found: metrics are at /metrics\n",
+        );
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -66,7 +75,12 @@ export async function startMetricsServer(metrics: Metrics, opts: { host: string;
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", (err: NodeJS.ErrnoException) => {
-      reject(new AgentmeshError("invalid_config", `cannot serve metrics on ${opts.host}:${opts.port} (AGENTMESH_METRICS_HOST/AGENTMESH_METRICS_PORT): ${err.code ?? err.message}`));
+      reject(
+        new AgentmeshError(
+          "invalid_config",
+          `cannot serve metrics on ${opts.host}:${opts.port} (AGENTMESH_METRICS_HOST/AGENTMESH_METRICS_PORT): ${err.code ?? err.message}`,
+        ),
+      );
     });
     server.listen(opts.port, opts.host, () => resolve());
   });
@@ -74,7 +88,10 @@ export async function startMetricsServer(metrics: Metrics, opts: { host: string;
   const host = opts.host.includes(":") ? `[${opts.host}]` : opts.host;
   const origin = `http://${host}:${port}`;
   const url = `${origin}/metrics`;
-  opts.log.info({ metrics_url: url, ...(health ? { probes: `${origin}/readyz, ${origin}/healthz` } : {}) }, health ? "serving metrics and probes" : "serving metrics");
+  opts.log.info(
+    { metrics_url: url, ...(health ? { probes: `${origin}/readyz, ${origin}/healthz` } : {}) },
+    health ? "serving metrics and probes" : "serving metrics",
+  );
   return {
     url,
     origin,
@@ -98,9 +115,18 @@ export interface ProcessMetrics {
  * runs); otherwise a fresh registry with the default Node metrics, served at once, with the
  * probes answered from `health` when given.
  */
-export async function startProcessMetrics(settings: MetricsSettings | null, log: Logger, health?: Health): Promise<ProcessMetrics | null> {
+export async function startProcessMetrics(
+  settings: MetricsSettings | null,
+  log: Logger,
+  health?: Health,
+): Promise<ProcessMetrics | null> {
   if (settings === null) return null;
   const metrics = createMetrics();
-  const server = await startMetricsServer(metrics, { host: settings.host, port: settings.port, log, ...(health ? { health } : {}) });
+  const server = await startMetricsServer(metrics, {
+    host: settings.host,
+    port: settings.port,
+    log,
+    ...(health ? { health } : {}),
+  });
   return { metrics, server };
 }

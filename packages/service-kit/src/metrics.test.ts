@@ -4,7 +4,6 @@ import { METRICS_VARS, metricsSettings, parseEnv } from "./env.js";
 import { createMetrics, MAX_SERIES_PER_METRIC, type MetricLabel } from "./metrics.js";
 import { metricSample as sample } from "./testing.js";
 
-
 describe("the metrics registry", () => {
   it("renders counters, gauges and histograms with their labels, and the default Node metrics", async () => {
     const m = createMetrics();
@@ -15,7 +14,10 @@ describe("the metrics registry", () => {
     inflight.inc({ role: "critic" });
     inflight.inc({ role: "critic" });
     inflight.dec({ role: "critic" });
-    m.histogram({ name: "agentmesh_test_seconds", help: "latency", labels: ["op"], buckets: [0.1, 1] }).observe({ op: "plan" }, 0.5);
+    m.histogram({ name: "agentmesh_test_seconds", help: "latency", labels: ["op"], buckets: [0.1, 1] }).observe(
+      { op: "plan" },
+      0.5,
+    );
     const text = await m.text();
     expect(sample(text, "agentmesh_test_tasks_total", { role: "critic", outcome: "completed" })).toBe(3);
     expect(sample(text, "agentmesh_test_in_flight", { role: "critic" })).toBe(1);
@@ -26,7 +28,11 @@ describe("the metrics registry", () => {
     expect(text).toContain("process_cpu_user_seconds_total");
     expect(text).toContain("nodejs_eventloop_lag_seconds");
     expect(m.contentType).toMatch(/^text\/plain/);
-    expect(m.names().sort()).toEqual(["agentmesh_test_in_flight", "agentmesh_test_seconds", "agentmesh_test_tasks_total"]);
+    expect(m.names().sort()).toEqual([
+      "agentmesh_test_in_flight",
+      "agentmesh_test_seconds",
+      "agentmesh_test_tasks_total",
+    ]);
   });
 
   it("returns the same metric for the same name, kind and labels (one registry shared by components)", async () => {
@@ -37,7 +43,9 @@ describe("the metrics registry", () => {
     b.inc({ consumer: "coordinator" });
     expect(sample(await m.text(), "agentmesh_shared_total", { consumer: "coordinator" })).toBe(2);
     expect(() => m.gauge({ name: "agentmesh_shared_total", help: "x", labels: ["consumer"] })).toThrow(AgentmeshError);
-    expect(() => m.counter({ name: "agentmesh_shared_total", help: "x", labels: ["role"] })).toThrow(/registered twice/);
+    expect(() => m.counter({ name: "agentmesh_shared_total", help: "x", labels: ["role"] })).toThrow(
+      /registered twice/,
+    );
   });
 
   it("refuses names without the agentmesh_ prefix, counters without _total, and unbounded labels", () => {
@@ -45,7 +53,9 @@ describe("the metrics registry", () => {
     expect(() => m.counter({ name: "tasks_total", help: "x", labels: [] })).toThrow(/name must match/);
     expect(() => m.counter({ name: "agentmesh_tasks", help: "x", labels: [] })).toThrow(/ends in _total/);
     expect(() => m.gauge({ name: "agentmesh_lag_total", help: "x", labels: [] })).toThrow(/only counters/);
-    expect(() => m.counter({ name: "agentmesh_x_total", help: "x", labels: ["session_id" as MetricLabel] })).toThrow(/session_id not in METRIC_LABELS/);
+    expect(() => m.counter({ name: "agentmesh_x_total", help: "x", labels: ["session_id" as MetricLabel] })).toThrow(
+      /session_id not in METRIC_LABELS/,
+    );
     expect(() => m.counter({ name: "agentmesh_y_total", help: "x", labels: ["role", "role"] })).toThrow(/named twice/);
     expect(() => m.counter({ name: "agentmesh_z_total", help: " ", labels: [] })).toThrow(/help is empty/);
   });
@@ -66,14 +76,34 @@ describe("the metrics registry", () => {
     const m = createMetrics({ defaultMetrics: false });
     const stats = { forged: 0 };
     let pending = 7;
-    m.readCounter({ name: "agentmesh_read_total", help: "x", labels: ["reason"], read: () => [{ labels: { reason: "forged" }, value: stats.forged }] });
-    m.sampledGauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"], sample: async (g) => g.set({ consumer: "role_critic" }, pending) });
+    m.readCounter({
+      name: "agentmesh_read_total",
+      help: "x",
+      labels: ["reason"],
+      read: () => [{ labels: { reason: "forged" }, value: stats.forged }],
+    });
+    m.sampledGauge({
+      name: "agentmesh_pending",
+      help: "x",
+      labels: ["consumer"],
+      sample: async (g) => g.set({ consumer: "role_critic" }, pending),
+    });
     expect(sample(await m.text(), "agentmesh_read_total", { reason: "forged" })).toBe(0);
     expect(sample(await m.text(), "agentmesh_pending", { consumer: "role_critic" })).toBe(7);
     stats.forged = 3;
     pending = 2;
-    const removeReader = m.readCounter({ name: "agentmesh_read_total", help: "x", labels: ["reason"], read: () => [{ labels: { reason: "forged" }, value: 10 }] });
-    const removeSampler = m.sampledGauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"], sample: (g) => g.set({ consumer: "coordinator" }, 5) });
+    const removeReader = m.readCounter({
+      name: "agentmesh_read_total",
+      help: "x",
+      labels: ["reason"],
+      read: () => [{ labels: { reason: "forged" }, value: 10 }],
+    });
+    const removeSampler = m.sampledGauge({
+      name: "agentmesh_pending",
+      help: "x",
+      labels: ["consumer"],
+      sample: (g) => g.set({ consumer: "coordinator" }, 5),
+    });
     let text = await m.text();
     expect(sample(text, "agentmesh_read_total", { reason: "forged" })).toBe(13);
     expect(sample(text, "agentmesh_pending", { consumer: "role_critic" })).toBe(2);
@@ -83,7 +113,9 @@ describe("the metrics registry", () => {
     text = await m.text();
     expect(sample(text, "agentmesh_read_total", { reason: "forged" })).toBe(3);
     expect(sample(text, "agentmesh_pending", { consumer: "coordinator" })).toBeNull();
-    expect(() => m.counter({ name: "agentmesh_read_total", help: "x", labels: ["reason"] })).toThrow(/registered twice/);
+    expect(() => m.counter({ name: "agentmesh_read_total", help: "x", labels: ["reason"] })).toThrow(
+      /registered twice/,
+    );
     expect(() => m.gauge({ name: "agentmesh_pending", help: "x", labels: ["consumer"] })).toThrow(/registered twice/);
   });
 });
@@ -91,8 +123,13 @@ describe("the metrics registry", () => {
 describe("metrics settings from the environment", () => {
   it("is off without a port, and parses host and port (0 = any free port)", () => {
     expect(metricsSettings(parseEnv(METRICS_VARS, {}))).toBeNull();
-    expect(metricsSettings(parseEnv(METRICS_VARS, { AGENTMESH_METRICS_PORT: "0" }))).toEqual({ host: "127.0.0.1", port: 0 });
-    expect(metricsSettings(parseEnv(METRICS_VARS, { AGENTMESH_METRICS_PORT: "9464", AGENTMESH_METRICS_HOST: "0.0.0.0" }))).toEqual({ host: "0.0.0.0", port: 9464 });
+    expect(metricsSettings(parseEnv(METRICS_VARS, { AGENTMESH_METRICS_PORT: "0" }))).toEqual({
+      host: "127.0.0.1",
+      port: 0,
+    });
+    expect(
+      metricsSettings(parseEnv(METRICS_VARS, { AGENTMESH_METRICS_PORT: "9464", AGENTMESH_METRICS_HOST: "0.0.0.0" })),
+    ).toEqual({ host: "0.0.0.0", port: 9464 });
   });
 
   it("lists a bad port as a configuration error", () => {

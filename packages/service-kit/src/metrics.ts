@@ -6,7 +6,19 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
  * only names whose values come from a bounded set (the role registry, configuration, a union of
  * our own) are allowed; ids of sessions, tasks or threads can never become one.
  */
-export const METRIC_LABELS = ["role", "op", "outcome", "model", "workflow", "status", "kind", "stream", "consumer", "reason", "result"] as const;
+export const METRIC_LABELS = [
+  "role",
+  "op",
+  "outcome",
+  "model",
+  "workflow",
+  "status",
+  "kind",
+  "stream",
+  "consumer",
+  "reason",
+  "result",
+] as const;
 export type MetricLabel = (typeof METRIC_LABELS)[number];
 
 /** Distinct label sets one metric keeps; later new ones are folded into a single `other` set. */
@@ -98,7 +110,8 @@ function checkSpec(spec: MetricSpec<MetricLabel>, kind: Kind): void {
   if (counter && !spec.name.endsWith("_total")) problems.push("a counter's name ends in _total");
   if (!counter && spec.name.endsWith("_total")) problems.push("only counters end in _total");
   const unknown = spec.labels.filter((l) => !(METRIC_LABELS as readonly string[]).includes(l));
-  if (unknown.length) problems.push(`label(s) ${unknown.join(", ")} not in METRIC_LABELS (labels must have bounded values)`);
+  if (unknown.length)
+    problems.push(`label(s) ${unknown.join(", ")} not in METRIC_LABELS (labels must have bounded values)`);
   if (new Set(spec.labels).size !== spec.labels.length) problems.push("a label is named twice");
   if (spec.help.trim() === "") problems.push("help is empty");
   if (problems.length) throw new AgentmeshError("internal", `bad metric ${spec.name}: ${problems.join("; ")}`);
@@ -142,7 +155,10 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     if (!e) return undefined;
     const labels = [...spec.labels].sort().join(",");
     if (e.kind !== kind || e.labels !== labels) {
-      throw new AgentmeshError("internal", `metric ${spec.name} is registered twice (${e.kind} {${e.labels}}, then ${kind} {${labels}})`);
+      throw new AgentmeshError(
+        "internal",
+        `metric ${spec.name} is registered twice (${e.kind} {${e.labels}}, then ${kind} {${labels}})`,
+      );
     }
     return e.metric;
   }
@@ -151,7 +167,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     return metric;
   };
   /** Adds `source` to the set kept under the spec's name (creating the metric once); returns its removal. */
-  function addSource<S>(spec: MetricSpec<MetricLabel>, kind: Kind, source: S, create: (sources: Set<S>) => void): () => void {
+  function addSource<S>(
+    spec: MetricSpec<MetricLabel>,
+    kind: Kind,
+    source: S,
+    create: (sources: Set<S>) => void,
+  ): () => void {
     let sources = existing(spec, kind) as Set<S> | undefined;
     if (!sources) {
       sources = new Set<S>();
@@ -162,7 +183,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     set.add(source);
     return () => void set.delete(source);
   }
-  const base = <L extends MetricLabel>(spec: MetricSpec<L>) => ({ name: spec.name, help: spec.help, labelNames: [...spec.labels], registers: [registry] });
+  const base = <L extends MetricLabel>(spec: MetricSpec<L>) => ({
+    name: spec.name,
+    help: spec.help,
+    labelNames: [...spec.labels],
+    registers: [registry],
+  });
 
   return {
     counter<L extends MetricLabel>(spec: MetricSpec<L>): CounterMetric<L> {
@@ -205,7 +231,9 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
         });
       });
     },
-    histogram<L extends MetricLabel>(spec: MetricSpec<L> & { readonly buckets: readonly number[] }): HistogramMetric<L> {
+    histogram<L extends MetricLabel>(
+      spec: MetricSpec<L> & { readonly buckets: readonly number[] },
+    ): HistogramMetric<L> {
       const found = existing(spec, "histogram") as HistogramMetric<L> | undefined;
       if (found) return found;
       const h = new Histogram<L>({ ...base(spec), buckets: [...spec.buckets] });

@@ -5,7 +5,12 @@ const defaults = { model: "gpt-4o-mini", temperature: 0.2, tier: "standard" as c
 
 describe("parseRoleModels (AGENTMESH_ROLE_MODELS)", () => {
   it("reads role and role.op keys, filling temperature and tier from the defaults", () => {
-    expect(parseRoleModels(" critic=llama3.1@0/fast, expert=qwen2.5:32b@0.2/strong,planner.capabilities=gpt-4.1-mini@0/fast,finalizer=m ", defaults)).toEqual({
+    expect(
+      parseRoleModels(
+        " critic=llama3.1@0/fast, expert=qwen2.5:32b@0.2/strong,planner.capabilities=gpt-4.1-mini@0/fast,finalizer=m ",
+        defaults,
+      ),
+    ).toEqual({
       critic: { model: "llama3.1", temperature: 0, tier: "fast" },
       expert: { model: "qwen2.5:32b", temperature: 0.2, tier: "strong" },
       "planner.capabilities": { model: "gpt-4.1-mini", temperature: 0, tier: "fast" },
@@ -15,7 +20,8 @@ describe("parseRoleModels (AGENTMESH_ROLE_MODELS)", () => {
   });
 
   it("refuses, naming every bad entry at once, what it cannot read and roles or ops the registry lacks", () => {
-    const read = () => parseRoleModels("critic, nosuchrole=m, planner.nosuchop=m, planner.capabilities=m@3, expert=m/slow", defaults);
+    const read = () =>
+      parseRoleModels("critic, nosuchrole=m, planner.nosuchop=m, planner.capabilities=m@3, expert=m/slow", defaults);
     expect(read).toThrow(/^AGENTMESH_ROLE_MODELS: /);
     expect(read).toThrow(/cannot read "critic"/);
     expect(read).toThrow(/"nosuchrole=m": no role nosuchrole/);

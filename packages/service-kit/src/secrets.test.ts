@@ -18,7 +18,12 @@ const PLANTED = [KEY, SEARCH, "nats-pass-4711", "redis%40pass-0815", "redis@pass
 /** A logger writing into an array, with this env's secrets. */
 function capture() {
   const lines: string[] = [];
-  const log = createLogger({ service: "t", level: "debug", secrets: secretsOf(ENV), destination: { write: (s: string) => void lines.push(s) } });
+  const log = createLogger({
+    service: "t",
+    level: "debug",
+    secrets: secretsOf(ENV),
+    destination: { write: (s: string) => void lines.push(s) },
+  });
   return { log, text: () => lines.join("") };
 }
 
@@ -48,12 +53,15 @@ describe("configuration errors echo no secrets", () => {
   test("an invalid URL with a password and a secret value are not shown", () => {
     let msg = "";
     try {
-      parseEnv(["REDIS_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_TIMEOUT_MS"] as const, { REDIS_URL: "redis://u:p/ss-secret@bad host", AGENTMESH_LLM_TIMEOUT_MS: "soon" });
+      parseEnv(["REDIS_URL", "AGENTMESH_LLM_API_KEY", "AGENTMESH_LLM_TIMEOUT_MS"] as const, {
+        REDIS_URL: "redis://u:p/ss-secret@bad host",
+        AGENTMESH_LLM_TIMEOUT_MS: "soon",
+      });
     } catch (e) {
       msg = (e as Error).message;
     }
     expect(msg).toContain("REDIS_URL=");
-    expect(msg).toContain("AGENTMESH_LLM_TIMEOUT_MS=\"soon\"");
+    expect(msg).toContain('AGENTMESH_LLM_TIMEOUT_MS="soon"');
     expect(msg).not.toContain("ss-secret");
   });
 });
@@ -62,6 +70,8 @@ describe("describeFailure", () => {
   test("redacts URL credentials and known secrets", () => {
     const line = describeFailure(new Error(`model at https://u:pw1234@llm.example refused key ${KEY}`), secretsOf(ENV));
     expect(line).toBe("model at https://u:***@llm.example refused key ***");
-    expect(describeFailure(new AgentmeshError("unavailable", `cannot reach NATS at ${ENV.NATS_URL}`))).not.toContain("nats-pass-4711");
+    expect(describeFailure(new AgentmeshError("unavailable", `cannot reach NATS at ${ENV.NATS_URL}`))).not.toContain(
+      "nats-pass-4711",
+    );
   });
 });

@@ -20,7 +20,11 @@ const ms = (t: readonly [number, number]) => t[0] * 1000 + t[1] / 1e6;
 /** Tracing that is on and keeps every finished span in memory, for tests. */
 export function createRecordingTracing(serviceName = "test"): Tracing & { spans(): RecordedSpan[] } {
   const exporter = new InMemorySpanExporter();
-  const tracing = sdkTracing({ serviceName, config: { targets: [], serviceName: undefined, scheduleDelayMs: 1 }, exporter });
+  const tracing = sdkTracing({
+    serviceName,
+    config: { targets: [], serviceName: undefined, scheduleDelayMs: 1 },
+    exporter,
+  });
   return Object.assign(Object.create(null) as object, tracing, {
     spans: (): RecordedSpan[] =>
       exporter.getFinishedSpans().map((s) => ({

@@ -1,16 +1,37 @@
 import { hostname } from "node:os";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Attributes, type Context, type Span } from "@opentelemetry/api";
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  TraceFlags,
+  trace,
+  type Attributes,
+  type Context,
+  type Span,
+} from "@opentelemetry/api";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-proto";
 import { resourceFromAttributes } from "@opentelemetry/resources";
 import {
-  BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, AlwaysOnSampler, RandomIdGenerator, SimpleSpanProcessor,
-  type IdGenerator, type SpanProcessor,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  AlwaysOnSampler,
+  RandomIdGenerator,
+  SimpleSpanProcessor,
+  type IdGenerator,
+  type SpanProcessor,
 } from "@opentelemetry/sdk-trace-base";
 import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from "@opentelemetry/semantic-conventions";
 import { Traceparent } from "@agentmesh/contracts";
 import type { CreateTracingOptions, SpanAttributeMap, SpanHandle, SpanOptions, Tracing } from "./tracing.js";
 
-const KINDS = { internal: SpanKind.INTERNAL, server: SpanKind.SERVER, client: SpanKind.CLIENT, producer: SpanKind.PRODUCER, consumer: SpanKind.CONSUMER } as const;
+const KINDS = {
+  internal: SpanKind.INTERNAL,
+  server: SpanKind.SERVER,
+  client: SpanKind.CLIENT,
+  producer: SpanKind.PRODUCER,
+  consumer: SpanKind.CONSUMER,
+} as const;
 
 function clean(attributes: SpanAttributeMap | undefined): Attributes {
   const out: Attributes = {};
@@ -24,14 +45,21 @@ function parentContext(tp: string | undefined): Context {
   if (tp === undefined || !Traceparent.safeParse(tp).success) return ROOT_CONTEXT;
   const [, traceId, spanId, flags] = tp.split("-") as [string, string, string, string];
   if (/^0+$/.test(traceId) || /^0+$/.test(spanId)) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId, traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED, isRemote: true });
+  return trace.setSpanContext(ROOT_CONTEXT, {
+    traceId,
+    spanId,
+    traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
+    isRemote: true,
+  });
 }
 
 function handleOf(span: Span): SpanHandle {
   const sc = span.spanContext();
   return {
     traceparent: `00-${sc.traceId}-${sc.spanId}-${(sc.traceFlags & TraceFlags.SAMPLED) === 1 ? "01" : "00"}`,
-    setAttributes: (a) => { span.setAttributes(clean(a)); },
+    setAttributes: (a) => {
+      span.setAttributes(clean(a));
+    },
     fail: (err) => {
       const e = err instanceof Error ? err : new Error(String(err));
       span.recordException(e);
@@ -57,7 +85,8 @@ export function sdkTracing(opts: CreateTracingOptions): Tracing {
             maxExportBatchSize: 512,
           }),
       );
-  if (processors.length === 0) throw new Error("sdkTracing: neither an exporter nor an export target (createTracing returns TRACING_OFF then)");
+  if (processors.length === 0)
+    throw new Error("sdkTracing: neither an exporter nor an export target (createTracing returns TRACING_OFF then)");
 
   // A fixed span's ids are handed to the SDK through its id generator, for one synchronous startSpan call.
   const random = new RandomIdGenerator();
@@ -82,7 +111,11 @@ export function sdkTracing(opts: CreateTracingOptions): Tracing {
     handleOf(
       tracer.startSpan(
         name,
-        { kind: KINDS[o.kind ?? "internal"], attributes: clean(o.attributes), ...(o.startTime === undefined ? {} : { startTime: o.startTime }) },
+        {
+          kind: KINDS[o.kind ?? "internal"],
+          attributes: clean(o.attributes),
+          ...(o.startTime === undefined ? {} : { startTime: o.startTime }),
+        },
         parentContext(o.parent),
       ),
     );
@@ -109,7 +142,11 @@ export function sdkTracing(opts: CreateTracingOptions): Tracing {
       fixed = { traceId: f.traceId, spanId: f.spanId };
       let span: Span;
       try {
-        span = tracer.startSpan(f.name, { attributes: clean(f.attributes), startTime: f.startTime }, parentContext(parent));
+        span = tracer.startSpan(
+          f.name,
+          { attributes: clean(f.attributes), startTime: f.startTime },
+          parentContext(parent),
+        );
       } finally {
         fixed = null;
       }

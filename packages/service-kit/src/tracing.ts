@@ -85,7 +85,12 @@ export const TRACING_OFF: Tracing = Object.freeze({
   shutdown: async () => {},
 });
 
-const NOOP_SPAN: SpanHandle = Object.freeze({ traceparent: undefined, setAttributes: () => {}, fail: () => {}, end: () => {} });
+const NOOP_SPAN: SpanHandle = Object.freeze({
+  traceparent: undefined,
+  setAttributes: () => {},
+  fail: () => {},
+  end: () => {},
+});
 
 /** Options of `createTracing`. */
 export interface CreateTracingOptions {

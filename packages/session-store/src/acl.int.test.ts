@@ -15,8 +15,6 @@ const STORE_TTLS = { activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlM
 let admin: Redis;
 const created: string[] = [];
 
-
-
 /** Asserts the server refuses the command with NOPERM. */
 async function denied(r: Redis, ...cmd: [string, ...Array<string | number>]): Promise<void> {
   await expect(r.call(...cmd), cmd.join(" ")).rejects.toThrow(/NOPERM/);

@@ -4,18 +4,29 @@ import { SCRIPT_COMMANDS } from "./scripts.js";
 
 describe("Redis ACL users derived from the key layout and the scripts", () => {
   test("every command a script calls is granted to the coordinator (Redis checks scripts' calls too)", () => {
-    expect(SCRIPT_COMMANDS).toEqual(expect.arrayContaining(["hset", "rpush", "zadd", "zrangebyscore", "set", "pexpire"]));
+    expect(SCRIPT_COMMANDS).toEqual(
+      expect.arrayContaining(["hset", "rpush", "zadd", "zrangebyscore", "set", "pexpire"]),
+    );
     const granted = redisAccess("agentmesh").coordinator.commands;
     for (const c of SCRIPT_COMMANDS) expect(granted).toContain(c);
   });
 
   test("key patterns per kind: own keys read-write, sessions and threads read-only for the gateway, everything read-only for inspect", () => {
     const a = redisAccess("agentmesh");
-    expect(a.coordinator.keys).toEqual(["~agentmesh:s:{*", "~agentmesh:idem:*", "~agentmesh:timers", "~agentmesh:thread:*"]);
+    expect(a.coordinator.keys).toEqual([
+      "~agentmesh:s:{*",
+      "~agentmesh:idem:*",
+      "~agentmesh:timers",
+      "~agentmesh:thread:*",
+    ]);
     expect(a.gateway.keys).toEqual(["%R~agentmesh:s:{*", "%R~agentmesh:thread:*", "~agentmesh:rl:*"]);
     expect(a.inspect.keys).toEqual(["%R~agentmesh:*"]);
-    for (const k of Object.values(a)) for (const bad of ["flushall", "flushdb", "keys", "config", "config|set", "acl", "debug", "shutdown"]) expect(k.commands).not.toContain(bad);
-    expect(a.inspect.commands.filter((c) => ["set", "del", "hset", "eval", "evalsha", "rpush", "zadd"].includes(c))).toEqual([]);
+    for (const k of Object.values(a))
+      for (const bad of ["flushall", "flushdb", "keys", "config", "config|set", "acl", "debug", "shutdown"])
+        expect(k.commands).not.toContain(bad);
+    expect(
+      a.inspect.commands.filter((c) => ["set", "del", "hset", "eval", "evalsha", "rpush", "zadd"].includes(c)),
+    ).toEqual([]);
   });
 
   test("the file stores password hashes only; a user without a password cannot log in", () => {

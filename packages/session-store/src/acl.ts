@@ -13,10 +13,45 @@ const CONNECTION = ["info", "ping", "quit", "client|setname", "select"];
 const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan", "zrem", "pttl", "get"];
 
 /** Read-only commands an inspecting tool may send (the CLI's `inspect` and `sessions` use a few). */
-const READS = ["hmget", "hget", "hgetall", "hlen", "lrange", "llen", "sismember", "smembers", "scard", "get", "exists", "type", "pttl", "ttl", "scan", "zrange", "zrangebyscore", "zcard", "zscore"];
+const READS = [
+  "hmget",
+  "hget",
+  "hgetall",
+  "hlen",
+  "lrange",
+  "llen",
+  "sismember",
+  "smembers",
+  "scard",
+  "get",
+  "exists",
+  "type",
+  "pttl",
+  "ttl",
+  "scan",
+  "zrange",
+  "zrangebyscore",
+  "zcard",
+  "zscore",
+];
 
 /** What the gateway writes under its own keys: its rate-limit and concurrency records (their scripts read the server's TIME). */
-const GATEWAY_WRITES = ["set", "del", "incr", "incrby", "pexpire", "expire", "zadd", "zrem", "zremrangebyscore", "evalsha", "eval", "multi", "exec", "time"];
+const GATEWAY_WRITES = [
+  "set",
+  "del",
+  "incr",
+  "incrby",
+  "pexpire",
+  "expire",
+  "zadd",
+  "zrem",
+  "zremrangebyscore",
+  "evalsha",
+  "eval",
+  "multi",
+  "exec",
+  "time",
+];
 
 /** One kind's access: key patterns (`~` read-write, `%R~` read-only) and the only commands it may run. */
 export interface RedisAccess {
@@ -39,7 +74,11 @@ export function redisAccess(prefix: string): Record<RedisUserKind, RedisAccess> 
   const own = [sessions, idempotency, timers, threads];
   const sorted = (xs: readonly string[]) => [...new Set(xs)].sort();
   return {
-    coordinator: { kind: "coordinator", keys: own.map((x) => `~${x}`), commands: sorted([...CONNECTION, ...STORE_CLIENT, ...SCRIPT_COMMANDS, "config|get"]) },
+    coordinator: {
+      kind: "coordinator",
+      keys: own.map((x) => `~${x}`),
+      commands: sorted([...CONNECTION, ...STORE_CLIENT, ...SCRIPT_COMMANDS, "config|get"]),
+    },
     gateway: {
       kind: "gateway",
       // sessions and threads are read (coordinators write both); only its limits are its own
@@ -76,7 +115,10 @@ export function renderAclFile(prefix: string, users: readonly AclUser[]): string
     "user default on nopass resetkeys resetchannels -@all +ping",
   ];
   for (const u of users) {
-    const pass = u.password === undefined || u.password.length === 0 ? ["off", "resetpass"] : ["on", `#${createHash("sha256").update(u.password).digest("hex")}`];
+    const pass =
+      u.password === undefined || u.password.length === 0
+        ? ["off", "resetpass"]
+        : ["on", `#${createHash("sha256").update(u.password).digest("hex")}`];
     lines.push(["user", u.name ?? u.kind, "reset", ...pass, ...aclRules(access[u.kind])].join(" "));
   }
   return `${lines.join("\n")}\n`;

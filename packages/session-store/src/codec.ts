@@ -1,4 +1,13 @@
-import { AgentmeshError, compiled, LIMITS, STATE_SCHEMA_VERSION, formatZodError, Outbox, SessionState, TransitionLogLine } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  compiled,
+  LIMITS,
+  STATE_SCHEMA_VERSION,
+  formatZodError,
+  Outbox,
+  SessionState,
+  TransitionLogLine,
+} from "@agentmesh/contracts";
 import type { z } from "zod";
 import type { LoadedSession } from "./types.js";
 
@@ -57,7 +66,8 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
 export function checkStateSchema(sessionId: string, stored: string | null): number {
   if (stored === null) return 1;
   const n = Number(stored);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`corrupt state of session ${sessionId}: schema version ${JSON.stringify(stored)}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new Error(`corrupt state of session ${sessionId}: schema version ${JSON.stringify(stored)}`);
   if (n > STATE_SCHEMA_VERSION) {
     throw new AgentmeshError(
       "unsupported_version",
@@ -77,19 +87,36 @@ export function checkStateSchema(sessionId: string, stored: string | null): numb
  * checked it. Validating it again on each of a transition's reads cost a busy coordinator about a
  * tenth of its CPU. A migrated state is validated: a migration is code that could miss a field.
  */
-export function decodeState(sessionId: string, raw: string, version: string | null, schema: string | null = String(STATE_SCHEMA_VERSION)): SessionState {
+export function decodeState(
+  sessionId: string,
+  raw: string,
+  version: string | null,
+  schema: string | null = String(STATE_SCHEMA_VERSION),
+): SessionState {
   const what = `state of session ${sessionId}`;
   let from = checkStateSchema(sessionId, schema);
   const migrated = from < STATE_SCHEMA_VERSION;
   let json = parseJson(raw, what);
   for (; from < STATE_SCHEMA_VERSION; from++) {
     const migrate = MIGRATIONS[from];
-    if (!migrate) throw new AgentmeshError("unsupported_version", `${what} has layout version ${from}, which this service cannot migrate`, { component: "session-store" });
+    if (!migrate)
+      throw new AgentmeshError(
+        "unsupported_version",
+        `${what} has layout version ${from}, which this service cannot migrate`,
+        { component: "session-store" },
+      );
     json = migrate(json);
   }
   const state = migrated ? validate(SessionState, json, what) : (json as SessionState);
   const meta = (state as { meta?: Partial<SessionState["meta"]> } | null)?.meta;
-  if (typeof meta !== "object" || meta === null || typeof (state as { data?: unknown }).data !== "object" || version === null || Number(version) !== meta.version || meta.session_id !== sessionId) {
+  if (
+    typeof meta !== "object" ||
+    meta === null ||
+    typeof (state as { data?: unknown }).data !== "object" ||
+    version === null ||
+    Number(version) !== meta.version ||
+    meta.session_id !== sessionId
+  ) {
     throw new Error(
       `corrupt state of session ${sessionId}: stored version ${String(version)}, state says version ${String(meta?.version)} of ${String(meta?.session_id)}`,
     );
@@ -102,7 +129,12 @@ export function decodeOutbox(sessionId: string, raw: string | null): Outbox | nu
   if (raw === null) return null;
   const what = `outbox of session ${sessionId}`;
   const outbox = parseJson(raw, what) as Outbox | null;
-  if (typeof outbox !== "object" || outbox === null || !Array.isArray(outbox.entries) || !Number.isSafeInteger(outbox.version)) {
+  if (
+    typeof outbox !== "object" ||
+    outbox === null ||
+    !Array.isArray(outbox.entries) ||
+    !Number.isSafeInteger(outbox.version)
+  ) {
     throw new Error(`corrupt ${what}: not an outbox`);
   }
   return outbox;
@@ -150,13 +182,21 @@ export function encodeState(state: SessionState): string {
   const json = encode(SessionState, state, `state of session ${sid}`);
   const bytes = utf8Bytes(json);
   if (bytes > LIMITS.maxStateBytes) {
-    throw new AgentmeshError("payload_too_large", `refusing to store state of session ${sid}: ${bytes} bytes, over ${LIMITS.maxStateBytes}`, { component: "session-store" });
+    throw new AgentmeshError(
+      "payload_too_large",
+      `refusing to store state of session ${sid}: ${bytes} bytes, over ${LIMITS.maxStateBytes}`,
+      { component: "session-store" },
+    );
   }
   return json;
 }
 
 /** Encodes the three JSON values of a commit. */
-export function encodeCommit(state: SessionState, outbox: Outbox, log: TransitionLogLine): { state: string; outbox: string; log: string } {
+export function encodeCommit(
+  state: SessionState,
+  outbox: Outbox,
+  log: TransitionLogLine,
+): { state: string; outbox: string; log: string } {
   const sid = state.meta.session_id;
   return {
     state: encodeState(state),

@@ -21,10 +21,17 @@ export interface ConnectRedisOptions {
 }
 
 /** The TLS options for `url`: none for `redis://`, the system CAs or `tlsCaFile` for `rediss://`. */
-function tlsOptions(url: string, where: string, caFile: string | undefined): { tls: { ca: Buffer } } | Record<string, never> {
+function tlsOptions(
+  url: string,
+  where: string,
+  caFile: string | undefined,
+): { tls: { ca: Buffer } } | Record<string, never> {
   if (caFile === undefined) return {};
   if (!/^rediss:\/\//i.test(url)) {
-    throw new AgentmeshError("invalid_config", `REDIS_TLS_CA is set but REDIS_URL ${where} does not use TLS; use a rediss:// URL`);
+    throw new AgentmeshError(
+      "invalid_config",
+      `REDIS_TLS_CA is set but REDIS_URL ${where} does not use TLS; use a rediss:// URL`,
+    );
   }
   try {
     return { tls: { ca: readFileSync(caFile) } };
@@ -34,7 +41,8 @@ function tlsOptions(url: string, where: string, caFile: string | undefined): { t
 }
 
 /** True for the server's replies to a wrong or missing user/password. */
-const isAuthError = (err: Error) => /WRONGPASS|NOAUTH|invalid username-password|user is disabled|NOPERM/i.test(err.message);
+const isAuthError = (err: Error) =>
+  /WRONGPASS|NOAUTH|invalid username-password|user is disabled|NOPERM/i.test(err.message);
 
 /** The URL without its credentials, for messages and logs. */
 export function redactRedisUrl(url: string): string {
@@ -86,9 +94,16 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
     // connect() itself only says "Connection is closed."; the listener saw the real cause.
     const cause = (lastError as Error | null) ?? (e as Error);
     if (isAuthError(cause)) {
-      throw new AgentmeshError("unavailable", `Redis at ${where} refused our credentials (${cause.message}); check the user and password in REDIS_URL`, { retryable: false, component: "redis", cause });
+      throw new AgentmeshError(
+        "unavailable",
+        `Redis at ${where} refused our credentials (${cause.message}); check the user and password in REDIS_URL`,
+        { retryable: false, component: "redis", cause },
+      );
     }
-    throw new AgentmeshError("unavailable", `cannot reach Redis at ${where}: ${cause.message}`, { component: "redis", cause });
+    throw new AgentmeshError("unavailable", `cannot reach Redis at ${where}: ${cause.message}`, {
+      component: "redis",
+      cause,
+    });
   } finally {
     clearTimeout(timer);
   }
@@ -129,7 +144,9 @@ export async function checkDurability(redis: Redis): Promise<DurabilityReport> {
       appendfsync: null,
       maxmemoryPolicy: null,
       configAvailable: false,
-      warnings: [`cannot read Redis persistence settings (CONFIG unavailable: ${(e as Error).message}); durability is unverified`],
+      warnings: [
+        `cannot read Redis persistence settings (CONFIG unavailable: ${(e as Error).message}); durability is unverified`,
+      ],
     };
   }
   const [aof = null, appendfsync = null, maxmemoryPolicy = null] = values;
@@ -138,15 +155,22 @@ export async function checkDurability(redis: Redis): Promise<DurabilityReport> {
 }
 
 /** The warnings for a set of persistence settings (pure, so every branch is unit-tested). */
-export function durabilityWarnings(r: { aof: boolean | null; appendfsync: string | null; maxmemoryPolicy: string | null }): string[] {
+export function durabilityWarnings(r: {
+  aof: boolean | null;
+  appendfsync: string | null;
+  maxmemoryPolicy: string | null;
+}): string[] {
   const w: string[] = [];
-  if (r.aof !== true) w.push("Redis AOF is off (appendonly no): a crash loses every session write since the last snapshot");
+  if (r.aof !== true)
+    w.push("Redis AOF is off (appendonly no): a crash loses every session write since the last snapshot");
   if (r.appendfsync !== "always") {
     w.push(`Redis appendfsync is ${String(r.appendfsync)}, not always: a crash can lose acknowledged commits`);
   }
   // Every key of ours has a TTL, so volatile-* policies can evict them just like allkeys-*.
   if (r.maxmemoryPolicy !== "noeviction") {
-    w.push(`Redis maxmemory-policy is ${String(r.maxmemoryPolicy)}: under memory pressure it can evict live sessions (use noeviction)`);
+    w.push(
+      `Redis maxmemory-policy is ${String(r.maxmemoryPolicy)}: under memory pressure it can evict live sessions (use noeviction)`,
+    );
   }
   return w;
 }

@@ -2,7 +2,11 @@ import type { CriticChainData, Outbox, SessionState, SessionStatus, TransitionLo
 import type { CommitRequest } from "./types.js";
 
 /** A valid critic-chain SessionState at `version`, for tests of anything that stores sessions. */
-export function testSessionState(sessionId: string, version = 0, at = 1_700_000_000_000): SessionState & { data: CriticChainData } {
+export function testSessionState(
+  sessionId: string,
+  version = 0,
+  at = 1_700_000_000_000,
+): SessionState & { data: CriticChainData } {
   return {
     meta: {
       session_id: sessionId,
@@ -73,14 +77,45 @@ export function testCommit(prev: SessionState, inputId: string, o: TestCommitOpt
   const status: SessionStatus = o.terminal ? "completed" : "running";
   const at = prev.meta.updated_at + 1;
   const state: SessionState = {
-    meta: { ...prev.meta, version, status, updated_at: at, usage: { ...prev.meta.usage, steps: prev.meta.usage.steps + 1 } },
-    data: prev.data.workflow === "critic-chain" ? { ...prev.data, research_results: [...prev.data.research_results.slice(-19), `result of ${inputId}`] } : prev.data,
+    meta: {
+      ...prev.meta,
+      version,
+      status,
+      updated_at: at,
+      usage: { ...prev.meta.usage, steps: prev.meta.usage.steps + 1 },
+    },
+    data:
+      prev.data.workflow === "critic-chain"
+        ? { ...prev.data, research_results: [...prev.data.research_results.slice(-19), `result of ${inputId}`] }
+        : prev.data,
   };
   const outbox: Outbox = {
     version,
-    entries: [{ kind: "event", event: { v: 1, session_id: sid, version, index: 0, at, type: "stage", name: "planner", status: "running", description: inputId } }],
+    entries: [
+      {
+        kind: "event",
+        event: {
+          v: 1,
+          session_id: sid,
+          version,
+          index: 0,
+          at,
+          type: "stage",
+          name: "planner",
+          status: "running",
+          description: inputId,
+        },
+      },
+    ],
   };
-  const log: TransitionLogLine = { version, input_id: inputId, input: { kind: "test", id: inputId }, now: at, commands: [`dispatch:${inputId}`], status };
+  const log: TransitionLogLine = {
+    version,
+    input_id: inputId,
+    input: { kind: "test", id: inputId },
+    now: at,
+    commands: [`dispatch:${inputId}`],
+    status,
+  };
   return {
     sessionId: sid,
     expectedVersion: prev.meta.version,

@@ -28,7 +28,12 @@ export interface KeyLayout {
    * Glob patterns that together match every key of this layout, one per kind of key. The Redis
    * ACL users (`acl.ts`) are derived from them: a new kind of key needs its pattern here.
    */
-  readonly globs: { readonly sessions: string; readonly idempotency: string; readonly timers: string; readonly threads: string };
+  readonly globs: {
+    readonly sessions: string;
+    readonly idempotency: string;
+    readonly timers: string;
+    readonly threads: string;
+  };
   /** Extracts the session id from a state key (null when it does not match). */
   sessionOfStateKey(key: string): string | null;
 }
@@ -40,7 +45,9 @@ const globEscape = (s: string) => s.replace(/[*?[\]\\]/g, (c) => `\\${c}`);
 export function keyLayout(keyPrefix: string): KeyLayout {
   if (keyPrefix.length === 0 || /[{}\s]/.test(keyPrefix)) {
     // Braces in the prefix would move the hash tag away from the session id.
-    throw new Error(`invalid session-store key prefix ${JSON.stringify(keyPrefix)}: must be non-empty, without braces or spaces`);
+    throw new Error(
+      `invalid session-store key prefix ${JSON.stringify(keyPrefix)}: must be non-empty, without braces or spaces`,
+    );
   }
   const head = `${keyPrefix}:s:{`;
   return {
@@ -79,19 +86,34 @@ export function checkThreadId(threadId: string): string {
 }
 
 /** A thread lives as long as a session could: the longer of the two session TTLs, restarted by every session added. */
-export const threadTtlMs = (o: Pick<SessionStoreOptions, "activeTtlMs" | "finishedTtlMs">) => Math.max(o.activeTtlMs, o.finishedTtlMs);
+export const threadTtlMs = (o: Pick<SessionStoreOptions, "activeTtlMs" | "finishedTtlMs">) =>
+  Math.max(o.activeTtlMs, o.finishedTtlMs);
 
 /** Options with defaults applied and numbers checked once, at construction. */
 export type ResolvedOptions = Required<SessionStoreOptions>;
 
 /** Validates options; a bad TTL would silently make keys immortal or vanish at once. */
 export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
-  const r: ResolvedOptions = { transitionLogCap: LIMITS.transitionLogCap, transitionLogMaxBytes: LIMITS.transitionLogMaxBytes, timerLeaseMs: 30_000, ...opts };
-  for (const k of ["activeTtlMs", "finishedTtlMs", "idempotencyTtlMs", "transitionLogCap", "transitionLogMaxBytes", "timerLeaseMs"] as const) {
-    if (!Number.isSafeInteger(r[k]) || r[k] <= 0) throw new Error(`session-store option ${k} must be a positive integer, got ${String(r[k])}`);
+  const r: ResolvedOptions = {
+    transitionLogCap: LIMITS.transitionLogCap,
+    transitionLogMaxBytes: LIMITS.transitionLogMaxBytes,
+    timerLeaseMs: 30_000,
+    ...opts,
+  };
+  for (const k of [
+    "activeTtlMs",
+    "finishedTtlMs",
+    "idempotencyTtlMs",
+    "transitionLogCap",
+    "transitionLogMaxBytes",
+    "timerLeaseMs",
+  ] as const) {
+    if (!Number.isSafeInteger(r[k]) || r[k] <= 0)
+      throw new Error(`session-store option ${k} must be a positive integer, got ${String(r[k])}`);
   }
   // The log always keeps its first line and the latest one.
-  if (r.transitionLogCap < 2) throw new Error(`session-store option transitionLogCap must be at least 2, got ${r.transitionLogCap}`);
+  if (r.transitionLogCap < 2)
+    throw new Error(`session-store option transitionLogCap must be at least 2, got ${r.transitionLogCap}`);
   keyLayout(r.keyPrefix);
   return r;
 }
@@ -103,7 +125,9 @@ export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
 export function checkCommit(req: CommitRequest): void {
   checkSessionId(req.sessionId);
   if (!Number.isSafeInteger(req.expectedVersion) || req.expectedVersion < 0) {
-    throw new Error(`commit ${req.sessionId}: expectedVersion must be a non-negative integer, got ${req.expectedVersion}`);
+    throw new Error(
+      `commit ${req.sessionId}: expectedVersion must be a non-negative integer, got ${req.expectedVersion}`,
+    );
   }
   const next = req.expectedVersion + 1;
   if (req.state.meta.session_id !== req.sessionId) {
@@ -117,6 +141,7 @@ export function checkCommit(req: CommitRequest): void {
   }
   if (req.inputId.length === 0) throw new Error(`commit ${req.sessionId}: empty inputId`);
   for (const t of req.timers ?? []) {
-    if (!Number.isSafeInteger(t.dueAt) || t.dueAt < 0) throw new Error(`commit ${req.sessionId}: timer ${t.member} has a bad dueAt ${t.dueAt}`);
+    if (!Number.isSafeInteger(t.dueAt) || t.dueAt < 0)
+      throw new Error(`commit ${req.sessionId}: timer ${t.member} has a bad dueAt ${t.dueAt}`);
   }
 }

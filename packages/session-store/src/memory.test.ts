@@ -22,7 +22,12 @@ runSessionStoreConformance("in-memory", async (opts) => {
 
 describe("in-memory session store specifics", () => {
   it("keeps LIMITS.transitionLogCap lines by default: the first and the newest", async () => {
-    const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    const store = createInMemorySessionStore({
+      keyPrefix: "unit",
+      activeTtlMs: 1000,
+      finishedTtlMs: 1000,
+      idempotencyTtlMs: 1000,
+    });
     let s: SessionState = testSessionState("sess-capdefault");
     await store.create(s);
     for (let i = 0; i < LIMITS.transitionLogCap + 3; i++) {
@@ -37,7 +42,12 @@ describe("in-memory session store specifics", () => {
   });
 
   it("stores copies, so a caller mutating its state cannot change the stored one", async () => {
-    const store = createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 });
+    const store = createInMemorySessionStore({
+      keyPrefix: "unit",
+      activeTtlMs: 1000,
+      finishedTtlMs: 1000,
+      idempotencyTtlMs: 1000,
+    });
     const s = testSessionState("sess-copy-001");
     await store.create(s);
     s.data.question = "mutated after create";
@@ -45,7 +55,9 @@ describe("in-memory session store specifics", () => {
   });
 
   it("rejects invalid options and session ids", () => {
-    expect(() => createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 })).toThrow(/activeTtlMs/);
+    expect(() =>
+      createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 }),
+    ).toThrow(/activeTtlMs/);
     expect(() => keyLayout("bad{prefix}")).toThrow(/prefix/);
     expect(() => keyLayout("kp").session("no}tag", "state")).toThrow(/session id/);
   });
@@ -57,30 +69,52 @@ describe("stored layout versions", () => {
   it("loads the current layout and refuses a newer one with a typed error", () => {
     expect(decodeState("sess-layout-v", raw, "0", String(STATE_SCHEMA_VERSION))).toEqual(s);
     for (const newer of [String(STATE_SCHEMA_VERSION + 1), "99"]) {
-      const err = (() => { try { decodeState("sess-layout-v", raw, "0", newer); return null; } catch (e) { return e; } })();
+      const err = (() => {
+        try {
+          decodeState("sess-layout-v", raw, "0", newer);
+          return null;
+        } catch (e) {
+          return e;
+        }
+      })();
       expect(err).toBeInstanceOf(AgentmeshError);
       expect((err as AgentmeshError).code).toBe("unsupported_version");
     }
-    expect(() => decodeState("sess-layout-v", raw, "0", "zero")).toThrow(/corrupt state of session sess-layout-v: schema version/);
+    expect(() => decodeState("sess-layout-v", raw, "0", "zero")).toThrow(
+      /corrupt state of session sess-layout-v: schema version/,
+    );
   });
 
   it("reads a current-layout state as written, which is what the schema makes of it", () => {
     // Validated on write only: reading must not differ from a validating read for what a writer stores.
-    const done = { ...s, meta: { ...s.meta, version: 3, status: "completed" as const, owner: "alice", thread_id: "thread-0001" } };
+    const done = {
+      ...s,
+      meta: { ...s.meta, version: 3, status: "completed" as const, owner: "alice", thread_id: "thread-0001" },
+    };
     for (const state of [s, done]) {
       const json = encodeState(state);
-      expect(decodeState(state.meta.session_id, json, String(state.meta.version))).toEqual(SessionState.parse(JSON.parse(json)));
+      expect(decodeState(state.meta.session_id, json, String(state.meta.version))).toEqual(
+        SessionState.parse(JSON.parse(json)),
+      );
     }
     // ...and the write refuses what the schema refuses, so no such state is ever stored
-    expect(() => encodeState({ ...s, meta: { ...s.meta, status: "sleeping" } } as unknown as SessionState)).toThrow(/refusing to store invalid state/);
+    expect(() => encodeState({ ...s, meta: { ...s.meta, status: "sleeping" } } as unknown as SessionState)).toThrow(
+      /refusing to store invalid state/,
+    );
   });
 
   it("the schema of a layout never changes: a change needs STATE_SCHEMA_VERSION + 1 and a migration", () => {
     // A current-layout state is read without the schema, so a default added to SessionState would
     // never reach a state stored before it. Record the new layout's fingerprint here when bumping.
     const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = { 4: "392f170d56bb3f78" };
-    const now = createHash("sha256").update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" }))).digest("hex").slice(0, 16);
-    expect(now, `SessionState changed under layout ${STATE_SCHEMA_VERSION}: bump STATE_SCHEMA_VERSION, add a migration in codec.ts, and record ${now} here`).toBe(LAYOUT_FINGERPRINTS[STATE_SCHEMA_VERSION]);
+    const now = createHash("sha256")
+      .update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" })))
+      .digest("hex")
+      .slice(0, 16);
+    expect(
+      now,
+      `SessionState changed under layout ${STATE_SCHEMA_VERSION}: bump STATE_SCHEMA_VERSION, add a migration in codec.ts, and record ${now} here`,
+    ).toBe(LAYOUT_FINGERPRINTS[STATE_SCHEMA_VERSION]);
   });
 
   it("stores what the schema makes of a state, so defaults reach a state read without the schema", () => {
@@ -91,7 +125,9 @@ describe("stored layout versions", () => {
   });
 
   it("refuses a stored value that is not a state or an outbox at all", () => {
-    expect(() => decodeState("sess-layout-v", JSON.stringify({ meta: { version: 0 } }), "0")).toThrow(/corrupt state of session sess-layout-v/);
+    expect(() => decodeState("sess-layout-v", JSON.stringify({ meta: { version: 0 } }), "0")).toThrow(
+      /corrupt state of session sess-layout-v/,
+    );
     expect(() => decodeState("sess-layout-v", "[]", "0")).toThrow(/corrupt state/);
     expect(() => decodeState("sess-layout-v", raw, "1")).toThrow(/stored version 1, state says version 0/);
     expect(() => decodeOutbox("sess-layout-v", '{"entries":"no"}')).toThrow(/corrupt outbox of session sess-layout-v/);
@@ -99,8 +135,15 @@ describe("stored layout versions", () => {
   });
 
   it("migrates layout 1 (no stored version): a pause gains expires_at null", () => {
-    const paused = JSON.stringify({ ...s, meta: { ...s.meta, status: "awaiting_user", pause: { since: 10, deadline_left_ms: null } } });
-    expect(decodeState("sess-layout-v", paused, "0", null).meta.pause).toEqual({ since: 10, deadline_left_ms: null, expires_at: null });
+    const paused = JSON.stringify({
+      ...s,
+      meta: { ...s.meta, status: "awaiting_user", pause: { since: 10, deadline_left_ms: null } },
+    });
+    expect(decodeState("sess-layout-v", paused, "0", null).meta.pause).toEqual({
+      since: 10,
+      deadline_left_ms: null,
+      expires_at: null,
+    });
     expect(decodeState("sess-layout-v", raw, "0", null)).toEqual(s);
   });
 
@@ -109,14 +152,24 @@ describe("stored layout versions", () => {
     const v2 = JSON.stringify({ ...s, meta: meta2 });
     expect(decodeState("sess-layout-v", v2, "0", "2").meta).toMatchObject({ owner: null, thread_id: null });
     const owned = JSON.stringify({ ...s, meta: { ...s.meta, owner: "alice", thread_id: "thread-0001" } });
-    expect(decodeState("sess-layout-v", owned, "0", "3").meta).toMatchObject({ owner: "alice", thread_id: "thread-0001" });
+    expect(decodeState("sess-layout-v", owned, "0", "3").meta).toMatchObject({
+      owner: "alice",
+      thread_id: "thread-0001",
+    });
   });
 
   it("migrates layout 3: a session gains its trace context, null; layout 4 keeps the stored one", () => {
     const { trace: _t, ...meta3 } = s.meta;
     expect(decodeState("sess-layout-v", JSON.stringify({ ...s, meta: meta3 }), "0", "3").meta.trace).toBeNull();
-    const trace = { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736", root_span_id: "00f067aa0ba902b7", parent_span_id: null, sampled: true };
-    expect(decodeState("sess-layout-v", JSON.stringify({ ...s, meta: { ...s.meta, trace } }), "0", "4").meta.trace).toEqual(trace);
+    const trace = {
+      trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+      root_span_id: "00f067aa0ba902b7",
+      parent_span_id: null,
+      sampled: true,
+    };
+    expect(
+      decodeState("sess-layout-v", JSON.stringify({ ...s, meta: { ...s.meta, trace } }), "0", "4").meta.trace,
+    ).toEqual(trace);
   });
 });
 
@@ -143,7 +196,9 @@ describe("durability verdicts", () => {
 
   it("recognises a disabled or denied CONFIG command", () => {
     expect(isConfigUnavailable(new Error("ERR unknown command 'CONFIG', with args beginning with: 'GET' "))).toBe(true);
-    expect(isConfigUnavailable(new Error("NOPERM this user has no permissions to run the 'config|get' command"))).toBe(true);
+    expect(isConfigUnavailable(new Error("NOPERM this user has no permissions to run the 'config|get' command"))).toBe(
+      true,
+    );
     expect(isConfigUnavailable(new Error("connect ECONNREFUSED 127.0.0.1:6379"))).toBe(false);
   });
 });

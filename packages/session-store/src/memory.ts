@@ -1,6 +1,14 @@
 import { LIMITS, STATE_SCHEMA_VERSION, type Thread } from "@agentmesh/contracts";
 import { decodeLoaded, decodeLog, encodeCommit, encodeState, utf8Bytes } from "./codec.js";
-import { checkCommit, checkSessionId, checkThreadId, resolveOptions, SESSION_KEY_NAMES, threadTtlMs, type SessionKeyName } from "./keys.js";
+import {
+  checkCommit,
+  checkSessionId,
+  checkThreadId,
+  resolveOptions,
+  SESSION_KEY_NAMES,
+  threadTtlMs,
+  type SessionKeyName,
+} from "./keys.js";
 import type { SessionStore, SessionStoreOptions, CommitResult } from "./types.js";
 
 /** Options of the in-memory twin; `now` drives TTLs so tests can move time. */
@@ -50,7 +58,8 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
   const timers = new Map<string, number>();
   const threads = new Map<string, Entry<Thread>>();
 
-  const live = <V>(e: Entry<V> | undefined): e is Entry<V> => e !== undefined && (e.expiresAt === null || now() < e.expiresAt);
+  const live = <V>(e: Entry<V> | undefined): e is Entry<V> =>
+    e !== undefined && (e.expiresAt === null || now() < e.expiresAt);
 
   /** The live keys of a session, dropping expired ones (Redis's lazy expiry). */
   function keysOf(sid: string): SessionKeys {
@@ -85,8 +94,13 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       const expiresAt = now() + o.activeTtlMs;
       const owned = idempotencyKey !== undefined && followIdem(idempotencyKey, sid, expiresAt);
       const hash: StateHash = {
-        version: String(state.meta.version), state: json, outbox: null, outboxVersion: null,
-        schema: String(STATE_SCHEMA_VERSION), idem: owned ? idempotencyKey : null, logBytes: 0,
+        version: String(state.meta.version),
+        state: json,
+        outbox: null,
+        outboxVersion: null,
+        schema: String(STATE_SCHEMA_VERSION),
+        idem: owned ? idempotencyKey : null,
+        logBytes: 0,
       };
       sessions.set(sid, { state: { value: hash, expiresAt } });
       return true;
@@ -126,8 +140,13 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       }
       s.state = {
         value: {
-          version: String(req.expectedVersion + 1), state: enc.state, outbox: enc.outbox, outboxVersion: String(req.outbox.version),
-          schema: String(STATE_SCHEMA_VERSION), idem: prev.idem, logBytes,
+          version: String(req.expectedVersion + 1),
+          state: enc.state,
+          outbox: enc.outbox,
+          outboxVersion: String(req.outbox.version),
+          schema: String(STATE_SCHEMA_VERSION),
+          idem: prev.idem,
+          logBytes,
         },
         expiresAt,
       };
@@ -182,7 +201,9 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       checkSessionId(sessionId);
       checkThreadId(threadId);
       const cur = threads.get(threadId);
-      const t: Thread = live(cur) ? structuredClone(cur.value) : { thread_id: threadId, owner, created_at: at, updated_at: at, sessions: [] };
+      const t: Thread = live(cur)
+        ? structuredClone(cur.value)
+        : { thread_id: threadId, owner, created_at: at, updated_at: at, sessions: [] };
       if (t.owner !== owner) return { ok: false, reason: "owned_by_other" } as const;
       if (!t.sessions.includes(sessionId)) {
         t.sessions = [...t.sessions, sessionId].slice(-LIMITS.maxThreadSessions);

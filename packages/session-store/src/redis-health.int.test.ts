@@ -25,7 +25,10 @@ describe("redisHealth: what the probes read about a Redis client", () => {
     expect(health.whyDead()).toBeNull();
 
     const down = server;
-    await new Promise((r) => { down.once("exit", r); down.kill("SIGKILL"); });
+    await new Promise((r) => {
+      down.once("exit", r);
+      down.kill("SIGKILL");
+    });
     await waitUntil("the outage to show", () => health.whyNotReady() !== null);
     expect(health.whyNotReady()).toMatch(/^redis: (connecting|reconnecting|close)$/);
     expect(health.whyDead()).toBeNull();

@@ -11,7 +11,6 @@ import { runSessionStoreConformance, testCommit, testSessionState } from "./test
 
 const redisUrl = inject("redisUrl");
 
-
 runSessionStoreConformance("redis", async (opts) => {
   const redis = await connectRedis(redisUrl, { name: "session-store-conformance" });
   const keyPrefix = uniquePrefix("store");
@@ -34,7 +33,12 @@ describe("redis session store specifics", () => {
   afterAll(async () => {
     await redis.quit();
   });
-  const opts = (keyPrefix: string) => ({ keyPrefix, activeTtlMs: 60_000, finishedTtlMs: 10_000, idempotencyTtlMs: 60_000 });
+  const opts = (keyPrefix: string) => ({
+    keyPrefix,
+    activeTtlMs: 60_000,
+    finishedTtlMs: 10_000,
+    idempotencyTtlMs: 60_000,
+  });
 
   it("uses the documented key layout, one hash tag per session", async () => {
     const kp = uniquePrefix("store");
@@ -51,7 +55,13 @@ describe("redis session store specifics", () => {
         cursor = next;
         keys.push(...batch);
       } while (cursor !== "0");
-      expect(keys.sort()).toEqual([`${kp}:idem:k1`, `${kp}:s:{sess-layout-1}:applied`, `${kp}:s:{sess-layout-1}:log`, `${kp}:s:{sess-layout-1}:state`, `${kp}:timers`]);
+      expect(keys.sort()).toEqual([
+        `${kp}:idem:k1`,
+        `${kp}:s:{sess-layout-1}:applied`,
+        `${kp}:s:{sess-layout-1}:log`,
+        `${kp}:s:{sess-layout-1}:state`,
+        `${kp}:timers`,
+      ]);
       expect(await redis.hget(`${kp}:s:{sess-layout-1}:state`, "version")).toBe("1");
       expect(await redis.hget(`${kp}:s:{sess-layout-1}:state`, "outbox_version")).toBe("1");
       expect(await redis.pttl(`${kp}:idem:k1`)).toBeGreaterThan(0);
@@ -85,16 +95,25 @@ describe("redis session store specifics", () => {
       // A newer coordinator wrote the session, with a field this one does not know.
       const newer = { ...s, meta: { ...s.meta, field_of_the_future: 1 } };
       await redis.hset(key, "schema", String(STATE_SCHEMA_VERSION + 1), "state", JSON.stringify(newer));
-      const err = await store.load("sess-schema-1").then(() => null, (e: unknown) => e);
+      const err = await store.load("sess-schema-1").then(
+        () => null,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(AgentmeshError);
       expect((err as AgentmeshError).code).toBe("unsupported_version");
-      expect((err as AgentmeshError).message).toMatch(new RegExp(`layout version ${STATE_SCHEMA_VERSION + 1}, newer than this service's ${STATE_SCHEMA_VERSION}`));
+      expect((err as AgentmeshError).message).toMatch(
+        new RegExp(`layout version ${STATE_SCHEMA_VERSION + 1}, newer than this service's ${STATE_SCHEMA_VERSION}`),
+      );
       expect(JSON.parse((await redis.hget(key, "state")) ?? "{}")).toEqual(newer);
       // A hash from before the version was stored (layout 1): a pause there has no expires_at.
       const legacy = { ...s, meta: { ...s.meta, status: "awaiting_user", pause: { since: 5, deadline_left_ms: 100 } } };
       await redis.hdel(key, "schema");
       await redis.hset(key, "state", JSON.stringify(legacy));
-      expect((await store.load("sess-schema-1"))?.state.meta.pause).toEqual({ since: 5, deadline_left_ms: 100, expires_at: null });
+      expect((await store.load("sess-schema-1"))?.state.meta.pause).toEqual({
+        since: 5,
+        deadline_left_ms: 100,
+        expires_at: null,
+      });
     } finally {
       await dropPrefix(redis, kp);
     }

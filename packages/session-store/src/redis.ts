@@ -1,9 +1,33 @@
 import { LIMITS, STATE_SCHEMA_VERSION, Thread } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
 import { decodeLoaded, decodeLog, encodeCommit, encodeState } from "./codec.js";
-import { checkCommit, checkSessionId, checkThreadId, keyLayout, resolveOptions, SESSION_KEY_NAMES, threadTtlMs } from "./keys.js";
-import { ATTACH_THREAD_LUA, CLAIM_IDEMPOTENCY_LUA, CLAIM_TIMERS_LUA, CLEAR_OUTBOX_LUA, COMMIT_LUA, CREATE_LUA, LOAD_FOR_INPUT_LUA } from "./scripts.js";
-import type { AttachResult, SessionStore, SessionStoreOptions, CommitRequest, CommitResult, LoadedForInput, LoadedSession } from "./types.js";
+import {
+  checkCommit,
+  checkSessionId,
+  checkThreadId,
+  keyLayout,
+  resolveOptions,
+  SESSION_KEY_NAMES,
+  threadTtlMs,
+} from "./keys.js";
+import {
+  ATTACH_THREAD_LUA,
+  CLAIM_IDEMPOTENCY_LUA,
+  CLAIM_TIMERS_LUA,
+  CLEAR_OUTBOX_LUA,
+  COMMIT_LUA,
+  CREATE_LUA,
+  LOAD_FOR_INPUT_LUA,
+} from "./scripts.js";
+import type {
+  AttachResult,
+  SessionStore,
+  SessionStoreOptions,
+  CommitRequest,
+  CommitResult,
+  LoadedForInput,
+  LoadedSession,
+} from "./types.js";
 
 /** Options of the Redis adapter. */
 export interface RedisSessionStoreOptions extends SessionStoreOptions {
@@ -64,14 +88,28 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       const s = k(sid);
       const json = encodeState(state);
       const idem = idempotencyKey === undefined ? "" : keys.idempotency(idempotencyKey);
-      const r = await createScript([s.state, s.applied, s.log], [state.meta.version, json, o.activeTtlMs, STATE_SCHEMA_VERSION, idem, sid]);
+      const r = await createScript(
+        [s.state, s.applied, s.log],
+        [state.meta.version, json, o.activeTtlMs, STATE_SCHEMA_VERSION, idem, sid],
+      );
       return Number(r) === 1;
     },
 
     async load(sessionId): Promise<LoadedSession | null> {
-      const [version, state, outbox, schema] = await redis.hmget(k(sessionId).state, "version", "state", "outbox", "schema");
+      const [version, state, outbox, schema] = await redis.hmget(
+        k(sessionId).state,
+        "version",
+        "state",
+        "outbox",
+        "schema",
+      );
       if (state === null || state === undefined) return null;
-      return decodeLoaded(sessionId, { state, version: version ?? null, outbox: outbox ?? null, schema: schema ?? null });
+      return decodeLoaded(sessionId, {
+        state,
+        version: version ?? null,
+        outbox: outbox ?? null,
+        schema: schema ?? null,
+      });
     },
 
     async loadForInput(sessionId, inputId): Promise<LoadedForInput | null> {
@@ -79,8 +117,12 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       const r = (await loadForInputScript([s.state, s.applied], [inputId])) as unknown[];
       if (String(r[0]) !== "ok") return null;
       // the script answers '' for an absent field (Lua nil would cut the reply short)
-      const field = (i: number): string | null => (r[i] === "" || r[i] === null || r[i] === undefined ? null : String(r[i]));
-      return { ...decodeLoaded(sessionId, { state: String(r[2]), version: field(1), outbox: field(3), schema: field(4) }), applied: Number(r[5]) === 1 };
+      const field = (i: number): string | null =>
+        r[i] === "" || r[i] === null || r[i] === undefined ? null : String(r[i]);
+      return {
+        ...decodeLoaded(sessionId, { state: String(r[2]), version: field(1), outbox: field(3), schema: field(4) }),
+        applied: Number(r[5]) === 1,
+      };
     },
 
     async isApplied(sessionId, inputId) {
@@ -151,19 +193,34 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
     async attachToThread(threadId, owner, sessionId, now): Promise<AttachResult> {
       checkSessionId(sessionId);
       const t = keys.thread(threadId);
-      const reply = (await attachThreadScript([t.record, t.sessions], [threadId, owner ?? "", sessionId, now, threadTtlMs(o), LIMITS.maxThreadSessions])) as unknown[];
+      const reply = (await attachThreadScript(
+        [t.record, t.sessions],
+        [threadId, owner ?? "", sessionId, now, threadTtlMs(o), LIMITS.maxThreadSessions],
+      )) as unknown[];
       if (String(reply[0]) === "owned_by_other") return { ok: false, reason: "owned_by_other" };
       const thread = await this.loadThread(threadId);
       // Only an expiry between the two calls could lose it; report what was written.
-      return { ok: true, thread: thread ?? { thread_id: threadId, owner, created_at: now, updated_at: now, sessions: [sessionId] } };
+      return {
+        ok: true,
+        thread: thread ?? { thread_id: threadId, owner, created_at: now, updated_at: now, sessions: [sessionId] },
+      };
     },
 
     async loadThread(threadId) {
       const t = keys.thread(checkThreadId(threadId));
-      const [record, sessions] = await Promise.all([redis.hmget(t.record, "owner", "created_at", "updated_at"), redis.lrange(t.sessions, 0, -1)]);
+      const [record, sessions] = await Promise.all([
+        redis.hmget(t.record, "owner", "created_at", "updated_at"),
+        redis.lrange(t.sessions, 0, -1),
+      ]);
       const [owner, created, updated] = record;
       if (owner === null || owner === undefined) return null;
-      return Thread.parse({ thread_id: threadId, owner: owner === "" ? null : owner, created_at: Number(created), updated_at: Number(updated ?? created), sessions });
+      return Thread.parse({
+        thread_id: threadId,
+        owner: owner === "" ? null : owner,
+        created_at: Number(created),
+        updated_at: Number(updated ?? created),
+        sessions,
+      });
     },
 
     async ttls(sessionId) {

@@ -140,7 +140,15 @@ return {'ok'}
  */
 export const SCRIPT_COMMANDS: readonly string[] = [
   ...new Set(
-    [COMMIT_LUA, LOAD_FOR_INPUT_LUA, CREATE_LUA, CLEAR_OUTBOX_LUA, CLAIM_TIMERS_LUA, CLAIM_IDEMPOTENCY_LUA, ATTACH_THREAD_LUA].flatMap((lua) =>
+    [
+      COMMIT_LUA,
+      LOAD_FOR_INPUT_LUA,
+      CREATE_LUA,
+      CLEAR_OUTBOX_LUA,
+      CLAIM_TIMERS_LUA,
+      CLAIM_IDEMPOTENCY_LUA,
+      ATTACH_THREAD_LUA,
+    ].flatMap((lua) =>
       [...lua.matchAll(/redis\.p?call\(\s*['"]([A-Za-z]+)['"]/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
   ),

@@ -24,7 +24,12 @@ const ACTIVE = 60_000;
 const FINISHED = 10_000; // below ACTIVE, so a terminal TTL is distinguishable from a refreshed active one
 const LEASE = 60_000;
 const DEFAULTS: SessionStoreTestOptions = {
-  activeTtlMs: ACTIVE, finishedTtlMs: FINISHED, idempotencyTtlMs: 30_000, transitionLogCap: 1000, transitionLogMaxBytes: LIMITS.transitionLogMaxBytes, timerLeaseMs: LEASE,
+  activeTtlMs: ACTIVE,
+  finishedTtlMs: FINISHED,
+  idempotencyTtlMs: 30_000,
+  transitionLogCap: 1000,
+  transitionLogMaxBytes: LIMITS.transitionLogMaxBytes,
+  timerLeaseMs: LEASE,
 };
 const SID = "sess-conformance-1";
 const OTHER = "sess-conformance-2";
@@ -35,7 +40,10 @@ const OTHER = "sess-conformance-2";
  */
 export function runSessionStoreConformance(name: string, factory: SessionStoreFactory): void {
   /** Runs `body` against a fresh harness and always cleans up. */
-  async function withBb(body: (h: SessionStoreHarness) => Promise<void>, over: Partial<SessionStoreTestOptions> = {}): Promise<void> {
+  async function withBb(
+    body: (h: SessionStoreHarness) => Promise<void>,
+    over: Partial<SessionStoreTestOptions> = {},
+  ): Promise<void> {
     const h = await factory({ ...DEFAULTS, ...over });
     try {
       await body(h);
@@ -43,7 +51,8 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
       await h.cleanup();
     }
   }
-  const wait = async (h: SessionStoreHarness, ms: number) => (h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms)));
+  const wait = async (h: SessionStoreHarness, ms: number) =>
+    h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms));
   const created = async (store: SessionStore, sid = SID): Promise<SessionState> => {
     const s = testSessionState(sid);
     expect(await store.create(s)).toBe(true);
@@ -100,7 +109,11 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         expect(await store.loadForInput(SID, "start:a")).toEqual({ state: s, outbox: null, applied: false });
         const req = testCommit(s, "start:a");
         expect(await store.commit(req)).toEqual({ ok: true });
-        expect(await store.loadForInput(SID, "start:a")).toEqual({ state: req.state, outbox: req.outbox, applied: true });
+        expect(await store.loadForInput(SID, "start:a")).toEqual({
+          state: req.state,
+          outbox: req.outbox,
+          applied: true,
+        });
         expect(await store.loadForInput(SID, "in:b")).toEqual({ state: req.state, outbox: req.outbox, applied: false });
         await store.clearOutbox(SID, req.outbox.version);
         expect(await store.loadForInput(SID, "in:b")).toEqual({ state: req.state, outbox: null, applied: false });
@@ -189,7 +202,9 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
           const versions = log.map((l) => l.version);
           expect(versions[0]).toBe(1);
           expect(versions.at(-1)).toBe(30);
-          expect(versions.slice(1)).toEqual(Array.from({ length: versions.length - 1 }, (_, i) => 31 - versions.length + 1 + i));
+          expect(versions.slice(1)).toEqual(
+            Array.from({ length: versions.length - 1 }, (_, i) => 31 - versions.length + 1 + i),
+          );
           expect(log.length).toBeGreaterThan(2);
           expect(log.length).toBeLessThan(30);
           const bytes = log.reduce((n, l) => n + Buffer.byteLength(JSON.stringify(l)), 0);
@@ -208,8 +223,13 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         const c = testCommit(s, "in:big");
         // Valid by the schema (20 results of 20,000 characters) but 3 bytes a character: over 1 MiB of JSON.
         if (c.state.data.workflow !== "critic-chain") throw new Error("fixture is critic-chain");
-        c.state.data.research_results = Array.from({ length: LIMITS.maxListItems }, () => "€".repeat(LIMITS.maxTextChars));
-        const err = await store.commit(c).then(() => null, (e: unknown) => e);
+        c.state.data.research_results = Array.from({ length: LIMITS.maxListItems }, () =>
+          "€".repeat(LIMITS.maxTextChars),
+        );
+        const err = await store.commit(c).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err).toBeInstanceOf(AgentmeshError);
         expect((err as AgentmeshError).code).toBe("payload_too_large");
         expect(await store.load(SID)).toEqual({ state: s, outbox: null });
@@ -225,19 +245,29 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
         expect(await store.claimIdempotencyKey("client-key-1", SID)).toBe(SID);
         expect(await store.claimIdempotencyKey("client-key-1", OTHER)).toBe(SID);
         expect(await store.claimIdempotencyKey("client-key-2", OTHER)).toBe(OTHER);
-        const racers = await Promise.all(Array.from({ length: 10 }, (_, i) => store.claimIdempotencyKey("client-key-3", `sess-racer-${i}`)));
+        const racers = await Promise.all(
+          Array.from({ length: 10 }, (_, i) => store.claimIdempotencyKey("client-key-3", `sess-racer-${i}`)),
+        );
         expect(new Set(racers).size).toBe(1);
       }));
 
     it("adds, moves and clears timers through commits and pops due ones earliest first", () =>
       withBb(async ({ store }) => {
         const s = await created(store);
-        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-b", dueAt: 200 }, { member: "t-a", dueAt: 100 }, { member: "t-c", dueAt: 300 }] });
+        const c1 = testCommit(s, "in:a", {
+          timers: [
+            { member: "t-b", dueAt: 200 },
+            { member: "t-a", dueAt: 100 },
+            { member: "t-c", dueAt: 300 },
+          ],
+        });
         await store.commit(c1);
         expect(await store.claimDueTimers(99, 10)).toEqual([]);
         expect(await store.claimDueTimers(100, 10)).toEqual(["t-a"]);
         expect(await store.claimDueTimers(150, 10)).toEqual([]);
-        await store.commit(testCommit(c1.state, "in:b", { timers: [{ member: "t-b", dueAt: 1000 }], clearTimers: ["t-c"] }));
+        await store.commit(
+          testCommit(c1.state, "in:b", { timers: [{ member: "t-b", dueAt: 1000 }], clearTimers: ["t-c"] }),
+        );
         expect(await store.claimDueTimers(999, 10)).toEqual([]);
         expect(await store.claimDueTimers(5000, 10)).toEqual(["t-b"]);
         expect(await store.claimDueTimers(5000, 10)).toEqual([]);
@@ -246,7 +276,12 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
     it("a claimed timer comes due again after its lease unless a commit clears it (claimer crashed)", () =>
       withBb(async ({ store }) => {
         const s = await created(store);
-        const c1 = testCommit(s, "in:a", { timers: [{ member: "t-x", dueAt: 100 }, { member: "t-y", dueAt: 100 }] });
+        const c1 = testCommit(s, "in:a", {
+          timers: [
+            { member: "t-x", dueAt: 100 },
+            { member: "t-y", dueAt: 100 },
+          ],
+        });
         await store.commit(c1);
         expect(await store.claimDueTimers(100, 10)).toEqual(["t-x", "t-y"]);
         expect(await store.claimDueTimers(100 + LEASE - 1, 10)).toEqual([]);
@@ -259,7 +294,9 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
     it("hands each due timer to exactly one of 20 concurrent claimers", () =>
       withBb(async ({ store }) => {
         const timers = Array.from({ length: 60 }, (_, i) => ({ member: `t-${i}`, dueAt: 1000 + i }));
-        await store.commit(testCommit(await created(store), "in:a", { timers: [...timers, { member: "t-later", dueAt: 10_000 }] }));
+        await store.commit(
+          testCommit(await created(store), "in:a", { timers: [...timers, { member: "t-later", dueAt: 10_000 }] }),
+        );
         const claimer = async () => {
           const got: string[] = [];
           // Bounded, so an implementation that never removes claimed timers fails instead of hanging.
@@ -375,27 +412,48 @@ export function runSessionStoreConformance(name: string, factory: SessionStoreFa
       withBb(async ({ store }) => {
         expect(await store.loadThread("thread-conf-1")).toBeNull();
         const a = await store.attachToThread("thread-conf-1", "alice", SID, 1000);
-        expect(a).toEqual({ ok: true, thread: { thread_id: "thread-conf-1", owner: "alice", created_at: 1000, updated_at: 1000, sessions: [SID] } });
+        expect(a).toEqual({
+          ok: true,
+          thread: { thread_id: "thread-conf-1", owner: "alice", created_at: 1000, updated_at: 1000, sessions: [SID] },
+        });
         await store.attachToThread("thread-conf-1", "alice", OTHER, 2000);
         const again = await store.attachToThread("thread-conf-1", "alice", SID, 3000); // a retried submit
         expect(again.ok && again.thread.sessions).toEqual([SID, OTHER]);
-        expect(await store.loadThread("thread-conf-1")).toEqual({ thread_id: "thread-conf-1", owner: "alice", created_at: 1000, updated_at: 2000, sessions: [SID, OTHER] });
+        expect(await store.loadThread("thread-conf-1")).toEqual({
+          thread_id: "thread-conf-1",
+          owner: "alice",
+          created_at: 1000,
+          updated_at: 2000,
+          sessions: [SID, OTHER],
+        });
       }));
 
     it("refuses a session into another owner's thread and writes nothing", () =>
       withBb(async ({ store }) => {
         await store.attachToThread("thread-conf-2", "alice", SID, 1000);
-        expect(await store.attachToThread("thread-conf-2", "bob", OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
-        expect(await store.attachToThread("thread-conf-2", null, OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
+        expect(await store.attachToThread("thread-conf-2", "bob", OTHER, 2000)).toEqual({
+          ok: false,
+          reason: "owned_by_other",
+        });
+        expect(await store.attachToThread("thread-conf-2", null, OTHER, 2000)).toEqual({
+          ok: false,
+          reason: "owned_by_other",
+        });
         await store.attachToThread("thread-conf-3", null, SID, 1000);
-        expect(await store.attachToThread("thread-conf-3", "alice", OTHER, 2000)).toEqual({ ok: false, reason: "owned_by_other" });
+        expect(await store.attachToThread("thread-conf-3", "alice", OTHER, 2000)).toEqual({
+          ok: false,
+          reason: "owned_by_other",
+        });
         expect((await store.loadThread("thread-conf-2"))?.sessions).toEqual([SID]);
         expect(await store.loadThread("thread-conf-3")).toMatchObject({ owner: null, sessions: [SID] });
       }));
 
     it(`keeps a thread's latest ${LIMITS.maxThreadSessions} sessions`, () =>
       withBb(async ({ store }) => {
-        const ids = Array.from({ length: LIMITS.maxThreadSessions + 5 }, (_, i) => `sess-thr-${String(i).padStart(4, "0")}`);
+        const ids = Array.from(
+          { length: LIMITS.maxThreadSessions + 5 },
+          (_, i) => `sess-thr-${String(i).padStart(4, "0")}`,
+        );
         for (const [i, sid] of ids.entries()) await store.attachToThread("thread-conf-4", "alice", sid, i);
         expect((await store.loadThread("thread-conf-4"))?.sessions).toEqual(ids.slice(5));
       }));

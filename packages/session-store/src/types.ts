@@ -25,7 +25,8 @@ export type CommitResult =
   | { readonly ok: false; readonly reason: "already_applied" }
   | { readonly ok: false; readonly reason: "missing" };
 
-export type AttachResult = { readonly ok: true; readonly thread: Thread } | { readonly ok: false; readonly reason: "owned_by_other" };
+export type AttachResult =
+  { readonly ok: true; readonly thread: Thread } | { readonly ok: false; readonly reason: "owned_by_other" };
 
 export interface LoadedSession {
   readonly state: SessionState;

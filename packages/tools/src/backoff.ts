@@ -5,7 +5,10 @@ import type { RetryPolicy } from "./registry.js";
  * to ±jitter so that many callers failing together do not retry together. `random` is in [0, 1).
  */
 export function backoffDelay(policy: RetryPolicy, next: number, random: () => number): number {
-  const base = Math.min(policy.maximumIntervalMs, policy.initialIntervalMs * policy.backoffCoefficient ** Math.max(0, next - 2));
+  const base = Math.min(
+    policy.maximumIntervalMs,
+    policy.initialIntervalMs * policy.backoffCoefficient ** Math.max(0, next - 2),
+  );
   const spread = policy.jitter * (2 * random() - 1);
   return Math.max(0, Math.round(base * (1 + spread)));
 }

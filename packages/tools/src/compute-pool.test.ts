@@ -12,7 +12,10 @@ afterAll(async () => {
 
 describe("compute pool workers", () => {
   it("inherit no environment from the host: a planted API key is not in the worker's process.env", async () => {
-    const seen = (await pool.run({}, AbortSignal.timeout(30_000))) as { env: Record<string, string>; execArgv: string[] };
+    const seen = (await pool.run({}, AbortSignal.timeout(30_000))) as {
+      env: Record<string, string>;
+      execArgv: string[];
+    };
     expect(seen.env).toEqual({});
     expect(JSON.stringify(seen)).not.toContain(PLANTED);
     expect(seen.execArgv).toEqual([]);

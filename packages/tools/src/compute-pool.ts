@@ -61,13 +61,24 @@ class ComputePoolImpl implements ComputePool {
           if (m.id !== id) return;
           cleanup();
           if (m.ok) resolve(m.value);
-          else reject(new AgentmeshError(WORKER_CODES.has(m.code as WorkerCode) ? (m.code as WorkerCode) : "tool_error", m.message, { retryable: false }));
+          else
+            reject(
+              new AgentmeshError(
+                WORKER_CODES.has(m.code as WorkerCode) ? (m.code as WorkerCode) : "tool_error",
+                m.message,
+                { retryable: false },
+              ),
+            );
         };
         const onError = (err: Error): void => {
           cleanup();
           this.#drop(slot);
           const oom = (err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
-          reject(oom ? new AgentmeshError("resource_exhausted", "the computation ran out of memory") : new AgentmeshError("tool_error", err.message, { cause: err }));
+          reject(
+            oom
+              ? new AgentmeshError("resource_exhausted", "the computation ran out of memory")
+              : new AgentmeshError("tool_error", err.message, { cause: err }),
+          );
         };
         const onExit = (code: number): void => {
           cleanup();

@@ -9,7 +9,12 @@ import { createToolRegistry, defineTool, type ToolDefinition } from "./registry.
 import { scriptedTool } from "./testing.js";
 
 const req = (tool: string, args: unknown, extra: Partial<ToolCallRequest> = {}): ToolCallRequest => ({
-  tool, args, role: "researcher", sessionId: "s1", taskId: "s1.1.0.0", ...extra,
+  tool,
+  args,
+  role: "researcher",
+  sessionId: "s1",
+  taskId: "s1.1.0.0",
+  ...extra,
 });
 
 function setup(tools: ToolDefinition[], opts: { max?: number; random?: () => number } = {}) {
@@ -38,7 +43,10 @@ describe("safe executor", () => {
   it("validates input before the tool runs and output after", async () => {
     let ran = 0;
     const liar = defineTool({
-      name: "liar", description: "returns the wrong shape", input: z.object({}), output: z.object({ n: z.number() }),
+      name: "liar",
+      description: "returns the wrong shape",
+      input: z.object({}),
+      output: z.object({ n: z.number() }),
       allowedRoles: ["researcher"],
       async execute() {
         ran++;
@@ -58,15 +66,28 @@ describe("safe executor", () => {
 
   it("refuses a tool the request's policy bans or does not list, before it runs, and counts nothing against the session", async () => {
     let ran = 0;
-    const counted = defineTool({ ...Add, name: "counted", async execute({ a, b }) { ran++; return { sum: a + b }; } });
+    const counted = defineTool({
+      ...Add,
+      name: "counted",
+      async execute({ a, b }) {
+        ran++;
+        return { sum: a + b };
+      },
+    });
     const { exec } = setup([counted], { max: 1 });
     const banned = await exec.call(req("counted", { a: 1, b: 2 }, { policy: { banned: ["counted"] } }));
-    expect(banned).toMatchObject({ ok: false, error: { code: "permission_denied", retryable: false, fault: "caller" }, records: [{ attempt: 0, outcome: "permission_denied" }] });
+    expect(banned).toMatchObject({
+      ok: false,
+      error: { code: "permission_denied", retryable: false, fault: "caller" },
+      records: [{ attempt: 0, outcome: "permission_denied" }],
+    });
     const unlisted = await exec.call(req("counted", { a: 1, b: 2 }, { policy: { listed: ["add"] } }));
     expect(unlisted).toMatchObject({ ok: false, error: { code: "permission_denied" }, records: [{ attempt: 0 }] });
     expect(ran).toBe(0);
     // the session's one call is still there
-    expect(await exec.call(req("counted", { a: 1, b: 2 }, { policy: { listed: ["counted"], banned: [] } }))).toMatchObject({ ok: true, output: { sum: 3 } });
+    expect(
+      await exec.call(req("counted", { a: 1, b: 2 }, { policy: { listed: ["counted"], banned: [] } })),
+    ).toMatchObject({ ok: true, output: { sum: 3 } });
     expect(ran).toBe(1);
   });
 
@@ -98,7 +119,10 @@ describe("safe executor", () => {
   });
 
   it("retries a tool that fails twice then succeeds: 3 attempts, backoff recorded", async () => {
-    const t = scriptedTool({ name: "flaky", script: [{ fail: "tool_error" }, { fail: "unavailable" }, { output: "fine" }] });
+    const t = scriptedTool({
+      name: "flaky",
+      script: [{ fail: "tool_error" }, { fail: "unavailable" }, { output: "fine" }],
+    });
     const { exec, slept } = setup([t]);
     const r = await exec.call(req("flaky", { q: 1 }));
     expect(r).toMatchObject({ ok: true, output: "fine" });
@@ -187,7 +211,11 @@ describe("safe executor", () => {
 
   it("turns anything a tool throws into a typed failure instead of crashing", async () => {
     const boom = defineTool({
-      name: "boom", description: "throws", input: z.object({}), output: z.unknown(), allowedRoles: ["researcher"],
+      name: "boom",
+      description: "throws",
+      input: z.object({}),
+      output: z.unknown(),
+      allowedRoles: ["researcher"],
       execute() {
         throw new TypeError("kaput");
       },
@@ -213,7 +241,9 @@ describe("safe executor", () => {
     fc.assert(
       fc.property(fc.jsonValue(), (v) => {
         const shuffled = JSON.parse(JSON.stringify(v), (_k, x: unknown) =>
-          x !== null && typeof x === "object" && !Array.isArray(x) ? Object.fromEntries(Object.entries(x).reverse()) : x,
+          x !== null && typeof x === "object" && !Array.isArray(x)
+            ? Object.fromEntries(Object.entries(x).reverse())
+            : x,
         ) as unknown;
         expect(argsDigest(shuffled)).toBe(argsDigest(v));
         expect(JSON.parse(canonicalJson(v))).toEqual(JSON.parse(JSON.stringify(v)));
@@ -228,9 +258,13 @@ describe("safe executor", () => {
   it("flags the seed's dangerous patterns in the record but decides nothing by them", async () => {
     const run = scriptedTool({ name: "run_any", script: [{ output: "ran" }] });
     const { exec } = setup([run]);
-    const flagged = await exec.call(req("run_any", { code: "import os; os.system('rm -rf /'); open('../../etc/passwd')" }));
+    const flagged = await exec.call(
+      req("run_any", { code: "import os; os.system('rm -rf /'); open('../../etc/passwd')" }),
+    );
     expect(flagged.ok).toBe(true);
-    expect(flagged.records[0]?.flags).toEqual(expect.arrayContaining(["import", "subprocess", "rm_rf", "open", "path_traversal"]));
+    expect(flagged.records[0]?.flags).toEqual(
+      expect.arrayContaining(["import", "subprocess", "rm_rf", "open", "path_traversal"]),
+    );
     // the same intent, spelled to dodge the list, is not flagged: the list cannot be the boundary
     const dodged = await exec.call(req("run_any", { code: "getattr(__builtins__, '__imp'+'ort__')('o'+'s')" }));
     expect(dodged.ok).toBe(true);
@@ -241,7 +275,11 @@ describe("safe executor", () => {
   it("reports every record to onRecord as it happens", async () => {
     const seen: string[] = [];
     const t = scriptedTool({ name: "twice", script: [{ fail: "tool_error" }, { output: 1 }] });
-    const exec = createSafeExecutor({ registry: createToolRegistry([t]), sleep: async () => undefined, onRecord: (r) => seen.push(`${r.attempt}:${r.outcome}`) });
+    const exec = createSafeExecutor({
+      registry: createToolRegistry([t]),
+      sleep: async () => undefined,
+      onRecord: (r) => seen.push(`${r.attempt}:${r.outcome}`),
+    });
     await exec.call(req("twice", {}));
     expect(seen).toEqual(["1:tool_error", "2:ok"]);
   });

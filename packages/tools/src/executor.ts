@@ -29,7 +29,12 @@ export interface CallPolicy {
 /** The result of a call, success or typed failure, with one record per attempt (or refusal). */
 export type ToolCallResult =
   | { readonly ok: true; readonly tool: string; readonly output: unknown; readonly records: readonly ToolCallRecord[] }
-  | { readonly ok: false; readonly tool: string; readonly error: AgentmeshError; readonly records: readonly ToolCallRecord[] };
+  | {
+      readonly ok: false;
+      readonly tool: string;
+      readonly error: AgentmeshError;
+      readonly records: readonly ToolCallRecord[];
+    };
 
 /** Counts tool calls per session; the in-memory default can be swapped for a shared store. */
 export interface SessionCallCounter {
@@ -59,8 +64,15 @@ export interface SafeExecutor {
 
 // Validation and permission failures are never retried, even if a tool marks them retryable.
 const NEVER_RETRY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
-  "invalid_tool_input", "invalid_tool_output", "invalid_message", "permission_denied", "tool_not_found",
-  "budget_exceeded", "sandbox_unavailable", "cancelled", "deadline_exceeded",
+  "invalid_tool_input",
+  "invalid_tool_output",
+  "invalid_message",
+  "permission_denied",
+  "tool_not_found",
+  "budget_exceeded",
+  "sandbox_unavailable",
+  "cancelled",
+  "deadline_exceeded",
 ]);
 
 /** A bounded in-memory counter (oldest sessions forgotten first), for one process. */
@@ -86,7 +98,9 @@ function toolFailure(err: unknown): AgentmeshError {
 }
 
 function abortFailure(reason: unknown): AgentmeshError {
-  return reason instanceof AgentmeshError ? reason : new AgentmeshError("cancelled", "the caller cancelled the tool call");
+  return reason instanceof AgentmeshError
+    ? reason
+    : new AgentmeshError("cancelled", "the caller cancelled the tool call");
 }
 
 class SafeExecutorImpl implements SafeExecutor {
@@ -110,7 +124,9 @@ class SafeExecutorImpl implements SafeExecutor {
       // a cyclic or non-JSON argument cannot be digested; it is refused below by the schema
     }
     const flags = scanDangerous(req.args);
-    const record = (r: Pick<ToolCallRecord, "attempt" | "latencyMs" | "backoffMs"> & { startedAt: number; result: Attempt }): void => {
+    const record = (
+      r: Pick<ToolCallRecord, "attempt" | "latencyMs" | "backoffMs"> & { startedAt: number; result: Attempt },
+    ): void => {
       const rec: ToolCallRecord = {
         tool: req.tool.slice(0, 80),
         sessionId: req.sessionId,
@@ -136,15 +152,21 @@ class SafeExecutorImpl implements SafeExecutor {
 
     const tool = this.#opts.registry.get(req.tool);
     if (!tool) return refuse(new AgentmeshError("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
-    if (!tool.allowedRoles.includes(req.role)) return refuse(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
-    if (req.policy?.banned?.includes(tool.name)) return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is banned for this session`));
+    if (!tool.allowedRoles.includes(req.role))
+      return refuse(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
+    if (req.policy?.banned?.includes(tool.name))
+      return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is banned for this session`));
     if (req.policy?.listed && !req.policy.listed.includes(tool.name)) {
-      return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is not among the tools this session was offered`));
+      return refuse(
+        new AgentmeshError("permission_denied", `"${tool.name}" is not among the tools this session was offered`),
+      );
     }
     const parsed = tool.input.safeParse(req.args);
-    if (!parsed.success) return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
+    if (!parsed.success)
+      return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
     const used = await this.#counter.increment(req.sessionId);
-    if (used > this.#max) return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
+    if (used > this.#max)
+      return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
 
     const random = this.#opts.random ?? Math.random;
     const doSleep = this.#opts.sleep ?? defaultSleep;
@@ -155,8 +177,12 @@ class SafeExecutorImpl implements SafeExecutor {
       const latencyMs = performance.now() - t0;
       const f = result.ok ? null : result.failure;
       const retry =
-        f !== null && f.retryable && !NEVER_RETRY.has(f.code) && !tool.retry.nonRetryable.includes(f.code) &&
-        attempt < tool.retry.maxAttempts && !req.signal?.aborted;
+        f !== null &&
+        f.retryable &&
+        !NEVER_RETRY.has(f.code) &&
+        !tool.retry.nonRetryable.includes(f.code) &&
+        attempt < tool.retry.maxAttempts &&
+        !req.signal?.aborted;
       const backoffMs = retry ? backoffDelay(tool.retry, attempt + 1, random) : null;
       record({ attempt, latencyMs, backoffMs, startedAt, result });
       if (result.ok) return { ok: true, tool: tool.name, output: result.output, records };
@@ -202,7 +228,10 @@ class SafeExecutorImpl implements SafeExecutor {
         const out: unknown = await tool.execute(input, ctx);
         const checked = tool.output.safeParse(out);
         if (checked.success) return { ok: true, output: checked.data };
-        return { ok: false, failure: new AgentmeshError("invalid_tool_output", `${tool.name}: ${formatZodError(checked.error)}`) };
+        return {
+          ok: false,
+          failure: new AgentmeshError("invalid_tool_output", `${tool.name}: ${formatZodError(checked.error)}`),
+        };
       } catch (err) {
         return { ok: false, failure: toolFailure(err) };
       }

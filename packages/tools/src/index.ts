@@ -27,7 +27,13 @@ export { argsDigest } from "./digest.js";
 export { createJsRunner, type JsRunnerOptions } from "./runners/run-js.js";
 export { createPythonRunner, type PythonRunnerOptions } from "./runners/run-python.js";
 export type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./runners/types.js";
-export { builtinTools, DEFAULT_TOOL_ROLES, type BuiltinTools, type BuiltinToolsOptions, type BuiltinToolName } from "./builtins/builtin-tools.js";
+export {
+  builtinTools,
+  DEFAULT_TOOL_ROLES,
+  type BuiltinTools,
+  type BuiltinToolsOptions,
+  type BuiltinToolName,
+} from "./builtins/builtin-tools.js";
 export { createCalculatorTool, type CalculatorOptions } from "./builtins/calculator.js";
 export { CALC_NAMES, CALC_PRECISION, evaluateExact, sameNumber, type CalcResult } from "./builtins/exact.mjs";
 export { createFileReadTool, type FileReadOptions } from "./builtins/file-read.js";
@@ -57,7 +63,13 @@ export {
 export { createAnalyzeImageTool, createGenerateImageTool, type ImageToolOptions } from "./builtins/image-tools.js";
 export type { ComputePool } from "./compute-pool.js";
 export { parseMcpServers, type McpServerConfig } from "./mcp/config.js";
-export { createMcpClient, type McpCallOptions, type McpClient, type McpClientOptions, type McpToolInfo } from "./mcp/client.js";
+export {
+  createMcpClient,
+  type McpCallOptions,
+  type McpClient,
+  type McpClientOptions,
+  type McpToolInfo,
+} from "./mcp/client.js";
 export { McpCallResult, McpCitation } from "./mcp/result.js";
 export { mcpToolName, registerMcpTools, type McpRegistration } from "./mcp/register.js";
 export { chooseMcpTool, type McpToolChoice } from "./mcp/choose.js";
@@ -72,4 +84,12 @@ export {
   type KnowledgeGraph,
   type LoadGraphOptions,
 } from "./graph/knowledge-graph.js";
-export { GRAPH_MAX_BYTES, GRAPH_MAX_FILES, GRAPH_MAX_LINE_CHARS, GRAPH_MAX_TRIPLES, type GraphIssue, type GraphLimits, type GraphTriple } from "./graph/load.js";
+export {
+  GRAPH_MAX_BYTES,
+  GRAPH_MAX_FILES,
+  GRAPH_MAX_LINE_CHARS,
+  GRAPH_MAX_TRIPLES,
+  type GraphIssue,
+  type GraphLimits,
+  type GraphTriple,
+} from "./graph/load.js";

@@ -11,7 +11,10 @@ export const ToolCallRecord = z.object({
   taskId: z.string().max(200),
   role: RoleName,
   /** sha256 (hex) of the canonical JSON of the arguments as the caller sent them. */
-  argsDigest: z.string().regex(/^[0-9a-f]{64}$/).nullable(),
+  argsDigest: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .nullable(),
   attempt: z.number().int().min(0).max(3),
   startedAt: z.string(),
   latencyMs: z.number().nonnegative(),

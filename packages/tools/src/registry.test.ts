@@ -20,7 +20,11 @@ describe("tool registry", () => {
     const reg = createToolRegistry([echo("b_tool"), echo("a_tool", { allowedRoles: ["expert"] })]);
     const all = reg.list();
     expect(all.map((t) => t.name)).toEqual(["a_tool", "b_tool"]);
-    const schema = all[1]?.inputSchema as { type: string; properties: Record<string, { type: string }>; required: string[] };
+    const schema = all[1]?.inputSchema as {
+      type: string;
+      properties: Record<string, { type: string }>;
+      required: string[];
+    };
     expect(schema.type).toBe("object");
     expect(schema.properties.text?.type).toBe("string");
     expect(schema.required).toEqual(["text"]);

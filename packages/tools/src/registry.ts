@@ -111,7 +111,8 @@ function resolveRetry(p: Partial<RetryPolicy> | undefined, name: string): RetryP
     throw new Error(`tool "${name}": retry policy ${why}`);
   };
   if (!Number.isInteger(r.maxAttempts) || r.maxAttempts < 1) bad("maxAttempts must be an integer >= 1");
-  if (!(r.initialIntervalMs >= 0) || !(r.maximumIntervalMs >= r.initialIntervalMs)) bad("intervals must satisfy 0 <= initial <= maximum");
+  if (!(r.initialIntervalMs >= 0) || !(r.maximumIntervalMs >= r.initialIntervalMs))
+    bad("intervals must satisfy 0 <= initial <= maximum");
   if (!(r.backoffCoefficient >= 1)) bad("backoffCoefficient must be >= 1");
   if (!(r.jitter >= 0 && r.jitter <= 1)) bad("jitter must be within 0..1");
   for (const c of r.nonRetryable) if (!ErrorCode.safeParse(c).success) bad(`names unknown code "${c}"`);
@@ -136,10 +137,12 @@ class ToolRegistryImpl implements ToolRegistry {
   }
 
   register(tool: ToolDefinition): void {
-    if (!NAME.test(tool.name) && !MCP_NAME.test(tool.name)) throw new Error(`tool name "${tool.name}" must match ${NAME} or ${MCP_NAME}`);
+    if (!NAME.test(tool.name) && !MCP_NAME.test(tool.name))
+      throw new Error(`tool name "${tool.name}" must match ${NAME} or ${MCP_NAME}`);
     if (this.#tools.has(tool.name)) throw new Error(`tool "${tool.name}" is already registered`);
     if (!tool.description.trim()) throw new Error(`tool "${tool.name}" needs a description`);
-    for (const r of tool.allowedRoles) if (!RoleName.safeParse(r).success) throw new Error(`tool "${tool.name}": unknown role "${r}"`);
+    for (const r of tool.allowedRoles)
+      if (!RoleName.safeParse(r).success) throw new Error(`tool "${tool.name}": unknown role "${r}"`);
     const timeoutMs = tool.timeoutMs ?? this.#defaultTimeoutMs;
     if (!(timeoutMs > 0)) throw new Error(`tool "${tool.name}": timeoutMs must be > 0`);
     const registered: RegisteredTool = Object.freeze({
@@ -163,12 +166,21 @@ class ToolRegistryImpl implements ToolRegistry {
     return [...this.#tools.values()]
       .filter((t) => filter.role === undefined || t.allowedRoles.includes(filter.role))
       .sort((a, b) => (a.name < b.name ? -1 : 1))
-      .map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputJsonSchema, timeoutMs: t.timeoutMs, allowedRoles: t.allowedRoles }));
+      .map((t) => ({
+        name: t.name,
+        description: t.description,
+        inputSchema: t.inputJsonSchema,
+        timeoutMs: t.timeoutMs,
+        allowedRoles: t.allowedRoles,
+      }));
   }
 }
 
 /** Creates a registry, optionally with tools already in it. */
-export function createToolRegistry(tools: readonly ToolDefinition[] = [], opts: ToolRegistryOptions = {}): ToolRegistry {
+export function createToolRegistry(
+  tools: readonly ToolDefinition[] = [],
+  opts: ToolRegistryOptions = {},
+): ToolRegistry {
   const registry = new ToolRegistryImpl(opts);
   for (const t of tools) registry.register(t);
   return registry;

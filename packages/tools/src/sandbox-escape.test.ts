@@ -31,13 +31,35 @@ type Runner = Pick<CodeRunner, "run" | "close" | "status">;
 function createShellRunner(limitMs: number): Runner {
   const bwrap = findBinary("bwrap");
   const prlimit = findBinary("prlimit");
-  const paths = bwrap && prlimit ? { bwrap, prlimit, setpriv: findBinary("setpriv"), node: process.execPath, pyodideDir: "/nonexistent", childScript: "/nonexistent" } : null;
+  const paths =
+    bwrap && prlimit
+      ? {
+          bwrap,
+          prlimit,
+          setpriv: findBinary("setpriv"),
+          node: process.execPath,
+          pyodideDir: "/nonexistent",
+          childScript: "/nonexistent",
+        }
+      : null;
   return {
-    status: () => Promise.resolve(paths ? { available: true, detail: "a shell under the OS wall" } : { available: false, detail: "no bubblewrap" }),
+    status: () =>
+      Promise.resolve(
+        paths
+          ? { available: true, detail: "a shell under the OS wall" }
+          : { available: false, detail: "no bubblewrap" },
+      ),
     close: () => Promise.resolve(),
     run(code: string, opts: RunOptions = {}) {
       if (!paths) return Promise.reject(new AgentmeshError("sandbox_unavailable", "no bubblewrap"));
-      const child = spawnSandbox(paths, { mode: "run", harden: true, addressSpaceBytes: 1280 * 2 ** 20, cpuSeconds: 10, hostUid: 2_000_000_900, command: ["/bin/sh", "-c", code] });
+      const child = spawnSandbox(paths, {
+        mode: "run",
+        harden: true,
+        addressSpaceBytes: 1280 * 2 ** 20,
+        cpuSeconds: 10,
+        hostUid: 2_000_000_900,
+        command: ["/bin/sh", "-c", code],
+      });
       opts.onStart?.();
       const t0 = performance.now();
       let out = "";
@@ -54,7 +76,16 @@ function createShellRunner(limitMs: number): Runner {
           clearTimeout(timer);
           const ms = performance.now() - t0;
           if (killed) reject(new AgentmeshError("timeout", `killed after ${Math.round(ms)} ms`, { retryable: false }));
-          else resolve({ ok: exit === 0, result: null, error: exit === 0 ? null : `exit ${exit}`, stdout: out, stderr: err, truncated: false, durationMs: ms });
+          else
+            resolve({
+              ok: exit === 0,
+              result: null,
+              error: exit === 0 ? null : `exit ${exit}`,
+              stdout: out,
+              stderr: err,
+              truncated: false,
+              durationMs: ms,
+            });
         }),
       );
     },
@@ -79,7 +110,12 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const address = server.address();
-  targets = { canaryPath: join(dir, "canary.txt"), pwnedPath: join(dir, "pwned.txt"), port: typeof address === "object" && address ? address.port : 0, hostCwd: process.cwd() };
+  targets = {
+    canaryPath: join(dir, "canary.txt"),
+    pwnedPath: join(dir, "pwned.txt"),
+    port: typeof address === "object" && address ? address.port : 0,
+    hostCwd: process.cwd(),
+  };
 }, 60_000);
 
 afterAll(async () => {
@@ -108,7 +144,13 @@ async function attempt(runner: Runner, code: string, onStart?: () => void): Prom
   } catch (e) {
     // an untyped throw would be a bug in the runner: let it fail the test
     if (!(e instanceof AgentmeshError)) throw e;
-    return { kind: "failed", code: e.code, message: e.message, retryable: e.retryable, ms: performance.now() - (started || t0) };
+    return {
+      kind: "failed",
+      code: e.code,
+      message: e.message,
+      retryable: e.retryable,
+      ms: performance.now() - (started || t0),
+    };
   }
 }
 
@@ -126,11 +168,16 @@ function assertNoLeak(o: Outcome): void {
 describe("the host's event loop during a 2 s runaway", { timeout: 30_000 }, () => {
   for (const lang of ["js", "py"] as const) {
     it(`${lang}: a 50 ms interval keeps ticking (max gap < 200 ms) and the runaway dies within 2 s + 20%`, async () => {
-      const runner = lang === "js" ? createJsRunner({ timeLimitMs: 2000, warm: 0 }) : createPythonRunner({ timeLimitMs: 2000, warm: 0 });
+      const runner =
+        lang === "js"
+          ? createJsRunner({ timeLimitMs: 2000, warm: 0 })
+          : createPythonRunner({ timeLimitMs: 2000, warm: 0 });
       const available = (await runner.status()).available;
       // one ordinary call first: the first call in a process pays one-off module and JIT work on
       // the main thread, which is not what this test is about
-      expect(await attempt(runner, "1 + 1")).toMatchObject(available ? { kind: "ran", r: { result: "2" } } : { kind: "failed" });
+      expect(await attempt(runner, "1 + 1")).toMatchObject(
+        available ? { kind: "ran", r: { result: "2" } } : { kind: "failed" },
+      );
       let last = 0;
       let maxGap = 0;
       let ticks = 0;
@@ -143,7 +190,11 @@ describe("the host's event loop during a 2 s runaway", { timeout: 30_000 }, () =
         if (last >= 0) last = now;
       }, 50);
       try {
-        const o = await attempt(runner, lang === "js" ? "for (;;) {}" : "while True:\n    pass", () => (last = performance.now()));
+        const o = await attempt(
+          runner,
+          lang === "js" ? "for (;;) {}" : "while True:\n    pass",
+          () => (last = performance.now()),
+        );
         last = -1;
         if (!available) return expect(o).toMatchObject({ kind: "failed", code: "sandbox_unavailable" });
         expect(o).toMatchObject({ kind: "failed", code: "timeout" });
@@ -151,7 +202,9 @@ describe("the host's event loop during a 2 s runaway", { timeout: 30_000 }, () =
         expect(o.ms).toBeLessThanOrEqual(2400);
         expect(maxGap).toBeLessThan(200);
         expect(ticks).toBeGreaterThanOrEqual(30);
-        console.info(`[sandbox-escape] ${lang} 2 s runaway killed after ${Math.round(o.ms)} ms; main-thread max gap ${Math.round(maxGap)} ms over ${ticks} ticks`);
+        console.info(
+          `[sandbox-escape] ${lang} 2 s runaway killed after ${Math.round(o.ms)} ms; main-thread max gap ${Math.round(maxGap)} ms over ${ticks} ticks`,
+        );
       } finally {
         clearInterval(tick);
         await runner.close();
@@ -178,7 +231,9 @@ describe("sandbox escape suite", { timeout: 30_000 }, () => {
 
   it("has at least 120 cases, 20 of them written to dodge the dangerous-pattern list", () => {
     expect(ESCAPE_CASES.length).toBeGreaterThanOrEqual(120);
-    console.info(`[sandbox-escape] ${ESCAPE_CASES.length} cases: ${(["js", "py", "py-open", "os"] as const).map((l) => `${l} ${ESCAPE_CASES.filter((c) => c.lang === l).length}`).join(", ")}`);
+    console.info(
+      `[sandbox-escape] ${ESCAPE_CASES.length} cases: ${(["js", "py", "py-open", "os"] as const).map((l) => `${l} ${ESCAPE_CASES.filter((c) => c.lang === l).length}`).join(", ")}`,
+    );
     const evasive = ESCAPE_CASES.filter((c) => c.evasive);
     expect(evasive.length).toBeGreaterThanOrEqual(20);
     const t = { canaryPath: "/tmp/x/canary.txt", pwnedPath: "/tmp/x/pwned.txt", port: 1, hostCwd: "/w" };
@@ -197,19 +252,32 @@ describe("sandbox escape suite", { timeout: 30_000 }, () => {
       if (c.runaway) {
         expect(o.kind, `runaway was not stopped: ${JSON.stringify(o).slice(0, 300)}`).toBe("failed");
         expect(o.ms, `${c.name} stopped after ${Math.round(o.ms)} ms`).toBeLessThanOrEqual(LIMITS[c.lang] * 1.2);
-        console.info(`[sandbox-escape] ${c.lang} "${c.name}": ${o.kind === "failed" ? o.code : "ran"} after ${Math.round(o.ms)} ms (limit ${LIMITS[c.lang]} ms)`);
+        console.info(
+          `[sandbox-escape] ${c.lang} "${c.name}": ${o.kind === "failed" ? o.code : "ran"} after ${Math.round(o.ms)} ms (limit ${LIMITS[c.lang]} ms)`,
+        );
       }
     });
   }
 
   it("js: a second call cannot see the first call's globals", async () => {
-    expect(await attempt(runnerFor("js"), "globalThis.leak = 'first'; Object.prototype.polluted = 1; 'set'")).toMatchObject({ kind: "ran", r: { result: "set" } });
-    expect(await attempt(runnerFor("js"), "[typeof leak, typeof ({}).polluted].join()")).toMatchObject({ kind: "ran", r: { result: "undefined,undefined" } });
+    expect(
+      await attempt(runnerFor("js"), "globalThis.leak = 'first'; Object.prototype.polluted = 1; 'set'"),
+    ).toMatchObject({ kind: "ran", r: { result: "set" } });
+    expect(await attempt(runnerFor("js"), "[typeof leak, typeof ({}).polluted].join()")).toMatchObject({
+      kind: "ran",
+      r: { result: "undefined,undefined" },
+    });
   });
 
   it("py: a second call cannot see the first call's globals or files", async () => {
-    const first = await attempt(runnerFor("py"), "import builtins, sys\nbuiltins.leak = 1\nsys.modules['leaky'] = sys\nwith open('/tmp/left.txt', 'w') as f:\n    f.write('x')\n'set'");
-    const second = await attempt(runnerFor("py"), "import builtins, os, sys\n[hasattr(builtins, 'leak'), 'leaky' in sys.modules, os.path.exists('/tmp/left.txt')]");
+    const first = await attempt(
+      runnerFor("py"),
+      "import builtins, sys\nbuiltins.leak = 1\nsys.modules['leaky'] = sys\nwith open('/tmp/left.txt', 'w') as f:\n    f.write('x')\n'set'",
+    );
+    const second = await attempt(
+      runnerFor("py"),
+      "import builtins, os, sys\n[hasattr(builtins, 'leak'), 'leaky' in sys.modules, os.path.exists('/tmp/left.txt')]",
+    );
     if (!pythonAvailable) return expect(second).toMatchObject({ kind: "failed", code: "sandbox_unavailable" });
     expect(first).toMatchObject({ kind: "ran", r: { ok: true, result: "'set'" } });
     expect(second).toMatchObject({ kind: "ran", r: { ok: true, result: "[False, False, False]" } });
@@ -220,4 +288,3 @@ describe("sandbox escape suite", { timeout: 30_000 }, () => {
     expect(existsSync(targets.pwnedPath)).toBe(false);
   });
 });
-

@@ -24,7 +24,9 @@ export interface ScriptedToolOptions {
 }
 
 /** A tool that plays its script, one step per attempt (the last step repeats), recording each context. */
-export function scriptedTool(opts: ScriptedToolOptions): ToolDefinition & { readonly calls: ToolContext[]; readonly aborted: () => number } {
+export function scriptedTool(
+  opts: ScriptedToolOptions,
+): ToolDefinition & { readonly calls: ToolContext[]; readonly aborted: () => number } {
   const calls: ToolContext[] = [];
   let aborted = 0;
   const tool = defineTool({
@@ -48,7 +50,8 @@ export function scriptedTool(opts: ScriptedToolOptions): ToolDefinition & { read
           });
         });
       }
-      if ("fail" in step) throw new AgentmeshError(step.fail, step.message ?? `scripted ${step.fail}`, { retryable: step.retryable });
+      if ("fail" in step)
+        throw new AgentmeshError(step.fail, step.message ?? `scripted ${step.fail}`, { retryable: step.retryable });
       return step.output;
     },
   });

@@ -44,7 +44,10 @@ export function createWarmPool<T>(opts: WarmPoolOptions<T>): WarmPool<T> & { pri
         const onAbort = (): void => {
           reject(signal.reason as Error);
           // the caller is gone: the item it would have used is disposed of, not reused
-          next.then((item) => opts.dispose(item), () => undefined);
+          next.then(
+            (item) => opts.dispose(item),
+            () => undefined,
+          );
         };
         signal.addEventListener("abort", onAbort, { once: true });
         next.then(
@@ -63,7 +66,14 @@ export function createWarmPool<T>(opts: WarmPoolOptions<T>): WarmPool<T> & { pri
     async close() {
       closed = true;
       const waiting = ready.splice(0);
-      await Promise.all(waiting.map((p) => p.then((item) => opts.dispose(item), () => undefined)));
+      await Promise.all(
+        waiting.map((p) =>
+          p.then(
+            (item) => opts.dispose(item),
+            () => undefined,
+          ),
+        ),
+      );
     },
   };
 }

@@ -21,7 +21,13 @@ import { bbOut } from "./blackboard-testkit.js";
 
 const x = (n: number, c = "x") => c.repeat(n);
 const ok = (schema: { safeParse(v: unknown): { success: boolean } }, v: unknown) => schema.safeParse(v).success;
-const step = (over: Partial<PlanStep> = {}): PlanStep => ({ description: "Compute the sum", tool: "calculator", args: [{ name: "expression", value: "1+1" }], expected_outcome: "2", ...over });
+const step = (over: Partial<PlanStep> = {}): PlanStep => ({
+  description: "Compute the sum",
+  tool: "calculator",
+  args: [{ name: "expression", value: "1+1" }],
+  expected_outcome: "2",
+  ...over,
+});
 const summarize = step({ description: "Summarize the answer", tool: "summarize", args: [] });
 
 describe("perception contracts", () => {
@@ -33,7 +39,15 @@ describe("perception contracts", () => {
   });
 
   it("takes a step result to analyse", () => {
-    expect(ok(PerceiveRequest, { kind: "step_result", query: "abc", step_index: 0, step: step(), result: bbOut.ok("tool", "calculator", "2") })).toBe(true);
+    expect(
+      ok(PerceiveRequest, {
+        kind: "step_result",
+        query: "abc",
+        step_index: 0,
+        step: step(),
+        result: bbOut.ok("tool", "calculator", "2"),
+      }),
+    ).toBe(true);
   });
 
   it("caps entities at 50 and sub-goals at 10, confidence in 0-1", () => {
@@ -85,7 +99,9 @@ describe("retriever contracts", () => {
     expect(ok(RetrievalBundle, { ...bbOut.retrieval(), items: Array(21).fill(item) })).toBe(false);
     expect(ok(RetrievalBundle, { ...bbOut.retrieval(), items: [{ ...item, relevance: 1.5 }] })).toBe(false);
     expect(ok(RetrievalBundle, { ...bbOut.retrieval(), items: [{ ...item, citation: null }] })).toBe(false);
-    expect(ok(RetrievalBundle, { ...bbOut.retrieval(), items: [{ ...item, source: "web", citation: null }] })).toBe(true);
+    expect(ok(RetrievalBundle, { ...bbOut.retrieval(), items: [{ ...item, source: "web", citation: null }] })).toBe(
+      true,
+    );
     expect(ok(RetrievalBundle, { ...bbOut.retrieval(), summary: " " })).toBe(false);
   });
 });
@@ -106,13 +122,37 @@ describe("decision contracts", () => {
 
   it("names a registry tool and bounded, distinct arguments", () => {
     expect(ok(Plan, { steps: [step({ tool: "Rm -rf" }), summarize], rationale: "" })).toBe(false);
-    expect(ok(Plan, { steps: [step({ args: [{ name: "a", value: 1 }, { name: "a", value: 2 }] }), summarize], rationale: "" })).toBe(false);
-    expect(ok(Plan, { steps: [step({ args: [{ name: "code", value: x(2000) }] }), summarize], rationale: "" })).toBe(false);
+    expect(
+      ok(Plan, {
+        steps: [
+          step({
+            args: [
+              { name: "a", value: 1 },
+              { name: "a", value: 2 },
+            ],
+          }),
+          summarize,
+        ],
+        rationale: "",
+      }),
+    ).toBe(false);
+    expect(ok(Plan, { steps: [step({ args: [{ name: "code", value: x(2000) }] }), summarize], rationale: "" })).toBe(
+      false,
+    );
   });
 });
 
 describe("executor contracts", () => {
-  const base = { question: "abc", step_index: 0, step: step(), strategy: "tool", query: null, limits: { max_attempts: 3, timeout_ms: 5000 }, policy: { listed: ["calculator"], banned: [] }, context: null };
+  const base = {
+    question: "abc",
+    step_index: 0,
+    step: step(),
+    strategy: "tool",
+    query: null,
+    limits: { max_attempts: 3, timeout_ms: 5000 },
+    policy: { listed: ["calculator"], banned: [] },
+    context: null,
+  };
   it("allows at most 3 attempts of 3-5 s per tool call", () => {
     expect(ok(ExecuteRequest, base)).toBe(true);
     expect(ok(ExecuteRequest, { ...base, limits: { max_attempts: 4, timeout_ms: 5000 } })).toBe(false);
@@ -124,13 +164,20 @@ describe("executor contracts", () => {
     expect(ok(ExecuteRequest, { ...base, strategy: "rag" })).toBe(false);
     expect(ok(ExecuteRequest, { ...base, strategy: "rag", query: "deadlines" })).toBe(true);
     expect(ok(ExecuteRequest, { ...base, step: summarize })).toBe(false);
-    expect(ok(ExecuteRequest, { ...base, step: summarize, context: { results: [], retrieval: null, user_replies: [] } })).toBe(true);
+    expect(
+      ok(ExecuteRequest, { ...base, step: summarize, context: { results: [], retrieval: null, user_replies: [] } }),
+    ).toBe(true);
   });
 
   it("reports ok with an output and no error, or a typed error; at most 3 attempt records", () => {
     expect(ok(StepResult, bbOut.ok("tool", "calculator", "2"))).toBe(true);
     expect(ok(StepResult, bbOut.fail("tool", "run_python", "sandbox_unavailable", false))).toBe(true);
-    expect(ok(StepResult, { ...bbOut.ok("tool", "calculator", "2"), error: { code: "tool_error", message: "x", retryable: true } })).toBe(false);
+    expect(
+      ok(StepResult, {
+        ...bbOut.ok("tool", "calculator", "2"),
+        error: { code: "tool_error", message: "x", retryable: true },
+      }),
+    ).toBe(false);
     expect(ok(StepResult, { ...bbOut.fail("tool", "calculator", "tool_error", true), error: null })).toBe(false);
     expect(ok(StepResult, { ...bbOut.ok("tool", "calculator", "2"), attempts: 4 })).toBe(false);
     const rec = bbOut.ok("tool", "calculator", "2").records[0];
@@ -148,13 +195,16 @@ describe("critic contracts", () => {
 
   it("needs a question when it asks for a person", () => {
     expect(ok(CriticReport, bbOut.report(true, { requires_human_input: true }))).toBe(false);
-    expect(ok(CriticReport, bbOut.report(true, { requires_human_input: true, question_for_human: "Which unit?" }))).toBe(true);
+    expect(
+      ok(CriticReport, bbOut.report(true, { requires_human_input: true, question_for_human: "Which unit?" })),
+    ).toBe(true);
   });
 });
 
 describe("session options", () => {
   it("accepts the three strategy profiles and nothing else", () => {
-    for (const p of ["CONSERVATIVE", "EXPLORATORY", "FALLBACK"]) expect(ok(SessionOptions, { strategy_profile: p })).toBe(true);
+    for (const p of ["CONSERVATIVE", "EXPLORATORY", "FALLBACK"])
+      expect(ok(SessionOptions, { strategy_profile: p })).toBe(true);
     expect(ok(SessionOptions, { strategy_profile: "RECKLESS" })).toBe(false);
   });
 });
@@ -176,18 +226,42 @@ describe("every blackboard task fits in one message", () => {
   const memory = {
     short_term: Array(L.maxShortTermItems).fill({ kind: "perception", content: x(240), step_index: 19 }),
     banned_tools: Array.from({ length: L.maxBannedTools }, (_, i) => ({ tool: tool(i), reason: x(200) })),
-    successful_tools: Array.from({ length: L.maxSuccessfulTools }, (_, i) => ({ tool: tool(i), purpose: x(120), successes: 123456789 })),
+    successful_tools: Array.from({ length: L.maxSuccessfulTools }, (_, i) => ({
+      tool: tool(i),
+      purpose: x(120),
+      successes: 123456789,
+    })),
     long_term_refs: Array(20).fill(x(200)),
   };
   const bundle: Bundle = {
-    items: Array(L.maxRetrievedItems).fill({ source: "corpus", content: x(1000), relevance: 0.123456789, citation: cite }),
+    items: Array(L.maxRetrievedItems).fill({
+      source: "corpus",
+      content: x(1000),
+      relevance: 0.123456789,
+      citation: cite,
+    }),
     summary: x(2000),
     open_questions: Array(10).fill(x(300)),
   };
-  const fullStep = (t: string): PlanStep => ({ description: x(300), tool: t, args: [{ name: "code", value: x(2000 - 32) }], expected_outcome: x(300) });
-  const plan = { steps: [...Array.from({ length: L.maxPlanSteps - 1 }, (_, i) => fullStep(tool(i))), { ...fullStep("summarize"), args: [] }], rationale: x(1000) };
+  const fullStep = (t: string): PlanStep => ({
+    description: x(300),
+    tool: t,
+    args: [{ name: "code", value: x(2000 - 32) }],
+    expected_outcome: x(300),
+  });
+  const plan = {
+    steps: [
+      ...Array.from({ length: L.maxPlanSteps - 1 }, (_, i) => fullStep(tool(i))),
+      { ...fullStep("summarize"), args: [] },
+    ],
+    rationale: x(1000),
+  };
   const schema = { type: "object", description: x(2900) };
-  const tools = Array.from({ length: L.maxTools }, (_, i) => ({ name: tool(i), description: x(500), input_schema: schema }));
+  const tools = Array.from({ length: L.maxTools }, (_, i) => ({
+    name: tool(i),
+    description: x(500),
+    input_schema: schema,
+  }));
   const result = {
     strategy: "rag",
     tool: tool(1),
@@ -196,7 +270,13 @@ describe("every blackboard task fits in one message", () => {
     error: null,
     latency_ms: 123456.789,
     attempts: 3,
-    records: Array(3).fill({ tool: tool(1), args_digest: x(64, "a"), latency_ms: 123456.789, outcome: "ok", attempt: 3 }),
+    records: Array(3).fill({
+      tool: tool(1),
+      args_digest: x(64, "a"),
+      latency_ms: 123456.789,
+      outcome: "ok",
+      attempt: 3,
+    }),
     citations: Array(10).fill(cite),
   };
   const report = {
@@ -209,16 +289,47 @@ describe("every blackboard task fits in one message", () => {
     question_for_human: x(500),
   };
   const question = x(L.queryMaxChars);
-  const accepted = { plan_version: 6, step_index: 18, description: x(300), tool: tool(2), strategy: "web", output: x(2000), citations: Array(5).fill(cite) };
+  const accepted = {
+    plan_version: 6,
+    step_index: 18,
+    description: x(300),
+    tool: tool(2),
+    strategy: "web",
+    output: x(2000),
+    citations: Array(5).fill(cite),
+  };
   const requests: Array<[string, string, unknown]> = [
-    ["perception", "perceive", { kind: "step_result", query: question, step_index: 19, step: fullStep(tool(3)), result }],
-    ["memory", "update", { question, memory, event: { kind: "step", step_index: 19, step: fullStep(tool(3)), result, critic: report } }],
-    ["memory", "update", { question, memory, event: { kind: "user_reply", question_for_human: x(500), text: question } }],
+    [
+      "perception",
+      "perceive",
+      { kind: "step_result", query: question, step_index: 19, step: fullStep(tool(3)), result },
+    ],
+    [
+      "memory",
+      "update",
+      { question, memory, event: { kind: "step", step_index: 19, step: fullStep(tool(3)), result, critic: report } },
+    ],
+    [
+      "memory",
+      "update",
+      { question, memory, event: { kind: "user_reply", question_for_human: x(500), text: question } },
+    ],
     ["retriever", "retrieve", { query: x(500), strategies: ["memory", "corpus", "web"], memory, max_items: 20 }],
     [
       "decision",
       "plan",
-      { question, perception: snapshot, retrieval: bundle, memory, tools, max_steps: 20, strategy_profile: "EXPLORATORY", previous_plan: plan, failed_step_index: 19, rewrite_suggestion: x(2000) },
+      {
+        question,
+        perception: snapshot,
+        retrieval: bundle,
+        memory,
+        tools,
+        max_steps: 20,
+        strategy_profile: "EXPLORATORY",
+        previous_plan: plan,
+        failed_step_index: 19,
+        rewrite_suggestion: x(2000),
+      },
     ],
     [
       "executor",
@@ -230,23 +341,45 @@ describe("every blackboard task fits in one message", () => {
         strategy: "tool",
         query: null,
         limits: { max_attempts: 3, timeout_ms: 5000 },
-        policy: { listed: Array.from({ length: L.maxTools }, (_, i) => tool(i)), banned: Array.from({ length: L.maxBannedTools }, (_, i) => tool(i)) },
-        context: { results: Array(L.maxPlanSteps - 1).fill(accepted), retrieval: bundle, user_replies: Array(3).fill(question) },
+        policy: {
+          listed: Array.from({ length: L.maxTools }, (_, i) => tool(i)),
+          banned: Array.from({ length: L.maxBannedTools }, (_, i) => tool(i)),
+        },
+        context: {
+          results: Array(L.maxPlanSteps - 1).fill(accepted),
+          retrieval: bundle,
+          user_replies: Array(3).fill(question),
+        },
       },
     ],
     ["executor", "list_tools", { max_tools: 16 }],
-    ["critic", "report", { question, step_index: 19, step: fullStep(tool(3)), is_final_step: true, result, perception: snapshot, retrieval: bundle }],
+    [
+      "critic",
+      "report",
+      {
+        question,
+        step_index: 19,
+        step: fullStep(tool(3)),
+        is_final_step: true,
+        result,
+        perception: snapshot,
+        retrieval: bundle,
+      },
+    ],
   ];
 
-  it.each(requests.map(([role, op, input], i) => ({ name: `${role}.${op} #${i}`, role, op, input })))("$name: the largest valid request is under 256 KB", ({ role, op, input }) => {
-    const def = findOp(role, op);
-    expect(def).not.toBeNull();
-    const parsed = def!.request.safeParse(input);
-    expect(parsed.success, JSON.stringify(parsed.error?.issues.slice(0, 3))).toBe(true);
-    // The envelope around the input adds well under 1 KB.
-    const bytes = new TextEncoder().encode(JSON.stringify(input)).length;
-    expect(bytes).toBeLessThan(LIMITS.maxMessageBytes - 1024);
-  });
+  it.each(requests.map(([role, op, input], i) => ({ name: `${role}.${op} #${i}`, role, op, input })))(
+    "$name: the largest valid request is under 256 KB",
+    ({ role, op, input }) => {
+      const def = findOp(role, op);
+      expect(def).not.toBeNull();
+      const parsed = def!.request.safeParse(input);
+      expect(parsed.success, JSON.stringify(parsed.error?.issues.slice(0, 3))).toBe(true);
+      // The envelope around the input adds well under 1 KB.
+      const bytes = new TextEncoder().encode(JSON.stringify(input)).length;
+      expect(bytes).toBeLessThan(LIMITS.maxMessageBytes - 1024);
+    },
+  );
 
   it("the largest outputs are valid too (so the sizes above are reachable, not hypothetical)", () => {
     expect(ok(PerceptionSnapshot, snapshot)).toBe(true);

@@ -39,7 +39,10 @@ export function append<T>(list: readonly T[], items: readonly T[], cap: number):
 }
 
 /** Appends one line to the reasoning trace. */
-export const traced = (data: BlackboardData, line: string): BlackboardData => ({ ...data, trace: append(data.trace, [clip(line, 400)], CAPS.trace) });
+export const traced = (data: BlackboardData, line: string): BlackboardData => ({
+  ...data,
+  trace: append(data.trace, [clip(line, 400)], CAPS.trace),
+});
 
 /**
  * A search query of at most `max` characters derived from longer text (the ≤ 5000 question, a
@@ -60,7 +63,9 @@ export function activePlan(data: BlackboardData): PlanVersion | null {
 }
 
 /** The active plan's current step, with its index and whether it is the last (summarize) step. */
-export function currentStep(data: BlackboardData): { plan: PlanVersion; index: number; step: PlanStep; last: boolean } | null {
+export function currentStep(
+  data: BlackboardData,
+): { plan: PlanVersion; index: number; step: PlanStep; last: boolean } | null {
   const plan = activePlan(data);
   const step = plan?.steps[plan.current_index];
   if (!plan || !step) return null;
@@ -73,10 +78,12 @@ export function withPlan(data: BlackboardData, next: PlanVersion): BlackboardDat
 }
 
 /** The perception of the question itself. */
-export const querySnapshot = (data: BlackboardData): PerceptionSnapshot | null => data.perception_snapshots.find((p) => p.source === "query")?.snapshot ?? null;
+export const querySnapshot = (data: BlackboardData): PerceptionSnapshot | null =>
+  data.perception_snapshots.find((p) => p.source === "query")?.snapshot ?? null;
 
 /** The latest retrieval bundle, or null when retrieval was skipped or failed. */
-export const latestRetrieval = (data: BlackboardData): RetrievalBundle | null => data.retrieval_bundles.at(-1)?.bundle ?? null;
+export const latestRetrieval = (data: BlackboardData): RetrievalBundle | null =>
+  data.retrieval_bundles.at(-1)?.bundle ?? null;
 
 /** Adds a person's reply to short-term memory when the memory agent could not. */
 export function rememberReply(memory: MemoryState, text: string): MemoryState {

@@ -17,7 +17,8 @@ function toExecution(h: BbHarness, plan = bbOut.plan()) {
 
 const TOOL: Record<ExecutionStrategy, string> = { tool: "calculator", rag: "corpus_search", web: "web_search" };
 const good = (s: ExecutionStrategy) => bbOut.ok(s, TOOL[s], `${s} says 8`);
-const bad = (s: ExecutionStrategy, retryable = true) => bbOut.fail(s, TOOL[s], retryable ? "tool_error" : "tool_unavailable", retryable);
+const bad = (s: ExecutionStrategy, retryable = true) =>
+  bbOut.fail(s, TOOL[s], retryable ? "tool_error" : "tool_unavailable", retryable);
 const harness = (profile: StrategyProfile) => bbHarness({ profile });
 const awaitedKeys = (h: BbHarness) => h.state.meta.awaiting.map(keyOf);
 
@@ -34,7 +35,11 @@ describe("EXPLORATORY: parallel strategies", () => {
     expect(awaitedKeys(h)).toEqual(["executor.execute:tool", "executor.execute:rag", "executor.execute:web"]);
     const dueAt = h.now - 1000 + JOIN_DEADLINE_MS;
     expect(tasks.map((t) => t.deadline_at)).toEqual([dueAt, dueAt, dueAt]);
-    expect(tasks.map((t) => (t.input as { query: string | null }).query)).toEqual([null, "Use calculator for part 1", "Use calculator for part 1"]);
+    expect(tasks.map((t) => (t.input as { query: string | null }).query)).toEqual([
+      null,
+      "Use calculator for part 1",
+      "Use calculator for part 1",
+    ]);
     expect(h.state.data.round).toMatchObject({ mode: "parallel", pending: ["tool", "rag", "web"], results: [] });
   });
 
@@ -49,25 +54,34 @@ describe("EXPLORATORY: parallel strategies", () => {
 
   it("picks the best success by priority tool > rag > web, whatever the arrival order", () => {
     const orders: ExecutionStrategy[][] = [
-      ["tool", "rag", "web"], ["tool", "web", "rag"], ["rag", "tool", "web"], ["rag", "web", "tool"], ["web", "tool", "rag"], ["web", "rag", "tool"],
+      ["tool", "rag", "web"],
+      ["tool", "web", "rag"],
+      ["rag", "tool", "web"],
+      ["rag", "web", "tool"],
+      ["web", "tool", "rag"],
+      ["web", "rag", "tool"],
     ];
     fc.assert(
-      fc.property(fc.constantFrom(...orders), fc.record({ tool: fc.boolean(), rag: fc.boolean(), web: fc.boolean() }), (order, succeeds) => {
-        const h = harness("EXPLORATORY");
-        toExecution(h);
-        for (const s of order) h.answer(`executor.execute:${s}`, succeeds[s] ? good(s) : bad(s));
-        const winner = (["tool", "rag", "web"] as const).find((s) => succeeds[s]);
-        const chosen = h.state.data.step_results.filter((r) => r.chosen).map((r) => r.result.strategy);
-        if (winner) {
-          expect(chosen).toEqual([winner]);
-          expect(h.state.data.phase).toBe("perceive_result");
-          expect(h.input(h.task("perception.perceive")).result).toMatchObject({ strategy: winner, ok: true });
-        } else {
-          expect(chosen).toEqual([]);
-          expect(h.state.data.phase).toBe("remember_step");
-        }
-        expect(h.state.data.step_results.map((r) => r.result.strategy)).toEqual(order);
-      }),
+      fc.property(
+        fc.constantFrom(...orders),
+        fc.record({ tool: fc.boolean(), rag: fc.boolean(), web: fc.boolean() }),
+        (order, succeeds) => {
+          const h = harness("EXPLORATORY");
+          toExecution(h);
+          for (const s of order) h.answer(`executor.execute:${s}`, succeeds[s] ? good(s) : bad(s));
+          const winner = (["tool", "rag", "web"] as const).find((s) => succeeds[s]);
+          const chosen = h.state.data.step_results.filter((r) => r.chosen).map((r) => r.result.strategy);
+          if (winner) {
+            expect(chosen).toEqual([winner]);
+            expect(h.state.data.phase).toBe("perceive_result");
+            expect(h.input(h.task("perception.perceive")).result).toMatchObject({ strategy: winner, ok: true });
+          } else {
+            expect(chosen).toEqual([]);
+            expect(h.state.data.phase).toBe("remember_step");
+          }
+          expect(h.state.data.step_results.map((r) => r.result.strategy)).toEqual(order);
+        },
+      ),
       { numRuns: 60 },
     );
     expect(bestResult([good("web"), good("rag"), bad("tool")])?.strategy).toBe("rag");
@@ -82,7 +96,9 @@ describe("EXPLORATORY: parallel strategies", () => {
     expect(awaitedKeys(h)).toEqual(["perception.perceive"]);
     expect(joined.commands).toContain(`abandon ${rag.task_id}`);
     expect(joined.clearTimers).toContain(`task:${rag.task_id}`);
-    expect(h.state.data.step_results.map((r) => [r.result.strategy, r.result.ok, r.chosen, r.result.error?.code ?? null])).toEqual([
+    expect(
+      h.state.data.step_results.map((r) => [r.result.strategy, r.result.ok, r.chosen, r.result.error?.code ?? null]),
+    ).toEqual([
       ["tool", true, true, null],
       ["web", false, false, "deadline_exceeded"],
     ]);
@@ -106,17 +122,37 @@ describe("EXPLORATORY: parallel strategies", () => {
   it("records latency and success of every strategy in the tool performance log", () => {
     const h = harness("EXPLORATORY");
     toExecution(h);
-    h.answer("executor.execute:tool", bbOut.ok("tool", "calculator", "8", { latency_ms: 12, records: [{ tool: "calculator", args_digest: "ab".repeat(32), latency_ms: 12, outcome: "ok", attempt: 1 }] }));
+    h.answer(
+      "executor.execute:tool",
+      bbOut.ok("tool", "calculator", "8", {
+        latency_ms: 12,
+        records: [{ tool: "calculator", args_digest: "ab".repeat(32), latency_ms: 12, outcome: "ok", attempt: 1 }],
+      }),
+    );
     h.answer("executor.execute:rag", good("rag"));
     h.deadline("executor.execute:web");
-    const log = h.state.data.tool_performance_log.map((e) => [e.strategy, e.record.tool, e.record.outcome, e.record.latency_ms, e.step_index, e.plan_version]);
+    const log = h.state.data.tool_performance_log.map((e) => [
+      e.strategy,
+      e.record.tool,
+      e.record.outcome,
+      e.record.latency_ms,
+      e.step_index,
+      e.plan_version,
+    ]);
     expect(log).toEqual([
       ["tool", "calculator", "ok", 12, 0, 1],
       ["rag", "corpus_search", "ok", 7, 0, 1],
       // The deadline's latency is the time from dispatch to the join.
       ["web", "web_search", "deadline_exceeded", 3000, 0, 1],
     ]);
-    expect(eventsOf(h.last!)).toContainEqual(expect.objectContaining({ type: "stage", name: "executor", status: "completed", description: "chose tool (calculator)" }));
+    expect(eventsOf(h.last!)).toContainEqual(
+      expect.objectContaining({
+        type: "stage",
+        name: "executor",
+        status: "completed",
+        description: "chose tool (calculator)",
+      }),
+    );
   });
 
   it("runs the summarize step as a tool only, without rag or web", () => {
@@ -126,7 +162,9 @@ describe("EXPLORATORY: parallel strategies", () => {
     h.answer("perception.perceive", bbOut.perception());
     h.answer("critic.report", bbOut.report(true));
     const o = h.answer("memory.update", bbOut.memory());
-    expect(tasksOf(o).map((t) => (t.input as { strategy: string; step: { tool: string } }).step.tool)).toEqual(["summarize"]);
+    expect(tasksOf(o).map((t) => (t.input as { strategy: string; step: { tool: string } }).step.tool)).toEqual([
+      "summarize",
+    ]);
     expect(awaitedKeys(h)).toEqual(["executor.execute:tool"]);
     expect(tasksOf(o)[0]?.deadline_at).toBe(h.now - 1000 + h.defaults.taskDeadlineMs!);
   });
@@ -138,10 +176,18 @@ describe("EXPLORATORY: parallel strategies", () => {
     h.answer("executor.execute:rag", bad("rag", false));
     h.failTask("executor.execute:web", failure("invalid_message", true, "bad output"));
     const memory = h.input(h.task("memory.update"));
-    expect(memory.event).toMatchObject({ kind: "step", result: { strategy: "tool", ok: false, error: { code: "tool_error" } }, critic: null });
+    expect(memory.event).toMatchObject({
+      kind: "step",
+      result: { strategy: "tool", ok: false, error: { code: "tool_error" } },
+      critic: null,
+    });
     expect(h.state.data.next_action).toMatchObject({ kind: "retry" });
     const retry = h.answer("memory.update", bbOut.memory());
-    expect(tasksOf(retry).map((t) => [(t.input as { strategy: string }).strategy, t.attempt])).toEqual([["tool", 1], ["rag", 1], ["web", 1]]);
+    expect(tasksOf(retry).map((t) => [(t.input as { strategy: string }).strategy, t.attempt])).toEqual([
+      ["tool", 1],
+      ["rag", 1],
+      ["web", 1],
+    ]);
     expect(h.state.data.step_retries).toBe(1);
   });
 });
@@ -150,13 +196,23 @@ describe("FALLBACK: sequential strategies", () => {
   it("tries tool, then rag, then web, one at a time", () => {
     const h = harness("FALLBACK");
     expect(tasksOf(toExecution(h)).map((t) => (t.input as { strategy: string }).strategy)).toEqual(["tool"]);
-    expect(tasksOf(h.answer("executor.execute:tool", bad("tool"))).map((t) => (t.input as { strategy: string }).strategy)).toEqual(["rag"]);
+    expect(
+      tasksOf(h.answer("executor.execute:tool", bad("tool"))).map((t) => (t.input as { strategy: string }).strategy),
+    ).toEqual(["rag"]);
     expect(awaitedKeys(h)).toEqual(["executor.execute:rag"]);
-    expect(tasksOf(h.failTask("executor.execute:rag", failure("model_error", true))).map((t) => (t.input as { query: string }).query)).toEqual(["Use calculator for part 1"]);
+    expect(
+      tasksOf(h.failTask("executor.execute:rag", failure("model_error", true))).map(
+        (t) => (t.input as { query: string }).query,
+      ),
+    ).toEqual(["Use calculator for part 1"]);
     expect(awaitedKeys(h)).toEqual(["executor.execute:web"]);
     h.answer("executor.execute:web", good("web"));
     expect(h.state.data.step_outcome).toMatchObject({ strategy: "web", ok: true });
-    expect(h.state.data.step_results.map((r) => [r.result.strategy, r.chosen])).toEqual([["tool", false], ["rag", false], ["web", true]]);
+    expect(h.state.data.step_results.map((r) => [r.result.strategy, r.chosen])).toEqual([
+      ["tool", false],
+      ["rag", false],
+      ["web", true],
+    ]);
   });
 
   it("stops at the first success: no later strategy runs", () => {
@@ -165,7 +221,9 @@ describe("FALLBACK: sequential strategies", () => {
     h.answer("executor.execute:tool", bad("tool"));
     h.answer("executor.execute:rag", good("rag"));
     expect(awaitedKeys(h)).toEqual(["perception.perceive"]);
-    const sentStrategies = [...h.sent.values()].flatMap((t) => (t.op === "execute" ? [(t.input as { strategy: string }).strategy] : []));
+    const sentStrategies = [...h.sent.values()].flatMap((t) =>
+      t.op === "execute" ? [(t.input as { strategy: string }).strategy] : [],
+    );
     expect(sentStrategies).toEqual(["tool", "rag"]);
   });
 
@@ -183,7 +241,10 @@ describe("FALLBACK: sequential strategies", () => {
     h.answer("executor.execute:rag", bad("rag", false));
     h.answer("executor.execute:web", bad("web", false));
     expect(h.state.data.phase).toBe("remember_step");
-    expect(h.state.data.next_action).toMatchObject({ kind: "rewrite", suggestion: expect.stringContaining("Running it again cannot help") });
+    expect(h.state.data.next_action).toMatchObject({
+      kind: "rewrite",
+      suggestion: expect.stringContaining("Running it again cannot help"),
+    });
     const o = h.answer("memory.update", bbOut.memory());
     expect(tasksOf(o).map((t) => `${t.role}.${t.op}`)).toEqual(["decision.plan"]);
   });
@@ -193,12 +254,18 @@ describe("CONSERVATIVE: the tool only", () => {
   it("dispatches one tool task per step and never rag or web", () => {
     const h = harness("CONSERVATIVE");
     const o = toExecution(h);
-    expect(tasksOf(o).map((t) => [(t.input as { strategy: string }).strategy, t.deadline_at])).toEqual([["tool", h.now - 1000 + JOIN_DEADLINE_MS]]);
+    expect(tasksOf(o).map((t) => [(t.input as { strategy: string }).strategy, t.deadline_at])).toEqual([
+      ["tool", h.now - 1000 + JOIN_DEADLINE_MS],
+    ]);
     expect(awaitedKeys(h)).toEqual(["executor.execute:tool"]);
     h.answer("executor.execute:tool", bad("tool"));
     // No fallback: the step failed and memory hears about it.
     expect(awaitedKeys(h)).toEqual(["memory.update"]);
-    expect(h.state.data.round).toMatchObject({ mode: "tool_only", order: ["tool"], results: [{ strategy: "tool", ok: false }] });
+    expect(h.state.data.round).toMatchObject({
+      mode: "tool_only",
+      order: ["tool"],
+      results: [{ strategy: "tool", ok: false }],
+    });
   });
 
   it("treats an executor task failure as a failed strategy with its code and latency", () => {
@@ -206,7 +273,13 @@ describe("CONSERVATIVE: the tool only", () => {
     toExecution(h);
     h.failTask("executor.execute:tool", failure("sandbox_unavailable", false, "no isolation here"));
     const r = h.state.data.step_results[0]?.result as StepResult;
-    expect(r).toMatchObject({ strategy: "tool", tool: "calculator", ok: false, error: { code: "sandbox_unavailable", retryable: false }, latency_ms: 1000 });
+    expect(r).toMatchObject({
+      strategy: "tool",
+      tool: "calculator",
+      ok: false,
+      error: { code: "sandbox_unavailable", retryable: false },
+      latency_ms: 1000,
+    });
     expect(h.state.data.next_action).toMatchObject({ kind: "rewrite" });
   });
 });

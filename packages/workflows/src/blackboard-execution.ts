@@ -48,12 +48,24 @@ export function startStep(data: BlackboardData): { data: BlackboardData; tasks: 
   const order = MODE_STRATEGIES[mode];
   const first = mode === "parallel" ? [...order] : order.slice(0, 1);
   const round: ExecutionRound = { mode, order: [...order], pending: first, results: [] };
-  const next: BlackboardData = { ...data, phase: "execute", round, step_outcome: null, step_perception: null, next_action: null };
+  const next: BlackboardData = {
+    ...data,
+    phase: "execute",
+    round,
+    step_outcome: null,
+    step_perception: null,
+    next_action: null,
+  };
   return { data: next, tasks: first.map((s) => executeTask(next, s)) };
 }
 
 /** A strategy task that failed as a task (agent failure, deadline): recorded like a failed tool call. */
-export function failedStrategy(data: BlackboardData, strategy: ExecutionStrategy, error: WireError, elapsedMs: number): StepResult {
+export function failedStrategy(
+  data: BlackboardData,
+  strategy: ExecutionStrategy,
+  error: WireError,
+  elapsedMs: number,
+): StepResult {
   const at = currentStep(data);
   if (!at) throw blackboardFault("no current step on the blackboard");
   const tool = strategy === "tool" ? at.step.tool : STRATEGY_TOOL[strategy];
@@ -73,22 +85,39 @@ export function failedStrategy(data: BlackboardData, strategy: ExecutionStrategy
 /** What a round does after one strategy's outcome. */
 export type RoundStep =
   | { readonly kind: "wait"; readonly data: BlackboardData; readonly tasks: TaskSpec[] }
-  | { readonly kind: "joined"; readonly data: BlackboardData; readonly chosen: StepResult | null; readonly abandon: boolean };
+  | {
+      readonly kind: "joined";
+      readonly data: BlackboardData;
+      readonly chosen: StepResult | null;
+      readonly abandon: boolean;
+    };
 
-const describe = (r: StepResult) => (r.ok ? `${r.strategy} ok in ${Math.round(r.latency_ms)} ms` : `${r.strategy} failed (${r.error?.code ?? "error"})`);
+const describe = (r: StepResult) =>
+  r.ok ? `${r.strategy} ok in ${Math.round(r.latency_ms)} ms` : `${r.strategy} failed (${r.error?.code ?? "error"})`;
 
 /**
  * Folds one strategy's outcome into the round. Parallel: join when all are in, or at once when
  * the join deadline passed (`deadlinePassed`); sequential: join at the first success, else run
  * the next strategy; tool only: join.
  */
-export function onStrategy(data: BlackboardData, strategy: ExecutionStrategy, result: StepResult, deadlinePassed: boolean): RoundStep {
+export function onStrategy(
+  data: BlackboardData,
+  strategy: ExecutionStrategy,
+  result: StepResult,
+  deadlinePassed: boolean,
+): RoundStep {
   const round = data.round;
-  if (!round || !round.pending.includes(strategy)) throw blackboardFault(`no pending ${strategy} strategy in the round`);
-  const updated: ExecutionRound = { ...round, pending: round.pending.filter((s) => s !== strategy), results: [...round.results, { ...result, strategy }] };
+  if (!round || !round.pending.includes(strategy))
+    throw blackboardFault(`no pending ${strategy} strategy in the round`);
+  const updated: ExecutionRound = {
+    ...round,
+    pending: round.pending.filter((s) => s !== strategy),
+    results: [...round.results, { ...result, strategy }],
+  };
   switch (round.mode) {
     case "parallel":
-      if (!deadlinePassed && updated.pending.length > 0) return { kind: "wait", data: { ...data, round: updated }, tasks: [] };
+      if (!deadlinePassed && updated.pending.length > 0)
+        return { kind: "wait", data: { ...data, round: updated }, tasks: [] };
       return join(data, updated);
     case "sequential": {
       if (result.ok) return join(data, updated);
@@ -109,8 +138,15 @@ function join(data: BlackboardData, round: ExecutionRound): RoundStep {
   if (!at) throw blackboardFault("no current step on the blackboard");
   const chosen = bestResult(round.results);
   const where = { plan_version: at.plan.version, step_index: at.index };
-  const records: StepResultRecord[] = round.results.map((result) => ({ ...where, retry: data.step_retries, chosen: result === chosen, result }));
-  const perf: ToolPerformanceEntry[] = round.results.flatMap((r) => r.records.map((record) => ({ ...where, strategy: r.strategy, record })));
+  const records: StepResultRecord[] = round.results.map((result) => ({
+    ...where,
+    retry: data.step_retries,
+    chosen: result === chosen,
+    result,
+  }));
+  const perf: ToolPerformanceEntry[] = round.results.flatMap((r) =>
+    r.records.map((record) => ({ ...where, strategy: r.strategy, record })),
+  );
   const late = round.pending.length > 0 ? `; ${round.pending.join(", ")} abandoned at the join deadline` : "";
   const verdict = chosen ? `chose ${chosen.strategy}` : "every strategy failed";
   const next = traced(
@@ -126,19 +162,37 @@ function join(data: BlackboardData, round: ExecutionRound): RoundStep {
 }
 
 const resultEvent = (data: BlackboardData, strategy: ExecutionStrategy, r: StepResult): EventDraft =>
-  toolResult(toolCallId(data, strategy), r.tool, r.ok, r.ok ? (r.output ?? "") : `${r.error?.code ?? "error"}: ${r.error?.message ?? ""}`, r.latency_ms, r.records.flatMap((x) => x.flags ?? []));
+  toolResult(
+    toolCallId(data, strategy),
+    r.tool,
+    r.ok,
+    r.ok ? (r.output ?? "") : `${r.error?.code ?? "error"}: ${r.error?.message ?? ""}`,
+    r.latency_ms,
+    r.records.flatMap((x) => x.flags ?? []),
+  );
 
 /**
  * The `tool_result` events of one strategy's outcome: its own, and one for each strategy a join
  * at the deadline abandons, so every `tool_call` of the round gets its result. `data` is the
  * session before the outcome was folded in.
  */
-export function toolResults(data: BlackboardData, strategy: ExecutionStrategy, result: StepResult, step: RoundStep, elapsedMs: number): EventDraft[] {
+export function toolResults(
+  data: BlackboardData,
+  strategy: ExecutionStrategy,
+  result: StepResult,
+  step: RoundStep,
+  elapsedMs: number,
+): EventDraft[] {
   const events = [resultEvent(data, strategy, result)];
   if (step.kind !== "joined" || !step.abandon) return events;
   for (const other of data.round?.pending ?? []) {
     if (other === strategy) continue;
-    const abandoned = failedStrategy(data, other, { code: "deadline_exceeded", message: "abandoned at the join deadline", retryable: true, component: "executor" }, elapsedMs);
+    const abandoned = failedStrategy(
+      data,
+      other,
+      { code: "deadline_exceeded", message: "abandoned at the join deadline", retryable: true, component: "executor" },
+      elapsedMs,
+    );
     events.push(resultEvent(data, other, abandoned));
   }
   return events;

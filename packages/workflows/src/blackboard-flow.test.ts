@@ -1,11 +1,23 @@
 import { describe, expect, it } from "vitest";
 import { BLACKBOARD_LIMITS, type WireError } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
-import { CORPUS_QUESTION, bbHarness, bbOut, drive, goodAgents, keyOf, type BbHarness, type Script } from "./blackboard-testkit.js";
+import {
+  CORPUS_QUESTION,
+  bbHarness,
+  bbOut,
+  drive,
+  goodAgents,
+  keyOf,
+  type BbHarness,
+  type Script,
+} from "./blackboard-testkit.js";
 import { eventsOf, failure, inputs, tasksOf } from "./testing.js";
 
 const keys = (h: BbHarness) => h.state.meta.awaiting.map(keyOf);
-const sentKeys = (h: BbHarness) => [...h.sent.values()].map((t) => `${t.role}.${t.op}${t.op === "execute" ? `:${(t.input as { strategy: string }).strategy}` : ""}`);
+const sentKeys = (h: BbHarness) =>
+  [...h.sent.values()].map(
+    (t) => `${t.role}.${t.op}${t.op === "execute" ? `:${(t.input as { strategy: string }).strategy}` : ""}`,
+  );
 
 /** Start through the plan, answering intake and memory well. */
 function planned(h: BbHarness, plan: unknown = bbOut.plan()) {
@@ -39,20 +51,54 @@ describe("happy path: an arithmetic question (CONSERVATIVE)", () => {
     h.answer("memory.update", bbOut.memory("q"));
     // Arithmetic needs no retrieval: straight to the decision agent.
     const plan = h.input(h.task("decision.plan"));
-    expect(plan).toMatchObject({ retrieval: null, memory: bbOut.memory("q"), tools: bbOut.tools().tools, max_steps: 5, strategy_profile: "CONSERVATIVE", previous_plan: null, failed_step_index: null, rewrite_suggestion: null });
+    expect(plan).toMatchObject({
+      retrieval: null,
+      memory: bbOut.memory("q"),
+      tools: bbOut.tools().tools,
+      max_steps: 5,
+      strategy_profile: "CONSERVATIVE",
+      previous_plan: null,
+      failed_step_index: null,
+      rewrite_suggestion: null,
+    });
 
     h.answer("decision.plan", bbOut.plan());
-    expect(h.input(h.task("executor.execute:tool"))).toMatchObject({ step_index: 0, step: { tool: "calculator", args: [{ name: "expression", value: "2 + 2 * 3" }] }, strategy: "tool", query: null, limits: { max_attempts: 3, timeout_ms: 5000 }, context: null });
+    expect(h.input(h.task("executor.execute:tool"))).toMatchObject({
+      step_index: 0,
+      step: { tool: "calculator", args: [{ name: "expression", value: "2 + 2 * 3" }] },
+      strategy: "tool",
+      query: null,
+      limits: { max_attempts: 3, timeout_ms: 5000 },
+      context: null,
+    });
     h.answer("executor.execute:tool", bbOut.ok("tool", "calculator", "8"));
-    expect(h.input(h.task("perception.perceive"))).toMatchObject({ kind: "step_result", step_index: 0, result: { ok: true, output: "8" } });
+    expect(h.input(h.task("perception.perceive"))).toMatchObject({
+      kind: "step_result",
+      step_index: 0,
+      result: { ok: true, output: "8" },
+    });
     h.answer("perception.perceive", bbOut.perception("arithmetic", { goal_satisfied: true }));
-    expect(h.input(h.task("critic.report"))).toMatchObject({ step_index: 0, is_final_step: false, perception: { goal_satisfied: true }, retrieval: null });
+    expect(h.input(h.task("critic.report"))).toMatchObject({
+      step_index: 0,
+      is_final_step: false,
+      perception: { goal_satisfied: true },
+      retrieval: null,
+    });
     h.answer("critic.report", bbOut.report(true));
-    expect(h.input(h.task("memory.update")).event).toMatchObject({ kind: "step", step_index: 0, result: { output: "8" }, critic: { is_acceptable: true } });
+    expect(h.input(h.task("memory.update")).event).toMatchObject({
+      kind: "step",
+      step_index: 0,
+      result: { output: "8" },
+      critic: { is_acceptable: true },
+    });
     h.answer("memory.update", bbOut.memory("s1"));
 
     const summarize = h.input(h.task("executor.execute:tool"));
-    expect(summarize).toMatchObject({ step_index: 1, step: { tool: "summarize" }, context: { results: [{ step_index: 0, tool: "calculator", output: "8" }], retrieval: null, user_replies: [] } });
+    expect(summarize).toMatchObject({
+      step_index: 1,
+      step: { tool: "summarize" },
+      context: { results: [{ step_index: 0, tool: "calculator", output: "8" }], retrieval: null, user_replies: [] },
+    });
     h.answer("executor.execute:tool", bbOut.ok("tool", "summarize", "2 + 2 * 3 = 8"));
     h.answer("perception.perceive", bbOut.perception());
     expect(h.input(h.task("critic.report"))).toMatchObject({ step_index: 1, is_final_step: true });
@@ -60,10 +106,27 @@ describe("happy path: an arithmetic question (CONSERVATIVE)", () => {
     const done = h.answer("memory.update", bbOut.memory("s2"));
 
     expect(h.state.meta).toMatchObject({ status: "completed", awaiting: [], usage: { steps: 12 } });
-    expect(h.state.data).toMatchObject({ phase: "done", final_answer: "2 + 2 * 3 = 8", citations: [], plan_versions: [{ version: 1, status: "completed", current_index: 1 }] });
-    expect(eventsOf(done).at(-1)).toMatchObject({ type: "complete", status: "completed", final_answer: "2 + 2 * 3 = 8" });
+    expect(h.state.data).toMatchObject({
+      phase: "done",
+      final_answer: "2 + 2 * 3 = 8",
+      citations: [],
+      plan_versions: [{ version: 1, status: "completed", current_index: 1 }],
+    });
+    expect(eventsOf(done).at(-1)).toMatchObject({
+      type: "complete",
+      status: "completed",
+      final_answer: "2 + 2 * 3 = 8",
+    });
     const trace = h.state.data.final_reasoning_trace ?? "";
-    for (const line of ["Strategy CONSERVATIVE", "intent arithmetic", "Retrieval skipped", "Plan v1", "Step 1 (calculator) run 1: tool ok", "Critic on step 2: acceptable"]) expect(trace).toContain(line);
+    for (const line of [
+      "Strategy CONSERVATIVE",
+      "intent arithmetic",
+      "Retrieval skipped",
+      "Plan v1",
+      "Step 1 (calculator) run 1: tool ok",
+      "Critic on step 2: acceptable",
+    ])
+      expect(trace).toContain(line);
     expect(h.state.data.memory).toEqual(bbOut.memory("s2"));
   });
 });
@@ -77,8 +140,16 @@ describe("happy path: a corpus question", () => {
         return { output: bbOut.plan(["corpus_search"]) };
       case "executor.execute:tool":
         return (input.step as { tool: string }).tool === "summarize"
-          ? { output: bbOut.ok("tool", "summarize", "Every session has a wall-clock deadline [1].", { citations: [{ path: "docs/design.md", passage: "Each session has a wall-clock deadline" }] }) }
-          : { output: bbOut.ok("tool", "corpus_search", "docs/design.md: Each session has a wall-clock deadline", { citations: [{ path: "docs/a.md", passage: "deadlines are durable" }] }) };
+          ? {
+              output: bbOut.ok("tool", "summarize", "Every session has a wall-clock deadline [1].", {
+                citations: [{ path: "docs/design.md", passage: "Each session has a wall-clock deadline" }],
+              }),
+            }
+          : {
+              output: bbOut.ok("tool", "corpus_search", "docs/design.md: Each session has a wall-clock deadline", {
+                citations: [{ path: "docs/a.md", passage: "deadlines are durable" }],
+              }),
+            };
       default:
         return goodAgents(task, input, data);
     }
@@ -88,13 +159,16 @@ describe("happy path: a corpus question", () => {
     const h = bbHarness({ query: CORPUS_QUESTION });
     h.start();
     drive(h, (task, input, data) => {
-      if (keyOf(task) === "retriever.retrieve") expect(input).toMatchObject({ query: CORPUS_QUESTION, strategies: ["memory", "corpus"], max_items: 20 });
+      if (keyOf(task) === "retriever.retrieve")
+        expect(input).toMatchObject({ query: CORPUS_QUESTION, strategies: ["memory", "corpus"], max_items: 20 });
       if (keyOf(task) === "decision.plan") expect(input.retrieval).toEqual(bbOut.retrieval());
       return corpusAgents(task, input, data);
     });
     expect(sentKeys(h)).toContain("retriever.retrieve");
     expect(h.state.meta.status).toBe("completed");
-    expect(h.state.data.retrieval_bundles).toEqual([{ query: CORPUS_QUESTION, strategies: ["memory", "corpus"], bundle: bbOut.retrieval() }]);
+    expect(h.state.data.retrieval_bundles).toEqual([
+      { query: CORPUS_QUESTION, strategies: ["memory", "corpus"], bundle: bbOut.retrieval() },
+    ]);
     expect(h.state.data.citations).toEqual([
       { path: "docs/a.md", passage: "deadlines are durable" },
       { path: "docs/design.md", passage: "Each session has a wall-clock deadline" },
@@ -144,11 +218,16 @@ describe("retries and rewrites up to their limits", () => {
     expect(h.input(h.task("decision.plan"))).toMatchObject({
       previous_plan: bbOut.plan(),
       failed_step_index: 0,
-      rewrite_suggestion: expect.stringContaining("Step 1 (calculator) was not acceptable (quality 0.2, hallucination risk 0.1): wrong value"),
+      rewrite_suggestion: expect.stringContaining(
+        "Step 1 (calculator) was not acceptable (quality 0.2, hallucination risk 0.1): wrong value",
+      ),
     });
     h.answer("decision.plan", bbOut.plan());
     expect(h.state.data).toMatchObject({ rewrite_count: 1, step_retries: 0 });
-    expect(h.state.data.plan_versions.map((p) => [p.version, p.status, p.reason])).toEqual([[1, "superseded", "initial"], [2, "active", "rewrite"]]);
+    expect(h.state.data.plan_versions.map((p) => [p.version, p.status, p.reason])).toEqual([
+      [1, "superseded", "initial"],
+      [2, "active", "rewrite"],
+    ]);
     for (let run = 0; run < 2; run++) runStep(h, rejected);
     const last = runStep(h, rejected);
     expect(tasksOf(last)).toEqual([]);
@@ -158,13 +237,21 @@ describe("retries and rewrites up to their limits", () => {
     );
     expect(h.state.data.plan_versions.map((p) => p.status)).toEqual(["superseded", "abandoned"]);
     expect(h.state.data.critic_reports).toHaveLength(6);
-    expect(eventsOf(last).at(-1)).toMatchObject({ type: "complete", status: "completed", final_answer: h.state.data.final_answer });
+    expect(eventsOf(last).at(-1)).toMatchObject({
+      type: "complete",
+      status: "completed",
+      final_answer: h.state.data.final_answer,
+    });
   });
 
   it("prefers a rewrite when the critic suggests one", () => {
     const h = bbHarness({ profile: "EXPLORATORY" });
     planned(h);
-    for (const s of ["tool", "rag", "web"] as const) h.answer(`executor.execute:${s}`, bbOut.ok(s, s === "tool" ? "calculator" : s === "rag" ? "corpus_search" : "web_search", "8"));
+    for (const s of ["tool", "rag", "web"] as const)
+      h.answer(
+        `executor.execute:${s}`,
+        bbOut.ok(s, s === "tool" ? "calculator" : s === "rag" ? "corpus_search" : "web_search", "8"),
+      );
     h.answer("perception.perceive", bbOut.perception());
     h.answer("critic.report", bbOut.report(false, { rewrite_suggestion: "Use run_python for exact fractions" }));
     expect(h.state.data.next_action).toEqual({ kind: "rewrite", suggestion: "Use run_python for exact fractions" });
@@ -182,16 +269,38 @@ describe("retries and rewrites up to their limits", () => {
     h.answer("executor.execute:tool", bbOut.fail("tool", "run_python", "sandbox_unavailable", false));
     h.answer("memory.update", bbOut.memory());
     expect(h.state.meta.status).toBe("completed");
-    expect(h.state.data.final_answer).toContain(`${COULD_NOT_ANSWER} Step 1 (run_python) failed: tool run_python: sandbox_unavailable`);
+    expect(h.state.data.final_answer).toContain(
+      `${COULD_NOT_ANSWER} Step 1 (run_python) failed: tool run_python: sandbox_unavailable`,
+    );
     expect(h.state.data.step_retries).toBe(0);
   });
 
   it("cuts a plan longer than the profile allows, keeping its summarize step", () => {
     const h = bbHarness();
-    const long = bbOut.plan(["calculator", "calculator", "calculator", "calculator", "calculator", "calculator", "calculator"]);
+    const long = bbOut.plan([
+      "calculator",
+      "calculator",
+      "calculator",
+      "calculator",
+      "calculator",
+      "calculator",
+      "calculator",
+    ]);
     const o = planned(h, long);
-    expect(h.state.data.plan_versions[0]?.steps.map((s) => s.tool)).toEqual(["calculator", "calculator", "calculator", "calculator", "summarize"]);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ name: "decision", status: "completed", description: expect.stringContaining("cut from 8 to 5 steps") }));
+    expect(h.state.data.plan_versions[0]?.steps.map((s) => s.tool)).toEqual([
+      "calculator",
+      "calculator",
+      "calculator",
+      "calculator",
+      "summarize",
+    ]);
+    expect(eventsOf(o)).toContainEqual(
+      expect.objectContaining({
+        name: "decision",
+        status: "completed",
+        description: expect.stringContaining("cut from 8 to 5 steps"),
+      }),
+    );
   });
 
   it("walks a multi-step plan in order, each step's accepted result kept for the summary", () => {
@@ -200,7 +309,12 @@ describe("retries and rewrites up to their limits", () => {
     runStep(h, bbOut.report(true), "8");
     expect(h.input(h.task("executor.execute:tool"))).toMatchObject({ step_index: 1, step: { tool: "corpus_search" } });
     runStep(h, bbOut.report(true), "a passage");
-    expect(h.input(h.task("executor.execute:tool")).context).toMatchObject({ results: [{ step_index: 0, output: "8" }, { step_index: 1, output: "a passage" }] });
+    expect(h.input(h.task("executor.execute:tool")).context).toMatchObject({
+      results: [
+        { step_index: 0, output: "8" },
+        { step_index: 1, output: "a passage" },
+      ],
+    });
   });
 });
 
@@ -215,8 +329,14 @@ describe("typed agent failures", () => {
     h.deadline("perception.perceive");
     expect(h.task("perception.perceive").attempt).toBe(2);
     const end = h.failTask("perception.perceive", err("model_rate_limited", true));
-    expect(h.state.meta).toMatchObject({ status: "failed", awaiting: [], error: { code: "model_rate_limited", component: "perception" } });
-    expect(h.state.data.final_answer).toBe(`${COULD_NOT_ANSWER} The question could not be analysed by the perception agent (model_rate_limited: model_rate_limited from the agent)`);
+    expect(h.state.meta).toMatchObject({
+      status: "failed",
+      awaiting: [],
+      error: { code: "model_rate_limited", component: "perception" },
+    });
+    expect(h.state.data.final_answer).toBe(
+      `${COULD_NOT_ANSWER} The question could not be analysed by the perception agent (model_rate_limited: model_rate_limited from the agent)`,
+    );
     expect(eventsOf(end).map((e) => e.type)).toEqual(["stage", "error", "complete"]);
   });
 
@@ -235,7 +355,12 @@ describe("typed agent failures", () => {
     h.answer("perception.perceive", bbOut.perception());
     h.answer("executor.list_tools", bbOut.tools());
     h.failTask("memory.update", err("needs_model", false));
-    expect(h.input(h.task("decision.plan")).memory).toEqual({ short_term: [], banned_tools: [], successful_tools: [], long_term_refs: [] });
+    expect(h.input(h.task("decision.plan")).memory).toEqual({
+      short_term: [],
+      banned_tools: [],
+      successful_tools: [],
+      long_term_refs: [],
+    });
   });
 
   it("plans without retrieval when the retriever fails", () => {
@@ -284,7 +409,14 @@ describe("typed agent failures", () => {
     h.answer("executor.list_tools", bbOut.tools());
     const o = h.answer("perception.perceive", { ...bbOut.perception(), confidence: 1.7 });
     expect(tasksOf(o).map((t) => [t.op, t.attempt])).toEqual([["perceive", 1]]);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", name: "perception", status: "failed", description: expect.stringContaining("invalid_message") }));
+    expect(eventsOf(o)).toContainEqual(
+      expect.objectContaining({
+        type: "stage",
+        name: "perception",
+        status: "failed",
+        description: expect.stringContaining("invalid_message"),
+      }),
+    );
   });
 });
 
@@ -294,7 +426,11 @@ describe("runtime endings", () => {
     planned(h);
     const o = h.apply(inputs.cancel("user asked"));
     expect(h.state.meta).toMatchObject({ status: "cancelled", awaiting: [] });
-    expect(h.state.data).toMatchObject({ phase: "done", final_answer: `${COULD_NOT_ANSWER} The session ended early (cancelled): user asked`, error_component: "execute" });
+    expect(h.state.data).toMatchObject({
+      phase: "done",
+      final_answer: `${COULD_NOT_ANSWER} The session ended early (cancelled): user asked`,
+      error_component: "execute",
+    });
     expect(o.clearTimers).toHaveLength(4);
     expect(h.state.data.plan_versions[0]?.status).toBe("abandoned");
   });

@@ -7,7 +7,8 @@ import type { RuntimeDefaults } from "./types.js";
 const QUESTION = "Do you want the result as a fraction or a decimal?";
 const HOUR = 3_600_000;
 const DAY = DEFAULTS.pauseTimeoutMs ?? 0;
-const asks = (over: Partial<CriticReport> = {}) => bbOut.report(true, { requires_human_input: true, question_for_human: QUESTION, ...over });
+const asks = (over: Partial<CriticReport> = {}) =>
+  bbOut.report(true, { requires_human_input: true, question_for_human: QUESTION, ...over });
 
 /** Runs the session to the critic of step 1 and has it ask a person; returns the pausing outcome. */
 function paused(h: BbHarness, report = asks(), plan = bbOut.plan()) {
@@ -27,14 +28,27 @@ describe("human input: pause", () => {
     const h = bbHarness();
     const o = paused(h);
     const at = h.now - 1000;
-    expect(h.state.meta).toMatchObject({ status: "awaiting_user", awaiting: [], deadline_at: null, paused_ms: 0, pause: { since: at, deadline_left_ms: T0 + HOUR - at } });
-    expect(h.state.data).toMatchObject({ phase: "awaiting_user", question_for_human: QUESTION, questions_asked: 1, next_action: { kind: "ask_human", acceptable: true } });
+    expect(h.state.meta).toMatchObject({
+      status: "awaiting_user",
+      awaiting: [],
+      deadline_at: null,
+      paused_ms: 0,
+      pause: { since: at, deadline_left_ms: T0 + HOUR - at },
+    });
+    expect(h.state.data).toMatchObject({
+      phase: "awaiting_user",
+      question_for_human: QUESTION,
+      questions_asked: 1,
+      next_action: { kind: "ask_human", acceptable: true },
+    });
     expect(o.commands).toEqual(["await_user"]);
     expect(o.clearTimers).toContain(`session:${SID}`);
     // The deadline's timer is replaced by the pause's expiry.
     expect(o.timers).toEqual([{ member: `session:${SID}`, dueAt: at + DAY }]);
     expect(h.state.meta.pause?.expires_at).toBe(at + DAY);
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "stage", name: "awaiting_user", status: "running", description: QUESTION }));
+    expect(eventsOf(o)).toContainEqual(
+      expect.objectContaining({ type: "stage", name: "awaiting_user", status: "running", description: QUESTION }),
+    );
   });
 
   it("does not end a paused session when a session-deadline timer fires", () => {
@@ -42,7 +56,11 @@ describe("human input: pause", () => {
     paused(h);
     h.now += 2 * HOUR;
     const before = structuredClone(h.state);
-    expect(h.sessionTimer()).toMatchObject({ kind: "drop", reason: "not_applicable", detail: expect.stringContaining("waiting for a person") });
+    expect(h.sessionTimer()).toMatchObject({
+      kind: "drop",
+      reason: "not_applicable",
+      detail: expect.stringContaining("waiting for a person"),
+    });
     expect(h.state).toEqual(before);
   });
 
@@ -76,7 +94,13 @@ describe("human input: pause", () => {
   });
 
   it("does not charge the pause to the wall-clock budget", () => {
-    const defaults: RuntimeDefaults = { budgets: { ...UNLIMITED, max_wall_ms: 60_000 }, ceilings: UNLIMITED, taskDeadlineMs: 30_000, sessionDeadlineMs: null, pauseTimeoutMs: null };
+    const defaults: RuntimeDefaults = {
+      budgets: { ...UNLIMITED, max_wall_ms: 60_000 },
+      ceilings: UNLIMITED,
+      taskDeadlineMs: 30_000,
+      sessionDeadlineMs: null,
+      pauseTimeoutMs: null,
+    };
     const h = bbHarness({ defaults });
     paused(h);
     h.now += HOUR;
@@ -121,20 +145,36 @@ describe("human input: resume", () => {
     const o = h.reply("decimal, please");
     expect(o.kind).toBe("apply");
     const now = h.now - 1000;
-    expect(h.state.meta).toMatchObject({ status: "running", pause: null, paused_ms: now - since, deadline_at: now + left });
+    expect(h.state.meta).toMatchObject({
+      status: "running",
+      pause: null,
+      paused_ms: now - since,
+      deadline_at: now + left,
+    });
     expect(o.kind === "apply" && o.timers).toContainEqual({ member: `session:${SID}`, dueAt: now + left });
     expect(o.kind === "apply" && o.commands[0]).toBe(`resume after ${now - since} ms`);
-    expect(h.input(h.task("memory.update")).event).toEqual({ kind: "user_reply", question_for_human: QUESTION, text: "decimal, please" });
+    expect(h.input(h.task("memory.update")).event).toEqual({
+      kind: "user_reply",
+      question_for_human: QUESTION,
+      text: "decimal, please",
+    });
   });
 
   it("goes on to the next step when the critic had found the step acceptable, the answer in memory and in the summary", () => {
     const h = bbHarness();
     paused(h);
     h.reply("decimal, please");
-    h.answer("memory.update", { ...bbOut.memory(), short_term: [{ kind: "user", content: "decimal, please", step_index: null }] });
+    h.answer("memory.update", {
+      ...bbOut.memory(),
+      short_term: [{ kind: "user", content: "decimal, please", step_index: null }],
+    });
     const summarize = h.input(h.task("executor.execute:tool"));
     expect(summarize).toMatchObject({ step: { tool: "summarize" }, context: { user_replies: ["decimal, please"] } });
-    expect(h.state.data.memory.short_term).toContainEqual({ kind: "user", content: "decimal, please", step_index: null });
+    expect(h.state.data.memory.short_term).toContainEqual({
+      kind: "user",
+      content: "decimal, please",
+      step_index: null,
+    });
   });
 
   it("rewrites with the person's answer when the step was not acceptable", () => {
@@ -142,7 +182,9 @@ describe("human input: resume", () => {
     paused(h, asks({ is_acceptable: false, quality: 0.3, rewrite_suggestion: "Ask for the format first" }));
     h.reply("a fraction");
     h.answer("memory.update", bbOut.memory());
-    expect(h.input(h.task("decision.plan")).rewrite_suggestion).toBe(`Ask for the format first The person was asked "${QUESTION}" and answered: a fraction`);
+    expect(h.input(h.task("decision.plan")).rewrite_suggestion).toBe(
+      `Ask for the format first The person was asked "${QUESTION}" and answered: a fraction`,
+    );
   });
 
   it("puts the reply in memory itself when the memory agent fails", () => {
@@ -150,7 +192,11 @@ describe("human input: resume", () => {
     paused(h);
     h.reply("decimal, please");
     h.failTask("memory.update", failure("needs_model", false));
-    expect(h.state.data.memory.short_term.at(-1)).toEqual({ kind: "user", content: "decimal, please", step_index: null });
+    expect(h.state.data.memory.short_term.at(-1)).toEqual({
+      kind: "user",
+      content: "decimal, please",
+      step_index: null,
+    });
   });
 
   it("drops a session timer armed before the pause, and ends the session at the moved deadline", () => {
@@ -160,7 +206,11 @@ describe("human input: resume", () => {
     h.reply("decimal, please");
     const deadline = h.state.meta.deadline_at!;
     // The original deadline (T0 + 1 h) has passed in wall time, but not in session time.
-    expect(h.sessionTimer()).toMatchObject({ kind: "drop", reason: "not_applicable", detail: expect.stringContaining("stale session timer") });
+    expect(h.sessionTimer()).toMatchObject({
+      kind: "drop",
+      reason: "not_applicable",
+      detail: expect.stringContaining("stale session timer"),
+    });
     expect(h.state.meta.status).toBe("running");
     h.now = deadline;
     h.sessionTimer();

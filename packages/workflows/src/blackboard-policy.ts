@@ -47,18 +47,30 @@ const stepName = (data: BlackboardData) => {
 /** What the critic's report means for the step: go on, ask a person, or recover. */
 export function verdictOf(data: BlackboardData, report: CriticReport): NextAction {
   if (report.requires_human_input && report.question_for_human !== null && data.questions_asked < MAX_HUMAN_QUESTIONS) {
-    return { kind: "ask_human", question: report.question_for_human, acceptable: report.is_acceptable, rewrite_suggestion: report.rewrite_suggestion };
+    return {
+      kind: "ask_human",
+      question: report.question_for_human,
+      acceptable: report.is_acceptable,
+      rewrite_suggestion: report.rewrite_suggestion,
+    };
   }
   if (report.is_acceptable) return { kind: "advance" };
   const issues = report.issues.length > 0 ? `: ${report.issues.slice(0, 5).join("; ")}` : "";
   const why = `${stepName(data)} was not acceptable (quality ${report.quality}, hallucination risk ${report.hallucination_risk})${issues}`;
-  return recoverFrom(data, { preferRewrite: report.rewrite_suggestion !== null, retryUseful: true, suggestion: report.rewrite_suggestion ?? why, why });
+  return recoverFrom(data, {
+    preferRewrite: report.rewrite_suggestion !== null,
+    retryUseful: true,
+    suggestion: report.rewrite_suggestion ?? why,
+    why,
+  });
 }
 
 /** Recovery from a step whose every strategy failed: retry when a failure was transient, else rewrite. */
 export function failedStepAction(data: BlackboardData, results: readonly StepResult[]): NextAction {
   const transient = results.some((r) => r.error?.retryable === true);
-  const failures = results.map((r) => `${r.strategy} ${r.tool}: ${r.error?.code ?? "error"} (${clip(r.error?.message ?? "", 160)})`).join("; ");
+  const failures = results
+    .map((r) => `${r.strategy} ${r.tool}: ${r.error?.code ?? "error"} (${clip(r.error?.message ?? "", 160)})`)
+    .join("; ");
   const why = `${stepName(data)} failed: ${failures}`;
   const suggestion = `${why}. ${transient ? "It may work on another try, or" : "Running it again cannot help:"} choose another tool or other arguments.`;
   return recoverFrom(data, { preferRewrite: !transient, retryUseful: transient, suggestion, why });
@@ -66,7 +78,10 @@ export function failedStepAction(data: BlackboardData, results: readonly StepRes
 
 /** The rewrite advice after a person answered the critic's question. */
 export function withReply(suggestion: string | null, question: string, reply: string): string {
-  return clip(`${suggestion ?? "The critic asked a person for input."} The person was asked "${question}" and answered: ${reply}`, 2000);
+  return clip(
+    `${suggestion ?? "The critic asked a person for input."} The person was asked "${question}" and answered: ${reply}`,
+    2000,
+  );
 }
 
 const sameCitation = (a: Citation, b: Citation) => a.path === b.path && a.passage === b.passage;
@@ -74,7 +89,9 @@ const sameCitation = (a: Citation, b: Citation) => a.path === b.path && a.passag
 /** Sources of the answer: the accepted steps' and the summary's citations, then relevant corpus retrieval. */
 export function collectCitations(data: BlackboardData, summary: StepResult): Citation[] {
   const fromSteps = [...data.accepted_results.flatMap((r) => r.citations), ...summary.citations];
-  const fromRetrieval = (latestRetrieval(data)?.items ?? []).flatMap((i) => (i.source === "corpus" && i.citation && i.relevance >= 0.5 ? [i.citation] : []));
+  const fromRetrieval = (latestRetrieval(data)?.items ?? []).flatMap((i) =>
+    i.source === "corpus" && i.citation && i.relevance >= 0.5 ? [i.citation] : [],
+  );
   const out: Citation[] = [];
   for (const c of [...fromSteps, ...fromRetrieval]) if (!out.some((x) => sameCitation(x, c))) out.push(c);
   return out.slice(0, CAPS.citations);

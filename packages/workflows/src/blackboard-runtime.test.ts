@@ -17,11 +17,17 @@ describe("runtime: per-task deadlines and tags", () => {
     const h = bbHarness({ profile: "EXPLORATORY" });
     const o = toRound(h);
     const at = h.now - 1000;
-    expect(tasksOf(o).map((t) => t.deadline_at)).toEqual([at + JOIN_DEADLINE_MS, at + JOIN_DEADLINE_MS, at + JOIN_DEADLINE_MS]);
+    expect(tasksOf(o).map((t) => t.deadline_at)).toEqual([
+      at + JOIN_DEADLINE_MS,
+      at + JOIN_DEADLINE_MS,
+      at + JOIN_DEADLINE_MS,
+    ]);
     expect(o.timers.map((t) => t.dueAt)).toEqual([at + JOIN_DEADLINE_MS, at + JOIN_DEADLINE_MS, at + JOIN_DEADLINE_MS]);
     expect(h.state.meta.awaiting.map((a) => a.tag)).toEqual(["tool", "rag", "web"]);
     // Untagged tasks carry no tag at all.
-    expect(Object.hasOwn(tasksOf(h.answer("executor.execute:tool", bbOut.ok("tool", "calculator", "8")))[0] ?? {}, "tag")).toBe(false);
+    expect(
+      Object.hasOwn(tasksOf(h.answer("executor.execute:tool", bbOut.ok("tool", "calculator", "8")))[0] ?? {}, "tag"),
+    ).toBe(false);
   });
 
   it("caps a task's own deadline at the runtime default", () => {

@@ -20,7 +20,10 @@ export const AGENT_MAX_ATTEMPTS = 3;
 /** Questions the critic may put to a person in one session; later requests for input are noted, not asked. */
 export const MAX_HUMAN_QUESTIONS = 3;
 /** What the executor applies to one tool call: 3 attempts of at most 5 s (seed). */
-export const EXECUTOR_LIMITS: ExecutorLimits = { max_attempts: BLACKBOARD_LIMITS.maxToolAttempts, timeout_ms: BLACKBOARD_LIMITS.maxToolTimeoutMs };
+export const EXECUTOR_LIMITS: ExecutorLimits = {
+  max_attempts: BLACKBOARD_LIMITS.maxToolAttempts,
+  timeout_ms: BLACKBOARD_LIMITS.maxToolTimeoutMs,
+};
 /**
  * Deadline of one strategy task, and so the join deadline of a parallel round: every attempt at
  * its timeout plus room for backoff and transport. The summarize step may call a model, so it
@@ -40,7 +43,11 @@ function need<T>(value: T | null | undefined, what: string): T {
 }
 
 /** Parses an agent output the runtime already validated against the same schema. */
-export function parseOutput<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, output: unknown, what: string): T {
+export function parseOutput<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
+  output: unknown,
+  what: string,
+): T {
   const parsed = schema.safeParse(output);
   if (!parsed.success) throw blackboardFault(`${what} output does not match its schema`);
   return parsed.data;
@@ -57,7 +64,14 @@ export const AGENT_STAGE: Readonly<Record<string, string>> = {
   "critic.report": "critic",
 };
 
-const spec = (role: string, op: string, input: unknown, attempt: number, description: string, extra: Partial<TaskSpec> = {}): TaskSpec => ({
+const spec = (
+  role: string,
+  op: string,
+  input: unknown,
+  attempt: number,
+  description: string,
+  extra: Partial<TaskSpec> = {},
+): TaskSpec => ({
   role,
   op,
   input,
@@ -92,7 +106,11 @@ function memoryEvent(data: BlackboardData): MemoryEvent {
       return { kind: "step", step_index: at.index, step: at.step, result, critic };
     }
     case "remember_reply":
-      return { kind: "user_reply", question_for_human: need(data.question_for_human, "question for the person"), text: need(data.user_replies.at(-1), "reply") };
+      return {
+        kind: "user_reply",
+        question_for_human: need(data.question_for_human, "question for the person"),
+        text: need(data.user_replies.at(-1), "reply"),
+      };
     case "intake":
     case "retrieve":
     case "plan":
@@ -113,11 +131,18 @@ export function memoryTask(data: BlackboardData, attempt: number): TaskSpec {
 
 /** What the retriever searches with: a query derived from the question, and the profile's sources. */
 export function retrievalQuery(data: BlackboardData): { query: string; strategies: RetrievalSource[] } {
-  return { query: deriveQuery(data.question, BLACKBOARD_LIMITS.retrieverQueryMaxChars), strategies: retrievalSources(data.strategy_profile) };
+  return {
+    query: deriveQuery(data.question, BLACKBOARD_LIMITS.retrieverQueryMaxChars),
+    strategies: retrievalSources(data.strategy_profile),
+  };
 }
 
 export function retrieveTask(data: BlackboardData, attempt: number): TaskSpec {
-  const input: OpRequest<"retriever", "retrieve"> = { ...retrievalQuery(data), memory: data.memory, max_items: BLACKBOARD_LIMITS.maxRetrievedItems };
+  const input: OpRequest<"retriever", "retrieve"> = {
+    ...retrievalQuery(data),
+    memory: data.memory,
+    max_items: BLACKBOARD_LIMITS.maxRetrievedItems,
+  };
   return spec("retriever", "retrieve", input, attempt, `Retrieve context (${input.strategies.join(", ")})`);
 }
 
@@ -156,17 +181,31 @@ export function executeTask(data: BlackboardData, strategy: ExecutionStrategy): 
     // enforced by the executor: the planner's choice is only good among what it was shown
     policy: { listed: (data.tools ?? []).map((t) => t.name), banned: data.memory.banned_tools.map((b) => b.tool) },
     context: summarize
-      ? { results: data.accepted_results.slice(-(BLACKBOARD_LIMITS.maxPlanSteps - 1)), retrieval: latestRetrieval(data), user_replies: data.user_replies.slice(-CAPS.user_replies) }
+      ? {
+          results: data.accepted_results.slice(-(BLACKBOARD_LIMITS.maxPlanSteps - 1)),
+          retrieval: latestRetrieval(data),
+          user_replies: data.user_replies.slice(-CAPS.user_replies),
+        }
       : null,
   };
   const tool = strategy === "tool" ? at.step.tool : STRATEGY_TOOL[strategy];
   // The arguments as the executor reads them: the step's own (a null value is "not given"), or the strategy's query.
-  const args = input.query === null ? Object.fromEntries(at.step.args.filter((a) => a.value !== null).map((a) => [a.name, a.value])) : { query: input.query };
-  return spec("executor", "execute", input, data.step_retries, `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`, {
-    tag: strategy,
-    toolCall: { id: toolCallId(data, strategy), tool, args },
-    ...(summarize ? {} : { deadlineMs: JOIN_DEADLINE_MS }),
-  });
+  const args =
+    input.query === null
+      ? Object.fromEntries(at.step.args.filter((a) => a.value !== null).map((a) => [a.name, a.value]))
+      : { query: input.query };
+  return spec(
+    "executor",
+    "execute",
+    input,
+    data.step_retries,
+    `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`,
+    {
+      tag: strategy,
+      toolCall: { id: toolCallId(data, strategy), tool, args },
+      ...(summarize ? {} : { deadlineMs: JOIN_DEADLINE_MS }),
+    },
+  );
 }
 
 /**

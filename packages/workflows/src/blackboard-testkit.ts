@@ -55,15 +55,37 @@ export const bbOut = {
   }),
   tools: (): ToolList => ({
     tools: [
-      { name: "calculator", description: "Evaluate a math expression exactly", input_schema: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] } },
-      { name: "corpus_search", description: "Search the local document corpus", input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
-      { name: "web_search", description: "Search the web", input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
+      {
+        name: "calculator",
+        description: "Evaluate a math expression exactly",
+        input_schema: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] },
+      },
+      {
+        name: "corpus_search",
+        description: "Search the local document corpus",
+        input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+      },
+      {
+        name: "web_search",
+        description: "Search the web",
+        input_schema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] },
+      },
     ],
   }),
-  memory: (note = "noted"): MemoryState => ({ short_term: [{ kind: "note", content: note, step_index: null }], banned_tools: [], successful_tools: [], long_term_refs: [] }),
+  memory: (note = "noted"): MemoryState => ({
+    short_term: [{ kind: "note", content: note, step_index: null }],
+    banned_tools: [],
+    successful_tools: [],
+    long_term_refs: [],
+  }),
   retrieval: (): RetrievalBundle => ({
     items: [
-      { source: "corpus", content: "Each session has a wall-clock deadline.", relevance: 0.9, citation: { path: "docs/design.md", passage: "Each session has a wall-clock deadline" } },
+      {
+        source: "corpus",
+        content: "Each session has a wall-clock deadline.",
+        relevance: 0.9,
+        citation: { path: "docs/design.md", passage: "Each session has a wall-clock deadline" },
+      },
       { source: "memory", content: "The user asked about deadlines.", relevance: 0.4, citation: null },
     ],
     summary: "The design gives every session a wall-clock deadline.",
@@ -74,7 +96,10 @@ export const bbOut = {
       ...tools.map((tool, i) => ({
         description: `Use ${tool} for part ${i + 1}`,
         tool,
-        args: tool === "calculator" ? [{ name: "expression", value: "2 + 2 * 3" }] : [{ name: "query", value: "session deadlines" }],
+        args:
+          tool === "calculator"
+            ? [{ name: "expression", value: "2 + 2 * 3" }]
+            : [{ name: "query", value: "session deadlines" }],
         expected_outcome: "a value",
       })),
       { description: "Summarize the answer", tool: "summarize", args: [], expected_outcome: "the final answer" },
@@ -138,8 +163,18 @@ export function bbHarness(
   const defaults = opts.defaults ?? DEFAULTS;
   const query = opts.query ?? ARITHMETIC_QUESTION;
   const options: SessionOptions = { ...(opts.profile ? { strategy_profile: opts.profile } : {}), ...opts.options };
-  const initial = asBlackboard(createSession({ sessionId: SID, workflow: "blackboard", query, options, now: T0, defaults }));
-  const startInput: InboxInput = { v: SCHEMA_VERSION, kind: "start", session_id: SID, input_id: inputIds.start(SID), workflow: "blackboard", query, options };
+  const initial = asBlackboard(
+    createSession({ sessionId: SID, workflow: "blackboard", query, options, now: T0, defaults }),
+  );
+  const startInput: InboxInput = {
+    v: SCHEMA_VERSION,
+    kind: "start",
+    session_id: SID,
+    input_id: inputIds.start(SID),
+    workflow: "blackboard",
+    query,
+    options,
+  };
   let replies = 0;
   const h = {
     defaults,
@@ -172,7 +207,8 @@ export function bbHarness(
     /** The one awaited task with this key (`role.op` or `executor.execute:rag`). */
     task(key: string): AwaitedTask {
       const hits = h.state.meta.awaiting.filter((t) => keyOf(t) === key || `${t.role}.${t.op}` === key);
-      if (hits.length !== 1) throw new Error(`expected one awaited ${key}, have [${h.state.meta.awaiting.map(keyOf).join(", ")}]`);
+      if (hits.length !== 1)
+        throw new Error(`expected one awaited ${key}, have [${h.state.meta.awaiting.map(keyOf).join(", ")}]`);
       return hits[0] as AwaitedTask;
     },
     /** The request a task was sent with. */
@@ -186,9 +222,23 @@ export function bbHarness(
     deadline: (key: string): Applied => h.apply(taskTimer(h.task(key).task_id)),
     reply(text: string): StepOutcome {
       replies++;
-      return h.send({ v: SCHEMA_VERSION, kind: "user_reply", session_id: SID, input_id: inputIds.user(`u${replies}`), text });
+      return h.send({
+        v: SCHEMA_VERSION,
+        kind: "user_reply",
+        session_id: SID,
+        input_id: inputIds.user(`u${replies}`),
+        text,
+      });
     },
-    sessionTimer: (): StepOutcome => h.send({ v: SCHEMA_VERSION, kind: "timer", session_id: SID, input_id: inputIds.timer(`session.${SID}`), task_id: null, reason: "session_deadline" }),
+    sessionTimer: (): StepOutcome =>
+      h.send({
+        v: SCHEMA_VERSION,
+        kind: "timer",
+        session_id: SID,
+        input_id: inputIds.timer(`session.${SID}`),
+        task_id: null,
+        reason: "session_deadline",
+      }),
   };
   return h;
 }
@@ -196,7 +246,14 @@ export function bbHarness(
 export type BbHarness = ReturnType<typeof bbHarness>;
 
 /** A task deadline input. */
-export const taskTimer = (taskId: string): InboxInput => ({ v: SCHEMA_VERSION, kind: "timer", session_id: SID, input_id: inputIds.timer(taskId), task_id: taskId, reason: "task_deadline" });
+export const taskTimer = (taskId: string): InboxInput => ({
+  v: SCHEMA_VERSION,
+  kind: "timer",
+  session_id: SID,
+  input_id: inputIds.timer(taskId),
+  task_id: taskId,
+  reason: "task_deadline",
+});
 
 /** How a scripted agent answers one task: an output, a typed failure, or its deadline passing. */
 export type Answer = { readonly output: unknown } | { readonly error: WireError } | { readonly timeout: true };
@@ -206,7 +263,9 @@ export type Script = (task: AwaitedTask, input: Loose, data: BlackboardData) => 
 export const goodAgents: Script = (task, input) => {
   switch (keyOf(task)) {
     case "perception.perceive":
-      return { output: input.kind === "query" ? bbOut.perception() : bbOut.perception("arithmetic", { goal_satisfied: true }) };
+      return {
+        output: input.kind === "query" ? bbOut.perception() : bbOut.perception("arithmetic", { goal_satisfied: true }),
+      };
     case "executor.list_tools":
       return { output: bbOut.tools() };
     case "memory.update":
@@ -220,7 +279,11 @@ export const goodAgents: Script = (task, input) => {
       return { output: bbOut.ok("tool", tool, tool === "summarize" ? "2 + 2 * 3 = 8" : "8") };
     }
     case "executor.execute:rag":
-      return { output: bbOut.ok("rag", "corpus_search", "a passage", { citations: [{ path: "docs/a.md", passage: "a passage" }] }) };
+      return {
+        output: bbOut.ok("rag", "corpus_search", "a passage", {
+          citations: [{ path: "docs/a.md", passage: "a passage" }],
+        }),
+      };
     case "executor.execute:web":
       return { output: bbOut.fail("web", "web_search", "tool_unavailable", false) };
     case "critic.report":

@@ -13,7 +13,11 @@ const results = (events: readonly SessionEvent[]) => events.filter((e): e is Too
 function expectMatched(events: readonly SessionEvent[]): void {
   const ids = calls(events).map((c) => c.id);
   expect(new Set(ids).size, "tool call ids are unique").toBe(ids.length);
-  expect(results(events).map((r) => r.id).sort()).toEqual([...ids].sort());
+  expect(
+    results(events)
+      .map((r) => r.id)
+      .sort(),
+  ).toEqual([...ids].sort());
   for (const call of calls(events)) {
     const at = events.indexOf(call);
     const result = results(events).find((r) => r.id === call.id);
@@ -73,10 +77,11 @@ describe("tool_call and tool_result in a blackboard run", () => {
     toExecution(h);
     const o = h.answer("executor.execute:tool", bbOut.fail("tool", "calculator", "tool_error", true));
     // The failure's result comes before the next strategy's call, in the same transition.
-    expect(eventsOf(o).filter((e) => e.type === "tool_result" || e.type === "tool_call").map((e) => `${e.type} ${e.id}`)).toEqual([
-      "tool_result p1.s0.r0.tool",
-      "tool_call p1.s0.r0.rag",
-    ]);
+    expect(
+      eventsOf(o)
+        .filter((e) => e.type === "tool_result" || e.type === "tool_call")
+        .map((e) => `${e.type} ${e.id}`),
+    ).toEqual(["tool_result p1.s0.r0.tool", "tool_call p1.s0.r0.rag"]);
     h.failTask("executor.execute:rag", failure("unavailable", true, "no executor answered"));
     h.deadline("executor.execute:web");
     expect(results(events).map((r) => [r.id, r.tool, r.ok, r.content])).toEqual([
@@ -107,7 +112,10 @@ describe("tool_call and tool_result in a blackboard run", () => {
     ]);
     expectMatched(events);
     const before = events.length;
-    expect(h.send(resultFor(rag, bbOut.ok("rag", TOOL.rag, "late")))).toMatchObject({ kind: "drop", reason: "not_awaited" });
+    expect(h.send(resultFor(rag, bbOut.ok("rag", TOOL.rag, "late")))).toMatchObject({
+      kind: "drop",
+      reason: "not_awaited",
+    });
     expect(events).toHaveLength(before);
   });
 
@@ -116,9 +124,14 @@ describe("tool_call and tool_result in a blackboard run", () => {
     h.start();
     h.answer("perception.perceive", bbOut.perception());
     h.answer("executor.list_tools", bbOut.tools());
-    h.answer("memory.update", { ...bbOut.memory(), banned_tools: [{ tool: "web_search", reason: "tool_unavailable: no provider" }] });
+    h.answer("memory.update", {
+      ...bbOut.memory(),
+      banned_tools: [{ tool: "web_search", reason: "tool_unavailable: no provider" }],
+    });
     h.answer("decision.plan", bbOut.plan());
-    expect(h.input(h.task("executor.execute:tool"))).toMatchObject({ policy: { listed: ["calculator", "corpus_search", "web_search"], banned: ["web_search"] } });
+    expect(h.input(h.task("executor.execute:tool"))).toMatchObject({
+      policy: { listed: ["calculator", "corpus_search", "web_search"], banned: ["web_search"] },
+    });
   });
 
   it("dangerous-pattern flags: tool_call from the dispatched arguments, tool_result from the executor's records", () => {
@@ -131,9 +144,26 @@ describe("tool_call and tool_result in a blackboard run", () => {
     const plan = bbOut.plan();
     const first = plan.steps[0];
     if (!first) throw new Error("the test plan has a first step");
-    h.answer("decision.plan", { ...plan, steps: [{ ...first, args: [{ name: "expression", value: "import os; os.system('rm -rf /')" }] }, ...plan.steps.slice(1)] });
+    h.answer("decision.plan", {
+      ...plan,
+      steps: [
+        { ...first, args: [{ name: "expression", value: "import os; os.system('rm -rf /')" }] },
+        ...plan.steps.slice(1),
+      ],
+    });
     expect(calls(events)[0]?.flags).toEqual(["import", "rm_rf", "subprocess"]);
-    const flagged = bbOut.ok("tool", "calculator", "8", { records: [{ tool: "calculator", args_digest: null, latency_ms: 7, outcome: "ok", attempt: 1, flags: ["import", "rm_rf", "subprocess"] }] });
+    const flagged = bbOut.ok("tool", "calculator", "8", {
+      records: [
+        {
+          tool: "calculator",
+          args_digest: null,
+          latency_ms: 7,
+          outcome: "ok",
+          attempt: 1,
+          flags: ["import", "rm_rf", "subprocess"],
+        },
+      ],
+    });
     h.answer("executor.execute:tool", flagged);
     expect(results(events)[0]?.flags).toEqual(["import", "rm_rf", "subprocess"]);
     // a clean call carries no flags field at all
@@ -143,14 +173,22 @@ describe("tool_call and tool_result in a blackboard run", () => {
   });
 
   it("retries and rewrites give new ids: every call of a long run is answered once", () => {
-    const rejecting: Script = (task, input, data) => (task.role === "critic" ? { output: bbOut.report(false) } : goodAgents(task, input, data));
+    const rejecting: Script = (task, input, data) =>
+      task.role === "critic" ? { output: bbOut.report(false) } : goodAgents(task, input, data);
     const h = bbHarness();
     const events = record(h);
     h.start();
     drive(h, rejecting);
     expect(h.state.meta.status).toBe("completed");
     // CONSERVATIVE: the first run and 2 retries, a rewrite, then its run and 2 retries.
-    expect(calls(events).map((c) => c.id)).toEqual(["p1.s0.r0.tool", "p1.s0.r1.tool", "p1.s0.r2.tool", "p2.s0.r0.tool", "p2.s0.r1.tool", "p2.s0.r2.tool"]);
+    expect(calls(events).map((c) => c.id)).toEqual([
+      "p1.s0.r0.tool",
+      "p1.s0.r1.tool",
+      "p1.s0.r2.tool",
+      "p2.s0.r0.tool",
+      "p2.s0.r1.tool",
+      "p2.s0.r2.tool",
+    ]);
     expectMatched(events);
   });
 });

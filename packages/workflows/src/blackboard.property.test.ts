@@ -4,12 +4,22 @@ import { isTerminal, type AwaitedTask, type StrategyProfile } from "@agentmesh/c
 import { replay } from "./runtime.js";
 import { effectiveLimits } from "./blackboard-strategy.js";
 import { AGENT_MAX_ATTEMPTS, MAX_HUMAN_QUESTIONS } from "./blackboard-tasks.js";
-import { ARITHMETIC_QUESTION, CORPUS_QUESTION, answerInput, bbHarness, bbOut, goodAgents, keyOf, type Answer } from "./blackboard-testkit.js";
+import {
+  ARITHMETIC_QUESTION,
+  CORPUS_QUESTION,
+  answerInput,
+  bbHarness,
+  bbOut,
+  goodAgents,
+  keyOf,
+  type Answer,
+} from "./blackboard-testkit.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
 import { failure } from "./testing.js";
 import type { StepOutcome } from "./types.js";
 
-type Behaviour = "good" | "reject" | "reject_rewrite" | "ask" | "retryable" | "fatal" | "timeout" | "tool_fail" | "invalid";
+type Behaviour =
+  "good" | "reject" | "reject_rewrite" | "ask" | "retryable" | "fatal" | "timeout" | "tool_fail" | "invalid";
 
 interface Script {
   readonly profile: StrategyProfile;
@@ -20,12 +30,32 @@ interface Script {
 }
 
 // Weighted: mostly good agents, so sessions get far enough for every rule to come into play.
-const behaviours: Behaviour[] = ["good", "good", "good", "good", "good", "good", "reject", "reject_rewrite", "ask", "ask", "retryable", "fatal", "timeout", "tool_fail", "invalid"];
+const behaviours: Behaviour[] = [
+  "good",
+  "good",
+  "good",
+  "good",
+  "good",
+  "good",
+  "reject",
+  "reject_rewrite",
+  "ask",
+  "ask",
+  "retryable",
+  "fatal",
+  "timeout",
+  "tool_fail",
+  "invalid",
+];
 const script: fc.Arbitrary<Script> = fc.record({
   profile: fc.constantFrom<StrategyProfile>("CONSERVATIVE", "EXPLORATORY", "FALLBACK"),
   corpus: fc.boolean(),
   planTools: fc.array(fc.constantFrom("calculator", "corpus_search", "run_python"), { maxLength: 3 }),
-  moves: fc.array(fc.record({ behaviour: fc.constantFrom(...behaviours), pick: fc.nat(5), redeliver: fc.boolean() }), { minLength: 1, maxLength: 60, size: "max" }),
+  moves: fc.array(fc.record({ behaviour: fc.constantFrom(...behaviours), pick: fc.nat(5), redeliver: fc.boolean() }), {
+    minLength: 1,
+    maxLength: 60,
+    size: "max",
+  }),
 });
 
 /** What an agent answers for `task` under `b`; behaviours that do not apply to the op fall back to a good answer. */
@@ -44,7 +74,18 @@ function answer(task: AwaitedTask, input: Record<string, unknown>, b: Behaviour,
     case "tool_fail":
       if (key.startsWith("executor.execute:")) {
         const strategy = (task.tag ?? "tool") as "tool" | "rag" | "web";
-        return { output: bbOut.fail(strategy, strategy === "tool" ? ((input.step as { tool: string }).tool) : strategy === "rag" ? "corpus_search" : "web_search", n % 2 ? "tool_error" : "invalid_tool_input", n % 2 === 1) };
+        return {
+          output: bbOut.fail(
+            strategy,
+            strategy === "tool"
+              ? (input.step as { tool: string }).tool
+              : strategy === "rag"
+                ? "corpus_search"
+                : "web_search",
+            n % 2 ? "tool_error" : "invalid_tool_input",
+            n % 2 === 1,
+          ),
+        };
       }
       break;
     case "reject":
@@ -54,19 +95,28 @@ function answer(task: AwaitedTask, input: Record<string, unknown>, b: Behaviour,
       if (isCritic) return { output: bbOut.report(false, { rewrite_suggestion: `try another way ${n}` }) };
       break;
     case "ask":
-      if (isCritic) return { output: bbOut.report(n % 2 === 0, { requires_human_input: true, question_for_human: `question ${n}?` }) };
+      if (isCritic)
+        return {
+          output: bbOut.report(n % 2 === 0, { requires_human_input: true, question_for_human: `question ${n}?` }),
+        };
       break;
     case "good":
       break;
   }
   if (key === "decision.plan") return { output: bbOut.plan(sc.planTools) };
-  if (key === "perception.perceive" && input.kind === "query") return { output: bbOut.perception(sc.corpus ? "lookup" : "arithmetic") };
+  if (key === "perception.perceive" && input.kind === "query")
+    return { output: bbOut.perception(sc.corpus ? "lookup" : "arithmetic") };
   return goodAgents(task, input, {} as never);
 }
 
 /** Drives one session by the script, like a coordinator with scripted agents and a person would. */
 function run(sc: Script, validate: boolean) {
-  const h = bbHarness({ profile: sc.profile, query: sc.corpus ? CORPUS_QUESTION : ARITHMETIC_QUESTION, stepMs: 250, validate });
+  const h = bbHarness({
+    profile: sc.profile,
+    query: sc.corpus ? CORPUS_QUESTION : ARITHMETIC_QUESTION,
+    stepMs: 250,
+    validate,
+  });
   const outcomes: StepOutcome[] = [];
   let applied = 0;
   const send = (input: Parameters<typeof h.send>[0]) => {
@@ -126,7 +176,8 @@ describe("blackboard under random agents", () => {
         expect(state.data.final_answer).not.toBeNull();
         expect(state.data.rewrite_count).toBeLessThanOrEqual(state.data.limits.max_rewrites);
         expect(state.data.questions_asked).toBeLessThanOrEqual(MAX_HUMAN_QUESTIONS);
-        for (const p of state.data.plan_versions) expect(p.steps.length).toBeLessThanOrEqual(state.data.limits.max_steps);
+        for (const p of state.data.plan_versions)
+          expect(p.steps.length).toBeLessThanOrEqual(state.data.limits.max_steps);
         if (state.meta.status === "failed" || state.data.plan_versions.at(-1)?.status !== "completed") {
           expect(state.data.final_answer?.startsWith(COULD_NOT_ANSWER)).toBe(true);
         } else {

@@ -9,9 +9,27 @@ import {
   type StepResult,
   type WireError,
 } from "@agentmesh/contracts";
-import { CAPS, append, currentStep, initialData, querySnapshot, rememberReply, traced, withPlan } from "./blackboard-data.js";
+import {
+  CAPS,
+  append,
+  currentStep,
+  initialData,
+  querySnapshot,
+  rememberReply,
+  traced,
+  withPlan,
+} from "./blackboard-data.js";
 import { failedStrategy, onStrategy, representativeFailure, startStep, toolResults } from "./blackboard-execution.js";
-import { collectCitations, failedStepAction, finalAnswer, giveUpAnswer, reasoningTrace, recoverFrom, verdictOf, withReply } from "./blackboard-policy.js";
+import {
+  collectCitations,
+  failedStepAction,
+  finalAnswer,
+  giveUpAnswer,
+  reasoningTrace,
+  recoverFrom,
+  verdictOf,
+  withReply,
+} from "./blackboard-policy.js";
 import {
   AGENT_MAX_ATTEMPTS,
   AGENT_STAGE,
@@ -39,7 +57,12 @@ export const NO_RETRIEVAL_INTENTS: readonly Intent[] = ["arithmetic", "conversat
 
 const completed = (name: string, description: string): EventDraft => stage(name, "completed", description);
 const failed = (name: string, description: string): EventDraft => stage(name, "failed", description);
-const dispatch = (data: BlackboardData, tasks: readonly TaskSpec[], events: readonly EventDraft[], abandon = false): Decided => ({
+const dispatch = (
+  data: BlackboardData,
+  tasks: readonly TaskSpec[],
+  events: readonly EventDraft[],
+  abandon = false,
+): Decided => ({
   data,
   control: abandon ? { kind: "dispatch", tasks, abandon } : { kind: "dispatch", tasks },
   events,
@@ -67,17 +90,45 @@ function closePlan(data: BlackboardData, status: "completed" | "abandoned"): Bla
 }
 
 /** An agent failure that stops the session: a clear final message naming what failed. */
-function failWith(data: BlackboardData, error: WireError, component: string, what: string, events: EventDraft[]): Decided {
+function failWith(
+  data: BlackboardData,
+  error: WireError,
+  component: string,
+  what: string,
+  events: EventDraft[],
+): Decided {
   const message = giveUpAnswer(`${what} (${error.code}: ${error.message})`);
   const ended = traced(closePlan(data, "abandoned"), `Stopped: ${what} (${error.code}).`);
   const trace = reasoningTrace(ended);
-  const final = { ...ended, phase: "done" as const, final_answer: message, final_reasoning_trace: trace, error: error.message, error_component: component };
-  return { data: final, control: { kind: "fail", error: { ...error, component: error.component ?? component }, final_answer: message, final_reasoning_trace: trace }, events };
+  const final = {
+    ...ended,
+    phase: "done" as const,
+    final_answer: message,
+    final_reasoning_trace: trace,
+    error: error.message,
+    error_component: component,
+  };
+  return {
+    data: final,
+    control: {
+      kind: "fail",
+      error: { ...error, component: error.component ?? component },
+      final_answer: message,
+      final_reasoning_trace: trace,
+    },
+    events,
+  };
 }
 
 /** A fault of ours (an input the runtime should never have passed on, data that lacks what a phase needs). */
 const internal = (data: BlackboardData, message: string, events: EventDraft[] = []): Decided =>
-  failWith(data, new AgentmeshError("internal", `blackboard: ${message}`, { component: "blackboard" }).toWire(), "blackboard", "an internal error stopped the session", events);
+  failWith(
+    data,
+    new AgentmeshError("internal", `blackboard: ${message}`, { component: "blackboard" }).toWire(),
+    "blackboard",
+    "an internal error stopped the session",
+    events,
+  );
 
 /** Limits ran out: the session completes with a clear message instead of an answer. */
 function giveUp(data: BlackboardData, reason: string, events: EventDraft[]): Decided {
@@ -85,18 +136,34 @@ function giveUp(data: BlackboardData, reason: string, events: EventDraft[]): Dec
   const answer = giveUpAnswer(reason);
   const trace = reasoningTrace(ended);
   events.push(failed("coordinator", `gave up: ${reason}`));
-  return { data: { ...ended, phase: "done", final_answer: answer, final_reasoning_trace: trace }, control: { kind: "complete", final_answer: answer, final_reasoning_trace: trace }, events };
+  return {
+    data: { ...ended, phase: "done", final_answer: answer, final_reasoning_trace: trace },
+    control: { kind: "complete", final_answer: answer, final_reasoning_trace: trace },
+    events,
+  };
 }
 
 function complete(data: BlackboardData, summary: StepResult, events: EventDraft[]): Decided {
   const citations = collectCitations(data, summary);
-  const ended = traced(closePlan(data, "completed"), `Answered from the summarize step with ${citations.length} source(s).`);
+  const ended = traced(
+    closePlan(data, "completed"),
+    `Answered from the summarize step with ${citations.length} source(s).`,
+  );
   const answer = finalAnswer(summary, citations);
   const trace = reasoningTrace(ended);
-  return { data: { ...ended, phase: "done", citations, final_answer: answer, final_reasoning_trace: trace }, control: { kind: "complete", final_answer: answer, final_reasoning_trace: trace }, events };
+  return {
+    data: { ...ended, phase: "done", citations, final_answer: answer, final_reasoning_trace: trace },
+    control: { kind: "complete", final_answer: answer, final_reasoning_trace: trace },
+    events,
+  };
 }
 
-const toMemory = (data: BlackboardData, phase: "remember_query" | "remember_step" | "remember_reply", events: EventDraft[], abandon = false): Decided => {
+const toMemory = (
+  data: BlackboardData,
+  phase: "remember_query" | "remember_step" | "remember_reply",
+  events: EventDraft[],
+  abandon = false,
+): Decided => {
   const next = { ...data, phase };
   return dispatch(next, [memoryTask(next, 0)], events, abandon);
 };
@@ -120,7 +187,8 @@ function afterIntake(data: BlackboardData, events: EventDraft[]): Decided {
 /** The retrieval rule: retrieve unless the question is arithmetic or small talk. */
 function afterQueryMemory(data: BlackboardData, events: EventDraft[]): Decided {
   const intent = querySnapshot(data)?.intent ?? "other";
-  if (NO_RETRIEVAL_INTENTS.includes(intent)) return toPlan(traced(data, `Retrieval skipped: the question is ${intent}.`), events);
+  if (NO_RETRIEVAL_INTENTS.includes(intent))
+    return toPlan(traced(data, `Retrieval skipped: the question is ${intent}.`), events);
   const next = { ...data, phase: "retrieve" as const };
   return dispatch(next, [retrieveTask(next, 0)], events);
 }
@@ -131,20 +199,36 @@ function act(data: BlackboardData, action: NextAction, events: EventDraft[]): De
     case "advance":
       return advance(data, events);
     case "retry":
-      return execute(traced({ ...data, step_retries: data.step_retries + 1 }, `Retry ${data.step_retries + 1}/${data.limits.max_retries}: ${action.reason}`), events);
+      return execute(
+        traced(
+          { ...data, step_retries: data.step_retries + 1 },
+          `Retry ${data.step_retries + 1}/${data.limits.max_retries}: ${action.reason}`,
+        ),
+        events,
+      );
     case "rewrite": {
       const at = currentStep(data);
       if (!at) throw blackboardFault("no current step on the blackboard");
       const count = data.rewrite_count + 1;
       const next = traced(
-        { ...data, phase: "plan", rewrite_count: count, rewrite_request: { failed_step_index: at.index, suggestion: action.suggestion } },
+        {
+          ...data,
+          phase: "plan",
+          rewrite_count: count,
+          rewrite_request: { failed_step_index: at.index, suggestion: action.suggestion },
+        },
         `Rewrite ${count}/${data.limits.max_rewrites} requested after step ${at.index + 1}: ${action.suggestion}`,
       );
       return dispatch(next, [planTask(next, 0)], events);
     }
     case "ask_human": {
       const next = traced(
-        { ...data, phase: "awaiting_user", questions_asked: data.questions_asked + 1, question_for_human: action.question },
+        {
+          ...data,
+          phase: "awaiting_user",
+          questions_asked: data.questions_asked + 1,
+          question_for_human: action.question,
+        },
         `Asked a person: ${action.question}`,
       );
       return { data: next, control: { kind: "await_user", question: action.question }, events };
@@ -169,7 +253,10 @@ function advance(data: BlackboardData, events: EventDraft[]): Decided {
     output: clip(result.output ?? "", 2000),
     citations: result.citations.slice(0, 5),
   };
-  const moved = withPlan({ ...data, step_retries: 0, accepted_results: append(data.accepted_results, [accepted], CAPS.accepted_results) }, { ...at.plan, current_index: at.index + 1 });
+  const moved = withPlan(
+    { ...data, step_retries: 0, accepted_results: append(data.accepted_results, [accepted], CAPS.accepted_results) },
+    { ...at.plan, current_index: at.index + 1 },
+  );
   return execute(moved, events);
 }
 
@@ -192,7 +279,10 @@ function onPlan(data: BlackboardData, output: unknown, events: EventDraft[]): De
   const cut = steps.length < plan.steps.length ? ` (cut from ${plan.steps.length} to ${max} steps)` : "";
   const summary = `plan v${version.version}: ${steps.map((s) => s.tool).join(" → ")}${cut}`;
   events.push(completed("decision", summary));
-  const next = traced({ ...data, plan_versions: [...versions, version], rewrite_request: null, step_retries: 0 }, `Plan v${version.version}${rewrite ? " (rewrite)" : ""}: ${steps.map((s, i) => `${i + 1}. ${s.description} [${s.tool}]`).join(" ")}${cut}`);
+  const next = traced(
+    { ...data, plan_versions: [...versions, version], rewrite_request: null, step_retries: 0 },
+    `Plan v${version.version}${rewrite ? " (rewrite)" : ""}: ${steps.map((s, i) => `${i + 1}. ${s.description} [${s.tool}]`).join(" ")}${cut}`,
+  );
   return execute(next, events);
 }
 
@@ -201,7 +291,9 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
   const strategy = ExecutionStrategy.safeParse(input.tag);
   if (!strategy.success) return internal(data, `executor task without a strategy tag (${String(input.tag)})`, events);
   const result =
-    input.kind === "result" ? parseOutput(ROLES.executor.execute.response, input.output, "executor.execute") : failedStrategy(data, strategy.data, input.error, input.elapsed_ms ?? 0);
+    input.kind === "result"
+      ? parseOutput(ROLES.executor.execute.response, input.output, "executor.execute")
+      : failedStrategy(data, strategy.data, input.error, input.elapsed_ms ?? 0);
   // All strategies of a round share one deadline, so any of them missing it means the join deadline passed.
   const deadlinePassed = input.kind === "failure" && input.error.code === "deadline_exceeded";
   const step = onStrategy(data, strategy.data, result, deadlinePassed);
@@ -216,7 +308,12 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
   const results = joined.round?.results ?? [];
   const action = failedStepAction(joined, results);
   events.push(failed("executor", `every strategy failed; next: ${action.kind}`));
-  return toMemory({ ...joined, step_outcome: representativeFailure(results), next_action: action }, "remember_step", events, step.abandon);
+  return toMemory(
+    { ...joined, step_outcome: representativeFailure(results), next_action: action },
+    "remember_step",
+    events,
+    step.abandon,
+  );
 }
 
 function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): Decided {
@@ -225,10 +322,16 @@ function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): 
   if (!at) throw blackboardFault("no current step on the blackboard");
   const action = verdictOf(data, report);
   const record = { plan_version: at.plan.version, step_index: at.index, retry: data.step_retries, report };
-  const skipped = report.requires_human_input && action.kind !== "ask_human" ? "; the person was not asked again (question limit reached)" : "";
+  const skipped =
+    report.requires_human_input && action.kind !== "ask_human"
+      ? "; the person was not asked again (question limit reached)"
+      : "";
   const verdict = `${report.is_acceptable ? "acceptable" : "not acceptable"}, quality ${report.quality}, hallucination risk ${report.hallucination_risk}, next: ${action.kind}${skipped}`;
   events.push(completed("critic", verdict));
-  const next = traced({ ...data, critic_reports: append(data.critic_reports, [record], CAPS.critic_reports), next_action: action }, `Critic on step ${at.index + 1}: ${verdict}.`);
+  const next = traced(
+    { ...data, critic_reports: append(data.critic_reports, [record], CAPS.critic_reports), next_action: action },
+    `Critic on step ${at.index + 1}: ${verdict}.`,
+  );
   return toMemory(next, "remember_step", events);
 }
 
@@ -264,40 +367,73 @@ function afterMemory(data: BlackboardData, events: EventDraft[]): Decided {
   }
 }
 
-function onResult(data: BlackboardData, input: Extract<TaskInput, { kind: "result" }>, key: string, events: EventDraft[]): Decided {
+function onResult(
+  data: BlackboardData,
+  input: Extract<TaskInput, { kind: "result" }>,
+  key: string,
+  events: EventDraft[],
+): Decided {
   switch (key) {
     case "perception.perceive": {
       const snapshot = parseOutput(ROLES.perception.perceive.response, input.output, "perception.perceive");
       const about = `intent ${snapshot.intent}, confidence ${snapshot.confidence}, ${snapshot.entities.length} entities, ${snapshot.sub_goals.length} sub-goals`;
-      const flags = snapshot.suspicious_patterns.length > 0 ? `; suspicious: ${snapshot.suspicious_patterns.join(", ")}` : "";
+      const flags =
+        snapshot.suspicious_patterns.length > 0 ? `; suspicious: ${snapshot.suspicious_patterns.join(", ")}` : "";
       events.push(completed("perception", `${about}${flags}`));
       if (data.phase === "intake") {
         const record = { source: "query" as const, plan_version: null, step_index: null, snapshot };
-        return afterIntake(traced({ ...data, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) }, `Perception of the question: ${about}${flags}.`), events);
+        return afterIntake(
+          traced(
+            { ...data, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) },
+            `Perception of the question: ${about}${flags}.`,
+          ),
+          events,
+        );
       }
       const at = currentStep(data);
       if (!at) throw blackboardFault("no current step on the blackboard");
       const record = { source: "step_result" as const, plan_version: at.plan.version, step_index: at.index, snapshot };
-      const next = { ...data, phase: "critique" as const, step_perception: snapshot, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) };
+      const next = {
+        ...data,
+        phase: "critique" as const,
+        step_perception: snapshot,
+        perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots),
+      };
       return dispatch(next, [critiqueTask(next, 0)], events);
     }
     case "executor.list_tools": {
       const { tools } = parseOutput(ROLES.executor.list_tools.response, input.output, "executor.list_tools");
       events.push(completed("tools", `${tools.length} tools: ${tools.map((t) => t.name).join(", ")}`));
-      return afterIntake(traced({ ...data, tools }, `Tools available: ${tools.map((t) => t.name).join(", ") || "none"}.`), events);
+      return afterIntake(
+        traced({ ...data, tools }, `Tools available: ${tools.map((t) => t.name).join(", ") || "none"}.`),
+        events,
+      );
     }
     case "memory.update": {
       const memory = parseOutput(ROLES.memory.update.response, input.output, "memory.update");
-      events.push(completed("memory", `${memory.short_term.length} short-term items, ${memory.banned_tools.length} banned tools, ${memory.successful_tools.length} successful tools`));
+      events.push(
+        completed(
+          "memory",
+          `${memory.short_term.length} short-term items, ${memory.banned_tools.length} banned tools, ${memory.successful_tools.length} successful tools`,
+        ),
+      );
       return afterMemory({ ...data, memory }, events);
     }
     case "retriever.retrieve": {
       const bundle = parseOutput(ROLES.retriever.retrieve.response, input.output, "retriever.retrieve");
       const request = retrievalQuery(data);
-      const sources = ["memory", "corpus", "web"].map((s) => `${s} ${bundle.items.filter((i) => i.source === s).length}`).join(", ");
+      const sources = ["memory", "corpus", "web"]
+        .map((s) => `${s} ${bundle.items.filter((i) => i.source === s).length}`)
+        .join(", ");
       events.push(completed("retriever", `${bundle.items.length} items (${sources})`));
       const record = { query: request.query, strategies: request.strategies, bundle };
-      return toPlan(traced({ ...data, retrieval_bundles: append(data.retrieval_bundles, [record], CAPS.retrieval_bundles) }, `Retrieved ${bundle.items.length} items (${sources}).`), events);
+      return toPlan(
+        traced(
+          { ...data, retrieval_bundles: append(data.retrieval_bundles, [record], CAPS.retrieval_bundles) },
+          `Retrieved ${bundle.items.length} items (${sources}).`,
+        ),
+        events,
+      );
     }
     case "decision.plan":
       return onPlan(data, input.output, events);
@@ -313,24 +449,53 @@ function exhausted(data: BlackboardData, key: string, error: WireError, events: 
   const why = `${error.code}: ${clip(error.message, 300)}`;
   switch (key) {
     case "perception.perceive":
-      if (data.phase === "intake") return failWith(data, error, "perception", "The question could not be analysed by the perception agent", events);
-    {
-      // Without a reading of the result the critic still judges the result itself.
-      const next = traced({ ...data, phase: "critique", step_perception: null }, `Perception of the step result failed (${why}); the critic reviews it without.`);
-      return dispatch(next, [critiqueTask(next, 0)], events);
-    }
+      if (data.phase === "intake")
+        return failWith(
+          data,
+          error,
+          "perception",
+          "The question could not be analysed by the perception agent",
+          events,
+        );
+      {
+        // Without a reading of the result the critic still judges the result itself.
+        const next = traced(
+          { ...data, phase: "critique", step_perception: null },
+          `Perception of the step result failed (${why}); the critic reviews it without.`,
+        );
+        return dispatch(next, [critiqueTask(next, 0)], events);
+      }
     case "executor.list_tools":
-      return afterIntake(traced({ ...data, tools: [] }, `The executor did not list its tools (${why}); planning without a tool list.`), events);
+      return afterIntake(
+        traced({ ...data, tools: [] }, `The executor did not list its tools (${why}); planning without a tool list.`),
+        events,
+      );
     case "memory.update": {
-      const memory = data.phase === "remember_reply" ? rememberReply(data.memory, data.user_replies.at(-1) ?? "") : data.memory;
-      return afterMemory(traced({ ...data, memory }, `Memory update failed (${why}); the memory stays as it was.`), events);
+      const memory =
+        data.phase === "remember_reply" ? rememberReply(data.memory, data.user_replies.at(-1) ?? "") : data.memory;
+      return afterMemory(
+        traced({ ...data, memory }, `Memory update failed (${why}); the memory stays as it was.`),
+        events,
+      );
     }
     case "retriever.retrieve":
       return toPlan(traced(data, `Retrieval failed (${why}); planning without it.`), events);
     case "decision.plan":
-      return failWith(data, error, "decision", data.rewrite_request ? "The plan could not be rewritten" : "No plan could be made", events);
+      return failWith(
+        data,
+        error,
+        "decision",
+        data.rewrite_request ? "The plan could not be rewritten" : "No plan could be made",
+        events,
+      );
     case "critic.report":
-      return failWith(data, error, "critic", "The critic could not review a step, and no answer is given unreviewed", events);
+      return failWith(
+        data,
+        error,
+        "critic",
+        "The critic could not review a step, and no answer is given unreviewed",
+        events,
+      );
     default:
       return internal(data, `no failure rule for ${key}`, events);
   }
@@ -346,7 +511,12 @@ function onTask(data: BlackboardData, input: TaskInput): Decided {
   if (error.retryable && input.attempt + 1 < AGENT_MAX_ATTEMPTS) {
     const again = agentTask(data, input.role, input.op, input.attempt + 1);
     if (!again) return internal(data, `cannot rebuild ${key}`);
-    events.push(failed(again.stage, `failed (${error.code}: ${clip(error.message, 300)}); attempt ${input.attempt + 2} of ${AGENT_MAX_ATTEMPTS}`));
+    events.push(
+      failed(
+        again.stage,
+        `failed (${error.code}: ${clip(error.message, 300)}); attempt ${input.attempt + 2} of ${AGENT_MAX_ATTEMPTS}`,
+      ),
+    );
     return dispatch(data, [again], events);
   }
   events.push(failed(AGENT_STAGE[key] ?? input.role, `failed (${error.code}: ${clip(error.message, 300)})`));
@@ -355,7 +525,10 @@ function onTask(data: BlackboardData, input: TaskInput): Decided {
 
 function onUserReply(data: BlackboardData, text: string): Decided {
   if (data.phase !== "awaiting_user") return internal(data, `a reply from a person in phase ${data.phase}`);
-  const next = traced({ ...data, user_replies: append(data.user_replies, [text], CAPS.user_replies) }, `The person answered: ${clip(text, 300)}`);
+  const next = traced(
+    { ...data, user_replies: append(data.user_replies, [text], CAPS.user_replies) },
+    `The person answered: ${clip(text, 300)}`,
+  );
   return toMemory(next, "remember_reply", [completed("awaiting_user", clip(text, 300))]);
 }
 
@@ -363,7 +536,8 @@ function decide(data: BlackboardData, input: WorkflowInput): Decided {
   try {
     switch (input.kind) {
       case "start":
-        if (data.phase !== "intake" || data.tools !== null || data.perception_snapshots.length > 0) return internal(data, "start after the run began");
+        if (data.phase !== "intake" || data.tools !== null || data.perception_snapshots.length > 0)
+          return internal(data, "start after the run began");
         return dispatch(data, [perceiveQueryTask(data, 0), listToolsTask(0)], []);
       case "result":
       case "failure":
@@ -389,7 +563,14 @@ export const blackboard: WorkflowDefinition<BlackboardData> = {
     const ended = traced(closePlan(data, "abandoned"), `Ended by the runtime: ${error.code}.`);
     const trace = reasoningTrace(ended);
     return {
-      data: { ...ended, phase: "done", final_answer: answer, final_reasoning_trace: trace, error: error.message, error_component: error.component ?? data.phase },
+      data: {
+        ...ended,
+        phase: "done",
+        final_answer: answer,
+        final_reasoning_trace: trace,
+        error: error.message,
+        error_component: error.component ?? data.phase,
+      },
       final_answer: answer,
       final_reasoning_trace: trace,
     };

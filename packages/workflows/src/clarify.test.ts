@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { SCHEMA_VERSION, inputIds, isTerminal, type ChatMessage, type ClarifyData, type HaloCitation, type InboxInput, type SessionEvent, type SessionState, type ThreadCarry } from "@agentmesh/contracts";
+import {
+  SCHEMA_VERSION,
+  inputIds,
+  isTerminal,
+  type ChatMessage,
+  type ClarifyData,
+  type HaloCitation,
+  type InboxInput,
+  type SessionEvent,
+  type SessionState,
+  type ThreadCarry,
+} from "@agentmesh/contracts";
 import { createSession, step } from "./runtime.js";
 import { DEFAULTS, SID, T0, checkApplied, eventsOf, failure, failureFor, resultFor, tasksOf } from "./testing.js";
 import { parseDecision } from "./clarify.js";
@@ -8,20 +19,41 @@ import type { RuntimeDefaults, StepOutcome } from "./types.js";
 
 type ClarifySession = SessionState & { data: ClarifyData };
 
-const cite = (n: number): HaloCitation => ({ title: `doc-${n}.md`, url: null, path: `corpus/doc-${n}.md`, snippet: `passage ${n}` });
+const cite = (n: number): HaloCitation => ({
+  title: `doc-${n}.md`,
+  url: null,
+  path: `corpus/doc-${n}.md`,
+  snippet: `passage ${n}`,
+});
 const gathered = (n = 2) => ({
   query: "redis persistence",
   passages: [
-    ...Array.from({ length: n }, (_, i) => ({ source: "corpus" as const, text: `Passage ${i + 1} about Redis.`, citation: cite(i + 1) })),
+    ...Array.from({ length: n }, (_, i) => ({
+      source: "corpus" as const,
+      text: `Passage ${i + 1} about Redis.`,
+      citation: cite(i + 1),
+    })),
     { source: "memory" as const, text: "User: Tell me more about it", citation: null },
   ],
   gaps: [],
 });
 
 /** Drives one clarify session through step() as the coordinator does, checking every outcome against the contracts. */
-function clarifyHarness(query: string, opts: { messages?: ChatMessage[]; carry?: ThreadCarry; defaults?: Partial<RuntimeDefaults> } = {}) {
+function clarifyHarness(
+  query: string,
+  opts: { messages?: ChatMessage[]; carry?: ThreadCarry; defaults?: Partial<RuntimeDefaults> } = {},
+) {
   const defaults: RuntimeDefaults = { ...DEFAULTS, ...opts.defaults };
-  const created = createSession({ sessionId: SID, workflow: "clarify", query, options: {}, now: T0, defaults, messages: opts.messages ?? [], ...(opts.carry ? { carry: opts.carry } : {}) });
+  const created = createSession({
+    sessionId: SID,
+    workflow: "clarify",
+    query,
+    options: {},
+    now: T0,
+    defaults,
+    messages: opts.messages ?? [],
+    ...(opts.carry ? { carry: opts.carry } : {}),
+  });
   const h = {
     state: created as ClarifySession,
     now: T0,
@@ -39,10 +71,22 @@ function clarifyHarness(query: string, opts: { messages?: ChatMessage[]; carry?:
       }
       return o;
     },
-    start: () => h.send({ v: SCHEMA_VERSION, kind: "start", session_id: SID, input_id: inputIds.start(SID), workflow: "clarify", query, options: {} }),
+    start: () =>
+      h.send({
+        v: SCHEMA_VERSION,
+        kind: "start",
+        session_id: SID,
+        input_id: inputIds.start(SID),
+        workflow: "clarify",
+        query,
+        options: {},
+      }),
     awaited() {
       const [task, ...more] = h.state.meta.awaiting;
-      if (!task || more.length > 0) throw new Error(`expected one awaited task, have ${h.state.meta.awaiting.length} (status ${h.state.meta.status})`);
+      if (!task || more.length > 0)
+        throw new Error(
+          `expected one awaited task, have ${h.state.meta.awaiting.length} (status ${h.state.meta.status})`,
+        );
       return task;
     },
     reply(op: string, output: unknown) {
@@ -55,19 +99,30 @@ function clarifyHarness(query: string, opts: { messages?: ChatMessage[]; carry?:
       if (`${t.role}.${t.op}` !== op) throw new Error(`awaiting ${t.role}.${t.op}, not ${op}`);
       return h.send(failureFor(t, failure(code, retryable)));
     },
-    answer: (text: string) => h.send({ v: SCHEMA_VERSION, kind: "user_reply", session_id: SID, input_id: inputIds.user(`r${h.outcomes.length}`), text }),
+    answer: (text: string) =>
+      h.send({
+        v: SCHEMA_VERSION,
+        kind: "user_reply",
+        session_id: SID,
+        input_id: inputIds.user(`r${h.outcomes.length}`),
+        text,
+      }),
     tasks: () => h.outcomes.flatMap(tasksOf),
     ops: () => h.tasks().map((t) => `${t.role}.${t.op}`),
     /** The orchestrator tasks dispatched: the model calls Layer 3 makes. */
     modelCalls: () => h.tasks().filter((t) => t.role === "orchestrator"),
     events: (): SessionEvent[] => h.outcomes.flatMap(eventsOf),
-    ofType: <T extends SessionEvent["type"]>(type: T) => h.events().filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type),
+    ofType: <T extends SessionEvent["type"]>(type: T) =>
+      h.events().filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type),
   };
   return h;
 }
 
 /** Research then synthesis to the end. */
-function finish(h: ReturnType<typeof clarifyHarness>, answer = "Redis persists with RDB snapshots [1] and the AOF [2].") {
+function finish(
+  h: ReturnType<typeof clarifyHarness>,
+  answer = "Redis persists with RDB snapshots [1] and the AOF [2].",
+) {
   h.reply("researcher.gather", gathered());
   return h.reply("writer.synthesize", { answer });
 }
@@ -77,18 +132,38 @@ describe("clarify: the seed's unit and integration tests", () => {
     const h = clarifyHarness("Tell me more about it");
     h.start();
     expect(h.modelCalls()).toHaveLength(1);
-    expect(h.modelCalls()[0]?.input).toEqual({ messages: [{ role: "user", content: "Tell me more about it" }], clarification_count: 0, max_clarifications: 2 });
-    h.reply("orchestrator.decide", { decision: "Decision: CLARIFICATION\nReasoning: the pronoun \"it\" has no antecedent" });
-    expect(h.data).toMatchObject({ next_agent: "clarification", last_agent: "orchestrator", clarification_count: 1, iteration: 1, phase: "clarify" });
+    expect(h.modelCalls()[0]?.input).toEqual({
+      messages: [{ role: "user", content: "Tell me more about it" }],
+      clarification_count: 0,
+      max_clarifications: 2,
+    });
+    h.reply("orchestrator.decide", {
+      decision: 'Decision: CLARIFICATION\nReasoning: the pronoun "it" has no antecedent',
+    });
+    expect(h.data).toMatchObject({
+      next_agent: "clarification",
+      last_agent: "orchestrator",
+      clarification_count: 1,
+      iteration: 1,
+      phase: "clarify",
+    });
     expect(h.awaited()).toMatchObject({ role: "clarifier", op: "ask" });
-    expect(h.ofType("orchestration")).toMatchObject([{ layer: "model", next_agent: "clarification", clarification_count: 1, max_clarifications: 2, iteration: 1 }]);
+    expect(h.ofType("orchestration")).toMatchObject([
+      { layer: "model", next_agent: "clarification", clarification_count: 1, max_clarifications: 2, iteration: 1 },
+    ]);
   });
 
   it("max clarifications: count 2 of 2 forces research and resets the count, with no model call", () => {
     const h = clarifyHarness("Still unclear", { carry: { clarification_count: 2 } });
     h.start();
     expect(h.modelCalls()).toHaveLength(0);
-    expect(h.data).toMatchObject({ next_agent: "research", clarification_count: 0, last_agent: "orchestrator", iteration: 1, phase: "research" });
+    expect(h.data).toMatchObject({
+      next_agent: "research",
+      clarification_count: 0,
+      last_agent: "orchestrator",
+      iteration: 1,
+      phase: "research",
+    });
     expect(h.awaited()).toMatchObject({ role: "researcher", op: "gather" });
     expect(h.ofType("orchestration")).toMatchObject([{ layer: "cap", next_agent: "research", clarification_count: 0 }]);
   });
@@ -106,8 +181,17 @@ describe("clarify: the seed's unit and integration tests", () => {
     ]);
     h.answer("The implementation details");
     expect(h.modelCalls()).toHaveLength(1);
-    expect(h.data).toMatchObject({ next_agent: "research", last_agent: "orchestrator", clarification_count: 1, iteration: 2, phase: "research" });
-    expect(h.data.clarification).toEqual({ question: "What aspect would you like to know about?", answer: "The implementation details" });
+    expect(h.data).toMatchObject({
+      next_agent: "research",
+      last_agent: "orchestrator",
+      clarification_count: 1,
+      iteration: 2,
+      phase: "research",
+    });
+    expect(h.data.clarification).toEqual({
+      question: "What aspect would you like to know about?",
+      answer: "The implementation details",
+    });
     expect(h.ofType("orchestration").map((e) => [e.layer, e.clarification_count])).toEqual([
       ["model", 1],
       ["answered", 1],
@@ -123,7 +207,10 @@ describe("clarify: the seed's unit and integration tests", () => {
     h.start();
     h.reply("orchestrator.decide", { decision: "CLARIFICATION" });
     h.reply("clarifier.ask", { question: "What aspect would you like to know about?" });
-    h.state = { ...h.state, data: { ...h.data, messages: [{ role: "assistant", content: "What aspect would you like to know about?" }] } };
+    h.state = {
+      ...h.state,
+      data: { ...h.data, messages: [{ role: "assistant", content: "What aspect would you like to know about?" }] },
+    };
     h.answer("The implementation details");
     expect(h.data).toMatchObject({ next_agent: "research", clarification_count: 1 });
     expect(h.modelCalls()).toHaveLength(1);
@@ -143,28 +230,47 @@ describe("clarify: the seed's decision record on the transition's span", () => {
       "orchestrator_decision.clarification_count": 1,
     });
     expect(spanOf(h.reply("clarifier.ask", { question: "Which aspect?" }))).toBeUndefined();
-    expect(spanOf(h.answer("The persistence options"))).toMatchObject({ "orchestrator_decision.metadata.next_agent": "research", "orchestrator_decision.metadata.iteration": 2, "orchestrator_decision.layer": "answered", "orchestrator_decision.clarification_count": 1 });
+    expect(spanOf(h.answer("The persistence options"))).toMatchObject({
+      "orchestrator_decision.metadata.next_agent": "research",
+      "orchestrator_decision.metadata.iteration": 2,
+      "orchestrator_decision.layer": "answered",
+      "orchestrator_decision.clarification_count": 1,
+    });
     const capped = clarifyHarness("Still unclear", { carry: { clarification_count: 2 } });
-    expect(spanOf(capped.start())).toMatchObject({ "orchestrator_decision.layer": "cap", "orchestrator_decision.clarification_count": 0, "orchestrator_decision.metadata.iteration": 1 });
+    expect(spanOf(capped.start())).toMatchObject({
+      "orchestrator_decision.layer": "cap",
+      "orchestrator_decision.clarification_count": 0,
+      "orchestrator_decision.metadata.iteration": 1,
+    });
     const failed = clarifyHarness("Tell me more about it");
     failed.start();
-    expect(spanOf(failed.fail("orchestrator.decide", "timeout", true))).toMatchObject({ "orchestrator_decision.layer": "fallback", "orchestrator_decision.metadata.next_agent": "research" });
+    expect(spanOf(failed.fail("orchestrator.decide", "timeout", true))).toMatchObject({
+      "orchestrator_decision.layer": "fallback",
+      "orchestrator_decision.metadata.next_agent": "research",
+    });
   });
 });
 
 describe("clarify: Layer 3's parse and its failures", () => {
   it("parses as the seed: CLARIFICATION first, then RESEARCH, else research", () => {
-    expect(parseDecision("Decision: RESEARCH (no clarification needed)")).toEqual({ next: "clarification", matched: "CLARIFICATION" });
+    expect(parseDecision("Decision: RESEARCH (no clarification needed)")).toEqual({
+      next: "clarification",
+      matched: "CLARIFICATION",
+    });
     expect(parseDecision("decision: research")).toEqual({ next: "research", matched: "RESEARCH" });
     expect(parseDecision("I am not sure")).toEqual({ next: "research", matched: null });
   });
 
   it("RESEARCH resets the count; a reply naming neither goes to research with the count as it was", () => {
-    const research = clarifyHarness("Which prompt gave the highest accuracy in Zhang 2024?", { carry: { clarification_count: 1 } });
+    const research = clarifyHarness("Which prompt gave the highest accuracy in Zhang 2024?", {
+      carry: { clarification_count: 1 },
+    });
     research.start();
     research.reply("orchestrator.decide", { decision: "Decision: RESEARCH" });
     expect(research.data).toMatchObject({ next_agent: "research", clarification_count: 0 });
-    const neither = clarifyHarness("Which prompt gave the highest accuracy in Zhang 2024?", { carry: { clarification_count: 1 } });
+    const neither = clarifyHarness("Which prompt gave the highest accuracy in Zhang 2024?", {
+      carry: { clarification_count: 1 },
+    });
     neither.start();
     neither.reply("orchestrator.decide", { decision: "hmm" });
     expect(neither.data).toMatchObject({ next_agent: "research", clarification_count: 1 });
@@ -173,23 +279,38 @@ describe("clarify: Layer 3's parse and its failures", () => {
   it.each([
     ["a typed model failure", "model_error", false],
     ["its deadline", "deadline_exceeded", true],
-  ] as const)("a failed orchestrator (%s) falls back to research, not a failed session, and is not retried", (_what, code, retryable) => {
-    const h = clarifyHarness("Tell me more about it");
-    h.start();
-    h.fail("orchestrator.decide", code, retryable);
-    expect(h.modelCalls()).toHaveLength(1);
-    expect(h.state.meta.status).toBe("running");
-    expect(h.data).toMatchObject({ next_agent: "research", last_agent: "orchestrator", clarification_count: 0, iteration: 1 });
-    expect(h.ofType("orchestration")).toMatchObject([{ layer: "fallback", next_agent: "research" }]);
-    finish(h);
-    expect(h.state.meta.status).toBe("completed");
-  });
+  ] as const)(
+    "a failed orchestrator (%s) falls back to research, not a failed session, and is not retried",
+    (_what, code, retryable) => {
+      const h = clarifyHarness("Tell me more about it");
+      h.start();
+      h.fail("orchestrator.decide", code, retryable);
+      expect(h.modelCalls()).toHaveLength(1);
+      expect(h.state.meta.status).toBe("running");
+      expect(h.data).toMatchObject({
+        next_agent: "research",
+        last_agent: "orchestrator",
+        clarification_count: 0,
+        iteration: 1,
+      });
+      expect(h.ofType("orchestration")).toMatchObject([{ layer: "fallback", next_agent: "research" }]);
+      finish(h);
+      expect(h.state.meta.status).toBe("completed");
+    },
+  );
 
   it("a deadline timer on the orchestrator's task is the same fallback", () => {
     const h = clarifyHarness("Tell me more about it");
     h.start();
     const t = h.awaited();
-    h.send({ v: SCHEMA_VERSION, kind: "timer", session_id: SID, input_id: inputIds.timer(t.task_id), task_id: t.task_id, reason: "task_deadline" });
+    h.send({
+      v: SCHEMA_VERSION,
+      kind: "timer",
+      session_id: SID,
+      input_id: inputIds.timer(t.task_id),
+      task_id: t.task_id,
+      reason: "task_deadline",
+    });
     expect(h.data).toMatchObject({ next_agent: "research", phase: "research" });
   });
 });
@@ -200,15 +321,26 @@ describe("clarify: research and synthesis", () => {
     h.start();
     h.reply("orchestrator.decide", { decision: "RESEARCH" });
     const gather = h.tasks().at(-1);
-    expect(gather?.input).toEqual({ question: "How does Redis persist data?", clarification: null, messages: [{ role: "user", content: "How does Redis persist data?" }] });
+    expect(gather?.input).toEqual({
+      question: "How does Redis persist data?",
+      clarification: null,
+      messages: [{ role: "user", content: "How does Redis persist data?" }],
+    });
     h.reply("researcher.gather", gathered());
     expect(h.tasks().at(-1)?.input).toMatchObject({ passages: gathered().passages });
     h.reply("writer.synthesize", { answer: "Redis persists with RDB snapshots [1] and the AOF [2]." });
     expect(h.state.meta.status).toBe("completed");
-    expect(h.data.final_answer).toBe("Redis persists with RDB snapshots [1] and the AOF [2].\n\nSources:\n[1] doc-1.md (corpus/doc-1.md)\n[2] doc-2.md (corpus/doc-2.md)");
+    expect(h.data.final_answer).toBe(
+      "Redis persists with RDB snapshots [1] and the AOF [2].\n\nSources:\n[1] doc-1.md (corpus/doc-1.md)\n[2] doc-2.md (corpus/doc-2.md)",
+    );
     expect(h.ofType("source").map((s) => s.path)).toEqual(["corpus/doc-1.md", "corpus/doc-2.md"]);
     expect(h.data.messages.at(-1)).toEqual({ role: "assistant", content: h.data.final_answer });
-    expect(h.ofType("stage").filter((s) => s.status === "running").map((s) => s.name)).toEqual(["orchestrator", "research", "synthesis"]);
+    expect(
+      h
+        .ofType("stage")
+        .filter((s) => s.status === "running")
+        .map((s) => s.name),
+    ).toEqual(["orchestrator", "research", "synthesis"]);
   });
 
   it("a research agent that fails for good leaves the synthesis agent with no passages; a synthesis that fails for good fails the session", () => {
@@ -221,7 +353,9 @@ describe("clarify: research and synthesis", () => {
     h.fail("writer.synthesize", "needs_model", false);
     expect(h.state.meta.status).toBe("failed");
     expect(h.state.meta.error?.code).toBe("needs_model");
-    expect(h.data.final_answer).toMatch(/^The question could not be answered\. The synthesis agent failed \(needs_model\)/);
+    expect(h.data.final_answer).toMatch(
+      /^The question could not be answered\. The synthesis agent failed \(needs_model\)/,
+    );
   });
 
   it("a clarifier that fails for good goes to research instead of stranding the session", () => {
@@ -234,7 +368,8 @@ describe("clarify: research and synthesis", () => {
 });
 
 describe("clarify: history, threads and the cap across sessions", () => {
-  const turns = (n: number): ChatMessage[] => Array.from({ length: n }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));
+  const turns = (n: number): ChatMessage[] =>
+    Array.from({ length: n }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));
 
   it("the orchestrator sees the last max_history messages (configurable), the count and the max", () => {
     const h = clarifyHarness("Tell me more about it", { messages: turns(14) });
@@ -243,9 +378,15 @@ describe("clarify: history, threads and the cap across sessions", () => {
     expect(input.messages).toHaveLength(10);
     expect(input.messages[0]?.content).toBe("turn 5");
     expect(input.messages.at(-1)).toEqual({ role: "user", content: "Tell me more about it" });
-    const narrow = clarifyHarness("Tell me more about it", { messages: turns(14), defaults: { clarify: { max_clarifications: 1, max_history: 3 } } });
+    const narrow = clarifyHarness("Tell me more about it", {
+      messages: turns(14),
+      defaults: { clarify: { max_clarifications: 1, max_history: 3 } },
+    });
     narrow.start();
-    expect(narrow.modelCalls()[0]?.input).toMatchObject({ messages: [{ content: "turn 12" }, { content: "turn 13" }, { content: "Tell me more about it" }], max_clarifications: 1 });
+    expect(narrow.modelCalls()[0]?.input).toMatchObject({
+      messages: [{ content: "turn 12" }, { content: "turn 13" }, { content: "Tell me more about it" }],
+      max_clarifications: 1,
+    });
   });
 
   it("the count lives as long as the thread: 0 → 1 → (answered) 1 → 2 → (answered) → the cap, forced research, 0", () => {
@@ -307,7 +448,8 @@ describe("clarify: replayed steps are deterministic", () => {
                   return { answer: `Answer ${pick} [1].` };
               }
             })();
-            const input = ok && out !== null ? resultFor(t, out) : failureFor(t, failure("model_error", pick % 2 === 0));
+            const input =
+              ok && out !== null ? resultFor(t, out) : failureFor(t, failure("model_error", pick % 2 === 0));
             const again = step(before, input, { now: h.now + 100, defaults: DEFAULTS });
             h.send(input);
             expect(again).toEqual(h.outcomes.at(-1));

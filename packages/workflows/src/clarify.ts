@@ -19,27 +19,46 @@ import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { stage } from "./events.js";
 import type { Control, SpanAttributes, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
-type Decided = { readonly data: ClarifyData; readonly control: Control; readonly events: readonly EventDraft[]; readonly span?: SpanAttributes };
+type Decided = {
+  readonly data: ClarifyData;
+  readonly control: Control;
+  readonly events: readonly EventDraft[];
+  readonly span?: SpanAttributes;
+};
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 
 /** The seed's settings (`max_clarifications = 2`, `max_history = 10`), for a deployment that sets none. */
-export const DEFAULT_CLARIFY_SETTINGS: ClarifySettings = { max_clarifications: CLARIFY_LIMITS.defaultMaxClarifications, max_history: CLARIFY_LIMITS.defaultMaxHistory };
+export const DEFAULT_CLARIFY_SETTINGS: ClarifySettings = {
+  max_clarifications: CLARIFY_LIMITS.defaultMaxClarifications,
+  max_history: CLARIFY_LIMITS.defaultMaxHistory,
+};
 
 /** Attempts of the clarifier, the research agent and the synthesis agent on a retryable failure (the orchestrator gets one: the seed falls back instead). */
 export const CLARIFY_MAX_ATTEMPTS = 2;
 
 /** Stage names, as the `stage` events and the tasks name them (the seed's node names). */
-const STAGE = { orchestrator: "orchestrator", clarification: "clarification", research: "research", synthesis: "synthesis" } as const;
+const STAGE = {
+  orchestrator: "orchestrator",
+  clarification: "clarification",
+  research: "research",
+  synthesis: "synthesis",
+} as const;
 
 /** The messages a session keeps: the latest, within the contract's bound. */
 const keep = (messages: readonly ChatMessage[]): ChatMessage[] => messages.slice(-CLARIFY_LIMITS.maxMessages);
-const say = (role: ChatMessage["role"], content: string): ChatMessage => ({ role, content: clip(content, LIMITS.maxConversationChars) });
+const say = (role: ChatMessage["role"], content: string): ChatMessage => ({
+  role,
+  content: clip(content, LIMITS.maxConversationChars),
+});
 
 /**
  * Seed 003's Layer 3 parse, verbatim in its order: "CLARIFICATION" anywhere in the upper-cased
  * reply wins (checked first), then "RESEARCH", else research by default.
  */
-export function parseDecision(reply: string): { readonly next: ClarifyRoute; readonly matched: "CLARIFICATION" | "RESEARCH" | null } {
+export function parseDecision(reply: string): {
+  readonly next: ClarifyRoute;
+  readonly matched: "CLARIFICATION" | "RESEARCH" | null;
+} {
   const upper = reply.toUpperCase();
   if (upper.includes("CLARIFICATION")) return { next: "clarification", matched: "CLARIFICATION" };
   if (upper.includes("RESEARCH")) return { next: "research", matched: "RESEARCH" };
@@ -49,7 +68,9 @@ export function parseDecision(reply: string): { readonly next: ClarifyRoute; rea
 /** The seed's Layer 2 pattern: the clarification agent ran last, and the two latest messages are its question then the person's reply. */
 function answeredClarification(data: ClarifyData): boolean {
   const m = data.messages;
-  return data.last_agent === "clarification" && m.length >= 2 && m.at(-2)?.role === "assistant" && m.at(-1)?.role === "user";
+  return (
+    data.last_agent === "clarification" && m.length >= 2 && m.at(-2)?.role === "assistant" && m.at(-1)?.role === "user"
+  );
 }
 
 const decideTask = (data: ClarifyData): TaskSpec => ({
@@ -89,16 +110,31 @@ const gatherTask = (data: ClarifyData, attempt: number): TaskSpec => ({
 const synthesizeTask = (data: ClarifyData, attempt: number): TaskSpec => ({
   role: "writer",
   op: "synthesize",
-  input: { question: data.question, clarification: data.clarification, messages: memoryOf(data), passages: data.research?.passages ?? [] },
+  input: {
+    question: data.question,
+    clarification: data.clarification,
+    messages: memoryOf(data),
+    passages: data.research?.passages ?? [],
+  },
   attempt,
   stage: STAGE.synthesis,
   description: `The synthesis agent writes the answer from ${data.research?.passages.length ?? 0} passage(s)`,
 });
 
-const dispatch = (data: ClarifyData, tasks: readonly TaskSpec[], events: readonly EventDraft[]): Decided => ({ data, control: { kind: "dispatch", tasks }, events });
+const dispatch = (data: ClarifyData, tasks: readonly TaskSpec[], events: readonly EventDraft[]): Decided => ({
+  data,
+  control: { kind: "dispatch", tasks },
+  events,
+});
 
 /** Records one orchestrator run (the seed's state updates) and announces it. */
-function decided(data: ClarifyData, layer: OrchestratorDecision["layer"], next: ClarifyRoute, count: number, reason: string): Routed {
+function decided(
+  data: ClarifyData,
+  layer: OrchestratorDecision["layer"],
+  next: ClarifyRoute,
+  count: number,
+  reason: string,
+): Routed {
   const decision: OrchestratorDecision = {
     iteration: data.iteration + 1,
     layer,
@@ -124,7 +160,11 @@ function decided(data: ClarifyData, layer: OrchestratorDecision["layer"], next: 
     "orchestrator_decision.layer": layer,
     "orchestrator_decision.clarification_count": count,
   };
-  return { data: recorded, events: [{ type: "orchestration", ...decision }, stage(STAGE.orchestrator, "completed", line)], span };
+  return {
+    data: recorded,
+    events: [{ type: "orchestration", ...decision }, stage(STAGE.orchestrator, "completed", line)],
+    span,
+  };
 }
 
 /** One orchestrator run's outcome: the state, its events and its span attributes. */
@@ -148,10 +188,26 @@ function route(step: Routed): Decided {
  */
 function orchestrate(data: ClarifyData): Decided {
   if (data.clarification_count >= data.max_clarifications) {
-    return route(decided(data, "cap", "research", 0, `Max clarifications (${data.max_clarifications}) reached: research is forced.`));
+    return route(
+      decided(
+        data,
+        "cap",
+        "research",
+        0,
+        `Max clarifications (${data.max_clarifications}) reached: research is forced.`,
+      ),
+    );
   }
   if (answeredClarification(data)) {
-    return route(decided(data, "answered", "research", data.clarification_count, "The person answered the clarification: research without asking the model."));
+    return route(
+      decided(
+        data,
+        "answered",
+        "research",
+        data.clarification_count,
+        "The person answered the clarification: research without asking the model.",
+      ),
+    );
   }
   const next = { ...data, phase: "orchestrate" as const };
   return dispatch(next, [decideTask(next)], []);
@@ -164,13 +220,30 @@ function orchestrate(data: ClarifyData): Decided {
  */
 function onDecision(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
-    const events = [stage(STAGE.orchestrator, "failed", `failed (${input.error.code}: ${clip(input.error.message, 300)}); falling back to research`)];
-    const step = decided(data, "fallback", "research", data.clarification_count, `The orchestrator failed (${input.error.code}); research is the safe default.`);
+    const events = [
+      stage(
+        STAGE.orchestrator,
+        "failed",
+        `failed (${input.error.code}: ${clip(input.error.message, 300)}); falling back to research`,
+      ),
+    ];
+    const step = decided(
+      data,
+      "fallback",
+      "research",
+      data.clarification_count,
+      `The orchestrator failed (${input.error.code}); research is the safe default.`,
+    );
     return route({ ...step, events: [...events, ...step.events] });
   }
   const reply = (input.output as DecideResult).decision;
   const parsed = parseDecision(reply);
-  const count = parsed.matched === "CLARIFICATION" ? data.clarification_count + 1 : parsed.matched === "RESEARCH" ? 0 : data.clarification_count;
+  const count =
+    parsed.matched === "CLARIFICATION"
+      ? data.clarification_count + 1
+      : parsed.matched === "RESEARCH"
+        ? 0
+        : data.clarification_count;
   return route(decided(data, "model", parsed.next, count, reply.trim() || "(an empty reply: research by default)"));
 }
 
@@ -178,11 +251,25 @@ function onDecision(data: ClarifyData, input: TaskInput): Decided {
 function onQuestion(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
     if (input.error.retryable && input.attempt + 1 < CLARIFY_MAX_ATTEMPTS) {
-      return dispatch(data, [askTask(data, input.attempt + 1)], [stage(STAGE.clarification, "failed", `failed (${input.error.code}); asking again`)]);
+      return dispatch(
+        data,
+        [askTask(data, input.attempt + 1)],
+        [stage(STAGE.clarification, "failed", `failed (${input.error.code}); asking again`)],
+      );
     }
     // Nobody to put a question to: research is the safe default, as for the orchestrator.
     const next = { ...data, phase: "research" as const, next_agent: "research" as const };
-    return dispatch(next, [gatherTask(next, 0)], [stage(STAGE.clarification, "failed", `failed (${input.error.code}: ${clip(input.error.message, 300)}); researching without a clarification`)]);
+    return dispatch(
+      next,
+      [gatherTask(next, 0)],
+      [
+        stage(
+          STAGE.clarification,
+          "failed",
+          `failed (${input.error.code}: ${clip(input.error.message, 300)}); researching without a clarification`,
+        ),
+      ],
+    );
   }
   const question = clip((input.output as AskResult).question.trim(), CLARIFY_LIMITS.maxQuestionChars);
   const next: ClarifyData = {
@@ -192,13 +279,22 @@ function onQuestion(data: ClarifyData, input: TaskInput): Decided {
     clarification: { question, answer: null },
     messages: keep([...data.messages, say("assistant", question)]),
   };
-  return { data: next, control: { kind: "await_user", question }, events: [stage(STAGE.clarification, "completed", question)] };
+  return {
+    data: next,
+    control: { kind: "await_user", question },
+    events: [stage(STAGE.clarification, "completed", question)],
+  };
 }
 
 /** The person's reply: into the conversation, then the orchestrator runs again (Layer 2 routes it to research). */
 function onReply(data: ClarifyData, text: string): Decided {
-  if (data.phase !== "awaiting_user" || data.clarification === null) return internal(data, `a reply from a person in phase ${data.phase}`);
-  const next: ClarifyData = { ...data, clarification: { ...data.clarification, answer: clip(text, LIMITS.queryMaxChars) }, messages: keep([...data.messages, say("user", text)]) };
+  if (data.phase !== "awaiting_user" || data.clarification === null)
+    return internal(data, `a reply from a person in phase ${data.phase}`);
+  const next: ClarifyData = {
+    ...data,
+    clarification: { ...data.clarification, answer: clip(text, LIMITS.queryMaxChars) },
+    messages: keep([...data.messages, say("user", text)]),
+  };
   const run = orchestrate(next);
   return { ...run, events: [stage("awaiting_user", "completed", clip(text, 300)), ...run.events] };
 }
@@ -209,14 +305,28 @@ function onGathered(data: ClarifyData, input: TaskInput): Decided {
   let research: GatherResult;
   if (input.kind === "failure") {
     if (input.error.retryable && input.attempt + 1 < CLARIFY_MAX_ATTEMPTS) {
-      return dispatch(data, [gatherTask(data, input.attempt + 1)], [stage(STAGE.research, "failed", `failed (${input.error.code}); gathering again`)]);
+      return dispatch(
+        data,
+        [gatherTask(data, input.attempt + 1)],
+        [stage(STAGE.research, "failed", `failed (${input.error.code}); gathering again`)],
+      );
     }
-    research = { query: "", passages: [], gaps: [clip(`The research agent failed (${input.error.code}): ${input.error.message}`, 300)] };
+    research = {
+      query: "",
+      passages: [],
+      gaps: [clip(`The research agent failed (${input.error.code}): ${input.error.message}`, 300)],
+    };
     events.push(stage(STAGE.research, "failed", research.gaps[0] ?? "failed"));
   } else {
     research = input.output as GatherResult;
     const cited = research.passages.filter((p) => p.citation !== null).length;
-    events.push(stage(STAGE.research, "completed", `${research.passages.length} passage(s), ${cited} cited${research.gaps.length ? `; ${research.gaps.join("; ")}` : ""}`));
+    events.push(
+      stage(
+        STAGE.research,
+        "completed",
+        `${research.passages.length} passage(s), ${cited} cited${research.gaps.length ? `; ${research.gaps.join("; ")}` : ""}`,
+      ),
+    );
   }
   const next: ClarifyData = { ...data, phase: "synthesize", last_agent: "research", research };
   return dispatch(next, [synthesizeTask(next, 0)], events);
@@ -230,7 +340,9 @@ export function citationsOf(research: GatherResult | null): HaloCitation[] {
 /** The answer with its numbered sources below it. */
 function withSources(answer: string, citations: readonly HaloCitation[]): string {
   if (citations.length === 0) return answer;
-  const lines = citations.map((c, i) => `[${i + 1}] ${c.title}${c.url ? ` (${c.url})` : c.path && c.path !== c.title ? ` (${c.path})` : ""}`);
+  const lines = citations.map(
+    (c, i) => `[${i + 1}] ${c.title}${c.url ? ` (${c.url})` : c.path && c.path !== c.title ? ` (${c.path})` : ""}`,
+  );
   return `${answer.trim()}\n\nSources:\n${lines.join("\n")}`;
 }
 
@@ -238,27 +350,69 @@ function withSources(answer: string, citations: readonly HaloCitation[]): string
 function onSynthesis(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
     if (input.error.retryable && input.attempt + 1 < CLARIFY_MAX_ATTEMPTS) {
-      return dispatch(data, [synthesizeTask(data, input.attempt + 1)], [stage(STAGE.synthesis, "failed", `failed (${input.error.code}); writing again`)]);
+      return dispatch(
+        data,
+        [synthesizeTask(data, input.attempt + 1)],
+        [stage(STAGE.synthesis, "failed", `failed (${input.error.code}); writing again`)],
+      );
     }
-    const answer = clip(`${COULD_NOT_ANSWER} The synthesis agent failed (${input.error.code}): ${input.error.message}`, LIMITS.maxTextChars);
-    const ended: ClarifyData = { ...data, phase: "done", final_answer: answer, error: clip(input.error.message, 4000), error_component: "synthesis" };
+    const answer = clip(
+      `${COULD_NOT_ANSWER} The synthesis agent failed (${input.error.code}): ${input.error.message}`,
+      LIMITS.maxTextChars,
+    );
+    const ended: ClarifyData = {
+      ...data,
+      phase: "done",
+      final_answer: answer,
+      error: clip(input.error.message, 4000),
+      error_component: "synthesis",
+    };
     const error: WireError = { ...input.error, component: input.error.component ?? "writer" };
-    return { data: ended, control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) }, events: [stage(STAGE.synthesis, "failed", clip(input.error.message, 300))] };
+    return {
+      data: ended,
+      control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) },
+      events: [stage(STAGE.synthesis, "failed", clip(input.error.message, 300))],
+    };
   }
   const citations = citationsOf(data.research);
   const answer = clip(withSources((input.output as SynthesizeResult).answer, citations), LIMITS.maxTextChars * 2);
-  const done: ClarifyData = { ...data, phase: "done", last_agent: "synthesis", final_answer: answer, citations, messages: keep([...data.messages, say("assistant", answer)]) };
-  const events: EventDraft[] = [stage(STAGE.synthesis, "completed", `an answer of ${answer.length} characters citing ${citations.length} source(s)`)];
+  const done: ClarifyData = {
+    ...data,
+    phase: "done",
+    last_agent: "synthesis",
+    final_answer: answer,
+    citations,
+    messages: keep([...data.messages, say("assistant", answer)]),
+  };
+  const events: EventDraft[] = [
+    stage(
+      STAGE.synthesis,
+      "completed",
+      `an answer of ${answer.length} characters citing ${citations.length} source(s)`,
+    ),
+  ];
   for (const c of citations) events.push({ type: "source", ...c });
-  return { data: done, control: { kind: "complete", final_answer: answer, final_reasoning_trace: reasoningTrace(done) }, events };
+  return {
+    data: done,
+    control: { kind: "complete", final_answer: answer, final_reasoning_trace: reasoningTrace(done) },
+    events,
+  };
 }
 
 /** The trace: each orchestrator run, the clarification, what research found. */
 function reasoningTrace(data: ClarifyData): string {
-  const lines = data.decisions.map((d) => `Orchestrator run ${d.iteration} (${d.layer}): ${d.next_agent}, count ${d.clarification_count}/${d.max_clarifications}. ${clip(d.reason, 300)}`);
-  if (data.clarification) lines.push(`Asked: ${data.clarification.question}${data.clarification.answer === null ? " (no reply)" : ` Reply: ${clip(data.clarification.answer, 500)}`}`);
+  const lines = data.decisions.map(
+    (d) =>
+      `Orchestrator run ${d.iteration} (${d.layer}): ${d.next_agent}, count ${d.clarification_count}/${d.max_clarifications}. ${clip(d.reason, 300)}`,
+  );
+  if (data.clarification)
+    lines.push(
+      `Asked: ${data.clarification.question}${data.clarification.answer === null ? " (no reply)" : ` Reply: ${clip(data.clarification.answer, 500)}`}`,
+    );
   if (data.research) {
-    lines.push(`Research (${data.research.query || "no search"}): ${data.research.passages.length} passage(s), ${citationsOf(data.research).length} cited.`);
+    lines.push(
+      `Research (${data.research.query || "no search"}): ${data.research.passages.length} passage(s), ${citationsOf(data.research).length} cited.`,
+    );
     for (const g of data.research.gaps) lines.push(`Gap: ${g}`);
   }
   return clip(lines.join("\n"), 20_000);
@@ -268,8 +422,18 @@ function reasoningTrace(data: ClarifyData): string {
 function internal(data: ClarifyData, message: string): Decided {
   const error = new AgentmeshError("internal", `clarify: ${message}`, { component: "clarify" }).toWire();
   const answer = `${COULD_NOT_ANSWER} (an internal error stopped the session)`;
-  const ended: ClarifyData = { ...data, phase: "done", final_answer: answer, error: clip(error.message, 4000), error_component: "clarify" };
-  return { data: ended, control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) }, events: [] };
+  const ended: ClarifyData = {
+    ...data,
+    phase: "done",
+    final_answer: answer,
+    error: clip(error.message, 4000),
+    error_component: "clarify",
+  };
+  return {
+    data: ended,
+    control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) },
+    events: [],
+  };
 }
 
 /** Which op each phase awaits. */
@@ -342,7 +506,13 @@ export const clarify: WorkflowDefinition<ClarifyData> = {
   decide,
   abort: (data, error) => {
     const answer = clip(`${COULD_NOT_ANSWER} The session ended early (${error.code}): ${error.message}`, 20_000);
-    const ended: ClarifyData = { ...data, phase: "done", final_answer: answer, error: clip(error.message, 4000), error_component: error.component ?? data.phase };
+    const ended: ClarifyData = {
+      ...data,
+      phase: "done",
+      final_answer: answer,
+      error: clip(error.message, 4000),
+      error_component: error.component ?? data.phase,
+    };
     return { data: ended, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) };
   },
 };

@@ -1,4 +1,13 @@
-import { CHAIN_MESSAGES, LIMITS, type ChainMessage, type CriticChainData, type CriticChainStep, type OpRequest, type OrchestratorMessage, type RoleName } from "@agentmesh/contracts";
+import {
+  CHAIN_MESSAGES,
+  LIMITS,
+  type ChainMessage,
+  type CriticChainData,
+  type CriticChainStep,
+  type OpRequest,
+  type OrchestratorMessage,
+  type RoleName,
+} from "@agentmesh/contracts";
 import { loopOf, offeredTools, roundsLeft, type LoopStep } from "./critic-chain-tools.js";
 
 /** The verbatim final fields when the run ends without an answer (seed 004, DESIGN decision). */
@@ -29,15 +38,27 @@ export function withMessage(d: CriticChainData, m: ChainMessage): CriticChainDat
 
 /** What a researcher or expert turn gets besides its task: its offered tools, its observations and the rounds left. */
 function toolTurn(data: CriticChainData, step: LoopStep) {
-  return { tools: offeredTools(data, step), observations: loopOf(data, step)?.observations ?? [], tool_rounds_left: roundsLeft(data, step) };
+  return {
+    tools: offeredTools(data, step),
+    observations: loopOf(data, step)?.observations ?? [],
+    tool_rounds_left: roundsLeft(data, step),
+  };
 }
 
 /** The researcher's (step by step) and the expert's tool calls as one line each, the latest 40, for the finalizer's trace. */
 function toolCallLines(data: CriticChainData): string[] {
   const steps = Object.values(data.researcher_states).sort((a, b) => a.step_id - b.step_id);
-  const turns = [...steps.map((s) => ({ who: `researcher (step ${s.step_id + 1})`, observations: s.observations })), { who: "expert", observations: data.expert_state?.observations ?? [] }];
+  const turns = [
+    ...steps.map((s) => ({ who: `researcher (step ${s.step_id + 1})`, observations: s.observations })),
+    { who: "expert", observations: data.expert_state?.observations ?? [] },
+  ];
   const lines = turns.flatMap(({ who, observations }) =>
-    observations.map((o) => clip(`${who}: ${o.tool} ${clip(JSON.stringify(o.arguments), 200)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 200)}`, 500)),
+    observations.map((o) =>
+      clip(
+        `${who}: ${o.tool} ${clip(JSON.stringify(o.arguments), 200)} ${o.ok ? "returned" : "failed"}: ${clip(o.content, 200)}`,
+        500,
+      ),
+    ),
   );
   return lines.slice(-40);
 }
@@ -48,7 +69,11 @@ function toolCallLines(data: CriticChainData): string[] {
  * step is re-dispatched after an agent failure, so the retry repeats the original message.
  * Returns the data too because advancing moves `current_research_index`.
  */
-export function orchestratorMessage(data: CriticChainData, step: AgentStep, advance: boolean): { data: CriticChainData; message: OrchestratorMessage } {
+export function orchestratorMessage(
+  data: CriticChainData,
+  step: AgentStep,
+  advance: boolean,
+): { data: CriticChainData; message: OrchestratorMessage } {
   const msg = (content: string, step_id: number | null): OrchestratorMessage => ({
     sender: "orchestrator",
     receiver: step,
@@ -116,7 +141,10 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         message,
         question,
         feedback: data.critic_planner_decision === "reject" ? data.critic_planner_feedback : null,
-        rejected_plan: data.critic_planner_decision === "reject" ? { research_steps: data.research_steps, expert_steps: data.expert_steps } : null,
+        rejected_plan:
+          data.critic_planner_decision === "reject"
+            ? { research_steps: data.research_steps, expert_steps: data.expert_steps }
+            : null,
       } satisfies OpRequest<"planner", "plan">;
     case "critic_planner":
       return {
@@ -131,7 +159,10 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         question,
         research_step: researchStep,
         feedback: data.critic_researcher_decision === "reject" ? data.critic_researcher_feedback : null,
-        rejected_result: data.critic_researcher_decision === "reject" ? (data.research_results[data.current_research_index] ?? null) : null,
+        rejected_result:
+          data.critic_researcher_decision === "reject"
+            ? (data.research_results[data.current_research_index] ?? null)
+            : null,
         ...toolTurn(data, "researcher"),
       } satisfies OpRequest<"researcher", "research">;
     case "critic_researcher":
@@ -149,7 +180,10 @@ export function taskInput(data: CriticChainData, step: AgentStep, message: Orche
         research_steps: data.research_steps,
         research_results: data.research_results,
         feedback: data.critic_expert_decision === "reject" ? data.critic_expert_feedback : null,
-        rejected_answer: data.critic_expert_decision === "reject" ? { expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning } : null,
+        rejected_answer:
+          data.critic_expert_decision === "reject"
+            ? { expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning }
+            : null,
         ...toolTurn(data, "expert"),
       } satisfies OpRequest<"expert", "answer">;
     case "critic_expert":

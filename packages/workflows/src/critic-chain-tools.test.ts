@@ -7,7 +7,11 @@ import { DEFAULTS, QUESTION, eventsOf, failure, harness, inputs, onlyTask, out, 
 type H = ReturnType<typeof harness>;
 
 /** An agent turn that calls `tool` (the flat reply of researcher.research and expert.answer). */
-const call = (tool: string, args: Record<string, unknown>) => ({ action: "tool", tool, arguments_json: JSON.stringify(args) });
+const call = (tool: string, args: Record<string, unknown>) => ({
+  action: "tool",
+  tool,
+  arguments_json: JSON.stringify(args),
+});
 /** What the executor answers for a call. */
 const outcome = (tool: string, content: string, ok = true): ToolCallOutcome => ({
   tool,
@@ -33,7 +37,12 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     const events = recordEvents(h);
     const first = onlyTask(toExpert(h));
     expect([first.role, first.op]).toEqual(["expert", "answer"]);
-    expect((first.input.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(["calculator", "run_python", "run_js", "corpus_search"]);
+    expect((first.input.tools as Array<{ name: string }>).map((t) => t.name)).toEqual([
+      "calculator",
+      "run_python",
+      "run_js",
+      "corpus_search",
+    ]);
     expect(first.input).toMatchObject({ observations: [], tool_rounds_left: 5, rejected_answer: null });
 
     const exec = onlyTask(h.reply(call("calculator", { expression: "6 * 7" })));
@@ -46,11 +55,18 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     });
     expect(h.awaited()).toMatchObject({ role: "executor", op: "call", tag: "tool" });
     expect(h.state.data.current_step).toBe("expert");
-    expect(h.state.data.expert_state?.pending_call).toEqual({ id: "call-1", tool: "calculator", arguments: { expression: "6 * 7" } });
+    expect(h.state.data.expert_state?.pending_call).toEqual({
+      id: "call-1",
+      tool: "calculator",
+      arguments: { expression: "6 * 7" },
+    });
 
     const again = onlyTask(h.reply(outcome("calculator", "42")));
     expect([again.role, again.op]).toEqual(["expert", "answer"]);
-    expect(again.input).toMatchObject({ observations: [{ tool: "calculator", arguments: { expression: "6 * 7" }, ok: true, content: "42" }], tool_rounds_left: 4 });
+    expect(again.input).toMatchObject({
+      observations: [{ tool: "calculator", arguments: { expression: "6 * 7" }, ok: true, content: "42" }],
+      tool_rounds_left: 4,
+    });
     expect(again.input.message).toEqual(first.input.message);
     expect(events).toEqual(
       expect.arrayContaining([
@@ -86,7 +102,9 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
   });
 
   it("bounds a turn at max_tool_rounds: at the bound no rounds are left, a further call is refused and the agent is asked to answer", () => {
-    const h = harness({ defaults: { ...DEFAULTS, criticChain: { tools: MINIMAL_CRITIC_CHAIN_SETTINGS.tools, max_tool_rounds: 2 } } });
+    const h = harness({
+      defaults: { ...DEFAULTS, criticChain: { tools: MINIMAL_CRITIC_CHAIN_SETTINGS.tools, max_tool_rounds: 2 } },
+    });
     toExpert(h);
     for (const n of [1, 2]) {
       expect(onlyTask(h.reply(call("calculator", { expression: `${n} + 1` }))).op).toBe("call");
@@ -97,7 +115,10 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     const asked = onlyTask(refused);
     expect([asked.role, asked.op]).toEqual(["expert", "answer"]);
     expect(asked.input.tool_rounds_left).toBe(0);
-    expect((asked.input.observations as Array<{ ok: boolean; content: string }>).at(-1)).toMatchObject({ ok: false, content: expect.stringContaining("No tool rounds are left") });
+    expect((asked.input.observations as Array<{ ok: boolean; content: string }>).at(-1)).toMatchObject({
+      ok: false,
+      content: expect.stringContaining("No tool rounds are left"),
+    });
     expect(eventsOf(refused).some((e) => e.type === "tool_call")).toBe(false);
     expect(h.state.data.tool_calls).toBe(2);
     expect(onlyTask(h.reply(out.answer("9 + 1 = 10", "r"))).op).toBe("review_answer");
@@ -114,7 +135,9 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     for (let n = 1; n <= MAX_REFUSALS; n++) {
       const asked = onlyTask(h.reply(call("web_search", { query: "x" })));
       expect(asked.op).toBe("answer");
-      expect((asked.input.observations as Array<{ content: string }>).at(-1)?.content).toContain('"web_search" is not one you were offered (calculator)');
+      expect((asked.input.observations as Array<{ content: string }>).at(-1)?.content).toContain(
+        '"web_search" is not one you were offered (calculator)',
+      );
     }
     const fin = onlyTask(h.reply(call("web_search", { query: "x" })));
     expect([fin.role, fin.op]).toEqual(["finalizer", "finalize"]);
@@ -129,7 +152,14 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     expect(h.awaited()).toMatchObject({ role: "executor", op: "call" });
     const asked = onlyTask(h.fail(failure("timeout", true, "the sandbox did not answer")));
     expect(asked.op).toBe("answer");
-    expect(asked.input.observations).toEqual([{ tool: "run_python", arguments: { code: "print(1)" }, ok: false, content: "timeout: the sandbox did not answer" }]);
+    expect(asked.input.observations).toEqual([
+      {
+        tool: "run_python",
+        arguments: { code: "print(1)" },
+        ok: false,
+        content: "timeout: the sandbox did not answer",
+      },
+    ]);
     expect(h.state.data.retry_count).toBe(0);
   });
 
@@ -138,11 +168,21 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     h.apply(inputs.start());
     h.reply(out.plan(["Find CRISPR's definition", "Find its inventors"], ["Combine"]));
     const research = onlyTask(h.reply(out.approve()));
-    expect((research.input.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(CRITIC_CHAIN_AGENT_TOOLS.researcher.filter((t) => t !== "web_search"));
+    expect((research.input.tools as Array<{ name: string }>).map((t) => t.name)).toEqual(
+      CRITIC_CHAIN_AGENT_TOOLS.researcher.filter((t) => t !== "web_search"),
+    );
     const exec = onlyTask(h.reply(call("corpus_search", { query: "CRISPR definition" })));
-    expect(exec.input).toMatchObject({ tool: "corpus_search", allowed: ["corpus_search", "calculator", "run_python", "run_js"] });
+    expect(exec.input).toMatchObject({
+      tool: "corpus_search",
+      allowed: ["corpus_search", "calculator", "run_python", "run_js"],
+    });
     h.reply(outcome("corpus_search", `[1] crispr.md: ${"x".repeat(1500)}`));
-    expect(h.state.data.researcher_states["0"]).toMatchObject({ step_id: 0, research_step: "Find CRISPR's definition", tool_rounds: 1, turns: 2 });
+    expect(h.state.data.researcher_states["0"]).toMatchObject({
+      step_id: 0,
+      research_step: "Find CRISPR's definition",
+      tool_rounds: 1,
+      turns: 2,
+    });
     h.reply({ result: "CRISPR is a gene-editing tool." });
     const second = onlyTask(h.reply(out.approve()));
     expect(second.input).toMatchObject({ research_step: "Find its inventors", observations: [], tool_rounds_left: 5 });
@@ -154,10 +194,23 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
   it("takes an executor result only for a tool call in flight, and the agent's result only while none is", () => {
     const h = harness();
     toExpert(h);
-    const stray = criticChain.decide(h.state.data, { kind: "result", role: "executor", op: "call", attempt: 0, tag: "tool", output: outcome("calculator", "1") });
+    const stray = criticChain.decide(h.state.data, {
+      kind: "result",
+      role: "executor",
+      op: "call",
+      attempt: 0,
+      tag: "tool",
+      output: outcome("calculator", "1"),
+    });
     expect(stray.control.kind).toBe("fail");
     h.reply(call("calculator", { expression: "1 + 1" }));
-    const early = criticChain.decide(h.state.data, { kind: "result", role: "expert", op: "answer", attempt: 0, output: out.answer("2", "r") });
+    const early = criticChain.decide(h.state.data, {
+      kind: "result",
+      role: "expert",
+      op: "answer",
+      attempt: 0,
+      output: out.answer("2", "r"),
+    });
     expect(early.control.kind).toBe("fail");
   });
 });
@@ -169,7 +222,10 @@ describe("critic-chain retries hand the agent its rejected work with the critic'
     h.reply(out.plan(["r1"], ["e1"]));
     const again = onlyTask(h.reply(out.reject("Add a step on the inventors.")));
     expect([again.role, again.op]).toEqual(["planner", "plan"]);
-    expect(again.input).toMatchObject({ feedback: "Add a step on the inventors.", rejected_plan: { research_steps: ["r1"], expert_steps: ["e1"] } });
+    expect(again.input).toMatchObject({
+      feedback: "Add a step on the inventors.",
+      rejected_plan: { research_steps: ["r1"], expert_steps: ["e1"] },
+    });
     expect(again.input.message.content).toBe("Add a step on the inventors.");
   });
 
@@ -183,7 +239,11 @@ describe("critic-chain retries hand the agent its rejected work with the critic'
     h.reply(out.research("thin result"));
     const again = onlyTask(h.reply(out.reject("Cite the passage.")));
     expect([again.role, again.op]).toEqual(["researcher", "research"]);
-    expect(again.input).toMatchObject({ feedback: "Cite the passage.", rejected_result: "thin result", tool_rounds_left: 5 });
+    expect(again.input).toMatchObject({
+      feedback: "Cite the passage.",
+      rejected_result: "thin result",
+      tool_rounds_left: 5,
+    });
     expect(again.input.observations).toHaveLength(1);
     expect(again.input.message).toMatchObject({ content: "Cite the passage.", step_id: 0 });
     expect(h.state.data.researcher_states["0"]).toMatchObject({ turns: 3, tool_rounds: 0 });
@@ -195,7 +255,10 @@ describe("critic-chain retries hand the agent its rejected work with the critic'
     h.reply(out.answer("about 40", "guessed"));
     const again = onlyTask(h.reply(out.reject("Compute it exactly.")));
     expect([again.role, again.op]).toEqual(["expert", "answer"]);
-    expect(again.input).toMatchObject({ feedback: "Compute it exactly.", rejected_answer: { expert_answer: "about 40", expert_reasoning: "guessed" } });
+    expect(again.input).toMatchObject({
+      feedback: "Compute it exactly.",
+      rejected_answer: { expert_answer: "about 40", expert_reasoning: "guessed" },
+    });
   });
 
   it("a first turn carries nothing rejected", () => {
@@ -206,7 +269,9 @@ describe("critic-chain retries hand the agent its rejected work with the critic'
 
 describe("critic-chain messages (the seed's message log)", () => {
   it("starts with the question and records each instruction and each agent's completion message", () => {
-    expect(criticChain.init(QUESTION, {}).messages).toEqual([{ sender: "user", receiver: "orchestrator", type: "question", content: QUESTION, step_id: null }]);
+    expect(criticChain.init(QUESTION, {}).messages).toEqual([
+      { sender: "user", receiver: "orchestrator", type: "question", content: QUESTION, step_id: null },
+    ]);
     const h = harness();
     toExpert(h);
     h.reply(call("calculator", { expression: "1 + 1" }));
@@ -227,8 +292,20 @@ describe("critic-chain messages (the seed's message log)", () => {
   });
 
   it("copies the deployment's tools and rounds into the session at creation", () => {
-    const d = criticChain.init(QUESTION, {}, [], { ...DEFAULTS, criticChain: { tools: ["calculator", "web_search"], max_tool_rounds: 3 } });
-    expect(d).toMatchObject({ tools_available: ["calculator", "web_search"], max_tool_rounds: 3, researcher_states: {}, expert_state: null, tool_calls: 0 });
-    expect(criticChain.init(QUESTION, {})).toMatchObject({ tools_available: MINIMAL_CRITIC_CHAIN_SETTINGS.tools, max_tool_rounds: 5 });
+    const d = criticChain.init(QUESTION, {}, [], {
+      ...DEFAULTS,
+      criticChain: { tools: ["calculator", "web_search"], max_tool_rounds: 3 },
+    });
+    expect(d).toMatchObject({
+      tools_available: ["calculator", "web_search"],
+      max_tool_rounds: 3,
+      researcher_states: {},
+      expert_state: null,
+      tool_calls: 0,
+    });
+    expect(criticChain.init(QUESTION, {})).toMatchObject({
+      tools_available: MINIMAL_CRITIC_CHAIN_SETTINGS.tools,
+      max_tool_rounds: 5,
+    });
   });
 });

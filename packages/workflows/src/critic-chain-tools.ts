@@ -25,7 +25,8 @@ export type AgentLoop = ExpertState;
 /** What the researcher's and the expert's tools do, as their models are told. */
 const DESCRIPTIONS: Readonly<Record<string, string>> = {
   ...TOOL_DESCRIPTIONS,
-  calculator: 'Evaluate a math expression exactly (64 significant digits). Arguments: {"expression": string}. Returns the value.',
+  calculator:
+    'Evaluate a math expression exactly (64 significant digits). Arguments: {"expression": string}. Returns the value.',
 };
 
 /**
@@ -39,7 +40,9 @@ export const CRITIC_CHAIN_AGENT_TOOLS: Readonly<Record<LoopStep, readonly string
 };
 
 /** Every tool critic-chain's agents may be offered. */
-export const CRITIC_CHAIN_TOOLS: readonly string[] = [...new Set([...CRITIC_CHAIN_AGENT_TOOLS.researcher, ...CRITIC_CHAIN_AGENT_TOOLS.expert])];
+export const CRITIC_CHAIN_TOOLS: readonly string[] = [
+  ...new Set([...CRITIC_CHAIN_AGENT_TOOLS.researcher, ...CRITIC_CHAIN_AGENT_TOOLS.expert]),
+];
 
 /** What every deployment serves (the calculator, the corpus and the sandbox), with the default rounds; web_search needs its key. */
 export const MINIMAL_CRITIC_CHAIN_SETTINGS: CriticChainSettings = {
@@ -48,10 +51,12 @@ export const MINIMAL_CRITIC_CHAIN_SETTINGS: CriticChainSettings = {
 };
 
 /** The agent's tools that this session's deployment serves, in the agent's order. */
-export const agentTools = (step: LoopStep, available: readonly string[]): string[] => CRITIC_CHAIN_AGENT_TOOLS[step].filter((t) => available.includes(t));
+export const agentTools = (step: LoopStep, available: readonly string[]): string[] =>
+  CRITIC_CHAIN_AGENT_TOOLS[step].filter((t) => available.includes(t));
 
 /** The agent's tools as offered to its model. */
-export const offeredTools = (d: D, step: LoopStep): OfferedTool[] => agentTools(step, d.tools_available).map((name) => ({ name, description: DESCRIPTIONS[name] ?? name }));
+export const offeredTools = (d: D, step: LoopStep): OfferedTool[] =>
+  agentTools(step, d.tools_available).map((name) => ({ name, description: DESCRIPTIONS[name] ?? name }));
 
 /** The loop state of the step's current turn; null before its first turn. */
 export function loopOf(d: D, step: LoopStep): AgentLoop | null {
@@ -71,7 +76,8 @@ export function withLoop(d: D, step: LoopStep, loop: AgentLoop): D {
 }
 
 /** Tool rounds the step's current turn has left (0: it must answer). */
-export const roundsLeft = (d: D, step: LoopStep): number => Math.max(0, d.max_tool_rounds - (loopOf(d, step)?.tool_rounds ?? 0));
+export const roundsLeft = (d: D, step: LoopStep): number =>
+  Math.max(0, d.max_tool_rounds - (loopOf(d, step)?.tool_rounds ?? 0));
 
 /**
  * A new turn of the agent: rounds and refusals start again, its earlier observations stay (the
@@ -79,7 +85,13 @@ export const roundsLeft = (d: D, step: LoopStep): number => Math.max(0, d.max_to
  */
 export function startTurn(d: D, step: LoopStep): D {
   const loop = loopOf(d, step);
-  return withLoop(d, step, { turns: loop?.turns ?? 0, tool_rounds: 0, refusals: 0, observations: loop?.observations ?? [], pending_call: null });
+  return withLoop(d, step, {
+    turns: loop?.turns ?? 0,
+    tool_rounds: 0,
+    refusals: 0,
+    observations: loop?.observations ?? [],
+    pending_call: null,
+  });
 }
 
 /** One more model turn counted (each dispatch of the agent's op). */

@@ -3,7 +3,19 @@ import fc from "fast-check";
 import { isTerminal, type AwaitedTask, type InboxInput } from "@agentmesh/contracts";
 import { createSession, replay, step } from "./runtime.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
-import { DEFAULTS, QUESTION, SID, T0, asCriticChain, checkApplied, failure, failureFor, inputs, out, resultFor } from "./testing.js";
+import {
+  DEFAULTS,
+  QUESTION,
+  SID,
+  T0,
+  asCriticChain,
+  checkApplied,
+  failure,
+  failureFor,
+  inputs,
+  out,
+  resultFor,
+} from "./testing.js";
 import type { StepOutcome } from "./types.js";
 
 /** What the next awaited task answers; "tool" makes a researcher or expert call the calculator (any other agent approves). */
@@ -20,7 +32,9 @@ interface Script {
 const script: fc.Arbitrary<Script> = fc.record({
   researchSteps: fc.integer({ min: 0, max: 3 }),
   retryLimit: fc.integer({ min: 1, max: 6 }),
-  verdicts: fc.array(fc.constantFrom<Verdict>("approve", "reject", "retryable", "fatal", "timeout", "tool"), { maxLength: 40 }),
+  verdicts: fc.array(fc.constantFrom<Verdict>("approve", "reject", "retryable", "fatal", "timeout", "tool"), {
+    maxLength: 40,
+  }),
   redeliver: fc.array(fc.boolean(), { maxLength: 40 }),
 });
 
@@ -38,13 +52,30 @@ function answer(task: AwaitedTask, verdict: Verdict, n: number, sc: Script): Inb
     case "tool":
       break;
   }
-  if (task.role === "executor") return resultFor(task, { tool: "calculator", ok: true, content: String(n), error: null, latency_ms: 1, attempts: 1, citations: [], code: null });
+  if (task.role === "executor")
+    return resultFor(task, {
+      tool: "calculator",
+      ok: true,
+      content: String(n),
+      error: null,
+      latency_ms: 1,
+      attempts: 1,
+      citations: [],
+      code: null,
+    });
   const agent = `${task.role}.${task.op}`;
   if (verdict === "tool" && (agent === "researcher.research" || agent === "expert.answer")) {
-    return resultFor(task, { action: "tool", tool: "calculator", arguments_json: JSON.stringify({ expression: `${n} + 1` }) });
+    return resultFor(task, {
+      action: "tool",
+      tool: "calculator",
+      arguments_json: JSON.stringify({ expression: `${n} + 1` }),
+    });
   }
   const outputs: Record<string, unknown> = {
-    "planner.plan": out.plan(Array.from({ length: sc.researchSteps }, (_, i) => `research ${i}`), ["reason it out"]),
+    "planner.plan": out.plan(
+      Array.from({ length: sc.researchSteps }, (_, i) => `research ${i}`),
+      ["reason it out"],
+    ),
     "researcher.research": out.research(`finding ${n}`),
     "expert.answer": out.answer(`answer ${n}`),
     "finalizer.finalize": out.finalize(`final ${n}`),
@@ -55,7 +86,14 @@ function answer(task: AwaitedTask, verdict: Verdict, n: number, sc: Script): Inb
 
 /** Drives one session by the script, like a coordinator with scripted agents would. */
 function run(sc: Script) {
-  const initial = createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: { retry_limit: sc.retryLimit }, now: T0, defaults: DEFAULTS });
+  const initial = createSession({
+    sessionId: SID,
+    workflow: "critic-chain",
+    query: QUESTION,
+    options: { retry_limit: sc.retryLimit },
+    now: T0,
+    defaults: DEFAULTS,
+  });
   let state = asCriticChain(initial);
   let now = T0;
   const log: Array<{ input: InboxInput; now: number }> = [];
@@ -106,7 +144,11 @@ describe("critic-chain under random verdicts", () => {
         const { data } = a.final;
         expect(["completed", "failed"]).toContain(a.final.meta.status);
         if (data.retry_count >= data.retry_limit) {
-          expect(data).toMatchObject({ final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, current_step: "finalizer" });
+          expect(data).toMatchObject({
+            final_answer: COULD_NOT_ANSWER,
+            final_reasoning_trace: COULD_NOT_ANSWER,
+            current_step: "finalizer",
+          });
         }
         if (a.final.meta.status === "failed") expect(data.error_component).toBe("finalizer");
         expect(data.final_answer).not.toBeNull();

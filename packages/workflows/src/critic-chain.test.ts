@@ -17,9 +17,27 @@ function toResearch(h: H, steps: string[], expert = ["Define it", "Name the inve
 describe("critic-chain init", () => {
   it("is the seed's initial state, with the retry limit from options or 5", () => {
     const d = criticChain.init(QUESTION, {});
-    expect(d).toMatchObject({ question: QUESTION, current_step: "input", next_step: "planner", retry_count: 0, retry_limit: 5 });
-    expect(d).toMatchObject({ current_research_index: -1, research_steps: [], expert_steps: [], research_results: [], expert_answer: "" });
-    expect(d).toMatchObject({ final_answer: null, final_reasoning_trace: null, error: null, error_component: null, critic_planner_decision: null });
+    expect(d).toMatchObject({
+      question: QUESTION,
+      current_step: "input",
+      next_step: "planner",
+      retry_count: 0,
+      retry_limit: 5,
+    });
+    expect(d).toMatchObject({
+      current_research_index: -1,
+      research_steps: [],
+      expert_steps: [],
+      research_results: [],
+      expert_answer: "",
+    });
+    expect(d).toMatchObject({
+      final_answer: null,
+      final_reasoning_trace: null,
+      error: null,
+      error_component: null,
+      critic_planner_decision: null,
+    });
     expect(criticChain.init(QUESTION, { retry_limit: 2 }).retry_limit).toBe(2);
   });
 });
@@ -42,20 +60,36 @@ describe("critic-chain happy path with three research steps", () => {
 
     const review = onlyTask(h.reply(out.plan(["r1", "r2", "r3"], ["e1", "e2"])));
     expect([review.role, review.op]).toEqual(["critic", "review_plan"]);
-    expect(review.input.message).toMatchObject({ receiver: "critic_planner", content: "Review plan: r1\nr2\nr3\ne1\ne2", step_id: null });
-    expect(data(h)).toMatchObject({ current_step: "critic_planner", research_steps: ["r1", "r2", "r3"], expert_steps: ["e1", "e2"] });
+    expect(review.input.message).toMatchObject({
+      receiver: "critic_planner",
+      content: "Review plan: r1\nr2\nr3\ne1\ne2",
+      step_id: null,
+    });
+    expect(data(h)).toMatchObject({
+      current_step: "critic_planner",
+      research_steps: ["r1", "r2", "r3"],
+      expert_steps: ["e1", "e2"],
+    });
 
     let o = h.reply(out.approve());
     for (const i of [0, 1, 2]) {
       const research = onlyTask(o);
       expect([research.role, research.op]).toEqual(["researcher", "research"]);
-      expect(research.input.message).toMatchObject({ receiver: "researcher", content: `Research: r${i + 1}`, step_id: i });
+      expect(research.input.message).toMatchObject({
+        receiver: "researcher",
+        content: `Research: r${i + 1}`,
+        step_id: i,
+      });
       expect(research.input).toMatchObject({ research_step: `r${i + 1}`, feedback: null });
       expect(data(h)).toMatchObject({ current_step: "researcher", current_research_index: i });
 
       const critic = onlyTask(h.reply(out.research(`result ${i}`)));
       expect([critic.role, critic.op]).toEqual(["critic", "review_research"]);
-      expect(critic.input.message).toMatchObject({ receiver: "critic_researcher", content: `Review research: result ${i}`, step_id: i });
+      expect(critic.input.message).toMatchObject({
+        receiver: "critic_researcher",
+        content: `Review research: result ${i}`,
+        step_id: i,
+      });
       expect(critic.input).toMatchObject({ research_step: `r${i + 1}`, research_result: `result ${i}` });
       o = h.reply(out.approve());
     }
@@ -67,19 +101,43 @@ describe("critic-chain happy path with three research steps", () => {
     expect(expert.input).toMatchObject({ research_results: ["result 0", "result 1", "result 2"], feedback: null });
 
     const criticE = onlyTask(h.reply(out.answer("Gene editing; Doudna and Charpentier", "r")));
-    expect(criticE.input.message).toMatchObject({ receiver: "critic_expert", content: "Review expert answer: Gene editing; Doudna and Charpentier" });
-    expect(criticE.input).toMatchObject({ expert_answer: "Gene editing; Doudna and Charpentier", expert_reasoning: "r" });
+    expect(criticE.input.message).toMatchObject({
+      receiver: "critic_expert",
+      content: "Review expert answer: Gene editing; Doudna and Charpentier",
+    });
+    expect(criticE.input).toMatchObject({
+      expert_answer: "Gene editing; Doudna and Charpentier",
+      expert_reasoning: "r",
+    });
 
     const fin = onlyTask(h.reply(out.approve()));
     expect([fin.role, fin.op]).toEqual(["finalizer", "finalize"]);
-    expect(fin.input.message).toMatchObject({ receiver: "finalizer", content: "Generate final answer and reasoning trace", step_id: null });
-    expect(fin.input).toMatchObject({ error: null, error_component: null, expert_answer: "Gene editing; Doudna and Charpentier" });
+    expect(fin.input.message).toMatchObject({
+      receiver: "finalizer",
+      content: "Generate final answer and reasoning trace",
+      step_id: null,
+    });
+    expect(fin.input).toMatchObject({
+      error: null,
+      error_component: null,
+      expert_answer: "Gene editing; Doudna and Charpentier",
+    });
 
     const done = h.reply(out.finalize("CRISPR is gene editing", "researched then answered"));
     expect(tasksOf(done)).toEqual([]);
     expect(h.state.meta.status).toBe("completed");
-    expect(data(h)).toMatchObject({ current_step: "finalizer", next_step: "finalizer", final_answer: "CRISPR is gene editing", retry_count: 0 });
-    expect(eventsOf(done).at(-1)).toMatchObject({ type: "complete", status: "completed", final_answer: "CRISPR is gene editing", final_reasoning_trace: "researched then answered" });
+    expect(data(h)).toMatchObject({
+      current_step: "finalizer",
+      next_step: "finalizer",
+      final_answer: "CRISPR is gene editing",
+      retry_count: 0,
+    });
+    expect(eventsOf(done).at(-1)).toMatchObject({
+      type: "complete",
+      status: "completed",
+      final_answer: "CRISPR is gene editing",
+      final_reasoning_trace: "researched then answered",
+    });
   });
 
   it("emits stage events: completed for the applied step (critics with their decision), running for the dispatched one", () => {
@@ -88,7 +146,11 @@ describe("critic-chain happy path with three research steps", () => {
     h.reply(out.plan(["r1"], ["e1"]));
     const stages = eventsOf(h.reply(out.reject("too vague"))).filter((e) => e.type === "stage");
     expect(stages).toEqual([
-      expect.objectContaining({ name: "critic_planner", status: "completed", description: "reject: too vague (retries 1/5)" }),
+      expect.objectContaining({
+        name: "critic_planner",
+        status: "completed",
+        description: "reject: too vague (retries 1/5)",
+      }),
       expect.objectContaining({ name: "planner", status: "running", description: "too vague" }),
     ]);
   });
@@ -109,9 +171,18 @@ describe("critic-chain decision logic", () => {
     for (let n = 1; n <= 4; n++) {
       h.reply(out.plan([], ["e"]));
       const planner = onlyTask(h.reply(out.reject(`fix ${n}`)));
-      expect([planner.role, planner.input.message.content, planner.input.feedback]).toEqual(["planner", `fix ${n}`, `fix ${n}`]);
+      expect([planner.role, planner.input.message.content, planner.input.feedback]).toEqual([
+        "planner",
+        `fix ${n}`,
+        `fix ${n}`,
+      ]);
       expect(planner.input.message.step_id).toBeNull();
-      expect(data(h)).toMatchObject({ retry_count: n, critic_planner_decision: "reject", critic_planner_feedback: `fix ${n}`, current_step: "planner" });
+      expect(data(h)).toMatchObject({
+        retry_count: n,
+        critic_planner_decision: "reject",
+        critic_planner_feedback: `fix ${n}`,
+        current_step: "planner",
+      });
     }
     h.reply(out.plan([], ["e"]));
     h.reply(out.approve());
@@ -133,9 +204,20 @@ describe("critic-chain decision logic", () => {
     expect(tasksOf(last)).toEqual([]);
     expect(h.state.meta.status).toBe("completed");
     expect(h.state.meta.awaiting).toEqual([]);
-    expect(data(h)).toMatchObject({ retry_count: 5, current_step: "finalizer", next_step: "finalizer", final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER });
+    expect(data(h)).toMatchObject({
+      retry_count: 5,
+      current_step: "finalizer",
+      next_step: "finalizer",
+      final_answer: COULD_NOT_ANSWER,
+      final_reasoning_trace: COULD_NOT_ANSWER,
+    });
     expect(COULD_NOT_ANSWER).toBe("The question could not be answered.");
-    expect(eventsOf(last).at(-1)).toMatchObject({ type: "complete", status: "completed", final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER });
+    expect(eventsOf(last).at(-1)).toMatchObject({
+      type: "complete",
+      status: "completed",
+      final_answer: COULD_NOT_ANSWER,
+      final_reasoning_trace: COULD_NOT_ANSWER,
+    });
   });
 
   it("counts rejects from all three critics against one per-session limit", () => {
@@ -149,7 +231,11 @@ describe("critic-chain decision logic", () => {
     h.reply(out.approve());
     h.reply(out.answer("A1"));
     const expertRedo = onlyTask(h.reply(out.reject("show the reasoning")));
-    expect(expertRedo.input.message).toMatchObject({ receiver: "expert", content: "show the reasoning", step_id: null });
+    expect(expertRedo.input.message).toMatchObject({
+      receiver: "expert",
+      content: "show the reasoning",
+      step_id: null,
+    });
     expect(expertRedo.input.feedback).toBe("show the reasoning");
     expect(data(h)).toMatchObject({ retry_count: 2, critic_expert_decision: "reject", current_step: "expert" });
     h.reply(out.answer("A2"));
@@ -187,7 +273,13 @@ describe("critic-chain agent failures", () => {
     const again = onlyTask(o);
     expect(again.attempt).toBe(1);
     expect(again.task_id).toBe(`${SID}.${h.state.meta.version}.0.1`);
-    expect(again.input.message).toEqual({ sender: "orchestrator", receiver: "researcher", type: "instruction", content: "Research: r1", step_id: 0 });
+    expect(again.input.message).toEqual({
+      sender: "orchestrator",
+      receiver: "researcher",
+      type: "instruction",
+      content: "Research: r1",
+      step_id: 0,
+    });
     expect(data(h)).toMatchObject({ retry_count: 1, current_research_index: 0, current_step: "researcher" });
     expect(first.attempt).toBe(0);
     const stage = eventsOf(o).find((e) => e.type === "stage" && e.status === "failed");
@@ -201,7 +293,11 @@ describe("critic-chain agent failures", () => {
     const end = h.fail(failure("model_error", true));
     expect(tasksOf(end)).toEqual([]);
     expect(h.state.meta.status).toBe("completed");
-    expect(data(h)).toMatchObject({ retry_count: 2, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER });
+    expect(data(h)).toMatchObject({
+      retry_count: 2,
+      final_answer: COULD_NOT_ANSWER,
+      final_reasoning_trace: COULD_NOT_ANSWER,
+    });
   });
 
   it("sends a non-retryable failure to the finalizer with error and error_component", () => {
@@ -211,8 +307,15 @@ describe("critic-chain agent failures", () => {
     const fin = onlyTask(o);
     expect([fin.role, fin.op, fin.attempt]).toEqual(["finalizer", "finalize", 0]);
     expect(fin.input).toMatchObject({ error: "401 from the endpoint", error_component: "expert" });
-    expect(data(h)).toMatchObject({ error: "401 from the endpoint", error_component: "expert", current_step: "finalizer", retry_count: 0 });
-    expect(eventsOf(o)).toContainEqual(expect.objectContaining({ type: "error", code: "model_refused", component: "expert" }));
+    expect(data(h)).toMatchObject({
+      error: "401 from the endpoint",
+      error_component: "expert",
+      current_step: "finalizer",
+      retry_count: 0,
+    });
+    expect(eventsOf(o)).toContainEqual(
+      expect.objectContaining({ type: "error", code: "model_refused", component: "expert" }),
+    );
     h.reply(out.finalize("Sorry: the expert could not run.", "expert failed"));
     expect(h.state.meta.status).toBe("completed");
     expect(data(h).final_answer).toBe("Sorry: the expert could not run.");
@@ -235,7 +338,12 @@ describe("critic-chain agent failures", () => {
     expect(tasksOf(o)).toEqual([]);
     expect(h.state.meta.status).toBe("failed");
     expect(h.state.meta.error).toMatchObject({ code: "model_refused", message: "bad key", component: "finalizer" });
-    expect(data(h)).toMatchObject({ final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, error: "bad key", error_component: "finalizer" });
+    expect(data(h)).toMatchObject({
+      final_answer: COULD_NOT_ANSWER,
+      final_reasoning_trace: COULD_NOT_ANSWER,
+      error: "bad key",
+      error_component: "finalizer",
+    });
     expect(eventsOf(o).map((e) => e.type)).toEqual(["stage", "error", "complete"]);
     expect(eventsOf(o).at(-1)).toMatchObject({ status: "failed", final_answer: COULD_NOT_ANSWER });
   });
@@ -261,7 +369,11 @@ describe("critic-chain messages and guards", () => {
   });
 
   it("reviews an empty research result when the index has no result yet", () => {
-    const built = orchestratorMessage(base({ research_steps: ["r1"], current_research_index: 0 }), "critic_researcher", false);
+    const built = orchestratorMessage(
+      base({ research_steps: ["r1"], current_research_index: 0 }),
+      "critic_researcher",
+      false,
+    );
     expect(built.message).toMatchObject({ content: "Review research: ", step_id: 0 });
   });
 
@@ -269,29 +381,65 @@ describe("critic-chain messages and guards", () => {
     const long = "x".repeat(1900);
     const h = harness();
     h.apply(inputs.start());
-    const review = onlyTask(h.reply(out.plan(Array.from({ length: 12 }, () => long), [long])));
+    const review = onlyTask(
+      h.reply(
+        out.plan(
+          Array.from({ length: 12 }, () => long),
+          [long],
+        ),
+      ),
+    );
     expect(review.input.message.content.length).toBe(LIMITS.maxTextChars);
     expect((review.input.research_steps as string[]).length).toBe(12);
   });
 
   it("resets the research index and results when the plan is approved (seed rule)", () => {
-    const stale = base({ current_step: "critic_planner", next_step: "critic_planner", research_steps: ["r1", "r2"], current_research_index: 1, research_results: ["old"] });
-    const decided = criticChain.decide(stale, { kind: "result", role: "critic", op: "review_plan", attempt: 0, output: out.approve() });
+    const stale = base({
+      current_step: "critic_planner",
+      next_step: "critic_planner",
+      research_steps: ["r1", "r2"],
+      current_research_index: 1,
+      research_results: ["old"],
+    });
+    const decided = criticChain.decide(stale, {
+      kind: "result",
+      role: "critic",
+      op: "review_plan",
+      attempt: 0,
+      output: out.approve(),
+    });
     expect(decided.data).toMatchObject({ current_step: "researcher", current_research_index: 0, research_results: [] });
-    expect(decided.control).toMatchObject({ kind: "dispatch", tasks: [{ input: { message: { content: "Research: r1", step_id: 0 } } }] });
+    expect(decided.control).toMatchObject({
+      kind: "dispatch",
+      tasks: [{ input: { message: { content: "Research: r1", step_id: 0 } } }],
+    });
   });
 
   it("fails as internal on inputs the runtime never passes on", () => {
     const d = criticChain.init(QUESTION, {});
-    expect(criticChain.decide(d, { kind: "user_reply", text: "hi" }).control).toMatchObject({ kind: "fail", error: { code: "internal" } });
+    expect(criticChain.decide(d, { kind: "user_reply", text: "hi" }).control).toMatchObject({
+      kind: "fail",
+      error: { code: "internal" },
+    });
     const planning = { ...d, current_step: "planner" as const, next_step: "planner" as const };
-    const wrong = criticChain.decide(planning, { kind: "result", role: "expert", op: "answer", attempt: 0, output: out.answer("a") });
+    const wrong = criticChain.decide(planning, {
+      kind: "result",
+      role: "expert",
+      op: "answer",
+      attempt: 0,
+      output: out.answer("a"),
+    });
     expect(wrong.control).toMatchObject({ kind: "fail", error: { code: "internal" } });
     expect(criticChain.decide(planning, { kind: "start" }).control.kind).toBe("fail");
   });
 
   it("writes the verbatim final fields and the error when the runtime aborts it", () => {
-    const aborted = criticChain.abort(base({ current_step: "expert" }), { code: "cancelled", message: "stop", retryable: false, component: null });
+    const aborted = criticChain.abort(base({ current_step: "expert" }), {
+      code: "cancelled",
+      message: "stop",
+      retryable: false,
+      component: null,
+    });
     expect(aborted).toMatchObject({ final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER });
     expect(aborted.data).toMatchObject({ final_answer: COULD_NOT_ANSWER, error: "stop", error_component: "expert" });
   });

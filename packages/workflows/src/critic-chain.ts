@@ -13,8 +13,27 @@ import {
   type ToolObservation,
   type WireError,
 } from "@agentmesh/contracts";
-import { COULD_NOT_ANSWER, STEP_OPS, clip, orchestratorMessage, taskInput, withMessage, type AgentStep } from "./critic-chain-messages.js";
-import { MINIMAL_CRITIC_CHAIN_SETTINGS, agentTools, countTurn, isLoopStep, loopOf, settleResearch, startTurn, withLoop, type AgentLoop, type LoopStep } from "./critic-chain-tools.js";
+import {
+  COULD_NOT_ANSWER,
+  STEP_OPS,
+  clip,
+  orchestratorMessage,
+  taskInput,
+  withMessage,
+  type AgentStep,
+} from "./critic-chain-messages.js";
+import {
+  MINIMAL_CRITIC_CHAIN_SETTINGS,
+  agentTools,
+  countTurn,
+  isLoopStep,
+  loopOf,
+  settleResearch,
+  startTurn,
+  withLoop,
+  type AgentLoop,
+  type LoopStep,
+} from "./critic-chain-tools.js";
 import { boundedArgs, stage, toolResult } from "./events.js";
 import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
@@ -36,20 +55,45 @@ const retries = (d: CriticChainData) => `retries ${d.retry_count}/${d.retry_limi
  * Step execution (seed: "Set Current Step", "Send Message"): current_step = next_step = `step`,
  * the seed's message, and one task. The runtime emits `stage running` when it really dispatches.
  */
-function execute(data: CriticChainData, step: AgentStep, attempt: number, advance: boolean, events: EventDraft[]): Decided {
+function execute(
+  data: CriticChainData,
+  step: AgentStep,
+  attempt: number,
+  advance: boolean,
+  events: EventDraft[],
+): Decided {
   const built = orchestratorMessage({ ...data, current_step: step, next_step: step }, step, advance);
   const sent = withMessage(built.data, built.message);
   // A new turn of the researcher or the expert (not the same one run again after a failure) starts its tool rounds afresh.
   const turned = isLoopStep(step) && advance ? startTurn(sent, step) : sent;
-  return dispatchAgent(turned, step, attempt, attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`, events);
+  return dispatchAgent(
+    turned,
+    step,
+    attempt,
+    attempt === 0 ? built.message.content : `attempt ${attempt}: ${built.message.content}`,
+    events,
+  );
 }
 
 /** Dispatches the step's agent op with the request built from the state (the seed's message rebuilt as it was sent). */
-function dispatchAgent(data: CriticChainData, step: AgentStep, attempt: number, description: string, events: EventDraft[]): Decided {
+function dispatchAgent(
+  data: CriticChainData,
+  step: AgentStep,
+  attempt: number,
+  description: string,
+  events: EventDraft[],
+): Decided {
   const { role, op } = STEP_OPS[step];
   const counted = isLoopStep(step) ? countTurn(data, step) : data;
   const { message } = orchestratorMessage(counted, step, false);
-  return { data: counted, control: { kind: "dispatch", tasks: [{ role, op, attempt, input: taskInput(counted, step, message), stage: step, description }] }, events };
+  return {
+    data: counted,
+    control: {
+      kind: "dispatch",
+      tasks: [{ role, op, attempt, input: taskInput(counted, step, message), stage: step, description }],
+    },
+    events,
+  };
 }
 
 /** The retry-limit exit: the run ends without asking a model (DESIGN decision on seed 004). */
@@ -62,14 +106,28 @@ function retryLimitExit(data: CriticChainData, events: EventDraft[]): Decided {
     final_reasoning_trace: COULD_NOT_ANSWER,
   };
   events.push(stage("finalizer", "completed", `retry limit reached (${retries(ended)}); no model asked`));
-  return { data: ended, control: { kind: "complete", final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER }, events };
+  return {
+    data: ended,
+    control: { kind: "complete", final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER },
+    events,
+  };
 }
 
 /** A fault of ours (an input the runtime should never have passed on): fail loudly, never guess. */
 function internal(data: CriticChainData, message: string, events: EventDraft[]): Decided {
   const error = new AgentmeshError("internal", `critic-chain: ${message}`, { component: "critic-chain" }).toWire();
-  const ended = { ...data, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, error: error.message, error_component: "critic-chain" };
-  return { data: ended, control: { kind: "fail", error, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER }, events };
+  const ended = {
+    ...data,
+    final_answer: COULD_NOT_ANSWER,
+    final_reasoning_trace: COULD_NOT_ANSWER,
+    error: error.message,
+    error_component: "critic-chain",
+  };
+  return {
+    data: ended,
+    control: { kind: "fail", error, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER },
+    events,
+  };
 }
 
 /** The seed's orchestrator decision logic: which step follows `current_step`, and the retry count. */
@@ -80,19 +138,25 @@ function route(data: CriticChainData): CriticChainData {
     case "planner":
       return { ...data, next_step: "critic_planner" };
     case "critic_planner":
-      if (data.critic_planner_decision === "reject") return { ...data, next_step: "planner", retry_count: data.retry_count + 1 };
+      if (data.critic_planner_decision === "reject")
+        return { ...data, next_step: "planner", retry_count: data.retry_count + 1 };
       return data.research_steps.length > 0
         ? { ...data, next_step: "researcher", current_research_index: -1, research_results: [], researcher_states: {} }
         : { ...data, next_step: "expert" };
     case "researcher":
       return { ...data, next_step: "critic_researcher" };
     case "critic_researcher":
-      if (data.critic_researcher_decision === "reject") return { ...data, next_step: "researcher", retry_count: data.retry_count + 1 };
-      return { ...settleResearch(data), next_step: data.current_research_index >= data.research_steps.length - 1 ? "expert" : "researcher" };
+      if (data.critic_researcher_decision === "reject")
+        return { ...data, next_step: "researcher", retry_count: data.retry_count + 1 };
+      return {
+        ...settleResearch(data),
+        next_step: data.current_research_index >= data.research_steps.length - 1 ? "expert" : "researcher",
+      };
     case "expert":
       return { ...data, next_step: "critic_expert" };
     case "critic_expert":
-      if (data.critic_expert_decision === "reject") return { ...data, next_step: "expert", retry_count: data.retry_count + 1 };
+      if (data.critic_expert_decision === "reject")
+        return { ...data, next_step: "expert", retry_count: data.retry_count + 1 };
       return { ...data, next_step: "finalizer" };
     case "finalizer":
       return data;
@@ -100,13 +164,20 @@ function route(data: CriticChainData): CriticChainData {
 }
 
 /** Parses an output against its op's response schema (the runtime validated it already). */
-function parseOutput<T>(schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } }, output: unknown): T | null {
+function parseOutput<T>(
+  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
+  output: unknown,
+): T | null {
   const parsed = schema.safeParse(output);
   return parsed.success ? parsed.data : null;
 }
 
 /** Records a critic's verdict in the seed's `critic_<x>_decision/feedback` fields. */
-function withVerdict(data: CriticChainData, step: "critic_planner" | "critic_researcher" | "critic_expert", v: CriticVerdict): CriticChainData {
+function withVerdict(
+  data: CriticChainData,
+  step: "critic_planner" | "critic_researcher" | "critic_expert",
+  v: CriticVerdict,
+): CriticChainData {
   switch (step) {
     case "critic_planner":
       return { ...data, critic_planner_decision: v.decision, critic_planner_feedback: v.feedback };
@@ -118,7 +189,11 @@ function withVerdict(data: CriticChainData, step: "critic_planner" | "critic_res
 }
 
 /** The seed's agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the output does not parse. */
-function applyOutput(data: CriticChainData, step: AgentStep, output: unknown): { data: CriticChainData; summary: string } | null {
+function applyOutput(
+  data: CriticChainData,
+  step: AgentStep,
+  output: unknown,
+): { data: CriticChainData; summary: string } | null {
   switch (step) {
     case "planner": {
       const out = parseOutput(ROLES.planner.plan.response, output);
@@ -134,25 +209,36 @@ function applyOutput(data: CriticChainData, step: AgentStep, output: unknown): {
       const i = data.current_research_index;
       // Seed: append a new step's result, replace it when the step is re-researched after a reject.
       const research_results =
-        data.research_results.length <= i ? [...data.research_results, out.result] : data.research_results.map((r, j) => (j === i ? out.result : r));
+        data.research_results.length <= i
+          ? [...data.research_results, out.result]
+          : data.research_results.map((r, j) => (j === i ? out.result : r));
       return { data: { ...data, research_results }, summary: `research step ${i}: ${clip(out.result, 300)}` };
     }
     case "expert": {
       const out = parseOutput(ROLES.expert.answer.response, output);
       if (!out) return null;
-      return { data: { ...data, expert_answer: out.expert_answer, expert_reasoning: out.expert_reasoning }, summary: `answer: ${clip(out.expert_answer, 300)}` };
+      return {
+        data: { ...data, expert_answer: out.expert_answer, expert_reasoning: out.expert_reasoning },
+        summary: `answer: ${clip(out.expert_answer, 300)}`,
+      };
     }
     case "finalizer": {
       const out = parseOutput(ROLES.finalizer.finalize.response, output);
       if (!out) return null;
-      return { data: { ...data, final_answer: out.final_answer, final_reasoning_trace: out.final_reasoning_trace }, summary: "final answer written" };
+      return {
+        data: { ...data, final_answer: out.final_answer, final_reasoning_trace: out.final_reasoning_trace },
+        summary: "final answer written",
+      };
     }
     case "critic_planner":
     case "critic_researcher":
     case "critic_expert": {
       const out = parseOutput(ROLES.critic.review_plan.response, output);
       if (!out) return null;
-      return { data: withVerdict(data, step, out), summary: out.feedback ? `${out.decision}: ${out.feedback}` : out.decision };
+      return {
+        data: withVerdict(data, step, out),
+        summary: out.feedback ? `${out.decision}: ${out.feedback}` : out.decision,
+      };
     }
   }
 }
@@ -167,7 +253,9 @@ function awaited(data: CriticChainData): { step: AgentStep; role: string; op: st
 
 /** The tool call a researcher or expert turn asked for, or null when it answered. */
 function toolActionOf(step: LoopStep, output: unknown): { tool: string; arguments_json: string } | null {
-  const parsed = (step === "researcher" ? ROLES.researcher.research.response : ROLES.expert.answer.response).safeParse(output);
+  const parsed = (step === "researcher" ? ROLES.researcher.research.response : ROLES.expert.answer.response).safeParse(
+    output,
+  );
   return parsed.success && parsed.data.action === "tool" ? parsed.data : null;
 }
 
@@ -180,16 +268,35 @@ function onResult(data: CriticChainData, step: AgentStep, output: unknown): Deci
   const applied = applyOutput(data, step, output);
   if (!applied) return internal(data, `output of ${step} does not match its schema`, events);
   // The seed's completion message back to the orchestrator.
-  const told = withMessage(applied.data, { sender: step, receiver: "orchestrator", type: "response", content: applied.summary, step_id: step === "researcher" ? data.current_research_index : null });
+  const told = withMessage(applied.data, {
+    sender: step,
+    receiver: "orchestrator",
+    type: "response",
+    content: applied.summary,
+    step_id: step === "researcher" ? data.current_research_index : null,
+  });
   return settle(data, step, { data: told, summary: applied.summary }, events);
 }
 
 /** An agent's output applied: the finalizer completes the run, any other step is routed (and a reject counted). */
-function settle(data: CriticChainData, step: AgentStep, applied: { data: CriticChainData; summary: string }, events: EventDraft[]): Decided {
+function settle(
+  data: CriticChainData,
+  step: AgentStep,
+  applied: { data: CriticChainData; summary: string },
+  events: EventDraft[],
+): Decided {
   if (step === "finalizer") {
     events.push(stage(step, "completed", applied.summary));
     const done = applied.data;
-    return { data: done, control: { kind: "complete", final_answer: done.final_answer ?? "", final_reasoning_trace: done.final_reasoning_trace ?? "" }, events };
+    return {
+      data: done,
+      control: {
+        kind: "complete",
+        final_answer: done.final_answer ?? "",
+        final_reasoning_trace: done.final_reasoning_trace ?? "",
+      },
+      events,
+    };
   }
   const routed = route(applied.data);
   const rejected = routed.retry_count > data.retry_count;
@@ -206,7 +313,13 @@ function executeNext(routed: CriticChainData, events: EventDraft[]): Decided {
   return execute(routed, next, 0, true, events);
 }
 
-function onFailure(data: CriticChainData, step: AgentStep, attempt: number, error: WireError, events: EventDraft[] = []): Decided {
+function onFailure(
+  data: CriticChainData,
+  step: AgentStep,
+  attempt: number,
+  error: WireError,
+  events: EventDraft[] = [],
+): Decided {
   const why = `${error.code}: ${error.message}`;
   if (error.retryable) {
     // DESIGN decision: a retryable failure counts one retry, then the same step runs again.
@@ -216,10 +329,20 @@ function onFailure(data: CriticChainData, step: AgentStep, attempt: number, erro
     return execute(counted, step, attempt + 1, false, events);
   }
   if (step === "finalizer") {
-    const failed = { ...data, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER, error: error.message, error_component: step };
+    const failed = {
+      ...data,
+      final_answer: COULD_NOT_ANSWER,
+      final_reasoning_trace: COULD_NOT_ANSWER,
+      error: error.message,
+      error_component: step,
+    };
     events.push(stage(step, "failed", `failed (${why})`));
     const err: WireError = { ...error, component: error.component ?? step };
-    return { data: failed, control: { kind: "fail", error: err, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER }, events };
+    return {
+      data: failed,
+      control: { kind: "fail", error: err, final_answer: COULD_NOT_ANSWER, final_reasoning_trace: COULD_NOT_ANSWER },
+      events,
+    };
   }
   // Seed: "Error Handler --> Finalizer", with the component that failed named by its step.
   const errored = { ...data, error: error.message, error_component: step, next_step: "finalizer" as const };
@@ -228,20 +351,43 @@ function onFailure(data: CriticChainData, step: AgentStep, attempt: number, erro
   return execute(errored, "finalizer", 0, false, events);
 }
 
-const observed = (loop: AgentLoop, o: ToolObservation): ToolObservation[] => [...loop.observations, { ...o, content: clip(o.content, OBSERVATION_MAX) }].slice(-MAX_OBSERVATIONS);
+const observed = (loop: AgentLoop, o: ToolObservation): ToolObservation[] =>
+  [...loop.observations, { ...o, content: clip(o.content, OBSERVATION_MAX) }].slice(-MAX_OBSERVATIONS);
 
 /** A researcher or expert asked for a tool: run it as an executor.call task, or refuse it (not offered, no rounds left) and ask again. */
-function onToolAction(data: CriticChainData, step: LoopStep, tool: string, argumentsJson: string, events: EventDraft[]): Decided {
+function onToolAction(
+  data: CriticChainData,
+  step: LoopStep,
+  tool: string,
+  argumentsJson: string,
+  events: EventDraft[],
+): Decided {
   const loop = loopOf(data, step);
   if (!loop) return internal(data, `the ${step} called a tool outside its turn`, events);
   const parsed: unknown = JSON.parse(argumentsJson);
   const args = parsed as Record<string, unknown>; // the op's response schema checked it is a JSON object
   const offered = agentTools(step, data.tools_available);
   if (!offered.includes(tool)) {
-    return refuse(data, step, loop, tool, args, `The tool "${clip(tool, 80)}" is not one you were offered (${offered.join(", ") || "none"}). Use an offered tool or answer.`, events);
+    return refuse(
+      data,
+      step,
+      loop,
+      tool,
+      args,
+      `The tool "${clip(tool, 80)}" is not one you were offered (${offered.join(", ") || "none"}). Use an offered tool or answer.`,
+      events,
+    );
   }
   if (loop.tool_rounds >= data.max_tool_rounds) {
-    return refuse(data, step, loop, tool, args, `No tool rounds are left in this turn (all ${data.max_tool_rounds} used). Answer now with what you have.`, events);
+    return refuse(
+      data,
+      step,
+      loop,
+      tool,
+      args,
+      `No tool rounds are left in this turn (all ${data.max_tool_rounds} used). Answer now with what you have.`,
+      events,
+    );
   }
   events.push(stage(step, "completed", `The ${step} calls ${tool}`));
   const calls = data.tool_calls + 1;
@@ -256,17 +402,50 @@ function toolTask(d: CriticChainData, step: LoopStep, call: PendingToolCall): Ta
     tool: call.tool,
     arguments: call.arguments,
     allowed: agentTools(step, d.tools_available),
-    limits: { max_attempts: TOOL_MAX_ATTEMPTS, timeout_ms: CODE_TOOLS.has(call.tool) ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS },
+    limits: {
+      max_attempts: TOOL_MAX_ATTEMPTS,
+      timeout_ms: CODE_TOOLS.has(call.tool) ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS,
+    },
   };
-  return { role: "executor", op: "call", input, attempt: 0, stage: `${step}_tools`, tag: "tool", description: `The ${step} calls ${call.tool}`, toolCall: { id: call.id, tool: call.tool, args: call.arguments } };
+  return {
+    role: "executor",
+    op: "call",
+    input,
+    attempt: 0,
+    stage: `${step}_tools`,
+    tag: "tool",
+    description: `The ${step} calls ${call.tool}`,
+    toolCall: { id: call.id, tool: call.tool, args: call.arguments },
+  };
 }
 
 /** A tool call the agent may not make: it is told why (as the tool's result) and asked again; past MAX_REFUSALS its turn fails. */
-function refuse(data: CriticChainData, step: LoopStep, loop: AgentLoop, tool: string, args: Record<string, unknown>, message: string, events: EventDraft[]): Decided {
-  const refused: AgentLoop = { ...loop, refusals: loop.refusals + 1, observations: observed(loop, { tool: clip(tool, 80), arguments: boundedArgs(args).args, ok: false, content: message }) };
+function refuse(
+  data: CriticChainData,
+  step: LoopStep,
+  loop: AgentLoop,
+  tool: string,
+  args: Record<string, unknown>,
+  message: string,
+  events: EventDraft[],
+): Decided {
+  const refused: AgentLoop = {
+    ...loop,
+    refusals: loop.refusals + 1,
+    observations: observed(loop, {
+      tool: clip(tool, 80),
+      arguments: boundedArgs(args).args,
+      ok: false,
+      content: message,
+    }),
+  };
   const d = withLoop(data, step, refused);
   if (refused.refusals > MAX_REFUSALS) {
-    const error = new AgentmeshError("model_invalid_output", `the ${step} asked for ${refused.refusals} tool calls it may not make in one turn instead of answering`, { retryable: false, component: step });
+    const error = new AgentmeshError(
+      "model_invalid_output",
+      `the ${step} asked for ${refused.refusals} tool calls it may not make in one turn instead of answering`,
+      { retryable: false, component: step },
+    );
     return onFailure(d, step, 0, error.toWire(), events);
   }
   events.push(stage(step, "completed", `The ${step}'s call of ${clip(tool, 80)} was refused: ${message}`));
@@ -279,16 +458,41 @@ function onToolOutcome(data: CriticChainData, step: LoopStep, outcome: ToolCallO
   const call = loop?.pending_call;
   if (!loop || !call) return internal(data, `a tool outcome came back with no call of the ${step} pending`, events);
   events.push(toolResult(call.id, call.tool, outcome.ok, outcome.content, outcome.latency_ms));
-  events.push(stage(`${step}_tools`, outcome.ok ? "completed" : "failed", `${call.tool} ${outcome.ok ? "answered" : `failed (${outcome.error?.code ?? "error"})`}`));
-  const observation: ToolObservation = { tool: call.tool, arguments: boundedArgs(call.arguments).args, ok: outcome.ok, content: outcome.content };
-  const d = withLoop(data, step, { ...loop, pending_call: null, tool_rounds: loop.tool_rounds + 1, observations: observed(loop, observation) });
+  events.push(
+    stage(
+      `${step}_tools`,
+      outcome.ok ? "completed" : "failed",
+      `${call.tool} ${outcome.ok ? "answered" : `failed (${outcome.error?.code ?? "error"})`}`,
+    ),
+  );
+  const observation: ToolObservation = {
+    tool: call.tool,
+    arguments: boundedArgs(call.arguments).args,
+    ok: outcome.ok,
+    content: outcome.content,
+  };
+  const d = withLoop(data, step, {
+    ...loop,
+    pending_call: null,
+    tool_rounds: loop.tool_rounds + 1,
+    observations: observed(loop, observation),
+  });
   return dispatchAgent(d, step, 0, `The ${step} goes on with what ${call.tool} returned`, events);
 }
 
 /** The executor's task failed (after its own retries, or at its deadline): the call failed, which the agent is told like any tool failure. */
 function toolFailed(data: CriticChainData, step: LoopStep, error: WireError, elapsedMs: number): ToolCallOutcome {
   const tool = loopOf(data, step)?.pending_call?.tool ?? "unknown";
-  return { tool, ok: false, content: clip(`${error.code}: ${error.message}`, 4000), error: { code: error.code, message: clip(error.message, 500), retryable: error.retryable }, latency_ms: elapsedMs, attempts: 0, citations: [], code: null };
+  return {
+    tool,
+    ok: false,
+    content: clip(`${error.code}: ${error.message}`, 4000),
+    error: { code: error.code, message: clip(error.message, 500), retryable: error.retryable },
+    latency_ms: elapsedMs,
+    attempts: 0,
+    citations: [],
+    code: null,
+  };
 }
 
 function decide(data: CriticChainData, input: WorkflowInput): Decided {
@@ -305,11 +509,15 @@ function decide(data: CriticChainData, input: WorkflowInput): Decided {
       const { step } = task;
       if (task.tool && isLoopStep(step)) {
         const outcome = input.kind === "result" ? ToolCallOutcome.safeParse(input.output) : null;
-        if (outcome && !outcome.success) return internal(data, `the executor's outcome for the ${step}'s tool call does not match its schema`, []);
+        if (outcome && !outcome.success)
+          return internal(data, `the executor's outcome for the ${step}'s tool call does not match its schema`, []);
         if (outcome) return onToolOutcome(data, step, outcome.data, []);
-        if (input.kind === "failure") return onToolOutcome(data, step, toolFailed(data, step, input.error, input.elapsed_ms ?? 0), []);
+        if (input.kind === "failure")
+          return onToolOutcome(data, step, toolFailed(data, step, input.error, input.elapsed_ms ?? 0), []);
       }
-      return input.kind === "result" ? onResult(data, step, input.output) : onFailure(data, step, input.attempt, input.error);
+      return input.kind === "result"
+        ? onResult(data, step, input.output)
+        : onFailure(data, step, input.attempt, input.error);
     }
     case "user_reply":
       return internal(data, "critic-chain never asks the user", []);
@@ -343,7 +551,15 @@ export const criticChain: WorkflowDefinition<CriticChainData> = {
     final_reasoning_trace: null,
     error: null,
     error_component: null,
-    messages: [{ sender: "user", receiver: "orchestrator", type: "question", content: clip(query, CHAIN_MESSAGES.contentChars), step_id: null }],
+    messages: [
+      {
+        sender: "user",
+        receiver: "orchestrator",
+        type: "question",
+        content: clip(query, CHAIN_MESSAGES.contentChars),
+        step_id: null,
+      },
+    ],
     researcher_states: {},
     expert_state: null,
     tools_available: [...(defaults?.criticChain ?? MINIMAL_CRITIC_CHAIN_SETTINGS).tools],

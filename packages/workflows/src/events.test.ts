@@ -42,7 +42,15 @@ describe("stage events of a critic-chain run", () => {
     h.reply(out.finalize("CRISPR is gene editing"));
     expect(h.state.meta.status).toBe("completed");
     for (const e of stagesOf(events)) expect(SessionEvent.parse(e)).toEqual(e);
-    const steps = ["planner", "critic_planner", "researcher", "critic_researcher", "expert", "critic_expert", "finalizer"];
+    const steps = [
+      "planner",
+      "critic_planner",
+      "researcher",
+      "critic_researcher",
+      "expert",
+      "critic_expert",
+      "finalizer",
+    ];
     expect(trail(events)).toEqual(steps.flatMap((s) => [`${s} running`, `${s} completed`]));
     expect(stagesOf(events)[0]).toMatchObject({ description: expect.stringContaining("Develop a logical plan") });
   });
@@ -56,7 +64,14 @@ describe("stage events of a critic-chain run", () => {
     h.fail(failure("model_rate_limited", true));
     h.fail(failure("model_refused", false));
     h.reply(out.finalize("partial"));
-    expect(trail(events).slice(4)).toEqual(["researcher running", "researcher failed", "researcher running", "researcher failed", "finalizer running", "finalizer completed"]);
+    expect(trail(events).slice(4)).toEqual([
+      "researcher running",
+      "researcher failed",
+      "researcher running",
+      "researcher failed",
+      "finalizer running",
+      "finalizer completed",
+    ]);
     const [retried, final] = stagesOf(events).filter((e) => e.status === "failed");
     expect(retried?.description).toMatch(/^failed \(model_rate_limited: .*\); retries 1\/5$/);
     expect(final?.description).toMatch(/^failed \(model_refused: .*\); handing over to the finalizer$/);
@@ -88,13 +103,18 @@ describe("stage events of a blackboard run", () => {
     for (const e of stagesOf(events)) expect(SessionEvent.parse(e)).toEqual(e);
     expectStagesClosed(events);
     expect(new Set(stagesOf(events).map((e) => e.status))).toEqual(new Set(["running", "completed"]));
-    expect(new Set(stagesOf(events).map((e) => e.name))).toEqual(new Set(["perception", "tools", "memory", "decision", "executor", "critic"]));
+    expect(new Set(stagesOf(events).map((e) => e.name))).toEqual(
+      new Set(["perception", "tools", "memory", "decision", "executor", "critic"]),
+    );
     // One running and one completed per task, in a run without parallel strategies.
     expect(stagesOf(events).filter((e) => e.status === "running")).toHaveLength(h.state.meta.usage.steps);
   });
 
   it("an EXPLORATORY corpus run: parallel strategies each announce their task, the round completes once", () => {
-    const lookup: Script = (task, input, data) => (task.role === "perception" && input.kind === "query" ? { output: bbOut.perception("lookup") } : goodAgents(task, input, data));
+    const lookup: Script = (task, input, data) =>
+      task.role === "perception" && input.kind === "query"
+        ? { output: bbOut.perception("lookup") }
+        : goodAgents(task, input, data);
     const h = bbHarness({ profile: "EXPLORATORY", query: CORPUS_QUESTION });
     const events = record(h);
     h.start();
@@ -102,7 +122,12 @@ describe("stage events of a blackboard run", () => {
     expect(h.state.meta.status).toBe("completed");
     expectStagesClosed(events);
     const executor = trail(events).filter((s) => s.startsWith("executor"));
-    expect(executor.slice(0, 4)).toEqual(["executor running", "executor running", "executor running", "executor completed"]);
+    expect(executor.slice(0, 4)).toEqual([
+      "executor running",
+      "executor running",
+      "executor running",
+      "executor completed",
+    ]);
     expect(trail(events)).toContain("retriever completed");
   });
 
@@ -122,7 +147,9 @@ describe("stage events of a blackboard run", () => {
       "perception running",
       "perception completed",
     ]);
-    expect(stagesOf(events).find((e) => e.status === "failed")?.description).toBe("failed (model_error: model_error happened); attempt 2 of 3");
+    expect(stagesOf(events).find((e) => e.status === "failed")?.description).toBe(
+      "failed (model_error: model_error happened); attempt 2 of 3",
+    );
   });
 
   it("a failure retries cannot fix is reported under the stage that ran (tools, not executor)", () => {
@@ -135,15 +162,23 @@ describe("stage events of a blackboard run", () => {
 
   it("a step whose every strategy failed is a failed executor stage; limits running out fail the coordinator", () => {
     const failing: Script = (task, input, data) =>
-      task.role === "executor" && task.op === "execute" ? { output: bbOut.fail("tool", "calculator", "tool_unavailable", false) } : goodAgents(task, input, data);
+      task.role === "executor" && task.op === "execute"
+        ? { output: bbOut.fail("tool", "calculator", "tool_unavailable", false) }
+        : goodAgents(task, input, data);
     const h = bbHarness();
     const events = record(h);
     h.start();
     drive(h, failing);
     expect(h.state.meta.status).toBe("completed");
     expect(trail(events)).toContain("executor failed");
-    expect(stagesOf(events).find((e) => e.name === "executor" && e.status === "failed")?.description).toMatch(/^every strategy failed; next: /);
-    expect(stagesOf(events).at(-1)).toMatchObject({ name: "coordinator", status: "failed", description: expect.stringMatching(/^gave up: /) });
+    expect(stagesOf(events).find((e) => e.name === "executor" && e.status === "failed")?.description).toMatch(
+      /^every strategy failed; next: /,
+    );
+    expect(stagesOf(events).at(-1)).toMatchObject({
+      name: "coordinator",
+      status: "failed",
+      description: expect.stringMatching(/^gave up: /),
+    });
   });
 
   it("waiting for a person is the awaiting_user stage: running until the reply completes it", () => {
@@ -156,7 +191,11 @@ describe("stage events of a blackboard run", () => {
     h.start();
     drive(h, asking);
     expect(h.state.meta.status).toBe("awaiting_user");
-    expect(stagesOf(events).at(-1)).toMatchObject({ name: "awaiting_user", status: "running", description: "Which units?" });
+    expect(stagesOf(events).at(-1)).toMatchObject({
+      name: "awaiting_user",
+      status: "running",
+      description: "Which units?",
+    });
     h.reply("metres");
     drive(h, asking);
     expect(h.state.meta.status).toBe("completed");
@@ -168,7 +207,18 @@ describe("stage events of a blackboard run", () => {
 describe("boundedArgs: a tool call's arguments for its event", () => {
   const cap = LIMITS.maxToolArgsChars;
   const asEvent = (b: ReturnType<typeof boundedArgs>) =>
-    SessionEvent.parse({ v: 1, session_id: "sess_test_0001", version: 1, index: 0, at: 0, type: "tool_call", id: "c1", task_id: "t", tool: "run_python", ...b });
+    SessionEvent.parse({
+      v: 1,
+      session_id: "sess_test_0001",
+      version: 1,
+      index: 0,
+      at: 0,
+      type: "tool_call",
+      id: "c1",
+      task_id: "t",
+      tool: "run_python",
+      ...b,
+    });
 
   it("keeps arguments that fit as they are, unmarked", () => {
     expect(boundedArgs({ expression: "2 + 2" })).toEqual({ args: { expression: "2 + 2" }, args_truncated: false });
@@ -193,7 +243,10 @@ describe("boundedArgs: a tool call's arguments for its event", () => {
   it("falls back to the start of the JSON when cutting strings is not enough", () => {
     const many = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`k${i}`, i]));
     const b = boundedArgs(many);
-    expect(b).toMatchObject({ args_truncated: true, args: { truncated_json: expect.stringMatching(/^\{"k0":0,"k1":1,.*…$/) } });
+    expect(b).toMatchObject({
+      args_truncated: true,
+      args: { truncated_json: expect.stringMatching(/^\{"k0":0,"k1":1,.*…$/) },
+    });
     expect(JSON.stringify(b.args).length).toBeLessThanOrEqual(cap);
     asEvent(b);
     // Quotes double in length when the JSON is quoted again; the result still fits.
@@ -232,13 +285,36 @@ describe("the runtime announces a tool call with its task", () => {
     const task = h.task("executor.execute:tool");
     const d = openDraft(h.state, blackboard, { now: h.now, defaults: DEFAULTS });
     const toolCall = { id: "c1", tool: "run_python", args: { code: "print(1)\n".repeat(2000) } };
-    applyControl(d, { kind: "dispatch", tasks: [{ role: "executor", op: "execute", input: h.input(task), attempt: 1, stage: "executor", description: "run it", toolCall }] });
+    applyControl(d, {
+      kind: "dispatch",
+      tasks: [
+        {
+          role: "executor",
+          op: "execute",
+          input: h.input(task),
+          attempt: 1,
+          stage: "executor",
+          description: "run it",
+          toolCall,
+        },
+      ],
+    });
     const o = seal(d);
     const [sent] = o.kind === "apply" ? o.outbox.flatMap((e) => (e.kind === "task" ? [e.task] : [])) : [];
     const call = eventsOf(o).find((e) => e.type === "tool_call");
-    expect(call).toMatchObject({ id: "c1", task_id: sent?.task_id, tool: "run_python", args_truncated: true, args: { code: expect.stringMatching(/^print\(1\)\n.*…$/s) } });
+    expect(call).toMatchObject({
+      id: "c1",
+      task_id: sent?.task_id,
+      tool: "run_python",
+      args_truncated: true,
+      args: { code: expect.stringMatching(/^print\(1\)\n.*…$/s) },
+    });
     expect(JSON.stringify(call?.type === "tool_call" && call.args).length).toBeLessThanOrEqual(LIMITS.maxToolArgsChars);
     // Right after the stage it belongs to.
-    expect(eventsOf(o).map((e) => e.type).slice(-2)).toEqual(["stage", "tool_call"]);
+    expect(
+      eventsOf(o)
+        .map((e) => e.type)
+        .slice(-2),
+    ).toEqual(["stage", "tool_call"]);
   });
 });

@@ -20,7 +20,14 @@ export interface ToolCallSpec {
 }
 
 /** A `tool_result` event; the content is cut to the seed's 500-character preview; flags only when some were seen. */
-export const toolResult = (id: string, tool: string, ok: boolean, content: string, latencyMs: number, flags: readonly ToolFlag[] = []): EventDraft => ({
+export const toolResult = (
+  id: string,
+  tool: string,
+  ok: boolean,
+  content: string,
+  latencyMs: number,
+  flags: readonly ToolFlag[] = [],
+): EventDraft => ({
   type: "tool_result",
   id,
   tool,

@@ -4,9 +4,15 @@ import { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
 import { domainBonus, judge, scoreOutput } from "./halo-judge.js";
 import { answeredOutput, availabilityMessage, stripAgentTags, unavailableOutput } from "./halo-outputs.js";
 
-const web = (n: number): HaloCitation => ({ title: `Page ${n}`, url: `https://example.com/${n}`, path: null, snippet: "" });
+const web = (n: number): HaloCitation => ({
+  title: `Page ${n}`,
+  url: `https://example.com/${n}`,
+  path: null,
+  snippet: "",
+});
 const cites = (n: number) => Array.from({ length: n }, (_, i) => web(i + 1));
-const answer = (c: Capability, text: string, citations: HaloCitation[] = []) => answeredOutput(c, { response_str: text, citations }, 100);
+const answer = (c: Capability, text: string, citations: HaloCitation[] = []) =>
+  answeredOutput(c, { response_str: text, citations }, 100);
 const LONG = "x".repeat(121);
 const NEUTRAL = "What should I know about this?";
 
@@ -21,7 +27,9 @@ describe("halo judge scores (seed 000)", () => {
 
   it("counts a source cited twice once", () => {
     expect(scoreOutput(answer("rag", "short", [web(1), web(1), web(2)]), NEUTRAL)).toBe(2);
-    expect(judge([answer("rag", "short", [web(1), web(1)])], ["rag"], NEUTRAL).judge_response).toBe("rag: score 1, citations 1, length 5 (primary)");
+    expect(judge([answer("rag", "short", [web(1), web(1)])], ["rag"], NEUTRAL).judge_response).toBe(
+      "rag: score 1, citations 1, length 5 (primary)",
+    );
   });
 
   it("adds the domain bonus when the question has one of the capability's keywords, as a whole word", () => {
@@ -35,7 +43,8 @@ describe("halo judge scores (seed 000)", () => {
   it("ships a valid hint table of lowercase keywords for every capability", () => {
     expect(DomainHints.parse(DEFAULT_DOMAIN_HINTS)).toEqual(DEFAULT_DOMAIN_HINTS);
     expect(Object.keys(DEFAULT_DOMAIN_HINTS).sort()).toEqual([...Capability.options].sort());
-    for (const row of Object.values(DEFAULT_DOMAIN_HINTS)) for (const k of row.keywords) expect(k).toBe(k.toLowerCase());
+    for (const row of Object.values(DEFAULT_DOMAIN_HINTS))
+      for (const k of row.keywords) expect(k).toBe(k.toLowerCase());
   });
 
   it("takes a deployment's own hint table instead of the workflow's", () => {
@@ -70,13 +79,22 @@ describe("halo judge ranking", () => {
   });
 
   it("has no primary when every specialist is unavailable", () => {
-    const verdict = judge([unavailableOutput("rag", "deadline_exceeded", 1), unavailableOutput("web", "tool_unavailable", 1)], ["rag", "web"], NEUTRAL);
+    const verdict = judge(
+      [unavailableOutput("rag", "deadline_exceeded", 1), unavailableOutput("web", "tool_unavailable", 1)],
+      ["rag", "web"],
+      NEUTRAL,
+    );
     expect(verdict.primary).toBeNull();
     expect(verdict.ranked.map((j) => j.output.capability)).toEqual(["rag", "web"]);
   });
 
   it("does not depend on the order the outputs arrived in", () => {
-    const outputs = [answer("rag", "a", cites(2)), unavailableOutput("web", "deadline_exceeded", 9), answer("graph", LONG, cites(1)), answer("biomcp", "b", cites(2))];
+    const outputs = [
+      answer("rag", "a", cites(2)),
+      unavailableOutput("web", "deadline_exceeded", 9),
+      answer("graph", LONG, cites(1)),
+      answer("biomcp", "b", cites(2)),
+    ];
     const plan: Capability[] = ["graph", "rag", "biomcp", "web"];
     const forward = judge(outputs, plan, NEUTRAL);
     expect(judge([...outputs].reverse(), plan, NEUTRAL)).toEqual(forward);
@@ -84,9 +102,16 @@ describe("halo judge ranking", () => {
   });
 
   it("writes one summary line per specialist: capability, score, citations, length", () => {
-    const verdict = judge([answer("rag", "short answer", cites(4)), unavailableOutput("graph", "deadline_exceeded", 30_000)], ["graph", "rag"], NEUTRAL);
+    const verdict = judge(
+      [answer("rag", "short answer", cites(4)), unavailableOutput("graph", "deadline_exceeded", 30_000)],
+      ["graph", "rag"],
+      NEUTRAL,
+    );
     expect(verdict.judge_response).toBe(
-      ["rag: score 3, citations 4, length 12 (primary)", `graph: score 0, citations 0, length ${availabilityMessage("graph").length} (unavailable: deadline_exceeded)`].join("\n"),
+      [
+        "rag: score 3, citations 4, length 12 (primary)",
+        `graph: score 0, citations 0, length ${availabilityMessage("graph").length} (unavailable: deadline_exceeded)`,
+      ].join("\n"),
     );
   });
 });
@@ -94,7 +119,9 @@ describe("halo judge ranking", () => {
 describe("halo specialist outputs", () => {
   it("strips agent tags and the specialist's own citation numbers", () => {
     expect(stripAgentTags("[Graph] HER2 interacts with EGFR [1].")).toBe("HER2 interacts with EGFR.");
-    expect(stripAgentTags("[RAG]  The notes say so [2, 3] and more [BioMCP Agent].")).toBe("The notes say so and more.");
+    expect(stripAgentTags("[RAG]  The notes say so [2, 3] and more [BioMCP Agent].")).toBe(
+      "The notes say so and more.",
+    );
     expect(stripAgentTags("[llama_mcp] [Web] [ChitChat] [HALO] Hello")).toBe("Hello");
     expect(stripAgentTags("Keep [brackets] that are not tags")).toBe("Keep [brackets] that are not tags");
   });
@@ -102,6 +129,11 @@ describe("halo specialist outputs", () => {
   it("stores an answer without its tags, and one that was only tags as unavailable", () => {
     expect(answer("graph", "[Graph] Fine.").response_str).toBe("Fine.");
     const empty = answer("graph", "[Graph]", cites(2));
-    expect(empty).toMatchObject({ status: "unavailable", error_code: "invalid_message", citations: [], response_str: availabilityMessage("graph") });
+    expect(empty).toMatchObject({
+      status: "unavailable",
+      error_code: "invalid_message",
+      citations: [],
+      response_str: availabilityMessage("graph"),
+    });
   });
 });

@@ -38,7 +38,11 @@ export function domainBonus(question: string, capability: Capability, hints: Dom
  * A specialist's score: min(3, distinct sources cited) + 1 when its answer is longer than 120 characters +
  * its domain bonus for the question. An unavailable specialist scores 0 whatever the question.
  */
-export function scoreOutput(output: SpecialistOutput, question: string, hints: DomainHints = DEFAULT_DOMAIN_HINTS): number {
+export function scoreOutput(
+  output: SpecialistOutput,
+  question: string,
+  hints: DomainHints = DEFAULT_DOMAIN_HINTS,
+): number {
   if (output.status === "unavailable") return 0;
   const citations = Math.min(MAX_CITATION_POINTS, sourceCount(output));
   const length = output.response_str.length > LONG_ANSWER_CHARS ? 1 : 0;
@@ -46,7 +50,11 @@ export function scoreOutput(output: SpecialistOutput, question: string, hints: D
 }
 
 const summaryLine = ({ output, score }: JudgedOutput, primary: boolean): string => {
-  const note = primary ? " (primary)" : output.status === "unavailable" ? ` (unavailable: ${output.error_code ?? "no answer"})` : "";
+  const note = primary
+    ? " (primary)"
+    : output.status === "unavailable"
+      ? ` (unavailable: ${output.error_code ?? "no answer"})`
+      : "";
   return `${output.capability}: score ${score}, citations ${sourceCount(output)}, length ${output.response_str.length}${note}`;
 };
 
@@ -55,7 +63,12 @@ const summaryLine = ({ output, score }: JudgedOutput, primary: boolean): string 
  * (ties go to the capability earlier in `plan`; unavailable ones come last, so one is never
  * primary) and writes the summary. Pure: the same outputs give the same verdict whatever order they arrived in.
  */
-export function judge(outputs: readonly SpecialistOutput[], plan: readonly Capability[], question: string, hints: DomainHints = DEFAULT_DOMAIN_HINTS): Judgement {
+export function judge(
+  outputs: readonly SpecialistOutput[],
+  plan: readonly Capability[],
+  question: string,
+  hints: DomainHints = DEFAULT_DOMAIN_HINTS,
+): Judgement {
   // A capability outside the plan (not expected) goes after it, in the seed's tag order.
   const rank = (c: Capability) => {
     const at = plan.indexOf(c);
@@ -64,7 +77,12 @@ export function judge(outputs: readonly SpecialistOutput[], plan: readonly Capab
   const answered = (o: SpecialistOutput) => (o.status === "answered" ? 0 : 1);
   const ranked = outputs
     .map((output) => ({ output, score: scoreOutput(output, question, hints) }))
-    .sort((a, b) => answered(a.output) - answered(b.output) || b.score - a.score || rank(a.output.capability) - rank(b.output.capability));
+    .sort(
+      (a, b) =>
+        answered(a.output) - answered(b.output) ||
+        b.score - a.score ||
+        rank(a.output.capability) - rank(b.output.capability),
+    );
   const first = ranked[0];
   const primary = first && first.output.status === "answered" ? first.output : null;
   const judge_response = ranked.map((j) => summaryLine(j, j.output === primary)).join("\n");

@@ -1,7 +1,8 @@
 import type { Capability, ErrorCode, HaloCitation, SpecialistAnswer, SpecialistOutput } from "@agentmesh/contracts";
 
 /** The seed's short availability message: what a specialist that failed or missed the join contributes. */
-export const availabilityMessage = (capability: Capability): string => `The ${capability} specialist is unavailable right now.`;
+export const availabilityMessage = (capability: Capability): string =>
+  `The ${capability} specialist is unavailable right now.`;
 
 /** What makes two citations one source: the URL, else the path (a citation has one or the other). */
 export const citationKey = (c: HaloCitation): string => c.url ?? c.path ?? c.title;
@@ -10,7 +11,8 @@ export const citationKey = (c: HaloCitation): string => c.url ?? c.path ?? c.tit
 export const sourceCount = (o: SpecialistOutput): number => new Set(o.citations.map(citationKey)).size;
 
 /** Agent tags a specialist may put in its text (`[Graph]`, `[RAG]`, `[BioMCP Agent]`, …): the synthesis is one voice. */
-const AGENT_TAG = /\[(?:graph|rag|llama ?rag|bio ?mcp|web|web ?reasoning|llama[ _]?mcp|chit ?chat|chat|halo)(?: agent)?\]/gi;
+const AGENT_TAG =
+  /\[(?:graph|rag|llama ?rag|bio ?mcp|web|web ?reasoning|llama[ _]?mcp|chit ?chat|chat|halo)(?: agent)?\]/gi;
 /** A specialist's own citation numbers (`[2]`, `[1,3]`): they mean nothing in the merged list, which gets its own. */
 const OWN_MARKER = /\[\d+(?:\s*[,–-]\s*\d+)*\]/g;
 
@@ -32,10 +34,24 @@ export function stripAgentTags(text: string): string {
 export function answeredOutput(capability: Capability, answer: SpecialistAnswer, latencyMs: number): SpecialistOutput {
   const text = stripAgentTags(answer.response_str);
   if (text.length === 0) return unavailableOutput(capability, "invalid_message", latencyMs);
-  return { capability, status: "answered", response_str: text, citations: answer.citations, error_code: null, latency_ms: Math.max(0, Math.round(latencyMs)) };
+  return {
+    capability,
+    status: "answered",
+    response_str: text,
+    citations: answer.citations,
+    error_code: null,
+    latency_ms: Math.max(0, Math.round(latencyMs)),
+  };
 }
 
 /** A specialist that failed (`error_code`), or that the join deadline gave up on (`deadline_exceeded`). */
 export function unavailableOutput(capability: Capability, errorCode: ErrorCode, latencyMs: number): SpecialistOutput {
-  return { capability, status: "unavailable", response_str: availabilityMessage(capability), citations: [], error_code: errorCode, latency_ms: Math.max(0, Math.round(latencyMs)) };
+  return {
+    capability,
+    status: "unavailable",
+    response_str: availabilityMessage(capability),
+    citations: [],
+    error_code: errorCode,
+    latency_ms: Math.max(0, Math.round(latencyMs)),
+  };
 }

@@ -6,12 +6,19 @@ const ALL = Capability.options;
 
 describe("halo planner output (seed 000's planner tests)", () => {
   it("keeps the planner's order", () => {
-    expect(parseCapabilityPlan('{"capabilities":["graph","rag"]}', ALL)).toEqual({ capabilities: ["graph", "rag"], fallback: null });
+    expect(parseCapabilityPlan('{"capabilities":["graph","rag"]}', ALL)).toEqual({
+      capabilities: ["graph", "rag"],
+      fallback: null,
+    });
     expect(parseCapabilityPlan('{"capabilities":["rag","graph"]}', ALL).capabilities).toEqual(["rag", "graph"]);
   });
 
   it("de-duplicates, keeping each tag where it first appears", () => {
-    expect(parseCapabilityPlan('{"capabilities":["web","graph","web","biomcp","graph"]}', ALL).capabilities).toEqual(["web", "graph", "biomcp"]);
+    expect(parseCapabilityPlan('{"capabilities":["web","graph","web","biomcp","graph"]}', ALL).capabilities).toEqual([
+      "web",
+      "graph",
+      "biomcp",
+    ]);
   });
 
   it("falls back to chitchat on output that is not JSON", () => {
@@ -28,7 +35,14 @@ describe("halo planner output (seed 000's planner tests)", () => {
   });
 
   it("falls back to chitchat on an empty list, a wrong shape or empty output", () => {
-    for (const raw of ['{"capabilities":[]}', '{"plan":["graph"]}', '["graph"]', '{"capabilities":"graph"}', "", "   "]) {
+    for (const raw of [
+      '{"capabilities":[]}',
+      '{"plan":["graph"]}',
+      '["graph"]',
+      '{"capabilities":"graph"}',
+      "",
+      "   ",
+    ]) {
       const out = parseCapabilityPlan(raw, ALL);
       expect(out.capabilities, raw).toEqual(FALLBACK_PLAN);
       expect(out.fallback, raw).not.toBeNull();
@@ -47,8 +61,14 @@ describe("halo planner output (seed 000's planner tests)", () => {
   });
 
   it("treats chitchat as always servable", () => {
-    expect(parseCapabilityPlan('{"capabilities":["chitchat","graph"]}', ["graph"]).capabilities).toEqual(["chitchat", "graph"]);
-    expect(parseCapabilityPlan('{"capabilities":["chitchat"]}', ["rag"])).toEqual({ capabilities: ["chitchat"], fallback: null });
+    expect(parseCapabilityPlan('{"capabilities":["chitchat","graph"]}', ["graph"]).capabilities).toEqual([
+      "chitchat",
+      "graph",
+    ]);
+    expect(parseCapabilityPlan('{"capabilities":["chitchat"]}', ["rag"])).toEqual({
+      capabilities: ["chitchat"],
+      fallback: null,
+    });
   });
 });
 
@@ -64,6 +84,9 @@ describe("halo plan override (options.capabilities)", () => {
 
   it("never selects a capability the deployment cannot serve", () => {
     expect(overridePlan(["llama_mcp", "graph"], ["graph", "rag"]).capabilities).toEqual(["graph"]);
-    expect(overridePlan(["llama_mcp"], ["graph"])).toEqual({ capabilities: ["chitchat"], fallback: "this deployment serves none of llama_mcp" });
+    expect(overridePlan(["llama_mcp"], ["graph"])).toEqual({
+      capabilities: ["chitchat"],
+      fallback: "this deployment serves none of llama_mcp",
+    });
   });
 });

@@ -26,7 +26,9 @@ function servablePlan(tags: readonly Capability[], available: readonly Capabilit
 /** `{"capabilities": [...]}` checked against the seed's tags; any unknown tag fails the whole plan, as the seed's schema does. */
 function validPlan(value: unknown): { ok: true; tags: readonly Capability[] } | { ok: false; reason: string } {
   const parsed = CapabilityPlan.safeParse(value);
-  return parsed.success ? { ok: true, tags: parsed.data.capabilities } : { ok: false, reason: `not a capability plan: ${formatZodError(parsed.error, 400)}` };
+  return parsed.success
+    ? { ok: true, tags: parsed.data.capabilities }
+    : { ok: false, reason: `not a capability plan: ${formatZodError(parsed.error, 400)}` };
 }
 
 /**

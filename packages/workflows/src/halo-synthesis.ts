@@ -18,7 +18,10 @@ export interface Synthesis {
  * primary answer's sources are the first numbers), each source once (by URL, else path; the
  * first title and snippet win). `markers[i]` are the numbers of output i's sources, ascending.
  */
-export function mergeCitations(outputs: readonly SpecialistOutput[]): { citations: HaloCitation[]; markers: number[][] } {
+export function mergeCitations(outputs: readonly SpecialistOutput[]): {
+  citations: HaloCitation[];
+  markers: number[][];
+} {
   const citations: HaloCitation[] = [];
   const index = new Map<string, number>();
   const markers = outputs.map((o) => {
@@ -62,10 +65,13 @@ export function synthesize(judgement: Judgement): Synthesis {
   const fragments = outputs.map((o, i) => withMarker(stripAgentTags(o.response_str), markers[i] ?? []));
   const primary = judgement.primary;
   // The primary output is ranked first whenever there is one.
-  const [head, rest] = primary ? [fragments[0] ?? NO_PRIMARY_ANSWER, fragments.slice(1)] : [NO_PRIMARY_ANSWER, fragments];
+  const [head, rest] = primary
+    ? [fragments[0] ?? NO_PRIMARY_ANSWER, fragments.slice(1)]
+    : [NO_PRIMARY_ANSWER, fragments];
   let text = `[HALO] ${head}`;
   if (rest.length > 0) text += `\n\nAdditional insights:${rest.map(bullet).join("")}`;
-  if (citations.length > 0) text += `\n\nSources:\n${citations.map((c, i) => `${i + 1}) ${citationKey(c)}`).join("\n")}`;
+  if (citations.length > 0)
+    text += `\n\nSources:\n${citations.map((c, i) => `${i + 1}) ${citationKey(c)}`).join("\n")}`;
   if (primary?.capability === "biomcp") text += `\n\nGuidance from the judge:\n${judgement.judge_response}`;
   return { response_str: text, citations, judge_response: judgement.judge_response };
 }

@@ -23,7 +23,11 @@ type Decided = { readonly data: HaloData; readonly control: Control; readonly ev
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 
 /** What a deployment without halo settings serves (tests, a coordinator built by hand): small talk, joined at the seed's 30 s. */
-export const MINIMAL_HALO_SETTINGS: HaloSettings = { available_capabilities: ["chitchat"], join_deadline_ms: HALO_LIMITS.defaultJoinDeadlineMs, domain_hints: null };
+export const MINIMAL_HALO_SETTINGS: HaloSettings = {
+  available_capabilities: ["chitchat"],
+  join_deadline_ms: HALO_LIMITS.defaultJoinDeadlineMs,
+  domain_hints: null,
+};
 
 /** The planner's stage name and the judge's, as `stage` events name them. */
 const PLAN_STAGE = "plan";
@@ -38,16 +42,46 @@ export function specialistTask(capability: Capability, question: string, joinDea
   const base = { attempt: 0, stage: capability, tag: capability, deadlineMs: joinDeadlineMs } as const;
   switch (capability) {
     case "graph":
-      return { ...base, role: "graph", op: "answer", input: { question }, description: "The graph specialist answers from the knowledge graph" };
+      return {
+        ...base,
+        role: "graph",
+        op: "answer",
+        input: { question },
+        description: "The graph specialist answers from the knowledge graph",
+      };
     case "rag":
-      return { ...base, role: "retriever", op: "answer", input: { question, source: "corpus" }, description: "The rag specialist answers from the document corpus" };
+      return {
+        ...base,
+        role: "retriever",
+        op: "answer",
+        input: { question, source: "corpus" },
+        description: "The rag specialist answers from the document corpus",
+      };
     case "web":
-      return { ...base, role: "retriever", op: "answer", input: { question, source: "web" }, description: "The web specialist answers from a web search" };
+      return {
+        ...base,
+        role: "retriever",
+        op: "answer",
+        input: { question, source: "web" },
+        description: "The web specialist answers from a web search",
+      };
     case "biomcp":
     case "llama_mcp":
-      return { ...base, role: "mcp", op: "answer", input: { question, server: capability }, description: `The ${capability} specialist asks the ${capability} MCP server` };
+      return {
+        ...base,
+        role: "mcp",
+        op: "answer",
+        input: { question, server: capability },
+        description: `The ${capability} specialist asks the ${capability} MCP server`,
+      };
     case "chitchat":
-      return { ...base, role: "chat", op: "chitchat", input: { question }, description: "The chitchat specialist answers as small talk" };
+      return {
+        ...base,
+        role: "chat",
+        op: "chitchat",
+        input: { question },
+        description: "The chitchat specialist answers as small talk",
+      };
   }
 }
 
@@ -64,8 +98,18 @@ const planTask = (data: HaloData): TaskSpec => ({
 function internal(data: HaloData, message: string): Decided {
   const error = new AgentmeshError("internal", `halo: ${message}`, { component: "halo" }).toWire();
   const answer = `${COULD_NOT_ANSWER} (an internal error stopped the session)`;
-  const ended: HaloData = { ...data, phase: "done", response_str: answer, error: clip(error.message, 4000), error_component: "halo" };
-  return { data: ended, control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) }, events: [] };
+  const ended: HaloData = {
+    ...data,
+    phase: "done",
+    response_str: answer,
+    error: clip(error.message, 4000),
+    error_component: "halo",
+  };
+  return {
+    data: ended,
+    control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) },
+    events: [],
+  };
 }
 
 /** The session's plan fixed: record it and dispatch one task per specialist, all in this one transition. */
@@ -79,21 +123,31 @@ function fanOut(data: HaloData, plan: PlanOutcome, source: HaloData["plan_source
     plan_fallback_reason: fellBack ? clip(plan.fallback ?? "", 500) : null,
     pending: [...plan.capabilities],
   };
-  const how = fellBack ? `fallback to ${FALLBACK_PLAN.join(", ")} (${plan.fallback})` : `${plan.capabilities.join(", ")} (${source})`;
+  const how = fellBack
+    ? `fallback to ${FALLBACK_PLAN.join(", ")} (${plan.fallback})`
+    : `${plan.capabilities.join(", ")} (${source})`;
   const tasks = plan.capabilities.map((c) => specialistTask(c, data.question, data.join_deadline_ms));
-  return { data: planned, control: { kind: "dispatch", tasks }, events: [stage(PLAN_STAGE, "completed", `Plan: ${how}`)] };
+  return {
+    data: planned,
+    control: { kind: "dispatch", tasks },
+    events: [stage(PLAN_STAGE, "completed", `Plan: ${how}`)],
+  };
 }
 
 /** The planner's one answer: a valid plan is used (de-duplicated, servable tags only); anything else is the fallback. */
 function onPlan(data: HaloData, input: TaskInput): Decided {
-  if (input.role !== "planner" || input.op !== "capabilities") return internal(data, `planning awaits planner.capabilities, got ${input.role}.${input.op}`);
+  if (input.role !== "planner" || input.op !== "capabilities")
+    return internal(data, `planning awaits planner.capabilities, got ${input.role}.${input.op}`);
   if (input.kind === "failure") {
     // The seed's planner falls back on any failure; it is never asked twice.
     const reason = `the planner failed (${input.error.code}): ${input.error.message}`;
     return fanOut(data, { capabilities: FALLBACK_PLAN, fallback: clip(reason, 500) }, "model");
   }
   const result = input.output as CapabilitiesResult;
-  const plan = result.invalid_reason !== null ? { capabilities: FALLBACK_PLAN, fallback: result.invalid_reason } : parseCapabilityPlan(result, data.available_capabilities);
+  const plan =
+    result.invalid_reason !== null
+      ? { capabilities: FALLBACK_PLAN, fallback: result.invalid_reason }
+      : parseCapabilityPlan(result, data.available_capabilities);
   return fanOut(data, plan, "model");
 }
 
@@ -106,22 +160,36 @@ function specialistOf(data: HaloData, input: TaskInput): Capability | null {
 /** One specialist came back (an answer, a failure, or its deadline: the join deadline, shared by all). */
 function onSpecialist(data: HaloData, input: TaskInput): Decided {
   const capability = specialistOf(data, input);
-  if (capability === null) return internal(data, `a ${input.role}.${input.op} outcome tagged "${input.tag ?? ""}" answers no pending specialist`);
+  if (capability === null)
+    return internal(
+      data,
+      `a ${input.role}.${input.op} outcome tagged "${input.tag ?? ""}" answers no pending specialist`,
+    );
   const elapsed = input.elapsed_ms ?? 0;
   const output =
-    input.kind === "result" ? answeredOutput(capability, input.output as SpecialistAnswer, elapsed) : unavailableOutput(capability, input.error.code, elapsed);
+    input.kind === "result"
+      ? answeredOutput(capability, input.output as SpecialistAnswer, elapsed)
+      : unavailableOutput(capability, input.error.code, elapsed);
   const pending = data.pending.filter((c) => c !== capability);
-  const events: EventDraft[] = [stage(capability, output.status === "answered" ? "completed" : "failed", outcomeLine(output))];
+  const events: EventDraft[] = [
+    stage(capability, output.status === "answered" ? "completed" : "failed", outcomeLine(output)),
+  ];
   // Every specialist shares one deadline, so one missing it means the join deadline has passed.
   const joinPassed = input.kind === "failure" && input.error.code === "deadline_exceeded";
-  if (pending.length > 0 && !joinPassed) return { data: { ...data, pending, outputs: [...data.outputs, output] }, control: { kind: "dispatch", tasks: [] }, events };
+  if (pending.length > 0 && !joinPassed)
+    return {
+      data: { ...data, pending, outputs: [...data.outputs, output] },
+      control: { kind: "dispatch", tasks: [] },
+      events,
+    };
   const abandoned = joinPassed ? pending.map((c) => unavailableOutput(c, "deadline_exceeded", elapsed)) : [];
   for (const o of abandoned) events.push(stage(o.capability, "failed", outcomeLine(o)));
   return join({ ...data, pending: [], outputs: [...data.outputs, output, ...abandoned] }, events);
 }
 
 function outcomeLine(o: SpecialistOutput): string {
-  if (o.status === "unavailable") return `The ${o.capability} specialist is unavailable (${o.error_code ?? "error"}) after ${o.latency_ms} ms`;
+  if (o.status === "unavailable")
+    return `The ${o.capability} specialist is unavailable (${o.error_code ?? "error"}) after ${o.latency_ms} ms`;
   return `The ${o.capability} specialist answered in ${o.latency_ms} ms with ${o.citations.length} citation(s)`;
 }
 
@@ -130,12 +198,22 @@ function join(data: HaloData, events: EventDraft[]): Decided {
   const verdict = judge(data.outputs, data.capabilities, data.question, data.domain_hints ?? DEFAULT_DOMAIN_HINTS);
   const synthesis = synthesize(verdict);
   const response = clip(synthesis.response_str, HALO_LIMITS.maxResponseChars);
-  const done: HaloData = { ...data, phase: "done", response_str: response, citations: [...synthesis.citations], judge_response: synthesis.judge_response };
+  const done: HaloData = {
+    ...data,
+    phase: "done",
+    response_str: response,
+    citations: [...synthesis.citations],
+    judge_response: synthesis.judge_response,
+  };
   const primary = verdict.primary ? `primary: ${verdict.primary.capability}` : "no specialist answered";
   events.push(stage(JUDGE_STAGE, "completed", `Judged ${data.outputs.length} specialist(s), ${primary}`));
   for (const c of synthesis.citations) events.push({ type: "source", ...c });
   // Completing ends the wait for any late specialist: the runtime clears its task, its result is dropped as not awaited.
-  return { data: done, control: { kind: "complete", final_answer: response, final_reasoning_trace: reasoningTrace(done) }, events };
+  return {
+    data: done,
+    control: { kind: "complete", final_answer: response, final_reasoning_trace: reasoningTrace(done) },
+    events,
+  };
 }
 
 /** The trace of a halo session: the plan, each specialist's outcome, the judge's summary. */
@@ -197,7 +275,14 @@ export const halo: WorkflowDefinition<HaloData> = {
   decide,
   abort: (data: HaloData, error: WireError) => {
     const answer = clip(`${COULD_NOT_ANSWER} The session ended early (${error.code}): ${error.message}`, 20_000);
-    const ended: HaloData = { ...data, phase: "done", pending: [], response_str: answer, error: clip(error.message, 4000), error_component: error.component ?? data.phase };
+    const ended: HaloData = {
+      ...data,
+      phase: "done",
+      pending: [],
+      response_str: answer,
+      error: clip(error.message, 4000),
+      error_component: error.component ?? data.phase,
+    };
     return { data: ended, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) };
   },
 };

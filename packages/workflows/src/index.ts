@@ -22,6 +22,14 @@ export { AGENT_MAX_ATTEMPTS, EXECUTOR_LIMITS, JOIN_DEADLINE_MS, MAX_HUMAN_QUESTI
 export { MINIMAL_HALO_SETTINGS, specialistTask } from "./halo.js";
 export { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
 export { MAX_REFUSALS } from "./supervisor.js";
-export { AGENT_TOOLS, MINIMAL_SUPERVISOR_SETTINGS, NODE_OPS, offeredTools, ownTools, SUPERVISOR_TOOLS, type NodeOp } from "./supervisor-tools.js";
+export {
+  AGENT_TOOLS,
+  MINIMAL_SUPERVISOR_SETTINGS,
+  NODE_OPS,
+  offeredTools,
+  ownTools,
+  SUPERVISOR_TOOLS,
+  type NodeOp,
+} from "./supervisor-tools.js";
 export { findDataInput } from "./supervisor-data-input.js";
 export { CLARIFY_MAX_ATTEMPTS, DEFAULT_CLARIFY_SETTINGS, parseDecision } from "./clarify.js";

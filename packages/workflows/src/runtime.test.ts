@@ -4,7 +4,22 @@ import { createSession, effectiveBudgets, replay, step } from "./runtime.js";
 import { getWorkflow, WORKFLOWS } from "./registry.js";
 import { parseTimerMember, timerMember } from "./timers.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
-import { DEFAULTS, QUESTION, SID, T0, UNLIMITED, eventsOf, failure, failureFor, harness, inputs, onlyTask, out, resultFor, tasksOf } from "./testing.js";
+import {
+  DEFAULTS,
+  QUESTION,
+  SID,
+  T0,
+  UNLIMITED,
+  eventsOf,
+  failure,
+  failureFor,
+  harness,
+  inputs,
+  onlyTask,
+  out,
+  resultFor,
+  tasksOf,
+} from "./testing.js";
 
 type H = ReturnType<typeof harness>;
 
@@ -27,7 +42,14 @@ function planned(h: H, steps: string[] = ["r1"]) {
 
 describe("createSession", () => {
   it("starts at version 0, running, awaiting nothing, with zero usage and the workflow's data", () => {
-    const s = createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS });
+    const s = createSession({
+      sessionId: SID,
+      workflow: "critic-chain",
+      query: QUESTION,
+      options: {},
+      now: T0,
+      defaults: DEFAULTS,
+    });
     expect(s.meta).toEqual({
       session_id: SID,
       version: 0,
@@ -51,7 +73,16 @@ describe("createSession", () => {
   });
 
   it("writes the owner and thread into the metadata", () => {
-    const s = createSession({ sessionId: "sess_test_0002", workflow: "critic-chain", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS, owner: "alice", threadId: "thread-0001" });
+    const s = createSession({
+      sessionId: "sess_test_0002",
+      workflow: "critic-chain",
+      query: QUESTION,
+      options: {},
+      now: T0,
+      defaults: DEFAULTS,
+      owner: "alice",
+      threadId: "thread-0001",
+    });
     expect(s.meta).toMatchObject({ owner: "alice", thread_id: "thread-0001" });
   });
 
@@ -72,22 +103,45 @@ describe("createSession", () => {
 
   it("never lets a request raise a budget above the server's ceiling: explicit null and larger values get the ceiling", () => {
     const ceilings: Budgets = { max_steps: 50, max_tokens: 100_000, max_cost_usd: 2, max_wall_ms: 600_000 };
-    const defaults = { budgets: { max_steps: 10, max_tokens: null, max_cost_usd: null, max_wall_ms: null }, ceilings, taskDeadlineMs: null, sessionDeadlineMs: null, pauseTimeoutMs: null };
-    const make = (b: Partial<Budgets>) => createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: { budgets: b }, now: T0, defaults }).meta;
+    const defaults = {
+      budgets: { max_steps: 10, max_tokens: null, max_cost_usd: null, max_wall_ms: null },
+      ceilings,
+      taskDeadlineMs: null,
+      sessionDeadlineMs: null,
+      pauseTimeoutMs: null,
+    };
+    const make = (b: Partial<Budgets>) =>
+      createSession({
+        sessionId: SID,
+        workflow: "critic-chain",
+        query: QUESTION,
+        options: { budgets: b },
+        now: T0,
+        defaults,
+      }).meta;
     // Every limit lifted by the client: each one lands on its ceiling, none is unlimited.
     const lifted = make({ max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null });
     expect(lifted.budgets).toEqual(ceilings);
     expect(lifted.deadline_at).toBe(T0 + 600_000);
-    expect(make({ max_steps: 1_000_000, max_tokens: 10 ** 9, max_cost_usd: 1e6, max_wall_ms: 10 ** 9 }).budgets).toEqual(ceilings);
+    expect(
+      make({ max_steps: 1_000_000, max_tokens: 10 ** 9, max_cost_usd: 1e6, max_wall_ms: 10 ** 9 }).budgets,
+    ).toEqual(ceilings);
     // Absent keys: the default, or the ceiling where the default is "no limit".
     expect(make({}).budgets).toEqual({ max_steps: 10, max_tokens: 100_000, max_cost_usd: 2, max_wall_ms: 600_000 });
     // Lower than the ceiling: the client's value stands.
     expect(make({ max_steps: 4, max_cost_usd: 0.5 }).budgets).toMatchObject({ max_steps: 4, max_cost_usd: 0.5 });
-    expect(effectiveBudgets({ max_steps: 60 }, { budgets: { ...UNLIMITED, max_steps: 70 }, ceilings: { ...UNLIMITED, max_steps: 50 } }).max_steps).toBe(50);
+    expect(
+      effectiveBudgets(
+        { max_steps: 60 },
+        { budgets: { ...UNLIMITED, max_steps: 70 }, ceilings: { ...UNLIMITED, max_steps: 50 } },
+      ).max_steps,
+    ).toBe(50);
   });
 
   it("refuses an unknown workflow; the registry knows critic-chain only", () => {
-    expect(() => createSession({ sessionId: SID, workflow: "nope", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS })).toThrow(/unknown workflow/);
+    expect(() =>
+      createSession({ sessionId: SID, workflow: "nope", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS }),
+    ).toThrow(/unknown workflow/);
     expect(getWorkflow("critic-chain")).toBe(WORKFLOWS["critic-chain"]);
     expect(getWorkflow("toString")).toBeNull();
   });
@@ -100,12 +154,33 @@ describe("step: the first transition", () => {
     const task = onlyTask(o);
     expect(task.task_id).toBe(`${SID}.1.0.0`);
     expect(parseTaskId(task.task_id)).toEqual({ sessionId: SID, version: 1, index: 0, attempt: 0 });
-    expect(task).toMatchObject({ v: 1, session_id: SID, role: "planner", op: "plan", attempt: 0, deadline_at: T0 + 60_000 });
+    expect(task).toMatchObject({
+      v: 1,
+      session_id: SID,
+      role: "planner",
+      op: "plan",
+      attempt: 0,
+      deadline_at: T0 + 60_000,
+    });
     expect(h.state.meta).toMatchObject({ version: 1, updated_at: T0, status: "running" });
     expect(h.state.meta.usage.steps).toBe(1);
-    expect(h.state.meta.awaiting).toEqual([{ task_id: task.task_id, role: "planner", op: "plan", attempt: 0, dispatched_at: T0, deadline_at: T0 + 60_000 }]);
+    expect(h.state.meta.awaiting).toEqual([
+      { task_id: task.task_id, role: "planner", op: "plan", attempt: 0, dispatched_at: T0, deadline_at: T0 + 60_000 },
+    ]);
     expect(o.outbox.map((e) => e.kind)).toEqual(["task", "event"]);
-    expect(eventsOf(o)).toEqual([{ v: 1, session_id: SID, version: 1, index: 0, at: T0, type: "stage", name: "planner", status: "running", description: expect.any(String) }]);
+    expect(eventsOf(o)).toEqual([
+      {
+        v: 1,
+        session_id: SID,
+        version: 1,
+        index: 0,
+        at: T0,
+        type: "stage",
+        name: "planner",
+        status: "running",
+        description: expect.any(String),
+      },
+    ]);
     expect(o.commands).toEqual([`dispatch planner.plan ${task.task_id}`]);
     expect(o.timers).toEqual([
       { member: `task:${task.task_id}`, dueAt: T0 + 60_000 },
@@ -152,7 +227,10 @@ describe("step: inputs that do not apply", () => {
     h.apply(answer);
     const before = structuredClone(h.state);
     expect(h.send(answer)).toMatchObject({ kind: "drop", reason: "not_awaited" });
-    expect(h.send(resultFor({ ...reviewTask, task_id: `${SID}.99.0.0` }, out.approve()))).toMatchObject({ kind: "drop", reason: "not_awaited" });
+    expect(h.send(resultFor({ ...reviewTask, task_id: `${SID}.99.0.0` }, out.approve()))).toMatchObject({
+      kind: "drop",
+      reason: "not_awaited",
+    });
     // A retry makes the first attempt's late result stale.
     const research0 = h.awaited();
     h.fail(failure("model_error", true));
@@ -186,10 +264,26 @@ describe("step: results", () => {
   it("adds the provenance's usage to the session and emits a step event with it", () => {
     const h = harness();
     h.apply(inputs.start());
-    const o = h.reply(out.plan(["r"], ["e"]), { prompt_tokens: 100, completion_tokens: 20, cost_usd: 0.5, model_calls: 2 });
-    expect(h.state.meta.usage).toEqual({ steps: 2, model_calls: 2, prompt_tokens: 100, completion_tokens: 20, cost_usd: 0.5 });
+    const o = h.reply(out.plan(["r"], ["e"]), {
+      prompt_tokens: 100,
+      completion_tokens: 20,
+      cost_usd: 0.5,
+      model_calls: 2,
+    });
+    expect(h.state.meta.usage).toEqual({
+      steps: 2,
+      model_calls: 2,
+      prompt_tokens: 100,
+      completion_tokens: 20,
+      cost_usd: 0.5,
+    });
     const stepEvent = eventsOf(o)[0];
-    expect(stepEvent).toMatchObject({ type: "step", task_id: `${SID}.1.0.0`, summary: "planner.plan attempt 0: ok", provenance: { model: "scripted", usage: { model_calls: 2 } } });
+    expect(stepEvent).toMatchObject({
+      type: "step",
+      task_id: `${SID}.1.0.0`,
+      summary: "planner.plan attempt 0: ok",
+      provenance: { model: "scripted", usage: { model_calls: 2 } },
+    });
   });
 
   it("turns output that fails the response schema into a retryable invalid_message failure", () => {
@@ -200,7 +294,9 @@ describe("step: results", () => {
     expect([again.role, again.attempt]).toEqual(["planner", 1]);
     expect(h.state.data.retry_count).toBe(1);
     expect(h.state.meta.usage.model_calls).toBe(1);
-    expect(eventsOf(o).find((e) => e.type === "stage" && e.status === "failed")).toMatchObject({ description: expect.stringContaining("invalid_message") });
+    expect(eventsOf(o).find((e) => e.type === "stage" && e.status === "failed")).toMatchObject({
+      description: expect.stringContaining("invalid_message"),
+    });
   });
 
   it("treats a result claiming another op than the task's as invalid", () => {
@@ -226,7 +322,11 @@ describe("step: cancel", () => {
     h.apply(inputs.start());
     const planner = h.awaited();
     const o = h.apply(inputs.cancel("user asked"));
-    expect(h.state.meta).toMatchObject({ status: "cancelled", awaiting: [], error: { code: "cancelled", message: "user asked" } });
+    expect(h.state.meta).toMatchObject({
+      status: "cancelled",
+      awaiting: [],
+      error: { code: "cancelled", message: "user asked" },
+    });
     expect(o.outbox).toContainEqual({ kind: "cancel", notice: { v: 1, session_id: SID, reason: "user asked" } });
     expect(tasksOf(o)).toEqual([]);
     expect(eventsOf(o).map((e) => [e.type, "code" in e ? e.code : "status" in e ? e.status : null])).toEqual([
@@ -260,7 +360,10 @@ describe("step: timers", () => {
     expect([again.role, again.attempt, again.task_id]).toEqual(["planner", 1, `${SID}.2.0.1`]);
     expect(h.state.data.retry_count).toBe(1);
     expect(o.clearTimers).toContain(`task:${planner.task_id}`);
-    expect(eventsOf(o).find((e) => e.type === "stage")).toMatchObject({ status: "failed", description: expect.stringContaining("deadline_exceeded") });
+    expect(eventsOf(o).find((e) => e.type === "stage")).toMatchObject({
+      status: "failed",
+      description: expect.stringContaining("deadline_exceeded"),
+    });
     // The first attempt's result is now late.
     expect(h.send(resultFor(planner, out.plan([], ["e"])))).toMatchObject({ kind: "drop", reason: "not_awaited" });
   });
@@ -306,7 +409,11 @@ describe("step: budgets", () => {
     expect(h.state.meta.status).toBe("budget_exceeded");
     expect(h.state.meta.awaiting).toEqual([]);
     expect(h.state.meta.error).toMatchObject({ code: "budget_exceeded", message: expect.stringContaining(budget) });
-    expect(eventsOf(o).filter((e) => e.type !== "step" && !(e.type === "stage" && e.status === "completed")).map((e) => e.type)).toEqual(["error", "complete"]);
+    expect(
+      eventsOf(o)
+        .filter((e) => e.type !== "step" && !(e.type === "stage" && e.status === "completed"))
+        .map((e) => e.type),
+    ).toEqual(["error", "complete"]);
     expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "running")).toBe(false);
     expect(eventsOf(o).at(-1)).toMatchObject({ status: "budget_exceeded" });
   }
@@ -351,7 +458,10 @@ describe("step: budgets", () => {
     const o = h.apply(inputs.sessionTimer());
     expect(o.kind).toBe("apply");
     expect(h.state.meta.status).toBe("budget_exceeded");
-    expect(h.state.meta.error).toMatchObject({ code: "budget_exceeded", message: expect.stringContaining("max_wall_ms") });
+    expect(h.state.meta.error).toMatchObject({
+      code: "budget_exceeded",
+      message: expect.stringContaining("max_wall_ms"),
+    });
     expect(o.kind === "apply" && o.outbox.some((e) => e.kind === "cancel")).toBe(true);
   });
 
@@ -389,7 +499,11 @@ describe("step: our own faults", () => {
     h.state = { ...h.state, data: { ...h.state.data, research_steps: ["r1", tooLong] } };
     const o = h.reply(out.approve());
     expect(tasksOf(o)).toEqual([]);
-    expect(h.state.meta).toMatchObject({ status: "failed", awaiting: [], error: { code: "internal", message: expect.stringContaining("researcher.research") } });
+    expect(h.state.meta).toMatchObject({
+      status: "failed",
+      awaiting: [],
+      error: { code: "internal", message: expect.stringContaining("researcher.research") },
+    });
     expect(h.state.meta.usage.steps).toBe(4);
     expect(eventsOf(o).some((e) => e.type === "stage" && e.status === "running")).toBe(false);
   });
@@ -404,7 +518,10 @@ describe("step: our own faults", () => {
       h.reply(out.approve());
     }
     expect(tasksOf(h.last!)).toEqual([]);
-    expect(h.state.meta).toMatchObject({ status: "failed", error: { code: "payload_too_large", message: expect.stringContaining("expert.answer") } });
+    expect(h.state.meta).toMatchObject({
+      status: "failed",
+      error: { code: "payload_too_large", message: expect.stringContaining("expert.answer") },
+    });
   });
 });
 
@@ -438,7 +555,10 @@ describe("step: the stored state's size", () => {
     h.apply(inputs.start());
     h.reply(out.plan(["first", "second"]));
     h.reply(out.approve());
-    h.state = { ...h.state, data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, (_, i) => results(i))] } };
+    h.state = {
+      ...h.state,
+      data: { ...h.state.data, research_results: ["pending", ...Array.from({ length: 17 }, (_, i) => results(i))] },
+    };
     return h;
   };
 
@@ -451,7 +571,10 @@ describe("step: the stored state's size", () => {
     expect(before).toBeLessThanOrEqual(LIMITS.maxStateBytes);
     const o = h.reply(out.research(big));
     expect(h.state.meta.status).toBe("failed");
-    expect(h.state.meta.error).toMatchObject({ code: "payload_too_large", message: expect.stringMatching(/state would grow to \d+ bytes, over the 1048576-byte limit/) });
+    expect(h.state.meta.error).toMatchObject({
+      code: "payload_too_large",
+      message: expect.stringMatching(/state would grow to \d+ bytes, over the 1048576-byte limit/),
+    });
     expect(new TextEncoder().encode(JSON.stringify(h.state)).length).toBeLessThanOrEqual(LIMITS.maxStateBytes);
     expect(h.state.data.research_results[0]).toBe("pending");
     expect(eventsOf(o).at(-1)).toMatchObject({ type: "complete", status: "failed" });

@@ -18,7 +18,18 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { getWorkflow } from "./registry.js";
-import { activeElapsed, applyControl, consume, end, endByRuntime, jsonBytesFor, openDraft, resume, seal, type Draft } from "./transition.js";
+import {
+  activeElapsed,
+  applyControl,
+  consume,
+  end,
+  endByRuntime,
+  jsonBytesFor,
+  openDraft,
+  resume,
+  seal,
+  type Draft,
+} from "./transition.js";
 import type { DropReason, RuntimeDefaults, StepContext, StepOutcome, WorkflowInput } from "./types.js";
 
 /** What a new session is made from. */
@@ -60,7 +71,12 @@ export function createSession(args: CreateSessionArgs): SessionState {
       status: "running",
       awaiting: [],
       usage: { steps: 0, model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
-      budgets: { max_steps: pick("max_steps"), max_tokens: pick("max_tokens"), max_cost_usd: pick("max_cost_usd"), max_wall_ms: pick("max_wall_ms") },
+      budgets: {
+        max_steps: pick("max_steps"),
+        max_tokens: pick("max_tokens"),
+        max_cost_usd: pick("max_cost_usd"),
+        max_wall_ms: pick("max_wall_ms"),
+      },
       created_at: now,
       updated_at: now,
       deadline_at: limits.length ? now + Math.min(...limits) : null,
@@ -79,21 +95,35 @@ export function createSession(args: CreateSessionArgs): SessionState {
  * A session's budgets: what the client asked for (an absent key takes the server default), never
  * above the server's ceiling; an explicit null ("no limit") and a null default get the ceiling.
  */
-export function effectiveBudgets(requested: Partial<Budgets>, defaults: Pick<RuntimeDefaults, "budgets" | "ceilings">): Budgets {
+export function effectiveBudgets(
+  requested: Partial<Budgets>,
+  defaults: Pick<RuntimeDefaults, "budgets" | "ceilings">,
+): Budgets {
   const one = <K extends keyof Budgets>(k: K): Budgets[K] => {
     const wanted = requested[k] === undefined ? defaults.budgets[k] : requested[k];
     const ceiling = defaults.ceilings[k];
     if (wanted === null || wanted === undefined) return ceiling;
     return (ceiling === null ? wanted : Math.min(wanted, ceiling)) as Budgets[K];
   };
-  return { max_steps: one("max_steps"), max_tokens: one("max_tokens"), max_cost_usd: one("max_cost_usd"), max_wall_ms: one("max_wall_ms") };
+  return {
+    max_steps: one("max_steps"),
+    max_tokens: one("max_tokens"),
+    max_cost_usd: one("max_cost_usd"),
+    max_wall_ms: one("max_wall_ms"),
+  };
 }
 
 const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop", reason, detail });
 
 /** What the workflow learns of the awaited task an input answers. */
 function taskRef(task: AwaitedTask, now: number) {
-  return { role: task.role, op: task.op, attempt: task.attempt, ...(task.tag === undefined ? {} : { tag: task.tag }), elapsed_ms: Math.max(0, now - task.dispatched_at) };
+  return {
+    role: task.role,
+    op: task.op,
+    attempt: task.attempt,
+    ...(task.tag === undefined ? {} : { tag: task.tag }),
+    elapsed_ms: Math.max(0, now - task.dispatched_at),
+  };
 }
 
 /** Spend counts every attempt, failed ones included (the money is gone either way). */
@@ -109,14 +139,23 @@ function addSpend(d: Draft, p: Provenance | null): void {
 /** Turns an agent's outcome into what the workflow sees; bad output is the agent's retryable fault. */
 function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "result" }>, now: number): WorkflowInput {
   const base = taskRef(task, now);
-  const invalid = (message: string): WorkflowInput => ({ kind: "failure", ...base, error: new AgentmeshError("invalid_message", message, { component: task.role, retryable: true }).toWire() });
+  const invalid = (message: string): WorkflowInput => ({
+    kind: "failure",
+    ...base,
+    error: new AgentmeshError("invalid_message", message, { component: task.role, retryable: true }).toWire(),
+  });
   if (input.op !== task.op) {
     return invalid(`result for ${task.task_id} claims ${input.role}.${input.op}, the task is ${task.role}.${task.op}`);
   }
   const { outcome } = input;
   // A task past its deadline is one fault whoever notices first, the agent or the deadline timer
   // (see "timer" below): not retryable by the agent, but the workflow may run the step again.
-  if (!outcome.ok) return { kind: "failure", ...base, error: outcome.error.code === "deadline_exceeded" ? { ...outcome.error, retryable: true } : outcome.error };
+  if (!outcome.ok)
+    return {
+      kind: "failure",
+      ...base,
+      error: outcome.error.code === "deadline_exceeded" ? { ...outcome.error, retryable: true } : outcome.error,
+    };
   const def = findOp(task.role, task.op);
   if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
   const parsed = compiled(def.response).safeParse(outcome.output);
@@ -151,9 +190,13 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
   if (out.kind !== "apply") return out;
   const bytes = stateBytes(out.state);
   if (bytes <= LIMITS.maxStateBytes) return out;
-  const error = new AgentmeshError("payload_too_large", `the session's state would grow to ${bytes} bytes, over the ${LIMITS.maxStateBytes}-byte limit (input ${input.input_id})`, {
-    component: state.meta.workflow,
-  }).toWire();
+  const error = new AgentmeshError(
+    "payload_too_large",
+    `the session's state would grow to ${bytes} bytes, over the ${LIMITS.maxStateBytes}-byte limit (input ${input.input_id})`,
+    {
+      component: state.meta.workflow,
+    },
+  ).toWire();
   const def = getWorkflow(state.meta.workflow);
   if (!def) return out;
   const failed = openDraft(state, def, ctx);
@@ -169,25 +212,34 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
 
 function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
   const { meta } = state;
-  if (input.session_id !== meta.session_id) return drop("wrong_session", `input for ${input.session_id} reached ${meta.session_id}`);
+  if (input.session_id !== meta.session_id)
+    return drop("wrong_session", `input for ${input.session_id} reached ${meta.session_id}`);
   if (isTerminal(meta.status)) return drop("terminal", `session is ${meta.status}`);
   const def = getWorkflow(meta.workflow);
-  if (!def || def.name !== state.data.workflow) return drop("invalid", `no workflow "${meta.workflow}" for data of "${state.data.workflow}"`);
+  if (!def || def.name !== state.data.workflow)
+    return drop("invalid", `no workflow "${meta.workflow}" for data of "${state.data.workflow}"`);
   const d = openDraft(state, def, ctx);
   switch (input.kind) {
     case "start":
       if (meta.version !== 0) return drop("not_applicable", `session already started (version ${meta.version})`);
-      if (input.workflow !== meta.workflow) return drop("invalid", `start names ${input.workflow}, session runs ${meta.workflow}`);
+      if (input.workflow !== meta.workflow)
+        return drop("invalid", `start names ${input.workflow}, session runs ${meta.workflow}`);
       return decideAndApply(d, { kind: "start" });
     case "cancel":
-      endByRuntime(d, "cancelled", new AgentmeshError("cancelled", input.reason || "cancelled on request").toWire(), true);
+      endByRuntime(
+        d,
+        "cancelled",
+        new AgentmeshError("cancelled", input.reason || "cancelled on request").toWire(),
+        true,
+      );
       return seal(d);
     case "result": {
       const task = meta.awaiting.find((a) => a.task_id === input.task_id);
       if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
       // Only the role the task went to may answer it (its inbox subject proves the role): a result
       // claiming another role is someone else's message and must not consume the task.
-      if (input.role !== task.role) return drop("wrong_sender", `task ${input.task_id} went to ${task.role}, the result is from ${input.role}`);
+      if (input.role !== task.role)
+        return drop("wrong_sender", `task ${input.task_id} went to ${task.role}, the result is from ${input.role}`);
       consume(d, task);
       const { provenance } = input.outcome;
       addSpend(d, provenance);
@@ -201,22 +253,47 @@ function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext)
       if (input.reason === "session_deadline") {
         if (meta.pause !== null) {
           const expires = meta.pause.expires_at;
-          if (expires === null || d.ctx.now < expires) return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+          if (expires === null || d.ctx.now < expires)
+            return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
           const waited = d.ctx.now - meta.pause.since;
-          endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session expired: nobody answered its question within ${waited} ms`).toWire(), true);
+          endByRuntime(
+            d,
+            "failed",
+            new AgentmeshError(
+              "deadline_exceeded",
+              `the session expired: nobody answered its question within ${waited} ms`,
+            ).toWire(),
+            true,
+          );
           return seal(d);
         }
         if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
         // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
         if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {
-          return drop("not_applicable", `stale session timer: the deadline moved to ${meta.deadline_at} while the session waited for a person`);
+          return drop(
+            "not_applicable",
+            `stale session timer: the deadline moved to ${meta.deadline_at} while the session waited for a person`,
+          );
         }
         const wall = meta.budgets.max_wall_ms;
         const elapsed = activeElapsed(meta, d.ctx.now);
         if (wall !== null && elapsed >= wall) {
-          endByRuntime(d, "budget_exceeded", new AgentmeshError("budget_exceeded", `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`).toWire(), true);
+          endByRuntime(
+            d,
+            "budget_exceeded",
+            new AgentmeshError(
+              "budget_exceeded",
+              `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`,
+            ).toWire(),
+            true,
+          );
         } else {
-          endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`).toWire(), true);
+          endByRuntime(
+            d,
+            "failed",
+            new AgentmeshError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`).toWire(),
+            true,
+          );
         }
         return seal(d);
       }
@@ -225,18 +302,26 @@ function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext)
       if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
       consume(d, task);
       // Not retryable for the agent, but the workflow may run the step again as a new attempt.
-      const error: WireError = new AgentmeshError("deadline_exceeded", `task ${task.task_id} passed its deadline`, { component: task.role, retryable: true }).toWire();
+      const error: WireError = new AgentmeshError("deadline_exceeded", `task ${task.task_id} passed its deadline`, {
+        component: task.role,
+        retryable: true,
+      }).toWire();
       return decideAndApply(d, { kind: "failure", ...taskRef(task, d.ctx.now), error });
     }
     case "user_reply":
-      if (meta.status !== "awaiting_user") return drop("not_applicable", `session is ${meta.status}, not awaiting_user`);
+      if (meta.status !== "awaiting_user")
+        return drop("not_applicable", `session is ${meta.status}, not awaiting_user`);
       resume(d);
       return decideAndApply(d, { kind: "user_reply", text: input.text });
   }
 }
 
 /** Re-applies logged inputs through step(); dropped inputs leave the state as it was. */
-export function replay(initial: SessionState, inputs: ReadonlyArray<{ readonly input: InboxInput; readonly now: number }>, defaults: RuntimeDefaults): SessionState {
+export function replay(
+  initial: SessionState,
+  inputs: ReadonlyArray<{ readonly input: InboxInput; readonly now: number }>,
+  defaults: RuntimeDefaults,
+): SessionState {
   let state = initial;
   for (const { input, now } of inputs) {
     const outcome = step(state, input, { now, defaults });

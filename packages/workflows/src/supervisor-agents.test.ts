@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { DATA_VARIABLE, LIMITS, SUPERVISOR_LIMITS, SessionOptions, conversationTurn, type Attachment, type ResearchDepth } from "@agentmesh/contracts";
+import {
+  DATA_VARIABLE,
+  LIMITS,
+  SUPERVISOR_LIMITS,
+  SessionOptions,
+  conversationTurn,
+  type Attachment,
+  type ResearchDepth,
+} from "@agentmesh/contracts";
 import { failure, inputs } from "./testing.js";
 import { codeOutcome, outcome, source, started, sup } from "./supervisor-testkit.js";
 
@@ -15,14 +23,25 @@ describe("supervisor chat agent", () => {
       allowed: ["web_search", "corpus_search", "generate_image", "analyze_image"],
       limits: { max_attempts: 2, timeout_ms: 30_000 },
     });
-    expect(h.ofType("tool_call")).toEqual([expect.objectContaining({ id: "call-1", tool: "web_search", args: { query: "growth" } })]);
+    expect(h.ofType("tool_call")).toEqual([
+      expect.objectContaining({ id: "call-1", tool: "web_search", args: { query: "growth" } }),
+    ]);
     h.reply("executor.call", outcome("web_search", "Region A grew 5%."));
-    expect(h.ofType("tool_result")).toEqual([expect.objectContaining({ id: "call-1", ok: true, content: "Region A grew 5%." })]);
-    expect(h.input()).toMatchObject({ tool_rounds_left: 4, observations: [{ tool: "web_search", ok: true, content: "Region A grew 5%." }] });
+    expect(h.ofType("tool_result")).toEqual([
+      expect.objectContaining({ id: "call-1", ok: true, content: "Region A grew 5%." }),
+    ]);
+    expect(h.input()).toMatchObject({
+      tool_rounds_left: 4,
+      observations: [{ tool: "web_search", ok: true, content: "Region A grew 5%." }],
+    });
     h.reply("chat.respond", sup.answer("Region A grew 5%, says the web."));
     expect(h.state.meta.status).toBe("completed");
     expect(h.data.response).toBe("Region A grew 5%, says the web.");
-    expect(conversationTurn(h.state)).toEqual({ question: h.data.query, answer: "Region A grew 5%, says the web.", asked: null });
+    expect(conversationTurn(h.state)).toEqual({
+      question: h.data.query,
+      answer: "Region A grew 5%, says the web.",
+      asked: null,
+    });
   });
 
   it(`runs at most ${SUPERVISOR_LIMITS.chatMaxToolIterations} tool rounds: at 0 left another tool call ends the chat with the last result, never a loop`, () => {
@@ -40,10 +59,18 @@ describe("supervisor chat agent", () => {
 
   it("a tool the deployment does not serve is refused as not offered", () => {
     const h = started("chat", { tools: ["corpus_search", "run_python", "run_js"] });
-    expect((h.input().tools as Array<{ name: string }>).map((t) => t.name)).toEqual(["corpus_search", "handoff_to_research", "handoff_to_code", "handoff_to_writing", "handoff_to_data"]);
+    expect((h.input().tools as Array<{ name: string }>).map((t) => t.name)).toEqual([
+      "corpus_search",
+      "handoff_to_research",
+      "handoff_to_code",
+      "handoff_to_writing",
+      "handoff_to_data",
+    ]);
     h.reply("chat.respond", sup.tool("web_search"));
     expect(h.ops()).toEqual(["chat.respond", "chat.respond"]);
-    expect(h.input().observations).toEqual([expect.objectContaining({ ok: false, content: expect.stringContaining("not one you were offered") })]);
+    expect(h.input().observations).toEqual([
+      expect.objectContaining({ ok: false, content: expect.stringContaining("not one you were offered") }),
+    ]);
   });
 
   it("a failed executor task is a failed call the agent sees, not the end of the session", () => {
@@ -51,12 +78,18 @@ describe("supervisor chat agent", () => {
     h.reply("chat.respond", sup.tool("web_search"));
     h.fail("executor.call", failure("deadline_exceeded", true, "too slow"));
     expect(h.ofType("tool_result")).toEqual([expect.objectContaining({ id: "call-1", ok: false })]);
-    expect(h.input().observations).toEqual([expect.objectContaining({ ok: false, content: expect.stringContaining("deadline_exceeded") })]);
+    expect(h.input().observations).toEqual([
+      expect.objectContaining({ ok: false, content: expect.stringContaining("deadline_exceeded") }),
+    ]);
   });
 });
 
 describe("supervisor research agent", () => {
-  const depths: Array<[ResearchDepth, number, number]> = [["quick", 1, 5], ["standard", 3, 10], ["deep", 5, 20]];
+  const depths: Array<[ResearchDepth, number, number]> = [
+    ["quick", 1, 5],
+    ["standard", 3, 10],
+    ["deep", 5, 20],
+  ];
   for (const [depth, rounds, kept] of depths) {
     it(`depth ${depth}: ${rounds} search round(s), ${kept} sources kept (each announced once)`, () => {
       const h = started("research", { options: { depth } });
@@ -105,7 +138,8 @@ describe("supervisor research agent", () => {
 
   it("a role that already says it needs a model and how to get one is quoted once, not wrapped", () => {
     const h = started("writing");
-    const said = "The writing agent needs a language model: without one it cannot write. To use a language model, set AGENTMESH_LLM_BASE_URL to an endpoint.";
+    const said =
+      "The writing agent needs a language model: without one it cannot write. To use a language model, set AGENTMESH_LLM_BASE_URL to an endpoint.";
     h.fail("writer.analyze", failure("needs_model", false, said));
     expect(h.data.response).toBe(said);
   });
@@ -134,9 +168,17 @@ describe("supervisor code agent", () => {
     const h = started("code");
     expect(h.input()).toMatchObject({ attempts: [], rounds_left: 3 });
     h.reply("coder.generate", sup.code("print(1/0)"));
-    expect(h.input()).toEqual({ tool: "run_python", arguments: { code: "print(1/0)" }, allowed: ["run_python"], limits: { max_attempts: 2, timeout_ms: 60_000 } });
+    expect(h.input()).toEqual({
+      tool: "run_python",
+      arguments: { code: "print(1/0)" },
+      allowed: ["run_python"],
+      limits: { max_attempts: 2, timeout_ms: 60_000 },
+    });
     h.reply("executor.call", codeOutcome(1, "", "ZeroDivisionError: division by zero"));
-    expect(h.input()).toMatchObject({ rounds_left: 2, attempts: [{ code: "print(1/0)", exit_code: 1, error: "ZeroDivisionError: division by zero" }] });
+    expect(h.input()).toMatchObject({
+      rounds_left: 2,
+      attempts: [{ code: "print(1/0)", exit_code: 1, error: "ZeroDivisionError: division by zero" }],
+    });
     h.reply("coder.generate", sup.code("print(42)", "python", "It prints the answer."));
     h.reply("executor.call", codeOutcome(0, "42\n"));
     expect(h.ofType("code_result").map((e) => [e.id, e.exit_code, e.stderr])).toEqual([
@@ -146,7 +188,11 @@ describe("supervisor code agent", () => {
     expect(h.ofType("tool_call").map((e) => e.id)).toEqual(["call-1", "call-2"]);
     expect(h.state.meta.status).toBe("completed");
     expect(h.data.response).toBe("It prints the answer.\n\n```python\nprint(42)\n```\n\nOutput:\n```\n42\n```");
-    expect(h.data.shared_memory).toMatchObject({ generated_code: "print(42)", code_language: "python", execution_results: "stdout:\n42" });
+    expect(h.data.shared_memory).toMatchObject({
+      generated_code: "print(42)",
+      code_language: "python",
+      execution_results: "stdout:\n42",
+    });
   });
 
   it("gives up honestly after 3 failed runs, with the last error", () => {
@@ -166,7 +212,9 @@ describe("supervisor code agent", () => {
     const h = started("code");
     h.reply("coder.generate", sup.code("print(1)"));
     h.fail("executor.call", failure("sandbox_unavailable", false, "no sandbox here"));
-    expect(h.input()).toMatchObject({ attempts: [{ exit_code: null, error: expect.stringContaining("no sandbox here") }] });
+    expect(h.input()).toMatchObject({
+      attempts: [{ exit_code: null, error: expect.stringContaining("no sandbox here") }],
+    });
   });
 });
 
@@ -179,7 +227,10 @@ describe("supervisor writing agent", () => {
     h.reply("writer.write", sup.draft("Draft text."));
     expect(h.input()).toMatchObject({ draft: "Draft text." });
     h.reply("writer.finalize", sup.final("Final text."));
-    expect(h.data).toMatchObject({ response: "Final text.", shared_memory: { writing_outline: "1. a", writing_draft: "Draft text." } });
+    expect(h.data).toMatchObject({
+      response: "Final text.",
+      shared_memory: { writing_outline: "1. a", writing_draft: "Draft text." },
+    });
   });
 });
 
@@ -195,9 +246,14 @@ describe("supervisor data agent", () => {
     h.reply("analyst.generate", sup.dataCode("print('rows')", chart));
     const code = (h.input().arguments as { code: string }).code;
     expect(code).toBe(`${DATA_VARIABLE} = ${JSON.stringify(csv)}\nprint('rows')`);
-    const rows = [{ region: "A", growth: 5 }, { region: "B", growth: 7 }];
+    const rows = [
+      { region: "A", growth: 5 },
+      { region: "B", growth: 7 },
+    ];
     h.reply("executor.call", codeOutcome(0, `total 14\n${JSON.stringify(rows)}\n`));
-    expect(h.ofType("visualization")).toEqual([expect.objectContaining({ spec: { ...chart, data: { values: rows } } })]);
+    expect(h.ofType("visualization")).toEqual([
+      expect.objectContaining({ spec: { ...chart, data: { values: rows } } }),
+    ]);
     expect(h.input()).toMatchObject({ charted: true, execution: { exit_code: 0 } });
     h.reply("analyst.summarize", sup.summary("B grew most."));
     expect(h.data.response).toBe("B grew most.");
@@ -205,7 +261,13 @@ describe("supervisor data agent", () => {
   });
 
   it("finds the data in the thread's earlier messages when the query has none; a bad chart line is noted, not charted", () => {
-    const h = started("data", { query: "Which region grew most?", messages: [{ role: "user", content: `Here:\n${csv}` }, { role: "assistant", content: "Noted." }] });
+    const h = started("data", {
+      query: "Which region grew most?",
+      messages: [
+        { role: "user", content: `Here:\n${csv}` },
+        { role: "assistant", content: "Noted." },
+      ],
+    });
     expect(h.input().data).toMatchObject({ format: "csv", origin: "thread", rows: 3 });
     h.reply("analyst.plan", sup.dataPlan(true));
     h.reply("analyst.generate", sup.dataCode("print(1)", { mark: "bar" }));
@@ -229,14 +291,31 @@ describe("supervisor data agent with attachments", () => {
   const bytesOf = (value: unknown) => new TextEncoder().encode(JSON.stringify(value)).length;
 
   it("an attachment's data goes to the analyst and into the code as DATA_TEXT, preferred over the query's inline data", () => {
-    const h = started("data", { query: "Total this, not the attachment:\n```csv\nq,r\n1,2\n```", options: { attachments: [{ name: "notes.txt", content_type: "text/plain", content: "nothing" }, sales] } });
-    expect(h.ofType("config")).toEqual([expect.objectContaining({ agent: "data", settings: expect.objectContaining({ data: "csv, 2 row(s), from the attachment sales.csv" }) })]);
-    expect(h.input().data).toEqual({ format: "csv", text: "region,total\nA,5\nB,7", origin: "attachment", name: "sales.csv", columns: ["region", "total"], rows: 2 });
+    const h = started("data", {
+      query: "Total this, not the attachment:\n```csv\nq,r\n1,2\n```",
+      options: { attachments: [{ name: "notes.txt", content_type: "text/plain", content: "nothing" }, sales] },
+    });
+    expect(h.ofType("config")).toEqual([
+      expect.objectContaining({
+        agent: "data",
+        settings: expect.objectContaining({ data: "csv, 2 row(s), from the attachment sales.csv" }),
+      }),
+    ]);
+    expect(h.input().data).toEqual({
+      format: "csv",
+      text: "region,total\nA,5\nB,7",
+      origin: "attachment",
+      name: "sales.csv",
+      columns: ["region", "total"],
+      rows: 2,
+    });
     h.reply("analyst.plan", sup.dataPlan());
     expect(h.input().data).toMatchObject({ origin: "attachment", name: "sales.csv" });
     h.reply("analyst.generate", sup.dataCode("print(12)"));
     expect(h.current()).toMatchObject({ role: "executor", op: "call" });
-    expect((h.input().arguments as { code: string }).code).toBe(`${DATA_VARIABLE} = ${JSON.stringify("region,total\nA,5\nB,7")}\nprint(12)`);
+    expect((h.input().arguments as { code: string }).code).toBe(
+      `${DATA_VARIABLE} = ${JSON.stringify("region,total\nA,5\nB,7")}\nprint(12)`,
+    );
   });
 
   it("the attachment's data survives a handoff to the data agent; an attachment without data leaves the query's inline data in use", () => {
@@ -245,7 +324,10 @@ describe("supervisor data agent with attachments", () => {
     h.reply("chat.respond", sup.handoff("data", "Total these: x,y\n1,2\n3,4"));
     expect(h.input().data).toMatchObject({ origin: "attachment", name: "sales.csv", rows: 2 });
 
-    const empty = started("data", { query: "Chart:\n```csv\nq,r\n1,2\n```", options: { attachments: [{ ...sales, content: "" }] } });
+    const empty = started("data", {
+      query: "Chart:\n```csv\nq,r\n1,2\n```",
+      options: { attachments: [{ ...sales, content: "" }] },
+    });
     expect(empty.data.data_input).toMatchObject({ origin: "query", columns: ["q", "r"] });
     expect(started("chat", { options: { attachments: [{ ...sales, content: "" }] } }).data.data_input).toBeNull();
     const long = started("data", { options: { attachments: [{ ...sales, name: `${"n".repeat(196)}.csv` }] } });
@@ -255,7 +337,10 @@ describe("supervisor data agent with attachments", () => {
   it(`the largest attachments the contract takes keep the state under LIMITS.maxStateBytes and the code run's task under LIMITS.maxMessageBytes`, () => {
     const csvRows = `a,b\n${"1234567,89\n".repeat(LIMITS.maxAttachmentChars / 11 - 2)}`;
     const jsonRows = `[${Array.from({ length: LIMITS.maxAttachmentChars / 10 - 1 }, () => '{"k":"v"}').join(",")}]`;
-    for (const big of [{ ...sales, content: csvRows }, { name: "rows.json", content_type: "application/json" as const, content: jsonRows }]) {
+    for (const big of [
+      { ...sales, content: csvRows },
+      { name: "rows.json", content_type: "application/json" as const, content: jsonRows },
+    ]) {
       expect(SessionOptions.safeParse({ attachments: [big] }).success).toBe(true);
       const h = started("data", { query: "Sum column b", options: { attachments: [big] } });
       h.reply("analyst.plan", sup.dataPlan());

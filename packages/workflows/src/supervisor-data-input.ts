@@ -16,7 +16,11 @@ function jsonData(text: string, origin: DataInput["origin"]): DataInput | null {
   }
   if (!Array.isArray(value) && !isRecord(value)) return null;
   const first: unknown = Array.isArray(value) ? value[0] : value;
-  const columns = isRecord(first) ? Object.keys(first).slice(0, MAX_COLUMNS).map((c) => c.slice(0, 200)) : [];
+  const columns = isRecord(first)
+    ? Object.keys(first)
+        .slice(0, MAX_COLUMNS)
+        .map((c) => c.slice(0, 200))
+    : [];
   return { format: "json", text, origin, columns, rows: Array.isArray(value) ? value.length : 1 };
 }
 
@@ -27,7 +31,10 @@ function csvData(text: string, origin: DataInput["origin"]): DataInput | null {
   const commas = (l: string) => (l.match(/,/g) ?? []).length;
   const n = commas(lines[0] ?? "");
   if (n < 1 || !lines.every((l) => commas(l) === n)) return null;
-  const columns = (lines[0] ?? "").split(",").slice(0, MAX_COLUMNS).map((c) => c.trim().slice(0, 200));
+  const columns = (lines[0] ?? "")
+    .split(",")
+    .slice(0, MAX_COLUMNS)
+    .map((c) => c.trim().slice(0, 200));
   return { format: "csv", text: lines.join("\n"), origin, columns, rows: lines.length - 1 };
 }
 
@@ -76,7 +83,12 @@ function dataIn(text: string, origin: DataInput["origin"]): DataInput | null {
 /** An attachment's data: a CSV or JSON file's whole content by its type, a text file's like inline text; null when it has none. */
 function attachmentDataOf(a: Attachment): DataInput | null {
   const text = a.content.trim();
-  const found = a.content_type === "text/csv" ? csvData(text, "attachment") : a.content_type === "application/json" ? jsonData(text, "attachment") : dataIn(text, "attachment");
+  const found =
+    a.content_type === "text/csv"
+      ? csvData(text, "attachment")
+      : a.content_type === "application/json"
+        ? jsonData(text, "attachment")
+        : dataIn(text, "attachment");
   return found !== null && found.text.length <= MAX_DATA_CHARS ? { ...found, name: a.name } : null;
 }
 
@@ -102,7 +114,11 @@ export function attachmentData(attachments: readonly Attachment[]): DataInput | 
  * ```json block wins; then a JSON array or object; then at least two lines with the same number
  * (≥ 1) of commas. Data over 100,000 characters is not taken.
  */
-export function findDataInput(texts: readonly string[], messages: readonly ChatMessage[], attached: DataInput | null = null): DataInput | null {
+export function findDataInput(
+  texts: readonly string[],
+  messages: readonly ChatMessage[],
+  attached: DataInput | null = null,
+): DataInput | null {
   if (attached) return attached;
   for (const text of texts) {
     const found = dataIn(text, "query");

@@ -1,9 +1,18 @@
-import { HANDOFF_MATRIX, MAX_HANDOFFS, handoffToolName, type HandoffArgs, type HandoffInfo, type HandoffToolName, type SupervisorAgent } from "@agentmesh/contracts";
+import {
+  HANDOFF_MATRIX,
+  MAX_HANDOFFS,
+  handoffToolName,
+  type HandoffArgs,
+  type HandoffInfo,
+  type HandoffToolName,
+  type SupervisorAgent,
+} from "@agentmesh/contracts";
 
 export { handoffTarget, handoffToolName, type HandoffToolName } from "@agentmesh/contracts";
 
 /** The handoff tools `agent` gets: one per target the seed's matrix allows it, in the matrix's order. */
-export const handoffToolsFor = (agent: SupervisorAgent): HandoffToolName[] => HANDOFF_MATRIX[agent].map(handoffToolName);
+export const handoffToolsFor = (agent: SupervisorAgent): HandoffToolName[] =>
+  HANDOFF_MATRIX[agent].map(handoffToolName);
 
 /** Why a handoff was refused; the agent is told and goes on with the task itself. */
 export type HandoffRefusal = "self" | "not_in_matrix" | "ping_pong";
@@ -31,7 +40,9 @@ export interface HandoffRequest {
 
 const allowedFrom = (agent: SupervisorAgent): string => {
   const targets = HANDOFF_MATRIX[agent];
-  return targets.length > 0 ? `the ${agent} agent may hand off only to ${targets.join(", ")}` : `the ${agent} agent may not hand off`;
+  return targets.length > 0
+    ? `the ${agent} agent may hand off only to ${targets.join(", ")}`
+    : `the ${agent} agent may not hand off`;
 };
 
 /**
@@ -41,13 +52,24 @@ const allowedFrom = (agent: SupervisorAgent): string => {
  */
 export function decideHandoff({ current, target, args, history }: HandoffRequest): HandoffDecision {
   if (history.length >= MAX_HANDOFFS) {
-    return { outcome: "cap_reached", message: `This session has made its ${MAX_HANDOFFS} handoffs; the ${current} agent's answer is the final answer.` };
+    return {
+      outcome: "cap_reached",
+      message: `This session has made its ${MAX_HANDOFFS} handoffs; the ${current} agent's answer is the final answer.`,
+    };
   }
   if (target === current) {
-    return { outcome: "refused", reason: "self", message: `You are the ${current} agent; handing off to yourself does nothing. Carry on with the task yourself.` };
+    return {
+      outcome: "refused",
+      reason: "self",
+      message: `You are the ${current} agent; handing off to yourself does nothing. Carry on with the task yourself.`,
+    };
   }
   if (!HANDOFF_MATRIX[current].includes(target)) {
-    return { outcome: "refused", reason: "not_in_matrix", message: `You cannot hand off to the ${target} agent: ${allowedFrom(current)}. Carry on with the task yourself.` };
+    return {
+      outcome: "refused",
+      reason: "not_in_matrix",
+      message: `You cannot hand off to the ${target} agent: ${allowedFrom(current)}. Carry on with the task yourself.`,
+    };
   }
   const last = history.at(-1);
   if (last !== undefined && last.target_agent === current && last.source_agent === target) {
@@ -60,6 +82,11 @@ export function decideHandoff({ current, target, args, history }: HandoffRequest
   const context = args.context?.trim();
   return {
     outcome: "accepted",
-    handoff: { source_agent: current, target_agent: target, task_description: args.task_description.trim(), context: context ? context : null },
+    handoff: {
+      source_agent: current,
+      target_agent: target,
+      task_description: args.task_description.trim(),
+      context: context ? context : null,
+    },
   };
 }

@@ -1,14 +1,20 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { MEMORY_PRIORITY, MemoryField, SUPERVISOR_LIMITS, SharedAgentMemory } from "@agentmesh/contracts";
-import { TRUNCATION_MARKER, allocateMemoryBudget, renderSharedMemory, truncateAtBoundary } from "./supervisor-memory.js";
+import {
+  TRUNCATION_MARKER,
+  allocateMemoryBudget,
+  renderSharedMemory,
+  truncateAtBoundary,
+} from "./supervisor-memory.js";
 
 const BUDGET = SUPERVISOR_LIMITS.memoryBudgetChars;
 const MIN = SUPERVISOR_LIMITS.memoryMinFieldChars;
 const CUT = `\n${TRUNCATION_MARKER}`;
 
 /** Exactly `n` characters of lowercase words, no punctuation, no newline, not ending in a space. */
-const words = (n: number, letter = "w"): string => `${`${letter.repeat(4)} `.repeat(Math.ceil(n / 5) + 1).slice(0, n - 1)}${letter}`;
+const words = (n: number, letter = "w"): string =>
+  `${`${letter.repeat(4)} `.repeat(Math.ceil(n / 5) + 1).slice(0, n - 1)}${letter}`;
 
 /** The rendered text's blocks by field name. */
 function blocks(rendered: string): Map<string, string> {
@@ -63,8 +69,12 @@ describe("truncation at natural boundaries (allowance 1000: the marker line is 1
   });
 
   it("holds the 60 % threshold at a small allowance too (205: 123 is not more, 124 is)", () => {
-    expect(truncateAtBoundary(`${words(123)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(`${words(123)}\n\n${words(50, "s")}.${CUT}`);
-    expect(truncateAtBoundary(`${words(124)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(`${words(124)}${CUT}`);
+    expect(truncateAtBoundary(`${words(123)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(
+      `${words(123)}\n\n${words(50, "s")}.${CUT}`,
+    );
+    expect(truncateAtBoundary(`${words(124)}\n\n${words(50, "s")}. ${"t".repeat(3000)}`, 205)).toBe(
+      `${words(124)}${CUT}`,
+    );
   });
 
   it("cuts hard with no boundary at all, and never splits a surrogate pair", () => {
@@ -76,7 +86,9 @@ describe("truncation at natural boundaries (allowance 1000: the marker line is 1
   });
 
   it("counts a line's end as a sentence boundary (one list item a line)", () => {
-    const lines = Array.from({ length: 30 }, (_, i) => `item ${String(i).padStart(2, "0")} ${"v".repeat(40)}`).join("\n");
+    const lines = Array.from({ length: 30 }, (_, i) => `item ${String(i).padStart(2, "0")} ${"v".repeat(40)}`).join(
+      "\n",
+    );
     const out = truncateAtBoundary(lines, A);
     const kept = out.slice(0, -CUT.length);
     expect(out.endsWith(CUT)).toBe(true);
@@ -108,7 +120,13 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in the seed's order"
       2000,
     );
     // 50 + 200 + 6 + 200 + 200 = 656 first; then the draft needs 800 (1456), sources 700 → only 544 left.
-    expect(Object.fromEntries(out)).toEqual({ research_findings: 50, research_sources: 744, code_language: 6, writing_draft: 1000, data_visualizations: 200 });
+    expect(Object.fromEntries(out)).toEqual({
+      research_findings: 50,
+      research_sources: 744,
+      code_language: 6,
+      writing_draft: 1000,
+      data_visualizations: 200,
+    });
   });
 
   it("fills fields of one priority in the seed's field order", () => {
@@ -138,9 +156,23 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in the seed's order"
     const rendered = renderSharedMemory(memory);
     expect(rendered.length).toBeLessThanOrEqual(BUDGET);
     const b = blocks(rendered);
-    expect([...b.keys()]).toEqual(["research_findings", "generated_code", "code_language", "execution_results", "writing_draft", "data_analysis_plan", "data_visualizations"]);
+    expect([...b.keys()]).toEqual([
+      "research_findings",
+      "generated_code",
+      "code_language",
+      "execution_results",
+      "writing_draft",
+      "data_analysis_plan",
+      "data_visualizations",
+    ]);
     expect(b.get("code_language")).toBe("python");
-    for (const f of ["generated_code", "execution_results", "writing_draft", "data_analysis_plan", "data_visualizations"]) {
+    for (const f of [
+      "generated_code",
+      "execution_results",
+      "writing_draft",
+      "data_analysis_plan",
+      "data_visualizations",
+    ]) {
       expect(b.get(f)!.length, f).toBeLessThanOrEqual(MIN);
       expect(b.get(f)!.length, f).toBeGreaterThan(MIN * 0.4);
       expect(b.get(f)!.endsWith(TRUNCATION_MARKER), f).toBe(true);
@@ -161,8 +193,17 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in the seed's order"
 describe("rendering", () => {
   it("renders nothing for an empty memory, and skips empty and blank fields and empty lists", () => {
     expect(renderSharedMemory({})).toBe("");
-    expect(renderSharedMemory({ research_findings: "  \n", research_sources: [], data_visualizations: [], writing_outline: "" })).toBe("");
-    expect(renderSharedMemory({ research_findings: " ", generated_code: "print(1)\n" })).toBe("## generated_code\nprint(1)");
+    expect(
+      renderSharedMemory({
+        research_findings: "  \n",
+        research_sources: [],
+        data_visualizations: [],
+        writing_outline: "",
+      }),
+    ).toBe("");
+    expect(renderSharedMemory({ research_findings: " ", generated_code: "print(1)\n" })).toBe(
+      "## generated_code\nprint(1)",
+    );
   });
 
   it("joins list fields one item per line, in the seed's field order", () => {
@@ -184,7 +225,12 @@ describe("rendering", () => {
   });
 
   it("cuts a long list between items", () => {
-    const sources = Array.from({ length: 20 }, (_, i) => ({ title: `Source ${i}`, url: null, path: `corpus/${i}.md`, snippet: words(300, "s") }));
+    const sources = Array.from({ length: 20 }, (_, i) => ({
+      title: `Source ${i}`,
+      url: null,
+      path: `corpus/${i}.md`,
+      snippet: words(300, "s"),
+    }));
     const b = blocks(renderSharedMemory({ research_sources: sources, research_findings: words(7000, "f") }));
     const kept = b.get("research_sources")!;
     expect(kept.endsWith(`\n${TRUNCATION_MARKER}`)).toBe(true);
@@ -195,9 +241,17 @@ describe("rendering", () => {
     const text = fc.oneof(
       { weight: 1, arbitrary: fc.constant(undefined) },
       { weight: 1, arbitrary: fc.string({ maxLength: 50 }) },
-      { weight: 2, arbitrary: fc.string({ unit: fc.constantFrom("a", "b", " ", ".", "\n", "😀", "é"), maxLength: 12_000 }) },
+      {
+        weight: 2,
+        arbitrary: fc.string({ unit: fc.constantFrom("a", "b", " ", ".", "\n", "😀", "é"), maxLength: 12_000 }),
+      },
     );
-    const source = fc.record({ title: fc.string({ minLength: 1, maxLength: 300 }), url: fc.constant(null), path: fc.string({ minLength: 1, maxLength: 300 }), snippet: fc.string({ maxLength: 500 }) });
+    const source = fc.record({
+      title: fc.string({ minLength: 1, maxLength: 300 }),
+      url: fc.constant(null),
+      path: fc.string({ minLength: 1, maxLength: 300 }),
+      snippet: fc.string({ maxLength: 500 }),
+    });
     const memory = fc.record(
       {
         research_findings: text,
@@ -208,7 +262,9 @@ describe("rendering", () => {
         writing_outline: text,
         writing_draft: text,
         data_analysis_plan: text,
-        data_visualizations: fc.array(fc.record({ mark: fc.constant("bar"), note: fc.string({ maxLength: 3000 }) }), { maxLength: 5 }),
+        data_visualizations: fc.array(fc.record({ mark: fc.constant("bar"), note: fc.string({ maxLength: 3000 }) }), {
+          maxLength: 5,
+        }),
         additional_context: text,
       },
       { requiredKeys: [] },

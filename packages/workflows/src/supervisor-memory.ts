@@ -1,4 +1,10 @@
-import { MEMORY_PRIORITY, MemoryField, SUPERVISOR_LIMITS, type HaloCitation, type SharedAgentMemory } from "@agentmesh/contracts";
+import {
+  MEMORY_PRIORITY,
+  MemoryField,
+  SUPERVISOR_LIMITS,
+  type HaloCitation,
+  type SharedAgentMemory,
+} from "@agentmesh/contracts";
 
 /** Ends a field cut to its allowance (issue 11); it counts inside the allowance. */
 export const TRUNCATION_MARKER = "[...truncated]";
@@ -27,7 +33,10 @@ function lastCut(text: string, pattern: RegExp, limit: number, atStart = false):
  * or `?` (and any closing quotes or brackets) followed by white space, or at a line's end (so a
  * list, one item a line, or code is cut between lines); a word before white space.
  */
-const BOUNDARIES: ReadonlyArray<{ readonly keepsPercent: number; readonly cut: (text: string, limit: number) => number }> = [
+const BOUNDARIES: ReadonlyArray<{
+  readonly keepsPercent: number;
+  readonly cut: (text: string, limit: number) => number;
+}> = [
   { keepsPercent: 60, cut: (t, n) => lastCut(t, /\n[ \t]*\n/g, n, true) },
   { keepsPercent: 50, cut: (t, n) => Math.max(lastCut(t, /[.!?]["'”’)\]]*(?=\s)/g, n), lastCut(t, /\n/g, n, true)) },
   { keepsPercent: 40, cut: (t, n) => lastCut(t, /\S(?=\s)/g, n) },
@@ -60,7 +69,8 @@ export function truncateAtBoundary(text: string, allowance: number): string {
 const fold = (s: string): string => s.replace(/\s+/g, " ").trim();
 
 /** One research source on one line: title, where it is, and its snippet when it has one. */
-const sourceLine = (s: HaloCitation): string => fold(`${s.title} — ${s.url ?? s.path ?? ""}${s.snippet.trim() ? `: ${s.snippet}` : ""}`);
+const sourceLine = (s: HaloCitation): string =>
+  fold(`${s.title} — ${s.url ?? s.path ?? ""}${s.snippet.trim() ? `: ${s.snippet}` : ""}`);
 
 /** A field's text: strings trimmed, lists one item per line; null when empty. */
 function fieldText(memory: SharedAgentMemory, field: MemoryField): string | null {
@@ -119,10 +129,13 @@ export function renderSharedMemory(memory: SharedAgentMemory): string {
     const text = fieldText(memory, field);
     return text === null ? [] : [{ field, text }];
   });
-  const framing = blocks.reduce((n, b) => n + label(b.field).length, 0) + BLOCK_SEPARATOR.length * Math.max(0, blocks.length - 1);
+  const framing =
+    blocks.reduce((n, b) => n + label(b.field).length, 0) + BLOCK_SEPARATOR.length * Math.max(0, blocks.length - 1);
   const allowance = allocateMemoryBudget(
     blocks.map((b) => ({ field: b.field, length: b.text.length })),
     SUPERVISOR_LIMITS.memoryBudgetChars - framing,
   );
-  return blocks.map((b) => label(b.field) + truncateAtBoundary(b.text, allowance.get(b.field) ?? 0)).join(BLOCK_SEPARATOR);
+  return blocks
+    .map((b) => label(b.field) + truncateAtBoundary(b.text, allowance.get(b.field) ?? 0))
+    .join(BLOCK_SEPARATOR);
 }

@@ -27,11 +27,23 @@ const TOOL_MAX_ATTEMPTS = 2;
 const MEMORY_TEXT_MAX = LIMITS.maxTextChars;
 
 /** Each agent's first node (seed 002's graphs). */
-export const FIRST_NODE: Readonly<Record<SupervisorAgent, SupervisorNode>> = { chat: "agent", research: "search_agent", code: "generate", writing: "analyze", data: "plan" };
+export const FIRST_NODE: Readonly<Record<SupervisorAgent, SupervisorNode>> = {
+  chat: "agent",
+  research: "search_agent",
+  code: "generate",
+  writing: "analyze",
+  data: "plan",
+};
 /** The tool node an agent node's tool calls run in. */
-export const TOOL_NODE: Partial<Record<SupervisorNode, SupervisorNode>> = { agent: "tools", search_agent: "search_tools" };
+export const TOOL_NODE: Partial<Record<SupervisorNode, SupervisorNode>> = {
+  agent: "tools",
+  search_agent: "search_tools",
+};
 /** The node a tool node returns to. */
-export const AFTER_TOOLS: Partial<Record<SupervisorNode, SupervisorNode>> = { tools: "agent", search_tools: "search_agent" };
+export const AFTER_TOOLS: Partial<Record<SupervisorNode, SupervisorNode>> = {
+  tools: "agent",
+  search_tools: "search_agent",
+};
 /** The nodes that are executor.call tasks (a tool call or a code run). */
 export const isToolNode = (n: SupervisorNode) => n === "tools" || n === "search_tools" || n === "execute";
 
@@ -67,19 +79,50 @@ function nodeInput(d: D): unknown {
     case "router":
       return { query: d.query, messages: d.messages };
     case "agent":
-      return { brief: brief(d), messages: d.messages, tools: tools(d), observations: d.observations, tool_rounds_left: chatRoundsLeft(d) };
+      return {
+        brief: brief(d),
+        messages: d.messages,
+        tools: tools(d),
+        observations: d.observations,
+        tool_rounds_left: chatRoundsLeft(d),
+      };
     case "search_agent":
-      return { brief: brief(d), scenario: d.scenario, depth: d.depth, tools: tools(d), observations: d.observations, search_rounds_left: searchRoundsLeft(d), sources: d.sources };
+      return {
+        brief: brief(d),
+        scenario: d.scenario,
+        depth: d.depth,
+        tools: tools(d),
+        observations: d.observations,
+        search_rounds_left: searchRoundsLeft(d),
+        sources: d.sources,
+      };
     case "analyze":
-      return d.active_agent === "writing" ? { brief: brief(d), tools: tools(d), observations: d.observations } : research(d);
+      return d.active_agent === "writing"
+        ? { brief: brief(d), tools: tools(d), observations: d.observations }
+        : research(d);
     case "synthesize":
       return { ...research(d), analysis: d.analysis ?? "" };
     case "finalize":
-      return d.active_agent === "writing" ? { brief: brief(d), writing: d.writing, draft: d.draft ?? "" } : { ...research(d), synthesis: d.synthesis ?? "" };
+      return d.active_agent === "writing"
+        ? { brief: brief(d), writing: d.writing, draft: d.draft ?? "" }
+        : { ...research(d), synthesis: d.synthesis ?? "" };
     case "generate":
       return d.active_agent === "data"
-        ? { brief: brief(d), data: d.data_input, analysis_plan: d.analysis_plan ?? "", chart: d.chart_planned, attempts: d.code_attempts, rounds_left: codeRoundsLeft(d) }
-        : { brief: brief(d), tools: tools(d), observations: d.observations, attempts: d.code_attempts, rounds_left: codeRoundsLeft(d) };
+        ? {
+            brief: brief(d),
+            data: d.data_input,
+            analysis_plan: d.analysis_plan ?? "",
+            chart: d.chart_planned,
+            attempts: d.code_attempts,
+            rounds_left: codeRoundsLeft(d),
+          }
+        : {
+            brief: brief(d),
+            tools: tools(d),
+            observations: d.observations,
+            attempts: d.code_attempts,
+            rounds_left: codeRoundsLeft(d),
+          };
     case "outline":
       return { brief: brief(d), writing: d.writing };
     case "write":
@@ -87,7 +130,12 @@ function nodeInput(d: D): unknown {
     case "plan":
       return { brief: brief(d), data: d.data_input, tools: tools(d), observations: d.observations };
     case "summarize":
-      return { brief: brief(d), analysis_plan: d.analysis_plan ?? "", execution: d.code_attempts.at(-1), charted: d.charted };
+      return {
+        brief: brief(d),
+        analysis_plan: d.analysis_plan ?? "",
+        execution: d.code_attempts.at(-1),
+        charted: d.charted,
+      };
     case "tools":
     case "search_tools":
     case "execute":
@@ -97,7 +145,8 @@ function nodeInput(d: D): unknown {
 }
 
 /** The code the sandbox runs: the data agent's code gets the data's text as `DATA_TEXT` first (JSON string syntax is a valid Python string literal). */
-export const runnableCode = (d: D, code: string): string => (d.active_agent === "data" ? `${DATA_VARIABLE} = ${JSON.stringify(d.data_input?.text ?? "")}\n${code}` : code);
+export const runnableCode = (d: D, code: string): string =>
+  d.active_agent === "data" ? `${DATA_VARIABLE} = ${JSON.stringify(d.data_input?.text ?? "")}\n${code}` : code;
 
 /** The executor.call task of the tool call in flight. */
 function toolTask(d: D, op: NodeOp, attempt: number): TaskSpec | null {
@@ -105,14 +154,21 @@ function toolTask(d: D, op: NodeOp, attempt: number): TaskSpec | null {
   if (call === null) return null;
   const code = d.node === "execute";
   const allowed = code ? [call.tool] : ownTools(agentOf(d), d.tools_available);
-  const input = { tool: call.tool, arguments: call.arguments, allowed, limits: { max_attempts: TOOL_MAX_ATTEMPTS, timeout_ms: code ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS } };
+  const input = {
+    tool: call.tool,
+    arguments: call.arguments,
+    allowed,
+    limits: { max_attempts: TOOL_MAX_ATTEMPTS, timeout_ms: code ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS },
+  };
   return {
     ...op,
     input,
     attempt,
     stage: d.node,
     tag: d.node,
-    description: code ? `The ${agentOf(d)} agent's code runs in the sandbox (${call.tool})` : `The ${agentOf(d)} agent calls ${call.tool}`,
+    description: code
+      ? `The ${agentOf(d)} agent's code runs in the sandbox (${call.tool})`
+      : `The ${agentOf(d)} agent calls ${call.tool}`,
     toolCall: { id: call.id, tool: call.tool, args: call.arguments },
   };
 }
@@ -145,7 +201,12 @@ export function withArtifacts(d: D): SharedAgentMemory {
       break;
     }
     case "code":
-      if (last) Object.assign(m, { generated_code: memoryText(last.code), code_language: last.language, execution_results: memoryText(runText(last)) });
+      if (last)
+        Object.assign(m, {
+          generated_code: memoryText(last.code),
+          code_language: last.language,
+          execution_results: memoryText(runText(last)),
+        });
       break;
     case "writing":
       if (d.outline) m.writing_outline = memoryText(d.outline);
@@ -189,7 +250,13 @@ export function agentSettings(d: D, agent: SupervisorAgent): Record<string, stri
     case "chat":
       return { max_tool_iterations: SUPERVISOR_LIMITS.chatMaxToolIterations, tools: names(tools(d)) };
     case "research":
-      return { depth: d.depth, scenario: d.scenario, search_iterations: RESEARCH_DEPTHS[d.depth].searchIterations, sources_kept: RESEARCH_DEPTHS[d.depth].sourcesKept, tools: names(tools(d)) };
+      return {
+        depth: d.depth,
+        scenario: d.scenario,
+        search_iterations: RESEARCH_DEPTHS[d.depth].searchIterations,
+        sources_kept: RESEARCH_DEPTHS[d.depth].sourcesKept,
+        tools: names(tools(d)),
+      };
     case "code":
       return { max_iterations: SUPERVISOR_LIMITS.codeMaxIterations, languages: "python, javascript" };
     case "writing":
@@ -197,7 +264,12 @@ export function agentSettings(d: D, agent: SupervisorAgent): Record<string, stri
     case "data":
       return {
         max_iterations: SUPERVISOR_LIMITS.codeMaxIterations,
-        data: d.data_input ? clip(`${d.data_input.format}, ${d.data_input.rows} row(s), from the ${d.data_input.origin}${d.data_input.name ? ` ${d.data_input.name}` : ""}`, 200) : null,
+        data: d.data_input
+          ? clip(
+              `${d.data_input.format}, ${d.data_input.rows} row(s), from the ${d.data_input.origin}${d.data_input.name ? ` ${d.data_input.name}` : ""}`,
+              200,
+            )
+          : null,
       };
   }
 }

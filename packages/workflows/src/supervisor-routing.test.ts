@@ -6,7 +6,12 @@ describe("routing (seed 002)", () => {
   it("takes an explicit mode without the model: confidence 1, a reason that says so", () => {
     for (const mode of SupervisorAgent.options) {
       const d = routingDecision({ mode });
-      expect(d).toEqual({ agent: mode, confidence: 1, reason: `explicit mode "${mode}" (the router was not asked)`, is_low_confidence: false });
+      expect(d).toEqual({
+        agent: mode,
+        confidence: 1,
+        reason: `explicit mode "${mode}" (the router was not asked)`,
+        is_low_confidence: false,
+      });
       expect(RoutingDecision.safeParse(d).success).toBe(true);
     }
   });
@@ -26,7 +31,8 @@ describe("routing (seed 002)", () => {
     expect(at(0).is_low_confidence).toBe(true);
     expect(at(0.5).is_low_confidence).toBe(false);
     expect(at(1).is_low_confidence).toBe(false);
-    for (const c of [0, 0.25, 0.4999, 0.5, 0.75, 1]) expect(RoutingDecision.safeParse(at(c)).success, String(c)).toBe(true);
+    for (const c of [0, 0.25, 0.4999, 0.5, 0.75, 1])
+      expect(RoutingDecision.safeParse(at(c)).success, String(c)).toBe(true);
   });
 
   it("does not re-route a low-confidence decision", () => {

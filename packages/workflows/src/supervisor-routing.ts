@@ -1,4 +1,9 @@
-import { LOW_ROUTING_CONFIDENCE, type RoutingDecision, type RoutingResult, type SupervisorAgent } from "@agentmesh/contracts";
+import {
+  LOW_ROUTING_CONFIDENCE,
+  type RoutingDecision,
+  type RoutingResult,
+  type SupervisorAgent,
+} from "@agentmesh/contracts";
 
 /** Where the agent comes from: the client's explicit `mode` (the model is not asked) or the router's validated output. */
 export type RoutingInput = { readonly mode: SupervisorAgent } | { readonly routed: RoutingResult };
@@ -10,6 +15,8 @@ export type RoutingInput = { readonly mode: SupervisorAgent } | { readonly route
  */
 export function routingDecision(input: RoutingInput): RoutingDecision {
   const result: RoutingResult =
-    "mode" in input ? { agent: input.mode, confidence: 1, reason: `explicit mode "${input.mode}" (the router was not asked)` } : input.routed;
+    "mode" in input
+      ? { agent: input.mode, confidence: 1, reason: `explicit mode "${input.mode}" (the router was not asked)` }
+      : input.routed;
   return { ...result, is_low_confidence: result.confidence < LOW_ROUTING_CONFIDENCE };
 }

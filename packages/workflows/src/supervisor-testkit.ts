@@ -39,8 +39,19 @@ export const sup = {
     tool: `handoff_to_${target}`,
     arguments: { task_description, ...(context === undefined ? {} : { context }) },
   }),
-  code: (code: string, language: CodeLanguage = "python", explanation = "It computes the answer.") => ({ action: "code", language, code, explanation }),
-  writingBrief: () => ({ action: "brief", writing_type: "essay", tone: "formal", audience: "students", key_points: ["one"] }),
+  code: (code: string, language: CodeLanguage = "python", explanation = "It computes the answer.") => ({
+    action: "code",
+    language,
+    code,
+    explanation,
+  }),
+  writingBrief: () => ({
+    action: "brief",
+    writing_type: "essay",
+    tone: "formal",
+    audience: "students",
+    key_points: ["one"],
+  }),
   dataPlan: (chart = false) => ({ action: "plan", analysis_plan: "Sum each region's growth", chart }),
   dataCode: (code = "print(1)", chart: Record<string, unknown> | null = null) => ({ code, chart }),
   analysis: (analysis = "the analysis") => ({ analysis }),
@@ -52,10 +63,19 @@ export const sup = {
   summary: (summary = "The data shows growth.") => ({ summary }),
 } as const;
 
-export const source = (n: number): HaloCitation => ({ title: `Source ${n}`, url: `https://example.com/${n}`, path: null, snippet: `snippet ${n}` });
+export const source = (n: number): HaloCitation => ({
+  title: `Source ${n}`,
+  url: `https://example.com/${n}`,
+  path: null,
+  snippet: `snippet ${n}`,
+});
 
 /** A tool call's outcome: ok with its content and citations, or failed. */
-export function outcome(tool: string, content: string, opts: { citations?: HaloCitation[]; ok?: boolean } = {}): ToolCallOutcome {
+export function outcome(
+  tool: string,
+  content: string,
+  opts: { citations?: HaloCitation[]; ok?: boolean } = {},
+): ToolCallOutcome {
   const ok = opts.ok ?? true;
   return {
     tool,
@@ -70,7 +90,12 @@ export function outcome(tool: string, content: string, opts: { citations?: HaloC
 }
 
 /** A code tool's outcome: exit 0 with its stdout, or a raised error. */
-export function codeOutcome(exit_code: number | null, stdout: string, error: string | null = null, language: CodeLanguage = "python"): ToolCallOutcome {
+export function codeOutcome(
+  exit_code: number | null,
+  stdout: string,
+  error: string | null = null,
+  language: CodeLanguage = "python",
+): ToolCallOutcome {
   const ok = exit_code === 0 && error === null;
   return {
     tool: language === "python" ? "run_python" : "run_js",
@@ -86,10 +111,26 @@ export function codeOutcome(exit_code: number | null, stdout: string, error: str
 }
 
 /** Drives one supervisor session through step(), checking every applied outcome against the contracts. */
-export function supervisorHarness(opts: { options?: SessionOptions; tools?: string[]; messages?: ChatMessage[]; query?: string; defaults?: Partial<RuntimeDefaults> } = {}) {
+export function supervisorHarness(
+  opts: {
+    options?: SessionOptions;
+    tools?: string[];
+    messages?: ChatMessage[];
+    query?: string;
+    defaults?: Partial<RuntimeDefaults>;
+  } = {},
+) {
   const defaults: RuntimeDefaults = { ...DEFAULTS, ...opts.defaults, supervisor: { tools: opts.tools ?? ALL_TOOLS } };
   const query = opts.query ?? QUERY;
-  const created = createSession({ sessionId: SID, workflow: "supervisor", query, options: opts.options ?? {}, now: T0, defaults, messages: opts.messages ?? [] });
+  const created = createSession({
+    sessionId: SID,
+    workflow: "supervisor",
+    query,
+    options: opts.options ?? {},
+    now: T0,
+    defaults,
+    messages: opts.messages ?? [],
+  });
   const h = {
     state: created as SupervisorSession,
     now: T0,
@@ -110,10 +151,22 @@ export function supervisorHarness(opts: { options?: SessionOptions; tools?: stri
       }
       return o;
     },
-    start: () => h.send({ v: SCHEMA_VERSION, kind: "start", session_id: SID, input_id: inputIds.start(SID), workflow: "supervisor", query, options: opts.options ?? {} }),
+    start: () =>
+      h.send({
+        v: SCHEMA_VERSION,
+        kind: "start",
+        session_id: SID,
+        input_id: inputIds.start(SID),
+        workflow: "supervisor",
+        query,
+        options: opts.options ?? {},
+      }),
     awaited(): AwaitedTask {
       const [task, ...more] = h.state.meta.awaiting;
-      if (!task || more.length > 0) throw new Error(`expected one awaited task, have ${h.state.meta.awaiting.length} (status ${h.state.meta.status})`);
+      if (!task || more.length > 0)
+        throw new Error(
+          `expected one awaited task, have ${h.state.meta.awaiting.length} (status ${h.state.meta.status})`,
+        );
       return task;
     },
     /** The awaited task as dispatched (its input included). */
@@ -138,7 +191,8 @@ export function supervisorHarness(opts: { options?: SessionOptions; tools?: stri
     tasks: (): TaskEnvelope[] => h.outcomes.flatMap(tasksOf),
     ops: (): string[] => h.tasks().map((t) => `${t.role}.${t.op}`),
     events: (): SessionEvent[] => h.outcomes.flatMap(eventsOf),
-    ofType: <T extends SessionEvent["type"]>(type: T) => h.events().filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type),
+    ofType: <T extends SessionEvent["type"]>(type: T) =>
+      h.events().filter((e): e is Extract<SessionEvent, { type: T }> => e.type === type),
     /** The input of the awaited task. */
     input: (): Record<string, unknown> => h.current().input as Record<string, unknown>,
   };

@@ -1,4 +1,12 @@
-import { HANDOFF_MATRIX, MAX_HANDOFFS, type OfferedTool, type RoleName, type StreamingNode, type SupervisorAgent, type SupervisorSettings } from "@agentmesh/contracts";
+import {
+  HANDOFF_MATRIX,
+  MAX_HANDOFFS,
+  type OfferedTool,
+  type RoleName,
+  type StreamingNode,
+  type SupervisorAgent,
+  type SupervisorSettings,
+} from "@agentmesh/contracts";
 import { handoffToolName } from "./supervisor-handoff.js";
 
 /** The tools every deployment serves (the corpus and the sandbox); web and image tools need their keys. */
@@ -6,11 +14,14 @@ export const MINIMAL_SUPERVISOR_SETTINGS: SupervisorSettings = { tools: ["corpus
 
 /** What each tool the supervisor's agents may call does, as the agent's model is told (in the order tools are offered). */
 export const TOOL_DESCRIPTIONS = {
-  web_search: 'Search the web. Arguments: {"query": string}. Returns the top results with their titles, links and snippets.',
-  corpus_search: 'Search the local document corpus. Arguments: {"query": string}. Returns the best passages with their files.',
+  web_search:
+    'Search the web. Arguments: {"query": string}. Returns the top results with their titles, links and snippets.',
+  corpus_search:
+    'Search the local document corpus. Arguments: {"query": string}. Returns the best passages with their files.',
   generate_image: 'Generate an image from a description. Arguments: {"prompt": string}. Returns where the image is.',
   analyze_image: 'Describe or answer a question about an image. Arguments: {"url": string, "question": string}.',
-  run_python: 'Run Python (standard library) in a sandbox. Arguments: {"code": string}. Returns stdout, stderr and the result.',
+  run_python:
+    'Run Python (standard library) in a sandbox. Arguments: {"code": string}. Returns stdout, stderr and the result.',
   run_js: 'Run JavaScript in a sandbox. Arguments: {"code": string}. Returns stdout, stderr and the result.',
 } as const satisfies Readonly<Record<string, string>>;
 
@@ -30,13 +41,24 @@ export const AGENT_TOOLS: Readonly<Record<SupervisorAgent, readonly string[]>> =
 };
 
 /** An agent's own tools that this deployment serves, in the agent's order. */
-export const ownTools = (agent: SupervisorAgent, available: readonly string[]): string[] => AGENT_TOOLS[agent].filter((t) => available.includes(t));
+export const ownTools = (agent: SupervisorAgent, available: readonly string[]): string[] =>
+  AGENT_TOOLS[agent].filter((t) => available.includes(t));
 
 /** The tools offered to `agent` this turn: its own served tools, then its handoff tools while fewer than MAX_HANDOFFS were made. */
-export function offeredTools(agent: SupervisorAgent, available: readonly string[], handoffCount: number): OfferedTool[] {
+export function offeredTools(
+  agent: SupervisorAgent,
+  available: readonly string[],
+  handoffCount: number,
+): OfferedTool[] {
   const described = TOOL_DESCRIPTIONS as Readonly<Record<string, string>>;
   const own = ownTools(agent, available).map((name) => ({ name, description: described[name] ?? name }));
-  const handoffs = handoffCount < MAX_HANDOFFS ? HANDOFF_MATRIX[agent].map((target) => ({ name: handoffToolName(target), description: handoffDescription(target) })) : [];
+  const handoffs =
+    handoffCount < MAX_HANDOFFS
+      ? HANDOFF_MATRIX[agent].map((target) => ({
+          name: handoffToolName(target),
+          description: handoffDescription(target),
+        }))
+      : [];
   return [...own, ...handoffs];
 }
 
@@ -50,7 +72,9 @@ export interface NodeOp {
  * Which role and op serve each seed node, per agent (the node names are STREAMING_CONFIG's, so
  * each op's `stream` setting can be checked against the seed's). Tool nodes are the executor's.
  */
-export const NODE_OPS: Readonly<Record<SupervisorAgent | "router", Partial<Record<StreamingNode | "execute" | "plan", NodeOp>>>> = {
+export const NODE_OPS: Readonly<
+  Record<SupervisorAgent | "router", Partial<Record<StreamingNode | "execute" | "plan", NodeOp>>>
+> = {
   router: { router: { role: "router", op: "route" } },
   chat: { agent: { role: "chat", op: "respond" }, tools: { role: "executor", op: "call" } },
   research: {

@@ -3,15 +3,31 @@ import fc from "fast-check";
 import { ANSWER_OPS, STREAMING_CONFIG, SupervisorAgent, isTerminal, type StreamingNode } from "@agentmesh/contracts";
 import { failure, resultFor } from "./testing.js";
 import { NODE_OPS } from "./supervisor-tools.js";
-import { codeOutcome, outcome, source, started, sup, supervisorHarness, type SupervisorHarness } from "./supervisor-testkit.js";
+import {
+  codeOutcome,
+  outcome,
+  source,
+  started,
+  sup,
+  supervisorHarness,
+  type SupervisorHarness,
+} from "./supervisor-testkit.js";
 
-const TOOL_CHOICES = ["web_search", "corpus_search", "run_python", "teleport", ...SupervisorAgent.options.map((a) => `handoff_to_${a}`)];
+const TOOL_CHOICES = [
+  "web_search",
+  "corpus_search",
+  "run_python",
+  "teleport",
+  ...SupervisorAgent.options.map((a) => `handoff_to_${a}`),
+];
 
 /** A valid output of the awaited op, chosen by `pick`: every kind of move each op can make. */
 function outputFor(op: string, pick: number, input: Record<string, unknown>): unknown {
   const toolMove = () => {
     const tool = TOOL_CHOICES[pick % TOOL_CHOICES.length] ?? "web_search";
-    return tool.startsWith("handoff_to_") ? sup.tool(tool, pick % 5 === 0 ? { task_description: " " } : { task_description: "go on" }) : sup.tool(tool);
+    return tool.startsWith("handoff_to_")
+      ? sup.tool(tool, pick % 5 === 0 ? { task_description: " " } : { task_description: "go on" })
+      : sup.tool(tool);
   };
   const agentMove = () => (pick % 3 === 0 ? sup.answer(`answer ${pick}`) : toolMove());
   switch (op) {
@@ -30,7 +46,13 @@ function outputFor(op: string, pick: number, input: Record<string, unknown>): un
       return sup.dataCode("print(1)", pick % 2 === 0 ? { mark: "line" } : null);
     case "executor.call": {
       const tool = String(input.tool);
-      if (tool === "run_python" || tool === "run_js") return codeOutcome(pick % 3 === 0 ? 0 : 1, `[{"x": ${pick}}]`, pick % 3 === 0 ? null : "Error", tool === "run_js" ? "javascript" : "python");
+      if (tool === "run_python" || tool === "run_js")
+        return codeOutcome(
+          pick % 3 === 0 ? 0 : 1,
+          `[{"x": ${pick}}]`,
+          pick % 3 === 0 ? null : "Error",
+          tool === "run_js" ? "javascript" : "python",
+        );
       return outcome(tool, `content ${pick}`, { citations: [source(pick % 7)], ok: pick % 4 !== 0 });
     }
     case "researcher.analyze":
@@ -74,7 +96,10 @@ function drive(h: SupervisorHarness, moves: readonly Move[]): void {
 }
 
 describe("supervisor under any sequence of agent moves (property)", () => {
-  const moves = fc.array(fc.record({ pick: fc.nat(1000), fail: fc.nat(9).map((n) => n === 0), redeliver: fc.boolean() }), { minLength: 1, maxLength: 40 });
+  const moves = fc.array(
+    fc.record({ pick: fc.nat(1000), fail: fc.nat(9).map((n) => n === 0), redeliver: fc.boolean() }),
+    { minLength: 1, maxLength: 40 },
+  );
   it(`ends within ${TASK_BOUND} tasks, every state and task valid, a redelivered result never applied twice`, () => {
     fc.assert(
       fc.property(fc.option(fc.constantFrom(...SupervisorAgent.options), { nil: undefined }), moves, (mode, script) => {
@@ -139,7 +164,15 @@ describe("supervisor streaming (seed 002's STREAMING_CONFIG)", () => {
     const [chat, research, writing, data, code] = sessions();
     const answers = [chat, research, writing, data].map((h) => h?.ofType("complete")[0]?.final_answer);
     expect(answers).toEqual(["Chat answer.", "Research answer [1].", "Writing answer.", "Data answer."]);
-    for (const h of [chat, research, writing, data]) expect(ANSWER_OPS.has(h?.ops().filter((o) => o !== "executor.call").at(-1) ?? "")).toBe(true);
+    for (const h of [chat, research, writing, data])
+      expect(
+        ANSWER_OPS.has(
+          h
+            ?.ops()
+            .filter((o) => o !== "executor.call")
+            .at(-1) ?? "",
+        ),
+      ).toBe(true);
     expect(code?.ops().some((o) => ANSWER_OPS.has(o))).toBe(false);
   });
 });

@@ -7,25 +7,47 @@ describe("supervisor routing (seed 002)", () => {
   it("an explicit mode bypasses the router: no router task, confidence 1, the agent starts at once with its config", () => {
     const h = started("code");
     expect(h.ops()).toEqual(["coder.generate"]);
-    expect(h.ofType("routing")).toEqual([expect.objectContaining({ agent: "code", confidence: 1, is_low_confidence: false })]);
-    expect(h.ofType("config")).toEqual([expect.objectContaining({ agent: "code", settings: expect.objectContaining({ max_iterations: 3 }) })]);
+    expect(h.ofType("routing")).toEqual([
+      expect.objectContaining({ agent: "code", confidence: 1, is_low_confidence: false }),
+    ]);
+    expect(h.ofType("config")).toEqual([
+      expect.objectContaining({ agent: "code", settings: expect.objectContaining({ max_iterations: 3 }) }),
+    ]);
     expect(h.data).toMatchObject({ mode: "code", selected_agent: "code", active_agent: "code", node: "generate" });
   });
 
   it("without a mode the router is asked with the query and the thread, and its pick starts that agent", () => {
-    const messages = [{ role: "user" as const, content: "earlier" }, { role: "assistant" as const, content: "reply" }];
+    const messages = [
+      { role: "user" as const, content: "earlier" },
+      { role: "assistant" as const, content: "reply" },
+    ];
     const h = supervisorHarness({ messages });
     h.start();
     expect(h.ops()).toEqual(["router.route"]);
     expect(h.input()).toEqual({ query: QUERY, messages });
     h.reply("router.route", sup.routed("writing", 0.8, "a text to write"));
     expect(h.ops()).toEqual(["router.route", "writer.analyze"]);
-    expect(h.data).toMatchObject({ selected_agent: "writing", routing_confidence: 0.8, routing_reason: "a text to write", is_low_confidence: false });
-    expect(h.ofType("routing")).toEqual([expect.objectContaining({ agent: "writing", confidence: 0.8, reason: "a text to write", is_low_confidence: false })]);
+    expect(h.data).toMatchObject({
+      selected_agent: "writing",
+      routing_confidence: 0.8,
+      routing_reason: "a text to write",
+      is_low_confidence: false,
+    });
+    expect(h.ofType("routing")).toEqual([
+      expect.objectContaining({
+        agent: "writing",
+        confidence: 0.8,
+        reason: "a text to write",
+        is_low_confidence: false,
+      }),
+    ]);
   });
 
   it("a confidence under 0.5 is flagged low, not re-routed; 0.5 itself is not low", () => {
-    for (const [confidence, low] of [[0.49, true], [0.5, false]] as const) {
+    for (const [confidence, low] of [
+      [0.49, true],
+      [0.5, false],
+    ] as const) {
       const h = supervisorHarness();
       h.start();
       h.reply("router.route", sup.routed("research", confidence));
@@ -54,10 +76,24 @@ describe("supervisor handoffs (seed 002's matrix, through the workflow)", () => 
         const h = started(source_agent);
         h.reply(FIRST_OP[source_agent], sup.handoff(target, "the delegated task", "what I know"));
         if (allowed) {
-          expect(h.ofType("handoff")).toEqual([expect.objectContaining({ source_agent, target_agent: target, task_description: "the delegated task", context: "what I know" })]);
+          expect(h.ofType("handoff")).toEqual([
+            expect.objectContaining({
+              source_agent,
+              target_agent: target,
+              task_description: "the delegated task",
+              context: "what I know",
+            }),
+          ]);
           expect(h.ops()).toEqual([FIRST_OP[source_agent], FIRST_OP[target]]);
-          expect(h.input()).toMatchObject({ brief: { query: QUERY, task: "the delegated task", handoff_context: "what I know" } });
-          expect(h.data).toMatchObject({ active_agent: target, handoff_count: 1, delegated_task: "the delegated task", pending_handoff: null });
+          expect(h.input()).toMatchObject({
+            brief: { query: QUERY, task: "the delegated task", handoff_context: "what I know" },
+          });
+          expect(h.data).toMatchObject({
+            active_agent: target,
+            handoff_count: 1,
+            delegated_task: "the delegated task",
+            pending_handoff: null,
+          });
           expect(h.ofType("config").map((c) => c.agent)).toEqual([source_agent, target]);
         } else {
           expect(h.ofType("handoff")).toEqual([]);
@@ -82,7 +118,13 @@ describe("supervisor handoffs (seed 002's matrix, through the workflow)", () => 
     h.reply("coder.generate", sup.handoff("data"));
     expect(h.ofType("handoff")).toHaveLength(3);
     expect(h.ops().at(-1)).toBe("coder.generate");
-    expect(h.input().observations).toEqual([expect.objectContaining({ tool: "handoff_to_data", ok: false, content: expect.stringContaining(`made its ${MAX_HANDOFFS} handoffs`) })]);
+    expect(h.input().observations).toEqual([
+      expect.objectContaining({
+        tool: "handoff_to_data",
+        ok: false,
+        content: expect.stringContaining(`made its ${MAX_HANDOFFS} handoffs`),
+      }),
+    ]);
     h.reply("coder.generate", sup.answer("The code agent's own answer."));
     expect(h.state.meta.status).toBe("completed");
     expect(h.data.response).toBe("The code agent's own answer.");
@@ -94,7 +136,13 @@ describe("supervisor handoffs (seed 002's matrix, through the workflow)", () => 
     h.reply("analyst.plan", sup.handoff("code", "back to you"));
     expect(h.ofType("handoff")).toHaveLength(1);
     expect(h.ops()).toEqual(["coder.generate", "analyst.plan", "analyst.plan"]);
-    expect(h.input().observations).toEqual([expect.objectContaining({ tool: "handoff_to_code", ok: false, content: expect.stringContaining("just handed it to you") })]);
+    expect(h.input().observations).toEqual([
+      expect.objectContaining({
+        tool: "handoff_to_code",
+        ok: false,
+        content: expect.stringContaining("just handed it to you"),
+      }),
+    ]);
     h.reply("analyst.plan", sup.dataPlan());
     expect(h.ops().at(-1)).toBe("analyst.generate");
   });
@@ -113,7 +161,9 @@ describe("supervisor handoffs (seed 002's matrix, through the workflow)", () => 
     const h = started("chat");
     h.reply("chat.respond", sup.tool("handoff_to_code", { task_description: "   " }));
     expect(h.ofType("handoff")).toEqual([]);
-    expect(h.input().observations).toEqual([expect.objectContaining({ ok: false, content: expect.stringContaining("arguments are invalid") })]);
+    expect(h.input().observations).toEqual([
+      expect.objectContaining({ ok: false, content: expect.stringContaining("arguments are invalid") }),
+    ]);
   });
 
   it("shared memory carries the source's work to the target, rendered within the 8000-character budget", () => {

@@ -102,14 +102,22 @@ function internal(data: D, message: string): Decided {
   const error = new AgentmeshError("internal", `supervisor: ${message}`, { component: "supervisor" }).toWire();
   const answer = `${COULD_NOT_ANSWER} (an internal error stopped the session)`;
   const ended = endedOnError(data, answer, error.message, "supervisor");
-  return { data: ended, control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) }, events: [] };
+  return {
+    data: ended,
+    control: { kind: "fail", error, final_answer: answer, final_reasoning_trace: reasoningTrace(ended) },
+    events: [],
+  };
 }
 
 /** The session's answer given: the agent's artifacts go into the shared memory and the session completes. */
 function complete(d: D, response: string, events: EventDraft[]): Decided {
   const answer = clip(response, RESPONSE_MAX);
   const done: D = { ...d, shared_memory: withArtifacts(d), node: "done", pending_call: null, response: answer };
-  return { data: done, control: { kind: "complete", final_answer: answer, final_reasoning_trace: reasoningTrace(done) }, events };
+  return {
+    data: done,
+    control: { kind: "complete", final_answer: answer, final_reasoning_trace: reasoningTrace(done) },
+    events,
+  };
 }
 
 /**
@@ -119,8 +127,23 @@ function complete(d: D, response: string, events: EventDraft[]): Decided {
  */
 function startAgent(data: D, agent: SupervisorAgent, events: EventDraft[]): Decided {
   const attached = data.data_input?.origin === "attachment" ? data.data_input : null;
-  const fresh: D = { ...data, ...FRESH_SCRATCH, data_input: attached, observations: [], sources: [], code_attempts: [], active_agent: agent, node: FIRST_NODE[agent] };
-  const d = agent === "data" ? { ...fresh, data_input: findDataInput([fresh.delegated_task ?? fresh.query, fresh.query], fresh.messages, attached) } : fresh;
+  const fresh: D = {
+    ...data,
+    ...FRESH_SCRATCH,
+    data_input: attached,
+    observations: [],
+    sources: [],
+    code_attempts: [],
+    active_agent: agent,
+    node: FIRST_NODE[agent],
+  };
+  const d =
+    agent === "data"
+      ? {
+          ...fresh,
+          data_input: findDataInput([fresh.delegated_task ?? fresh.query, fresh.query], fresh.messages, attached),
+        }
+      : fresh;
   events.push({ type: "config", agent, settings: agentSettings(d, agent) });
   return next(d, events);
 }
@@ -151,7 +174,11 @@ function handoff(d: D, h: HandoffInfo, events: EventDraft[]): Decided {
     delegated_task: h.task_description,
     handoff_context: h.context,
   };
-  return startAgent(noted(moved, `Handoff ${h.source_agent} → ${h.target_agent}: ${h.task_description}`), h.target_agent, events);
+  return startAgent(
+    noted(moved, `Handoff ${h.source_agent} → ${h.target_agent}: ${h.task_description}`),
+    h.target_agent,
+    events,
+  );
 }
 
 /** The last successful tool result, for an answer given when an agent ran out of turns. */
@@ -161,17 +188,28 @@ const lastFound = (d: D): string | null => notes(d).at(-1) ?? null;
 function stopAgent(d: D, why: string, events: EventDraft[]): Decided {
   events.push(stage(d.node, "failed", why));
   const found = lastFound(d);
-  const answer = found ? `The ${agentOf(d)} agent stopped without a final answer: ${why}. The last tool result it had:\n\n${found}` : `${COULD_NOT_ANSWER} The ${agentOf(d)} agent stopped: ${why}.`;
+  const answer = found
+    ? `The ${agentOf(d)} agent stopped without a final answer: ${why}. The last tool result it had:\n\n${found}`
+    : `${COULD_NOT_ANSWER} The ${agentOf(d)} agent stopped: ${why}.`;
   return complete(noted(d, `Stopped: ${why}`), answer, events);
 }
 
-const observe = (d: D, o: ToolObservation): D => ({ ...d, observations: [...d.observations, o].slice(-MAX_OBSERVATIONS) });
+const observe = (d: D, o: ToolObservation): D => ({
+  ...d,
+  observations: [...d.observations, o].slice(-MAX_OBSERVATIONS),
+});
 
 /** A tool call the agent may not make: it is told why (as the tool's result) and its node is asked again, a bounded number of times. */
 function refuse(d: D, tool: string, args: Record<string, unknown>, message: string, events: EventDraft[]): Decided {
-  const told = observe(d, { tool: clip(tool, 80), arguments: boundedArgs(args).args, ok: false, content: clip(message, OBSERVATION_MAX) });
+  const told = observe(d, {
+    tool: clip(tool, 80),
+    arguments: boundedArgs(args).args,
+    ok: false,
+    content: clip(message, OBSERVATION_MAX),
+  });
   const counted = noted({ ...told, refusals: d.refusals + 1 }, `Refused ${tool}: ${message}`);
-  if (counted.refusals > MAX_REFUSALS) return stopAgent(counted, `it asked for ${counted.refusals} tool calls it may not make`, events);
+  if (counted.refusals > MAX_REFUSALS)
+    return stopAgent(counted, `it asked for ${counted.refusals} tool calls it may not make`, events);
   return next(counted, events);
 }
 
@@ -181,7 +219,14 @@ function onTool(d: D, tool: string, args: Record<string, unknown>, events: Event
   const target = handoffTarget(tool);
   if (target !== null) {
     const parsed = HandoffArgs.safeParse(args);
-    if (!parsed.success) return refuse(d, tool, args, `The handoff was not made: its arguments are invalid (${formatZodError(parsed.error, 300)}).`, events);
+    if (!parsed.success)
+      return refuse(
+        d,
+        tool,
+        args,
+        `The handoff was not made: its arguments are invalid (${formatZodError(parsed.error, 300)}).`,
+        events,
+      );
     const decision = decideHandoff({ current: agent, target, args: parsed.data, history: d.handoff_history });
     if (decision.outcome === "accepted") return handoff(d, decision.handoff, events);
     return refuse(d, tool, args, decision.message, events);
@@ -190,16 +235,34 @@ function onTool(d: D, tool: string, args: Record<string, unknown>, events: Event
   const own = ownTools(agent, d.tools_available);
   if (toolNode === undefined || !own.includes(tool)) {
     const offered = tools(d).map((t) => t.name);
-    return refuse(d, tool, args, `The tool "${tool}" is not one you were offered (${offered.join(", ") || "none"}). Use an offered tool or answer.`, events);
+    return refuse(
+      d,
+      tool,
+      args,
+      `The tool "${tool}" is not one you were offered (${offered.join(", ") || "none"}). Use an offered tool or answer.`,
+      events,
+    );
   }
   const left = d.node === "agent" ? chatRoundsLeft(d) : searchRoundsLeft(d);
   if (left === 0) {
     if (d.node === "search_agent") {
       // The search is over: the research pipeline goes on with what it found.
-      events.push(stage(d.node, "completed", "The search rounds are used up; the research goes on with what was found"));
-      return next(noted({ ...d, node: "analyze" }, `The search ended at its ${RESEARCH_DEPTHS[d.depth].searchIterations} round(s)`), events);
+      events.push(
+        stage(d.node, "completed", "The search rounds are used up; the research goes on with what was found"),
+      );
+      return next(
+        noted(
+          { ...d, node: "analyze" },
+          `The search ended at its ${RESEARCH_DEPTHS[d.depth].searchIterations} round(s)`,
+        ),
+        events,
+      );
     }
-    return stopAgent(d, `it used its ${SUPERVISOR_LIMITS.chatMaxToolIterations} tool rounds and asked for another`, events);
+    return stopAgent(
+      d,
+      `it used its ${SUPERVISOR_LIMITS.chatMaxToolIterations} tool rounds and asked for another`,
+      events,
+    );
   }
   events.push(stage(d.node, "completed", `The ${agent} agent calls ${tool}`));
   return next(withCall(d, tool, args, toolNode), events);
@@ -231,7 +294,8 @@ function eventStderr(run: NonNullable<ToolCallOutcome["code"]>): string {
 }
 
 /** The end of a text that is over `max` characters (a traceback's last lines say most), marked as cut. */
-const clipStart = (text: string, max: number): string => (text.length <= max ? text : `…${text.slice(text.length - max + 1)}`);
+const clipStart = (text: string, max: number): string =>
+  text.length <= max ? text : `…${text.slice(text.length - max + 1)}`;
 
 /** A code run came back: announce it, then done, another round, or an honest give-up after the last. */
 function onCodeRun(d: D, outcome: ToolCallOutcome, callId: string, events: EventDraft[]): Decided {
@@ -242,16 +306,32 @@ function onCodeRun(d: D, outcome: ToolCallOutcome, callId: string, events: Event
     const max = LIMITS.maxCodeOutputChars;
     const stderr = eventStderr(run);
     const truncated = run.truncated || run.stdout.length > max || stderr.length > max;
-    events.push({ type: "code_result", id: callId, language: run.language, exit_code: run.exit_code, stdout: clip(run.stdout, max), stderr: clipStart(stderr, max), result: run.result, truncated, duration_ms: run.duration_ms });
+    events.push({
+      type: "code_result",
+      id: callId,
+      language: run.language,
+      exit_code: run.exit_code,
+      stdout: clip(run.stdout, max),
+      stderr: clipStart(stderr, max),
+      result: run.result,
+      truncated,
+      duration_ms: run.duration_ms,
+    });
   }
   const code = d.code;
-  const ran: D = { ...d, code_attempts: [...d.code_attempts, attempt].slice(-SUPERVISOR_LIMITS.codeMaxIterations), pending_call: null };
+  const ran: D = {
+    ...d,
+    code_attempts: [...d.code_attempts, attempt].slice(-SUPERVISOR_LIMITS.codeMaxIterations),
+    pending_call: null,
+  };
   if (outcome.ok && attempt.exit_code === 0 && attempt.error === null) {
     events.push(stage("execute", "completed", `The code ran (attempt ${ran.code_attempts.length})`));
     if (d.active_agent === "code") return complete(ran, codeAnswer(code.explanation, attempt), events);
     return chartThenSummarize(ran, code.chart, attempt, events);
   }
-  events.push(stage("execute", "failed", `The code failed (attempt ${ran.code_attempts.length}): ${codeFailure(attempt)}`));
+  events.push(
+    stage("execute", "failed", `The code failed (attempt ${ran.code_attempts.length}): ${codeFailure(attempt)}`),
+  );
   if (codeRoundsLeft(ran) > 0) return next({ ...ran, code: null, node: "generate" }, events);
   const rounds = SUPERVISOR_LIMITS.codeMaxIterations;
   const what = d.active_agent === "data" ? "The data analysis code" : "The code";
@@ -260,13 +340,20 @@ function onCodeRun(d: D, outcome: ToolCallOutcome, callId: string, events: Event
 }
 
 /** The data agent's run succeeded: its chart (if planned and valid) is announced, then the summary is asked for. */
-function chartThenSummarize(d: D, chart: Record<string, unknown> | null, attempt: CodeAttempt, events: EventDraft[]): Decided {
+function chartThenSummarize(
+  d: D,
+  chart: Record<string, unknown> | null,
+  attempt: CodeAttempt,
+  events: EventDraft[],
+): Decided {
   let charted = d;
   if (chart !== null) {
     const made = chartOf(chart, attempt.stdout);
     if ("spec" in made) {
       events.push({ type: "visualization", spec: made.spec });
-      const kept = [...(d.shared_memory.data_visualizations ?? []), made.spec].slice(-SUPERVISOR_LIMITS.maxMemoryVisualizations);
+      const kept = [...(d.shared_memory.data_visualizations ?? []), made.spec].slice(
+        -SUPERVISOR_LIMITS.maxMemoryVisualizations,
+      );
       charted = { ...d, charted: true, shared_memory: { ...d.shared_memory, data_visualizations: kept } };
     } else {
       charted = noted(d, `No chart: ${made.why}`);
@@ -281,9 +368,25 @@ function onToolOutcome(d: D, outcome: ToolCallOutcome, events: EventDraft[]): De
   if (call === null) return internal(d, `a ${d.node} outcome came back with no tool call pending`);
   events.push(toolResult(call.id, call.tool, outcome.ok, outcome.content, outcome.latency_ms));
   if (d.node === "execute") return onCodeRun(d, outcome, call.id, events);
-  events.push(stage(d.node, outcome.ok ? "completed" : "failed", `${call.tool} ${outcome.ok ? "answered" : `failed (${outcome.error?.code ?? "error"})`}`));
-  const observed = observe(d, { tool: call.tool, arguments: boundedArgs(call.arguments).args, ok: outcome.ok, content: clip(outcome.content, OBSERVATION_MAX) });
-  const counted: D = { ...observed, pending_call: null, tool_iterations: d.tool_iterations + 1, node: AFTER_TOOLS[d.node] ?? d.node };
+  events.push(
+    stage(
+      d.node,
+      outcome.ok ? "completed" : "failed",
+      `${call.tool} ${outcome.ok ? "answered" : `failed (${outcome.error?.code ?? "error"})`}`,
+    ),
+  );
+  const observed = observe(d, {
+    tool: call.tool,
+    arguments: boundedArgs(call.arguments).args,
+    ok: outcome.ok,
+    content: clip(outcome.content, OBSERVATION_MAX),
+  });
+  const counted: D = {
+    ...observed,
+    pending_call: null,
+    tool_iterations: d.tool_iterations + 1,
+    node: AFTER_TOOLS[d.node] ?? d.node,
+  };
   const sourced = d.active_agent === "research" ? addSources(counted, outcome.citations, events) : counted;
   return next(sourced, events);
 }
@@ -329,7 +432,11 @@ function onResult(d: D, output: unknown): Decided {
       return next({ ...d, synthesis: (output as ResearchSynthesis).synthesis, node: "finalize" }, events);
     case "finalize":
       done(`The ${agent} agent's final text`);
-      return complete(d, agent === "writing" ? (output as WritingFinal).final_content : (output as ResearchReport).response, events);
+      return complete(
+        d,
+        agent === "writing" ? (output as WritingFinal).final_content : (output as ResearchReport).response,
+        events,
+      );
     case "outline":
       done("Outlined");
       return next({ ...d, outline: (output as WritingOutline).outline, node: "write" }, events);
@@ -357,7 +464,12 @@ function onGenerated(d: D, output: unknown, events: EventDraft[]): Decided {
   const round = d.code_attempts.length + 1;
   if (d.active_agent === "data") {
     const made = output as DataCode;
-    const code = { language: "python" as const, code: made.code, explanation: "", chart: d.chart_planned ? made.chart : null };
+    const code = {
+      language: "python" as const,
+      code: made.code,
+      explanation: "",
+      chart: d.chart_planned ? made.chart : null,
+    };
     events.push(stage("generate", "completed", `Generated the analysis code (round ${round})`));
     return runCode({ ...d, code }, events);
   }
@@ -368,7 +480,10 @@ function onGenerated(d: D, output: unknown, events: EventDraft[]): Decided {
     return complete(d, action.text, events);
   }
   events.push(stage("generate", "completed", `Generated ${action.language} code (round ${round})`));
-  return runCode({ ...d, code: { language: action.language, code: action.code, explanation: action.explanation, chart: null } }, events);
+  return runCode(
+    { ...d, code: { language: action.language, code: action.code, explanation: action.explanation, chart: null } },
+    events,
+  );
 }
 
 /** Dispatches the pending code to its sandbox tool under a new call id. */
@@ -385,7 +500,9 @@ function withCall(d: D, tool: string, args: Record<string, unknown>, node: D["no
 
 /** What a model-less deployment is told: the role's own words when they already say so (once), and how to configure a model. */
 function needsModelAnswer(agent: string, node: string, message: string): string {
-  const said = /needs a language model/i.test(message) ? message : `The ${agent} needs a language model for its ${node} step, and this deployment has none configured. ${message}`;
+  const said = /needs a language model/i.test(message)
+    ? message
+    : `The ${agent} needs a language model for its ${node} step, and this deployment has none configured. ${message}`;
   return said.includes("AGENTMESH_LLM_BASE_URL") ? said : `${said} ${MODEL_HINT}`;
 }
 
@@ -393,10 +510,27 @@ function needsModelAnswer(agent: string, node: string, message: string): string 
 function agentFailed(d: D, input: Extract<TaskInput, { kind: "failure" }>, events: EventDraft[]): Decided {
   const { error } = input;
   const agent = d.node === "router" ? "router" : `${agentOf(d)} agent`;
-  const answer = error.code === "needs_model" ? needsModelAnswer(agent, d.node, error.message) : `${COULD_NOT_ANSWER} The ${agent}'s ${d.node} step failed (${error.code}): ${error.message}`;
+  const answer =
+    error.code === "needs_model"
+      ? needsModelAnswer(agent, d.node, error.message)
+      : `${COULD_NOT_ANSWER} The ${agent}'s ${d.node} step failed (${error.code}): ${error.message}`;
   const wire: WireError = { ...error, component: error.component ?? input.role };
-  const ended = endedOnError({ ...d, shared_memory: withArtifacts(d) }, clip(answer, RESPONSE_MAX), error.message, d.node);
-  return { data: ended, control: { kind: "fail", error: wire, final_answer: ended.response ?? answer, final_reasoning_trace: reasoningTrace(ended) }, events };
+  const ended = endedOnError(
+    { ...d, shared_memory: withArtifacts(d) },
+    clip(answer, RESPONSE_MAX),
+    error.message,
+    d.node,
+  );
+  return {
+    data: ended,
+    control: {
+      kind: "fail",
+      error: wire,
+      final_answer: ended.response ?? answer,
+      final_reasoning_trace: reasoningTrace(ended),
+    },
+    events,
+  };
 }
 
 /** A task failed (after the agent's own retries): the router falls back to chat; a tool call fails as a call; an agent node runs once more if the failure may pass, else the session ends. */
@@ -404,12 +538,24 @@ function onFailure(d: D, input: Extract<TaskInput, { kind: "failure" }>): Decide
   const { error } = input;
   const events: EventDraft[] = [stage(d.node, "failed", `${error.code}: ${error.message}`)];
   if (d.node === "router") {
-    const reason = clip(`the router failed (${error.code}): ${error.message}; the chat agent answers`, SUPERVISOR_LIMITS.maxRoutingReasonChars);
+    const reason = clip(
+      `the router failed (${error.code}): ${error.message}; the chat agent answers`,
+      SUPERVISOR_LIMITS.maxRoutingReasonChars,
+    );
     return route(d, { agent: "chat", confidence: 0, reason, is_low_confidence: true }, events);
   }
   if (isToolNode(d.node)) {
     const content = `${error.code}: ${error.message}`;
-    const failed: ToolCallOutcome = { tool: d.pending_call?.tool ?? "unknown", ok: false, content: clip(content, OBSERVATION_MAX), error: { code: error.code, message: clip(error.message, 500), retryable: error.retryable }, latency_ms: input.elapsed_ms ?? 0, attempts: 0, citations: [], code: null };
+    const failed: ToolCallOutcome = {
+      tool: d.pending_call?.tool ?? "unknown",
+      ok: false,
+      content: clip(content, OBSERVATION_MAX),
+      error: { code: error.code, message: clip(error.message, 500), retryable: error.retryable },
+      latency_ms: input.elapsed_ms ?? 0,
+      attempts: 0,
+      citations: [],
+      code: null,
+    };
     return onToolOutcome(d, failed, []);
   }
   if (error.retryable && input.attempt < AGENT_RETRIES) return next(d, events, input.attempt + 1);
@@ -422,14 +568,19 @@ function reasoningTrace(d: D): string {
     d.selected_agent === null
       ? "Not routed."
       : `Routed to ${d.selected_agent} (confidence ${d.routing_confidence ?? 0}${d.is_low_confidence ? ", low" : ""}): ${d.routing_reason ?? ""}`;
-  const lines = [routed, ...d.notes, `Tool calls: ${d.tool_calls}. Handoffs: ${d.handoff_count}. Final agent: ${d.active_agent ?? "none"}.`];
+  const lines = [
+    routed,
+    ...d.notes,
+    `Tool calls: ${d.tool_calls}. Handoffs: ${d.handoff_count}. Final agent: ${d.active_agent ?? "none"}.`,
+  ];
   return clip(lines.join("\n"), TRACE_MAX);
 }
 
 function decide(data: D, input: WorkflowInput): Decided {
   switch (input.kind) {
     case "start":
-      if (data.node !== "router" || data.selected_agent !== null) return internal(data, "start after the session began");
+      if (data.node !== "router" || data.selected_agent !== null)
+        return internal(data, "start after the session began");
       // An explicit mode bypasses the router (its model is not asked).
       if (data.mode !== null) return route(data, routingDecision({ mode: data.mode }), []);
       return next(data, []);
@@ -437,7 +588,10 @@ function decide(data: D, input: WorkflowInput): Decided {
     case "failure": {
       const op = nodeOp(data);
       if (op === null || op.role !== input.role || op.op !== input.op || input.tag !== data.node) {
-        return internal(data, `the ${data.node} node awaits ${op ? `${op.role}.${op.op}` : "nothing"}, got ${input.role}.${input.op}`);
+        return internal(
+          data,
+          `the ${data.node} node awaits ${op ? `${op.role}.${op.op}` : "nothing"}, got ${input.role}.${input.op}`,
+        );
       }
       return input.kind === "result" ? onResult(data, input.output) : onFailure(data, input);
     }

@@ -31,13 +31,22 @@ export const T0 = 1_700_000_000_000;
 /** No budget limits. */
 export const UNLIMITED: Budgets = { max_steps: null, max_tokens: null, max_cost_usd: null, max_wall_ms: null };
 /** Defaults with task and session deadlines, a one-day pause limit, no budgets and no ceilings. */
-export const DEFAULTS: RuntimeDefaults = { budgets: UNLIMITED, ceilings: UNLIMITED, taskDeadlineMs: 60_000, sessionDeadlineMs: 3_600_000, pauseTimeoutMs: 86_400_000 };
+export const DEFAULTS: RuntimeDefaults = {
+  budgets: UNLIMITED,
+  ceilings: UNLIMITED,
+  taskDeadlineMs: 60_000,
+  sessionDeadlineMs: 3_600_000,
+  pauseTimeoutMs: 86_400_000,
+};
 /** The question every test asks unless it says otherwise. */
 export const QUESTION = "What is CRISPR and who invented it?";
 
 /** Agent outputs, shaped as the contracts' response schemas. */
 export const out = {
-  plan: (research_steps: string[], expert_steps: string[] = ["Combine the findings"]) => ({ research_steps, expert_steps }),
+  plan: (research_steps: string[], expert_steps: string[] = ["Combine the findings"]) => ({
+    research_steps,
+    expert_steps,
+  }),
   approve: (feedback = "fine") => ({ decision: "approve", feedback }),
   reject: (feedback: string) => ({ decision: "reject", feedback }),
   research: (result: string) => ({ result }),
@@ -46,7 +55,12 @@ export const out = {
 } as const;
 
 /** A typed agent failure. */
-export const failure = (code: WireError["code"], retryable: boolean, message = `${code} happened`): WireError => ({ code, message, retryable, component: null });
+export const failure = (code: WireError["code"], retryable: boolean, message = `${code} happened`): WireError => ({
+  code,
+  message,
+  retryable,
+  component: null,
+});
 
 /** Provenance of one task's attempt with the given usage. */
 export function provenance(task: Pick<AwaitedTask, "role" | "op" | "attempt">, usage: Partial<Usage> = {}): Provenance {
@@ -63,7 +77,12 @@ export function provenance(task: Pick<AwaitedTask, "role" | "op" | "attempt">, u
 }
 
 /** A result inbox message for `task`. */
-export function resultFor(task: Pick<AwaitedTask, "task_id" | "role" | "op" | "attempt">, output: unknown, usage: Partial<Usage> = {}, sid = SID): InboxInput {
+export function resultFor(
+  task: Pick<AwaitedTask, "task_id" | "role" | "op" | "attempt">,
+  output: unknown,
+  usage: Partial<Usage> = {},
+  sid = SID,
+): InboxInput {
   return {
     v: SCHEMA_VERSION,
     kind: "result",
@@ -77,7 +96,10 @@ export function resultFor(task: Pick<AwaitedTask, "task_id" | "role" | "op" | "a
 }
 
 /** A failure inbox message for `task`. */
-export function failureFor(task: Pick<AwaitedTask, "task_id" | "role" | "op" | "attempt">, error: WireError): InboxInput {
+export function failureFor(
+  task: Pick<AwaitedTask, "task_id" | "role" | "op" | "attempt">,
+  error: WireError,
+): InboxInput {
   return {
     v: SCHEMA_VERSION,
     kind: "result",
@@ -92,8 +114,22 @@ export function failureFor(task: Pick<AwaitedTask, "task_id" | "role" | "op" | "
 
 /** The inbox messages the coordinator itself produces. */
 export const inputs = {
-  start: (sid = SID): InboxInput => ({ v: SCHEMA_VERSION, kind: "start", session_id: sid, input_id: inputIds.start(sid), workflow: "critic-chain", query: QUESTION, options: {} }),
-  cancel: (reason = "user asked"): InboxInput => ({ v: SCHEMA_VERSION, kind: "cancel", session_id: SID, input_id: inputIds.cancel("c1"), reason }),
+  start: (sid = SID): InboxInput => ({
+    v: SCHEMA_VERSION,
+    kind: "start",
+    session_id: sid,
+    input_id: inputIds.start(sid),
+    workflow: "critic-chain",
+    query: QUESTION,
+    options: {},
+  }),
+  cancel: (reason = "user asked"): InboxInput => ({
+    v: SCHEMA_VERSION,
+    kind: "cancel",
+    session_id: SID,
+    input_id: inputIds.cancel("c1"),
+    reason,
+  }),
   taskTimer: (taskId: string | null): InboxInput => ({
     v: SCHEMA_VERSION,
     kind: "timer",
@@ -102,8 +138,21 @@ export const inputs = {
     task_id: taskId,
     reason: "task_deadline",
   }),
-  sessionTimer: (): InboxInput => ({ v: SCHEMA_VERSION, kind: "timer", session_id: SID, input_id: `timer:session.${SID}`, task_id: null, reason: "session_deadline" }),
-  userReply: (text: string): InboxInput => ({ v: SCHEMA_VERSION, kind: "user_reply", session_id: SID, input_id: inputIds.user("u1"), text }),
+  sessionTimer: (): InboxInput => ({
+    v: SCHEMA_VERSION,
+    kind: "timer",
+    session_id: SID,
+    input_id: `timer:session.${SID}`,
+    task_id: null,
+    reason: "session_deadline",
+  }),
+  userReply: (text: string): InboxInput => ({
+    v: SCHEMA_VERSION,
+    kind: "user_reply",
+    session_id: SID,
+    input_id: inputIds.user("u1"),
+    text,
+  }),
 } as const;
 
 type Applied = Extract<StepOutcome, { kind: "apply" }>;
@@ -124,7 +173,8 @@ export function asCriticChain(s: SessionState): CriticChainSession {
 function parseBoth(schema: z.ZodType, value: unknown, what: string): void {
   const plain = JSON.stringify(schema.parse(value));
   const fast = compiled(schema).safeParse(value);
-  if (!fast.success || JSON.stringify(fast.data) !== plain) throw new Error(`the compiled ${what} schema disagrees with the schema on ${JSON.stringify(value).slice(0, 300)}`);
+  if (!fast.success || JSON.stringify(fast.data) !== plain)
+    throw new Error(`the compiled ${what} schema disagrees with the schema on ${JSON.stringify(value).slice(0, 300)}`);
 }
 
 /** Throws unless every part of an applied outcome is what the contracts allow. */
@@ -141,9 +191,20 @@ export function checkApplied(o: Applied): void {
 }
 
 /** Drives one session, recording every input with its time like the transition log does. */
-export function harness(opts: { options?: SessionOptions; defaults?: RuntimeDefaults; query?: string; stepMs?: number } = {}) {
+export function harness(
+  opts: { options?: SessionOptions; defaults?: RuntimeDefaults; query?: string; stepMs?: number } = {},
+) {
   const defaults = opts.defaults ?? DEFAULTS;
-  const initial = asCriticChain(createSession({ sessionId: SID, workflow: "critic-chain", query: opts.query ?? QUESTION, options: opts.options ?? {}, now: T0, defaults }));
+  const initial = asCriticChain(
+    createSession({
+      sessionId: SID,
+      workflow: "critic-chain",
+      query: opts.query ?? QUESTION,
+      options: opts.options ?? {},
+      now: T0,
+      defaults,
+    }),
+  );
   const h = {
     defaults,
     initial,
@@ -172,7 +233,8 @@ export function harness(opts: { options?: SessionOptions; defaults?: RuntimeDefa
     /** The one task the session awaits. */
     awaited(): AwaitedTask {
       const [task, ...more] = h.state.meta.awaiting;
-      if (!task || more.length > 0) throw new Error(`expected exactly one awaited task, have ${h.state.meta.awaiting.length}`);
+      if (!task || more.length > 0)
+        throw new Error(`expected exactly one awaited task, have ${h.state.meta.awaiting.length}`);
       return task;
     },
     /** Answers the awaited task with `output`. */
@@ -196,7 +258,9 @@ export const eventsOf = (o: StepOutcome): SessionEvent[] =>
   o.kind === "apply" ? o.outbox.flatMap((e) => (e.kind === "event" ? [e.event] : [])) : [];
 
 /** The single task of an outcome, with its input typed loosely for assertions. */
-export function onlyTask(o: StepOutcome): TaskEnvelope & { input: Record<string, unknown> & { message: { content: string; step_id: number | null; receiver: string } } } {
+export function onlyTask(o: StepOutcome): TaskEnvelope & {
+  input: Record<string, unknown> & { message: { content: string; step_id: number | null; receiver: string } };
+} {
   const tasks = tasksOf(o);
   if (tasks.length !== 1) throw new Error(`expected one task, got ${tasks.length}`);
   return tasks[0] as never;

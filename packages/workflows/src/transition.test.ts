@@ -6,7 +6,16 @@ import { getWorkflow } from "./registry.js";
 import { DEFAULTS, QUESTION, SID, T0 } from "./testing.js";
 
 const bytes = (v: unknown) => new TextEncoder().encode(JSON.stringify(v)).length;
-const event = (texts: ReturnType<typeof completeTexts>) => ({ v: SCHEMA_VERSION, session_id: SID, version: 9, index: 1, at: 1, type: "complete" as const, status: "completed" as const, ...texts });
+const event = (texts: ReturnType<typeof completeTexts>) => ({
+  v: SCHEMA_VERSION,
+  session_id: SID,
+  version: 9,
+  index: 1,
+  at: 1,
+  type: "complete" as const,
+  status: "completed" as const,
+  ...texts,
+});
 
 describe("the complete event's size", () => {
   it("carries short texts whole, with no truncation note", () => {
@@ -37,8 +46,21 @@ describe("the complete event's size", () => {
 });
 
 describe("the transition's span attributes (a workflow's decision record)", () => {
-  const trace = { trace_id: "4bf92f3577b34da6a3ce929d0e0e4736", root_span_id: "00f067aa0ba902b7", parent_span_id: null, sampled: true };
-  const prev = createSession({ sessionId: SID, workflow: "critic-chain", query: QUESTION, options: {}, now: T0, defaults: DEFAULTS, trace });
+  const trace = {
+    trace_id: "4bf92f3577b34da6a3ce929d0e0e4736",
+    root_span_id: "00f067aa0ba902b7",
+    parent_span_id: null,
+    sampled: true,
+  };
+  const prev = createSession({
+    sessionId: SID,
+    workflow: "critic-chain",
+    query: QUESTION,
+    options: {},
+    now: T0,
+    defaults: DEFAULTS,
+    trace,
+  });
 
   it("a new session keeps the trace context it was created with", () => {
     expect(prev.meta.trace).toEqual(trace);
@@ -51,6 +73,9 @@ describe("the transition's span attributes (a workflow's decision record)", () =
     const d = openDraft(prev, def, { now: T0, defaults: DEFAULTS });
     d.span = { "orchestrator_decision.next_agent": "research", "orchestrator_decision.iteration": 2 };
     const sealed = seal(d);
-    expect(sealed.kind === "apply" && sealed.spanAttributes).toEqual({ "orchestrator_decision.next_agent": "research", "orchestrator_decision.iteration": 2 });
+    expect(sealed.kind === "apply" && sealed.spanAttributes).toEqual({
+      "orchestrator_decision.next_agent": "research",
+      "orchestrator_decision.iteration": 2,
+    });
   });
 });

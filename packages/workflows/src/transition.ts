@@ -48,7 +48,20 @@ export interface Draft {
 /** Starts a transition of `prev`; the version it will write is `prev.meta.version + 1`. */
 export function openDraft(prev: SessionState, def: WorkflowDefinition, ctx: StepContext): Draft {
   const meta: SessionMeta = { ...prev.meta, awaiting: [...prev.meta.awaiting], usage: { ...prev.meta.usage } };
-  return { prev, ctx, def, meta, data: prev.data, tasks: [], events: [], cancel: null, commands: [], timers: [], clear: [], span: null };
+  return {
+    prev,
+    ctx,
+    def,
+    meta,
+    data: prev.data,
+    tasks: [],
+    events: [],
+    cancel: null,
+    commands: [],
+    timers: [],
+    clear: [],
+    span: null,
+  };
 }
 
 const newVersion = (d: Draft) => d.prev.meta.version + 1;
@@ -85,7 +98,11 @@ function pause(d: Draft, question: string): void {
   if (m.pause === null) {
     const limit = d.ctx.defaults.pauseTimeoutMs;
     const expiresAt = limit === null ? null : d.ctx.now + limit;
-    m.pause = { since: d.ctx.now, deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now), expires_at: expiresAt };
+    m.pause = {
+      since: d.ctx.now,
+      deadline_left_ms: m.deadline_at === null ? null : Math.max(0, m.deadline_at - d.ctx.now),
+      expires_at: expiresAt,
+    };
     if (m.deadline_at !== null) disarmSession(d);
     m.deadline_at = null;
     if (expiresAt !== null) d.timers.push({ member: timerMember.session(m.session_id), dueAt: expiresAt });
@@ -137,7 +154,14 @@ const COMPLETE_OVERHEAD_BYTES = 1024;
  * answer to the rest) with `truncated` and where the whole text is: the workflow's final fields
  * in the stored state, which keep it.
  */
-export function completeTexts(sessionId: string, answer: string, trace: string): Pick<Extract<SessionEvent, { type: "complete" }>, "final_answer" | "final_reasoning_trace" | "truncated" | "full_text_at"> {
+export function completeTexts(
+  sessionId: string,
+  answer: string,
+  trace: string,
+): Pick<
+  Extract<SessionEvent, { type: "complete" }>,
+  "final_answer" | "final_reasoning_trace" | "truncated" | "full_text_at"
+> {
   const room = LIMITS.maxCompleteEventBytes - COMPLETE_OVERHEAD_BYTES;
   if (jsonBytes(answer) + jsonBytes(trace) <= room) return { final_answer: answer, final_reasoning_trace: trace };
   const keptTrace = cutJson(trace, Math.floor(room / 8));
@@ -150,7 +174,14 @@ export function completeTexts(sessionId: string, answer: string, trace: string):
 }
 
 /** Ends the session. Agents still working for it are told to stop; `notify` forces the notice. */
-export function end(d: Draft, status: SessionStatus, error: WireError | null, finalAnswer: string, finalTrace: string, notify = false): void {
+export function end(
+  d: Draft,
+  status: SessionStatus,
+  error: WireError | null,
+  finalAnswer: string,
+  finalTrace: string,
+  notify = false,
+): void {
   d.meta.status = status;
   d.meta.error = error;
   if (error) d.events.push({ type: "error", code: error.code, message: error.message, component: error.component });
@@ -182,18 +213,30 @@ export function endByRuntime(d: Draft, status: SessionStatus, error: WireError, 
 export function budgetBreach(meta: SessionMeta, n: number, now: number): { budget: string; message: string } | null {
   const { budgets: b, usage: u } = meta;
   if (b.max_steps !== null && u.steps + n > b.max_steps) {
-    return { budget: "max_steps", message: `step budget exhausted: ${u.steps} of max_steps ${b.max_steps} used, ${n} more needed` };
+    return {
+      budget: "max_steps",
+      message: `step budget exhausted: ${u.steps} of max_steps ${b.max_steps} used, ${n} more needed`,
+    };
   }
   const tokens = u.prompt_tokens + u.completion_tokens;
   if (b.max_tokens !== null && tokens >= b.max_tokens) {
-    return { budget: "max_tokens", message: `token budget exhausted: ${tokens} tokens used, max_tokens ${b.max_tokens}` };
+    return {
+      budget: "max_tokens",
+      message: `token budget exhausted: ${tokens} tokens used, max_tokens ${b.max_tokens}`,
+    };
   }
   if (b.max_cost_usd !== null && u.cost_usd >= b.max_cost_usd) {
-    return { budget: "max_cost_usd", message: `cost budget exhausted: ${u.cost_usd} USD spent, max_cost_usd ${b.max_cost_usd}` };
+    return {
+      budget: "max_cost_usd",
+      message: `cost budget exhausted: ${u.cost_usd} USD spent, max_cost_usd ${b.max_cost_usd}`,
+    };
   }
   const elapsed = activeElapsed(meta, now);
   if (b.max_wall_ms !== null && elapsed >= b.max_wall_ms) {
-    return { budget: "max_wall_ms", message: `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${b.max_wall_ms}` };
+    return {
+      budget: "max_wall_ms",
+      message: `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${b.max_wall_ms}`,
+    };
   }
   return null;
 }
@@ -216,13 +259,19 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
   const out: TaskEnvelope[] = [];
   for (const [i, spec] of specs.entries()) {
     const def = findOp(spec.role, spec.op);
-    if (!def) return new AgentmeshError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, { component: d.def.name }).toWire();
+    if (!def)
+      return new AgentmeshError("internal", `${d.def.name} dispatched unknown op ${spec.role}.${spec.op}`, {
+        component: d.def.name,
+      }).toWire();
     const parsed = compiled(def.request).safeParse(spec.input);
     if (!parsed.success) {
       const why = `${d.def.name} built an invalid ${spec.role}.${spec.op} request: ${formatZodError(parsed.error)}`;
       return new AgentmeshError("internal", why, { component: d.def.name }).toWire();
     }
-    const ms = spec.deadlineMs === undefined ? defaults.taskDeadlineMs : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
+    const ms =
+      spec.deadlineMs === undefined
+        ? defaults.taskDeadlineMs
+        : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
     const envelope: TaskEnvelope = {
       v: SCHEMA_VERSION,
       task_id: taskId(d.meta.session_id, newVersion(d), i, spec.attempt),
@@ -236,7 +285,11 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
     const size = jsonBytesFor(envelope, LIMITS.maxMessageBytes);
     if (size > LIMITS.maxMessageBytes) {
-      return new AgentmeshError("payload_too_large", `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`, { component: d.def.name }).toWire();
+      return new AgentmeshError(
+        "payload_too_large",
+        `${spec.role}.${spec.op} task is ${size} bytes, over ${LIMITS.maxMessageBytes}`,
+        { component: d.def.name },
+      ).toWire();
     }
     out.push(envelope);
   }
@@ -257,12 +310,23 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
   if (breach) return endByRuntime(d, "budget_exceeded", new AgentmeshError("budget_exceeded", breach.message).toWire());
   // Backstop for a session timer that was lost or retired: no new work after the deadline.
   if (d.meta.deadline_at !== null && d.ctx.now >= d.meta.deadline_at) {
-    return endByRuntime(d, "failed", new AgentmeshError("deadline_exceeded", `the session passed its deadline (${d.meta.deadline_at})`).toWire(), true);
+    return endByRuntime(
+      d,
+      "failed",
+      new AgentmeshError("deadline_exceeded", `the session passed its deadline (${d.meta.deadline_at})`).toWire(),
+      true,
+    );
   }
   if (abandon) abandonOutstanding(d);
   if (specs.length === 0 && d.meta.awaiting.length === 0) {
     // Waiting for nothing would strand the session: no result and no timer could ever wake it.
-    return endByRuntime(d, "failed", new AgentmeshError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, { component: d.def.name }).toWire());
+    return endByRuntime(
+      d,
+      "failed",
+      new AgentmeshError("internal", `${d.def.name} dispatched nothing while awaiting nothing`, {
+        component: d.def.name,
+      }).toWire(),
+    );
   }
   const built = envelopes(d, specs);
   if (!Array.isArray(built)) return endByRuntime(d, "failed", built);
@@ -282,7 +346,14 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
     d.events.push(stage(spec.stage, "running", spec.description));
     if (spec.toolCall) {
       const flags = scanDangerous(spec.toolCall.args);
-      d.events.push({ type: "tool_call", id: spec.toolCall.id, task_id: task.task_id, tool: spec.toolCall.tool, ...boundedArgs(spec.toolCall.args), ...(flags.length > 0 ? { flags } : {}) });
+      d.events.push({
+        type: "tool_call",
+        id: spec.toolCall.id,
+        task_id: task.task_id,
+        tool: spec.toolCall.tool,
+        ...boundedArgs(spec.toolCall.args),
+        ...(flags.length > 0 ? { flags } : {}),
+      });
     }
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
   }
@@ -314,7 +385,9 @@ export function seal(d: Draft): StepOutcome {
   const { now } = d.ctx;
   const sid = d.meta.session_id;
   const meta: SessionMeta = { ...d.meta, version, updated_at: now };
-  const events = d.events.map((e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, at: now }) as SessionEvent);
+  const events = d.events.map(
+    (e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, at: now }) as SessionEvent,
+  );
   const outbox: OutboxEntry[] = [
     ...d.tasks.map((task): OutboxEntry => ({ kind: "task", task })),
     ...events.map((event): OutboxEntry => ({ kind: "event", event })),
@@ -323,7 +396,8 @@ export function seal(d: Draft): StepOutcome {
   const terminal = isTerminal(meta.status);
   const timers = [...d.timers];
   // The session deadline is armed once, with the transition that leaves version 0.
-  if (d.prev.meta.version === 0 && !terminal && meta.deadline_at !== null) timers.push({ member: timerMember.session(sid), dueAt: meta.deadline_at });
+  if (d.prev.meta.version === 0 && !terminal && meta.deadline_at !== null)
+    timers.push({ member: timerMember.session(sid), dueAt: meta.deadline_at });
   return {
     kind: "apply",
     state: { meta, data: d.data },

@@ -1,5 +1,20 @@
 import type { ToolCallSpec } from "./events.js";
-import type { ChatMessage, ClarifySettings, CriticChainSettings, EventDraft, HaloSettings, ThreadCarry, SupervisorSettings, InboxInput, OutboxEntry, SessionData, SessionOptions, SessionState, WireError, Budgets } from "@agentmesh/contracts";
+import type {
+  ChatMessage,
+  ClarifySettings,
+  CriticChainSettings,
+  EventDraft,
+  HaloSettings,
+  ThreadCarry,
+  SupervisorSettings,
+  InboxInput,
+  OutboxEntry,
+  SessionData,
+  SessionOptions,
+  SessionState,
+  WireError,
+  Budgets,
+} from "@agentmesh/contracts";
 
 /** A task a workflow wants run; the runtime mints its id and deadline. */
 export interface TaskSpec {
@@ -45,7 +60,12 @@ export type Control =
     }
   | { readonly kind: "await_user"; readonly question: string }
   | { readonly kind: "complete"; readonly final_answer: string; readonly final_reasoning_trace: string }
-  | { readonly kind: "fail"; readonly error: WireError; readonly final_answer: string; readonly final_reasoning_trace: string };
+  | {
+      readonly kind: "fail";
+      readonly error: WireError;
+      readonly final_answer: string;
+      readonly final_reasoning_trace: string;
+    };
 
 /** What the runtime knows of the awaited task an input answers. */
 interface TaskRef {
@@ -82,8 +102,22 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
    * workflow copies into its data (halo's capabilities), so later steps never read config;
    * `carry` what the thread's latest session handed on (clarify's count).
    */
-  init(query: string, options: SessionOptions, messages?: readonly ChatMessage[], defaults?: RuntimeDefaults, carry?: ThreadCarry): D;
-  decide(data: D, input: WorkflowInput): { readonly data: D; readonly control: Control; readonly events: readonly EventDraft[]; readonly span?: SpanAttributes };
+  init(
+    query: string,
+    options: SessionOptions,
+    messages?: readonly ChatMessage[],
+    defaults?: RuntimeDefaults,
+    carry?: ThreadCarry,
+  ): D;
+  decide(
+    data: D,
+    input: WorkflowInput,
+  ): {
+    readonly data: D;
+    readonly control: Control;
+    readonly events: readonly EventDraft[];
+    readonly span?: SpanAttributes;
+  };
   /**
    * Called when the runtime ends the session on its own authority (cancel, session deadline,
    * budget, an internal fault), so the workflow's data and the `complete` event still carry

@@ -1,12 +1,20 @@
 import { loadAgentConfig } from "@agentmesh/agent-kit";
 import { connectNats, linkHealth } from "@agentmesh/messaging";
 import { redactUrls } from "@agentmesh/contracts";
-import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
+import {
+  createHealth,
+  createLogger,
+  createTracing,
+  runUntilSignalled,
+  secretsOf,
+  startProcessMetrics,
+} from "@agentmesh/service-kit";
 import { loadRoles, type BundledRoles } from "./roles.js";
 import { startRoles } from "./run.js";
 
 /** The roles an agent process runs: its command line's arguments, else `SERVICE`. */
-export const agentRoleNames = (argv: readonly string[], env: NodeJS.ProcessEnv): string[] => (argv.length ? [...argv] : [env.SERVICE ?? ""].filter(Boolean));
+export const agentRoleNames = (argv: readonly string[], env: NodeJS.ProcessEnv): string[] =>
+  argv.length ? [...argv] : [env.SERVICE ?? ""].filter(Boolean);
 
 /**
  * The agent process: the roles named on the command line (or SERVICE) → config → ops endpoint
@@ -31,10 +39,21 @@ export async function runAgentProcess(bundled: BundledRoles = {}): Promise<void>
       const ops = await startProcessMetrics(cfg.metrics, log, health);
       const roles = await loadRoles(names, bundled);
       log.info({ nats: redactUrls(cfg.natsUrl) }, "connecting (waits for NATS to come up)");
-      const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `${service}-${process.pid}`, waitOnFirstConnect: true });
+      const nc = await connectNats({
+        url: cfg.natsUrl,
+        ...cfg.nats,
+        name: `${service}-${process.pid}`,
+        waitOnFirstConnect: true,
+      });
       health.requireLinks(linkHealth(nc));
       const tracing = await createTracing({ serviceName: service, config: cfg.tracing });
-      const running = await startRoles(roles, process.env, { nc, log, cfg, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
+      const running = await startRoles(roles, process.env, {
+        nc,
+        log,
+        cfg,
+        tracing,
+        ...(ops ? { metrics: ops.metrics } : {}),
+      });
       health.require(running.whyNotReady);
       return {
         async stop(graceMs: number) {

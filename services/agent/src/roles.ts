@@ -28,11 +28,15 @@ export type BundledRoles = Readonly<Partial<Record<RoleName, () => Promise<RoleM
  */
 export async function loadRoles(names: readonly string[], bundled: BundledRoles = {}): Promise<LoadedRole[]> {
   const unknown = names.filter((n) => !RoleName.safeParse(n).success);
-  if (unknown.length) throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
+  if (unknown.length)
+    throw new Error(`unknown role(s): ${unknown.join(", ")}; the roles are ${RoleName.options.join(", ")}`);
   const wanted = names.length ? names.map((n) => RoleName.parse(n)) : RoleName.options;
   // a process bundle holds only its roles: it cannot import another role's folder
   const outside = Object.keys(bundled).length ? wanted.filter((r) => !bundled[r]) : [];
-  if (outside.length) throw new Error(`this process bundle holds the role(s) ${Object.keys(bundled).join(", ")}, not ${outside.join(", ")}; run several roles with services/agent/dist/main.esm.js`);
+  if (outside.length)
+    throw new Error(
+      `this process bundle holds the role(s) ${Object.keys(bundled).join(", ")}, not ${outside.join(", ")}; run several roles with services/agent/dist/main.esm.js`,
+    );
   const loaded: LoadedRole[] = [];
   for (const role of wanted) {
     // `services/<role>/`, beside this package
@@ -41,15 +45,22 @@ export async function loadRoles(names: readonly string[], bundled: BundledRoles 
     const fromBundle = bundled[role];
     if (fromBundle) {
       const module = await fromBundle();
-      if (!module || module.role !== role) throw new Error(`role ${role}: the bundled role module does not serve ${role}`);
+      if (!module || module.role !== role)
+        throw new Error(`role ${role}: the bundled role module does not serve ${role}`);
       loaded.push({ role, dir, module });
       continue;
     }
     const file = new URL(ROLE_MODULE, folder);
-    if (!existsSync(file)) throw new Error(`role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts${ROLE_MODULE === "role.ts" ? "" : ", compiled by pnpm build"})`);
+    if (!existsSync(file))
+      throw new Error(
+        `role ${role}: ${fileURLToPath(file)} does not exist (a role is one folder: services/${role}/role.ts${ROLE_MODULE === "role.ts" ? "" : ", compiled by pnpm build"})`,
+      );
     const imported = (await import(file.href)) as { default?: RoleModule };
     const module = imported.default;
-    if (!module || module.role !== role) throw new Error(`role ${role}: services/${role}/role.ts must export default the ${role} role (defineAgent or defineRoleSetup)`);
+    if (!module || module.role !== role)
+      throw new Error(
+        `role ${role}: services/${role}/role.ts must export default the ${role} role (defineAgent or defineRoleSetup)`,
+      );
     loaded.push({ role, dir, module });
   }
   return loaded;

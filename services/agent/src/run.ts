@@ -1,4 +1,10 @@
-import { loadAgentConfig, setUpRole, startAgentsInProcess, type AgentConfig, type AgentSetup } from "@agentmesh/agent-kit";
+import {
+  loadAgentConfig,
+  setUpRole,
+  startAgentsInProcess,
+  type AgentConfig,
+  type AgentSetup,
+} from "@agentmesh/agent-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger, Metrics, Stoppable, Tracing } from "@agentmesh/service-kit";
 import type { LoadedRole } from "./roles.js";
@@ -11,8 +17,18 @@ import type { LoadedRole } from "./roles.js";
 export async function startRoles(
   roles: readonly LoadedRole[],
   env: Record<string, string | undefined>,
-  deps: { nc: NatsConnection; log: Logger; cfg?: AgentConfig; tracing?: Tracing; /** A registry the process already serves (services/local); else the agents serve their own when configured. */ metrics?: Metrics },
-): Promise<Stoppable & { /** For `/readyz`: null while every role consumes, else the first that does not. */ whyNotReady(): string | null }> {
+  deps: {
+    nc: NatsConnection;
+    log: Logger;
+    cfg?: AgentConfig;
+    tracing?: Tracing;
+    /** A registry the process already serves (services/local); else the agents serve their own when configured. */ metrics?: Metrics;
+  },
+): Promise<
+  Stoppable & {
+    /** For `/readyz`: null while every role consumes, else the first that does not. */ whyNotReady(): string | null;
+  }
+> {
   const cfg = deps.cfg ?? loadAgentConfig(env);
   const setups: AgentSetup[] = [];
   const close = () => Promise.all(setups.map((s) => s.close?.()));
@@ -21,7 +37,13 @@ export async function startRoles(
     const running = await startAgentsInProcess(
       setups.flatMap((s) => s.agents),
       cfg,
-      { nc: deps.nc, log: deps.log, promptDirs: roles.map((r) => r.dir), ...(deps.tracing ? { tracing: deps.tracing } : {}), ...(deps.metrics ? { metrics: deps.metrics } : {}) },
+      {
+        nc: deps.nc,
+        log: deps.log,
+        promptDirs: roles.map((r) => r.dir),
+        ...(deps.tracing ? { tracing: deps.tracing } : {}),
+        ...(deps.metrics ? { metrics: deps.metrics } : {}),
+      },
     );
     return {
       whyNotReady: () => running.whyNotReady(),

@@ -16,7 +16,12 @@ describe("agentmesh answer refuses a session that is not waiting for one", () =>
   let store: SessionStore;
   beforeAll(async () => {
     redis = await connectRedis(redisUrl, { name: "cli-answer-int" });
-    store = createRedisSessionStore(redis, { keyPrefix: prefix, activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+    store = createRedisSessionStore(redis, {
+      keyPrefix: prefix,
+      activeTtlMs: 60_000,
+      finishedTtlMs: 60_000,
+      idempotencyTtlMs: 60_000,
+    });
   });
   afterAll(async () => {
     const keys = await redis.keys(`${prefix}:*`);
@@ -45,7 +50,22 @@ describe("agentmesh answer refuses a session that is not waiting for one", () =>
     const s = testSessionState("sessdone00000001");
     await store.create(s);
     const c = testCommit(s, "in:end", { terminal: true });
-    const ended = { ...c, state: { ...c.state, meta: { ...c.state.meta, status: "failed" as const, error: { code: "deadline_exceeded" as const, message: "the session expired: nobody answered its question within 5 ms", retryable: false, component: null } } } };
+    const ended = {
+      ...c,
+      state: {
+        ...c.state,
+        meta: {
+          ...c.state.meta,
+          status: "failed" as const,
+          error: {
+            code: "deadline_exceeded" as const,
+            message: "the session expired: nobody answered its question within 5 ms",
+            retryable: false,
+            component: null,
+          },
+        },
+      },
+    };
     expect(await store.commit(ended)).toEqual({ ok: true });
     const r = answer("sessdone00000001");
     expect(r.status).toBe(1);

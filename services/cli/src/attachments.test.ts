@@ -37,13 +37,21 @@ describe("agentmesh ask --attach", () => {
     const folder = join(dir, "folder.csv");
     mkdirSync(folder);
     expect(() => readAttachments([folder])).toThrow("is not a file");
-    expect(() => readAttachments([file("image.png", new Uint8Array([0x89, 0x50, 0xff, 0xfe, 0x00]))])).toThrow("is not UTF-8 text");
+    expect(() => readAttachments([file("image.png", new Uint8Array([0x89, 0x50, 0xff, 0xfe, 0x00]))])).toThrow(
+      "is not UTF-8 text",
+    );
     expect(() => readAttachments([file("nul.txt", "a\u0000b")])).toThrow(/--attach: .*no control characters/);
     const small = file("small.csv", "a,b\n1,2");
-    expect(() => readAttachments(Array.from({ length: LIMITS.maxAttachments + 1 }, () => small))).toThrow(`--attach: ${LIMITS.maxAttachments + 1} files given, at most ${LIMITS.maxAttachments}`);
+    expect(() => readAttachments(Array.from({ length: LIMITS.maxAttachments + 1 }, () => small))).toThrow(
+      `--attach: ${LIMITS.maxAttachments + 1} files given, at most ${LIMITS.maxAttachments}`,
+    );
     const half = file("half.txt", "x".repeat(LIMITS.maxAttachmentChars / 2 + 1));
-    expect(() => readAttachments([half, half])).toThrow(`--attach: the files hold ${LIMITS.maxAttachmentChars + 2} characters in all, over the limit of ${LIMITS.maxAttachmentChars}`);
-    expect(() => readAttachments([file("huge.csv", "x".repeat(LIMITS.maxAttachmentChars * 4 + 1))])).toThrow(/huge\.csv" is \d+ bytes, over the 100000 characters/);
+    expect(() => readAttachments([half, half])).toThrow(
+      `--attach: the files hold ${LIMITS.maxAttachmentChars + 2} characters in all, over the limit of ${LIMITS.maxAttachmentChars}`,
+    );
+    expect(() => readAttachments([file("huge.csv", "x".repeat(LIMITS.maxAttachmentChars * 4 + 1))])).toThrow(
+      /huge\.csv" is \d+ bytes, over the 100000 characters/,
+    );
     expect(readAttachments([half])).toHaveLength(1);
   });
 });

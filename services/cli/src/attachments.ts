@@ -24,14 +24,23 @@ function readOne(path: string): Attachment {
     size = st.size;
   } catch (err) {
     if (err instanceof AgentmeshError) throw err;
-    throw refuse(`cannot read ${shown} (${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message})`);
+    throw refuse(
+      `cannot read ${shown} (${(err as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (err as Error).message})`,
+    );
   }
-  if (size > MAX_FILE_BYTES) throw refuse(`${shown} is ${size} bytes, over the ${LIMITS.maxAttachmentChars} characters attachments may hold in all`);
+  if (size > MAX_FILE_BYTES)
+    throw refuse(
+      `${shown} is ${size} bytes, over the ${LIMITS.maxAttachmentChars} characters attachments may hold in all`,
+    );
   let content: string;
   try {
     content = new TextDecoder("utf-8", { fatal: true }).decode(readFileSync(path)).replace(/^\uFEFF/, "");
   } catch (err) {
-    throw refuse(err instanceof TypeError ? `${shown} is not UTF-8 text (attachments are text: CSV, JSON or plain text)` : `cannot read ${shown} (${(err as Error).message})`);
+    throw refuse(
+      err instanceof TypeError
+        ? `${shown} is not UTF-8 text (attachments are text: CSV, JSON or plain text)`
+        : `cannot read ${shown} (${(err as Error).message})`,
+    );
   }
   return { name: basename(path), content_type: contentTypeOf(path), content };
 }
@@ -42,10 +51,12 @@ function readOne(path: string): Attachment {
  * (`LIMITS.maxAttachments` files, `LIMITS.maxAttachmentChars` characters). Throws a clear `invalid_config`.
  */
 export function readAttachments(paths: readonly string[]): Attachment[] {
-  if (paths.length > LIMITS.maxAttachments) throw refuse(`${paths.length} files given, at most ${LIMITS.maxAttachments}`);
+  if (paths.length > LIMITS.maxAttachments)
+    throw refuse(`${paths.length} files given, at most ${LIMITS.maxAttachments}`);
   const files = paths.map(readOne);
   const chars = files.reduce((n, f) => n + f.content.length, 0);
-  if (chars > LIMITS.maxAttachmentChars) throw refuse(`the files hold ${chars} characters in all, over the limit of ${LIMITS.maxAttachmentChars}`);
+  if (chars > LIMITS.maxAttachmentChars)
+    throw refuse(`the files hold ${chars} characters in all, over the limit of ${LIMITS.maxAttachmentChars}`);
   const checked = Attachments.safeParse(files);
   if (!checked.success) throw refuse(formatZodError(checked.error, 300));
   return checked.data;

@@ -24,7 +24,19 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
 
   test("supervisor flags are checked before connecting: valid ones pass on (the failure is NATS), an unknown one is named", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
-    const ok = cli({ NATS_URL: url }, "ask", "--workflow", "supervisor", "--mode", "code", "--depth", "quick", "--scenario", "news", "Sum 1 to 10");
+    const ok = cli(
+      { NATS_URL: url },
+      "ask",
+      "--workflow",
+      "supervisor",
+      "--mode",
+      "code",
+      "--depth",
+      "quick",
+      "--scenario",
+      "news",
+      "Sum 1 to 10",
+    );
     expect(ok.status).toBe(1);
     expect(ok.stderr).toContain(`cannot reach NATS at ${url}`);
     const bad = cli({ NATS_URL: url }, "ask", "--workflow", "supervisor", "--mode", "poetry", "Sum 1 to 10");
@@ -36,12 +48,30 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
   test("--attach files are read before connecting: a missing one is exit code 2 naming it; a good one passes on (the failure is NATS)", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     const missing = join(root, "no-such-dir", "sales.csv");
-    const bad = cli({ NATS_URL: url }, "ask", "--workflow", "supervisor", "--attach", join(root, "package.json"), "--attach", missing, "Total the sales");
+    const bad = cli(
+      { NATS_URL: url },
+      "ask",
+      "--workflow",
+      "supervisor",
+      "--attach",
+      join(root, "package.json"),
+      "--attach",
+      missing,
+      "Total the sales",
+    );
     expect(bad.status).toBe(2);
     expect(bad.stderr).toContain(`--attach: cannot read ${JSON.stringify(missing)} (no such file)`);
     expect(bad.stderr).not.toContain("NATS");
     expect(bad.stderr).not.toMatch(/\n\s+at /);
-    const ok = cli({ NATS_URL: url }, "ask", "--workflow", "supervisor", "-a", join(root, "package.json"), "Total the sales");
+    const ok = cli(
+      { NATS_URL: url },
+      "ask",
+      "--workflow",
+      "supervisor",
+      "-a",
+      join(root, "package.json"),
+      "Total the sales",
+    );
     expect(ok.status).toBe(1);
     expect(ok.stderr).toContain(`cannot reach NATS at ${url}`);
   });

@@ -1,8 +1,33 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { AgentmeshError, SCHEMA_VERSION, redactUrls, SubmitReply, inputIds, isTerminal, naming as makeNaming, type Attachment, type Capability, type SessionEvent, type SessionOptions, type SessionState, type StrategyProfile, type WorkflowName } from "@agentmesh/contracts";
-import { connectNats, createPublisher, followEvents, followTokens, listDeadLetters, listServices, redriveDeadLetter, request, type DeadLetter } from "@agentmesh/messaging";
+import {
+  AgentmeshError,
+  SCHEMA_VERSION,
+  redactUrls,
+  SubmitReply,
+  inputIds,
+  isTerminal,
+  naming as makeNaming,
+  type Attachment,
+  type Capability,
+  type SessionEvent,
+  type SessionOptions,
+  type SessionState,
+  type StrategyProfile,
+  type WorkflowName,
+} from "@agentmesh/contracts";
+import {
+  connectNats,
+  createPublisher,
+  followEvents,
+  followTokens,
+  listDeadLetters,
+  listServices,
+  redriveDeadLetter,
+  request,
+  type DeadLetter,
+} from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
@@ -12,7 +37,12 @@ import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
 const quietLog = createLogger({ service: "cli", level: "silent" });
 
 async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T>): Promise<T> {
-  const nc = await connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `cli-${process.pid}`, waitOnFirstConnect: false });
+  const nc = await connectNats({
+    url: cfg.natsUrl,
+    ...cfg.nats,
+    name: `cli-${process.pid}`,
+    waitOnFirstConnect: false,
+  });
   try {
     return await fn(nc);
   } finally {
@@ -62,9 +92,25 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     // subscribed before the submit goes out on this connection, so no early delta is missed
     const untokens = opts.tokens === false ? () => {} : followTokens(nc, naming, sessionId, (t) => print.token(t));
     const reply = SubmitReply.parse(
-      await request(nc, naming.submit, { v: SCHEMA_VERSION, query: question, workflow: opts.workflow, session_id: sessionId, idempotency_key: sessionId, options: sessionOptions(opts) }, 15_000, { traceparent: cfg.traceparent }).catch((e: unknown) => {
+      await request(
+        nc,
+        naming.submit,
+        {
+          v: SCHEMA_VERSION,
+          query: question,
+          workflow: opts.workflow,
+          session_id: sessionId,
+          idempotency_key: sessionId,
+          options: sessionOptions(opts),
+        },
+        15_000,
+        { traceparent: cfg.traceparent },
+      ).catch((e: unknown) => {
         if (e instanceof AgentmeshError && e.code === "unavailable") {
-          throw new AgentmeshError("unavailable", `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`);
+          throw new AgentmeshError(
+            "unavailable",
+            `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`,
+          );
         }
         throw e;
       }),
@@ -77,13 +123,21 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     }
     if (!opts.json) print.line(`session ${reply.session_id} (${opts.workflow})`);
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<"timeout">((r) => { timer = setTimeout(() => r("timeout"), opts.timeoutMs); });
+    const timedOut = new Promise<"timeout">((r) => {
+      timer = setTimeout(() => r("timeout"), opts.timeoutMs);
+    });
     let cancelled = false;
     void opts.interrupted?.then(async () => {
       cancelled = true;
       out.err(`\ncancelling session ${reply.session_id} …`);
       const pub = createPublisher(nc, naming, quietLog, { client: true });
-      await pub.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: reply.session_id, input_id: inputIds.cancel(`${reply.session_id}-cli`), reason: "cancelled from the CLI (Ctrl-C)" });
+      await pub.publishInbox({
+        v: SCHEMA_VERSION,
+        kind: "cancel",
+        session_id: reply.session_id,
+        input_id: inputIds.cancel(`${reply.session_id}-cli`),
+        reason: "cancelled from the CLI (Ctrl-C)",
+      });
     });
     const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
       for await (const e of events) {
@@ -102,7 +156,9 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
       untokens();
       print.end();
       if (done === "timeout") {
-        out.err(`agentmesh: no answer within ${Math.round(opts.timeoutMs / 1000)} s; the session goes on. Inspect it: agentmesh inspect ${reply.session_id}`);
+        out.err(
+          `agentmesh: no answer within ${Math.round(opts.timeoutMs / 1000)} s; the session goes on. Inspect it: agentmesh inspect ${reply.session_id}`,
+        );
         return 3;
       }
       if (!opts.json) out.line(renderFinal(done));
@@ -131,7 +187,9 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
     const mine = found.filter((s) => s.info.metadata?.prefix === cfg.prefix);
     const byName = new Map<string, typeof mine>();
     for (const s of mine) byName.set(s.info.name, [...(byName.get(s.info.name) ?? []), s]);
-    out.line(`${"service".padEnd(14)}${"replicas".padEnd(10)}${"endpoints".padEnd(44)}work (processed/failed/redelivered/in flight)`);
+    out.line(
+      `${"service".padEnd(14)}${"replicas".padEnd(10)}${"endpoints".padEnd(44)}work (processed/failed/redelivered/in flight)`,
+    );
     for (const [name, reps] of [...byName.entries()].sort()) {
       const eps = reps[0]?.info.endpoints.map((e) => e.name).join(",") ?? "";
       const work = reps.map((r) => {
@@ -146,16 +204,30 @@ export async function services(cfg: CliConfig, opts: { json: boolean }, out: Out
 
 /** `agentmesh inspect <sid>`: the session's state and transition log, from Redis. */
 export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: boolean }, out: Out): Promise<number> {
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+  const redis = await connectRedis(cfg.redisUrl, {
+    name: `cli-${process.pid}`,
+    ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+  });
   try {
-    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const store = createRedisSessionStore(redis, {
+      keyPrefix: cfg.prefix,
+      activeTtlMs: cfg.activeTtlMs,
+      finishedTtlMs: cfg.finishedTtlMs,
+      idempotencyTtlMs: cfg.activeTtlMs,
+    });
     const loaded = await store.load(sessionId);
     if (!loaded) {
-      out.err(`agentmesh: no session ${sessionId} in ${redactUrls(cfg.redisUrl)} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`);
+      out.err(
+        `agentmesh: no session ${sessionId} in ${redactUrls(cfg.redisUrl)} (prefix ${cfg.prefix}); finished sessions expire after AGENTMESH_FINISHED_TTL_MS`,
+      );
       return 1;
     }
     const log = await store.transitionLog(sessionId);
-    out.line(opts.json ? JSON.stringify({ state: loaded.state, transition_log: log }, null, 2) : renderInspect(loaded.state, log));
+    out.line(
+      opts.json
+        ? JSON.stringify({ state: loaded.state, transition_log: log }, null, 2)
+        : renderInspect(loaded.state, log),
+    );
     return 0;
   } finally {
     await redis.quit();
@@ -167,7 +239,11 @@ export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promi
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
     await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
-      v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-cli`), reason: "cancelled from the CLI",
+      v: SCHEMA_VERSION,
+      kind: "cancel",
+      session_id: sessionId,
+      input_id: inputIds.cancel(`${sessionId}-cli`),
+      reason: "cancelled from the CLI",
     });
     out.line(`cancel sent to session ${sessionId}`);
     return 0;
@@ -183,11 +259,18 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
   return withNats(cfg, async (nc) => {
     // Asks only about this service: a role's probe runs with the role's own NATS user.
     const found = (await listServices(nc, 800, opts.service)).filter(
-      (s) => s.info.name === opts.service && s.info.metadata?.prefix === cfg.prefix && (opts.anyHost || s.info.metadata?.host === hostname()),
+      (s) =>
+        s.info.name === opts.service &&
+        s.info.metadata?.prefix === cfg.prefix &&
+        (opts.anyHost || s.info.metadata?.host === hostname()),
     );
-    const alive = found.filter((s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false);
+    const alive = found.filter(
+      (s) => (s.stats?.endpoints[0]?.data as { alive?: boolean } | undefined)?.alive !== false,
+    );
     if (alive.length === 0) {
-      out.err(`agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${redactUrls(cfg.natsUrl)}`);
+      out.err(
+        `agentmesh: no live ${opts.service} replica${opts.anyHost ? "" : ` on ${hostname()}`} answers at ${redactUrls(cfg.natsUrl)}`,
+      );
       return 1;
     }
     out.line(`${opts.service}: ${alive.length} live replica(s)`);
@@ -200,15 +283,23 @@ export async function health(cfg: CliConfig, opts: { service: string; anyHost: b
  * or when an inbox input of its own was dead-lettered (`deadInbox`: their dead-letter sequences):
  * a lost start leaves it at version 0 forever, a lost cancel lets it spend, a lost reply strands it.
  */
-export function stuckReason(state: SessionState, now: number, graceMs: number, deadInbox: readonly number[] = []): string | null {
+export function stuckReason(
+  state: SessionState,
+  now: number,
+  graceMs: number,
+  deadInbox: readonly number[] = [],
+): string | null {
   const m = state.meta;
   if (isTerminal(m.status)) return null;
   if (deadInbox.length > 0) return deadInboxReason(deadInbox);
-  if (m.deadline_at !== null && now > m.deadline_at + graceMs) return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
+  if (m.deadline_at !== null && now > m.deadline_at + graceMs)
+    return `session deadline passed ${Math.round((now - m.deadline_at) / 1000)} s ago`;
   const expires = m.pause?.expires_at ?? null;
-  if (expires !== null && now > expires + graceMs) return `waiting for a person ${Math.round((now - expires) / 1000)} s past the pause's expiry`;
+  if (expires !== null && now > expires + graceMs)
+    return `waiting for a person ${Math.round((now - expires) / 1000)} s past the pause's expiry`;
   const late = m.awaiting.find((a) => a.deadline_at !== null && now > a.deadline_at + graceMs);
-  if (late) return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
+  if (late)
+    return `task ${late.role}.${late.op} ${late.task_id} is ${Math.round((now - (late.deadline_at ?? now)) / 1000)} s past its deadline`;
   return null;
 }
 
@@ -231,32 +322,71 @@ export function deadInboxBySession(list: readonly DeadLetter[]): Map<string, num
  * past a deadline that nothing has ended or with a dead-lettered inbox input (the target is
  * always zero; exit 1 when there are any).
  */
-export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: number; graceMs: number; json: boolean }, out: Out): Promise<number> {
-  const deadInbox = opts.stuck ? deadInboxBySession(await withNats(cfg, (nc) => listDeadLetters(nc, makeNaming(cfg.prefix), 10_000))) : new Map<string, number[]>();
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) });
+export async function sessions(
+  cfg: CliConfig,
+  opts: { stuck: boolean; limit: number; graceMs: number; json: boolean },
+  out: Out,
+): Promise<number> {
+  const deadInbox = opts.stuck
+    ? deadInboxBySession(await withNats(cfg, (nc) => listDeadLetters(nc, makeNaming(cfg.prefix), 10_000)))
+    : new Map<string, number[]>();
+  const redis = await connectRedis(cfg.redisUrl, {
+    name: `cli-${process.pid}`,
+    ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+  });
   try {
-    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const store = createRedisSessionStore(redis, {
+      keyPrefix: cfg.prefix,
+      activeTtlMs: cfg.activeTtlMs,
+      finishedTtlMs: cfg.finishedTtlMs,
+      idempotencyTtlMs: cfg.activeTtlMs,
+    });
     const now = Date.now();
-    const rows: Array<{ session_id: string; workflow: string; status: string; version: number; age_s: number; stuck: string | null }> = [];
+    const rows: Array<{
+      session_id: string;
+      workflow: string;
+      status: string;
+      version: number;
+      age_s: number;
+      stuck: string | null;
+    }> = [];
     const listed = await store.listSessions(opts.limit);
     // a session with a dead-lettered input is looked up even when the bounded scan missed it
     for (const sid of new Set([...listed, ...deadInbox.keys()])) {
       const loaded = await store.load(sid).catch(() => null);
       const dead = deadInbox.get(sid) ?? [];
       if (!loaded) {
-        if (dead.length > 0) rows.push({ session_id: sid, workflow: "?", status: "not in Redis", version: 0, age_s: 0, stuck: deadInboxReason(dead) });
+        if (dead.length > 0)
+          rows.push({
+            session_id: sid,
+            workflow: "?",
+            status: "not in Redis",
+            version: 0,
+            age_s: 0,
+            stuck: deadInboxReason(dead),
+          });
         continue;
       }
       const m = loaded.state.meta;
       const stuck = stuckReason(loaded.state, now, opts.graceMs, dead);
       if (opts.stuck && !stuck) continue;
-      rows.push({ session_id: sid, workflow: m.workflow, status: m.status, version: m.version, age_s: Math.round((now - m.created_at) / 1000), stuck });
+      rows.push({
+        session_id: sid,
+        workflow: m.workflow,
+        status: m.status,
+        version: m.version,
+        age_s: Math.round((now - m.created_at) / 1000),
+        stuck,
+      });
     }
     rows.sort((a, b) => a.age_s - b.age_s);
     if (opts.json) out.line(JSON.stringify(rows, null, 2));
     else {
       out.line(`${rows.length} ${opts.stuck ? "stuck " : ""}session(s) under prefix ${cfg.prefix}`);
-      for (const r of rows) out.line(`  ${r.session_id}  ${r.workflow.padEnd(13)} ${r.status.padEnd(16)} v${String(r.version).padEnd(4)} ${String(r.age_s).padStart(6)} s${r.stuck ? `  STUCK: ${r.stuck}` : ""}`);
+      for (const r of rows)
+        out.line(
+          `  ${r.session_id}  ${r.workflow.padEnd(13)} ${r.status.padEnd(16)} v${String(r.version).padEnd(4)} ${String(r.age_s).padStart(6)} s${r.stuck ? `  STUCK: ${r.stuck}` : ""}`,
+        );
     }
     return opts.stuck && rows.length > 0 ? 1 : 0;
   } finally {
@@ -265,7 +395,11 @@ export async function sessions(cfg: CliConfig, opts: { stuck: boolean; limit: nu
 }
 
 /** `agentmesh dead-letters [--redrive <seq>|--redrive-all]`: tasks no agent finished, inbox inputs no coordinator applied. */
-export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all: boolean; json: boolean }, out: Out): Promise<number> {
+export async function deadLetters(
+  cfg: CliConfig,
+  opts: { redrive: number[]; all: boolean; json: boolean },
+  out: Out,
+): Promise<number> {
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
     const list = await listDeadLetters(nc, naming, 1000);
@@ -276,7 +410,9 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
         out.line(`${list.length} dead letter(s) in ${naming.streams.dead}`);
         for (const d of list) {
           const what = d.kind === "inbox" ? `session ${d.sessionId ?? "?"}` : `task ${d.taskId ?? "?"}`;
-          out.line(`  #${d.seq}  ${d.at}  ${d.originalSubject}  ${what}  after ${d.deliveries} deliveries${d.reason ? `: ${d.reason}` : ""}`);
+          out.line(
+            `  #${d.seq}  ${d.at}  ${d.originalSubject}  ${what}  after ${d.deliveries} deliveries${d.reason ? `: ${d.reason}` : ""}`,
+          );
         }
       }
       return 0;
@@ -284,8 +420,14 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
     let missing = 0;
     for (const seq of targets) {
       const d = await redriveDeadLetter(nc, naming, seq);
-      if (d) out.line(`re-driven #${seq} → ${d.originalSubject} (${d.kind === "inbox" ? `session ${d.sessionId ?? "?"}` : `task ${d.taskId ?? "?"}`})`);
-      else { missing++; out.err(`agentmesh: no dead letter #${seq}`); }
+      if (d)
+        out.line(
+          `re-driven #${seq} → ${d.originalSubject} (${d.kind === "inbox" ? `session ${d.sessionId ?? "?"}` : `task ${d.taskId ?? "?"}`})`,
+        );
+      else {
+        missing++;
+        out.err(`agentmesh: no dead letter #${seq}`);
+      }
     }
     return missing ? 1 : 0;
   });
@@ -293,12 +435,14 @@ export async function deadLetters(cfg: CliConfig, opts: { redrive: number[]; all
 
 /** Why an answer to this session would go nowhere (gone, finished, not asking); null when it is waiting for one. */
 export function answerRefusal(sessionId: string, state: SessionState | null): string | null {
-  if (state === null) return `no session ${sessionId}: it never existed or has expired, so nobody is waiting for this answer`;
+  if (state === null)
+    return `no session ${sessionId}: it never existed or has expired, so nobody is waiting for this answer`;
   const m = state.meta;
   if (isTerminal(m.status)) {
     return `session ${sessionId} has already finished (${m.status}${m.error ? `: ${m.error.message}` : ""}); the answer was not sent`;
   }
-  if (m.status !== "awaiting_user") return `session ${sessionId} is ${m.status}, not waiting for an answer; the answer was not sent`;
+  if (m.status !== "awaiting_user")
+    return `session ${sessionId} is ${m.status}, not waiting for an answer; the answer was not sent`;
   return null;
 }
 
@@ -313,7 +457,12 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
   const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
   let refusal: string | null;
   try {
-    const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+    const store = createRedisSessionStore(redis, {
+      keyPrefix: cfg.prefix,
+      activeTtlMs: cfg.activeTtlMs,
+      finishedTtlMs: cfg.finishedTtlMs,
+      idempotencyTtlMs: cfg.activeTtlMs,
+    });
     refusal = answerRefusal(sessionId, (await store.load(sessionId))?.state ?? null);
   } finally {
     await redis.quit();
@@ -325,7 +474,11 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
   const naming = makeNaming(cfg.prefix);
   return withNats(cfg, async (nc) => {
     await createPublisher(nc, naming, quietLog, { client: true }).publishInbox({
-      v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(randomBytes(8).toString("hex")), text: t,
+      v: SCHEMA_VERSION,
+      kind: "user_reply",
+      session_id: sessionId,
+      input_id: inputIds.user(randomBytes(8).toString("hex")),
+      text: t,
     });
     out.line(`answer sent to session ${sessionId}`);
     return 0;

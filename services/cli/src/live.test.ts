@@ -7,7 +7,19 @@ import { createTerminalOut } from "./text.js";
 
 const SID = "sess_test_0001";
 const token = (task: string, seq: number, delta: string, who = { role: "writer", op: "write" }): TokenDelta => {
-  const t = SessionEvent.parse({ v: 1, session_id: SID, version: 2, index: 0, at: 1, type: "token", task_id: `${SID}.${task}`, ...who, attempt: 0, seq, delta });
+  const t = SessionEvent.parse({
+    v: 1,
+    session_id: SID,
+    version: 2,
+    index: 0,
+    at: 1,
+    type: "token",
+    task_id: `${SID}.${task}`,
+    ...who,
+    attempt: 0,
+    seq,
+    delta,
+  });
   if (t.type !== "token") throw new Error("unreachable");
   return t;
 };
@@ -15,7 +27,10 @@ const token = (task: string, seq: number, delta: string, who = { role: "writer",
 /** What reaches the terminal, as one string, through the CLI's own terminal-safe sink. */
 function terminal(secrets: readonly string[] = []) {
   const chunks: string[] = [];
-  const out = createTerminalOut({ stdout: (s) => void chunks.push(s), stderr: (s) => void chunks.push(`ERR:${s}`) }, secrets);
+  const out = createTerminalOut(
+    { stdout: (s) => void chunks.push(s), stderr: (s) => void chunks.push(`ERR:${s}`) },
+    secrets,
+  );
   return { out, text: () => chunks.join(""), chunks };
 }
 
@@ -29,10 +44,22 @@ describe("agentmesh ask prints live model text", () => {
     print.token(token("2.0.0", 1, "graph one.\n\nPara"));
     print.token(token("2.0.0", 2, "graph two."));
     print.end();
-    const complete = SessionEvent.parse({ v: 1, session_id: SID, version: 3, index: 0, at: 2, type: "complete", status: "completed", final_answer: "Paragraph one.", final_reasoning_trace: "t" });
+    const complete = SessionEvent.parse({
+      v: 1,
+      session_id: SID,
+      version: 3,
+      index: 0,
+      at: 2,
+      type: "complete",
+      status: "completed",
+      final_answer: "Paragraph one.",
+      final_reasoning_trace: "t",
+    });
     if (complete.type !== "complete") throw new Error("unreachable");
     print.line(renderFinal(complete));
-    expect(t.text()).toBe("  … writing\n  ✎ writer.write:\n    Paragraph one.\n\n    Paragraph two.\n\nAnswer (completed):\n  Paragraph one.\n\nReasoning trace:\n  t\n");
+    expect(t.text()).toBe(
+      "  … writing\n  ✎ writer.write:\n    Paragraph one.\n\n    Paragraph two.\n\nAnswer (completed):\n  Paragraph one.\n\nReasoning trace:\n  t\n",
+    );
   });
 
   test("a progress line or another task's text ends the open line; the next delta gets its heading again", () => {
@@ -44,14 +71,22 @@ describe("agentmesh ask prints live model text", () => {
     print.token(token("2.1.0", 0, "Summary", { role: "analyst", op: "summarize" }));
     print.end();
     print.end();
-    expect(t.text()).toBe("  ✎ writer.write:\n    Draft\n  ✓ outline\n  ✎ writer.write:\n     goes on\n  ✎ analyst.summarize:\n    Summary\n");
+    expect(t.text()).toBe(
+      "  ✎ writer.write:\n    Draft\n  ✓ outline\n  ✎ writer.write:\n     goes on\n  ✎ analyst.summarize:\n    Summary\n",
+    );
   });
 
   test("a redelivered task's deltas, de-duplicated as followTokens does, print once", () => {
     const t = terminal();
     const print = createAskPrinter(t.out, { json: false });
     const dedup = createTokenDedup();
-    const wire = [token("2.0.0", 0, "Hello, "), token("2.0.0", 1, "wor"), token("2.0.0", 0, "Hello, "), token("2.0.0", 1, "wor"), token("2.0.0", 2, "ld.")];
+    const wire = [
+      token("2.0.0", 0, "Hello, "),
+      token("2.0.0", 1, "wor"),
+      token("2.0.0", 0, "Hello, "),
+      token("2.0.0", 1, "wor"),
+      token("2.0.0", 2, "ld."),
+    ];
     for (const d of wire) if (dedup.accept(d)) print.token(d);
     print.end();
     expect(t.text()).toBe("  ✎ writer.write:\n    Hello, world.\n");
@@ -77,6 +112,9 @@ describe("agentmesh ask prints live model text", () => {
     print.end();
     const lines = t.text().trimEnd().split("\n");
     expect(lines).toHaveLength(3);
-    expect(lines.slice(1).map((l) => JSON.parse(l) as TokenDelta)).toMatchObject([{ type: "token", seq: 0, delta: "Hi" }, { type: "token", seq: 1, delta: " there" }]);
+    expect(lines.slice(1).map((l) => JSON.parse(l) as TokenDelta)).toMatchObject([
+      { type: "token", seq: 0, delta: "Hi" },
+      { type: "token", seq: 1, delta: " there" },
+    ]);
   });
 });

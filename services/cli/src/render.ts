@@ -26,14 +26,16 @@ const STAGE_NAMES: Record<string, string> = {
 };
 
 /** A tool call's arguments on one line. */
-const argsLine = (args: Record<string, unknown>, truncated: boolean) => `${brief(JSON.stringify(args), 70)}${truncated ? " (cut)" : ""}`;
+const argsLine = (args: Record<string, unknown>, truncated: boolean) =>
+  `${brief(JSON.stringify(args), 70)}${truncated ? " (cut)" : ""}`;
 
 function stageLine(e: Extract<SessionEvent, { type: "stage" }>, verbose: boolean): string {
   const about = e.description ? `: ${brief(e.description)}` : "";
   switch (e.status) {
     case "running":
       // the question a paused session asks is what the person must answer, so it is always shown
-      if (e.name === "awaiting_user" && e.description) return `  ? ${brief(e.description, 200)} (answer: agentmesh answer ${e.session_id} "…")`;
+      if (e.name === "awaiting_user" && e.description)
+        return `  ? ${brief(e.description, 200)} (answer: agentmesh answer ${e.session_id} "…")`;
       return `  … ${STAGE_NAMES[e.name] ?? e.name}${verbose && e.description ? ` (${brief(e.description)})` : ""}`;
     case "completed":
       return `  ✓ ${e.name}${about}`;
@@ -57,7 +59,9 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
     case "tool_call":
       return verbose ? `    tool ${e.tool} ${argsLine(e.args, e.args_truncated)}` : null;
     case "tool_result":
-      return verbose ? `    tool ${e.tool} ${e.ok ? "ok" : "failed"} in ${Math.round(e.latency_ms)} ms${e.content ? `: ${brief(e.content, 70)}` : ""}` : null;
+      return verbose
+        ? `    tool ${e.tool} ${e.ok ? "ok" : "failed"} in ${Math.round(e.latency_ms)} ms${e.content ? `: ${brief(e.content, 70)}` : ""}`
+        : null;
     case "error":
       return `  ✗ ${e.component ? `${e.component}: ` : ""}${e.message} [${e.code}]`;
     case "complete":
@@ -68,7 +72,9 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
       return `  → ${e.next_agent} (orchestrator ${e.layer}, clarifications ${e.clarification_count}/${e.max_clarifications})${verbose && e.reason ? `: ${brief(e.reason)}` : ""}`;
     case "config": {
       if (!verbose) return null;
-      const settings = Object.entries(e.settings).map(([k, v]) => `${k}=${String(v)}`).join(", ");
+      const settings = Object.entries(e.settings)
+        .map(([k, v]) => `${k}=${String(v)}`)
+        .join(", ");
       return `    ${e.agent} agent settings: ${settings ? brief(settings, 100) : "defaults"}`;
     }
     case "handoff":
@@ -77,7 +83,7 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
       return `    source: ${brief(e.title, 60)} (${e.url ?? e.path ?? ""})`;
     case "code_result": {
       const exit = e.exit_code === null ? "stopped by a limit" : `exit ${e.exit_code}`;
-      const shown = verbose ? (e.stdout || e.stderr || e.result || "") : "";
+      const shown = verbose ? e.stdout || e.stderr || e.result || "" : "";
       return `    ${e.language} ran: ${exit}, ${Math.round(e.duration_ms)} ms${shown ? `: ${brief(shown, 70)}` : ""}`;
     }
     case "visualization": {
@@ -89,10 +95,21 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
 
 /** The closing block of `agentmesh ask`. */
 export function renderFinal(e: Extract<SessionEvent, { type: "complete" }>): string {
-  return [``, `Answer (${e.status}):`, indent(e.final_answer), ``, `Reasoning trace:`, indent(e.final_reasoning_trace)].join("\n");
+  return [
+    ``,
+    `Answer (${e.status}):`,
+    indent(e.final_answer),
+    ``,
+    `Reasoning trace:`,
+    indent(e.final_reasoning_trace),
+  ].join("\n");
 }
 
-const indent = (s: string) => s.split("\n").map((l) => `  ${l}`).join("\n");
+const indent = (s: string) =>
+  s
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");
 
 /** `agentmesh inspect`: state summary, data and the transition log. */
 export function renderInspect(state: SessionState, log: readonly TransitionLogLine[]): string {
@@ -110,7 +127,10 @@ export function renderInspect(state: SessionState, log: readonly TransitionLogLi
     indent(JSON.stringify(state.data, null, 2)),
     ``,
     `transition log (${log.length}):`,
-    ...log.map((l) => `  v${l.version}  ${new Date(l.now).toISOString()}  ${l.input_id}  → ${l.status}${l.commands.length ? `  [${l.commands.join("; ")}]` : ""}`),
+    ...log.map(
+      (l) =>
+        `  v${l.version}  ${new Date(l.now).toISOString()}  ${l.input_id}  → ${l.status}${l.commands.length ? `  [${l.commands.join("; ")}]` : ""}`,
+    ),
   ];
   return lines.join("\n");
 }

@@ -11,9 +11,15 @@ import { loadCliConfig } from "./config.js";
 
 const log = createLogger({ service: "cli-test", level: "silent" });
 
-async function stuckRows(cfg: ReturnType<typeof loadCliConfig>): Promise<{ code: number; rows: Array<{ session_id: string; stuck: string | null }> }> {
+async function stuckRows(
+  cfg: ReturnType<typeof loadCliConfig>,
+): Promise<{ code: number; rows: Array<{ session_id: string; stuck: string | null }> }> {
   const lines: string[] = [];
-  const code = await sessions(cfg, { stuck: true, limit: 100, graceMs: 60_000, json: true }, { line: (s) => lines.push(s), write: (s) => lines.push(s), err: (s) => lines.push(s) });
+  const code = await sessions(
+    cfg,
+    { stuck: true, limit: 100, graceMs: 60_000, json: true },
+    { line: (s) => lines.push(s), write: (s) => lines.push(s), err: (s) => lines.push(s) },
+  );
   return { code, rows: JSON.parse(lines.join("\n")) as Array<{ session_id: string; stuck: string | null }> };
 }
 
@@ -24,11 +30,23 @@ describe("agentmesh sessions --stuck sees dead-lettered inbox inputs", () => {
     const cfg = loadCliConfig({ NATS_URL: inject("natsUrl"), REDIS_URL: inject("redisUrl"), AGENTMESH_PREFIX: prefix });
     const nc = await connectNats({ url: cfg.natsUrl, name: "cli-stuck-test" });
     const redis = await connectRedis(cfg.redisUrl, { name: "cli-stuck-test" });
-    const store = createRedisSessionStore(redis, { keyPrefix: prefix, activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+    const store = createRedisSessionStore(redis, {
+      keyPrefix: prefix,
+      activeTtlMs: 60_000,
+      finishedTtlMs: 60_000,
+      idempotencyTtlMs: 60_000,
+    });
     try {
       await provision(nc, {
-        naming, roles: [], taskAckWaitMs: 1000, taskMaxDeliver: 3, inboxAckWaitMs: 1000, inboxMaxDeliver: 3,
-        eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 16,
+        naming,
+        roles: [],
+        taskAckWaitMs: 1000,
+        taskMaxDeliver: 3,
+        inboxAckWaitMs: 1000,
+        inboxMaxDeliver: 3,
+        eventsMaxAgeMs: 60_000,
+        duplicateWindowMs: 10_000,
+        maxAckPendingPerRole: 16,
       });
       // a session as submit leaves it: created at version 0, its start on the inbox
       const sid = `stuck${Date.now().toString(36)}`;
@@ -36,12 +54,25 @@ describe("agentmesh sessions --stuck sees dead-lettered inbox inputs", () => {
       expect((await stuckRows(cfg)).rows).toEqual([]);
 
       // a coordinator that can never apply it (e.g. its store keeps failing)
-      const consumer = await startInboxConsumer(nc, { naming, concurrency: 2, ackWaitMs: 1000, handler: async () => "retry", log });
+      const consumer = await startInboxConsumer(nc, {
+        naming,
+        concurrency: 2,
+        ackWaitMs: 1000,
+        handler: async () => "retry",
+        log,
+      });
       await createPublisher(nc, naming, log).publishInbox({
-        v: SCHEMA_VERSION, kind: "start", session_id: sid, input_id: inputIds.start(sid), workflow: "critic-chain", query: "what is 2+2?", options: {},
+        v: SCHEMA_VERSION,
+        kind: "start",
+        session_id: sid,
+        input_id: inputIds.start(sid),
+        workflow: "critic-chain",
+        query: "what is 2+2?",
+        options: {},
       });
       const until = Date.now() + 15_000;
-      while (Date.now() < until && (await listDeadLetters(nc, naming)).length === 0) await new Promise((r) => setTimeout(r, 100));
+      while (Date.now() < until && (await listDeadLetters(nc, naming)).length === 0)
+        await new Promise((r) => setTimeout(r, 100));
       await consumer.stop(500);
       const [dead] = await listDeadLetters(nc, naming);
       expect(dead).toMatchObject({ kind: "inbox", sessionId: sid });
@@ -50,10 +81,13 @@ describe("agentmesh sessions --stuck sees dead-lettered inbox inputs", () => {
       expect(code).toBe(1);
       expect(rows).toHaveLength(1);
       expect(rows[0]?.session_id).toBe(sid);
-      expect(rows[0]?.stuck).toBe(`1 inbox input(s) dead-lettered (re-drive: agentmesh dead-letters --redrive ${dead!.seq})`);
+      expect(rows[0]?.stuck).toBe(
+        `1 inbox input(s) dead-lettered (re-drive: agentmesh dead-letters --redrive ${dead!.seq})`,
+      );
     } finally {
       const jsm = await jetstreamManager(nc);
-      for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+      for (const s of [...Object.values(naming.streams), `KV_${naming.kv.cancelled}`])
+        await jsm.streams.delete(s).catch(() => false);
       await nc.close();
       await store.close().catch(() => undefined);
       await redis.quit().catch(() => undefined);

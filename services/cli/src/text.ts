@@ -1,4 +1,12 @@
-import { AgentmeshError, Capability, ResearchDepth, ResearchScenario, SupervisorAgent, redactText, type SessionOptions } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  Capability,
+  ResearchDepth,
+  ResearchScenario,
+  SupervisorAgent,
+  redactText,
+  type SessionOptions,
+} from "@agentmesh/contracts";
 import type { Out } from "./render.js";
 
 /**
@@ -24,9 +32,16 @@ export function terminalText(s: string, secrets: readonly string[]): string {
  * An output sink that makes every line terminal-safe and free of secrets before writing it:
  * everything the CLI prints goes through here, model- and web-derived text included.
  */
-export function createTerminalOut(sink: { stdout(s: string): void; stderr(s: string): void }, secrets: readonly string[]): Out {
+export function createTerminalOut(
+  sink: { stdout(s: string): void; stderr(s: string): void },
+  secrets: readonly string[],
+): Out {
   const clean = (s: string) => `${terminalText(s, secrets)}\n`;
-  return { line: (s) => sink.stdout(clean(s)), write: (s) => sink.stdout(terminalText(s, secrets)), err: (s) => sink.stderr(clean(s)) };
+  return {
+    line: (s) => sink.stdout(clean(s)),
+    write: (s) => sink.stdout(terminalText(s, secrets)),
+    err: (s) => sink.stderr(clean(s)),
+  };
 }
 
 /**
@@ -40,7 +55,10 @@ export function checkTypedText(what: "question" | "answer", s: string): string {
     if (m) {
       const code = (m[0].codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0");
       const kind = re === BIDI ? "a bidi override" : "a control";
-      throw new AgentmeshError("invalid_query", `the ${what} contains ${kind} character (U+${code}) at position ${m.index + 1}; remove it and try again`);
+      throw new AgentmeshError(
+        "invalid_query",
+        `the ${what} contains ${kind} character (U+${code}) at position ${m.index + 1}; remove it and try again`,
+      );
     }
   }
   return s;
@@ -55,17 +73,26 @@ export function parseSeconds(option: string, raw: string, opts: { allowZero?: bo
   const min = opts.allowZero === true ? 0 : Number.MIN_VALUE;
   if (!Number.isFinite(n) || n < min || n > MAX_SECONDS) {
     const range = opts.allowZero === true ? `0 to ${MAX_SECONDS}` : `more than 0, at most ${MAX_SECONDS}`;
-    throw new AgentmeshError("invalid_config", `--${option} must be a number of seconds (${range}), got ${JSON.stringify(terminalSafe(raw))}`);
+    throw new AgentmeshError(
+      "invalid_config",
+      `--${option} must be a number of seconds (${range}), got ${JSON.stringify(terminalSafe(raw))}`,
+    );
   }
   return n;
 }
 
 /** `--capabilities graph,rag`: halo's capability tags, each known, repeats dropped. */
 export function parseCapabilities(raw: string): Capability[] {
-  const tags = raw.split(",").map((t) => t.trim().toLowerCase()).filter(Boolean);
+  const tags = raw
+    .split(",")
+    .map((t) => t.trim().toLowerCase())
+    .filter(Boolean);
   const unknown = tags.filter((t) => !Capability.safeParse(t).success);
   if (tags.length === 0 || unknown.length > 0) {
-    const what = tags.length === 0 ? "no capability given" : `unknown capability ${unknown.map((t) => JSON.stringify(terminalSafe(t))).join(", ")}`;
+    const what =
+      tags.length === 0
+        ? "no capability given"
+        : `unknown capability ${unknown.map((t) => JSON.stringify(terminalSafe(t))).join(", ")}`;
     throw new AgentmeshError("invalid_config", `--capabilities: ${what} (known: ${Capability.options.join(", ")})`);
   }
   return [...new Set(tags as Capability[])];
@@ -74,12 +101,20 @@ export function parseCapabilities(raw: string): Capability[] {
 /** One `--<flag> <value>` of an enum, lower-cased; a clear error naming the known values otherwise. */
 function oneOf<T extends string>(flag: string, raw: string, known: readonly T[]): T {
   const v = raw.trim().toLowerCase();
-  if (!(known as readonly string[]).includes(v)) throw new AgentmeshError("invalid_config", `--${flag}: unknown value ${JSON.stringify(terminalSafe(v))} (known: ${known.join(", ")})`);
+  if (!(known as readonly string[]).includes(v))
+    throw new AgentmeshError(
+      "invalid_config",
+      `--${flag}: unknown value ${JSON.stringify(terminalSafe(v))} (known: ${known.join(", ")})`,
+    );
   return v as T;
 }
 
 /** The supervisor's `--mode`, `--depth` and `--scenario` as session options (absent flags stay absent). */
-export function parseSupervisorFlags(o: { mode?: string; depth?: string; scenario?: string }): Pick<SessionOptions, "mode" | "depth" | "scenario"> {
+export function parseSupervisorFlags(o: {
+  mode?: string;
+  depth?: string;
+  scenario?: string;
+}): Pick<SessionOptions, "mode" | "depth" | "scenario"> {
   return {
     ...(o.mode === undefined ? {} : { mode: oneOf("mode", o.mode, SupervisorAgent.options) }),
     ...(o.depth === undefined ? {} : { depth: oneOf("depth", o.depth, ResearchDepth.options) }),
@@ -90,6 +125,10 @@ export function parseSupervisorFlags(o: { mode?: string; depth?: string; scenari
 /** A `--<option> <n>` count: a whole number from 1 up. */
 export function parseCount(option: string, raw: string): number {
   const n = /^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(n) || n < 1) throw new AgentmeshError("invalid_config", `--${option} must be a whole number from 1 up, got ${JSON.stringify(terminalSafe(raw))}`);
+  if (!Number.isSafeInteger(n) || n < 1)
+    throw new AgentmeshError(
+      "invalid_config",
+      `--${option} must be a whole number from 1 up, got ${JSON.stringify(terminalSafe(raw))}`,
+    );
   return n;
 }

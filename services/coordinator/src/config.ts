@@ -1,17 +1,65 @@
-import { Capability, DomainHints, formatZodError, type CriticChainSettings, type HaloSettings, type SupervisorSettings } from "@agentmesh/contracts";
-import { CONNECTION_VARS, METRICS_VARS, TRACING_VARS, configError, connectionConfig, metricsSettings, parseEnv, tracingConfig, type MetricsSettings, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
-import { MINIMAL_CRITIC_CHAIN_SETTINGS, MINIMAL_SUPERVISOR_SETTINGS, SUPERVISOR_TOOLS, type RuntimeDefaults } from "@agentmesh/workflows";
+import {
+  Capability,
+  DomainHints,
+  formatZodError,
+  type CriticChainSettings,
+  type HaloSettings,
+  type SupervisorSettings,
+} from "@agentmesh/contracts";
+import {
+  CONNECTION_VARS,
+  METRICS_VARS,
+  TRACING_VARS,
+  configError,
+  connectionConfig,
+  metricsSettings,
+  parseEnv,
+  tracingConfig,
+  type MetricsSettings,
+  type NatsAccess,
+  type TracingConfig,
+} from "@agentmesh/service-kit";
+import {
+  MINIMAL_CRITIC_CHAIN_SETTINGS,
+  MINIMAL_SUPERVISOR_SETTINGS,
+  SUPERVISOR_TOOLS,
+  type RuntimeDefaults,
+} from "@agentmesh/workflows";
 
 const NAMES = [
-  ...CONNECTION_VARS, "LOG_LEVEL", "AGENTMESH_CRASH_AT",
-  "AGENTMESH_TASK_ACK_WAIT_MS", "AGENTMESH_INBOX_ACK_WAIT_MS", "AGENTMESH_TASK_MAX_DELIVER", "AGENTMESH_TASK_DEADLINE_MS", "AGENTMESH_SESSION_DEADLINE_MS", "AGENTMESH_PAUSE_TIMEOUT_MS",
-  "AGENTMESH_MAX_STEPS", "AGENTMESH_MAX_TOKENS", "AGENTMESH_MAX_COST_USD", "AGENTMESH_MAX_WALL_MS", "AGENTMESH_COORDINATOR_CONCURRENCY",
-  "AGENTMESH_MAX_STEPS_CEILING", "AGENTMESH_MAX_TOKENS_CEILING", "AGENTMESH_MAX_COST_USD_CEILING", "AGENTMESH_MAX_WALL_MS_CEILING",
-  "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_REQUIRE_DURABLE",
-  "AGENTMESH_CANCELLED_TTL_MS", "AGENTMESH_ZOD_COMPILE",
-  "AGENTMESH_HALO_CAPABILITIES", "AGENTMESH_HALO_JOIN_DEADLINE_MS", "AGENTMESH_HALO_DOMAIN_HINTS", "AGENTMESH_WEB_SEARCH_KEY", "AGENTMESH_MCP_SERVERS",
-  "AGENTMESH_SUPERVISOR_TOOLS", "AGENTMESH_IMAGES_BASE_URL", "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
-  "AGENTMESH_CLARIFY_MAX_CLARIFICATIONS", "AGENTMESH_CLARIFY_MAX_HISTORY",
+  ...CONNECTION_VARS,
+  "LOG_LEVEL",
+  "AGENTMESH_CRASH_AT",
+  "AGENTMESH_TASK_ACK_WAIT_MS",
+  "AGENTMESH_INBOX_ACK_WAIT_MS",
+  "AGENTMESH_TASK_MAX_DELIVER",
+  "AGENTMESH_TASK_DEADLINE_MS",
+  "AGENTMESH_SESSION_DEADLINE_MS",
+  "AGENTMESH_PAUSE_TIMEOUT_MS",
+  "AGENTMESH_MAX_STEPS",
+  "AGENTMESH_MAX_TOKENS",
+  "AGENTMESH_MAX_COST_USD",
+  "AGENTMESH_MAX_WALL_MS",
+  "AGENTMESH_COORDINATOR_CONCURRENCY",
+  "AGENTMESH_MAX_STEPS_CEILING",
+  "AGENTMESH_MAX_TOKENS_CEILING",
+  "AGENTMESH_MAX_COST_USD_CEILING",
+  "AGENTMESH_MAX_WALL_MS_CEILING",
+  "AGENTMESH_SESSION_TTL_MS",
+  "AGENTMESH_FINISHED_TTL_MS",
+  "AGENTMESH_REQUIRE_DURABLE",
+  "AGENTMESH_CANCELLED_TTL_MS",
+  "AGENTMESH_ZOD_COMPILE",
+  "AGENTMESH_HALO_CAPABILITIES",
+  "AGENTMESH_HALO_JOIN_DEADLINE_MS",
+  "AGENTMESH_HALO_DOMAIN_HINTS",
+  "AGENTMESH_WEB_SEARCH_KEY",
+  "AGENTMESH_MCP_SERVERS",
+  "AGENTMESH_SUPERVISOR_TOOLS",
+  "AGENTMESH_IMAGES_BASE_URL",
+  "AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS",
+  "AGENTMESH_CLARIFY_MAX_CLARIFICATIONS",
+  "AGENTMESH_CLARIFY_MAX_HISTORY",
   ...TRACING_VARS,
   ...METRICS_VARS,
 ] as const;
@@ -34,30 +82,61 @@ function parseJson(text: string, setting: string, problems: string[]): unknown {
  * chitchat (both data specialists ship with sample data), web when a web search key is set, and
  * each MCP capability a configured server is named after. chitchat is always servable.
  */
-function haloCapabilities(e: { AGENTMESH_HALO_CAPABILITIES: string; AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_MCP_SERVERS: string }, problems: string[]): Capability[] {
-  const listed = e.AGENTMESH_HALO_CAPABILITIES.split(",").map((s) => s.trim()).filter(Boolean);
+function haloCapabilities(
+  e: {
+    AGENTMESH_HALO_CAPABILITIES: string;
+    AGENTMESH_WEB_SEARCH_KEY: string | undefined;
+    AGENTMESH_MCP_SERVERS: string;
+  },
+  problems: string[],
+): Capability[] {
+  const listed = e.AGENTMESH_HALO_CAPABILITIES.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (listed.length > 0) {
     const unknown = listed.filter((t) => !Capability.safeParse(t).success);
-    if (unknown.length > 0) problems.push(`AGENTMESH_HALO_CAPABILITIES: unknown capability ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${Capability.options.join(", ")})`);
+    if (unknown.length > 0)
+      problems.push(
+        `AGENTMESH_HALO_CAPABILITIES: unknown capability ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${Capability.options.join(", ")})`,
+      );
     return Capability.options.filter((c) => c === "chitchat" || listed.includes(c));
   }
-  const servers = e.AGENTMESH_MCP_SERVERS.trim() === "" ? {} : parseJson(e.AGENTMESH_MCP_SERVERS, "AGENTMESH_MCP_SERVERS", problems);
+  const servers =
+    e.AGENTMESH_MCP_SERVERS.trim() === "" ? {} : parseJson(e.AGENTMESH_MCP_SERVERS, "AGENTMESH_MCP_SERVERS", problems);
   const named = servers !== null && typeof servers === "object" && !Array.isArray(servers) ? Object.keys(servers) : [];
-  const served = new Set<Capability>(["graph", "rag", "chitchat", ...MCP_CAPABILITIES.filter((c) => named.includes(c))]);
+  const served = new Set<Capability>([
+    "graph",
+    "rag",
+    "chitchat",
+    ...MCP_CAPABILITIES.filter((c) => named.includes(c)),
+  ]);
   if (e.AGENTMESH_WEB_SEARCH_KEY) served.add("web");
   return Capability.options.filter((c) => served.has(c));
 }
 
 /** halo's settings from the environment; problems are added to `problems`. */
-function haloSettings(e: Parameters<typeof haloCapabilities>[0] & { AGENTMESH_HALO_JOIN_DEADLINE_MS: number; AGENTMESH_HALO_DOMAIN_HINTS: string }, problems: string[]): HaloSettings {
+function haloSettings(
+  e: Parameters<typeof haloCapabilities>[0] & {
+    AGENTMESH_HALO_JOIN_DEADLINE_MS: number;
+    AGENTMESH_HALO_DOMAIN_HINTS: string;
+  },
+  problems: string[],
+): HaloSettings {
   const available = haloCapabilities(e, problems);
   let domainHints: DomainHints | null = null;
   if (e.AGENTMESH_HALO_DOMAIN_HINTS.trim() !== "") {
-    const parsed = DomainHints.safeParse(parseJson(e.AGENTMESH_HALO_DOMAIN_HINTS, "AGENTMESH_HALO_DOMAIN_HINTS", problems));
+    const parsed = DomainHints.safeParse(
+      parseJson(e.AGENTMESH_HALO_DOMAIN_HINTS, "AGENTMESH_HALO_DOMAIN_HINTS", problems),
+    );
     if (parsed.success) domainHints = parsed.data;
-    else if (problems.every((p) => !p.startsWith("AGENTMESH_HALO_DOMAIN_HINTS"))) problems.push(`AGENTMESH_HALO_DOMAIN_HINTS: ${formatZodError(parsed.error, 400)}`);
+    else if (problems.every((p) => !p.startsWith("AGENTMESH_HALO_DOMAIN_HINTS")))
+      problems.push(`AGENTMESH_HALO_DOMAIN_HINTS: ${formatZodError(parsed.error, 400)}`);
   }
-  return { available_capabilities: available, join_deadline_ms: e.AGENTMESH_HALO_JOIN_DEADLINE_MS, domain_hints: domainHints };
+  return {
+    available_capabilities: available,
+    join_deadline_ms: e.AGENTMESH_HALO_JOIN_DEADLINE_MS,
+    domain_hints: domainHints,
+  };
 }
 
 /**
@@ -65,11 +144,23 @@ function haloSettings(e: Parameters<typeof haloCapabilities>[0] & { AGENTMESH_HA
  * corpus and the sandbox (always served), web_search when a web search key is set, and both image
  * tools when an images endpoint is.
  */
-function supervisorSettings(e: { AGENTMESH_SUPERVISOR_TOOLS: string; AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_IMAGES_BASE_URL: string | undefined }, problems: string[]): SupervisorSettings {
-  const listed = e.AGENTMESH_SUPERVISOR_TOOLS.split(",").map((s) => s.trim()).filter(Boolean);
+function supervisorSettings(
+  e: {
+    AGENTMESH_SUPERVISOR_TOOLS: string;
+    AGENTMESH_WEB_SEARCH_KEY: string | undefined;
+    AGENTMESH_IMAGES_BASE_URL: string | undefined;
+  },
+  problems: string[],
+): SupervisorSettings {
+  const listed = e.AGENTMESH_SUPERVISOR_TOOLS.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (listed.length > 0) {
     const unknown = listed.filter((t) => !(SUPERVISOR_TOOLS as readonly string[]).includes(t));
-    if (unknown.length > 0) problems.push(`AGENTMESH_SUPERVISOR_TOOLS: unknown tool ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${SUPERVISOR_TOOLS.join(", ")})`);
+    if (unknown.length > 0)
+      problems.push(
+        `AGENTMESH_SUPERVISOR_TOOLS: unknown tool ${unknown.map((t) => `"${t}"`).join(", ")} (known: ${SUPERVISOR_TOOLS.join(", ")})`,
+      );
     return { tools: SUPERVISOR_TOOLS.filter((t) => listed.includes(t)) };
   }
   const served = new Set<string>(MINIMAL_SUPERVISOR_SETTINGS.tools);
@@ -83,7 +174,10 @@ function supervisorSettings(e: { AGENTMESH_SUPERVISOR_TOOLS: string; AGENTMESH_W
  * sandbox (always served), web_search when a web search key is set; each agent is offered those of
  * its own grants. Their tool rounds per turn from AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS.
  */
-function criticChainSettings(e: { AGENTMESH_WEB_SEARCH_KEY: string | undefined; AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: number }): CriticChainSettings {
+function criticChainSettings(e: {
+  AGENTMESH_WEB_SEARCH_KEY: string | undefined;
+  AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS: number;
+}): CriticChainSettings {
   const tools = [...MINIMAL_CRITIC_CHAIN_SETTINGS.tools, ...(e.AGENTMESH_WEB_SEARCH_KEY ? ["web_search"] : [])];
   return { tools, max_tool_rounds: e.AGENTMESH_CRITIC_CHAIN_TOOL_ROUNDS };
 }
@@ -132,10 +226,15 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
   // A default above its ceiling would be silently lowered: say so at start-up instead.
   const problems = (Object.keys(budgets) as Array<keyof typeof budgets>)
     .filter((k) => budgets[k] !== null && (budgets[k] as number) > ceilings[k])
-    .map((k) => `the default ${k} ${String(budgets[k])} is above its ceiling ${ceilings[k]} (AGENTMESH_${k.toUpperCase()}_CEILING)`);
+    .map(
+      (k) =>
+        `the default ${k} ${String(budgets[k])} is above its ceiling ${ceilings[k]} (AGENTMESH_${k.toUpperCase()}_CEILING)`,
+    );
   if (e.AGENTMESH_PAUSE_TIMEOUT_MS >= e.AGENTMESH_SESSION_TTL_MS) {
     // Otherwise a paused session's keys expire first and it vanishes with no terminal event.
-    problems.push(`AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`);
+    problems.push(
+      `AGENTMESH_PAUSE_TIMEOUT_MS ${e.AGENTMESH_PAUSE_TIMEOUT_MS} must be below AGENTMESH_SESSION_TTL_MS ${e.AGENTMESH_SESSION_TTL_MS}`,
+    );
   }
   const halo = haloSettings(e, problems);
   const supervisor = supervisorSettings(e, problems);
@@ -158,7 +257,10 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
       halo,
       supervisor,
       criticChain: criticChainSettings(e),
-      clarify: { max_clarifications: e.AGENTMESH_CLARIFY_MAX_CLARIFICATIONS, max_history: e.AGENTMESH_CLARIFY_MAX_HISTORY },
+      clarify: {
+        max_clarifications: e.AGENTMESH_CLARIFY_MAX_CLARIFICATIONS,
+        max_history: e.AGENTMESH_CLARIFY_MAX_HISTORY,
+      },
     },
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,

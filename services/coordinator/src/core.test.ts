@@ -1,5 +1,12 @@
 import { describe, expect, test, vi } from "vitest";
-import { LIMITS, SCHEMA_VERSION, inputIds, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  SCHEMA_VERSION,
+  inputIds,
+  type InboxInput,
+  type OutboxEntry,
+  type TaskEnvelope,
+} from "@agentmesh/contracts";
 import { createInMemorySessionStore, testCommit, testSessionState } from "@agentmesh/session-store/testing";
 import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
@@ -15,19 +22,46 @@ function recorder() {
   const published: OutboxEntry[] = [];
   let failNext = 0;
   const publisher: CoordinatorPublisher = {
-    async publishInbox(i) { inbox.push(i); },
+    async publishInbox(i) {
+      inbox.push(i);
+    },
     async publishOutbox(entries) {
-      if (failNext > 0) { failNext--; throw new Error("broker unreachable"); }
+      if (failNext > 0) {
+        failNext--;
+        throw new Error("broker unreachable");
+      }
       published.push(...entries);
     },
   };
-  return { publisher, inbox, published, failNextPublish: () => { failNext++; }, tasks: () => published.filter((e): e is Extract<OutboxEntry, { kind: "task" }> => e.kind === "task").map((e) => e.task) };
+  return {
+    publisher,
+    inbox,
+    published,
+    failNextPublish: () => {
+      failNext++;
+    },
+    tasks: () =>
+      published.filter((e): e is Extract<OutboxEntry, { kind: "task" }> => e.kind === "task").map((e) => e.task),
+  };
 }
 
 function setup(now = { t: 1_700_000_000_000 }) {
-  const store = createInMemorySessionStore({ keyPrefix: "t", activeTtlMs: 3_600_000, finishedTtlMs: 3_600_000, idempotencyTtlMs: 3_600_000, timerLeaseMs: 10_000, now: () => now.t });
+  const store = createInMemorySessionStore({
+    keyPrefix: "t",
+    activeTtlMs: 3_600_000,
+    finishedTtlMs: 3_600_000,
+    idempotencyTtlMs: 3_600_000,
+    timerLeaseMs: 10_000,
+    now: () => now.t,
+  });
   const rec = recorder();
-  const core = createCoordinatorCore({ store, publisher: rec.publisher, log, defaults: { ...DEFAULTS, taskDeadlineMs: 1000 }, now: () => now.t });
+  const core = createCoordinatorCore({
+    store,
+    publisher: rec.publisher,
+    log,
+    defaults: { ...DEFAULTS, taskDeadlineMs: 1000 },
+    now: () => now.t,
+  });
   return { store, rec, core, now };
 }
 
@@ -40,11 +74,21 @@ function answer(task: TaskEnvelope): InboxInput {
     "critic.review_answer": out.approve(),
     "finalizer.finalize": out.finalize("4"),
   };
-  return resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, outputs[`${task.role}.${task.op}`], {}, task.session_id);
+  return resultFor(
+    { task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt },
+    outputs[`${task.role}.${task.op}`],
+    {},
+    task.session_id,
+  );
 }
 
 async function submit(core: ReturnType<typeof setup>["core"], rec: ReturnType<typeof recorder>) {
-  const reply = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: SID, idempotency_key: "k1" });
+  const reply = await core.submit({
+    v: SCHEMA_VERSION,
+    query: "What is 2 + 2?",
+    session_id: SID,
+    idempotency_key: "k1",
+  });
   expect(reply.ok).toBe(true);
   const start = rec.inbox.at(-1);
   if (!start) throw new Error("no start message");
@@ -55,7 +99,8 @@ describe("coordinator core (in-in-memory session store twin)", () => {
   test("drives a session to completion, one transition per input", async () => {
     const { core, rec, store } = setup();
     expect(await core.handleInput(await submit(core, rec))).toBe("ack");
-    for (let i = 0; i < 10 && rec.tasks().length > i; i++) expect(await core.handleInput(answer(rec.tasks()[i]!))).toBe("ack");
+    for (let i = 0; i < 10 && rec.tasks().length > i; i++)
+      expect(await core.handleInput(answer(rec.tasks()[i]!))).toBe("ack");
     const s = await store.load(SID);
     expect(s?.state.meta.status).toBe("completed");
     expect(s?.outbox).toBeNull();
@@ -64,8 +109,18 @@ describe("coordinator core (in-in-memory session store twin)", () => {
 
   test("a submit retried with the same idempotency key returns the same session and creates nothing new", async () => {
     const { core, rec, store } = setup();
-    const a = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: SID, idempotency_key: "same" });
-    const b = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: "othersession0001", idempotency_key: "same" });
+    const a = await core.submit({
+      v: SCHEMA_VERSION,
+      query: "What is 2 + 2?",
+      session_id: SID,
+      idempotency_key: "same",
+    });
+    const b = await core.submit({
+      v: SCHEMA_VERSION,
+      query: "What is 2 + 2?",
+      session_id: "othersession0001",
+      idempotency_key: "same",
+    });
     expect(a.ok && b.ok && a.session_id === b.session_id).toBe(true);
     expect(b.ok && b.created).toBe(false);
     expect(await store.listSessions(10)).toEqual([SID]);
@@ -93,7 +148,13 @@ describe("coordinator core (in-in-memory session store twin)", () => {
   test("two coordinators stepping the same session race through CAS: each input applies once", async () => {
     const shared = { t: 1_700_000_000_000 };
     const a = setup(shared);
-    const bCore = createCoordinatorCore({ store: a.store, publisher: a.rec.publisher, log, defaults: DEFAULTS, now: () => shared.t });
+    const bCore = createCoordinatorCore({
+      store: a.store,
+      publisher: a.rec.publisher,
+      log,
+      defaults: DEFAULTS,
+      now: () => shared.t,
+    });
     const start = await submit(a.core, a.rec);
     const results = await Promise.all([a.core.handleInput(start), bCore.handleInput(start)]);
     expect(results).toEqual(["ack", "ack"]);
@@ -108,7 +169,9 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     const before = await store.load(SID);
     const bogus = answer({ ...task, task_id: `${SID}.1.0.7` });
     expect(await core.handleInput(bogus)).toBe("ack");
-    expect(await core.handleInput(answer({ ...task, session_id: "ghostsession0001", task_id: "ghostsession0001.1.0.0" }))).toBe("ack");
+    expect(
+      await core.handleInput(answer({ ...task, session_id: "ghostsession0001", task_id: "ghostsession0001.1.0.0" })),
+    ).toBe("ack");
     expect(await store.load(SID)).toEqual(before);
     expect(await store.listSessions(10)).toEqual([SID]);
     expect(core.stats.dropped).toBe(2);
@@ -165,10 +228,23 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     const { store, rec, now } = setup();
     const s = testSessionState("sess-badtimer-1");
     await store.create(s);
-    await store.commit(testCommit(s, "in:a", { timers: [{ member: "garbage-member", dueAt: now.t }, { member: "task:not-a-task-id", dueAt: now.t }] }));
+    await store.commit(
+      testCommit(s, "in:a", {
+        timers: [
+          { member: "garbage-member", dueAt: now.t },
+          { member: "task:not-a-task-id", dueAt: now.t },
+        ],
+      }),
+    );
     const warnLog = createLogger({ service: "test", level: "silent" });
     const warn = vi.spyOn(warnLog, "warn");
-    const core = createCoordinatorCore({ store, publisher: rec.publisher, log: warnLog, defaults: DEFAULTS, now: () => now.t });
+    const core = createCoordinatorCore({
+      store,
+      publisher: rec.publisher,
+      log: warnLog,
+      defaults: DEFAULTS,
+      now: () => now.t,
+    });
     expect(await core.fireDueTimers()).toBe(2);
     expect(warn).toHaveBeenCalledTimes(2);
     // Past the lease a leased member would come due again; a removed one never does.
@@ -183,11 +259,20 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     const { store, rec, core: first } = setup();
     const start = await submit(first, rec);
     // A store where every commit loses the race, as if another coordinator always got there first.
-    const losing: SessionStore = { ...store, commit: async () => ({ ok: false, reason: "conflict", currentVersion: 7 }) };
+    const losing: SessionStore = {
+      ...store,
+      commit: async () => ({ ok: false, reason: "conflict", currentVersion: 7 }),
+    };
     const sleeps: number[] = [];
     const core = createCoordinatorCore({
-      store: losing, publisher: rec.publisher, log, defaults: DEFAULTS,
-      sleep: async (ms) => { sleeps.push(ms); }, random: () => 0.5,
+      store: losing,
+      publisher: rec.publisher,
+      log,
+      defaults: DEFAULTS,
+      sleep: async (ms) => {
+        sleeps.push(ms);
+      },
+      random: () => 0.5,
     });
     expect(await core.handleInput(start)).toBe("retry");
     expect(core.stats.conflicts).toBe(25);
@@ -205,29 +290,63 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     const start = await submit(core, rec);
     await core.handleInput(start);
     const task = rec.tasks()[0]!;
-    const big = resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, { ...out.plan([], ["Compute it"]), notes: "x".repeat(200_000) }, {}, SID);
+    const big = resultFor(
+      { task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt },
+      { ...out.plan([], ["Compute it"]), notes: "x".repeat(200_000) },
+      {},
+      SID,
+    );
     expect(await core.handleInput(big)).toBe("ack");
     const [first, second] = await store.transitionLog(SID);
     expect(first?.input).toEqual(start);
-    expect(second?.input).toMatchObject({ kind: "result", input_id: big.input_id, task_id: task.task_id, role: "planner", op: "plan", ok: true, truncated: true });
+    expect(second?.input).toMatchObject({
+      kind: "result",
+      input_id: big.input_id,
+      task_id: task.task_id,
+      role: "planner",
+      op: "plan",
+      ok: true,
+      truncated: true,
+    });
     expect(JSON.stringify(second).length).toBeLessThan(LIMITS.maxLogInputChars);
     expect(logInput(big)).not.toHaveProperty("outcome");
   });
 
   test("a retry after the session and its idempotency key expired starts a new session under a new id", async () => {
     const now = { t: 1_700_000_000_000 };
-    const store = createInMemorySessionStore({ keyPrefix: "t", activeTtlMs: 3_600_000, finishedTtlMs: 60_000, idempotencyTtlMs: 3_600_000, now: () => now.t });
+    const store = createInMemorySessionStore({
+      keyPrefix: "t",
+      activeTtlMs: 3_600_000,
+      finishedTtlMs: 60_000,
+      idempotencyTtlMs: 3_600_000,
+      now: () => now.t,
+    });
     const rec = recorder();
     let n = 0;
-    const core = createCoordinatorCore({ store, publisher: rec.publisher, log, defaults: DEFAULTS, now: () => now.t, newSessionId: () => `idemsession${String(++n).padStart(5, "0")}` });
+    const core = createCoordinatorCore({
+      store,
+      publisher: rec.publisher,
+      log,
+      defaults: DEFAULTS,
+      now: () => now.t,
+      newSessionId: () => `idemsession${String(++n).padStart(5, "0")}`,
+    });
     const first = await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" });
     if (!first.ok) throw new Error("submit failed");
     await core.handleInput(rec.inbox.at(-1)!);
-    await core.handleInput({ v: SCHEMA_VERSION, kind: "cancel", session_id: first.session_id, input_id: inputIds.cancel("c1"), reason: "done" });
+    await core.handleInput({
+      v: SCHEMA_VERSION,
+      kind: "cancel",
+      session_id: first.session_id,
+      input_id: inputIds.cancel("c1"),
+      reason: "done",
+    });
     expect((await store.load(first.session_id))?.state.meta.status).toBe("cancelled");
     // Within the finished TTL the retry finds the finished session and re-runs nothing.
     now.t += 30_000;
-    expect(await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" })).toMatchObject({ ok: true, session_id: first.session_id, created: false });
+    expect(await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "day-one" })).toMatchObject(
+      { ok: true, session_id: first.session_id, created: false },
+    );
     // "Day 2": the session is gone, and so is its key (it followed the session's 60 s, not its own hour).
     now.t += 31_000;
     expect(await store.load(first.session_id)).toBeNull();
@@ -239,7 +358,13 @@ describe("coordinator core (in-in-memory session store twin)", () => {
 
 describe("threads: a conversation of sessions", () => {
   const THREAD = "thread-core-0001";
-  const q = (query: string, extra: Record<string, unknown> = {}) => ({ v: SCHEMA_VERSION, query, thread_id: THREAD, owner: "alice", ...extra });
+  const q = (query: string, extra: Record<string, unknown> = {}) => ({
+    v: SCHEMA_VERSION,
+    query,
+    thread_id: THREAD,
+    owner: "alice",
+    ...extra,
+  });
 
   /** Runs the critic-chain session of the last start input to completion. */
   async function finish(core: ReturnType<typeof setup>["core"], rec: ReturnType<typeof recorder>): Promise<void> {
@@ -255,11 +380,22 @@ describe("threads: a conversation of sessions", () => {
     expect(first).toMatchObject({ ok: true, created: true, thread_id: THREAD, replied: false });
     await finish(core, rec);
     const s1 = first.ok ? first.session_id : "";
-    expect((await store.load(s1))?.state.meta).toMatchObject({ status: "completed", owner: "alice", thread_id: THREAD });
+    expect((await store.load(s1))?.state.meta).toMatchObject({
+      status: "completed",
+      owner: "alice",
+      thread_id: THREAD,
+    });
     const second = await core.submit(q("And times 3?", { session_id: `threadsess${++n}0000` }));
     expect(second).toMatchObject({ ok: true, created: true, thread_id: THREAD });
     const start = rec.inbox.at(-1);
-    expect(start).toMatchObject({ kind: "start", query: "And times 3?", messages: [{ role: "user", content: "What is 2 + 2?" }, { role: "assistant", content: "4" }] });
+    expect(start).toMatchObject({
+      kind: "start",
+      query: "And times 3?",
+      messages: [
+        { role: "user", content: "What is 2 + 2?" },
+        { role: "assistant", content: "4" },
+      ],
+    });
     expect((await store.loadThread(THREAD))?.sessions).toEqual([s1, second.ok ? second.session_id : ""]);
   });
 
@@ -267,9 +403,15 @@ describe("threads: a conversation of sessions", () => {
     const { core, rec, store } = setup();
     /** Runs the clarify session of the last start: the orchestrator says `decision`, a question is answered by the thread's next message. */
     async function clarifyTurn(query: string, sid: string, decision: string): Promise<number> {
-      expect(await core.submit(q(query, { workflow: "clarify", session_id: sid }))).toMatchObject({ ok: true, created: true });
+      expect(await core.submit(q(query, { workflow: "clarify", session_id: sid }))).toMatchObject({
+        ok: true,
+        created: true,
+      });
       await core.handleInput(rec.inbox.at(-1)!);
-      const reply = (task: TaskEnvelope, output: unknown) => core.handleInput(resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, output, {}, sid));
+      const reply = (task: TaskEnvelope, output: unknown) =>
+        core.handleInput(
+          resultFor({ task_id: task.task_id, role: task.role, op: task.op, attempt: task.attempt }, output, {}, sid),
+        );
       for (let i = 0; i < 6; i++) {
         const loaded = (await store.load(sid))?.state;
         if (!loaded || loaded.meta.status !== "running") break;
@@ -302,10 +444,13 @@ describe("threads: a conversation of sessions", () => {
 
   test("messages given by the client replace the thread's own, bounded to the latest that fit", async () => {
     const { core, rec } = setup();
-    const long = Array.from({ length: LIMITS.maxConversationMessages + 10 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i}` }));
+    const long = Array.from({ length: LIMITS.maxConversationMessages + 10 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `turn ${i}`,
+    }));
     expect((await core.submit(q("Summarise our chat", { messages: long }))).ok).toBe(true);
     const start = rec.inbox.at(-1);
-    const kept = start?.kind === "start" ? start.messages ?? [] : [];
+    const kept = start?.kind === "start" ? (start.messages ?? []) : [];
     expect(kept).toHaveLength(LIMITS.maxConversationMessages);
     expect(kept.at(-1)?.content).toBe(`turn ${LIMITS.maxConversationMessages + 9}`);
   });
@@ -313,12 +458,34 @@ describe("threads: a conversation of sessions", () => {
   test("a start over the message limit (large attachments with a long conversation) is refused as payload_too_large, and nothing is created", async () => {
     const { core, rec, store } = setup();
     const attachments = [{ name: "big.txt", content_type: "text/plain" as const, content: "€".repeat(70_000) }];
-    const turns = Array.from({ length: 8 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: "€".repeat(4000) }));
-    const refused = await core.submit({ v: SCHEMA_VERSION, query: "Sum it", session_id: "bigsession000001", options: { attachments }, messages: turns });
-    expect(refused).toMatchObject({ ok: false, error: { code: "payload_too_large", message: expect.stringContaining(`over the ${LIMITS.maxMessageBytes}-byte message limit`) } });
+    const turns = Array.from({ length: 8 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: "€".repeat(4000),
+    }));
+    const refused = await core.submit({
+      v: SCHEMA_VERSION,
+      query: "Sum it",
+      session_id: "bigsession000001",
+      options: { attachments },
+      messages: turns,
+    });
+    expect(refused).toMatchObject({
+      ok: false,
+      error: {
+        code: "payload_too_large",
+        message: expect.stringContaining(`over the ${LIMITS.maxMessageBytes}-byte message limit`),
+      },
+    });
     expect(rec.inbox).toEqual([]);
     expect(await store.load("bigsession000001")).toBeNull();
-    expect(await core.submit({ v: SCHEMA_VERSION, query: "Sum it", session_id: "bigsession000002", options: { attachments } })).toMatchObject({ ok: true });
+    expect(
+      await core.submit({
+        v: SCHEMA_VERSION,
+        query: "Sum it",
+        session_id: "bigsession000002",
+        options: { attachments },
+      }),
+    ).toMatchObject({ ok: true });
     expect(rec.inbox.at(-1)).toMatchObject({ kind: "start", options: { attachments } });
   });
 
@@ -328,7 +495,12 @@ describe("threads: a conversation of sessions", () => {
     const before = rec.inbox.length;
     const bob = await core.submit(q("Let me in", { owner: "bob", session_id: "bobsession000001" }));
     expect(bob).toMatchObject({ ok: false, error: { code: "unknown_thread" } });
-    const anon = await core.submit({ v: SCHEMA_VERSION, query: "Let me in", thread_id: THREAD, session_id: "anonsession00001" });
+    const anon = await core.submit({
+      v: SCHEMA_VERSION,
+      query: "Let me in",
+      thread_id: THREAD,
+      session_id: "anonsession00001",
+    });
     expect(anon).toMatchObject({ ok: false, error: { code: "unknown_thread" } });
     expect(rec.inbox.length).toBe(before);
     expect(await store.load("bobsession000001")).toBeNull();
@@ -337,11 +509,25 @@ describe("threads: a conversation of sessions", () => {
 
   test("a message to a thread whose session waits for a person is that session's reply, applied once however often it is retried", async () => {
     const { core, rec, store } = setup();
-    const waiting = { ...testSessionState("waitingsession01", 0), meta: { ...testSessionState("waitingsession01", 0).meta, status: "awaiting_user" as const, owner: "alice", thread_id: THREAD } };
+    const waiting = {
+      ...testSessionState("waitingsession01", 0),
+      meta: {
+        ...testSessionState("waitingsession01", 0).meta,
+        status: "awaiting_user" as const,
+        owner: "alice",
+        thread_id: THREAD,
+      },
+    };
     await store.create(waiting);
     await store.attachToThread(THREAD, "alice", "waitingsession01", 1);
     const r1 = await core.submit(q("Blue, please", { idempotency_key: "msg-1" }));
-    expect(r1).toMatchObject({ ok: true, session_id: "waitingsession01", created: false, replied: true, thread_id: THREAD });
+    expect(r1).toMatchObject({
+      ok: true,
+      session_id: "waitingsession01",
+      created: false,
+      replied: true,
+      thread_id: THREAD,
+    });
     const reply = rec.inbox.at(-1);
     expect(reply).toMatchObject({ kind: "user_reply", session_id: "waitingsession01", text: "Blue, please" });
     // the retry answers with the same session and publishes nothing new
@@ -357,20 +543,50 @@ describe("threads: a conversation of sessions", () => {
 
   test("a retry keeps the session's own thread, even when the client proposes a new one each time (as a gateway does)", async () => {
     const { core, rec } = setup();
-    const first = await core.submit(q("What is 2 + 2?", { session_id: "keepthread000001", idempotency_key: "same-task" }));
+    const first = await core.submit(
+      q("What is 2 + 2?", { session_id: "keepthread000001", idempotency_key: "same-task" }),
+    );
     expect(first).toMatchObject({ ok: true, created: true, thread_id: THREAD });
     await core.handleInput(rec.inbox.at(-1)!); // started: version 1
-    const retry = await core.submit(q("What is 2 + 2?", { session_id: "keepthread000002", idempotency_key: "same-task", thread_id: "thread-core-9999" }));
-    expect(retry).toEqual({ v: SCHEMA_VERSION, ok: true, session_id: "keepthread000001", created: false, thread_id: THREAD, replied: false });
+    const retry = await core.submit(
+      q("What is 2 + 2?", {
+        session_id: "keepthread000002",
+        idempotency_key: "same-task",
+        thread_id: "thread-core-9999",
+      }),
+    );
+    expect(retry).toEqual({
+      v: SCHEMA_VERSION,
+      ok: true,
+      session_id: "keepthread000001",
+      created: false,
+      thread_id: THREAD,
+      replied: false,
+    });
   });
 
   test("a retry after the first attempt stopped before its start went out publishes the start and joins the thread", async () => {
     const { core, rec, store } = setup();
-    const failing = { ...rec.publisher, publishInbox: async () => { throw new Error("broker unreachable"); } };
-    const crashed = createCoordinatorCore({ store, publisher: failing, log, defaults: DEFAULTS, now: () => 1_700_000_000_000 });
-    await expect(crashed.submit(q("What is 2 + 2?", { session_id: "halfdone00000001", idempotency_key: "half" }))).rejects.toThrow(/broker/);
+    const failing = {
+      ...rec.publisher,
+      publishInbox: async () => {
+        throw new Error("broker unreachable");
+      },
+    };
+    const crashed = createCoordinatorCore({
+      store,
+      publisher: failing,
+      log,
+      defaults: DEFAULTS,
+      now: () => 1_700_000_000_000,
+    });
+    await expect(
+      crashed.submit(q("What is 2 + 2?", { session_id: "halfdone00000001", idempotency_key: "half" })),
+    ).rejects.toThrow(/broker/);
     expect((await store.load("halfdone00000001"))?.state.meta.version).toBe(0);
-    const retry = await core.submit(q("What is 2 + 2?", { session_id: "halfdone00000002", idempotency_key: "half", thread_id: "thread-core-other" }));
+    const retry = await core.submit(
+      q("What is 2 + 2?", { session_id: "halfdone00000002", idempotency_key: "half", thread_id: "thread-core-other" }),
+    );
     expect(retry).toMatchObject({ ok: true, session_id: "halfdone00000001", thread_id: THREAD });
     expect(rec.inbox.at(-1)).toMatchObject({ kind: "start", session_id: "halfdone00000001" });
     expect((await store.loadThread(THREAD))?.sessions).toEqual(["halfdone00000001"]);

@@ -1,8 +1,23 @@
 import { randomUUID } from "node:crypto";
 import { createHash } from "node:crypto";
 import {
-  LIMITS, SCHEMA_VERSION, SubmitRequest, boundConversation, checkQuery, conversationTurn, inputIds, threadCarry, isTerminal, AgentmeshError, formatZodError,
-  type ChatMessage, type InboxInput, type Outbox, type SubmitReply, type Thread, type ThreadCarry,
+  LIMITS,
+  SCHEMA_VERSION,
+  SubmitRequest,
+  boundConversation,
+  checkQuery,
+  conversationTurn,
+  inputIds,
+  threadCarry,
+  isTerminal,
+  AgentmeshError,
+  formatZodError,
+  type ChatMessage,
+  type InboxInput,
+  type Outbox,
+  type SubmitReply,
+  type Thread,
+  type ThreadCarry,
 } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
 import type { CrashHook } from "@agentmesh/messaging";
@@ -83,7 +98,14 @@ export function logInput(input: InboxInput): unknown {
   const base = { kind: input.kind, input_id: input.input_id, truncated: true, chars: json.length };
   switch (input.kind) {
     case "result":
-      return { ...base, task_id: input.task_id, role: input.role, op: input.op, ok: input.outcome.ok, ...(input.outcome.ok ? {} : { code: input.outcome.error.code }) };
+      return {
+        ...base,
+        task_id: input.task_id,
+        role: input.role,
+        op: input.op,
+        ok: input.outcome.ok,
+        ...(input.outcome.ok ? {} : { code: input.outcome.error.code }),
+      };
     case "timer":
       return { ...base, task_id: input.task_id, reason: input.reason };
     case "start":
@@ -115,12 +137,29 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   const sleep = deps.sleep ?? timerSleep;
   const random = deps.random ?? Math.random;
   const spans = sessionSpans(deps.tracing ?? TRACING_OFF);
-  const stats: CoordinatorStats = { submitted: 0, rejected: 0, applied: 0, dropped: 0, forged: 0, duplicates: 0, conflicts: 0, republished: 0, timers_fired: 0 };
+  const stats: CoordinatorStats = {
+    submitted: 0,
+    rejected: 0,
+    applied: 0,
+    dropped: 0,
+    forged: 0,
+    duplicates: 0,
+    conflicts: 0,
+    republished: 0,
+    timers_fired: 0,
+  };
 
-  const reject = (code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread" | "payload_too_large", message: string): SubmitReply => {
+  const reject = (
+    code: "invalid_query" | "invalid_message" | "unsupported_version" | "unknown_thread" | "payload_too_large",
+    message: string,
+  ): SubmitReply => {
     stats.rejected++;
     deps.log.info({ code, msg: message }, "submit rejected");
-    return { v: SCHEMA_VERSION, ok: false, error: new AgentmeshError(code, message, { component: "coordinator" }).toWire() };
+    return {
+      v: SCHEMA_VERSION,
+      ok: false,
+      error: new AgentmeshError(code, message, { component: "coordinator" }).toWire(),
+    };
   };
 
   /**
@@ -131,7 +170,10 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   async function submit(body: unknown, ctx: SubmitContext = {}): Promise<SubmitReply> {
     const v = (body as { v?: unknown } | null)?.v;
     if (body !== null && typeof body === "object" && v !== undefined && v !== SCHEMA_VERSION) {
-      return reject("unsupported_version", `schema version ${JSON.stringify(v)} is not supported (expected ${SCHEMA_VERSION})`);
+      return reject(
+        "unsupported_version",
+        `schema version ${JSON.stringify(v)} is not supported (expected ${SCHEMA_VERSION})`,
+      );
     }
     const parsed = SubmitRequest.safeParse(body);
     if (!parsed.success) return reject("invalid_message", `bad submit request: ${formatZodError(parsed.error)}`);
@@ -144,7 +186,10 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     // A retried submit means what the first one did, whatever the thread's state is now: the
     // session it created (whose thread it keeps: a gateway proposes a new thread each time), or
     // the waiting session it answered.
-    const earlier = threadId === null || req.idempotency_key === undefined ? null : await store.peekIdempotencyKey(req.idempotency_key);
+    const earlier =
+      threadId === null || req.idempotency_key === undefined
+        ? null
+        : await store.peekIdempotencyKey(req.idempotency_key);
     const retried = earlier === null ? null : ((await store.load(earlier))?.state ?? null);
     if (retried !== null) {
       threadId = retried.meta.thread_id;
@@ -166,16 +211,38 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     // what the thread's latest session hands on (clarify's count) holds whoever gave the turns
     const carry = earlierTurns?.carry ?? null;
     const start: InboxInput = {
-      v: SCHEMA_VERSION, kind: "start", session_id: sessionId, input_id: inputIds.start(sessionId),
-      workflow: req.workflow, query: query.query, options: req.options, ...(messages.length ? { messages } : {}), ...(carry ? { carry } : {}),
+      v: SCHEMA_VERSION,
+      kind: "start",
+      session_id: sessionId,
+      input_id: inputIds.start(sessionId),
+      workflow: req.workflow,
+      query: query.query,
+      options: req.options,
+      ...(messages.length ? { messages } : {}),
+      ...(carry ? { carry } : {}),
     };
     // Checked before the session exists: a start the bus refuses would leave it waiting for nothing.
     const startBytes = new TextEncoder().encode(JSON.stringify(start)).byteLength;
     if (startBytes > LIMITS.maxMessageBytes) {
-      return reject("payload_too_large", `the session's start (query, options and attachments, earlier turns) is ${startBytes} bytes, over the ${LIMITS.maxMessageBytes}-byte message limit; send less`);
+      return reject(
+        "payload_too_large",
+        `the session's start (query, options and attachments, earlier turns) is ${startBytes} bytes, over the ${LIMITS.maxMessageBytes}-byte message limit; send less`,
+      );
     }
     const trace = mintSessionTrace(ctx.traceparent);
-    const state = createSession({ sessionId, workflow: req.workflow, query: query.query, options: req.options, now: now(), defaults, owner, threadId, messages, trace, ...(carry ? { carry } : {}) });
+    const state = createSession({
+      sessionId,
+      workflow: req.workflow,
+      query: query.query,
+      options: req.options,
+      now: now(),
+      defaults,
+      owner,
+      threadId,
+      messages,
+      trace,
+      ...(carry ? { carry } : {}),
+    });
     // The key then expires with the session: a retry after the session is gone starts a new one
     // under a new id instead of re-running the old id.
     const created = await store.create(state, idempotencyKey);
@@ -191,8 +258,14 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     return accepted(sessionId, created, threadId, false);
   }
 
-  const accepted = (sessionId: string, created: boolean, threadId: string | null, replied: boolean): SubmitReply =>
-    ({ v: SCHEMA_VERSION, ok: true, session_id: sessionId, created, thread_id: threadId, replied });
+  const accepted = (sessionId: string, created: boolean, threadId: string | null, replied: boolean): SubmitReply => ({
+    v: SCHEMA_VERSION,
+    ok: true,
+    session_id: sessionId,
+    created,
+    thread_id: threadId,
+    replied,
+  });
 
   /** The thread's latest session when it waits for a person, else null. */
   async function waitingSession(thread: Thread): Promise<string | null> {
@@ -206,14 +279,28 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    * The query as the waiting session's reply. Its input id comes from the idempotency key, so a
    * retried request is applied once; the key is claimed for the waiting session, so a retry finds it.
    */
-  async function replyInThread(sessionId: string, text: string, threadId: string, idempotencyKey: string | undefined): Promise<SubmitReply> {
+  async function replyInThread(
+    sessionId: string,
+    text: string,
+    threadId: string,
+    idempotencyKey: string | undefined,
+  ): Promise<SubmitReply> {
     let id: string = randomUUID();
     if (idempotencyKey !== undefined) {
       await store.claimIdempotencyKey(idempotencyKey, sessionId);
       id = createHash("sha256").update(idempotencyKey).digest("hex").slice(0, 32);
     }
-    await publisher.publishInbox({ v: SCHEMA_VERSION, kind: "user_reply", session_id: sessionId, input_id: inputIds.user(id), text });
-    deps.log.info({ session_id: sessionId, thread_id: threadId }, "thread message went to the waiting session as its reply");
+    await publisher.publishInbox({
+      v: SCHEMA_VERSION,
+      kind: "user_reply",
+      session_id: sessionId,
+      input_id: inputIds.user(id),
+      text,
+    });
+    deps.log.info(
+      { session_id: sessionId, thread_id: threadId },
+      "thread message went to the waiting session as its reply",
+    );
     return accepted(sessionId, false, threadId, true);
   }
 
@@ -221,9 +308,14 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
    * The thread's earlier turns, oldest first: each session's question, and its answer once it has
    * one; and what its latest session hands on (clarify's count), null when nothing.
    */
-  async function threadConversation(thread: Thread, current: string): Promise<{ messages: ChatMessage[]; carry: ThreadCarry | null }> {
+  async function threadConversation(
+    thread: Thread,
+    current: string,
+  ): Promise<{ messages: ChatMessage[]; carry: ThreadCarry | null }> {
     // The latest sessions are enough: the conversation keeps at most maxConversationMessages turns.
-    const recent = thread.sessions.filter((sid) => sid !== current).slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
+    const recent = thread.sessions
+      .filter((sid) => sid !== current)
+      .slice(-Math.ceil(LIMITS.maxConversationMessages / 2));
     const loaded = await Promise.all(recent.map((sid) => store.load(sid)));
     const out: ChatMessage[] = [];
     let carry: ThreadCarry | null = null;
@@ -247,7 +339,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
   async function retireTimer(input: InboxInput, why: "unknown_session" | string): Promise<void> {
     if (input.kind !== "timer") return;
     if (input.task_id) await store.removeTimers([timerMember.task(input.task_id)]);
-    else if (why === "unknown_session" || why === "terminal") await store.removeTimers([timerMember.session(input.session_id)]);
+    else if (why === "unknown_session" || why === "terminal")
+      await store.removeTimers([timerMember.session(input.session_id)]);
   }
 
   async function flush(sessionId: string, outbox: Outbox, threadId: string | null): Promise<void> {
@@ -301,7 +394,11 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       // the tasks name it as their parent even when another coordinator publishes them.
       const span = spans.transition(loaded.state, out.state, input, out.spanAttributes);
       const traceparent = span.traceparent ?? rootTraceparent(out.state);
-      const outbox: Outbox = { version, entries: [...out.outbox], ...(traceparent === undefined ? {} : { traceparent }) };
+      const outbox: Outbox = {
+        version,
+        entries: [...out.outbox],
+        ...(traceparent === undefined ? {} : { traceparent }),
+      };
       let res: Awaited<ReturnType<SessionStore["commit"]>>;
       try {
         res = await store.commit({
@@ -310,7 +407,14 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
           state: out.state,
           inputId: input.input_id,
           outbox,
-          log: { version, input_id: input.input_id, input: logInput(input), now: at, commands: logCommands(out.commands), status: out.state.meta.status },
+          log: {
+            version,
+            input_id: input.input_id,
+            input: logInput(input),
+            now: at,
+            commands: logCommands(out.commands),
+            status: out.state.meta.status,
+          },
           terminal: isTerminal(out.state.meta.status),
           timers: out.timers,
           clearTimers: out.clearTimers,
@@ -362,8 +466,22 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       }
       const input: InboxInput =
         t.kind === "task"
-          ? { v: SCHEMA_VERSION, kind: "timer", session_id: t.sessionId, input_id: inputIds.timer(t.taskId), task_id: t.taskId, reason: "task_deadline" }
-          : { v: SCHEMA_VERSION, kind: "timer", session_id: t.sessionId, input_id: inputIds.timer(`session.${t.sessionId}`), task_id: null, reason: "session_deadline" };
+          ? {
+              v: SCHEMA_VERSION,
+              kind: "timer",
+              session_id: t.sessionId,
+              input_id: inputIds.timer(t.taskId),
+              task_id: t.taskId,
+              reason: "task_deadline",
+            }
+          : {
+              v: SCHEMA_VERSION,
+              kind: "timer",
+              session_id: t.sessionId,
+              input_id: inputIds.timer(`session.${t.sessionId}`),
+              task_id: null,
+              reason: "session_deadline",
+            };
       await publisher.publishInbox(input);
       stats.timers_fired++;
     }

@@ -1,7 +1,18 @@
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { checkDurability, connectRedis, createRedisSessionStore, redisHealth } from "@agentmesh/session-store";
 import { connectNats, linkHealth } from "@agentmesh/messaging";
-import { createHealth, createLogger, crashHook, createTracing, runUntilSignalled, secretsOf, startProcessMetrics, type Logger, type Metrics, type Tracing } from "@agentmesh/service-kit";
+import {
+  createHealth,
+  createLogger,
+  crashHook,
+  createTracing,
+  runUntilSignalled,
+  secretsOf,
+  startProcessMetrics,
+  type Logger,
+  type Metrics,
+  type Tracing,
+} from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Redis } from "ioredis";
 import { loadCoordinatorConfig, type CoordinatorConfig } from "./config.js";
@@ -12,7 +23,9 @@ export async function assertDurable(redis: Redis, cfg: CoordinatorConfig, log: L
   const d = await checkDurability(redis);
   for (const w of d.warnings) log.warn({ durability: w }, "redis durability");
   if (cfg.requireDurable && (d.warnings.length > 0 || !d.configAvailable)) {
-    throw new Error(`AGENTMESH_REQUIRE_DURABLE=1 but Redis at ${redactUrls(cfg.redisUrl)} is not durable: ${d.warnings.join("; ") || "CONFIG unavailable, cannot verify"}`);
+    throw new Error(
+      `AGENTMESH_REQUIRE_DURABLE=1 but Redis at ${redactUrls(cfg.redisUrl)} is not durable: ${d.warnings.join("; ") || "CONFIG unavailable, cannot verify"}`,
+    );
   }
 }
 
@@ -80,16 +93,28 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
       const cfg = loadCoordinatorConfig(env);
       log = createLogger({ service: "coordinator", level: cfg.logLevel, secrets });
       const ops = await startProcessMetrics(cfg.metrics, log, health);
-      log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
+      log.info(
+        { nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) },
+        "connecting (waits for NATS to come up)",
+      );
       // both at once (each waits on its server): a failure of either ends the start, and the process
       // exits with it (runUntilSignalled), which drops the other connection too
       const [nc, redis] = await Promise.all([
         connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `coordinator-${process.pid}`, waitOnFirstConnect: true }),
-        connectRedis(cfg.redisUrl, { name: `coordinator-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),
+        connectRedis(cfg.redisUrl, {
+          name: `coordinator-${process.pid}`,
+          ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+        }),
       ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));
       const tracing = await createTracing({ serviceName: "coordinator", config: cfg.tracing });
-      const running = await startCoordinatorFromConfig(cfg, { nc, redis, log, tracing, ...(ops ? { metrics: ops.metrics } : {}) });
+      const running = await startCoordinatorFromConfig(cfg, {
+        nc,
+        redis,
+        log,
+        tracing,
+        ...(ops ? { metrics: ops.metrics } : {}),
+      });
       health.require(running.whyNotReady);
       return {
         async stop(graceMs: number) {

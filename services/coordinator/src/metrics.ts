@@ -1,7 +1,13 @@
 import type { Naming } from "@agentmesh/contracts";
 import type { ConsumerLagReader, InboxHandler, Worker } from "@agentmesh/messaging";
 import type { SessionStore } from "@agentmesh/session-store";
-import { METRIC_CATALOGUE as M, consumerLagGauges, STEP_SECONDS_BUCKETS, type Logger, type Metrics } from "@agentmesh/service-kit";
+import {
+  METRIC_CATALOGUE as M,
+  consumerLagGauges,
+  STEP_SECONDS_BUCKETS,
+  type Logger,
+  type Metrics,
+} from "@agentmesh/service-kit";
 import type { CoordinatorStats } from "./core.js";
 
 /** What a coordinator reports to its process's metrics registry. */
@@ -15,7 +21,10 @@ export interface CoordinatorMetrics {
 }
 
 /** The coordinator's metrics in `metrics` (the process's registry), its inbox lag read with `lag`. */
-export function coordinatorMetrics(metrics: Metrics, opts: { naming: Naming; lag: ConsumerLagReader; log: Logger }): CoordinatorMetrics {
+export function coordinatorMetrics(
+  metrics: Metrics,
+  opts: { naming: Naming; lag: ConsumerLagReader; log: Logger },
+): CoordinatorMetrics {
   const stream = opts.naming.streams.inbox;
   const consumer = opts.naming.consumers.coordinator;
   const transitions = metrics.counter(M.transitions);

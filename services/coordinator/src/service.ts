@@ -2,7 +2,18 @@ import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ROLE_NAMES, type Naming } from "@agentmesh/contracts";
 import type { SessionStore } from "@agentmesh/session-store";
-import { consumerLagReader, createMicroService, createPublisher, provision, startDeadLetterMover, startInboxConsumer, traceparentOf, type CrashHook, type InboxHandler, type Worker } from "@agentmesh/messaging";
+import {
+  consumerLagReader,
+  createMicroService,
+  createPublisher,
+  provision,
+  startDeadLetterMover,
+  startInboxConsumer,
+  traceparentOf,
+  type CrashHook,
+  type InboxHandler,
+  type Worker,
+} from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
 import type { Logger, Metrics, Stoppable, Tracing } from "@agentmesh/service-kit";
 import { createCoordinatorCore, type CoordinatorCore } from "./core.js";
@@ -59,9 +70,18 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
-  const metrics = opts.metrics ? coordinatorMetrics(opts.metrics, { naming: opts.naming, lag: consumerLagReader(opts.nc), log }) : null;
+  const metrics = opts.metrics
+    ? coordinatorMetrics(opts.metrics, { naming: opts.naming, lag: consumerLagReader(opts.nc), log })
+    : null;
   const store = metrics ? metrics.store(opts.store) : opts.store;
-  const core = createCoordinatorCore({ store, publisher, log, defaults: opts.defaults, crash: opts.crash, ...(opts.tracing ? { tracing: opts.tracing } : {}) });
+  const core = createCoordinatorCore({
+    store,
+    publisher,
+    log,
+    defaults: opts.defaults,
+    crash: opts.crash,
+    ...(opts.tracing ? { tracing: opts.tracing } : {}),
+  });
   const step: InboxHandler = (input) => core.handleInput(input);
   const inbox = await startInboxConsumer(opts.nc, {
     naming: opts.naming,
@@ -78,9 +98,19 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     version: opts.version ?? "0.1.0",
     description: "Drives sessions: submit, step the workflow, persist, dispatch",
     metadata: { prefix: opts.naming.prefix, kind: "coordinator", host: hostname() },
-    statsData: () => ({ ...core.stats, inbox: { ...inbox.stats }, alive: inbox.alive() && (opts.storeReady?.() ?? true), store_ready: opts.storeReady?.() ?? true }),
+    statsData: () => ({
+      ...core.stats,
+      inbox: { ...inbox.stats },
+      alive: inbox.alive() && (opts.storeReady?.() ?? true),
+      store_ready: opts.storeReady?.() ?? true,
+    }),
   });
-  await micro.addEndpoint("submit", opts.naming.submit, (body: unknown, headers) => core.submit(body, { traceparent: traceparentOf(headers) }), { queue: "coordinators" });
+  await micro.addEndpoint(
+    "submit",
+    opts.naming.submit,
+    (body: unknown, headers) => core.submit(body, { traceparent: traceparentOf(headers) }),
+    { queue: "coordinators" },
+  );
   // the server has the `$SRV` and submit subscriptions once this returns: ready means answering
   await opts.nc.flush();
 
@@ -90,8 +120,13 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     if (polling) return;
     polling = true;
     core.fireDueTimers().then(
-      () => { polling = false; },
-      (err: unknown) => { polling = false; log.warn({ err }, "timer poll failed"); },
+      () => {
+        polling = false;
+      },
+      (err: unknown) => {
+        polling = false;
+        log.warn({ err }, "timer poll failed");
+      },
     );
   };
   timerLoop = setInterval(poll, opts.timerPollMs ?? 500);

@@ -1,5 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { Traceparent, isTerminal, sessionTraceparent, type InboxInput, type Outbox, type SessionState, type SessionTrace } from "@agentmesh/contracts";
+import {
+  Traceparent,
+  isTerminal,
+  sessionTraceparent,
+  type InboxInput,
+  type Outbox,
+  type SessionState,
+  type SessionTrace,
+} from "@agentmesh/contracts";
 import type { SpanAttributeMap, SpanHandle, Tracing } from "@agentmesh/service-kit";
 import type { SpanAttributes } from "@agentmesh/workflows";
 
@@ -15,12 +23,20 @@ function nonZeroHex(bytes: number, random: (n: number) => Buffer): string {
  * traceparent (the client's span becomes the root span's parent), else starts one. The root
  * span's id is fixed here, long before the span is written (at the session's end).
  */
-export function mintSessionTrace(clientTraceparent: string | undefined, random: (n: number) => Buffer = randomBytes): SessionTrace {
+export function mintSessionTrace(
+  clientTraceparent: string | undefined,
+  random: (n: number) => Buffer = randomBytes,
+): SessionTrace {
   const rootSpanId = nonZeroHex(8, random);
   if (clientTraceparent !== undefined && Traceparent.safeParse(clientTraceparent).success) {
     const [, traceId, spanId, flags] = clientTraceparent.split("-") as [string, string, string, string];
     if (/[^0]/.test(traceId) && /[^0]/.test(spanId)) {
-      return { trace_id: traceId, root_span_id: rootSpanId, parent_span_id: spanId, sampled: (Number.parseInt(flags, 16) & 1) === 1 };
+      return {
+        trace_id: traceId,
+        root_span_id: rootSpanId,
+        parent_span_id: spanId,
+        sampled: (Number.parseInt(flags, 16) & 1) === 1,
+      };
     }
   }
   return { trace_id: nonZeroHex(16, random), root_span_id: rootSpanId, parent_span_id: null, sampled: true };
@@ -41,7 +57,14 @@ function inputAttributes(input: InboxInput): SpanAttributeMap {
   return {
     "agentmesh.input_kind": input.kind,
     "agentmesh.input_id": input.input_id,
-    ...(input.kind === "result" ? { "agentmesh.task_id": input.task_id, "agentmesh.role": input.role, "agentmesh.op": input.op, "agentmesh.ok": input.outcome.ok } : {}),
+    ...(input.kind === "result"
+      ? {
+          "agentmesh.task_id": input.task_id,
+          "agentmesh.role": input.role,
+          "agentmesh.op": input.op,
+          "agentmesh.ok": input.outcome.ok,
+        }
+      : {}),
     ...(input.kind === "timer" ? { "agentmesh.timer_reason": input.reason } : {}),
   };
 }
@@ -49,7 +72,12 @@ function inputAttributes(input: InboxInput): SpanAttributeMap {
 /** How the coordinator writes a session's spans; every method is a no-op when tracing is off. */
 export interface SessionSpans {
   /** Starts the span of a transition about to be committed (child of the session's root span). */
-  transition(prev: SessionState, next: SessionState, input: InboxInput, decided: SpanAttributes | undefined): SpanHandle;
+  transition(
+    prev: SessionState,
+    next: SessionState,
+    input: InboxInput,
+    decided: SpanAttributes | undefined,
+  ): SpanHandle;
   /**
    * A pending outbox found at load is re-published: the span its traceparent names was never
    * written (the coordinator died before ending it), so it is written now under that id, and the
@@ -118,7 +146,12 @@ export function sessionSpans(tracing: Tracing): SessionSpans {
           parentSpanId: t.root_span_id,
           sampled: t.sampled,
           startTime: Date.now(),
-          attributes: { ...sessionAttributes(state), "agentmesh.workflow": state.meta.workflow, "agentmesh.version": outbox.version, "agentmesh.republished": true },
+          attributes: {
+            ...sessionAttributes(state),
+            "agentmesh.workflow": state.meta.workflow,
+            "agentmesh.version": outbox.version,
+            "agentmesh.republished": true,
+          },
         });
       }
       if (isTerminal(state.meta.status) && outbox.version === state.meta.version) ended(state);

@@ -54,11 +54,16 @@ function authHeaders() {
  * @param {Response | { status: number, body: string }} res
  */
 async function errorText(res) {
-  const body = "body" in res && typeof res.body === "string" ? res.body : await /** @type {Response} */ (res).text().catch(() => "");
+  const body =
+    "body" in res && typeof res.body === "string"
+      ? res.body
+      : await /** @type {Response} */ (res).text().catch(() => "");
   try {
     const parsed = JSON.parse(body);
     if (typeof parsed?.error?.message === "string") return parsed.error.message;
-  } catch { /* not JSON: fall through */ }
+  } catch {
+    /* not JSON: fall through */
+  }
   return `The server answered ${res.status}.`;
 }
 
@@ -174,7 +179,10 @@ function showOptions() {
 function chosenOptions() {
   if (supervisorOptions.hidden) return {};
   const research = !$("depth-field").hidden;
-  return { ...(mode.value ? { mode: mode.value } : {}), ...(research ? { depth: depth.value, scenario: scenario.value } : {}) };
+  return {
+    ...(mode.value ? { mode: mode.value } : {}),
+    ...(research ? { depth: depth.value, scenario: scenario.value } : {}),
+  };
 }
 
 /** @param {SubmitEvent} ev */

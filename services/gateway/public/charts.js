@@ -60,7 +60,15 @@ export function renderCharts(container, charts) {
     target.setAttribute("role", "img");
     target.setAttribute("aria-label", typeof chart.spec.description === "string" ? chart.spec.description : title);
     loadVega()
-      .then(() => /** @type {any} */ (globalThis).vegaEmbed(target, chart.spec, { actions: false, defaultStyle: false, tooltip: false, renderer: "svg", loader: NO_LOADER }))
+      .then(() =>
+        /** @type {any} */ (globalThis).vegaEmbed(target, chart.spec, {
+          actions: false,
+          defaultStyle: false,
+          tooltip: false,
+          renderer: "svg",
+          loader: NO_LOADER,
+        }),
+      )
       .catch((/** @type {unknown} */ err) => {
         target.className = "refused";
         target.textContent = `Not drawn: ${err instanceof Error ? err.message : String(err)}.`;

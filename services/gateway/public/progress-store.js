@@ -157,20 +157,48 @@ export function replay(events, sessionId = null) {
  */
 function applyTyped(p, e) {
   switch (e.type) {
-    case "stage": return applyStage(p, e);
-    case "tool_call": return applyToolCall(p, e);
-    case "tool_result": return applyToolResult(p, e);
-    case "code_result": return applyCodeResult(p, e);
-    case "step": return applyStep(p, e);
-    case "source": return addSource(p, { title: e.title, url: e.url ?? null, path: e.path ?? null, snippet: e.snippet ?? "" });
-    case "routing": return addNote(p, e.at, `Routed to ${e.agent} (confidence ${Number(e.confidence).toFixed(2)}${e.is_low_confidence ? ", low" : ""}): ${e.reason}`);
-    case "config": return addNote(p, e.at, configNote(e.agent, e.settings));
-    case "handoff": return addNote(p, e.at, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
-    case "orchestration": return addNote(p, e.at, `Orchestrator (${e.layer}): ${e.next_agent}, clarifications ${e.clarification_count}/${e.max_clarifications}`);
-    case "visualization": return { ...p, charts: [...p.charts, { key: `${e.version}:${e.index}`, spec: e.spec, refused: chartRefusal(e.spec) }] };
-    case "error": return { ...p, errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.at }] };
-    case "complete": return applyComplete(p, e);
-    default: return p; // a type added later: the page shows what it knows
+    case "stage":
+      return applyStage(p, e);
+    case "tool_call":
+      return applyToolCall(p, e);
+    case "tool_result":
+      return applyToolResult(p, e);
+    case "code_result":
+      return applyCodeResult(p, e);
+    case "step":
+      return applyStep(p, e);
+    case "source":
+      return addSource(p, { title: e.title, url: e.url ?? null, path: e.path ?? null, snippet: e.snippet ?? "" });
+    case "routing":
+      return addNote(
+        p,
+        e.at,
+        `Routed to ${e.agent} (confidence ${Number(e.confidence).toFixed(2)}${e.is_low_confidence ? ", low" : ""}): ${e.reason}`,
+      );
+    case "config":
+      return addNote(p, e.at, configNote(e.agent, e.settings));
+    case "handoff":
+      return addNote(p, e.at, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
+    case "orchestration":
+      return addNote(
+        p,
+        e.at,
+        `Orchestrator (${e.layer}): ${e.next_agent}, clarifications ${e.clarification_count}/${e.max_clarifications}`,
+      );
+    case "visualization":
+      return {
+        ...p,
+        charts: [...p.charts, { key: `${e.version}:${e.index}`, spec: e.spec, refused: chartRefusal(e.spec) }],
+      };
+    case "error":
+      return {
+        ...p,
+        errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.at }],
+      };
+    case "complete":
+      return applyComplete(p, e);
+    default:
+      return p; // a type added later: the page shows what it knows
   }
 }
 
@@ -184,7 +212,16 @@ function applyStage(p, e) {
   const awaitingNow = e.name === AWAITING_STAGE;
   if (e.status === "running") {
     const index = stages.length;
-    stages.push({ index, name: e.name, description: e.description, status: "running", startedAt: e.at, endedAt: null, durationMs: null, toolCallIds: [] });
+    stages.push({
+      index,
+      name: e.name,
+      description: e.description,
+      status: "running",
+      startedAt: e.at,
+      endedAt: null,
+      durationMs: null,
+      toolCallIds: [],
+    });
     return {
       ...p,
       stages,
@@ -195,10 +232,25 @@ function applyStage(p, e) {
   // `completed` or `failed` closes the latest running stage of that name.
   const open = findLast(stages, (s) => s.name === e.name && s.status === "running");
   if (open) {
-    stages[open.index] = { ...open, status: e.status, description: e.description || open.description, endedAt: e.at, durationMs: Math.max(0, e.at - open.startedAt) };
+    stages[open.index] = {
+      ...open,
+      status: e.status,
+      description: e.description || open.description,
+      endedAt: e.at,
+      durationMs: Math.max(0, e.at - open.startedAt),
+    };
   } else {
     // Closed without an opening we saw: show it as an instant.
-    stages.push({ index: stages.length, name: e.name, description: e.description, status: e.status, startedAt: e.at, endedAt: e.at, durationMs: 0, toolCallIds: [] });
+    stages.push({
+      index: stages.length,
+      name: e.name,
+      description: e.description,
+      status: e.status,
+      startedAt: e.at,
+      endedAt: e.at,
+      durationMs: 0,
+      toolCallIds: [],
+    });
   }
   const running = findLast(stages, (s) => s.status === "running");
   return {
@@ -231,8 +283,17 @@ function applyToolCall(p, e) {
     result: early,
     code: null,
   };
-  const stages = parent === null ? p.stages : p.stages.map((s) => (s.index === parent ? { ...s, toolCallIds: [...s.toolCallIds, e.id] } : s));
-  return { ...p, stages, toolCalls: { ...p.toolCalls, [e.id]: call }, toolCallOrder: [...p.toolCallOrder, e.id], orphanResults: omit(p.orphanResults, e.id) };
+  const stages =
+    parent === null
+      ? p.stages
+      : p.stages.map((s) => (s.index === parent ? { ...s, toolCallIds: [...s.toolCallIds, e.id] } : s));
+  return {
+    ...p,
+    stages,
+    toolCalls: { ...p.toolCalls, [e.id]: call },
+    toolCallOrder: [...p.toolCallOrder, e.id],
+    orphanResults: omit(p.orphanResults, e.id),
+  };
 }
 
 /**
@@ -242,7 +303,12 @@ function applyToolCall(p, e) {
  */
 function applyToolResult(p, e) {
   /** @type {ToolResult} */
-  const result = { ok: Boolean(e.ok), content: String(e.content ?? ""), latencyMs: Number(e.latency_ms ?? 0), at: e.at };
+  const result = {
+    ok: Boolean(e.ok),
+    content: String(e.content ?? ""),
+    latencyMs: Number(e.latency_ms ?? 0),
+    at: e.at,
+  };
   const call = p.toolCalls[e.id];
   if (!call) return { ...p, orphanResults: { ...p.orphanResults, [e.id]: result } };
   return { ...p, toolCalls: { ...p.toolCalls, [e.id]: { ...call, result } } };
@@ -257,7 +323,14 @@ function applyCodeResult(p, e) {
   const call = p.toolCalls[e.id];
   if (!call) return p;
   /** @type {CodeResult} */
-  const code = { language: e.language, exitCode: e.exit_code ?? null, stdout: e.stdout ?? "", stderr: e.stderr ?? "", result: e.result ?? null, truncated: Boolean(e.truncated) };
+  const code = {
+    language: e.language,
+    exitCode: e.exit_code ?? null,
+    stdout: e.stdout ?? "",
+    stderr: e.stderr ?? "",
+    result: e.result ?? null,
+    truncated: Boolean(e.truncated),
+  };
   return { ...p, toolCalls: { ...p.toolCalls, [e.id]: { ...call, code } } };
 }
 
@@ -295,7 +368,16 @@ function applyToken(p, e) {
  */
 function applyComplete(p, e) {
   // Stages still open when the session ends ended with it.
-  const stages = p.stages.map((s) => (s.status === "running" ? { ...s, status: /** @type {StageStatus} */ (e.status === "completed" ? "completed" : "failed"), endedAt: e.at, durationMs: Math.max(0, e.at - s.startedAt) } : s));
+  const stages = p.stages.map((s) =>
+    s.status === "running"
+      ? {
+          ...s,
+          status: /** @type {StageStatus} */ (e.status === "completed" ? "completed" : "failed"),
+          endedAt: e.at,
+          durationMs: Math.max(0, e.at - s.startedAt),
+        }
+      : s,
+  );
   return {
     ...p,
     stages,
@@ -304,7 +386,13 @@ function applyComplete(p, e) {
     endedAt: e.at,
     awaiting: null,
     streaming: {},
-    final: { status: e.status, answer: e.final_answer ?? "", trace: e.final_reasoning_trace ?? "", truncated: Boolean(e.truncated), at: e.at },
+    final: {
+      status: e.status,
+      answer: e.final_answer ?? "",
+      trace: e.final_reasoning_trace ?? "",
+      truncated: Boolean(e.truncated),
+      at: e.at,
+    },
   };
 }
 
@@ -338,7 +426,8 @@ function addNote(p, at, text) {
  */
 function configNote(agent, settings) {
   const name = typeof agent === "string" && agent !== "" ? agent : "unnamed";
-  const entries = typeof settings === "object" && settings !== null && !Array.isArray(settings) ? Object.entries(settings) : [];
+  const entries =
+    typeof settings === "object" && settings !== null && !Array.isArray(settings) ? Object.entries(settings) : [];
   const list = entries.map(([k, v]) => `${k.replaceAll("_", " ")} ${settingText(v)}`).join("; ");
   return `Settings of the ${name} agent: ${list || "none announced"}`;
 }

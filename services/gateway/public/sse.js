@@ -35,7 +35,8 @@ export function createSseParser(emit) {
   /** @param {string} line */
   const onLine = (line) => {
     if (line === "") {
-      if (data.length > 0) emit({ kind: "message", message: { event: event || "message", data: data.join("\n"), id: lastId } });
+      if (data.length > 0)
+        emit({ kind: "message", message: { event: event || "message", data: data.join("\n"), id: lastId } });
       data = [];
       event = "";
       return;
@@ -112,7 +113,8 @@ export async function followStream(opts) {
     let delivered = false;
     try {
       const res = await opts.connect(lastId);
-      if (res.status >= 400 && res.status < 500) return { reason: "refused", status: res.status, body: await res.text() };
+      if (res.status >= 400 && res.status < 500)
+        return { reason: "refused", status: res.status, body: await res.text() };
       if (!res.ok || !res.body) throw new Error(`the server answered ${res.status}`);
       opts.onState?.("open");
       const parser = createSseParser((item) => {
@@ -173,6 +175,13 @@ async function readBody(body, parser, enough, signal) {
 function delay(ms, signal) {
   return new Promise((resolve) => {
     const t = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => { clearTimeout(t); resolve(); }, { once: true });
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

@@ -70,16 +70,24 @@ export function render(p, now) {
   renderStages(p, now);
   renderStreaming(p);
   renderSteps(p);
-  renderList("notes", p.notes.map((n, i) => [String(i), n.text]));
-  renderList("errors", p.errors.map((e, i) => [String(i), `${e.component ? `${e.component}: ` : ""}${e.message} (${e.code})`]));
+  renderList(
+    "notes",
+    p.notes.map((n, i) => [String(i), n.text]),
+  );
+  renderList(
+    "errors",
+    p.errors.map((e, i) => [String(i), `${e.component ? `${e.component}: ` : ""}${e.message} (${e.code})`]),
+  );
   renderSources(p);
   renderAnswer(p);
 }
 
 /** Empties every progress list (a new question). */
 export function clear() {
-  for (const id of ["stages", "steps", "notes", "errors", "sources", "charts", "answer", "trace", "streaming"]) $(id).replaceChildren();
-  for (const id of ["streaming-box", "steps-box", "notes-box", "errors-box", "sources-box", "charts-box", "answer-box"]) $(id).hidden = true;
+  for (const id of ["stages", "steps", "notes", "errors", "sources", "charts", "answer", "trace", "streaming"])
+    $(id).replaceChildren();
+  for (const id of ["streaming-box", "steps-box", "notes-box", "errors-box", "sources-box", "charts-box", "answer-box"])
+    $(id).hidden = true;
 }
 
 /**
@@ -108,7 +116,9 @@ function renderStages(p, now) {
     }
   }
   // Calls made outside any stage still show, after the stages.
-  const loose = p.toolCallOrder.map((id) => p.toolCalls[id]).filter((c) => c !== undefined && c.parentStageIndex === null);
+  const loose = p.toolCallOrder
+    .map((id) => p.toolCalls[id])
+    .filter((c) => c !== undefined && c.parentStageIndex === null);
   if (loose.length > 0) {
     const li = keyed(list, "loose", () => {
       const item = el("li", "stage");
@@ -132,7 +142,10 @@ function renderCall(parent, c) {
   });
   const flags = c.flags.length > 0 ? ` — flagged: ${c.flags.join(", ")}` : "";
   setText(/** @type {Element} */ (li.querySelector(".call-head")), `${c.tool}${flags}`);
-  setText(/** @type {Element} */ (li.querySelector(".args")), JSON.stringify(c.args, null, 1) + (c.argsTruncated ? "\n(arguments cut)" : ""));
+  setText(
+    /** @type {Element} */ (li.querySelector(".args")),
+    JSON.stringify(c.args, null, 1) + (c.argsTruncated ? "\n(arguments cut)" : ""),
+  );
   const result = /** @type {HTMLElement} */ (li.querySelector(".result"));
   if (c.result === null) {
     result.dataset.state = "waiting";
@@ -156,7 +169,12 @@ function renderStreaming(p) {
 function renderSteps(p) {
   $("steps-box").hidden = p.steps.length === 0;
   const list = $("steps");
-  p.steps.forEach((s, i) => setText(keyed(list, String(i), () => el("li")), `${s.role ? `${s.role}: ` : ""}${s.summary}`));
+  p.steps.forEach((s, i) =>
+    setText(
+      keyed(list, String(i), () => el("li")),
+      `${s.role ? `${s.role}: ` : ""}${s.summary}`,
+    ),
+  );
 }
 
 /**
@@ -167,7 +185,11 @@ function renderSteps(p) {
 function renderList(id, items) {
   $(`${id}-box`).hidden = items.length === 0;
   const list = $(id);
-  for (const [key, text] of items) setText(keyed(list, key, () => el("li")), text);
+  for (const [key, text] of items)
+    setText(
+      keyed(list, key, () => el("li")),
+      text,
+    );
 }
 
 /** @param {Progress} p */
@@ -211,9 +233,12 @@ function renderAnswer(p) {
 export function statusLine(p) {
   const stage = p.currentStageIndex === null ? null : p.stages[p.currentStageIndex];
   switch (p.status) {
-    case "idle": return "Waiting for the first event…";
-    case "running": return stage ? `Running: ${stage.name}.` : "Running.";
-    case "awaiting_user": return "Paused: the agents ask you a question.";
+    case "idle":
+      return "Waiting for the first event…";
+    case "running":
+      return stage ? `Running: ${stage.name}.` : "Running.";
+    case "awaiting_user":
+      return "Paused: the agents ask you a question.";
     default: {
       const took = p.startedAt !== null && p.endedAt !== null ? ` in ${formatDuration(p.endedAt - p.startedAt)}` : "";
       return `Session ${p.status}${took}.`;

@@ -1,7 +1,14 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { AgentmeshError } from "@agentmesh/contracts";
-import { ANONYMOUS_OWNER, apiKeyEntry, generateApiKey, keyNameProblem, parseApiKeys, presentedApiKey } from "./api-keys.js";
+import {
+  ANONYMOUS_OWNER,
+  apiKeyEntry,
+  generateApiKey,
+  keyNameProblem,
+  parseApiKeys,
+  presentedApiKey,
+} from "./api-keys.js";
 
 const hashOf = (key: string) => `sha256:${createHash("sha256").update(key).digest("hex")}`;
 
@@ -57,11 +64,26 @@ describe("API keys", () => {
     const good = apiKeyEntry("alice", generateApiKey());
     const goodHash = good.slice("alice=".length);
     const upper = `sha256:${"AB".repeat(32)}`;
-    const inline = [good, raw, `eve=${raw}`, `Mallory=${hashOf("m")}`, `${raw}=${hashOf("x")}`, `anonymous=${hashOf("y")}`, "bob=sha256:abc", `carol=${upper}`].join(",");
-    const file = { path: "/etc/keys", text: `# ok\n${apiKeyEntry("alice", generateApiKey())}\nfrank=${goodHash}\nsha256:${"0".repeat(64)}\n` };
+    const inline = [
+      good,
+      raw,
+      `eve=${raw}`,
+      `Mallory=${hashOf("m")}`,
+      `${raw}=${hashOf("x")}`,
+      `anonymous=${hashOf("y")}`,
+      "bob=sha256:abc",
+      `carol=${upper}`,
+    ].join(",");
+    const file = {
+      path: "/etc/keys",
+      text: `# ok\n${apiKeyEntry("alice", generateApiKey())}\nfrank=${goodHash}\nsha256:${"0".repeat(64)}\n`,
+    };
     const err = configProblem({ inline, file });
     expect(err.code).toBe("invalid_config");
-    const lines = err.message.split("\n").slice(1).map((l) => l.trim());
+    const lines = err.message
+      .split("\n")
+      .slice(1)
+      .map((l) => l.trim());
     expect(lines).toEqual([
       "- API keys: AGENTMESH_API_KEYS entry 2: this is a raw key; configure its hash instead (`pnpm gateway:key <name>` prints an entry)",
       "- API keys: AGENTMESH_API_KEYS entry 3 (eve): this is a raw key; configure its hash instead (`pnpm gateway:key <name>` prints an entry)",
@@ -74,12 +96,14 @@ describe("API keys", () => {
       "- API keys: /etc/keys line 3 (frank): the same key as AGENTMESH_API_KEYS entry 1 (alice); each key has one owner",
       "- API keys: /etc/keys line 4: expected name=sha256:<64 lowercase hex digits>",
     ]);
-    for (const secret of [raw, raw.slice(3, 20), goodHash.slice(7, 30), "Mallory", "ABAB"]) expect(err.message).not.toContain(secret);
+    for (const secret of [raw, raw.slice(3, 20), goodHash.slice(7, 30), "Mallory", "ABAB"])
+      expect(err.message).not.toContain(secret);
   });
 
   it("checks names: the pattern, unique, anonymous and the key prefix reserved", () => {
     for (const ok of ["alice", "a", "0", "ci-bot_2", "x".repeat(64)]) expect(keyNameProblem(ok), ok).toBeNull();
-    for (const bad of ["", "Alice", "-a", "_a", "a b", "a.b", "x".repeat(65), "é"]) expect(keyNameProblem(bad), bad).toMatch(/must match/);
+    for (const bad of ["", "Alice", "-a", "_a", "a b", "a.b", "x".repeat(65), "é"])
+      expect(keyNameProblem(bad), bad).toMatch(/must match/);
     expect(keyNameProblem(ANONYMOUS_OWNER)).toMatch(/reserved/);
     expect(keyNameProblem("am_team")).toMatch(/may not start with am_/);
   });

@@ -59,9 +59,13 @@ interface Entry {
 }
 
 function entriesOf(sources: ApiKeySources): Entry[] {
-  const inline = (sources.inline ?? "").split(",").map((text, i) => ({ where: `AGENTMESH_API_KEYS entry ${i + 1}`, text: text.trim() }));
+  const inline = (sources.inline ?? "")
+    .split(",")
+    .map((text, i) => ({ where: `AGENTMESH_API_KEYS entry ${i + 1}`, text: text.trim() }));
   const file = sources.file;
-  const lines = file ? file.text.split(/\r?\n/).map((text, i) => ({ where: `${file.path} line ${i + 1}`, text: text.trim() })) : [];
+  const lines = file
+    ? file.text.split(/\r?\n/).map((text, i) => ({ where: `${file.path} line ${i + 1}`, text: text.trim() }))
+    : [];
   return [...inline, ...lines].filter((e) => e.text.length > 0 && !e.text.startsWith("#"));
 }
 

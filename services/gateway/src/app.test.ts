@@ -1,5 +1,13 @@
 import { describe, expect, test } from "vitest";
-import { LIMITS, SCHEMA_VERSION, naming, type Attachment, type InboxInput, type SessionState, type SubmitRequest } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  SCHEMA_VERSION,
+  naming,
+  type Attachment,
+  type InboxInput,
+  type SessionState,
+  type SubmitRequest,
+} from "@agentmesh/contracts";
 import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
 import { createLogger } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -17,24 +25,59 @@ const BOB = generateApiKey();
  * route tested here: the connection throws if anything touches it, so a test cannot pass by
  * accident through a real submit (those paths run against real processes in test/e2e).
  */
-const noNats = new Proxy({}, { get: (_t, p) => { throw new Error(`NATS used (${String(p)}) by a route that must not need it`); } }) as NatsConnection;
+const noNats = new Proxy(
+  {},
+  {
+    get: (_t, p) => {
+      throw new Error(`NATS used (${String(p)}) by a route that must not need it`);
+    },
+  },
+) as NatsConnection;
 
 function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: number; nc?: NatsConnection } = {}) {
-  const store = createInMemorySessionStore({ keyPrefix: "gw", activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
-  const limits = createInMemoryLimits({ keyPrefix: "gw", rateLimit: over.rateLimit ?? 100, rateWindowMs: 60_000, maxConcurrentSessions: 5, sessionTtlMs: 60_000 });
+  const store = createInMemorySessionStore({
+    keyPrefix: "gw",
+    activeTtlMs: 60_000,
+    finishedTtlMs: 60_000,
+    idempotencyTtlMs: 60_000,
+  });
+  const limits = createInMemoryLimits({
+    keyPrefix: "gw",
+    rateLimit: over.rateLimit ?? 100,
+    rateWindowMs: 60_000,
+    maxConcurrentSessions: 5,
+    sessionTtlMs: 60_000,
+  });
   const inbox: InboxInput[] = [];
   const gw = createGatewayApp({
-    nc: over.nc ?? noNats, naming: naming("gw"), store, limits, log: createLogger({ service: "test", level: "silent" }), submitTimeoutMs: 1000,
-    publisher: { publishInbox: async (i) => { inbox.push(i); } },
+    nc: over.nc ?? noNats,
+    naming: naming("gw"),
+    store,
+    limits,
+    log: createLogger({ service: "test", level: "silent" }),
+    submitTimeoutMs: 1000,
+    publisher: {
+      publishInbox: async (i) => {
+        inbox.push(i);
+      },
+    },
     keys: parseApiKeys({ inline: [apiKeyEntry("alice", ALICE), apiKeyEntry("bob", BOB)].join(",") }),
-    anonymous: over.anonymous ?? false, defaultWorkflow: "critic-chain", maxBodyBytes: over.maxBodyBytes ?? 4096,
+    anonymous: over.anonymous ?? false,
+    defaultWorkflow: "critic-chain",
+    maxBodyBytes: over.maxBodyBytes ?? 4096,
     ready: async () => true,
   });
   const call = (path: string, init: RequestInit & { key?: string | null; json?: unknown } = {}) => {
     const headers = new Headers(init.headers);
     if (init.key !== null) headers.set("authorization", `Bearer ${init.key ?? ALICE}`);
     if (init.json !== undefined) headers.set("content-type", "application/json");
-    return gw.app.request(path, { ...init, headers, ...(init.json !== undefined ? { body: typeof init.json === "string" ? init.json : JSON.stringify(init.json) } : {}) });
+    return gw.app.request(path, {
+      ...init,
+      headers,
+      ...(init.json !== undefined
+        ? { body: typeof init.json === "string" ? init.json : JSON.stringify(init.json) }
+        : {}),
+    });
   };
   return { store, gw, call, inbox };
 }
@@ -43,7 +86,12 @@ function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: n
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const body = async (r: Response): Promise<any> => r.json();
 
-async function owned(store: ReturnType<typeof setup>["store"], sid: string, owner: string, status: SessionState["meta"]["status"] = "running") {
+async function owned(
+  store: ReturnType<typeof setup>["store"],
+  sid: string,
+  owner: string,
+  status: SessionState["meta"]["status"] = "running",
+) {
   const s = testSessionState(sid);
   await store.create({ ...s, meta: { ...s.meta, owner, status, thread_id: "thread-unit-01" } });
   await store.attachToThread("thread-unit-01", owner, sid, 1);
@@ -55,7 +103,9 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const none = await call("/api/v1/workflows", { key: null });
     expect(none.status).toBe(401);
     expect(none.headers.get("www-authenticate")).toMatch(/Bearer/);
-    expect(await none.json()).toEqual({ error: { code: "unauthorized", message: "send an API key: Authorization: Bearer <key>", status: 401 } });
+    expect(await none.json()).toEqual({
+      error: { code: "unauthorized", message: "send an API key: Authorization: Bearer <key>", status: 401 },
+    });
     expect((await call("/api/v1/workflows", { key: "am_not-a-real-key" })).status).toBe(401);
     expect((await call("/api/v1/workflows", { headers: { "x-api-key": BOB }, key: null })).status).toBe(200);
     const anon = setup({ anonymous: true });
@@ -68,17 +118,27 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     await owned(store, "sess-alice-0001", "alice", "awaiting_user");
     const mine = await call("/api/v1/sessions/sess-alice-0001");
     expect(mine.status).toBe(200);
-    expect(await mine.json()).toMatchObject({ session_id: "sess-alice-0001", status: "awaiting_user", thread_id: "thread-unit-01", awaiting_user: { question: "" } });
+    expect(await mine.json()).toMatchObject({
+      session_id: "sess-alice-0001",
+      status: "awaiting_user",
+      thread_id: "thread-unit-01",
+      awaiting_user: { question: "" },
+    });
     for (const [path, method] of [
-      ["/api/v1/sessions/sess-alice-0001", "GET"], ["/api/v1/sessions/sess-alice-0001/events", "GET"], ["/api/v1/sessions/sess-alice-0001/reply", "POST"],
-      ["/api/v1/sessions/sess-alice-0001/cancel", "POST"], ["/api/v1/threads/thread-unit-01", "GET"],
+      ["/api/v1/sessions/sess-alice-0001", "GET"],
+      ["/api/v1/sessions/sess-alice-0001/events", "GET"],
+      ["/api/v1/sessions/sess-alice-0001/reply", "POST"],
+      ["/api/v1/sessions/sess-alice-0001/cancel", "POST"],
+      ["/api/v1/threads/thread-unit-01", "GET"],
     ] as const) {
       const r = await call(path, { method, key: BOB, ...(method === "POST" ? { json: { text: "mine now" } } : {}) });
       expect(r.status, path).toBe(404);
       expect((await body(r)).error.code).toBe("not_found");
     }
     const missing = await call("/api/v1/sessions/sess-nobody-0001", { key: BOB });
-    expect(await missing.json()).toEqual({ error: { code: "not_found", message: "no session sess-nobody-0001", status: 404 } });
+    expect(await missing.json()).toEqual({
+      error: { code: "not_found", message: "no session sess-nobody-0001", status: 404 },
+    });
     expect(inbox).toEqual([]);
   });
 
@@ -86,7 +146,9 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const { call, store, inbox } = setup();
     await owned(store, "sess-wait-00001", "alice", "awaiting_user");
     await owned(store, "sess-run-000001", "alice", "running");
-    expect((await call("/api/v1/sessions/sess-wait-00001/reply", { method: "POST", json: { text: "Blue" } })).status).toBe(202);
+    expect(
+      (await call("/api/v1/sessions/sess-wait-00001/reply", { method: "POST", json: { text: "Blue" } })).status,
+    ).toBe(202);
     expect(inbox.at(-1)).toMatchObject({ kind: "user_reply", session_id: "sess-wait-00001", text: "Blue" });
     const busy = await call("/api/v1/sessions/sess-run-000001/reply", { method: "POST", json: { text: "Blue" } });
     expect(busy.status).toBe(409);
@@ -103,7 +165,11 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
       ["{bad json", 400, /^the body is not valid JSON/],
       [{ query: 5 }, 400, /^the query must be text$/],
       [{ query: "hi" }, 400, /shorter than 3 characters/],
-      [{ query: "What is 2 + 2?", budgets: { max_steps: "x" } }, 400, /^invalid request: .*expected number.* at budgets\.max_steps/],
+      [
+        { query: "What is 2 + 2?", budgets: { max_steps: "x" } },
+        400,
+        /^invalid request: .*expected number.* at budgets\.max_steps/,
+      ],
       [{ query: "What is 2 + 2?", workflow: "nope" }, 400, /^invalid request: .* at workflow/],
       [{ query: "What is 2 + 2?", surprise: true }, 400, /surprise/],
       [{ query: "x".repeat(3000) }, 413, /over 2048 bytes/],
@@ -115,7 +181,11 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
       expect(b.error.message).toMatch(message);
       expect(JSON.stringify(b)).not.toMatch(/at .*\.ts:\d+/);
     }
-    const form = await call("/api/v1/query", { method: "POST", body: "query=hello", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const form = await call("/api/v1/query", {
+      method: "POST",
+      body: "query=hello",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect(form.status).toBe(415);
     const badId = await call("/api/v1/sessions/sess-any-000001/events", { headers: { "last-event-id": "seven" } });
     expect(badId.status).toBe(404); // ownership first: nothing about a session that is not yours
@@ -129,38 +199,65 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
         const req = JSON.parse(new TextDecoder().decode(data)) as SubmitRequest;
         submits.push(req);
         // The coordinator refuses a start over the message limit; this one is told by its file name.
-        const reply = req.options.attachments?.[0]?.name === "too-big.txt"
-          ? { v: SCHEMA_VERSION, ok: false, error: { code: "payload_too_large", message: "the session's start is 300000 bytes, over the 262144-byte message limit; send less", retryable: false, component: "coordinator" } }
-          : { v: SCHEMA_VERSION, ok: true, session_id: req.session_id, created: true, thread_id: req.thread_id };
+        const reply =
+          req.options.attachments?.[0]?.name === "too-big.txt"
+            ? {
+                v: SCHEMA_VERSION,
+                ok: false,
+                error: {
+                  code: "payload_too_large",
+                  message: "the session's start is 300000 bytes, over the 262144-byte message limit; send less",
+                  retryable: false,
+                  component: "coordinator",
+                },
+              }
+            : { v: SCHEMA_VERSION, ok: true, session_id: req.session_id, created: true, thread_id: req.thread_id };
         return { data: new TextEncoder().encode(JSON.stringify(reply)), headers: undefined };
       },
     } as unknown as NatsConnection;
     const { call } = setup({ maxBodyBytes: 512 * 1024, nc });
     const csv: Attachment = { name: "sales.csv", content_type: "text/csv", content: "region,total\nA,5" };
-    const ask = (attachments: unknown) => call("/api/v1/query", { method: "POST", headers: { accept: "application/json" }, json: { query: "Total the sales", workflow: "supervisor", attachments } });
+    const ask = (attachments: unknown) =>
+      call("/api/v1/query", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { query: "Total the sales", workflow: "supervisor", attachments },
+      });
     const cases: Array<[unknown, RegExp]> = [
       [[{ ...csv, name: "../secret.csv" }], /^invalid request: .*path separator.* at attachments\[0\]\.name/],
       [[{ ...csv, content_type: "image/png" }], /^invalid request: .* at attachments\[0\]\.content_type/],
       [[{ ...csv, size: 3 }], /^invalid request: .*size.* at attachments\[0\]/],
       [Array.from({ length: LIMITS.maxAttachments + 1 }, () => csv), /^invalid request: .* at attachments$/],
-      [[csv, { ...csv, content: "x".repeat(LIMITS.maxAttachmentChars) }], new RegExp(`over ${LIMITS.maxAttachmentChars} characters in all → at attachments`)],
+      [
+        [csv, { ...csv, content: "x".repeat(LIMITS.maxAttachmentChars) }],
+        new RegExp(`over ${LIMITS.maxAttachmentChars} characters in all → at attachments`),
+      ],
       ["sales.csv", /^invalid request: .* at attachments/],
     ];
     for (const [attachments, message] of cases) {
       const r = await ask(attachments);
       expect(r.status, JSON.stringify(attachments).slice(0, 60)).toBe(400);
-      expect((await body(r)).error).toMatchObject({ code: "bad_request", status: 400, message: expect.stringMatching(message) });
+      expect((await body(r)).error).toMatchObject({
+        code: "bad_request",
+        status: 400,
+        message: expect.stringMatching(message),
+      });
     }
     expect(submits).toEqual([]);
     const ok = await ask([csv, { name: "notes.txt", content_type: "text/plain", content: "" }]);
     expect(ok.status).toBe(202);
     expect(submits).toHaveLength(1);
-    expect(submits[0]?.options).toEqual({ attachments: [csv, { name: "notes.txt", content_type: "text/plain", content: "" }] });
+    expect(submits[0]?.options).toEqual({
+      attachments: [csv, { name: "notes.txt", content_type: "text/plain", content: "" }],
+    });
     expect((await ask([])).status).toBe(202);
     expect(submits[1]?.options).toEqual({});
     const big = await ask([{ ...csv, name: "too-big.txt" }]);
     expect(big.status).toBe(413);
-    expect((await body(big)).error).toMatchObject({ code: "payload_too_large", message: expect.stringContaining("over the 262144-byte message limit") });
+    expect((await body(big)).error).toMatchObject({
+      code: "payload_too_large",
+      message: expect.stringContaining("over the 262144-byte message limit"),
+    });
   });
 
   test("the rate limit counts POSTs per key: over it is 429 with Retry-After; another key is unaffected", async () => {
@@ -180,27 +277,63 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
   test("a supervisor mode that is not one of its agents is a 400 naming the agents, and nothing is submitted", async () => {
     const { call, inbox } = setup();
     for (const mode of ["poetry", 42, "Research", null]) {
-      const r = await call("/api/v1/query", { method: "POST", headers: { accept: "application/json" }, json: { query: "What is 2 + 2?", workflow: "supervisor", mode } });
+      const r = await call("/api/v1/query", {
+        method: "POST",
+        headers: { accept: "application/json" },
+        json: { query: "What is 2 + 2?", workflow: "supervisor", mode },
+      });
       expect(r.status, JSON.stringify(mode)).toBe(400);
-      expect(await body(r)).toEqual({ error: { code: "bad_request", message: expect.stringMatching(/"chat"\|"research"\|"code"\|"writing"\|"data" → at mode$/), status: 400 } });
+      expect(await body(r)).toEqual({
+        error: {
+          code: "bad_request",
+          message: expect.stringMatching(/"chat"\|"research"\|"code"\|"writing"\|"data" → at mode$/),
+          status: 400,
+        },
+      });
     }
     expect(inbox).toEqual([]);
   });
 
   test("the OpenAI routes answer in OpenAI's error shape", async () => {
     const { call } = setup();
-    const unknown = await call("/v1/chat/completions", { method: "POST", json: { model: "gpt-4o", messages: [{ role: "user", content: "What is 2 + 2?" }] } });
+    const unknown = await call("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "gpt-4o", messages: [{ role: "user", content: "What is 2 + 2?" }] },
+    });
     expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual({ error: { message: expect.stringMatching(/agentmesh\/critic-chain/), type: "invalid_request_error", param: null, code: "not_found" } });
-    const notUser = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", messages: [{ role: "assistant", content: "Hello" }] } });
+    expect(await unknown.json()).toEqual({
+      error: {
+        message: expect.stringMatching(/agentmesh\/critic-chain/),
+        type: "invalid_request_error",
+        param: null,
+        code: "not_found",
+      },
+    });
+    const notUser = await call("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "agentmesh/critic-chain", messages: [{ role: "assistant", content: "Hello" }] },
+    });
     expect(notUser.status).toBe(400);
-    const badThread = await call("/v1/chat/completions", { method: "POST", json: { model: "agentmesh/critic-chain", metadata: { thread_id: "a b" }, messages: [{ role: "user", content: "What is 2 + 2?" }] } });
+    const badThread = await call("/v1/chat/completions", {
+      method: "POST",
+      json: {
+        model: "agentmesh/critic-chain",
+        metadata: { thread_id: "a b" },
+        messages: [{ role: "user", content: "What is 2 + 2?" }],
+      },
+    });
     expect(badThread.status).toBe(400);
     expect((await body(badThread)).error.message).toMatch(/thread id/);
     const noKey = await call("/v1/models", { key: null });
     expect((await body(noKey)).error.type).toBe("authentication_error");
     const models = await body(await call("/v1/models"));
-    expect(models.data.map((m: { id: string }) => m.id)).toEqual(["agentmesh/critic-chain", "agentmesh/blackboard", "agentmesh/halo", "agentmesh/supervisor", "agentmesh/clarify"]);
+    expect(models.data.map((m: { id: string }) => m.id)).toEqual([
+      "agentmesh/critic-chain",
+      "agentmesh/blackboard",
+      "agentmesh/halo",
+      "agentmesh/supervisor",
+      "agentmesh/clarify",
+    ]);
   });
 
   test("draining: /readyz fails and new API requests are turned away with 503", async () => {

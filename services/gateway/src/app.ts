@@ -4,8 +4,21 @@ import { bodyLimit } from "hono/body-limit";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
 import { z } from "zod";
 import {
-  Attachments, Budgets, Capability, ChatMessage, LIMITS, ResearchDepth, ResearchScenario, SCHEMA_VERSION, StrategyProfile, SupervisorAgent, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName,
-  checkQuery, inputIds,
+  Attachments,
+  Budgets,
+  Capability,
+  ChatMessage,
+  LIMITS,
+  ResearchDepth,
+  ResearchScenario,
+  SCHEMA_VERSION,
+  StrategyProfile,
+  SupervisorAgent,
+  ThreadId,
+  WORKFLOW_DESCRIPTIONS,
+  WorkflowName,
+  checkQuery,
+  inputIds,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
 import { ANONYMOUS_OWNER, presentedApiKey, type ApiKeyVerifier } from "./api-keys.js";
@@ -111,16 +124,25 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     const key = presentedApiKey((n) => c.req.header(n));
     const owner = key === null ? (d.anonymous ? ANONYMOUS_OWNER : null) : d.keys.authenticate(key);
     if (owner === null) {
-      throw new ApiError("unauthorized", key === null ? "send an API key: Authorization: Bearer <key>" : "the API key is not valid", { "WWW-Authenticate": 'Bearer realm="agentmesh"' });
+      throw new ApiError(
+        "unauthorized",
+        key === null ? "send an API key: Authorization: Bearer <key>" : "the API key is not valid",
+        { "WWW-Authenticate": 'Bearer realm="agentmesh"' },
+      );
     }
-    if (draining) throw new ApiError("unavailable", "this gateway is shutting down; retry (another replica answers)", { "Retry-After": "1" });
+    if (draining)
+      throw new ApiError("unavailable", "this gateway is shutting down; retry (another replica answers)", {
+        "Retry-After": "1",
+      });
     c.set("owner", owner);
     // Every request that changes something counts against the key's rate limit, on every replica.
     if (c.req.method === "POST") {
       const decision = await d.limits.allowRequest(owner);
       if (!decision.allowed) {
         const secs = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        throw new ApiError("rate_limited", `too many requests for this API key; retry in ${secs} s`, { "Retry-After": String(secs) });
+        throw new ApiError("rate_limited", `too many requests for this API key; retry in ${secs} s`, {
+          "Retry-After": String(secs),
+        });
       }
     }
     await next();
@@ -132,7 +154,13 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
    * Streams a session's events as SSE (`id: <version>:<index>`, `event: <type>`), after `after`,
    * with live token deltas (no id), until `complete`, the client leaving, or drain.
    */
-  const streamSession = (c: Context<Env>, sessionId: string, after: EventCursor | null, prelude?: Record<string, unknown>, cancelOnDisconnect = false) =>
+  const streamSession = (
+    c: Context<Env>,
+    sessionId: string,
+    after: EventCursor | null,
+    prelude?: Record<string, unknown>,
+    cancelOnDisconnect = false,
+  ) =>
     streamSSE(c, async (s: SSEStreamingApi) => {
       const ac = new AbortController();
       streams.add(ac);
@@ -142,7 +170,12 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       let ended = false;
       try {
         if (prelude) await s.writeSSE({ event: "session", data: JSON.stringify(prelude) });
-        for await (const item of sessionStream(d.nc, d.naming, sessionId, { after, tokens: true, signal: ac.signal, log: d.log })) {
+        for await (const item of sessionStream(d.nc, d.naming, sessionId, {
+          after,
+          tokens: true,
+          signal: ac.signal,
+          log: d.log,
+        })) {
           if (item.kind === "token") await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
           else await s.writeSSE({ id: eventId(item.event), event: item.event.type, data: JSON.stringify(item.event) });
           if (item.event.type === "complete") {
@@ -153,7 +186,15 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       } catch (err) {
         if (!ac.signal.aborted) {
           d.log.warn({ session_id: sessionId, err: (err as Error).message }, "event stream failed");
-          await s.writeSSE({ event: "error", data: JSON.stringify({ code: "unavailable", message: "the event stream was interrupted; reconnect with Last-Event-ID" }) }).catch(() => {});
+          await s
+            .writeSSE({
+              event: "error",
+              data: JSON.stringify({
+                code: "unavailable",
+                message: "the event stream was interrupted; reconnect with Last-Event-ID",
+              }),
+            })
+            .catch(() => {});
         }
       } finally {
         clearInterval(ping);
@@ -161,8 +202,16 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
         // Only when the client asked, and only for a client that left (not a replica shutting down).
         if (cancelOnDisconnect && !ended && !draining) {
           await d.publisher
-            .publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sessionId, input_id: inputIds.cancel(`${sessionId}-gateway`), reason: "the client disconnected (cancel_on_disconnect)" })
-            .catch((err: unknown) => d.log.warn({ session_id: sessionId, err: (err as Error).message }, "cancel on disconnect failed"));
+            .publishInbox({
+              v: SCHEMA_VERSION,
+              kind: "cancel",
+              session_id: sessionId,
+              input_id: inputIds.cancel(`${sessionId}-gateway`),
+              reason: "the client disconnected (cancel_on_disconnect)",
+            })
+            .catch((err: unknown) =>
+              d.log.warn({ session_id: sessionId, err: (err as Error).message }, "cancel on disconnect failed"),
+            );
         }
       }
     });
@@ -182,10 +231,20 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       ...(body.attachments?.length ? { attachments: body.attachments } : {}),
     };
     const started = await startSession(d, c.get("owner"), {
-      query: q.query, workflow: body.workflow ?? d.defaultWorkflow, options, taskId: body.task_id, messages: body.messages, threadId: body.thread_id,
+      query: q.query,
+      workflow: body.workflow ?? d.defaultWorkflow,
+      options,
+      taskId: body.task_id,
+      messages: body.messages,
+      threadId: body.thread_id,
       traceparent: c.req.header("traceparent"),
     });
-    const head = { session_id: started.sessionId, thread_id: started.threadId, created: started.created, replied: started.replied };
+    const head = {
+      session_id: started.sessionId,
+      thread_id: started.threadId,
+      created: started.created,
+      replied: started.replied,
+    };
     c.header("X-Agentmesh-Session", started.sessionId);
     c.header("X-Agentmesh-Thread", started.threadId);
     const accept = c.req.header("accept") ?? "";
@@ -193,31 +252,54 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     return streamSession(c, started.sessionId, started.after, head, body.cancel_on_disconnect === true);
   });
 
-  app.get("/api/v1/sessions/:id", async (c) => c.json(sessionSummary(await ownedSession(d.store, c.get("owner"), c.req.param("id")))));
+  app.get("/api/v1/sessions/:id", async (c) =>
+    c.json(sessionSummary(await ownedSession(d.store, c.get("owner"), c.req.param("id")))),
+  );
 
   app.get("/api/v1/sessions/:id/events", async (c) => {
     const state = await ownedSession(d.store, c.get("owner"), c.req.param("id"));
     const raw = c.req.header("last-event-id") ?? c.req.query("last_event_id");
     const after = parseEventId(raw);
-    if (after === undefined) throw new ApiError("bad_request", `Last-Event-ID must be <version>:<index> as sent in an event's id, got ${JSON.stringify(raw?.slice(0, 40))}`);
+    if (after === undefined)
+      throw new ApiError(
+        "bad_request",
+        `Last-Event-ID must be <version>:<index> as sent in an event's id, got ${JSON.stringify(raw?.slice(0, 40))}`,
+      );
     return streamSession(c, state.meta.session_id, after);
   });
 
   app.post("/api/v1/sessions/:id/reply", async (c) => {
     const state = await ownedSession(d.store, c.get("owner"), c.req.param("id"));
     const body = await readJson(c, ReplyBody);
-    if (state.meta.status !== "awaiting_user") throw new ApiError("conflict", `session ${state.meta.session_id} is ${state.meta.status}, not waiting for an answer`);
+    if (state.meta.status !== "awaiting_user")
+      throw new ApiError(
+        "conflict",
+        `session ${state.meta.session_id} is ${state.meta.status}, not waiting for an answer`,
+      );
     const sid = state.meta.session_id;
-    await d.publisher.publishInbox({ v: SCHEMA_VERSION, kind: "user_reply", session_id: sid, input_id: inputIds.user(randomBytes(12).toString("hex")), text: body.text });
+    await d.publisher.publishInbox({
+      v: SCHEMA_VERSION,
+      kind: "user_reply",
+      session_id: sid,
+      input_id: inputIds.user(randomBytes(12).toString("hex")),
+      text: body.text,
+    });
     return c.json({ session_id: sid }, 202);
   });
 
   app.post("/api/v1/sessions/:id/cancel", async (c) => {
     const state = await ownedSession(d.store, c.get("owner"), c.req.param("id"));
-    const body = c.req.header("content-length") === "0" || !c.req.header("content-type") ? {} : await readJson(c, CancelBody);
+    const body =
+      c.req.header("content-length") === "0" || !c.req.header("content-type") ? {} : await readJson(c, CancelBody);
     const sid = state.meta.session_id;
     // One cancel per session is enough: the id de-duplicates repeated clicks.
-    await d.publisher.publishInbox({ v: SCHEMA_VERSION, kind: "cancel", session_id: sid, input_id: inputIds.cancel(`${sid}-gateway`), reason: body.reason ?? "cancelled through the gateway" });
+    await d.publisher.publishInbox({
+      v: SCHEMA_VERSION,
+      kind: "cancel",
+      session_id: sid,
+      input_id: inputIds.cancel(`${sid}-gateway`),
+      reason: body.reason ?? "cancelled through the gateway",
+    });
     return c.json({ session_id: sid }, 202);
   });
 
@@ -227,11 +309,17 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     const thread = ThreadId.safeParse(id).success ? await d.store.loadThread(id) : null;
     if (thread === null || thread.owner !== owner) throw new ApiError("not_found", `no thread ${id}`);
     const states = await Promise.all(thread.sessions.map((sid) => d.store.load(sid)));
-    return c.json({ thread_id: thread.thread_id, sessions: states.flatMap((l) => (l ? [sessionSummary(l.state)] : [])) });
+    return c.json({
+      thread_id: thread.thread_id,
+      sessions: states.flatMap((l) => (l ? [sessionSummary(l.state)] : [])),
+    });
   });
 
   app.get("/api/v1/workflows", (c) =>
-    c.json({ workflows: WorkflowName.options.map((name) => ({ name, description: WORKFLOW_DESCRIPTIONS[name] })), default: d.defaultWorkflow }),
+    c.json({
+      workflows: WorkflowName.options.map((name) => ({ name, description: WORKFLOW_DESCRIPTIONS[name] })),
+      default: d.defaultWorkflow,
+    }),
   );
 
   mountOpenAi(app, d);

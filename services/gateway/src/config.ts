@@ -1,13 +1,37 @@
 import { readFileSync } from "node:fs";
 import { AgentmeshError, WorkflowName } from "@agentmesh/contracts";
-import { CONNECTION_VARS, METRICS_VARS, TRACING_VARS, configError, connectionConfig, metricsSettings, parseEnv, tracingConfig, type MetricsSettings, type NatsAccess, type TracingConfig } from "@agentmesh/service-kit";
+import {
+  CONNECTION_VARS,
+  METRICS_VARS,
+  TRACING_VARS,
+  configError,
+  connectionConfig,
+  metricsSettings,
+  parseEnv,
+  tracingConfig,
+  type MetricsSettings,
+  type NatsAccess,
+  type TracingConfig,
+} from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
 
 const VARS = [
-  ...CONNECTION_VARS, "LOG_LEVEL", "AGENTMESH_ZOD_COMPILE",
-  "AGENTMESH_GATEWAY_HOST", "AGENTMESH_GATEWAY_PORT", "AGENTMESH_API_KEYS", "AGENTMESH_API_KEYS_FILE", "AGENTMESH_GATEWAY_ANONYMOUS",
-  "AGENTMESH_DEFAULT_WORKFLOW", "AGENTMESH_RATE_LIMIT", "AGENTMESH_RATE_WINDOW_MS", "AGENTMESH_MAX_CONCURRENT_SESSIONS", "AGENTMESH_MAX_BODY_BYTES",
-  "AGENTMESH_SESSION_TTL_MS", "AGENTMESH_FINISHED_TTL_MS", "AGENTMESH_SESSION_DEADLINE_MS",
+  ...CONNECTION_VARS,
+  "LOG_LEVEL",
+  "AGENTMESH_ZOD_COMPILE",
+  "AGENTMESH_GATEWAY_HOST",
+  "AGENTMESH_GATEWAY_PORT",
+  "AGENTMESH_API_KEYS",
+  "AGENTMESH_API_KEYS_FILE",
+  "AGENTMESH_GATEWAY_ANONYMOUS",
+  "AGENTMESH_DEFAULT_WORKFLOW",
+  "AGENTMESH_RATE_LIMIT",
+  "AGENTMESH_RATE_WINDOW_MS",
+  "AGENTMESH_MAX_CONCURRENT_SESSIONS",
+  "AGENTMESH_MAX_BODY_BYTES",
+  "AGENTMESH_SESSION_TTL_MS",
+  "AGENTMESH_FINISHED_TTL_MS",
+  "AGENTMESH_SESSION_DEADLINE_MS",
   ...TRACING_VARS,
   ...METRICS_VARS,
 ] as const;
@@ -45,13 +69,18 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
   const e = parseEnv(VARS, env);
   const problems: string[] = [];
   const workflow = WorkflowName.safeParse(e.AGENTMESH_DEFAULT_WORKFLOW);
-  if (!workflow.success) problems.push(`AGENTMESH_DEFAULT_WORKFLOW="${e.AGENTMESH_DEFAULT_WORKFLOW}": not a workflow (${WorkflowName.options.join(", ")})`);
+  if (!workflow.success)
+    problems.push(
+      `AGENTMESH_DEFAULT_WORKFLOW="${e.AGENTMESH_DEFAULT_WORKFLOW}": not a workflow (${WorkflowName.options.join(", ")})`,
+    );
   let file: { path: string; text: string } | undefined;
   if (e.AGENTMESH_API_KEYS_FILE !== undefined) {
     try {
       file = { path: e.AGENTMESH_API_KEYS_FILE, text: readFileSync(e.AGENTMESH_API_KEYS_FILE, "utf8") };
     } catch (err) {
-      problems.push(`AGENTMESH_API_KEYS_FILE: cannot read ${e.AGENTMESH_API_KEYS_FILE} (${(err as NodeJS.ErrnoException).code ?? "error"})`);
+      problems.push(
+        `AGENTMESH_API_KEYS_FILE: cannot read ${e.AGENTMESH_API_KEYS_FILE} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      );
     }
   }
   const tracing = tracingConfig(e, problems);

@@ -46,7 +46,8 @@ export function errorBody(e: ApiError) {
  */
 export async function readJson<S extends z.ZodType>(c: Context, schema: S): Promise<z.infer<S>> {
   const type = c.req.header("content-type") ?? "";
-  if (!/^application\/(.+\+)?json\b/i.test(type)) throw new ApiError("unsupported_media_type", "send the body as JSON (Content-Type: application/json)");
+  if (!/^application\/(.+\+)?json\b/i.test(type))
+    throw new ApiError("unsupported_media_type", "send the body as JSON (Content-Type: application/json)");
   let raw: unknown;
   try {
     raw = JSON.parse(await c.req.text());

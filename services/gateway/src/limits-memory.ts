@@ -1,4 +1,11 @@
-import { admitPruning, checkLimitsOptions, checkOwner, type AdmitAttempt, type GatewayLimits, type LimitsOptions } from "./limits.js";
+import {
+  admitPruning,
+  checkLimitsOptions,
+  checkOwner,
+  type AdmitAttempt,
+  type GatewayLimits,
+  type LimitsOptions,
+} from "./limits.js";
 
 /** Options of the in-memory limits: the same limits, and a clock tests can move. */
 export interface InMemoryLimitsOptions extends LimitsOptions {

@@ -21,7 +21,6 @@ afterAll(async () => {
   await admin.quit();
 });
 
-
 /** Creates the generated gateway ACL user of `prefix` on the server (its rendered line, verbatim) and connects as it. */
 async function connectAsGateway(prefix: string): Promise<Redis> {
   const { gateway } = await createAclUsers(admin, redisUrl, prefix, ["gateway"], users);
@@ -62,7 +61,14 @@ describe("redis gateway limits across replicas", () => {
   const limitsOf = (over: Partial<LimitsOptions>) => {
     const keyPrefix = uniquePrefix("gwl");
     prefixes.push(keyPrefix);
-    const opts = { keyPrefix, rateLimit: 10, rateWindowMs: 10_000, maxConcurrentSessions: 5, sessionTtlMs: 60_000, ...over };
+    const opts = {
+      keyPrefix,
+      rateLimit: 10,
+      rateWindowMs: 10_000,
+      maxConcurrentSessions: 5,
+      sessionTtlMs: 60_000,
+      ...over,
+    };
     return replicas.map((r) => createRedisLimits(r, opts));
   };
 
@@ -93,8 +99,13 @@ describe("redis gateway limits across replicas", () => {
     const [a, b] = limitsOf({ maxConcurrentSessions: 5 });
     if (!a || !b) throw new Error("two replicas");
     for (const owner of ["alice", "bob", "carol"]) {
-      const rs = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b).admit(owner, `${owner}-${i}`, live)));
-      expect(rs.filter((r) => r.ok), owner).toHaveLength(5);
+      const rs = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? a : b).admit(owner, `${owner}-${i}`, live)),
+      );
+      expect(
+        rs.filter((r) => r.ok),
+        owner,
+      ).toHaveLength(5);
       expect(rs.filter((r) => !r.ok)).toEqual(Array.from({ length: 5 }, () => ({ ok: false, count: 5, max: 5 })));
     }
   });

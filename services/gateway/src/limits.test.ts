@@ -22,7 +22,13 @@ describe("gateway limits specifics", () => {
   });
 
   it("refuses options that are not positive integers or a key prefix", () => {
-    const ok = { keyPrefix: "agentmesh", rateLimit: 1, rateWindowMs: 1000, maxConcurrentSessions: 1, sessionTtlMs: 1000 };
+    const ok = {
+      keyPrefix: "agentmesh",
+      rateLimit: 1,
+      rateWindowMs: 1000,
+      maxConcurrentSessions: 1,
+      sessionTtlMs: 1000,
+    };
     expect(checkLimitsOptions(ok)).toEqual(ok);
     expect(() => checkLimitsOptions({ ...ok, rateLimit: 0 })).toThrow(/rateLimit must be a positive integer/);
     expect(() => checkLimitsOptions({ ...ok, sessionTtlMs: 1.5 })).toThrow(/sessionTtlMs/);
@@ -31,7 +37,14 @@ describe("gateway limits specifics", () => {
 
   it("counts a full window again as soon as its oldest request is exactly a window old", async () => {
     let clock = 0;
-    const limits = createInMemoryLimits({ keyPrefix: "unit", rateLimit: 1, rateWindowMs: 1000, maxConcurrentSessions: 1, sessionTtlMs: 1000, now: () => clock });
+    const limits = createInMemoryLimits({
+      keyPrefix: "unit",
+      rateLimit: 1,
+      rateWindowMs: 1000,
+      maxConcurrentSessions: 1,
+      sessionTtlMs: 1000,
+      now: () => clock,
+    });
     expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
     clock = 999;
     expect(await limits.allowRequest("alice")).toEqual({ allowed: false, retryAfterMs: 1 });

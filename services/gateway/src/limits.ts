@@ -50,17 +50,21 @@ const MAX_SESSION_ID = 256;
 
 /** Checks the options once, when the limits are built: they come from validated configuration, so a bad one is our bug. */
 export function checkLimitsOptions(o: LimitsOptions): LimitsOptions {
-  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(o.keyPrefix)) throw new Error(`invalid limits key prefix ${JSON.stringify(o.keyPrefix)}`);
+  if (!/^[a-z][a-z0-9_-]{0,39}$/.test(o.keyPrefix))
+    throw new Error(`invalid limits key prefix ${JSON.stringify(o.keyPrefix)}`);
   for (const k of ["rateLimit", "rateWindowMs", "maxConcurrentSessions", "sessionTtlMs"] as const) {
-    if (!Number.isSafeInteger(o[k]) || o[k] < 1) throw new Error(`limits option ${k} must be a positive integer, got ${o[k]}`);
+    if (!Number.isSafeInteger(o[k]) || o[k] < 1)
+      throw new Error(`limits option ${k} must be a positive integer, got ${o[k]}`);
   }
   return Object.freeze({ ...o });
 }
 
 /** Owners are API key names (and `anonymous`), so they fit in a key without escaping; anything else is our bug. */
 export function checkOwner(owner: string, sessionId?: string): void {
-  if (!OWNER.test(owner)) throw new Error(`invalid limits owner (${owner.length} characters): expected an API key name`);
-  if (sessionId !== undefined && (sessionId.length === 0 || sessionId.length > MAX_SESSION_ID)) throw new Error(`invalid session id for limits (${sessionId.length} characters)`);
+  if (!OWNER.test(owner))
+    throw new Error(`invalid limits owner (${owner.length} characters): expected an API key name`);
+  if (sessionId !== undefined && (sessionId.length === 0 || sessionId.length > MAX_SESSION_ID))
+    throw new Error(`invalid session id for limits (${sessionId.length} characters)`);
 }
 
 /** One try at a slot, given the held sessions found ended: ok, or full with the sessions still held. */
@@ -72,7 +76,11 @@ export type AdmitAttempt = { readonly ok: true } | { readonly ok: false; readonl
  * round trip; the answer is the same as pruning first, since a free slot is free either way.
  * The second try's answer stands: a slot another replica took meanwhile is held by a live session.
  */
-export async function admitPruning(attempt: (ended: readonly string[]) => Promise<AdmitAttempt>, isLive: IsLive, max: number): Promise<Admission> {
+export async function admitPruning(
+  attempt: (ended: readonly string[]) => Promise<AdmitAttempt>,
+  isLive: IsLive,
+  max: number,
+): Promise<Admission> {
   const first = await attempt([]);
   if (first.ok) return first;
   const live = await Promise.all(first.held.map((sid) => isLive(sid)));
@@ -133,8 +141,12 @@ return {'full', unpack(redis.call('ZRANGE', KEYS[1], 0, -1))}
  */
 export const LIMITS_REDIS_COMMANDS: readonly string[] = [
   ...new Set([
-    ...[RATE_LUA, ADMIT_LUA].flatMap((lua) => [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase())),
-    "evalsha", "eval", "zrem",
+    ...[RATE_LUA, ADMIT_LUA].flatMap((lua) =>
+      [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase()),
+    ),
+    "evalsha",
+    "eval",
+    "zrem",
   ]),
 ].sort();
 
@@ -164,13 +176,19 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
   return {
     async allowRequest(owner) {
       checkOwner(owner);
-      const [allowed, wait] = replyList("rate", await rate(key("req", owner), [o.rateLimit, o.rateWindowMs, randomBytes(6).toString("hex")]));
+      const [allowed, wait] = replyList(
+        "rate",
+        await rate(key("req", owner), [o.rateLimit, o.rateWindowMs, randomBytes(6).toString("hex")]),
+      );
       return Number(allowed) === 1 ? { allowed: true } : { allowed: false, retryAfterMs: Number(wait) };
     },
     async admit(owner, sessionId, isLive) {
       checkOwner(owner, sessionId);
       const attempt = async (ended: readonly string[]): Promise<AdmitAttempt> => {
-        const [tag, ...held] = replyList("admit", await admit(key("sessions", owner), [sessionId, o.maxConcurrentSessions, o.sessionTtlMs, ...ended]));
+        const [tag, ...held] = replyList(
+          "admit",
+          await admit(key("sessions", owner), [sessionId, o.maxConcurrentSessions, o.sessionTtlMs, ...ended]),
+        );
         return tag === "ok" ? { ok: true } : { ok: false, held: held.map(String) };
       };
       return admitPruning(attempt, isLive, o.maxConcurrentSessions);

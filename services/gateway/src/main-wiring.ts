@@ -4,7 +4,14 @@ import { serve } from "@hono/node-server";
 import { naming as makeNaming, redactUrls } from "@agentmesh/contracts";
 import { connectNats, createPublisher, linkHealth } from "@agentmesh/messaging";
 import { connectRedis, createRedisSessionStore, redisHealth } from "@agentmesh/session-store";
-import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics } from "@agentmesh/service-kit";
+import {
+  createHealth,
+  createLogger,
+  createTracing,
+  runUntilSignalled,
+  secretsOf,
+  startProcessMetrics,
+} from "@agentmesh/service-kit";
 import { createGatewayApp } from "./app.js";
 import { loadGatewayConfig } from "./config.js";
 import { createRedisLimits } from "./limits.js";
@@ -25,33 +32,62 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
       log = createLogger({ service: "gateway", level: cfg.logLevel as "info", secrets });
       // The process's own metrics (CPU, memory, event-loop lag) and probes on a port apart from the API.
       const metrics = await startProcessMetrics(cfg.metrics, log, health);
-      log.info({ nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) }, "connecting (waits for NATS to come up)");
+      log.info(
+        { nats: redactUrls(cfg.natsUrl), redis: redactUrls(cfg.redisUrl) },
+        "connecting (waits for NATS to come up)",
+      );
       // both at once (each waits on its server): a failure of either ends the start, and the process
       // exits with it (runUntilSignalled), which drops the other connection too
       const [nc, redis] = await Promise.all([
         connectNats({ url: cfg.natsUrl, ...cfg.nats, name: `gateway-${process.pid}`, waitOnFirstConnect: true }),
-        connectRedis(cfg.redisUrl, { name: `gateway-${process.pid}`, ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }) }),
+        connectRedis(cfg.redisUrl, {
+          name: `gateway-${process.pid}`,
+          ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+        }),
       ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));
       const naming = makeNaming(cfg.prefix);
-      const store = createRedisSessionStore(redis, { keyPrefix: cfg.prefix, activeTtlMs: cfg.activeTtlMs, finishedTtlMs: cfg.finishedTtlMs, idempotencyTtlMs: cfg.activeTtlMs });
+      const store = createRedisSessionStore(redis, {
+        keyPrefix: cfg.prefix,
+        activeTtlMs: cfg.activeTtlMs,
+        finishedTtlMs: cfg.finishedTtlMs,
+        idempotencyTtlMs: cfg.activeTtlMs,
+      });
       const limits = createRedisLimits(redis, {
-        keyPrefix: cfg.prefix, rateLimit: cfg.rateLimit, rateWindowMs: cfg.rateWindowMs, maxConcurrentSessions: cfg.maxConcurrentSessions, sessionTtlMs: cfg.sessionSlotTtlMs,
+        keyPrefix: cfg.prefix,
+        rateLimit: cfg.rateLimit,
+        rateWindowMs: cfg.rateWindowMs,
+        maxConcurrentSessions: cfg.maxConcurrentSessions,
+        sessionTtlMs: cfg.sessionSlotTtlMs,
       });
       const tracing = await createTracing({ serviceName: "gateway", config: cfg.tracing });
       const gw = createGatewayApp({
-        nc, naming, store, limits, log, submitTimeoutMs: 10_000, tracing,
+        nc,
+        naming,
+        store,
+        limits,
+        log,
+        submitTimeoutMs: 10_000,
+        tracing,
         publisher: createPublisher(nc, naming, log, { client: true }),
-        keys: cfg.keys, anonymous: cfg.anonymous, defaultWorkflow: cfg.defaultWorkflow, maxBodyBytes: cfg.maxBodyBytes,
+        keys: cfg.keys,
+        anonymous: cfg.anonymous,
+        defaultWorkflow: cfg.defaultWorkflow,
+        maxBodyBytes: cfg.maxBodyBytes,
         ready: async () => !nc.isClosed() && redis.status === "ready" && (await redis.ping()) === "PONG",
       });
       const server = await new Promise<Server>((resolve, reject) => {
-        const s = serve({ fetch: gw.app.fetch, hostname: cfg.host, port: cfg.port, createServer }, () => resolve(s as Server));
+        const s = serve({ fetch: gw.app.fetch, hostname: cfg.host, port: cfg.port, createServer }, () =>
+          resolve(s as Server),
+        );
         (s as Server).once("error", reject);
       });
       const port = (server.address() as AddressInfo).port;
       // One line a person (or a test harness) can read the address from.
-      log.info({ url: `http://${cfg.host}:${port}`, keys: cfg.keys.names.length, anonymous: cfg.anonymous }, "gateway listening");
+      log.info(
+        { url: `http://${cfg.host}:${port}`, keys: cfg.keys.names.length, anonymous: cfg.anonymous },
+        "gateway listening",
+      );
       return {
         async stop(graceMs: number) {
           // Refuse new work, end open streams (clients reconnect elsewhere with Last-Event-ID), then close.
@@ -59,7 +95,10 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
           await new Promise<void>((resolve) => {
             const t = setTimeout(resolve, graceMs);
             t.unref();
-            server.close(() => { clearTimeout(t); resolve(); });
+            server.close(() => {
+              clearTimeout(t);
+              resolve();
+            });
             server.closeIdleConnections();
             // The streams end at once; a connection still open a moment later only carries retries answered 503.
             setTimeout(() => server.closeAllConnections(), 1000).unref();

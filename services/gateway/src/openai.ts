@@ -1,7 +1,15 @@
 import type { Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import { z } from "zod";
-import { ANSWER_OPS, ThreadId, WORKFLOW_DESCRIPTIONS, WorkflowName, checkQuery, type ChatMessage, type SessionEvent } from "@agentmesh/contracts";
+import {
+  ANSWER_OPS,
+  ThreadId,
+  WORKFLOW_DESCRIPTIONS,
+  WorkflowName,
+  checkQuery,
+  type ChatMessage,
+  type SessionEvent,
+} from "@agentmesh/contracts";
 import { ApiError, readJson } from "./http.js";
 import { startSession, type SessionDeps, type Started } from "./sessions.js";
 import { sessionStream } from "./stream.js";
@@ -12,7 +20,14 @@ const CREATED = 1_767_225_600; // a fixed date for /v1/models (OpenAI lists one 
 
 /** An OpenAI error body: `{"error":{"message","type","param","code"}}`. */
 export function openAiError(e: ApiError) {
-  const type = e.status === 401 ? "authentication_error" : e.status === 429 ? "rate_limit_error" : e.status >= 500 ? "server_error" : "invalid_request_error";
+  const type =
+    e.status === 401
+      ? "authentication_error"
+      : e.status === 429
+        ? "rate_limit_error"
+        : e.status >= 500
+          ? "server_error"
+          : "invalid_request_error";
   return { error: { message: e.message, type, param: null, code: e.code } };
 }
 
@@ -34,20 +49,27 @@ type ChatRequest = z.infer<typeof ChatRequest>;
 
 /** The text of a message: its string, or its text parts joined (images and other parts are not read). */
 const textOf = (m: z.infer<typeof Message>): string =>
-  typeof m.content === "string" ? m.content : (m.content ?? []).flatMap((p) => (p.type === "text" && typeof p.text === "string" ? [p.text] : [])).join("\n");
+  typeof m.content === "string"
+    ? m.content
+    : (m.content ?? []).flatMap((p) => (p.type === "text" && typeof p.text === "string" ? [p.text] : [])).join("\n");
 
 /** The workflow a model name selects, or a 404 naming the models there are. */
 function workflowOf(model: string): WorkflowName {
   const name = model.startsWith(MODEL_PREFIX) ? model.slice(MODEL_PREFIX.length) : model;
   const wf = WorkflowName.safeParse(name);
-  if (!wf.success) throw new ApiError("not_found", `the model ${JSON.stringify(model.slice(0, 100))} does not exist; use one of ${WorkflowName.options.map((w) => MODEL_PREFIX + w).join(", ")}`);
+  if (!wf.success)
+    throw new ApiError(
+      "not_found",
+      `the model ${JSON.stringify(model.slice(0, 100))} does not exist; use one of ${WorkflowName.options.map((w) => MODEL_PREFIX + w).join(", ")}`,
+    );
   return wf.data;
 }
 
 /** The conversation: the last message is the question (from the user); the earlier ones are its history. */
 function conversation(req: ChatRequest): { query: string; history: ChatMessage[] } {
   const last = req.messages.at(-1)!;
-  if (last.role !== "user") throw new ApiError("bad_request", `the last message must be the user's (got "${last.role}")`);
+  if (last.role !== "user")
+    throw new ApiError("bad_request", `the last message must be the user's (got "${last.role}")`);
   const q = checkQuery(textOf(last));
   if (!q.ok) throw new ApiError("invalid_query", q.reason);
   const history: ChatMessage[] = [];
@@ -87,7 +109,16 @@ type Outcome = { readonly text: string; readonly status: string };
 /** Mounts `GET /v1/models` and `POST /v1/chat/completions`. */
 export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: SessionDeps): void {
   app.get("/v1/models", (c) =>
-    c.json({ object: "list", data: WorkflowName.options.map((w) => ({ id: MODEL_PREFIX + w, object: "model", created: CREATED, owned_by: "agentmesh", description: WORKFLOW_DESCRIPTIONS[w] })) }),
+    c.json({
+      object: "list",
+      data: WorkflowName.options.map((w) => ({
+        id: MODEL_PREFIX + w,
+        object: "model",
+        created: CREATED,
+        owned_by: "agentmesh",
+        description: WORKFLOW_DESCRIPTIONS[w],
+      })),
+    }),
   );
 
   app.post("/v1/chat/completions", async (c) => {
@@ -96,10 +127,17 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
     const { query, history } = conversation(req);
     const threadId = req.metadata?.thread_id ?? c.req.header("x-agentmesh-thread") ?? undefined;
     if (threadId !== undefined && !ThreadId.safeParse(threadId).success) {
-      throw new ApiError("bad_request", "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]");
+      throw new ApiError(
+        "bad_request",
+        "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]",
+      );
     }
     const started = await startSession(d, c.get("owner"), {
-      query, workflow, options: {}, threadId, messages: history.length ? history : undefined,
+      query,
+      workflow,
+      options: {},
+      threadId,
+      messages: history.length ? history : undefined,
       traceparent: c.req.header("traceparent"),
     });
     c.header("X-Agentmesh-Session", started.sessionId);
@@ -107,20 +145,46 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
     const id = `chatcmpl-${started.sessionId}`;
     const created = Math.floor(Date.now() / 1000);
     const ids = { session_id: started.sessionId, thread_id: started.threadId };
-    if (req.stream === true) return streamCompletion(c, d, started, { id, created, model: req.model, includeUsage: req.stream_options?.include_usage === true, ids });
+    if (req.stream === true)
+      return streamCompletion(c, d, started, {
+        id,
+        created,
+        model: req.model,
+        includeUsage: req.stream_options?.include_usage === true,
+        ids,
+      });
 
     const ac = new AbortController();
     c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
     let outcome: Outcome | null = null;
-    for await (const item of sessionStream(d.nc, d.naming, started.sessionId, { after: started.after, tokens: false, signal: ac.signal, log: d.log })) {
+    for await (const item of sessionStream(d.nc, d.naming, started.sessionId, {
+      after: started.after,
+      tokens: false,
+      signal: ac.signal,
+      log: d.log,
+    })) {
       outcome = endOf(item.event);
       if (outcome) break;
     }
     ac.abort();
-    if (!outcome) throw new ApiError("unavailable", "the session's events stopped before it answered; follow it with GET /api/v1/sessions/:id/events");
+    if (!outcome)
+      throw new ApiError(
+        "unavailable",
+        "the session's events stopped before it answered; follow it with GET /api/v1/sessions/:id/events",
+      );
     return c.json({
-      id, object: "chat.completion", created, model: req.model,
-      choices: [{ index: 0, message: { role: "assistant", content: outcome.text, refusal: null }, logprobs: null, finish_reason: "stop" }],
+      id,
+      object: "chat.completion",
+      created,
+      model: req.model,
+      choices: [
+        {
+          index: 0,
+          message: { role: "assistant", content: outcome.text, refusal: null },
+          logprobs: null,
+          finish_reason: "stop",
+        },
+      ],
       usage: await usageOf(d, started.sessionId),
       system_fingerprint: null,
       agentmesh: { ...ids, status: outcome.status },
@@ -131,7 +195,8 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
 /** The end of a turn: `complete` (the answer), or the session pausing to ask the person something. */
 function endOf(e: SessionEvent): Outcome | null {
   if (e.type === "complete") return { text: e.final_answer, status: e.status };
-  if (e.type === "stage" && e.name === "awaiting_user" && e.status === "running") return { text: e.description, status: "awaiting_user" };
+  if (e.type === "stage" && e.name === "awaiting_user" && e.status === "running")
+    return { text: e.description, status: "awaiting_user" };
   return null;
 }
 
@@ -160,12 +225,27 @@ function streamCompletion(c: Context, d: SessionDeps, started: Started, m: Strea
     const ac = new AbortController();
     s.onAbort(() => ac.abort());
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
-      s.writeSSE({ data: JSON.stringify({ id: m.id, object: "chat.completion.chunk", created: m.created, model: m.model, system_fingerprint: null, choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], agentmesh: m.ids }) });
+      s.writeSSE({
+        data: JSON.stringify({
+          id: m.id,
+          object: "chat.completion.chunk",
+          created: m.created,
+          model: m.model,
+          system_fingerprint: null,
+          choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+          agentmesh: m.ids,
+        }),
+      });
     try {
       await chunk({ role: "assistant", content: "" });
       let streamed = "";
       let outcome: Outcome | null = null;
-      for await (const item of sessionStream(d.nc, d.naming, started.sessionId, { after: started.after, tokens: true, signal: ac.signal, log: d.log })) {
+      for await (const item of sessionStream(d.nc, d.naming, started.sessionId, {
+        after: started.after,
+        tokens: true,
+        signal: ac.signal,
+        log: d.log,
+      })) {
         if (item.kind === "token") {
           const t = item.event;
           if (t.role !== undefined && t.op !== undefined && ANSWER_OPS.has(`${t.role}.${t.op}`)) {
@@ -178,19 +258,44 @@ function streamCompletion(c: Context, d: SessionDeps, started: Started, m: Strea
         if (outcome) break;
       }
       if (!outcome) {
-        if (!ac.signal.aborted) await s.writeSSE({ data: JSON.stringify({ error: { message: "the session's events stopped before it answered", type: "server_error", param: null, code: "unavailable" } }) });
+        if (!ac.signal.aborted)
+          await s.writeSSE({
+            data: JSON.stringify({
+              error: {
+                message: "the session's events stopped before it answered",
+                type: "server_error",
+                param: null,
+                code: "unavailable",
+              },
+            }),
+          });
         return;
       }
       const rest = answerRemainder(streamed, outcome.text);
-      if (rest === null) d.log.warn({ session_id: started.sessionId }, "the streamed answer differs from the final one (the answering node ran again)");
+      if (rest === null)
+        d.log.warn(
+          { session_id: started.sessionId },
+          "the streamed answer differs from the final one (the answering node ran again)",
+        );
       for (const piece of deltas(rest ?? "")) await chunk({ content: piece });
       await chunk({}, "stop");
       if (m.includeUsage) {
-        await s.writeSSE({ data: JSON.stringify({ id: m.id, object: "chat.completion.chunk", created: m.created, model: m.model, system_fingerprint: null, choices: [], usage: await usageOf(d, started.sessionId) }) });
+        await s.writeSSE({
+          data: JSON.stringify({
+            id: m.id,
+            object: "chat.completion.chunk",
+            created: m.created,
+            model: m.model,
+            system_fingerprint: null,
+            choices: [],
+            usage: await usageOf(d, started.sessionId),
+          }),
+        });
       }
       await s.writeSSE({ data: "[DONE]" });
     } catch (err) {
-      if (!ac.signal.aborted) d.log.warn({ session_id: started.sessionId, err: (err as Error).message }, "chat completion stream failed");
+      if (!ac.signal.aborted)
+        d.log.warn({ session_id: started.sessionId, err: (err as Error).message }, "chat completion stream failed");
     } finally {
       ac.abort();
     }

@@ -3,7 +3,13 @@ import type { SessionStatus } from "@agentmesh/contracts";
 import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
 import { liveSession } from "./sessions.js";
 
-const store = () => createInMemorySessionStore({ keyPrefix: "gwtest", activeTtlMs: 60_000, finishedTtlMs: 60_000, idempotencyTtlMs: 60_000 });
+const store = () =>
+  createInMemorySessionStore({
+    keyPrefix: "gwtest",
+    activeTtlMs: 60_000,
+    finishedTtlMs: 60_000,
+    idempotencyTtlMs: 60_000,
+  });
 
 async function withStatus(status: SessionStatus) {
   const s = store();
@@ -16,7 +22,8 @@ describe("liveSession: whether a session still holds its concurrency slot", () =
   it("holds while running or waiting for a person; not once it has ended", async () => {
     expect(await withStatus("running")).toBe(true);
     expect(await withStatus("awaiting_user")).toBe(true);
-    for (const ended of ["completed", "failed", "cancelled", "budget_exceeded"] as const) expect(await withStatus(ended), ended).toBe(false);
+    for (const ended of ["completed", "failed", "cancelled", "budget_exceeded"] as const)
+      expect(await withStatus(ended), ended).toBe(false);
   });
 
   it("holds for a session not in the store yet: another replica is submitting it, and its slot must not be taken", async () => {

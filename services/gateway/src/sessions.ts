@@ -1,7 +1,15 @@
 import { randomBytes } from "node:crypto";
 import {
-  SCHEMA_VERSION, SessionId, SubmitReply, conversationTurn, isTerminal,
-  type ChatMessage, type Naming, type SessionOptions, type SessionState, type WorkflowName,
+  SCHEMA_VERSION,
+  SessionId,
+  SubmitReply,
+  conversationTurn,
+  isTerminal,
+  type ChatMessage,
+  type Naming,
+  type SessionOptions,
+  type SessionState,
+  type WorkflowName,
 } from "@agentmesh/contracts";
 import { request, type Log } from "@agentmesh/messaging";
 import { TRACING_OFF, type Tracing } from "@agentmesh/service-kit";
@@ -64,10 +72,12 @@ export async function ownedSession(store: SessionStore, owner: string, sessionId
  * its slot. A slot whose session never appears lapses at its TTL (the session deadline), and a
  * session's own keys expire only long after that.
  */
-export const liveSession = (store: SessionStore) => async (sessionId: string): Promise<boolean> => {
-  const loaded = await store.load(sessionId);
-  return loaded === null || !isTerminal(loaded.state.meta.status);
-};
+export const liveSession =
+  (store: SessionStore) =>
+  async (sessionId: string): Promise<boolean> => {
+    const loaded = await store.load(sessionId);
+    return loaded === null || !isTerminal(loaded.state.meta.status);
+  };
 
 /**
  * Starts a session for `owner` (or, in a thread whose session waits for a person, answers it):
@@ -82,30 +92,48 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
     const thread = await d.store.loadThread(req.threadId);
     if (thread !== null && thread.owner !== owner) throw new ApiError("not_found", `no thread ${req.threadId}`);
     const last = thread?.sessions.at(-1);
-    const state = last === undefined ? null : (await d.store.load(last))?.state ?? null;
-    if (state?.meta.status === "awaiting_user") waiting = { sessionId: state.meta.session_id, cursor: { version: state.meta.version, index: Number.MAX_SAFE_INTEGER } };
+    const state = last === undefined ? null : ((await d.store.load(last))?.state ?? null);
+    if (state?.meta.status === "awaiting_user")
+      waiting = {
+        sessionId: state.meta.session_id,
+        cursor: { version: state.meta.version, index: Number.MAX_SAFE_INTEGER },
+      };
   }
   const proposed = newId("s");
   if (waiting === null) {
     const admitted = await d.limits.admit(owner, proposed, liveSession(d.store));
-    if (!admitted.ok) throw new ApiError("too_many_sessions", `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`);
+    if (!admitted.ok)
+      throw new ApiError(
+        "too_many_sessions",
+        `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`,
+      );
   }
   let reply: SubmitReply;
   // The session's trace continues this span (or, with tracing off, the client's traceparent as is).
-  const span = (d.tracing ?? TRACING_OFF).start("submit", { parent: req.traceparent, kind: "server", attributes: { "agentmesh.owner": owner, "langfuse.session.id": threadId } });
+  const span = (d.tracing ?? TRACING_OFF).start("submit", {
+    parent: req.traceparent,
+    kind: "server",
+    attributes: { "agentmesh.owner": owner, "langfuse.session.id": threadId },
+  });
   try {
     reply = SubmitReply.parse(
-      await request(d.nc, d.naming.submit, {
-        v: SCHEMA_VERSION,
-        query: req.query,
-        workflow: req.workflow,
-        session_id: proposed,
-        ...(req.taskId === undefined ? {} : { idempotency_key: `${owner}:${req.taskId}` }),
-        options: req.options,
-        owner,
-        thread_id: threadId,
-        ...(req.messages === undefined ? {} : { messages: req.messages }),
-      }, d.submitTimeoutMs, { traceparent: span.traceparent ?? req.traceparent }),
+      await request(
+        d.nc,
+        d.naming.submit,
+        {
+          v: SCHEMA_VERSION,
+          query: req.query,
+          workflow: req.workflow,
+          session_id: proposed,
+          ...(req.taskId === undefined ? {} : { idempotency_key: `${owner}:${req.taskId}` }),
+          options: req.options,
+          owner,
+          thread_id: threadId,
+          ...(req.messages === undefined ? {} : { messages: req.messages }),
+        },
+        d.submitTimeoutMs,
+        { traceparent: span.traceparent ?? req.traceparent },
+      ),
     );
     if (reply.ok) span.setAttributes({ "agentmesh.session_id": reply.session_id, "agentmesh.replied": reply.replied });
     else span.fail(new Error(reply.error.code));
@@ -120,10 +148,14 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
   if (!reply.ok) {
     await d.limits.release(owner, proposed);
     const e = reply.error;
-    if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow") throw new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
+    if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow")
+      throw new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
     if (e.code === "unknown_thread") throw new ApiError("not_found", `no thread ${threadId}`);
     if (e.code === "payload_too_large") throw new ApiError("payload_too_large", e.message);
-    throw new ApiError(e.retryable ? "unavailable" : "internal", e.retryable ? "the system is busy; try again" : "the query could not be started");
+    throw new ApiError(
+      e.retryable ? "unavailable" : "internal",
+      e.retryable ? "the system is busy; try again" : "the query could not be started",
+    );
   }
   if (reply.session_id !== proposed) {
     // A retry (same task_id) or a reply: the session that answers already holds its own slot, or needs none.
@@ -131,7 +163,13 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
     if (!reply.replied) await d.limits.admit(owner, reply.session_id, liveSession(d.store));
   }
   const after = reply.replied && waiting?.sessionId === reply.session_id ? waiting.cursor : null;
-  return { sessionId: reply.session_id, threadId: reply.thread_id ?? threadId, created: reply.created, replied: reply.replied, after };
+  return {
+    sessionId: reply.session_id,
+    threadId: reply.thread_id ?? threadId,
+    created: reply.created,
+    replied: reply.replied,
+    after,
+  };
 }
 
 /** A session as `GET /api/v1/sessions/:id` shows it. */

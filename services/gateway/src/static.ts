@@ -21,7 +21,8 @@ const TYPES: Record<string, string> = {
  * The page may talk only to this gateway. Vega compiles its expressions with `Function`, so
  * scripts need 'unsafe-eval' (only scripts served by the gateway itself run at all).
  */
-const CSP = "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 /** The vega libraries the page renders charts with, served by the gateway (no CDN). */
 const VENDOR: Record<string, [pkg: string, file: string]> = {
@@ -53,7 +54,8 @@ function loadPage(): Map<string, Buffer> {
 function loadVendor(): Map<string, Buffer> {
   const require = createRequire(import.meta.url);
   const out = new Map<string, Buffer>();
-  for (const [name, [pkg, file]] of Object.entries(VENDOR)) out.set(name, readFileSync(join(dirname(require.resolve(pkg)), file)));
+  for (const [name, [pkg, file]] of Object.entries(VENDOR))
+    out.set(name, readFileSync(join(dirname(require.resolve(pkg)), file)));
   return out;
 }
 
@@ -63,12 +65,20 @@ export function mountStatic<E extends object>(app: Hono<E & { Variables: { owner
   const vendor = loadVendor();
   const send = (body: Buffer, name: string, extra: Record<string, string> = {}) =>
     new Response(new Uint8Array(body), {
-      headers: { "Content-Type": TYPES[extname(name)] ?? "application/octet-stream", "X-Content-Type-Options": "nosniff", ...extra },
+      headers: {
+        "Content-Type": TYPES[extname(name)] ?? "application/octet-stream",
+        "X-Content-Type-Options": "nosniff",
+        ...extra,
+      },
     });
   app.get("/", () => {
     const html = page.get("index.html");
     if (!html) return new Response("the web page is not installed", { status: 404 });
-    return send(html, "index.html", { "Content-Security-Policy": CSP, "Cache-Control": "no-cache", "Referrer-Policy": "no-referrer" });
+    return send(html, "index.html", {
+      "Content-Security-Policy": CSP,
+      "Cache-Control": "no-cache",
+      "Referrer-Policy": "no-referrer",
+    });
   });
   app.get("/assets/*", (c) => {
     const name = c.req.path.slice("/assets/".length);

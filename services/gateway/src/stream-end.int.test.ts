@@ -13,16 +13,53 @@ let nc: NatsConnection;
 
 /** A finished session's events as a coordinator publishes them: a stage at version 1, then `complete` at version 2. */
 const EVENTS: SessionEvent[] = [
-  { v: SCHEMA_VERSION, session_id: SID, version: 1, index: 0, at: 1, type: "stage", name: "planner", description: "Plans", status: "running" },
-  { v: SCHEMA_VERSION, session_id: SID, version: 1, index: 1, at: 2, type: "stage", name: "planner", description: "Plans", status: "completed" },
-  { v: SCHEMA_VERSION, session_id: SID, version: 2, index: 0, at: 3, type: "complete", status: "completed", final_answer: "42", final_reasoning_trace: "computed" },
+  {
+    v: SCHEMA_VERSION,
+    session_id: SID,
+    version: 1,
+    index: 0,
+    at: 1,
+    type: "stage",
+    name: "planner",
+    description: "Plans",
+    status: "running",
+  },
+  {
+    v: SCHEMA_VERSION,
+    session_id: SID,
+    version: 1,
+    index: 1,
+    at: 2,
+    type: "stage",
+    name: "planner",
+    description: "Plans",
+    status: "completed",
+  },
+  {
+    v: SCHEMA_VERSION,
+    session_id: SID,
+    version: 2,
+    index: 0,
+    at: 3,
+    type: "complete",
+    status: "completed",
+    final_answer: "42",
+    final_reasoning_trace: "computed",
+  },
 ];
 
 beforeAll(async () => {
   nc = await connectNats({ url: inject("natsUrl"), name: "gateway-stream-test" });
   await provision(nc, {
-    naming, roles: ["planner"], taskAckWaitMs: 1000, taskMaxDeliver: 3, inboxAckWaitMs: 1000, inboxMaxDeliver: 5,
-    eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 16,
+    naming,
+    roles: ["planner"],
+    taskAckWaitMs: 1000,
+    taskMaxDeliver: 3,
+    inboxAckWaitMs: 1000,
+    inboxMaxDeliver: 5,
+    eventsMaxAgeMs: 60_000,
+    duplicateWindowMs: 10_000,
+    maxAckPendingPerRole: 16,
   });
   const publisher = createPublisher(nc, naming, createLogger({ service: "test", level: "silent" }));
   for (const e of EVENTS) await publisher.publishEvent(e);
@@ -38,7 +75,8 @@ afterAll(async () => {
 async function streamed(after: EventCursor | null): Promise<SessionEvent[]> {
   const signal = AbortSignal.timeout(5000);
   const out: SessionEvent[] = [];
-  for await (const item of sessionStream(nc, naming, SID, { after, tokens: false, signal })) if (item.kind === "event") out.push(item.event);
+  for await (const item of sessionStream(nc, naming, SID, { after, tokens: false, signal }))
+    if (item.kind === "event") out.push(item.event);
   if (signal.aborted) throw new Error(`the stream did not end by itself; it yielded ${out.length} events`);
   return out;
 }

@@ -13,16 +13,42 @@ const log = createLogger({ service: "test", level: "silent" });
 const SID = "gwstream00000001";
 
 const stage = (version: number, index: number, name = "planner"): SessionEvent => ({
-  v: SCHEMA_VERSION, session_id: SID, version, index, at: 1_700_000_000_000 + version, type: "stage", name, status: "running", description: `${version}:${index}`,
+  v: SCHEMA_VERSION,
+  session_id: SID,
+  version,
+  index,
+  at: 1_700_000_000_000 + version,
+  type: "stage",
+  name,
+  status: "running",
+  description: `${version}:${index}`,
 });
 const complete = (version: number): SessionEvent => ({
-  v: SCHEMA_VERSION, session_id: SID, version, index: 0, at: 1_700_000_000_000 + version, type: "complete", status: "completed", final_answer: "4", final_reasoning_trace: "2 + 2",
+  v: SCHEMA_VERSION,
+  session_id: SID,
+  version,
+  index: 0,
+  at: 1_700_000_000_000 + version,
+  type: "complete",
+  status: "completed",
+  final_answer: "4",
+  final_reasoning_trace: "2 + 2",
 });
 
 beforeAll(async () => {
   nc = await connectNats({ url: inject("natsUrl"), name: "gateway-stream-test" });
   n = makeNaming(uniquePrefix("gws"));
-  await provision(nc, { naming: n, roles: [], taskAckWaitMs: 1000, taskMaxDeliver: 3, inboxAckWaitMs: 1000, inboxMaxDeliver: 3, eventsMaxAgeMs: 60_000, duplicateWindowMs: 10_000, maxAckPendingPerRole: 4 });
+  await provision(nc, {
+    naming: n,
+    roles: [],
+    taskAckWaitMs: 1000,
+    taskMaxDeliver: 3,
+    inboxAckWaitMs: 1000,
+    inboxMaxDeliver: 3,
+    eventsMaxAgeMs: 60_000,
+    duplicateWindowMs: 10_000,
+    maxAckPendingPerRole: 4,
+  });
   const pub = createPublisher(nc, n, log);
   for (const e of [stage(1, 0), stage(2, 0), stage(2, 1)]) await pub.publishEvent(e);
   // The same event stored twice: published again under another message id, as a republish after the de-dup window would.
@@ -36,7 +62,8 @@ afterAll(async () => {
   await nc.drain();
 });
 
-const ids = (items: StreamItem[]) => items.map((i) => (i.kind === "event" ? `${i.event.version}:${i.event.index}` : `token:${i.event.delta}`));
+const ids = (items: StreamItem[]) =>
+  items.map((i) => (i.kind === "event" ? `${i.event.version}:${i.event.index}` : `token:${i.event.delta}`));
 
 /** Collects a stream until `complete`, or until `stopAfter` items (then aborts it). */
 async function collect(after: EventCursor | null, stopAfter = Infinity, waitMs = 5000): Promise<StreamItem[]> {
@@ -88,7 +115,16 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
       }
     })();
     await new Promise((r) => setTimeout(r, 300));
-    pub.publishTokens({ v: SCHEMA_VERSION, session_id: sid, version: 0, index: 0, at: 1, type: "token", task_id: `${sid}.1.0.0`, delta: "Hel" });
+    pub.publishTokens({
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 0,
+      index: 0,
+      at: 1,
+      type: "token",
+      task_id: `${sid}.1.0.0`,
+      delta: "Hel",
+    });
     await new Promise((r) => setTimeout(r, 100));
     await pub.publishEvent({ ...stage(2, 0), session_id: sid });
     const guard = setTimeout(() => ac.abort(), 5000);
@@ -105,13 +141,27 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     const got: string[] = [];
     const done = (async () => {
       for await (const item of sessionStream(nc, n, sid, { after: null, tokens: true, signal: ac.signal, log })) {
-        if (item.kind === "token") got.push(`${item.event.task_id.slice(-3)}#${item.event.seq ?? "-"}:${item.event.delta}`);
+        if (item.kind === "token")
+          got.push(`${item.event.task_id.slice(-3)}#${item.event.seq ?? "-"}:${item.event.delta}`);
         else if (item.event.version === 2) ac.abort();
       }
     })();
     await new Promise((r) => setTimeout(r, 300));
     const token = (task: string, seq: number, delta: string) =>
-      pub.publishTokens({ v: SCHEMA_VERSION, session_id: sid, version: 1, index: 0, at: 1, type: "token", task_id: `${sid}.${task}`, role: "writer", op: "write", attempt: 0, seq, delta });
+      pub.publishTokens({
+        v: SCHEMA_VERSION,
+        session_id: sid,
+        version: 1,
+        index: 0,
+        at: 1,
+        type: "token",
+        task_id: `${sid}.${task}`,
+        role: "writer",
+        op: "write",
+        attempt: 0,
+        seq,
+        delta,
+      });
     // the first delivery streams two deltas and dies; the redelivery streams all three; another task streams too
     token("1.0.0", 0, "Hel");
     token("1.0.0", 1, "lo ");

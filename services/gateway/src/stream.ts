@@ -20,10 +20,12 @@ export function parseEventId(raw: string | undefined | null): EventCursor | null
 }
 
 /** True when `e` comes after `c` in the session's order (versions, then indexes within one). */
-export const isAfter = (e: EventCursor, c: EventCursor | null): boolean => c === null || e.version > c.version || (e.version === c.version && e.index > c.index);
+export const isAfter = (e: EventCursor, c: EventCursor | null): boolean =>
+  c === null || e.version > c.version || (e.version === c.version && e.index > c.index);
 
 /** One thing to send: a stored event (with an id) or a live token delta (without). */
-export type StreamItem = { readonly kind: "event"; readonly event: SessionEvent } | { readonly kind: "token"; readonly event: TokenDelta };
+export type StreamItem =
+  { readonly kind: "event"; readonly event: SessionEvent } | { readonly kind: "token"; readonly event: TokenDelta };
 
 export interface SessionStreamOptions {
   /** Only events after this one (exclusive); null = from the first. */
@@ -42,7 +44,12 @@ export interface SessionStreamOptions {
  * No replica keeps a buffer of its own: every replica reads the same stream, so a client may
  * reconnect to any of them.
  */
-export async function* sessionStream(nc: NatsConnection, naming: Naming, sessionId: string, o: SessionStreamOptions): AsyncGenerator<StreamItem, void, undefined> {
+export async function* sessionStream(
+  nc: NatsConnection,
+  naming: Naming,
+  sessionId: string,
+  o: SessionStreamOptions,
+): AsyncGenerator<StreamItem, void, undefined> {
   const queue: Array<StreamItem | { kind: "end" } | { kind: "fail"; err: unknown }> = [];
   let wake: (() => void) | null = null;
   const push = (x: (typeof queue)[number]) => {
@@ -54,11 +61,24 @@ export async function* sessionStream(nc: NatsConnection, naming: Naming, session
   const onAbort = () => stop.abort();
   o.signal.addEventListener("abort", onAbort, { once: true });
   // One listener for the life of the stream (one per wait would pile up on a long session).
-  stop.signal.addEventListener("abort", () => { wake?.(); wake = null; }, { once: true });
-  const untokens = o.tokens ? followTokens(nc, naming, sessionId, (t) => push({ kind: "token", event: t }), o.log) : () => {};
+  stop.signal.addEventListener(
+    "abort",
+    () => {
+      wake?.();
+      wake = null;
+    },
+    { once: true },
+  );
+  const untokens = o.tokens
+    ? followTokens(nc, naming, sessionId, (t) => push({ kind: "token", event: t }), o.log)
+    : () => {};
   void (async () => {
     try {
-      for await (const e of followEvents(nc, naming, sessionId, { signal: stop.signal, ...(o.log ? { log: o.log } : {}) })) push({ kind: "event", event: e });
+      for await (const e of followEvents(nc, naming, sessionId, {
+        signal: stop.signal,
+        ...(o.log ? { log: o.log } : {}),
+      }))
+        push({ kind: "event", event: e });
       push({ kind: "end" });
     } catch (err) {
       push({ kind: "fail", err });

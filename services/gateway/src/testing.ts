@@ -14,7 +14,12 @@ export interface LimitsHarness {
 /** Builds limits with these settings; the factory picks the key prefix (unique per call). */
 export type LimitsFactory = (opts: Omit<LimitsOptions, "keyPrefix">) => Promise<LimitsHarness>;
 
-const DEFAULTS: Omit<LimitsOptions, "keyPrefix"> = { rateLimit: 3, rateWindowMs: 600, maxConcurrentSessions: 3, sessionTtlMs: 60_000 };
+const DEFAULTS: Omit<LimitsOptions, "keyPrefix"> = {
+  rateLimit: 3,
+  rateWindowMs: 600,
+  maxConcurrentSessions: 3,
+  sessionTtlMs: 60_000,
+};
 
 /** An `isLive` that says every session has ended except those not in `ended`, and records whom it was asked about. */
 function liveness(ended: ReadonlySet<string> = new Set()): { isLive: IsLive; asked: string[] } {
@@ -33,7 +38,10 @@ function liveness(ended: ReadonlySet<string> = new Set()): { isLive: IsLive; ask
  * gateway's tests use cannot drift from the limits replicas share.
  */
 export function runLimitsConformance(name: string, factory: LimitsFactory): void {
-  async function withLimits(over: Partial<Omit<LimitsOptions, "keyPrefix">>, body: (h: LimitsHarness, wait: (ms: number) => Promise<void>) => Promise<void>): Promise<void> {
+  async function withLimits(
+    over: Partial<Omit<LimitsOptions, "keyPrefix">>,
+    body: (h: LimitsHarness, wait: (ms: number) => Promise<void>) => Promise<void>,
+  ): Promise<void> {
     const h = await factory({ ...DEFAULTS, ...over });
     const wait = async (ms: number) => (h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms)));
     try {
@@ -122,7 +130,8 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
       withLimits({}, async ({ limits }) => {
         const ended = new Set<string>();
         const probe = liveness(ended);
-        for (const sid of ["s1", "s2", "s3"]) expect(await limits.admit("alice", sid, probe.isLive)).toEqual({ ok: true });
+        for (const sid of ["s1", "s2", "s3"])
+          expect(await limits.admit("alice", sid, probe.isLive)).toEqual({ ok: true });
         expect(probe.asked).toEqual([]);
         ended.add("s1").add("s3");
         expect(await limits.admit("alice", "s4", probe.isLive)).toEqual({ ok: true });
@@ -136,7 +145,9 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
     it("fails an admission whose liveness check fails, taking no slot", () =>
       withLimits({ maxConcurrentSessions: 1 }, async ({ limits }) => {
         expect(await limits.admit("alice", "s1", liveness().isLive)).toEqual({ ok: true });
-        await expect(limits.admit("alice", "s2", () => Promise.reject(new Error("status unreadable")))).rejects.toThrow(/status unreadable/);
+        await expect(limits.admit("alice", "s2", () => Promise.reject(new Error("status unreadable")))).rejects.toThrow(
+          /status unreadable/,
+        );
         expect(await limits.admit("alice", "s3", liveness().isLive)).toEqual({ ok: false, count: 1, max: 1 });
       }));
 

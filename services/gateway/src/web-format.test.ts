@@ -6,7 +6,16 @@ import { codeRunText, formatDuration, safeHref } from "../public/format.js";
 describe("formatDuration", () => {
   test("milliseconds, tenths of seconds, then minutes, each rounded once to what is shown", () => {
     expect([0, 12.4, 999.4, 999.6, 1234, 59_940, 59_970, 61_000, 119_600, 3_600_000].map(formatDuration)).toEqual([
-      "0 ms", "12 ms", "999 ms", "1.0 s", "1.2 s", "59.9 s", "1 min 0 s", "1 min 1 s", "2 min 0 s", "60 min 0 s",
+      "0 ms",
+      "12 ms",
+      "999 ms",
+      "1.0 s",
+      "1.2 s",
+      "59.9 s",
+      "1 min 0 s",
+      "1 min 1 s",
+      "2 min 0 s",
+      "60 min 0 s",
     ]);
   });
 });
@@ -18,7 +27,16 @@ describe("safeHref", () => {
   });
 
   test("makes no link from any other scheme, a relative or a malformed URL", () => {
-    for (const url of ["javascript:alert(1)", " JavaScript:alert(1)", "data:text/html,<b>x</b>", "file:///etc/passwd", "/relative", "not a url", "", null]) {
+    for (const url of [
+      "javascript:alert(1)",
+      " JavaScript:alert(1)",
+      "data:text/html,<b>x</b>",
+      "file:///etc/passwd",
+      "/relative",
+      "not a url",
+      "",
+      null,
+    ]) {
       expect(safeHref(url), String(url)).toBeNull();
     }
   });
@@ -28,7 +46,9 @@ describe("codeRunText", () => {
   const run = { language: "python", exitCode: 0, stdout: "", stderr: "", result: null, truncated: false };
 
   test("a run that ended shows its exit code, its output and its last value", () => {
-    expect(codeRunText({ ...run, stdout: "6 * 7 is\n", result: "42" })).toBe("exit code 0\nstdout:\n6 * 7 is\nresult: 42");
+    expect(codeRunText({ ...run, stdout: "6 * 7 is\n", result: "42" })).toBe(
+      "exit code 0\nstdout:\n6 * 7 is\nresult: 42",
+    );
   });
 
   test("a failed run shows its stderr whole, the exception at its end", () => {
@@ -40,6 +60,8 @@ describe("codeRunText", () => {
   });
 
   test("a run a limit stopped says so, and cut output is marked", () => {
-    expect(codeRunText({ ...run, exitCode: null, stderr: "timeout: the code ran over 10 s", truncated: true })).toBe("stopped by a limit\nstderr:\ntimeout: the code ran over 10 s\n(output cut)");
+    expect(codeRunText({ ...run, exitCode: null, stderr: "timeout: the code ran over 10 s", truncated: true })).toBe(
+      "stopped by a limit\nstderr:\ntimeout: the code ran over 10 s\n(output cut)",
+    );
   });
 });

@@ -1,6 +1,13 @@
 import { describe, expect, test } from "vitest";
 import { SessionEvent, type EventDraft } from "@agentmesh/contracts";
-import { applyEvent, chartRefusal, compareEventIds, emptyProgress, replay, type Progress } from "../public/progress-store.js";
+import {
+  applyEvent,
+  chartRefusal,
+  compareEventIds,
+  emptyProgress,
+  replay,
+  type Progress,
+} from "../public/progress-store.js";
 
 // The web page's progress store (services/gateway/public/progress-store.js): session events in,
 // view state out. Every fixture event is parsed by the contract's schema first, so the store is
@@ -8,14 +15,34 @@ import { applyEvent, chartRefusal, compareEventIds, emptyProgress, replay, type 
 
 const SID = "webtest000000000001";
 const T0 = 1_700_000_000_000;
-const provenance = { role: "executor", op: "run", model: "none", tier: "fast", prompt_version: "executor.run/v1", attempt: 1, usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 }, latency_ms: 5 } as const;
+const provenance = {
+  role: "executor",
+  op: "run",
+  model: "none",
+  tier: "fast",
+  prompt_version: "executor.run/v1",
+  attempt: 1,
+  usage: { prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, model_calls: 0 },
+  latency_ms: 5,
+} as const;
 
 /** Stamps drafts the way the runtime does: a version per transition, an index within it, a time. */
 function session(transitions: ReadonlyArray<{ at: number; events: readonly EventDraft[] }>): SessionEvent[] {
-  return transitions.flatMap((t, v) => t.events.map((d, index) => SessionEvent.parse({ ...d, v: 1, session_id: SID, version: v + 1, index, at: t.at })));
+  return transitions.flatMap((t, v) =>
+    t.events.map((d, index) => SessionEvent.parse({ ...d, v: 1, session_id: SID, version: v + 1, index, at: t.at })),
+  );
 }
 
-const token = (taskId: string, delta: string) => ({ type: "token", task_id: taskId, delta, v: 1, session_id: SID, version: 0, index: 0, at: 0 });
+const token = (taskId: string, delta: string) => ({
+  type: "token",
+  task_id: taskId,
+  delta,
+  v: 1,
+  session_id: SID,
+  version: 0,
+  index: 0,
+  at: 0,
+});
 
 const EVENTS = session([
   { at: T0, events: [{ type: "stage", name: "perception", status: "running", description: "reading the question" }] },
@@ -24,8 +51,22 @@ const EVENTS = session([
     events: [
       { type: "stage", name: "perception", status: "completed", description: "an arithmetic question" },
       { type: "stage", name: "executor", status: "running", description: "running the plan" },
-      { type: "tool_call", id: "call-1", task_id: "t1", tool: "calculator", args: { expression: "6 * 7" }, args_truncated: false },
-      { type: "tool_call", id: "call-2", task_id: "t2", tool: "corpus_search", args: { query: "redis" }, args_truncated: false },
+      {
+        type: "tool_call",
+        id: "call-1",
+        task_id: "t1",
+        tool: "calculator",
+        args: { expression: "6 * 7" },
+        args_truncated: false,
+      },
+      {
+        type: "tool_call",
+        id: "call-2",
+        task_id: "t2",
+        tool: "corpus_search",
+        args: { query: "redis" },
+        args_truncated: false,
+      },
     ],
   },
   {
@@ -34,12 +75,27 @@ const EVENTS = session([
       { type: "tool_result", id: "call-2", tool: "corpus_search", ok: false, content: "no index", latency_ms: 12 },
       { type: "tool_result", id: "call-1", tool: "calculator", ok: true, content: "42", latency_ms: 3 },
       { type: "step", task_id: "t1", summary: "computed 6 * 7", provenance },
-      { type: "source", title: "Redis persistence", url: null, path: "redis-persistence.md", snippet: "AOF logs every write" },
-      { type: "source", title: "Redis persistence again", url: null, path: "redis-persistence.md", snippet: "duplicate" },
+      {
+        type: "source",
+        title: "Redis persistence",
+        url: null,
+        path: "redis-persistence.md",
+        snippet: "AOF logs every write",
+      },
+      {
+        type: "source",
+        title: "Redis persistence again",
+        url: null,
+        path: "redis-persistence.md",
+        snippet: "duplicate",
+      },
       { type: "source", title: "Redis docs", url: "https://redis.io/docs/", path: null, snippet: "" },
     ],
   },
-  { at: T0 + 1000, events: [{ type: "stage", name: "awaiting_user", status: "running", description: "Celsius or Fahrenheit?" }] },
+  {
+    at: T0 + 1000,
+    events: [{ type: "stage", name: "awaiting_user", status: "running", description: "Celsius or Fahrenheit?" }],
+  },
   {
     at: T0 + 5000,
     events: [
@@ -52,7 +108,12 @@ const EVENTS = session([
     at: T0 + 6500,
     events: [
       { type: "stage", name: "executor", status: "completed", description: "ran 2 tools" },
-      { type: "complete", status: "completed", final_answer: "6 * 7 = 42", final_reasoning_trace: "calculated exactly" },
+      {
+        type: "complete",
+        status: "completed",
+        final_answer: "6 * 7 = 42",
+        final_reasoning_trace: "calculated exactly",
+      },
     ],
   },
 ]);
@@ -91,8 +152,17 @@ describe("progress store", () => {
   test("each tool result is matched to its call by id, whatever the order, and calls are linked to the stage they ran in", () => {
     const p = replay(EVENTS);
     expect(p.toolCallOrder).toEqual(["call-1", "call-2"]);
-    expect(p.toolCalls["call-1"]).toMatchObject({ tool: "calculator", parentStageIndex: 1, args: { expression: "6 * 7" }, result: { ok: true, content: "42", latencyMs: 3, at: T0 + 900 } });
-    expect(p.toolCalls["call-2"]).toMatchObject({ tool: "corpus_search", parentStageIndex: 1, result: { ok: false, content: "no index" } });
+    expect(p.toolCalls["call-1"]).toMatchObject({
+      tool: "calculator",
+      parentStageIndex: 1,
+      args: { expression: "6 * 7" },
+      result: { ok: true, content: "42", latencyMs: 3, at: T0 + 900 },
+    });
+    expect(p.toolCalls["call-2"]).toMatchObject({
+      tool: "corpus_search",
+      parentStageIndex: 1,
+      result: { ok: false, content: "no index" },
+    });
     expect(p.stages[1]?.toolCallIds).toEqual(["call-1", "call-2"]);
   });
 
@@ -115,7 +185,11 @@ describe("progress store", () => {
     const resumed = applyAll(EVENTS.slice(at + 1, at + 2), paused);
     expect(resumed.status).toBe("running");
     expect(resumed.awaiting).toBeNull();
-    expect(resumed.stages.find((s) => s.name === "awaiting_user")).toMatchObject({ status: "completed", durationMs: 4000, description: "Celsius" });
+    expect(resumed.stages.find((s) => s.name === "awaiting_user")).toMatchObject({
+      status: "completed",
+      durationMs: 4000,
+      description: "Celsius",
+    });
   });
 
   test("token deltas are appended live per task, dropped when the task's step arrives, ignored after complete", () => {
@@ -141,11 +215,19 @@ describe("progress store", () => {
 
   test("the complete event gives the final answer, its trace, the status and the total time", () => {
     const p = replay(EVENTS);
-    expect(p.final).toEqual({ status: "completed", answer: "6 * 7 = 42", trace: "calculated exactly", truncated: false, at: T0 + 6500 });
+    expect(p.final).toEqual({
+      status: "completed",
+      answer: "6 * 7 = 42",
+      trace: "calculated exactly",
+      truncated: false,
+      at: T0 + 6500,
+    });
     expect(p.status).toBe("completed");
     expect([p.startedAt, p.endedAt]).toEqual([T0, T0 + 6500]);
     expect(p.currentStageIndex).toBeNull();
-    expect(p.errors).toEqual([{ code: "tool_error", message: "corpus index missing", component: "executor", at: T0 + 5000 }]);
+    expect(p.errors).toEqual([
+      { code: "tool_error", message: "corpus index missing", component: "executor", at: T0 + 5000 },
+    ]);
     expect(p.steps).toEqual([{ taskId: "t1", summary: "computed 6 * 7", role: "executor", at: T0 + 900 }]);
     expect(p.charts).toEqual([{ key: "5:1", spec: { mark: "bar", data: { values: [{ a: 1 }] } }, refused: null }]);
   });
@@ -180,15 +262,58 @@ describe("progress store", () => {
   test("the supervisor's routing, each agent's settings and a handoff become notes, in order", () => {
     const p = replay(
       session([
-        { at: T0, events: [{ type: "routing", agent: "research", confidence: 0.42, reason: "the query mentions \"latest\"", is_low_confidence: true }] },
-        { at: T0 + 1, events: [{ type: "config", agent: "research", settings: { depth: "quick", scenario: "technical", search_iterations: 1, sources_kept: 5, tools: "web_search, corpus_search" } }] },
-        { at: T0 + 2, events: [{ type: "handoff", source_agent: "research", target_agent: "code", task_description: "Compute 2 ** 10", context: "" }] },
-        { at: T0 + 3, events: [{ type: "config", agent: "code", settings: { strict: true, cached: false, data: null, label: "" } }] },
+        {
+          at: T0,
+          events: [
+            {
+              type: "routing",
+              agent: "research",
+              confidence: 0.42,
+              reason: 'the query mentions "latest"',
+              is_low_confidence: true,
+            },
+          ],
+        },
+        {
+          at: T0 + 1,
+          events: [
+            {
+              type: "config",
+              agent: "research",
+              settings: {
+                depth: "quick",
+                scenario: "technical",
+                search_iterations: 1,
+                sources_kept: 5,
+                tools: "web_search, corpus_search",
+              },
+            },
+          ],
+        },
+        {
+          at: T0 + 2,
+          events: [
+            {
+              type: "handoff",
+              source_agent: "research",
+              target_agent: "code",
+              task_description: "Compute 2 ** 10",
+              context: "",
+            },
+          ],
+        },
+        {
+          at: T0 + 3,
+          events: [{ type: "config", agent: "code", settings: { strict: true, cached: false, data: null, label: "" } }],
+        },
       ]),
     );
     expect(p.notes).toEqual([
       { at: T0, text: 'Routed to research (confidence 0.42, low): the query mentions "latest"' },
-      { at: T0 + 1, text: "Settings of the research agent: depth quick; scenario technical; search iterations 1; sources kept 5; tools web_search, corpus_search" },
+      {
+        at: T0 + 1,
+        text: "Settings of the research agent: depth quick; scenario technical; search iterations 1; sources kept 5; tools web_search, corpus_search",
+      },
       { at: T0 + 2, text: "Handoff research → code: Compute 2 ** 10" },
       { at: T0 + 3, text: "Settings of the code agent: strict yes; cached no; data none; label (empty)" },
     ]);
@@ -197,8 +322,34 @@ describe("progress store", () => {
   test("clarify's orchestrator runs become notes: the layer, the route and the count", () => {
     const p = replay(
       session([
-        { at: T0, events: [{ type: "orchestration", iteration: 1, layer: "model", next_agent: "clarification", clarification_count: 1, max_clarifications: 2, reason: "Decision: CLARIFICATION" }] },
-        { at: T0 + 1, events: [{ type: "orchestration", iteration: 2, layer: "answered", next_agent: "research", clarification_count: 1, max_clarifications: 2, reason: "answered" }] },
+        {
+          at: T0,
+          events: [
+            {
+              type: "orchestration",
+              iteration: 1,
+              layer: "model",
+              next_agent: "clarification",
+              clarification_count: 1,
+              max_clarifications: 2,
+              reason: "Decision: CLARIFICATION",
+            },
+          ],
+        },
+        {
+          at: T0 + 1,
+          events: [
+            {
+              type: "orchestration",
+              iteration: 2,
+              layer: "answered",
+              next_agent: "research",
+              clarification_count: 1,
+              max_clarifications: 2,
+              reason: "answered",
+            },
+          ],
+        },
       ]),
     );
     expect(p.notes).toEqual([
@@ -212,9 +363,14 @@ describe("progress store", () => {
       { agent: "data", settings: null },
       { settings: [1, 2] },
       { agent: 7, settings: "depth quick" },
-      { agent: "code", settings: { nested: { a: 1 }, list: [1], nan: Number.NaN, bare: Object.create(null) as unknown } },
+      {
+        agent: "code",
+        settings: { nested: { a: 1 }, list: [1], nan: Number.NaN, bare: Object.create(null) as unknown },
+      },
     ];
-    const p = applyAll(odd.map((e, i) => ({ type: "config", v: 1, session_id: SID, version: i + 1, index: 0, at: T0 + i, ...e })));
+    const p = applyAll(
+      odd.map((e, i) => ({ type: "config", v: 1, session_id: SID, version: i + 1, index: 0, at: T0 + i, ...e })),
+    );
     expect(p.notes.map((n) => n.text)).toEqual([
       "Settings of the data agent: none announced",
       "Settings of the unnamed agent: none announced",
@@ -224,14 +380,49 @@ describe("progress store", () => {
   });
 
   test("a code run's result is attached to the call that ran it; one for an unknown call is dropped", () => {
-    const run = { type: "code_result", language: "javascript", exit_code: 1, stdout: "", stderr: "ReferenceError: x is not defined", result: null, truncated: false, duration_ms: 8 } as const;
+    const run = {
+      type: "code_result",
+      language: "javascript",
+      exit_code: 1,
+      stdout: "",
+      stderr: "ReferenceError: x is not defined",
+      result: null,
+      truncated: false,
+      duration_ms: 8,
+    } as const;
     const p = replay(
       session([
-        { at: T0, events: [{ type: "tool_call", id: "call-1", task_id: "t1", tool: "run_js", args: { code: "x" }, args_truncated: false }] },
-        { at: T0 + 50, events: [{ type: "tool_result", id: "call-1", tool: "run_js", ok: false, content: "exit code: 1", latency_ms: 40 }, { ...run, id: "call-1" }, { ...run, id: "call-9" }] },
+        {
+          at: T0,
+          events: [
+            {
+              type: "tool_call",
+              id: "call-1",
+              task_id: "t1",
+              tool: "run_js",
+              args: { code: "x" },
+              args_truncated: false,
+            },
+          ],
+        },
+        {
+          at: T0 + 50,
+          events: [
+            { type: "tool_result", id: "call-1", tool: "run_js", ok: false, content: "exit code: 1", latency_ms: 40 },
+            { ...run, id: "call-1" },
+            { ...run, id: "call-9" },
+          ],
+        },
       ]),
     );
-    expect(p.toolCalls["call-1"]?.code).toEqual({ language: "javascript", exitCode: 1, stdout: "", stderr: "ReferenceError: x is not defined", result: null, truncated: false });
+    expect(p.toolCalls["call-1"]?.code).toEqual({
+      language: "javascript",
+      exitCode: 1,
+      stdout: "",
+      stderr: "ReferenceError: x is not defined",
+      result: null,
+      truncated: false,
+    });
     expect(Object.keys(p.toolCalls)).toEqual(["call-1"]);
   });
 
@@ -249,7 +440,12 @@ describe("chart specs", () => {
   test("a data.url anywhere refuses the spec", () => {
     const refused = [
       { mark: "bar", data: { url: "https://example.com/data.csv" } },
-      { layer: [{ mark: "line", data: { values: [] } }, { mark: "bar", data: { url: "x.json" } }] },
+      {
+        layer: [
+          { mark: "line", data: { values: [] } },
+          { mark: "bar", data: { url: "x.json" } },
+        ],
+      },
       { mark: "bar", transform: [{ lookup: "id", from: { data: { url: "/etc/passwd" }, key: "id" } }] },
       { vconcat: [{ hconcat: [{ mark: "bar", data: [{ url: "x" }] }] }] },
     ];

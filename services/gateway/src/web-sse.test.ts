@@ -11,7 +11,8 @@ function parseAll(chunks: readonly string[]): SseItem[] {
   return items;
 }
 
-const messages = (items: readonly SseItem[]): SseMessage[] => items.flatMap((i) => (i.kind === "message" ? [i.message] : []));
+const messages = (items: readonly SseItem[]): SseMessage[] =>
+  items.flatMap((i) => (i.kind === "message" ? [i.message] : []));
 
 const STREAM = [
   ": ping",
@@ -59,7 +60,12 @@ describe("SSE parser", () => {
   });
 
   test("treats a lone CR as a line end, drops a message with no data, ignores an id holding NUL and unknown fields", () => {
-    const items = parseAll(["id: 5:1\revent: x\r\r", "event: y\nretry: 10\nfoo: bar\n\n", "id: bad\0id\ndata: z\n\n", "data\n\n"]);
+    const items = parseAll([
+      "id: 5:1\revent: x\r\r",
+      "event: y\nretry: 10\nfoo: bar\n\n",
+      "id: bad\0id\ndata: z\n\n",
+      "data\n\n",
+    ]);
     expect(messages(items)).toEqual([
       { event: "message", data: "z", id: "5:1" },
       { event: "message", data: "", id: "5:1" },
@@ -94,7 +100,9 @@ describe("followStream", () => {
     const waits: number[] = [];
     const responses: Array<() => Promise<Response>> = [
       async () => sse([ev("1:0", "stage"), ev("1:1", "step").slice(0, 20)], new Error("network dropped")),
-      async () => { throw new Error("connection refused"); },
+      async () => {
+        throw new Error("connection refused");
+      },
       async () => new Response("busy", { status: 503 }),
       async () => sse([": ping\n\n", ev("1:1", "step"), ev("2:0", "complete"), ev("3:0", "stage")]),
     ];
@@ -108,7 +116,9 @@ describe("followStream", () => {
       },
       onMessage: (m) => got.push(`${m.id} ${m.event}`),
       isLast: (m) => m.event === "complete",
-      sleep: async (ms) => { waits.push(ms); },
+      sleep: async (ms) => {
+        waits.push(ms);
+      },
       initialDelayMs: 100,
       maxDelayMs: 1000,
     });
@@ -129,7 +139,10 @@ describe("followStream", () => {
     const asked: Array<string | null> = [];
     const bodies = [[ev("1:0", "stage")], [ev("1:1", "complete")]];
     const end = await followStream({
-      connect: async (last) => { asked.push(last); return sse(bodies.shift() ?? []); },
+      connect: async (last) => {
+        asked.push(last);
+        return sse(bodies.shift() ?? []);
+      },
       onMessage: () => {},
       isLast: (m) => m.event === "complete",
       sleep: async () => {},
@@ -141,7 +154,10 @@ describe("followStream", () => {
   test("stops at a 4xx answer: retrying cannot help", async () => {
     let calls = 0;
     const end = await followStream({
-      connect: async () => { calls++; return new Response('{"error":{"code":"not_found"}}', { status: 404 }); },
+      connect: async () => {
+        calls++;
+        return new Response('{"error":{"code":"not_found"}}', { status: 404 });
+      },
       onMessage: () => {},
       isLast: () => false,
       sleep: async () => {},
@@ -152,11 +168,18 @@ describe("followStream", () => {
 
   test("stops when the caller aborts, also while a body is being read", async () => {
     const ac = new AbortController();
-    const never = new ReadableStream<Uint8Array>({ start(c) { c.enqueue(new TextEncoder().encode(ev("1:0", "stage"))); } });
+    const never = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(new TextEncoder().encode(ev("1:0", "stage")));
+      },
+    });
     const got: string[] = [];
     const end = await followStream({
       connect: async () => new Response(never, { status: 200 }),
-      onMessage: (m) => { got.push(m.event); ac.abort(); },
+      onMessage: (m) => {
+        got.push(m.event);
+        ac.abort();
+      },
       isLast: () => false,
       signal: ac.signal,
     });

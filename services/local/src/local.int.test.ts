@@ -34,25 +34,43 @@ describe("services/local with AGENTMESH_METRICS_PORT=0", () => {
   it("serves the coordinator's and every role's metrics from one registry on one port", async () => {
     const prefix = uniquePrefix("loc");
     const local = await startLocal(
-      { NATS_URL: inject("natsUrl"), REDIS_URL: inject("redisUrl"), AGENTMESH_PREFIX: prefix, AGENTMESH_METRICS_PORT: "0", AGENTMESH_METRICS_HOST: "127.0.0.1", AGENTMESH_ROLES: "planner,chat" },
+      {
+        NATS_URL: inject("natsUrl"),
+        REDIS_URL: inject("redisUrl"),
+        AGENTMESH_PREFIX: prefix,
+        AGENTMESH_METRICS_PORT: "0",
+        AGENTMESH_METRICS_HOST: "127.0.0.1",
+        AGENTMESH_ROLES: "planner,chat",
+      },
       log,
       ["planner", "chat"],
     );
     try {
       const url = local.metricsUrl ?? "";
       expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
-      expect(await local.coordinator.core.submit({ v: 1, query: "Hello, how are you?", workflow: "halo" })).toMatchObject({ ok: true });
+      expect(
+        await local.coordinator.core.submit({ v: 1, query: "Hello, how are you?", workflow: "halo" }),
+      ).toMatchObject({ ok: true });
       const done = { workflow: "halo", status: "completed" };
       let text = "";
-      for (const end = Date.now() + 20_000; sample(text, "agentmesh_transitions_total", done) !== 1; ) {
-        if (Date.now() > end) throw new Error(`the halo session did not complete: ${text.split("\n").filter((l) => l.startsWith("agentmesh_t")).join("\n")}`);
+      for (const end = Date.now() + 20_000; sample(text, "agentmesh_transitions_total", done) !== 1;) {
+        if (Date.now() > end)
+          throw new Error(
+            `the halo session did not complete: ${text
+              .split("\n")
+              .filter((l) => l.startsWith("agentmesh_t"))
+              .join("\n")}`,
+          );
         await new Promise((r) => setTimeout(r, 100));
         text = await (await fetch(url)).text();
       }
-      expect(sample(text, "agentmesh_tasks_total", { role: "planner", op: "capabilities", outcome: "completed" })).toBe(1);
+      expect(sample(text, "agentmesh_tasks_total", { role: "planner", op: "capabilities", outcome: "completed" })).toBe(
+        1,
+      );
       expect(sample(text, "agentmesh_tasks_total", { role: "chat", op: "chitchat", outcome: "completed" })).toBe(1);
       expect(sample(text, "agentmesh_submits_total", { result: "accepted" })).toBe(1);
-      for (const consumer of ["role_planner", "role_chat"]) expect(sample(text, "agentmesh_consumer_pending_messages", { consumer })).toBe(0);
+      for (const consumer of ["role_planner", "role_chat"])
+        expect(sample(text, "agentmesh_consumer_pending_messages", { consumer })).toBe(0);
       expect(sample(text, "agentmesh_consumer_pending_messages", { consumer: "coordinator" })).not.toBeNull();
       // one registry: each metric is described once, the default Node metrics too
       expect(text.match(/^# TYPE agentmesh_consumer_pending_messages /gm)).toHaveLength(1);
@@ -61,7 +79,8 @@ describe("services/local with AGENTMESH_METRICS_PORT=0", () => {
       await local.stop(500);
       // this run's streams (and its KV bucket's) carry the prefix in upper case
       const jsm = await jetstreamManager(nc);
-      for await (const s of jsm.streams.names()) if (s.includes(prefix.toUpperCase())) await jsm.streams.delete(s).catch(() => false);
+      for await (const s of jsm.streams.names())
+        if (s.includes(prefix.toUpperCase())) await jsm.streams.delete(s).catch(() => false);
     }
     await expect(fetch(local.metricsUrl ?? "")).rejects.toThrow();
   });

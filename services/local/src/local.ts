@@ -3,7 +3,17 @@ import { loadRoles, startRoles } from "@agentmesh/agent";
 import { connectRedis, redisHealth } from "@agentmesh/session-store";
 import { connectNats, linkHealth } from "@agentmesh/messaging";
 import { loadCoordinatorConfig, startCoordinatorFromConfig, type RunningCoordinator } from "@agentmesh/coordinator";
-import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf, startProcessMetrics, type Health, type Logger, type Stoppable } from "@agentmesh/service-kit";
+import {
+  createHealth,
+  createLogger,
+  createTracing,
+  runUntilSignalled,
+  secretsOf,
+  startProcessMetrics,
+  type Health,
+  type Logger,
+  type Stoppable,
+} from "@agentmesh/service-kit";
 
 /**
  * Starts a coordinator and the named roles (every role of the registry when none is named) in
@@ -12,12 +22,25 @@ import { createHealth, createLogger, createTracing, runUntilSignalled, secretsOf
  * executor) build them here too. One metrics registry and endpoint, and one tracer, serve them all;
  * with `health`, the endpoint's `/readyz` waits for the coordinator and every role.
  */
-export async function startLocal(env: Record<string, string | undefined>, log: Logger, roleNames: readonly string[] = [], health?: Health): Promise<Stoppable & { coordinator: RunningCoordinator; metricsUrl: string | null }> {
+export async function startLocal(
+  env: Record<string, string | undefined>,
+  log: Logger,
+  roleNames: readonly string[] = [],
+  health?: Health,
+): Promise<Stoppable & { coordinator: RunningCoordinator; metricsUrl: string | null }> {
   const ccfg = loadCoordinatorConfig(env);
   const acfg = loadAgentConfig(env);
   const roles = await loadRoles(roleNames);
-  const nc = await connectNats({ url: ccfg.natsUrl, ...ccfg.nats, name: `local-${process.pid}`, waitOnFirstConnect: false });
-  const redis = await connectRedis(ccfg.redisUrl, { name: `local-${process.pid}`, ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }) });
+  const nc = await connectNats({
+    url: ccfg.natsUrl,
+    ...ccfg.nats,
+    name: `local-${process.pid}`,
+    waitOnFirstConnect: false,
+  });
+  const redis = await connectRedis(ccfg.redisUrl, {
+    name: `local-${process.pid}`,
+    ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }),
+  });
   if (health) {
     health.requireLinks(linkHealth(nc), redisHealth(redis));
   }

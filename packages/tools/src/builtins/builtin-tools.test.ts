@@ -9,7 +9,12 @@ import { builtinTools, DEFAULT_TOOL_ROLES } from "./builtin-tools.js";
 
 const dir = mkdtempSync(join(tmpdir(), "builtins-"));
 writeFileSync(join(dir, "readme.md"), "# Readme\n\nagentmesh runs agents on NATS.");
-const built = builtinTools({ fileRoots: [dir], corpusDir: dir, webSearch: createStaticWebSearch([{ title: "t", url: "https://x", snippet: "s" }]), python: false });
+const built = builtinTools({
+  fileRoots: [dir],
+  corpusDir: dir,
+  webSearch: createStaticWebSearch([{ title: "t", url: "https://x", snippet: "s" }]),
+  python: false,
+});
 afterAll(async () => {
   await built.close();
   rmSync(dir, { recursive: true, force: true });
@@ -18,7 +23,13 @@ afterAll(async () => {
 describe("builtinTools", { timeout: 30_000 }, () => {
   it("builds the configured tools with least-privilege roles, discoverable per role", () => {
     const registry = createToolRegistry(built.tools);
-    expect(registry.list().map((t) => t.name)).toEqual(["calculator", "corpus_search", "file_read", "run_js", "web_search"]);
+    expect(registry.list().map((t) => t.name)).toEqual([
+      "calculator",
+      "corpus_search",
+      "file_read",
+      "run_js",
+      "web_search",
+    ]);
     expect(registry.list({ role: "expert" }).map((t) => t.name)).toEqual(["calculator", "corpus_search", "run_js"]);
     expect(registry.list({ role: "critic" })).toEqual([]);
     expect(DEFAULT_TOOL_ROLES.file_read).toEqual(["researcher"]);
@@ -29,8 +40,17 @@ describe("builtinTools", { timeout: 30_000 }, () => {
     try {
       const registry = createToolRegistry(bare.tools);
       expect(registry.list().map((t) => t.name)).toEqual(["calculator", "web_search"]);
-      const r = await createSafeExecutor({ registry }).call({ tool: "web_search", args: { query: "x" }, role: "researcher", sessionId: "s", taskId: "t" });
-      expect(r).toMatchObject({ ok: false, error: { code: "tool_unavailable", message: "no web search provider is configured" } });
+      const r = await createSafeExecutor({ registry }).call({
+        tool: "web_search",
+        args: { query: "x" },
+        role: "researcher",
+        sessionId: "s",
+        taskId: "t",
+      });
+      expect(r).toMatchObject({
+        ok: false,
+        error: { code: "tool_unavailable", message: "no web search provider is configured" },
+      });
     } finally {
       await bare.close();
     }
@@ -38,11 +58,21 @@ describe("builtinTools", { timeout: 30_000 }, () => {
 
   it("every tool answers through one executor", async () => {
     const exec = createSafeExecutor({ registry: createToolRegistry(built.tools) });
-    const call = (tool: string, args: unknown) => exec.call({ tool, args, role: "researcher", sessionId: "s", taskId: "t" });
+    const call = (tool: string, args: unknown) =>
+      exec.call({ tool, args, role: "researcher", sessionId: "s", taskId: "t" });
     expect(await call("calculator", { expression: "2 * 21" })).toMatchObject({ ok: true, output: { result: "42" } });
-    expect(await call("file_read", { path: "readme.md" })).toMatchObject({ ok: true, output: { content: expect.stringContaining("NATS") as unknown } });
-    expect(await call("corpus_search", { query: "NATS agents" })).toMatchObject({ ok: true, output: { results: [{ path: "readme.md" }] } });
+    expect(await call("file_read", { path: "readme.md" })).toMatchObject({
+      ok: true,
+      output: { content: expect.stringContaining("NATS") as unknown },
+    });
+    expect(await call("corpus_search", { query: "NATS agents" })).toMatchObject({
+      ok: true,
+      output: { results: [{ path: "readme.md" }] },
+    });
     expect(await call("web_search", { query: "x" })).toMatchObject({ ok: true, output: { provider: "static" } });
-    expect(await call("run_js", { code: "[1, 2, 3].map((x) => x * 2)" })).toMatchObject({ ok: true, output: { result: "[2,4,6]" } });
+    expect(await call("run_js", { code: "[1, 2, 3].map((x) => x * 2)" })).toMatchObject({
+      ok: true,
+      output: { result: "[2,4,6]" },
+    });
   });
 });

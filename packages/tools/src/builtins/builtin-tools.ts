@@ -13,7 +13,15 @@ import type { ImageProvider } from "./images.js";
 import { createOfflineWebSearch, createWebSearchTool, type WebSearchProvider } from "./web-search.js";
 
 /** Names of the built-in tools. */
-export type BuiltinToolName = "calculator" | "file_read" | "corpus_search" | "web_search" | "run_js" | "run_python" | "generate_image" | "analyze_image";
+export type BuiltinToolName =
+  | "calculator"
+  | "file_read"
+  | "corpus_search"
+  | "web_search"
+  | "run_js"
+  | "run_python"
+  | "generate_image"
+  | "analyze_image";
 
 /** Least privilege by default: each role gets only the tools its step needs. */
 export const DEFAULT_TOOL_ROLES: Readonly<Record<BuiltinToolName, readonly RoleName[]>> = Object.freeze({
@@ -70,7 +78,9 @@ export function builtinTools(opts: BuiltinToolsOptions = {}): BuiltinTools {
     tools.push(corpus.tool);
     pools.push(corpus.pool);
   }
-  tools.push(createWebSearchTool({ provider: opts.webSearch ?? createOfflineWebSearch(), allowedRoles: roles.web_search }));
+  tools.push(
+    createWebSearchTool({ provider: opts.webSearch ?? createOfflineWebSearch(), allowedRoles: roles.web_search }),
+  );
   if (opts.images) {
     tools.push(createGenerateImageTool({ provider: opts.images, allowedRoles: roles.generate_image }));
     tools.push(createAnalyzeImageTool({ provider: opts.images, allowedRoles: roles.analyze_image }));

@@ -14,7 +14,8 @@ const tightExec = createSafeExecutor({ registry: createToolRegistry([tight.tool]
 beforeAll(() => calc.pool.run({ expression: "[1]", maxChars: 10 }, AbortSignal.timeout(60_000)), 70_000);
 afterAll(() => Promise.all([calc.pool.close(), tight.pool.close()]));
 
-const evaluate = (expression: string) => exec.call({ tool: "calculator", args: { expression }, role: "expert", sessionId: `s-${expression}`, taskId: "t" });
+const evaluate = (expression: string) =>
+  exec.call({ tool: "calculator", args: { expression }, role: "expert", sessionId: `s-${expression}`, taskId: "t" });
 
 // each worker loads mathjs (~2 s on a busy 2-core machine) before its first answer that needs it
 describe("calculator", { timeout: 30_000 }, () => {
@@ -41,8 +42,14 @@ describe("calculator", { timeout: 30_000 }, () => {
       if (!exact.ok) throw new Error(`${e}: ${exact.reason}`);
       expect(await evaluate(e), e).toMatchObject({ ok: true, output: { result: exact.value, type: "BigNumber" } });
     }
-    expect(await evaluate("1/0")).toMatchObject({ ok: false, error: { code: "invalid_tool_input", message: expect.stringContaining("division by zero") } });
-    expect(await evaluate("10^10^10")).toMatchObject({ ok: false, error: { code: "invalid_tool_input", message: expect.stringContaining("too large") } });
+    expect(await evaluate("1/0")).toMatchObject({
+      ok: false,
+      error: { code: "invalid_tool_input", message: expect.stringContaining("division by zero") },
+    });
+    expect(await evaluate("10^10^10")).toMatchObject({
+      ok: false,
+      error: { code: "invalid_tool_input", message: expect.stringContaining("too large") },
+    });
   });
 
   it("handles functions, matrices and units, with a fresh scope per call", async () => {
@@ -53,7 +60,14 @@ describe("calculator", { timeout: 30_000 }, () => {
   });
 
   it("has no way to reach the parser, imports or new units", async () => {
-    for (const e of ["import({evil: 1})", "evaluate(\"1+1\")", "parse(\"1\")", "createUnit(\"foo\")", "simplify(\"x+x\")", "compile(\"1\")"]) {
+    for (const e of [
+      "import({evil: 1})",
+      'evaluate("1+1")',
+      'parse("1")',
+      'createUnit("foo")',
+      'simplify("x+x")',
+      'compile("1")',
+    ]) {
       const r = await evaluate(e);
       expect(r, e).toMatchObject({ ok: false, error: { code: "invalid_tool_input" } });
       expect(r.records).toHaveLength(1);
@@ -63,7 +77,15 @@ describe("calculator", { timeout: 30_000 }, () => {
   it("no call changes what a later call computes: config, units, imports and assignments stay in their own call", async () => {
     // one worker serves every session here (the pool's default size is 1), as in production
     // matrices, units and det() are evaluated by mathjs itself (plain arithmetic never reaches it)
-    const probes = ["[0.1 + 0.2]", "[sqrt(2)]", "5 cm to inch", "[pi]", "det([2, 1; 1, 3]) / 7", "[sin(pi / 6)]", "[cos(pi)]"];
+    const probes = [
+      "[0.1 + 0.2]",
+      "[sqrt(2)]",
+      "5 cm to inch",
+      "[pi]",
+      "det([2, 1; 1, 3]) / 7",
+      "[sin(pi / 6)]",
+      "[cos(pi)]",
+    ];
     const baseline = new Map<string, string>();
     for (const e of probes) {
       const r = await evaluate(e);
@@ -74,25 +96,28 @@ describe("calculator", { timeout: 30_000 }, () => {
     // mathjs' own functions still see the instance's config (BigNumber pi, 64 digits)
     expect(baseline.get("[sin(pi / 6)]")).toBe("[0.5]");
     expect(baseline.get("[cos(pi)]")).toBe("[-1]");
-    expect(baseline.get("[sqrt(2)]")).toMatch(/^\[1\.4142135623730950488016887242096980785696718753769480731766797\d+\]$/);
+    expect(baseline.get("[sqrt(2)]")).toMatch(
+      /^\[1\.4142135623730950488016887242096980785696718753769480731766797\d+\]$/,
+    );
     const payloads = [
       'config({number: "number"})',
       "config({precision: number(1000000)})",
       'f = config; f({number: "number"})',
-      'map([1], config)',
+      "map([1], config)",
       'config({number: "Fraction"}); 0.1 + 0.2',
       'createUnit("inch", "1 m", {override: true})',
-      'import({sqrt: 7}, {override: true})',
-      'sqrt = 5; pi = 4',
+      "import({sqrt: 7}, {override: true})",
+      "sqrt = 5; pi = 4",
       'evaluate("config({number: \\"number\\"})")',
-      'parser()',
+      "parser()",
     ];
     for (const p of payloads) {
       const r = await evaluate(p);
       // the payload itself is refused or stays in its own scope; either way the next calls are unchanged
       if (r.ok) expect(p).toBe("sqrt = 5; pi = 4");
       const t0 = performance.now();
-      for (const [e, want] of baseline) expect(await evaluate(e), `${e} after ${p}`).toMatchObject({ ok: true, output: { result: want } });
+      for (const [e, want] of baseline)
+        expect(await evaluate(e), `${e} after ${p}`).toMatchObject({ ok: true, output: { result: want } });
       expect(performance.now() - t0, `after ${p}`).toBeLessThan(5000);
     }
   });
@@ -117,10 +142,22 @@ describe("calculator", { timeout: 30_000 }, () => {
       maxGap = Math.max(maxGap, now - last);
       last = now;
     }, 50);
-    await tightExec.call({ tool: "calculator", args: { expression: "1" }, role: "expert", sessionId: "warm", taskId: "t" });
+    await tightExec.call({
+      tool: "calculator",
+      args: { expression: "1" },
+      role: "expert",
+      sessionId: "warm",
+      taskId: "t",
+    });
     const t0 = performance.now();
     // an exact 200x200 determinant takes ~20 s of synchronous mathjs work
-    const r = await tightExec.call({ tool: "calculator", args: { expression: "det(ones(200, 200) + diag(ones(200)))" }, role: "expert", sessionId: "heavy", taskId: "t" });
+    const r = await tightExec.call({
+      tool: "calculator",
+      args: { expression: "det(ones(200, 200) + diag(ones(200)))" },
+      role: "expert",
+      sessionId: "heavy",
+      taskId: "t",
+    });
     const elapsed = performance.now() - t0;
     clearInterval(tick);
     expect(r).toMatchObject({ ok: false, error: { code: "timeout" } });

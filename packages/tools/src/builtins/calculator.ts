@@ -18,7 +18,10 @@ const Input = z.object({ expression: z.string().min(1).max(2000) });
 const Output = z.object({ result: z.string(), type: z.string().max(40), truncated: z.boolean() });
 
 /** The calculator tool and the pool to close when the process stops. */
-export function createCalculatorTool(opts: CalculatorOptions): { tool: ToolDefinition<typeof Input, typeof Output>; pool: ComputePool } {
+export function createCalculatorTool(opts: CalculatorOptions): {
+  tool: ToolDefinition<typeof Input, typeof Output>;
+  pool: ComputePool;
+} {
   const pool = createComputePool({
     url: packageFile("./builtins/calculator.worker.mjs"),
     size: opts.workers ?? 1,

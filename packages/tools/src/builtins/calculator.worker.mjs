@@ -7,8 +7,26 @@ import { evaluateExact } from "./exact.mjs";
 // expression parser never calls JS eval, but these functions reach the parser itself or change
 // the shared instance (new units, imports); the mathjs security guide disables them by
 // overriding them in the instance the expressions see.
-const DISABLED = ["import", "createUnit", "reviver", "replacer", "evaluate", "parse", "compile", "simplify", "simplifyConstant", "simplifyCore",
-  "derivative", "resolve", "rationalize", "leafCount", "symbolicEqual", "chain", "help", "parser"];
+const DISABLED = [
+  "import",
+  "createUnit",
+  "reviver",
+  "replacer",
+  "evaluate",
+  "parse",
+  "compile",
+  "simplify",
+  "simplifyConstant",
+  "simplifyCore",
+  "derivative",
+  "resolve",
+  "rationalize",
+  "leafCount",
+  "symbolicEqual",
+  "chain",
+  "help",
+  "parser",
+];
 const disabled = (name) => () => {
   throw new Error(`function ${name} is not available in the calculator`);
 };
@@ -49,14 +67,18 @@ const scope = () => new Map([["config", disabled("config")]]);
 
 const FORMAT = { precision: 64, lowerExp: -20, upperExp: 65 };
 
-const clip = (text, maxChars) => ({ result: text.length > maxChars ? text.slice(0, maxChars) : text, truncated: text.length > maxChars });
+const clip = (text, maxChars) => ({
+  result: text.length > maxChars ? text.slice(0, maxChars) : text,
+  truncated: text.length > maxChars,
+});
 
 async function run({ expression, maxChars }) {
   // Plain arithmetic goes through the one exact evaluator (the same the offline roles use), so the
   // tool and an offline answer agree digit for digit and its refusals (1/0, 10^10^10) hold here too.
   const exact = evaluateExact(expression);
   if (exact.ok) return { ok: true, value: { ...clip(exact.value, maxChars), type: "BigNumber" } };
-  if (exact.arithmetic) return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${exact.reason}`.slice(0, 1000) };
+  if (exact.arithmetic)
+    return { ok: false, code: "invalid_tool_input", message: `cannot evaluate: ${exact.reason}`.slice(0, 1000) };
   // Anything else (units, matrices, other functions) is mathjs' full expression language.
   const { math, evaluate, resetConfig } = await mathjs();
   resetConfig();

@@ -30,7 +30,12 @@ export interface CodeToolOptions {
   readonly timeoutMs?: number;
 }
 
-function codeTool(name: "run_js" | "run_python", description: string, defaultTimeoutMs: number, opts: CodeToolOptions): ToolDefinition<typeof Input, typeof Output> {
+function codeTool(
+  name: "run_js" | "run_python",
+  description: string,
+  defaultTimeoutMs: number,
+  opts: CodeToolOptions,
+): ToolDefinition<typeof Input, typeof Output> {
   return defineTool({
     name,
     description,

@@ -10,7 +10,8 @@ let dir: string;
 let outside: string;
 let corpus: ReturnType<typeof createCorpusSearchTool>;
 
-const filler = (topic: string, n: number) => Array.from({ length: n }, (_, i) => `Paragraph ${i} about ${topic} and nothing else of note.`).join("\n\n");
+const filler = (topic: string, n: number) =>
+  Array.from({ length: n }, (_, i) => `Paragraph ${i} about ${topic} and nothing else of note.`).join("\n\n");
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "corpus-"));
@@ -34,13 +35,21 @@ afterAll(async () => {
 });
 
 const search = (query: string, limit = 3) =>
-  createSafeExecutor({ registry: createToolRegistry([corpus.tool]) }).call({ tool: "corpus_search", args: { query, limit }, role: "researcher", sessionId: "s", taskId: "t" });
+  createSafeExecutor({ registry: createToolRegistry([corpus.tool]) }).call({
+    tool: "corpus_search",
+    args: { query, limit },
+    role: "researcher",
+    sessionId: "s",
+    taskId: "t",
+  });
 
 describe("corpus_search", () => {
   it("finds the right document and returns its path, the matching passage and a score", async () => {
     const r = await search("largest planet storm");
     expect(r.ok).toBe(true);
-    const results = (r.ok ? r.output : { results: [] }) as { results: Array<{ path: string; passage: string; score: number }> };
+    const results = (r.ok ? r.output : { results: [] }) as {
+      results: Array<{ path: string; passage: string; score: number }>;
+    };
     expect(results.results[0]?.path).toBe(join("astro", "planets.md"));
     expect(results.results[0]?.passage).toContain("Great Red Spot");
     expect(results.results[0]?.passage.length).toBeLessThanOrEqual(300);

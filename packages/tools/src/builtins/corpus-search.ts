@@ -28,7 +28,10 @@ const Hit = z.object({ path: z.string(), passage: z.string(), score: z.number() 
 const Output = z.object({ results: z.array(Hit).max(20) });
 
 /** The corpus_search tool and the worker pool to close when the process stops. */
-export function createCorpusSearchTool(opts: CorpusSearchOptions): { tool: ToolDefinition<typeof Input, typeof Output>; pool: ComputePool } {
+export function createCorpusSearchTool(opts: CorpusSearchOptions): {
+  tool: ToolDefinition<typeof Input, typeof Output>;
+  pool: ComputePool;
+} {
   const dir = realpathSync(opts.dir);
   const settings = {
     extensions: (opts.extensions ?? [".md", ".markdown", ".txt", ".rst"]).map((e) => e.toLowerCase()),
@@ -43,7 +46,8 @@ export function createCorpusSearchTool(opts: CorpusSearchOptions): { tool: ToolD
   });
   const tool = defineTool({
     name: "corpus_search",
-    description: "Search the local document corpus (BM25 over passages). Returns the best passages with their document path and score.",
+    description:
+      "Search the local document corpus (BM25 over passages). Returns the best passages with their document path and score.",
     input: Input,
     output: Output,
     allowedRoles: opts.allowedRoles,

@@ -47,7 +47,18 @@ function ready() {
   // expression anyway; disabling them means a future change that does compile cannot reach them.
   instance.import(
     Object.fromEntries(
-      ["import", "createUnit", "evaluate", "parse", "compile", "simplify", "derivative", "resolve", "reviver", "chain"].map((n) => [n, refuse(n)]),
+      [
+        "import",
+        "createUnit",
+        "evaluate",
+        "parse",
+        "compile",
+        "simplify",
+        "derivative",
+        "resolve",
+        "reviver",
+        "chain",
+      ].map((n) => [n, refuse(n)]),
     ),
     { override: true },
   );
@@ -84,7 +95,10 @@ const FUNCTIONS = {
   abs: { arity: [1], fn: ([x]) => x.abs() },
   exp: { arity: [1], fn: ([x]) => bounded(x, MAX_DECIMAL_EXPONENT * 2.3, "exp").exp() },
   ln: { arity: [1], fn: ([x]) => positive(x, "ln").ln() },
-  log: { arity: [1, 2], fn: ([x, b]) => (b ? positive(x, "log").log(positive(b, "log base")) : positive(x, "log").ln()) },
+  log: {
+    arity: [1, 2],
+    fn: ([x, b]) => (b ? positive(x, "log").log(positive(b, "log base")) : positive(x, "log").ln()),
+  },
   log10: { arity: [1], fn: ([x]) => positive(x, "log10").log(10) },
   log2: { arity: [1], fn: ([x]) => positive(x, "log2").log(2) },
   floor: { arity: [1], fn: ([x]) => x.floor() },
@@ -124,7 +138,8 @@ function bounded(x, limit, what) {
   return x;
 }
 function smallInt(x, what) {
-  if (!x.isInteger() || x.isNeg() || x.gt(CALC_PRECISION)) throw new CalcError(`${what} must be an integer from 0 to ${CALC_PRECISION}`);
+  if (!x.isInteger() || x.isNeg() || x.gt(CALC_PRECISION))
+    throw new CalcError(`${what} must be an integer from 0 to ${CALC_PRECISION}`);
   return x.toNumber();
 }
 
@@ -134,7 +149,8 @@ function power(x, y) {
   // Estimate the size of the result before computing it: |x^y| = 10^(y·log10|x|).
   if (!x.isZero() && !x.abs().eq(1)) {
     const digits = y.times(x.abs().log(10)).abs();
-    if (digits.gt(MAX_DECIMAL_EXPONENT)) throw new CalcError(`the result has about 10^${digits.toFixed(0)} magnitude, too large to compute`);
+    if (digits.gt(MAX_DECIMAL_EXPONENT))
+      throw new CalcError(`the result has about 10^${digits.toFixed(0)} magnitude, too large to compute`);
   }
   return x.pow(y);
 }
@@ -200,23 +216,32 @@ function printConstant(node) {
 export function evaluateExact(input) {
   ready();
   const source = input.trim();
-  if (source.length === 0) return { ok: false, expression: source, reason: "the expression is empty", arithmetic: true };
-  if (source.length > MAX_EXPRESSION_CHARS) return { ok: false, expression: source.slice(0, 80), reason: "the expression is too long", arithmetic: false };
+  if (source.length === 0)
+    return { ok: false, expression: source, reason: "the expression is empty", arithmetic: true };
+  if (source.length > MAX_EXPRESSION_CHARS)
+    return { ok: false, expression: source.slice(0, 80), reason: "the expression is too long", arithmetic: false };
   let node;
   try {
     node = parse(source);
   } catch (err) {
-    return { ok: false, expression: source, reason: `it is not a valid expression (${err.message})`, arithmetic: false };
+    return {
+      ok: false,
+      expression: source,
+      reason: `it is not a valid expression (${err.message})`,
+      arithmetic: false,
+    };
   }
   const expression = node.toString({ handler: printConstant });
   try {
     const value = evalNode(node, 0);
-    if (!value.isFinite()) return { ok: false, expression, reason: "the result is not a finite number", arithmetic: true };
+    if (!value.isFinite())
+      return { ok: false, expression, reason: "the result is not a finite number", arithmetic: true };
     // A value that fills every significant digit was (almost certainly) rounded: 1/3, sqrt(2).
     const digits = value.isZero() ? 0 : value.sd();
     return { ok: true, expression, value: formatValue(value), exact: digits < CALC_PRECISION };
   } catch (err) {
-    if (err instanceof CalcError) return { ok: false, expression, reason: err.message, arithmetic: !(err instanceof NotArithmetic) };
+    if (err instanceof CalcError)
+      return { ok: false, expression, reason: err.message, arithmetic: !(err instanceof NotArithmetic) };
     return { ok: false, expression, reason: `it could not be evaluated (${err.message})`, arithmetic: true };
   }
 }

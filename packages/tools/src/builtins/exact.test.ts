@@ -84,7 +84,10 @@ describe("evaluateExact", () => {
     expect(evaluateExact("10^10^10")).toMatchObject({ ok: false, reason: expect.stringContaining("too large") });
     expect(evaluateExact("sin(10^50)")).toMatchObject({ ok: false });
     expect(evaluateExact(`${"(".repeat(60)}1${")".repeat(60)}`)).toMatchObject({ ok: false });
-    expect(evaluateExact("1+".repeat(300) + "1")).toMatchObject({ ok: false, reason: expect.stringContaining("too long") });
+    expect(evaluateExact("1+".repeat(300) + "1")).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining("too long"),
+    });
   });
 
   it("prints huge and tiny results in scientific notation, not as endless digits", () => {

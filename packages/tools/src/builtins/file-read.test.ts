@@ -28,12 +28,21 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 const read = (p: string) => readConfined([root], p, 1000);
 
 async function failsWith(p: Promise<unknown>, code: string, message?: RegExp): Promise<void> {
-  await expect(p).rejects.toMatchObject({ name: "AgentmeshError", code, ...(message ? { message: expect.stringMatching(message) as unknown } : {}) });
+  await expect(p).rejects.toMatchObject({
+    name: "AgentmeshError",
+    code,
+    ...(message ? { message: expect.stringMatching(message) as unknown } : {}),
+  });
 }
 
 describe("file_read", () => {
   it("reads a file inside the root, by relative or absolute path", async () => {
-    expect(await read("docs/a.md")).toEqual({ path: join("docs", "a.md"), content: "# A\nhello", bytes: 9, truncated: false });
+    expect(await read("docs/a.md")).toEqual({
+      path: join("docs", "a.md"),
+      content: "# A\nhello",
+      bytes: 9,
+      truncated: false,
+    });
     expect((await read(join(root, "docs", "a.md"))).content).toBe("# A\nhello");
   });
 
@@ -85,8 +94,11 @@ describe("file_read", () => {
   });
 
   it("as a tool: typed errors through the executor, never retried", async () => {
-    const exec = createSafeExecutor({ registry: createToolRegistry([createFileReadTool({ roots: [root], allowedRoles: ["researcher"] })]) });
-    const call = (path: unknown) => exec.call({ tool: "file_read", args: { path }, role: "researcher", sessionId: "s", taskId: "t" });
+    const exec = createSafeExecutor({
+      registry: createToolRegistry([createFileReadTool({ roots: [root], allowedRoles: ["researcher"] })]),
+    });
+    const call = (path: unknown) =>
+      exec.call({ tool: "file_read", args: { path }, role: "researcher", sessionId: "s", taskId: "t" });
     expect(await call("docs/a.md")).toMatchObject({ ok: true, output: { content: "# A\nhello" } });
     const denied = await call("link.txt");
     expect(denied).toMatchObject({ ok: false, error: { code: "permission_denied", fault: "caller" } });

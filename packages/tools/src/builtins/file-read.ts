@@ -22,7 +22,12 @@ const Input = z.object({
     .max(4096)
     .refine((p) => !p.includes("\0"), "path contains a NUL byte"),
 });
-const Output = z.object({ path: z.string(), content: z.string(), bytes: z.number().int().nonnegative(), truncated: z.boolean() });
+const Output = z.object({
+  path: z.string(),
+  content: z.string(),
+  bytes: z.number().int().nonnegative(),
+  truncated: z.boolean(),
+});
 
 /** Test seam: runs between the path checks and the open, where a swap would happen. */
 export interface OpenHooks {
@@ -64,7 +69,8 @@ export async function readConfined(
     try {
       st = await lstat(at);
     } catch (err) {
-      if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
+      if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR")
+        throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
       throw denied(`cannot inspect the path (${errno(err) ?? "error"})`);
     }
     if (st.isSymbolicLink()) throw denied("the path goes through a symbolic link, which is not followed");
@@ -77,7 +83,8 @@ export async function readConfined(
     fh = await open(full, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (err) {
     if (errno(err) === "ELOOP") throw denied("the file is a symbolic link, which is not followed");
-    if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR") throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
+    if (errno(err) === "ENOENT" || errno(err) === "ENOTDIR")
+      throw new AgentmeshError("invalid_tool_input", `no such file: ${requested}`);
     throw denied(`cannot open the file (${errno(err) ?? "error"})`);
   }
   try {
@@ -92,7 +99,8 @@ export async function readConfined(
     } catch {
       throw denied("the file changed while it was being opened");
     }
-    if (!inside(root, real) || again.dev !== st.dev || again.ino !== st.ino) throw denied("the opened file is not inside the readable roots");
+    if (!inside(root, real) || again.dev !== st.dev || again.ino !== st.ino)
+      throw denied("the opened file is not inside the readable roots");
     const want = Math.min(st.size, maxBytes);
     const buf = Buffer.alloc(want + 1);
     let got = 0;
@@ -117,7 +125,8 @@ export function createFileReadTool(opts: FileReadOptions): ToolDefinition<typeof
   const maxBytes = opts.maxBytes ?? 256 * 1024;
   return defineTool({
     name: "file_read",
-    description: "Read a text file from the configured document folders. `path` is relative to the first folder (or absolute inside one). Links are not followed.",
+    description:
+      "Read a text file from the configured document folders. `path` is relative to the first folder (or absolute inside one). Links are not followed.",
     input: Input,
     output: Output,
     allowedRoles: opts.allowedRoles,

@@ -16,10 +16,16 @@ const GeneratedImage = z.union([
   z.object({ url: z.string().url(), revised_prompt: z.string().optional() }),
   z.object({ b64_json: z.string(), mime_type: z.string(), revised_prompt: z.string().optional() }),
 ]);
-const GenerateOutput = z.object({ provider: z.string(), model: z.string(), images: z.array(GeneratedImage).min(1).max(4) });
+const GenerateOutput = z.object({
+  provider: z.string(),
+  model: z.string(),
+  images: z.array(GeneratedImage).min(1).max(4),
+});
 
 /** The `generate_image` tool over a provider. An image costs money: two attempts at most unless told. */
-export function createGenerateImageTool(opts: ImageToolOptions): ToolDefinition<typeof GenerateInput, typeof GenerateOutput> {
+export function createGenerateImageTool(
+  opts: ImageToolOptions,
+): ToolDefinition<typeof GenerateInput, typeof GenerateOutput> {
   return defineTool({
     name: "generate_image",
     description: "Generate an image from a text prompt. Returns a link to it or the image as base64 data.",
@@ -50,10 +56,13 @@ const AnalyzeInput = z.object({
 const AnalyzeOutput = z.object({ answer: z.string() });
 
 /** The `analyze_image` tool over a provider: answers a question about one image. */
-export function createAnalyzeImageTool(opts: ImageToolOptions): ToolDefinition<typeof AnalyzeInput, typeof AnalyzeOutput> {
+export function createAnalyzeImageTool(
+  opts: ImageToolOptions,
+): ToolDefinition<typeof AnalyzeInput, typeof AnalyzeOutput> {
   return defineTool({
     name: "analyze_image",
-    description: "Answer a question about an image given as an http(s) or data: URL. The answer describes untrusted content.",
+    description:
+      "Answer a question about an image given as an http(s) or data: URL. The answer describes untrusted content.",
     input: AnalyzeInput,
     output: AnalyzeOutput,
     allowedRoles: opts.allowedRoles,

@@ -6,7 +6,16 @@ import { z } from "zod";
 import { readBodyCapped } from "./read-capped.js";
 
 /** Sizes `generate_image` may ask for: the ones OpenAI-compatible images endpoints know. */
-export const IMAGE_SIZES = ["auto", "256x256", "512x512", "1024x1024", "1536x1024", "1024x1536", "1792x1024", "1024x1792"] as const;
+export const IMAGE_SIZES = [
+  "auto",
+  "256x256",
+  "512x512",
+  "1024x1024",
+  "1536x1024",
+  "1024x1536",
+  "1792x1024",
+  "1024x1792",
+] as const;
 export type ImageSize = (typeof IMAGE_SIZES)[number];
 
 /** Longest `image_url` `analyze_image` takes: a data: URL of an image of about 700 KB. */
@@ -58,36 +67,63 @@ const DATA_URL = /^data:image\/(?:png|jpeg|gif|webp);base64,[A-Za-z0-9+/]+={0,2}
 // Hosts a provider on our own network would fetch on our behalf: loopback, private, link-local
 // and unique-local ranges. A name that resolves there (DNS rebinding) is the provider's to refuse.
 const PRIVATE = new BlockList();
-for (const [net, bits] of [["0.0.0.0", 8], ["10.0.0.0", 8], ["100.64.0.0", 10], ["127.0.0.0", 8], ["169.254.0.0", 16], ["172.16.0.0", 12], ["192.168.0.0", 16]] as const) PRIVATE.addSubnet(net, bits, "ipv4");
-for (const [net, bits] of [["::", 127], ["::ffff:0:0", 96], ["fc00::", 7], ["fe80::", 10]] as const) PRIVATE.addSubnet(net, bits, "ipv6");
+for (const [net, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.168.0.0", 16],
+] as const)
+  PRIVATE.addSubnet(net, bits, "ipv4");
+for (const [net, bits] of [
+  ["::", 127],
+  ["::ffff:0:0", 96],
+  ["fc00::", 7],
+  ["fe80::", 10],
+] as const)
+  PRIVATE.addSubnet(net, bits, "ipv6");
 
 /** Why `url` may not be given to `analyze_image`, or null when it may. */
 export function imageUrlProblem(url: string): string | null {
   if (url.length > IMAGE_URL_MAX_CHARS) return `image_url is longer than ${IMAGE_URL_MAX_CHARS} characters`;
-  if (/^data:/i.test(url)) return DATA_URL.test(url) ? null : "a data: image_url must be data:image/(png|jpeg|gif|webp);base64,<data>";
+  if (/^data:/i.test(url))
+    return DATA_URL.test(url) ? null : "a data: image_url must be data:image/(png|jpeg|gif|webp);base64,<data>";
   let parsed: URL;
   try {
     parsed = new URL(url);
   } catch {
     return "image_url is not a URL";
   }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return `image_url must be http(s) or data:, not ${parsed.protocol.slice(0, 20)}`;
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+    return `image_url must be http(s) or data:, not ${parsed.protocol.slice(0, 20)}`;
   if (url.length > 4096) return "an http(s) image_url is longer than 4096 characters";
   if (parsed.username || parsed.password) return "image_url may not carry credentials";
   const host = parsed.hostname.replace(/^\[|\]$/g, "").toLowerCase();
   const family = isIP(host);
-  if (host === "localhost" || host.endsWith(".localhost") || (family !== 0 && PRIVATE.check(host, family === 4 ? "ipv4" : "ipv6"))) {
+  if (
+    host === "localhost" ||
+    host.endsWith(".localhost") ||
+    (family !== 0 && PRIVATE.check(host, family === 4 ? "ipv4" : "ipv6"))
+  ) {
     return "image_url may not point at a loopback or private address";
   }
   return null;
 }
 
 const ImagesResponse = z.object({
-  data: z.array(z.object({ url: z.string().nullish(), b64_json: z.string().nullish(), revised_prompt: z.string().nullish() })).default([]),
+  data: z
+    .array(
+      z.object({ url: z.string().nullish(), b64_json: z.string().nullish(), revised_prompt: z.string().nullish() }),
+    )
+    .default([]),
   output_format: z.enum(["png", "webp", "jpeg"]).nullish(),
 });
 const ChatResponse = z.object({
-  choices: z.array(z.object({ message: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }) })).min(1),
+  choices: z
+    .array(z.object({ message: z.object({ content: z.string().nullish(), refusal: z.string().nullish() }) }))
+    .min(1),
 });
 
 function sniffMime(b64: string, fallback: string | null | undefined): string {
@@ -100,7 +136,8 @@ function sniffMime(b64: string, fallback: string | null | undefined): string {
 
 /** A fetch whose response bodies are read whole, up to `max` bytes, before the client sees them. */
 function cappedFetch(inner: typeof globalThis.fetch, max: number): typeof globalThis.fetch {
-  const tooBig = () => new AgentmeshError("tool_error", `the images endpoint's response is over ${max} bytes`, { retryable: false });
+  const tooBig = () =>
+    new AgentmeshError("tool_error", `the images endpoint's response is over ${max} bytes`, { retryable: false });
   return async (input, init) => {
     const res = await inner(input, init);
     if (Number(res.headers.get("content-length") ?? 0) > max) {
@@ -150,25 +187,41 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
 
   function failure(err: unknown, what: string, signal: AbortSignal): Error {
     const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk ?? {};
-    if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new AgentmeshError("cancelled", `${what} was cancelled`);
+    if (signal.aborted)
+      return signal.reason instanceof Error ? signal.reason : new AgentmeshError("cancelled", `${what} was cancelled`);
     const cause = (err as { cause?: unknown } | null)?.cause;
     if (err instanceof AgentmeshError) return err;
     if (cause instanceof AgentmeshError) return cause;
-    if (APIUserAbortError && err instanceof APIUserAbortError) return new AgentmeshError("cancelled", `${what} was cancelled`);
-    if (APIConnectionTimeoutError && err instanceof APIConnectionTimeoutError) return new AgentmeshError("timeout", `the images endpoint did not answer ${what} in time`);
+    if (APIUserAbortError && err instanceof APIUserAbortError)
+      return new AgentmeshError("cancelled", `${what} was cancelled`);
+    if (APIConnectionTimeoutError && err instanceof APIConnectionTimeoutError)
+      return new AgentmeshError("timeout", `the images endpoint did not answer ${what} in time`);
     if (APIConnectionError && err instanceof APIConnectionError) {
       const why = cause instanceof Error ? `: ${redactText(cause.message, secrets).slice(0, 200)}` : "";
-      return new AgentmeshError("tool_error", `could not reach the images endpoint for ${what}${why}`, { retryable: true });
+      return new AgentmeshError("tool_error", `could not reach the images endpoint for ${what}${why}`, {
+        retryable: true,
+      });
     }
     if (APIError && err instanceof APIError && typeof err.status === "number") {
       const said = (err.error as { message?: unknown } | undefined)?.message;
-      const detail = typeof said === "string" && said ? `: ${redactText(said, secrets).replace(/\s+/g, " ").slice(0, 300)}` : "";
-      if (err.status === 401 || err.status === 403) return new AgentmeshError("tool_unavailable", `the images endpoint refused the API key for ${what} (HTTP ${err.status})`);
+      const detail =
+        typeof said === "string" && said ? `: ${redactText(said, secrets).replace(/\s+/g, " ").slice(0, 300)}` : "";
+      if (err.status === 401 || err.status === 403)
+        return new AgentmeshError(
+          "tool_unavailable",
+          `the images endpoint refused the API key for ${what} (HTTP ${err.status})`,
+        );
       // rate limits and server errors pass; other client errors will not improve on retry
       const retryable = err.status === 429 || err.status === 408 || err.status >= 500;
-      return new AgentmeshError("tool_error", `the images endpoint answered ${what} with HTTP ${err.status}${detail}`, { retryable });
+      return new AgentmeshError("tool_error", `the images endpoint answered ${what} with HTTP ${err.status}${detail}`, {
+        retryable,
+      });
     }
-    return new AgentmeshError("tool_error", `${what} failed: ${redactText(err instanceof Error ? err.message : String(err), secrets).slice(0, 300)}`, { retryable: false });
+    return new AgentmeshError(
+      "tool_error",
+      `${what} failed: ${redactText(err instanceof Error ? err.message : String(err), secrets).slice(0, 300)}`,
+      { retryable: false },
+    );
   }
 
   return {
@@ -177,23 +230,35 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
       let body: unknown;
       try {
         const { client } = await connect();
-        body = await client.images.generate({ model: opts.imageModel, prompt, n: 1, ...(size ? { size } : {}) }, { signal, maxRetries: 0 });
+        body = await client.images.generate(
+          { model: opts.imageModel, prompt, n: 1, ...(size ? { size } : {}) },
+          { signal, maxRetries: 0 },
+        );
       } catch (err) {
         throw failure(err, "image generation", signal);
       }
       const parsed = ImagesResponse.safeParse(body);
-      if (!parsed.success) throw new AgentmeshError("tool_error", "the images endpoint sent an unexpected response", { retryable: false });
+      if (!parsed.success)
+        throw new AgentmeshError("tool_error", "the images endpoint sent an unexpected response", { retryable: false });
       const images: GeneratedImage[] = [];
       for (const d of parsed.data.data.slice(0, 4)) {
         const revised = d.revised_prompt ? { revised_prompt: d.revised_prompt.slice(0, 4000) } : {};
         if (d.b64_json) {
-          if (d.b64_json.length > maxImage) throw new AgentmeshError("tool_error", `the generated image is over ${maxImage} base64 characters`, { retryable: false });
-          images.push({ b64_json: d.b64_json, mime_type: sniffMime(d.b64_json, parsed.data.output_format), ...revised });
+          if (d.b64_json.length > maxImage)
+            throw new AgentmeshError("tool_error", `the generated image is over ${maxImage} base64 characters`, {
+              retryable: false,
+            });
+          images.push({
+            b64_json: d.b64_json,
+            mime_type: sniffMime(d.b64_json, parsed.data.output_format),
+            ...revised,
+          });
         } else if (d.url && /^https?:\/\//i.test(d.url) && d.url.length <= 4096) {
           images.push({ url: d.url, ...revised });
         }
       }
-      if (images.length === 0) throw new AgentmeshError("tool_error", "the images endpoint returned no image", { retryable: false });
+      if (images.length === 0)
+        throw new AgentmeshError("tool_error", "the images endpoint returned no image", { retryable: false });
       return { images, model: opts.imageModel };
     },
     async analyze(imageUrl, question, { signal }) {
@@ -203,7 +268,15 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
         body = await client.chat.completions.create(
           {
             model: opts.visionModel,
-            messages: [{ role: "user", content: [{ type: "text", text: question }, { type: "image_url", image_url: { url: imageUrl } }] }],
+            messages: [
+              {
+                role: "user",
+                content: [
+                  { type: "text", text: question },
+                  { type: "image_url", image_url: { url: imageUrl } },
+                ],
+              },
+            ],
           },
           { signal, maxRetries: 0 },
         );
@@ -211,11 +284,16 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
         throw failure(err, "image analysis", signal);
       }
       const parsed = ChatResponse.safeParse(body);
-      if (!parsed.success) throw new AgentmeshError("tool_error", "the vision endpoint sent an unexpected response", { retryable: false });
+      if (!parsed.success)
+        throw new AgentmeshError("tool_error", "the vision endpoint sent an unexpected response", { retryable: false });
       const message = parsed.data.choices[0]?.message;
-      if (message?.refusal) throw new AgentmeshError("tool_error", `the vision model refused: ${message.refusal.slice(0, 500)}`, { retryable: false });
+      if (message?.refusal)
+        throw new AgentmeshError("tool_error", `the vision model refused: ${message.refusal.slice(0, 500)}`, {
+          retryable: false,
+        });
       const answer = message?.content?.trim() ?? "";
-      if (!answer) throw new AgentmeshError("tool_error", "the vision model gave an empty answer", { retryable: false });
+      if (!answer)
+        throw new AgentmeshError("tool_error", "the vision model gave an empty answer", { retryable: false });
       return answer.slice(0, maxAnswer);
     },
   };

@@ -3,7 +3,12 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSafeExecutor } from "../executor.js";
 import { createToolRegistry } from "../registry.js";
-import { createBraveWebSearch, createOfflineWebSearch, createWebSearchTool, type WebSearchProvider } from "./web-search.js";
+import {
+  createBraveWebSearch,
+  createOfflineWebSearch,
+  createWebSearchTool,
+  type WebSearchProvider,
+} from "./web-search.js";
 
 let server: Server;
 let base: string;
@@ -22,17 +27,24 @@ beforeAll(async () => {
 });
 afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-const brave = (extra: { maxResponseBytes?: number } = {}) => createBraveWebSearch({ apiKey: "k-123", baseUrl: base, ...extra });
+const brave = (extra: { maxResponseBytes?: number } = {}) =>
+  createBraveWebSearch({ apiKey: "k-123", baseUrl: base, ...extra });
 
 function call(provider: WebSearchProvider, query = "nats jetstream") {
-  const exec = createSafeExecutor({ registry: createToolRegistry([createWebSearchTool({ provider, allowedRoles: ["researcher"] })]), sleep: async () => undefined });
+  const exec = createSafeExecutor({
+    registry: createToolRegistry([createWebSearchTool({ provider, allowedRoles: ["researcher"] })]),
+    sleep: async () => undefined,
+  });
   return exec.call({ tool: "web_search", args: { query, count: 2 }, role: "researcher", sessionId: "s", taskId: "t" });
 }
 
 describe("web_search", () => {
   it("without a provider answers tool_unavailable: no web search provider is configured", async () => {
     const r = await call(createOfflineWebSearch());
-    expect(r).toMatchObject({ ok: false, error: { code: "tool_unavailable", retryable: false, message: "no web search provider is configured" } });
+    expect(r).toMatchObject({
+      ok: false,
+      error: { code: "tool_unavailable", retryable: false, message: "no web search provider is configured" },
+    });
     expect(r.records).toHaveLength(1);
   });
 
@@ -42,7 +54,11 @@ describe("web_search", () => {
       body: JSON.stringify({
         web: {
           results: [
-            { title: "<strong>NATS</strong> docs", url: "https://docs.nats.io/", description: "JetStream &amp; <b>streams</b>" },
+            {
+              title: "<strong>NATS</strong> docs",
+              url: "https://docs.nats.io/",
+              description: "JetStream &amp; <b>streams</b>",
+            },
             { title: "bad", url: "javascript:alert(1)", description: "x" },
             { title: "q", url: `https://example.com/?q=${url.searchParams.get("q") ?? ""}`, description: "" },
             { title: "extra", url: "https://example.com/3", description: "" },
@@ -83,15 +99,22 @@ describe("web_search", () => {
 
   it("recovers when the provider fails once then answers", async () => {
     let n = 0;
-    reply = () => (n++ === 0 ? { status: 503, body: "" } : { status: 200, body: JSON.stringify({ web: { results: [] } }) });
+    reply = () =>
+      n++ === 0 ? { status: 503, body: "" } : { status: 200, body: JSON.stringify({ web: { results: [] } }) };
     const r = await call(brave());
     expect(r).toMatchObject({ ok: true, output: { results: [] } });
     expect(r.records.map((x) => x.outcome)).toEqual(["tool_error", "ok"]);
   });
 
   it("refuses oversized and malformed answers", async () => {
-    reply = () => ({ status: 200, body: JSON.stringify({ web: { results: [{ title: "x".repeat(5000), url: "https://a", description: "" }] } }) });
-    expect(await call(brave({ maxResponseBytes: 1000 }))).toMatchObject({ ok: false, error: { code: "tool_error", retryable: false } });
+    reply = () => ({
+      status: 200,
+      body: JSON.stringify({ web: { results: [{ title: "x".repeat(5000), url: "https://a", description: "" }] } }),
+    });
+    expect(await call(brave({ maxResponseBytes: 1000 }))).toMatchObject({
+      ok: false,
+      error: { code: "tool_error", retryable: false },
+    });
     reply = () => ({ status: 200, body: "not json" });
     expect(await call(brave())).toMatchObject({ ok: false, error: { code: "tool_error", retryable: false } });
     reply = () => ({ status: 200, body: JSON.stringify({ web: { results: [{ title: 3 }] } }) });

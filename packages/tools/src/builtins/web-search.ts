@@ -29,7 +29,9 @@ export interface BraveWebSearchOptions {
 const BraveResponse = z.object({
   web: z
     .object({
-      results: z.array(z.object({ title: z.string().default(""), url: z.string(), description: z.string().default("") })).default([]),
+      results: z
+        .array(z.object({ title: z.string().default(""), url: z.string(), description: z.string().default("") }))
+        .default([]),
     })
     .optional(),
 });
@@ -47,7 +49,11 @@ function plain(s: string, max: number): string {
 }
 
 async function readCapped(res: Response, max: number): Promise<string> {
-  const body = await readBodyCapped(res, max, () => new AgentmeshError("tool_error", `web search response is over ${max} bytes`, { retryable: false }));
+  const body = await readBodyCapped(
+    res,
+    max,
+    () => new AgentmeshError("tool_error", `web search response is over ${max} bytes`, { retryable: false }),
+  );
   return body?.toString("utf8") ?? "";
 }
 
@@ -63,7 +69,10 @@ export function createBraveWebSearch(opts: BraveWebSearchOptions): WebSearchProv
       const url = `${base}/res/v1/web/search?${new URLSearchParams({ q: query, count: String(count) }).toString()}`;
       let res: Response;
       try {
-        res = await doFetch(url, { headers: { Accept: "application/json", "X-Subscription-Token": opts.apiKey }, signal });
+        res = await doFetch(url, {
+          headers: { Accept: "application/json", "X-Subscription-Token": opts.apiKey },
+          signal,
+        });
       } catch (err) {
         if (signal.aborted) throw signal.reason as Error;
         throw new AgentmeshError("tool_error", `web search request failed: ${(err as Error).message}`, { cause: err });
@@ -75,7 +84,9 @@ export function createBraveWebSearch(opts: BraveWebSearchOptions): WebSearchProv
       if (!res.ok) {
         await res.body?.cancel();
         // rate limits and server errors pass; other client errors will not improve on retry
-        throw new AgentmeshError("tool_error", `web search provider answered HTTP ${res.status}`, { retryable: res.status === 429 || res.status >= 500 });
+        throw new AgentmeshError("tool_error", `web search provider answered HTTP ${res.status}`, {
+          retryable: res.status === 429 || res.status >= 500,
+        });
       }
       let body: unknown;
       try {
@@ -85,7 +96,8 @@ export function createBraveWebSearch(opts: BraveWebSearchOptions): WebSearchProv
         throw new AgentmeshError("tool_error", "web search provider sent invalid JSON", { retryable: false });
       }
       const parsed = BraveResponse.safeParse(body);
-      if (!parsed.success) throw new AgentmeshError("tool_error", "web search provider sent an unexpected response", { retryable: false });
+      if (!parsed.success)
+        throw new AgentmeshError("tool_error", "web search provider sent an unexpected response", { retryable: false });
       return (parsed.data.web?.results ?? [])
         .filter((r) => /^https?:\/\//i.test(r.url))
         .slice(0, count)

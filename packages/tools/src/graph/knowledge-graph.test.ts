@@ -6,7 +6,12 @@ import { afterAll, describe, expect, it } from "vitest";
 import { GRAPH_MAX_RESULTS, indexTriples, loadKnowledgeGraph } from "./knowledge-graph.js";
 import { GRAPH_MAX_TRIPLES, type GraphTriple } from "./load.js";
 
-const t = (subject: string, predicate: string, object: string, source = "notes.md:1"): GraphTriple => ({ subject, predicate, object, source });
+const t = (subject: string, predicate: string, object: string, source = "notes.md:1"): GraphTriple => ({
+  subject,
+  predicate,
+  object,
+  source,
+});
 
 const FACTS: readonly GraphTriple[] = [
   t("Redis", "keeps", "its data in memory", "redis.md:3"),
@@ -28,12 +33,17 @@ describe("KnowledgeGraph.query: ranking", () => {
   it("matches predicate words, and word forms through their stems", async () => {
     const g = await indexTriples(FACTS);
     expect(g.query("Which message is redelivered?").hits[0]?.triple.source).toBe("jetstream.md:15");
-    expect(g.query("What happens to unacknowledged messages? acknowledged").hits[0]?.triple.source).toBe("jetstream.md:15");
+    expect(g.query("What happens to unacknowledged messages? acknowledged").hits[0]?.triple.source).toBe(
+      "jetstream.md:15",
+    );
     expect(g.query("how do durable consumers work").hits[0]?.triple.source).toBe("jetstream.md:8");
   });
 
   it("weighs a subject match above the same word in an object", async () => {
-    const g = await indexTriples([t("the broker", "stores", "the ledger", "a:1"), t("the ledger", "lists", "every payment", "b:1")]);
+    const g = await indexTriples([
+      t("the broker", "stores", "the ledger", "a:1"),
+      t("the ledger", "lists", "every payment", "b:1"),
+    ]);
     expect(g.query("ledger").hits.map((h) => h.triple.source)).toEqual(["b:1", "a:1"]);
   });
 
@@ -58,7 +68,9 @@ describe("KnowledgeGraph.query: ranking", () => {
   });
 
   it("returns at most `limit` triples (default 5, at most 10)", async () => {
-    const g = await indexTriples(Array.from({ length: 30 }, (_, i) => t(`gadget ${i}`, "is", "a gadget", `g:${i + 1}`)));
+    const g = await indexTriples(
+      Array.from({ length: 30 }, (_, i) => t(`gadget ${i}`, "is", "a gadget", `g:${i + 1}`)),
+    );
     expect(g.query("gadget").hits).toHaveLength(5);
     expect(g.query("gadget", { limit: 2 }).hits).toHaveLength(2);
     expect(g.query("gadget", { limit: 50 }).hits).toHaveLength(GRAPH_MAX_RESULTS);
@@ -83,23 +95,40 @@ describe("KnowledgeGraph.query: the answer and its citations", () => {
   it("says one sentence per triple and cites each triple: url for a web source, path otherwise", async () => {
     const g = await indexTriples(FACTS);
     const a = g.query("JetStream persistence and the durable consumer position");
-    expect(a.text).toBe("A durable consumer keeps its position on the server. JetStream is the persistence layer of NATS.");
+    expect(a.text).toBe(
+      "A durable consumer keeps its position on the server. JetStream is the persistence layer of NATS.",
+    );
     expect(a.citations).toEqual([
-      { title: "a durable consumer", url: null, path: "jetstream.md:8", snippet: "A durable consumer keeps its position on the server." },
-      { title: "JetStream", url: "https://docs.example.org/jetstream", path: null, snippet: "JetStream is the persistence layer of NATS." },
+      {
+        title: "a durable consumer",
+        url: null,
+        path: "jetstream.md:8",
+        snippet: "A durable consumer keeps its position on the server.",
+      },
+      {
+        title: "JetStream",
+        url: "https://docs.example.org/jetstream",
+        path: null,
+        snippet: "JetStream is the persistence layer of NATS.",
+      },
     ]);
     expect(a.citations).toHaveLength(a.hits.length);
   });
 
   it("does not double a final stop, says a fact twice only once and still cites both sources", async () => {
-    const g = await indexTriples([t("Pluto", "is", "a dwarf planet.", "a.md:1"), t("Pluto", "is", "a dwarf planet.", "https://example.org/pluto")]);
+    const g = await indexTriples([
+      t("Pluto", "is", "a dwarf planet.", "a.md:1"),
+      t("Pluto", "is", "a dwarf planet.", "https://example.org/pluto"),
+    ]);
     const a = g.query("Pluto");
     expect(a.text).toBe("Pluto is a dwarf planet.");
     expect(a.citations.map((c) => c.url ?? c.path)).toEqual(["a.md:1", "https://example.org/pluto"]);
   });
 
   it("clips a long triple's sentence, so ten of them fit one specialist answer (4000 characters)", async () => {
-    const g = await indexTriples(Array.from({ length: 10 }, (_, i) => t(`widget ${i}`, "has", "part ".repeat(200), `w:${i}`)));
+    const g = await indexTriples(
+      Array.from({ length: 10 }, (_, i) => t(`widget ${i}`, "has", "part ".repeat(200), `w:${i}`)),
+    );
     const a = g.query("widget part", { limit: 10 });
     expect(a.hits).toHaveLength(10);
     expect(a.text.length).toBeLessThanOrEqual(4000);
@@ -139,12 +168,17 @@ describe("loadKnowledgeGraph", () => {
   it("reports the loader's issues and answers from the good lines", async () => {
     const dir = mkdtempSync(join(tmpdir(), "graph-kg-"));
     try {
-      writeFileSync(join(dir, "g.jsonl"), `${JSON.stringify({ subject: "Ceres", predicate: "orbits", object: "the Sun" })}\nnot json\n`);
+      writeFileSync(
+        join(dir, "g.jsonl"),
+        `${JSON.stringify({ subject: "Ceres", predicate: "orbits", object: "the Sun" })}\nnot json\n`,
+      );
       const g = await loadKnowledgeGraph(dir);
       expect(g.size).toBe(1);
       expect(g.issues.map((i) => i.where)).toEqual(["g.jsonl:2"]);
       expect(g.issueCount).toBe(1);
-      expect(g.query("What does Ceres orbit?").citations).toEqual([{ title: "Ceres", url: null, path: "g.jsonl:1", snippet: "Ceres orbits the Sun." }]);
+      expect(g.query("What does Ceres orbit?").citations).toEqual([
+        { title: "Ceres", url: null, path: "g.jsonl:1", snippet: "Ceres orbits the Sun." },
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -158,7 +192,12 @@ describe("at the size limit", () => {
   it("loads the largest graph without stalling the event loop, and its worst question stays fast", async () => {
     // every triple shares "entity" and "relates": the question that matches all of them is the costliest
     const lines = Array.from({ length: GRAPH_MAX_TRIPLES }, (_, i) =>
-      JSON.stringify({ subject: `entity e${i}`, predicate: `relates r${i % 97} to`, object: `the thing t${i % 1013} of group g${i % 31}`, source: `https://example.org/${i}` }),
+      JSON.stringify({
+        subject: `entity e${i}`,
+        predicate: `relates r${i % 97} to`,
+        object: `the thing t${i % 1013} of group g${i % 31}`,
+        source: `https://example.org/${i}`,
+      }),
     );
     writeFileSync(join(dir, "big.jsonl"), lines.join("\n"));
     let last = performance.now();

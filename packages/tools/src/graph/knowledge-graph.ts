@@ -109,7 +109,12 @@ function sentenceOf(t: GraphTriple): string {
 
 function citationOf(t: GraphTriple): GraphCitation {
   const url = isUrlSource(t.source);
-  return { title: clipText(t.subject, MAX_TITLE_CHARS), url: url ? t.source : null, path: url ? null : t.source, snippet: sentenceOf(t) };
+  return {
+    title: clipText(t.subject, MAX_TITLE_CHARS),
+    url: url ? t.source : null,
+    path: url ? null : t.source,
+    snippet: sentenceOf(t),
+  };
 }
 
 /** The offline answer: one sentence per distinct fact, one citation per triple used. */
@@ -136,7 +141,9 @@ class KnowledgeGraphImpl implements KnowledgeGraph {
     const terms = questionTerms(question);
     if (terms.length === 0) return composeAnswer([]);
     // ties keep file order, so the answer never depends on how the index iterates
-    const found = this.index.search(terms.join(" "), { combineWith: "OR" }).sort((a, b) => b.score - a.score || (a.id as number) - (b.id as number));
+    const found = this.index
+      .search(terms.join(" "), { combineWith: "OR" })
+      .sort((a, b) => b.score - a.score || (a.id as number) - (b.id as number));
     const best = found[0]?.score ?? 0;
     const hits = found
       .filter((r) => r.score >= best * MIN_SHARE_OF_BEST)
@@ -150,7 +157,11 @@ class KnowledgeGraphImpl implements KnowledgeGraph {
 }
 
 /** Indexes triples already in memory (the loader's output, or a test's). */
-export async function indexTriples(triples: readonly GraphTriple[], issues: readonly GraphIssue[] = [], issueCount = issues.length): Promise<KnowledgeGraph> {
+export async function indexTriples(
+  triples: readonly GraphTriple[],
+  issues: readonly GraphIssue[] = [],
+  issueCount = issues.length,
+): Promise<KnowledgeGraph> {
   const index = new MiniSearch<Doc>({
     fields: ["subject", "predicate", "object"],
     tokenize: termsOf,

@@ -15,7 +15,8 @@ afterEach(() => {
   rmSync(outside, { recursive: true, force: true });
 });
 
-const line = (subject: string, predicate: string, object: string, source?: string): string => JSON.stringify({ subject, predicate, object, source });
+const line = (subject: string, predicate: string, object: string, source?: string): string =>
+  JSON.stringify({ subject, predicate, object, source });
 const write = (rel: string, lines: readonly string[]): void => writeFileSync(join(dir, rel), lines.join("\n"));
 
 describe("loadTriples: one file", () => {
@@ -30,7 +31,12 @@ describe("loadTriples: one file", () => {
     const got = await loadTriples(join(dir, "facts.jsonl"));
     expect(got.triples).toEqual([
       { subject: "Redis", predicate: "is", object: "the system of record", source: "notes/redis.md:3" },
-      { subject: "JetStream", predicate: "is", object: "the persistence layer of NATS", source: "https://docs.example.org/jetstream" },
+      {
+        subject: "JetStream",
+        predicate: "is",
+        object: "the persistence layer of NATS",
+        source: "https://docs.example.org/jetstream",
+      },
       { subject: "a consumer", predicate: "keeps", object: "its position", source: "facts.jsonl:4" },
       { subject: "a stream", predicate: "holds", object: "messages", source: "facts.jsonl:5" },
     ]);
@@ -51,7 +57,15 @@ describe("loadTriples: one file", () => {
     ]);
     const got = await loadTriples(join(dir, "mixed.jsonl"));
     expect(got.triples.map((t) => t.object)).toEqual(["first", "last"]);
-    expect(got.issues.map((i) => i.where)).toEqual(["mixed.jsonl:2", "mixed.jsonl:3", "mixed.jsonl:4", "mixed.jsonl:5", "mixed.jsonl:6", "mixed.jsonl:7", "mixed.jsonl:8"]);
+    expect(got.issues.map((i) => i.where)).toEqual([
+      "mixed.jsonl:2",
+      "mixed.jsonl:3",
+      "mixed.jsonl:4",
+      "mixed.jsonl:5",
+      "mixed.jsonl:6",
+      "mixed.jsonl:7",
+      "mixed.jsonl:8",
+    ]);
     expect(got.issues[0]?.message).toMatch(/not a JSON value/);
     expect(got.issues[2]?.message).toMatch(/not a triple: .*object/);
     expect(got.issues[5]?.message).toMatch(/longer than 4096 characters/);
@@ -60,7 +74,10 @@ describe("loadTriples: one file", () => {
   });
 
   it("lists the first 100 problems and counts them all", async () => {
-    write("bad.jsonl", Array.from({ length: 150 }, (_, i) => `bad ${i}`));
+    write(
+      "bad.jsonl",
+      Array.from({ length: 150 }, (_, i) => `bad ${i}`),
+    );
     const got = await loadTriples(join(dir, "bad.jsonl"));
     expect(got.triples).toEqual([]);
     expect(got.issues).toHaveLength(100);
@@ -137,7 +154,10 @@ describe("loadTriples: a folder", () => {
     expect(lowered.triples.map((t) => t.subject)).toEqual(["short"]);
     expect(lowered.issues[0]?.where).toBe("a.jsonl:2");
 
-    write("many.jsonl", Array.from({ length: GRAPH_MAX_TRIPLES + 1 }, (_, i) => line(`s${i}`, "p", "o")));
+    write(
+      "many.jsonl",
+      Array.from({ length: GRAPH_MAX_TRIPLES + 1 }, (_, i) => line(`s${i}`, "p", "o")),
+    );
     const raised = await loadTriples(join(dir, "many.jsonl"), { maxTriples: GRAPH_MAX_TRIPLES * 10 });
     expect(raised.triples).toHaveLength(GRAPH_MAX_TRIPLES);
     expect(raised.issues[0]?.where).toBe(`many.jsonl:${GRAPH_MAX_TRIPLES + 1}`);

@@ -115,8 +115,14 @@ export async function loadTriples(path: string, limits: Partial<GraphLimits> = {
 }
 
 function lowered(limits: Partial<GraphLimits>): GraphLimits {
-  const pick = (k: keyof GraphLimits): number => Math.max(0, Math.min(DEFAULT_LIMITS[k], limits[k] ?? DEFAULT_LIMITS[k]));
-  return { maxFiles: pick("maxFiles"), maxBytes: pick("maxBytes"), maxLineChars: pick("maxLineChars"), maxTriples: pick("maxTriples") };
+  const pick = (k: keyof GraphLimits): number =>
+    Math.max(0, Math.min(DEFAULT_LIMITS[k], limits[k] ?? DEFAULT_LIMITS[k]));
+  return {
+    maxFiles: pick("maxFiles"),
+    maxBytes: pick("maxBytes"),
+    maxLineChars: pick("maxLineChars"),
+    maxTriples: pick("maxTriples"),
+  };
 }
 
 /** The graph's root folder (real path) and its files relative to it, in the order they are read. */
@@ -129,11 +135,15 @@ async function listGraphFiles(path: string, out: Collector): Promise<{ root: str
   }
   const st = await lstat(real);
   if (st.isFile()) return { root: dirname(real), files: [basename(real)] };
-  if (!st.isDirectory()) throw new AgentmeshError("invalid_config", `the knowledge graph path ${path} is neither a file nor a folder`);
+  if (!st.isDirectory())
+    throw new AgentmeshError("invalid_config", `the knowledge graph path ${path} is neither a file nor a folder`);
   const files: string[] = [];
   await walk(real, real, 0, files, out);
   if (files.length > out.limits.maxFiles) {
-    out.report(path, `more than ${out.limits.maxFiles} .jsonl files; only the first ${out.limits.maxFiles} (by path) were read`);
+    out.report(
+      path,
+      `more than ${out.limits.maxFiles} .jsonl files; only the first ${out.limits.maxFiles} (by path) were read`,
+    );
   }
   return { root: real, files: files.slice(0, out.limits.maxFiles) };
 }
@@ -170,7 +180,10 @@ async function readGraphFile(root: string, rel: string, out: Collector): Promise
     return;
   }
   if (read.truncated) {
-    out.report(rel, `reading it would pass the ${out.limits.maxBytes}-byte budget of the graph; it and the files after it were not read`);
+    out.report(
+      rel,
+      `reading it would pass the ${out.limits.maxBytes}-byte budget of the graph; it and the files after it were not read`,
+    );
     out.full = true;
     return;
   }
@@ -190,7 +203,8 @@ async function readGraphFile(root: string, rel: string, out: Collector): Promise
 }
 
 function parseLine(line: string, where: string, out: Collector): void {
-  if (line.length > out.limits.maxLineChars) return out.report(where, `the line is longer than ${out.limits.maxLineChars} characters; skipped`);
+  if (line.length > out.limits.maxLineChars)
+    return out.report(where, `the line is longer than ${out.limits.maxLineChars} characters; skipped`);
   let value: unknown;
   try {
     value = JSON.parse(line);

@@ -9,15 +9,59 @@ export interface McpToolChoice {
 }
 
 // words too common to say anything about which tool fits
-const STOP = new Set(["a", "about", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i", "in", "is", "it", "me", "my", "of", "on", "or", "that", "the", "this", "to", "what", "when", "where", "which", "who", "why", "with", "you"]);
+const STOP = new Set([
+  "a",
+  "about",
+  "an",
+  "and",
+  "are",
+  "as",
+  "at",
+  "be",
+  "by",
+  "can",
+  "do",
+  "does",
+  "for",
+  "from",
+  "how",
+  "i",
+  "in",
+  "is",
+  "it",
+  "me",
+  "my",
+  "of",
+  "on",
+  "or",
+  "that",
+  "the",
+  "this",
+  "to",
+  "what",
+  "when",
+  "where",
+  "which",
+  "who",
+  "why",
+  "with",
+  "you",
+]);
 
 /**
  * Lower-case words of a text, a plural's `s` dropped so "article" meets "articles";
  * `search_articles` and `searchArticles` are two words each.
  */
 function words(text: string): Set<string> {
-  const split = text.replace(/([a-z0-9])([A-Z])/g, "$1 $2").toLowerCase().split(/[^a-z0-9]+/);
-  return new Set(split.filter((w) => w.length > 0 && !STOP.has(w)).map((w) => (w.length > 3 && w.endsWith("s") && !w.endsWith("ss") ? w.slice(0, -1) : w)));
+  const split = text
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/);
+  return new Set(
+    split
+      .filter((w) => w.length > 0 && !STOP.has(w))
+      .map((w) => (w.length > 3 && w.endsWith("s") && !w.endsWith("ss") ? w.slice(0, -1) : w)),
+  );
 }
 
 /** The argument a question goes into: the first required string property, else the first string property. */
@@ -30,7 +74,9 @@ export function questionArgument(inputSchema: Readonly<Record<string, unknown>>)
     const type = (p as { type?: unknown }).type;
     return type === "string" || (Array.isArray(type) && type.includes("string"));
   };
-  const required = Array.isArray(inputSchema.required) ? inputSchema.required.filter((r): r is string => typeof r === "string") : [];
+  const required = Array.isArray(inputSchema.required)
+    ? inputSchema.required.filter((r): r is string => typeof r === "string")
+    : [];
   return required.find(isString) ?? Object.keys(props).find(isString) ?? null;
 }
 

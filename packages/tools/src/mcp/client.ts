@@ -65,7 +65,15 @@ interface Connection {
 }
 
 // The SDK's request errors that mean the connection itself failed, not the tool.
-const UNREACHABLE = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "ENOENT", "EACCES"]);
+const UNREACHABLE = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "ENOENT",
+  "EACCES",
+]);
 
 function causeCode(err: unknown): string | undefined {
   for (let e: unknown = err, depth = 0; e instanceof Error && depth < 4; e = e.cause, depth++) {
@@ -81,7 +89,9 @@ function isContentResult(answer: object): answer is CallToolResult {
 
 function aborted(signal: AbortSignal): AgentmeshError {
   const reason: unknown = signal.reason;
-  return reason instanceof AgentmeshError ? reason : new AgentmeshError("cancelled", "the caller cancelled the MCP call");
+  return reason instanceof AgentmeshError
+    ? reason
+    : new AgentmeshError("cancelled", "the caller cancelled the MCP call");
 }
 
 /** `p`, or the abort of `signal` if that comes first. */
@@ -114,22 +124,34 @@ class McpClientImpl implements McpClient {
     return [...(await this.#tools(conn, opts.signal)).values()];
   }
 
-  async callTool(tool: string, args: Readonly<Record<string, unknown>>, opts: McpCallOptions = {}): Promise<McpCallResult> {
+  async callTool(
+    tool: string,
+    args: Readonly<Record<string, unknown>>,
+    opts: McpCallOptions = {},
+  ): Promise<McpCallResult> {
     const conn = await this.#connection(opts.signal);
     const info = (await this.#tools(conn, opts.signal)).get(tool);
-    if (!info) throw new AgentmeshError("tool_not_found", `MCP server "${this.server}" has no tool "${clipText(tool, 80)}"`);
+    if (!info)
+      throw new AgentmeshError("tool_not_found", `MCP server "${this.server}" has no tool "${clipText(tool, 80)}"`);
     this.#validate(info, args);
     const timeoutMs = opts.timeoutMs ?? this.config.timeoutMs;
     const signal = opts.signal ? AbortSignal.any([opts.signal, conn.lost.signal]) : conn.lost.signal;
     let answer;
     try {
-      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, conn.sdk.CallToolResultSchema, { timeout: timeoutMs, signal });
+      answer = await conn.client.callTool({ name: tool, arguments: { ...args } }, conn.sdk.CallToolResultSchema, {
+        timeout: timeoutMs,
+        signal,
+      });
     } catch (err) {
       throw this.#failure(err, conn, opts.signal, `tool "${tool}"`, timeoutMs);
     }
     // the SDK's type also allows a pre-2025 `{ toolResult }` answer; the schema we pass parses only `content`
     const result: CallToolResult = isContentResult(answer) ? answer : { content: [] };
-    if (result.isError) throw new AgentmeshError("tool_error", `MCP tool "${this.server}.${tool}" failed: ${resultText(result) || "no detail"}`);
+    if (result.isError)
+      throw new AgentmeshError(
+        "tool_error",
+        `MCP tool "${this.server}.${tool}" failed: ${resultText(result) || "no detail"}`,
+      );
     return mapCallResult(result);
   }
 
@@ -171,16 +193,37 @@ class McpClientImpl implements McpClient {
     } catch (err) {
       conn.closed = true;
       await client.close().catch(() => undefined);
-      const why = err instanceof sdk.McpError && err.code === Number(sdk.ErrorCode.RequestTimeout) ? `no answer within ${timeout} ms` : (err as Error).message;
-      throw new AgentmeshError("tool_unavailable", `MCP server "${this.server}" cannot be reached: ${clipText(why, 300)}`, { cause: err });
+      const why =
+        err instanceof sdk.McpError && err.code === Number(sdk.ErrorCode.RequestTimeout)
+          ? `no answer within ${timeout} ms`
+          : (err as Error).message;
+      throw new AgentmeshError(
+        "tool_unavailable",
+        `MCP server "${this.server}" cannot be reached: ${clipText(why, 300)}`,
+        { cause: err },
+      );
     }
   }
 
   #transport(sdk: Sdk): Transport {
     const c = this.config;
-    if (c.transport === "http") return new sdk.StreamableHTTPClientTransport(new URL(c.url), { reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 } });
+    if (c.transport === "http")
+      return new sdk.StreamableHTTPClientTransport(new URL(c.url), {
+        reconnectionOptions: {
+          maxRetries: 0,
+          initialReconnectionDelay: 1000,
+          maxReconnectionDelay: 1000,
+          reconnectionDelayGrowFactor: 1,
+        },
+      });
     // `env: {}`: the SDK adds only its short list of harmless variables (HOME, PATH, USER, ...), never our secrets
-    const transport = new sdk.StdioClientTransport({ command: c.command, args: [...c.args], cwd: c.cwd, env: {}, stderr: this.#opts.onStderr ? "pipe" : "ignore" });
+    const transport = new sdk.StdioClientTransport({
+      command: c.command,
+      args: [...c.args],
+      cwd: c.cwd,
+      env: {},
+      stderr: this.#opts.onStderr ? "pipe" : "ignore",
+    });
     const onStderr = this.#opts.onStderr;
     if (onStderr) transport.stderr?.on("data", (chunk: Buffer) => onStderr(chunk.toString("utf8")));
     return transport;
@@ -200,7 +243,13 @@ class McpClientImpl implements McpClient {
         () => undefined,
         async (err: unknown) => {
           conn.closed = true;
-          conn.lost.abort(new AgentmeshError("tool_error", `MCP server "${this.server}": the connection was lost mid-call (${clipText((err as Error).message, 200)})`, { retryable: true, cause: err }));
+          conn.lost.abort(
+            new AgentmeshError(
+              "tool_error",
+              `MCP server "${this.server}": the connection was lost mid-call (${clipText((err as Error).message, 200)})`,
+              { retryable: true, cause: err },
+            ),
+          );
           await conn.client.close();
         },
       )
@@ -219,7 +268,8 @@ class McpClientImpl implements McpClient {
       // a bounded number of pages: a server that pages forever is not answered forever
       for (let page = 0; page < 20; page++) {
         const res = await conn.client.listTools(cursor === undefined ? {} : { cursor }, { timeout, signal });
-        for (const t of res.tools) tools.set(t.name, { name: t.name, description: t.description ?? t.title ?? "", inputSchema: t.inputSchema });
+        for (const t of res.tools)
+          tools.set(t.name, { name: t.name, description: t.description ?? t.title ?? "", inputSchema: t.inputSchema });
         cursor = res.nextCursor;
         if (cursor === undefined) break;
       }
@@ -236,7 +286,11 @@ class McpClientImpl implements McpClient {
       try {
         check = compileArgsCheck(info.inputSchema);
       } catch (err) {
-        throw new AgentmeshError("tool_error", `MCP tool "${this.server}.${info.name}" has an input schema that cannot be used: ${clipText((err as Error).message, 300)}`, { retryable: false });
+        throw new AgentmeshError(
+          "tool_error",
+          `MCP tool "${this.server}.${info.name}" has an input schema that cannot be used: ${clipText((err as Error).message, 300)}`,
+          { retryable: false },
+        );
       }
       this.#checks.set(info.name, check);
     }
@@ -245,7 +299,13 @@ class McpClientImpl implements McpClient {
   }
 
   /** What a failed request means to our caller; a connection that failed is dropped, so the next call reconnects. */
-  #failure(err: unknown, conn: Connection, signal: AbortSignal | undefined, what: string, timeoutMs: number): AgentmeshError {
+  #failure(
+    err: unknown,
+    conn: Connection,
+    signal: AbortSignal | undefined,
+    what: string,
+    timeoutMs: number,
+  ): AgentmeshError {
     if (signal?.aborted) return aborted(signal);
     if (conn.lost.signal.aborted) return conn.lost.signal.reason as AgentmeshError;
     const at = `MCP server "${this.server}", ${what}`;
@@ -256,7 +316,10 @@ class McpClientImpl implements McpClient {
           return new AgentmeshError("timeout", `${at}: no answer within ${timeoutMs} ms (cancelled)`, { cause: err });
         case Number(McpCode.ConnectionClosed):
           conn.closed = true;
-          return new AgentmeshError("tool_error", `${at}: the connection closed mid-call (did the server exit?)`, { cause: err, retryable: true });
+          return new AgentmeshError("tool_error", `${at}: the connection closed mid-call (did the server exit?)`, {
+            cause: err,
+            retryable: true,
+          });
         case Number(McpCode.InvalidParams):
           return new AgentmeshError("invalid_tool_input", `${at}: ${clipText(err.message, 500)}`, { cause: err });
         default:
@@ -268,7 +331,10 @@ class McpClientImpl implements McpClient {
       conn.closed = true;
       return new AgentmeshError("tool_unavailable", `${at}: the server cannot be reached (${code})`, { cause: err });
     }
-    return new AgentmeshError("tool_error", `${at}: ${clipText((err as Error).message || String(err), 500)}`, { cause: err, retryable: true });
+    return new AgentmeshError("tool_error", `${at}: ${clipText((err as Error).message || String(err), 500)}`, {
+      cause: err,
+      retryable: true,
+    });
   }
 }
 

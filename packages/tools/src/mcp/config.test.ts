@@ -8,7 +8,10 @@ function problems(text: string): string[] {
   } catch (err) {
     expect(err).toBeInstanceOf(AgentmeshError);
     expect((err as AgentmeshError).code).toBe("invalid_config");
-    return (err as AgentmeshError).message.split("\n").slice(1).map((l) => l.replace(/^\s*- /, ""));
+    return (err as AgentmeshError).message
+      .split("\n")
+      .slice(1)
+      .map((l) => l.replace(/^\s*- /, ""));
   }
   throw new Error("expected invalid_config");
 }
@@ -22,8 +25,21 @@ describe("parseMcpServers", () => {
       }),
     );
     expect(servers).toEqual([
-      { name: "biomcp", transport: "stdio", command: "biomcp", args: ["run"], timeoutMs: 10000, allow: { researcher: "*" } },
-      { name: "llama", transport: "http", url: "http://127.0.0.1:8765/mcp", timeoutMs: 20000, allow: { expert: ["search"] } },
+      {
+        name: "biomcp",
+        transport: "stdio",
+        command: "biomcp",
+        args: ["run"],
+        timeoutMs: 10000,
+        allow: { researcher: "*" },
+      },
+      {
+        name: "llama",
+        transport: "http",
+        url: "http://127.0.0.1:8765/mcp",
+        timeoutMs: 20000,
+        allow: { expert: ["search"] },
+      },
     ]);
   });
 

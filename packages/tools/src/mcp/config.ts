@@ -2,7 +2,9 @@ import { AgentmeshError, RoleName } from "@agentmesh/contracts";
 import { z } from "zod";
 
 /** A server name: it becomes the middle of `mcp.<server>.<tool>`, so it stays short and plain. */
-export const McpServerName = z.string().regex(/^[a-z][a-z0-9_]{0,23}$/, "must be lower-case letters, digits or _ (at most 24, a letter first)");
+export const McpServerName = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]{0,23}$/, "must be lower-case letters, digits or _ (at most 24, a letter first)");
 
 /** Which of a server's tools a role may call: all of them (`"*"`) or those named. */
 const ToolAllowList = z.union([z.literal("*"), z.array(z.string().min(1).max(128)).max(200)]);
@@ -34,7 +36,11 @@ const ServerEntry = z
 export const McpServersConfig = z.record(McpServerName, ServerEntry);
 
 /** One configured MCP server, as the client and the registry use it. */
-export type McpServerConfig = { readonly name: string; readonly timeoutMs: number; readonly allow: Partial<Record<RoleName, "*" | readonly string[]>> } & (
+export type McpServerConfig = {
+  readonly name: string;
+  readonly timeoutMs: number;
+  readonly allow: Partial<Record<RoleName, "*" | readonly string[]>>;
+} & (
   | { readonly transport: "stdio"; readonly command: string; readonly args: readonly string[]; readonly cwd?: string }
   | { readonly transport: "http"; readonly url: string }
 );
@@ -63,13 +69,22 @@ export function parseMcpServers(text: string | undefined, setting = "AGENTMESH_M
   }
   const parsed = McpServersConfig.safeParse(raw);
   if (!parsed.success) {
-    for (const i of parsed.error.issues) if (i.code !== "invalid_key") problems.push(`${[setting, ...i.path.map(String)].join(".")}: ${i.message}`);
+    for (const i of parsed.error.issues)
+      if (i.code !== "invalid_key") problems.push(`${[setting, ...i.path.map(String)].join(".")}: ${i.message}`);
   }
   if (problems.length > 0 || !parsed.success) throw invalidConfig(problems);
   return Object.entries(parsed.data).map(([name, s]) =>
     s.command === undefined
       ? { name, transport: "http", url: s.url ?? "", timeoutMs: s.timeoutMs, allow: s.allow }
-      : { name, transport: "stdio", command: s.command, args: s.args ?? [], ...(s.cwd === undefined ? {} : { cwd: s.cwd }), timeoutMs: s.timeoutMs, allow: s.allow },
+      : {
+          name,
+          transport: "stdio",
+          command: s.command,
+          args: s.args ?? [],
+          ...(s.cwd === undefined ? {} : { cwd: s.cwd }),
+          timeoutMs: s.timeoutMs,
+          allow: s.allow,
+        },
   );
 }
 

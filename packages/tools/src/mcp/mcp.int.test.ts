@@ -12,9 +12,19 @@ import { registerMcpTools } from "./register.js";
 
 const TOOLS = ["search_articles", "slow", "fail", "crash", "cancellations", "pid", "env_keys"];
 const CITATIONS = [
-  { title: "Trastuzumab in HER2+ disease", url: "https://articles.example/a/1", path: null, snippet: "A review of trastuzumab regimens." },
+  {
+    title: "Trastuzumab in HER2+ disease",
+    url: "https://articles.example/a/1",
+    path: null,
+    snippet: "A review of trastuzumab regimens.",
+  },
   { title: "2.txt", url: null, path: "/data/articles/2.txt", snippet: "Local notes on pertuzumab." },
-  { title: "3", url: "https://articles.example/a/3", path: null, snippet: "Embedded abstract about neoadjuvant therapy." },
+  {
+    title: "3",
+    url: "https://articles.example/a/3",
+    path: null,
+    snippet: "Embedded abstract about neoadjuvant therapy.",
+  },
 ];
 
 let http: HttpTestServer;
@@ -61,7 +71,11 @@ describe.each([
     const tools = await client(config()).listTools();
     expect(tools.map((t) => t.name)).toEqual(TOOLS);
     expect(tools[0]?.description).toMatch(/^Search published articles/);
-    expect(tools[0]?.inputSchema).toMatchObject({ type: "object", required: ["query"], properties: { query: { type: "string" } } });
+    expect(tools[0]?.inputSchema).toMatchObject({
+      type: "object",
+      required: ["query"],
+      properties: { query: { type: "string" } },
+    });
   });
 
   it("calls a tool and maps text, links and embedded resources to text and citations", async () => {
@@ -72,7 +86,10 @@ describe.each([
   it("refuses arguments that fail the server's schema before calling", async () => {
     const c = client(config());
     const err = await failure(c.callTool("search_articles", { query: 42, extra: true }));
-    expect([err.code, err.message]).toEqual(["invalid_tool_input", `mcp.${c.server}.search_articles: arguments/query must be string`]);
+    expect([err.code, err.message]).toEqual([
+      "invalid_tool_input",
+      `mcp.${c.server}.search_articles: arguments/query must be string`,
+    ]);
     expect((await failure(c.callTool("no_such_tool", {}))).code).toBe("tool_not_found");
   });
 
@@ -98,7 +115,11 @@ describe.each([
 
   it("reports a tool's own error as a retryable tool_error", async () => {
     const err = await failure(client(config()).callTool("fail", {}));
-    expect([err.code, err.retryable, err.message]).toEqual(["tool_error", true, expect.stringContaining("the article index is down")]);
+    expect([err.code, err.retryable, err.message]).toEqual([
+      "tool_error",
+      true,
+      expect.stringContaining("the article index is down"),
+    ]);
   });
 
   it("registers the tools as mcp.<server>.<tool> and runs them through the executor", async () => {
@@ -170,7 +191,10 @@ describe("MCP over stdio: the process", () => {
   it("is tool_unavailable when the command cannot start", async () => {
     const config = { ...stdioTestServer(), command: "/nonexistent/mcp-server" };
     const err = await failure(client(config).listTools());
-    expect([err.code, err.message]).toEqual(["tool_unavailable", expect.stringContaining('MCP server "stdio_test" cannot be reached')]);
+    expect([err.code, err.message]).toEqual([
+      "tool_unavailable",
+      expect.stringContaining('MCP server "stdio_test" cannot be reached'),
+    ]);
   });
 });
 
@@ -193,7 +217,15 @@ describe("MCP over HTTP: the server going away", () => {
   });
 
   it("is tool_unavailable when nothing listens", async () => {
-    const err = await failure(client({ name: "nobody", transport: "http", url: "http://127.0.0.1:9/mcp", timeoutMs: 1000, allow: {} }).listTools());
+    const err = await failure(
+      client({
+        name: "nobody",
+        transport: "http",
+        url: "http://127.0.0.1:9/mcp",
+        timeoutMs: 1000,
+        allow: {},
+      }).listTools(),
+    );
     expect(err.code).toBe("tool_unavailable");
   });
 });

@@ -6,12 +6,40 @@ import type { McpClient, McpToolInfo } from "./client.js";
 import type { McpServerConfig } from "./config.js";
 import { mcpAllowedRoles, registerMcpTools } from "./register.js";
 
-const config: McpServerConfig = { name: "bio", transport: "http", url: "http://127.0.0.1:1/mcp", timeoutMs: 750, allow: { researcher: "*", expert: ["search_articles"] } };
+const config: McpServerConfig = {
+  name: "bio",
+  transport: "http",
+  url: "http://127.0.0.1:1/mcp",
+  timeoutMs: 750,
+  allow: { researcher: "*", expert: ["search_articles"] },
+};
 const tools: McpToolInfo[] = [
-  { name: "search_articles", description: "Search articles", inputSchema: { type: "object", properties: { query: { type: "string", minLength: 1 } }, required: ["query"], $schema: "http://json-schema.org/draft-07/schema#" } },
-  { name: "get-gene", description: "", inputSchema: { type: "object", properties: { symbol: { type: "string" } }, required: ["symbol"], $schema: "https://json-schema.org/draft/2020-12/schema" } },
+  {
+    name: "search_articles",
+    description: "Search articles",
+    inputSchema: {
+      type: "object",
+      properties: { query: { type: "string", minLength: 1 } },
+      required: ["query"],
+      $schema: "http://json-schema.org/draft-07/schema#",
+    },
+  },
+  {
+    name: "get-gene",
+    description: "",
+    inputSchema: {
+      type: "object",
+      properties: { symbol: { type: "string" } },
+      required: ["symbol"],
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+    },
+  },
   { name: "dotted.name", description: "cannot be registered", inputSchema: { type: "object" } },
-  { name: "bad_schema", description: "its schema is broken", inputSchema: { type: "object", properties: { x: { type: "no-such-type" } } } },
+  {
+    name: "bad_schema",
+    description: "its schema is broken",
+    inputSchema: { type: "object", properties: { x: { type: "no-such-type" } } },
+  },
 ];
 
 /** A client that answers from memory and records what it was asked: this tests the registration, not the SDK. */
@@ -25,7 +53,10 @@ function fakeClient(): McpClient & { calls: { tool: string; args: unknown; timeo
     async callTool(tool, args, opts) {
       calls.push({ tool, args, timeoutMs: opts?.timeoutMs });
       if (tool === "get-gene") throw new AgentmeshError("tool_error", "server down", { retryable: false });
-      return { text: `found ${String(args.query)}`, citations: [{ title: "t", url: "https://a.example/1", path: null, snippet: "" }] };
+      return {
+        text: `found ${String(args.query)}`,
+        citations: [{ title: "t", url: "https://a.example/1", path: null, snippet: "" }],
+      };
     },
     close: async () => undefined,
   };
@@ -54,20 +85,51 @@ describe("registerMcpTools", () => {
     const executor = createSafeExecutor({ registry });
     const base = { sessionId: "s1", taskId: "t1" } as const;
 
-    const denied = await executor.call({ ...base, tool: "mcp.bio.get-gene", args: { symbol: "BRCA1" }, role: "expert" });
+    const denied = await executor.call({
+      ...base,
+      tool: "mcp.bio.get-gene",
+      args: { symbol: "BRCA1" },
+      role: "expert",
+    });
     expect(denied.ok ? null : denied.error.code).toBe("permission_denied");
-    const invalid = await executor.call({ ...base, tool: "mcp.bio.search_articles", args: { query: "" }, role: "expert" });
-    expect(invalid.ok ? null : [invalid.error.code, invalid.error.message]).toEqual(["invalid_tool_input", expect.stringContaining("must NOT have fewer than 1 characters")]);
-    const invalid2020 = await executor.call({ ...base, tool: "mcp.bio.get-gene", args: { symbol: 7 }, role: "researcher" });
+    const invalid = await executor.call({
+      ...base,
+      tool: "mcp.bio.search_articles",
+      args: { query: "" },
+      role: "expert",
+    });
+    expect(invalid.ok ? null : [invalid.error.code, invalid.error.message]).toEqual([
+      "invalid_tool_input",
+      expect.stringContaining("must NOT have fewer than 1 characters"),
+    ]);
+    const invalid2020 = await executor.call({
+      ...base,
+      tool: "mcp.bio.get-gene",
+      args: { symbol: 7 },
+      role: "researcher",
+    });
     expect(invalid2020.ok ? null : invalid2020.error.code).toBe("invalid_tool_input");
     expect(client.calls).toEqual([]);
 
-    const ok = await executor.call({ ...base, tool: "mcp.bio.search_articles", args: { query: "her2" }, role: "expert" });
-    expect(ok.ok ? ok.output : ok.error).toEqual({ text: "found her2", citations: [{ title: "t", url: "https://a.example/1", path: null, snippet: "" }] });
+    const ok = await executor.call({
+      ...base,
+      tool: "mcp.bio.search_articles",
+      args: { query: "her2" },
+      role: "expert",
+    });
+    expect(ok.ok ? ok.output : ok.error).toEqual({
+      text: "found her2",
+      citations: [{ title: "t", url: "https://a.example/1", path: null, snippet: "" }],
+    });
     expect(client.calls).toEqual([{ tool: "search_articles", args: { query: "her2" }, timeoutMs: expect.any(Number) }]);
     expect(client.calls[0]?.timeoutMs).toBeLessThanOrEqual(750);
 
-    const failed = await executor.call({ ...base, tool: "mcp.bio.get-gene", args: { symbol: "BRCA1" }, role: "researcher" });
+    const failed = await executor.call({
+      ...base,
+      tool: "mcp.bio.get-gene",
+      args: { symbol: "BRCA1" },
+      role: "researcher",
+    });
     expect(failed.ok ? null : [failed.error.code, failed.records.length]).toEqual(["tool_error", 1]);
   });
 });

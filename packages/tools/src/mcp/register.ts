@@ -37,7 +37,10 @@ export function mcpAllowedRoles(allow: McpServerConfig["allow"], tool: string): 
  * as `{ text, citations }`, the server's timeout, and its allow-list per role. A timeout is not
  * retried: a server that was too slow once is likely slow again.
  */
-export function mcpToolDefinitions(client: McpClient, tools: readonly McpToolInfo[]): { definitions: ToolDefinition[]; skipped: McpRegistration["skipped"] } {
+export function mcpToolDefinitions(
+  client: McpClient,
+  tools: readonly McpToolInfo[],
+): { definitions: ToolDefinition[]; skipped: McpRegistration["skipped"] } {
   const definitions: ToolDefinition[] = [];
   const skipped: { tool: string; reason: string }[] = [];
   const { name: server, allow, timeoutMs } = client.config;
@@ -50,7 +53,10 @@ export function mcpToolDefinitions(client: McpClient, tools: readonly McpToolInf
     try {
       check = compileArgsCheck(t.inputSchema);
     } catch (err) {
-      skipped.push({ tool: t.name, reason: `its input schema does not compile: ${clipText((err as Error).message, 200)}` });
+      skipped.push({
+        tool: t.name,
+        reason: `its input schema does not compile: ${clipText((err as Error).message, 200)}`,
+      });
       continue;
     }
     const name = mcpToolName(server, t.name);
@@ -68,7 +74,8 @@ export function mcpToolDefinitions(client: McpClient, tools: readonly McpToolInf
         allowedRoles: mcpAllowedRoles(allow, t.name),
         timeoutMs,
         retry: { nonRetryable: ["timeout"] },
-        execute: (args, ctx) => client.callTool(t.name, args, { signal: ctx.signal, timeoutMs: Math.max(1, ctx.deadline - Date.now()) }),
+        execute: (args, ctx) =>
+          client.callTool(t.name, args, { signal: ctx.signal, timeoutMs: Math.max(1, ctx.deadline - Date.now()) }),
       }),
     );
   }
@@ -76,7 +83,11 @@ export function mcpToolDefinitions(client: McpClient, tools: readonly McpToolInf
 }
 
 /** Lists the server's tools and registers each as `mcp.<server>.<tool>`; fails as the client does (`tool_unavailable`, ...). */
-export async function registerMcpTools(registry: ToolRegistry, client: McpClient, opts: { readonly signal?: AbortSignal } = {}): Promise<McpRegistration> {
+export async function registerMcpTools(
+  registry: ToolRegistry,
+  client: McpClient,
+  opts: { readonly signal?: AbortSignal } = {},
+): Promise<McpRegistration> {
   const { definitions, skipped } = mcpToolDefinitions(client, await client.listTools(opts));
   for (const d of definitions) registry.register(d);
   return { server: client.server, registered: definitions.map((d) => d.name), skipped };

@@ -7,7 +7,13 @@ describe("mapCallResult", () => {
       content: [
         { type: "text", text: " First finding. " },
         { type: "image", data: "AAAA", mimeType: "image/png" },
-        { type: "resource_link", uri: "https://a.example/1", name: "one", title: "Article one", description: "About one." },
+        {
+          type: "resource_link",
+          uri: "https://a.example/1",
+          name: "one",
+          title: "Article one",
+          description: "About one.",
+        },
         { type: "resource_link", uri: "file:///data/notes/2.txt", name: "2.txt" },
         { type: "resource", resource: { uri: "https://a.example/docs/3?x=1", text: "Embedded   text\nof three." } },
         { type: "resource", resource: { uri: "biomcp://gene/BRCA1", blob: "AAAA" } },

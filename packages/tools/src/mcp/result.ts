@@ -33,17 +33,29 @@ function locate(uri: string): { url: string | null; path: string | null } {
 
 /** The last segment of a URI, as a title for a resource that has none. */
 function uriTitle(uri: string): string {
-  const tail = uri.replace(/[?#].*$/, "").replace(/\/+$/, "").split("/").pop();
+  const tail = uri
+    .replace(/[?#].*$/, "")
+    .replace(/\/+$/, "")
+    .split("/")
+    .pop();
   return tail || uri;
 }
 
 function citationOf(block: ContentBlock): McpCitation | null {
   switch (block.type) {
     case "resource_link":
-      return { title: clipText(block.title ?? block.name, 300), ...locate(block.uri), snippet: clipText(block.description ?? "", 500) };
+      return {
+        title: clipText(block.title ?? block.name, 300),
+        ...locate(block.uri),
+        snippet: clipText(block.description ?? "", 500),
+      };
     case "resource": {
       const r = block.resource;
-      return { title: clipText(uriTitle(r.uri), 300), ...locate(r.uri), snippet: "text" in r ? clipText(r.text, 500) : "" };
+      return {
+        title: clipText(uriTitle(r.uri), 300),
+        ...locate(r.uri),
+        snippet: "text" in r ? clipText(r.text, 500) : "",
+      };
     }
     case "text":
     case "image":

@@ -30,6 +30,7 @@ function ajvs(): { readonly ajv07: Ajv; readonly ajv2020: Ajv2020 } {
 export function compileArgsCheck(schema: Readonly<Record<string, unknown>>): ArgsCheck {
   const { $schema, ...rest } = schema;
   const { ajv07, ajv2020 } = ajvs();
-  const validate: ValidateFunction = typeof $schema === "string" && /2019-09|2020-12/.test($schema) ? ajv2020.compile(rest) : ajv07.compile(rest);
+  const validate: ValidateFunction =
+    typeof $schema === "string" && /2019-09|2020-12/.test($schema) ? ajv2020.compile(rest) : ajv07.compile(rest);
   return (args) => (validate(args) ? null : clipText(ajv07.errorsText(validate.errors, { dataVar: "arguments" }), 900));
 }

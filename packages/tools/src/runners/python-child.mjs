@@ -24,12 +24,14 @@ const stdin = process.stdin;
 const HEX = "0123456789abcdef";
 const H0 = new U32([0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19]);
 const K = new U32([
-  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3,
-  0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
-  0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
-  0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208,
-  0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
+  0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+  0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+  0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+  0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+  0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+  0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+  0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+  0xc67178f2,
 ]);
 
 // UTF-8 of a well-formed string (JSON.stringify escapes lone surrogates). No destructuring or
@@ -81,7 +83,8 @@ function sha256(msg, len) {
   for (let i = 0; i < 8; i++) h[i] = H0[i];
   const w = new U32(64);
   for (let off = 0; off < total; off += 64) {
-    for (let t = 0; t < 16; t++) w[t] = (m[off + 4 * t] << 24) | (m[off + 4 * t + 1] << 16) | (m[off + 4 * t + 2] << 8) | m[off + 4 * t + 3];
+    for (let t = 0; t < 16; t++)
+      w[t] = (m[off + 4 * t] << 24) | (m[off + 4 * t + 1] << 16) | (m[off + 4 * t + 2] << 8) | m[off + 4 * t + 3];
     for (let t = 16; t < 64; t++) {
       const a = w[t - 15];
       const b = w[t - 2];
@@ -89,7 +92,14 @@ function sha256(msg, len) {
       const s1 = ((b >>> 17) | (b << 15)) ^ ((b >>> 19) | (b << 13)) ^ (b >>> 10);
       w[t] = (w[t - 16] + s0 + w[t - 7] + s1) | 0;
     }
-    let a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], k = h[7];
+    let a = h[0],
+      b = h[1],
+      c = h[2],
+      d = h[3],
+      e = h[4],
+      f = h[5],
+      g = h[6],
+      k = h[7];
     for (let t = 0; t < 64; t++) {
       const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
       const t1 = (k + S1 + ((e & f) ^ (~e & g)) + K[t] + w[t]) | 0;
@@ -104,7 +114,14 @@ function sha256(msg, len) {
       b = a;
       a = (t1 + t2) | 0;
     }
-    h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += k;
+    h[0] += a;
+    h[1] += b;
+    h[2] += c;
+    h[3] += d;
+    h[4] += e;
+    h[5] += f;
+    h[6] += g;
+    h[7] += k;
   }
   const out = new U8(32);
   for (let i = 0; i < 8; i++) {
@@ -180,7 +197,13 @@ const { loadPyodide } = await import("/sandbox/pyodide/pyodide.mjs");
 const quiet = () => {};
 
 if (mode === "snapshot") {
-  const py = await loadPyodide({ indexURL: "/sandbox/pyodide/", env: { HOME: "/home/pyodide" }, stdout: quiet, stderr: quiet, _makeSnapshot: true });
+  const py = await loadPyodide({
+    indexURL: "/sandbox/pyodide/",
+    env: { HOME: "/home/pyodide" },
+    stdout: quiet,
+    stderr: quiet,
+    _makeSnapshot: true,
+  });
   writeFileSync("/out/snapshot.bin", py.makeMemorySnapshot());
   exitNow(0);
 }
@@ -299,7 +322,8 @@ async function runOnce(code, maxOutputBytes, key) {
   const answer = (fields) => {
     const msg = Object.create(null);
     msg.type = "result";
-    for (const k of ["ok", "result", "error", "stdout", "stderr", "durationMs", "limit"]) if (k in fields) msg[k] = fields[k];
+    for (const k of ["ok", "result", "error", "stdout", "stderr", "durationMs", "limit"])
+      if (k in fields) msg[k] = fields[k];
     const body = stringify(msg);
     writeOut(1, `${hmacHex(key, body)} ${body}\n`);
     exitNow(0);
@@ -335,5 +359,13 @@ async function runOnce(code, maxOutputBytes, key) {
   const durationMs = performance.now() - started;
   const text = (s) => Buffer.concat(chunks[s]).toString("utf8");
   const memory = !ok && /\bMemoryError\b|out of memory|could not allocate/i.test(error.slice(-400));
-  answer({ ok, result, error, stdout: text("stdout"), stderr: text("stderr"), durationMs, limit: memory ? "memory" : null });
+  answer({
+    ok,
+    result,
+    error,
+    stdout: text("stdout"),
+    stderr: text("stderr"),
+    durationMs,
+    limit: memory ? "memory" : null,
+  });
 }

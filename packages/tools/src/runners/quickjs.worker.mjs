@@ -91,7 +91,8 @@ function run({ code, timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputByt
         jobs.error.dispose();
         return finish(false, null, msg);
       }
-      if (jobs.value === 0 && vm.getPromiseState(handle).type === "pending") return finish(false, null, "the result promise never settles");
+      if (jobs.value === 0 && vm.getPromiseState(handle).type === "pending")
+        return finish(false, null, "the result promise never settles");
     }
   }
   if (vm.typeof(handle) === "object") {
@@ -102,11 +103,17 @@ function run({ code, timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputByt
   let result;
   try {
     const t = vm.typeof(handle);
-    result = t === "undefined" ? null : t === "string" ? vm.getString(handle) : JSON.stringify(vm.dump(handle)) ?? String(vm.dump(handle));
+    result =
+      t === "undefined"
+        ? null
+        : t === "string"
+          ? vm.getString(handle)
+          : (JSON.stringify(vm.dump(handle)) ?? String(vm.dump(handle)));
   } catch (err) {
     return finish(false, null, String(err?.message ?? err));
   }
-  if (result !== null && result.length > maxOutputBytes) return finish(true, result.slice(0, maxOutputBytes), null, true);
+  if (result !== null && result.length > maxOutputBytes)
+    return finish(true, result.slice(0, maxOutputBytes), null, true);
   return finish(true, result, null);
 }
 
@@ -119,7 +126,17 @@ parentPort.on("message", (job) => {
     // the interpreter itself failed (e.g. a guest getter looping while its error was read)
     const msg = String(err?.message ?? err).slice(0, 4000);
     const limit = /out of memory/i.test(msg) ? "memory" : Date.now() - t0 > job.timeLimitMs ? "time" : null;
-    reply = { type: "result", ok: false, result: null, error: msg, stdout: "", stderr: "", resultTruncated: false, limit, durationMs: Date.now() - t0 };
+    reply = {
+      type: "result",
+      ok: false,
+      result: null,
+      error: msg,
+      stdout: "",
+      stderr: "",
+      resultTruncated: false,
+      limit,
+      durationMs: Date.now() - t0,
+    };
   }
   parentPort.postMessage(reply);
 });

@@ -58,7 +58,8 @@ function startWorker(): Promise<Worker> {
       w.unref();
       resolve(w);
     };
-    const onError = (err: Error): void => reject(new AgentmeshError("sandbox_unavailable", `QuickJS did not start: ${err.message}`, { cause: err }));
+    const onError = (err: Error): void =>
+      reject(new AgentmeshError("sandbox_unavailable", `QuickJS did not start: ${err.message}`, { cause: err }));
     w.on("message", onMessage);
     w.once("error", onError);
   });
@@ -79,13 +80,20 @@ class JsRunnerImpl implements CodeRunner {
       killGraceMs: opts.killGraceMs ?? 100,
     };
     this.#slots = createSlots(opts.maxConcurrent ?? availableParallelism());
-    this.#pool = createWarmPool<Worker>({ size: opts.warm ?? 1, start: startWorker, dispose: (w) => void w.terminate() });
+    this.#pool = createWarmPool<Worker>({
+      size: opts.warm ?? 1,
+      start: startWorker,
+      dispose: (w) => void w.terminate(),
+    });
     // start the first interpreter now so the first call does not pay for it (the worker is unref'd)
     this.#pool.prime();
   }
 
   async status(): Promise<SandboxStatus> {
-    return { available: true, detail: "QuickJS compiled to WASM, one fresh interpreter per call in a worker thread; no host objects" };
+    return {
+      available: true,
+      detail: "QuickJS compiled to WASM, one fresh interpreter per call in a worker thread; no host objects",
+    };
   }
 
   async run(code: string, opts: RunOptions = {}): Promise<CodeRunResult> {
@@ -104,7 +112,11 @@ class JsRunnerImpl implements CodeRunner {
     try {
       const reply = await new Promise<WorkerReply>((resolve, reject) => {
         const hardKill = setTimeout(() => {
-          reject(new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed`, { retryable: false }));
+          reject(
+            new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed`, {
+              retryable: false,
+            }),
+          );
         }, o.timeLimitMs + o.killGraceMs);
         const done = (): void => {
           clearTimeout(hardKill);
@@ -122,17 +134,31 @@ class JsRunnerImpl implements CodeRunner {
         w.once("error", (err: Error) => {
           done();
           const oom = (err as { code?: string }).code === "ERR_WORKER_OUT_OF_MEMORY";
-          reject(oom ? new AgentmeshError("resource_exhausted", "code ran out of memory") : new AgentmeshError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }));
+          reject(
+            oom
+              ? new AgentmeshError("resource_exhausted", "code ran out of memory")
+              : new AgentmeshError("tool_error", `QuickJS worker failed: ${err.message}`, { retryable: false }),
+          );
         });
         w.ref();
         started = performance.now();
         opts.onStart?.();
-        w.postMessage({ code, timeLimitMs: o.timeLimitMs, memoryLimitBytes: o.memoryLimitBytes, stackSizeBytes: o.stackSizeBytes, maxOutputBytes: o.maxOutputBytes });
+        w.postMessage({
+          code,
+          timeLimitMs: o.timeLimitMs,
+          memoryLimitBytes: o.memoryLimitBytes,
+          stackSizeBytes: o.stackSizeBytes,
+          maxOutputBytes: o.maxOutputBytes,
+        });
       });
       const elapsed = Math.round(performance.now() - started);
       switch (reply.limit) {
         case "time":
-          throw new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was interrupted after ${elapsed} ms`, { retryable: false });
+          throw new AgentmeshError(
+            "timeout",
+            `code ran past its ${o.timeLimitMs} ms limit and was interrupted after ${elapsed} ms`,
+            { retryable: false },
+          );
         case "memory":
           throw new AgentmeshError("resource_exhausted", `code went over its ${o.memoryLimitBytes} byte memory limit`);
         case "output":

@@ -10,7 +10,14 @@ import { z } from "zod";
 import { createWarmPool } from "../warm-pool.js";
 import { ensureSnapshot } from "./snapshot.js";
 import { deniedSyscallCount, seccompArch } from "./seccomp.js";
-import { findBinary, killSandbox, SANDBOX_NPROC, spawnSandbox, type SandboxPaths, type SandboxSpawn } from "./sandbox-process.js";
+import {
+  findBinary,
+  killSandbox,
+  SANDBOX_NPROC,
+  spawnSandbox,
+  type SandboxPaths,
+  type SandboxSpawn,
+} from "./sandbox-process.js";
 import { createSlots, defaultSandboxSlots, type Slot } from "./slots.js";
 import type { CodeRunner, CodeRunResult, RunOptions, SandboxStatus } from "./types.js";
 import { packageFile } from "../files.js";
@@ -77,7 +84,11 @@ type ChildResult = z.infer<typeof ChildResult>;
 const MAX_ERROR_CHARS = 4000;
 
 function protocolViolation(why: string): AgentmeshError {
-  return new AgentmeshError("tool_error", `the Python sandbox broke its result protocol (${why}); nothing it sent was used`, { retryable: false });
+  return new AgentmeshError(
+    "tool_error",
+    `the Python sandbox broke its result protocol (${why}); nothing it sent was used`,
+    { retryable: false },
+  );
 }
 
 /**
@@ -89,7 +100,8 @@ function readAnswer(line: string, key: Buffer, maxOutputBytes: number): ChildRes
   const mac = sp === 64 ? Buffer.from(line.slice(0, 64), "hex") : Buffer.alloc(0);
   if (mac.length !== 32) throw protocolViolation("the answer carries no MAC");
   const body = line.slice(65);
-  if (!timingSafeEqual(mac, createHmac("sha256", key).update(body, "utf8").digest())) throw protocolViolation("the answer's MAC is wrong");
+  if (!timingSafeEqual(mac, createHmac("sha256", key).update(body, "utf8").digest()))
+    throw protocolViolation("the answer's MAC is wrong");
   let json: unknown;
   try {
     json = JSON.parse(body);
@@ -103,7 +115,8 @@ function readAnswer(line: string, key: Buffer, maxOutputBytes: number): ChildRes
   if ((r.error?.length ?? 0) > MAX_ERROR_CHARS) throw protocolViolation("the error text is over the cap");
   // the child caps the bytes written; decoded, each byte is at most one UTF-16 unit (a bad byte
   // becomes one U+FFFD), so the lengths bound it without penalising invalid UTF-8
-  if ((r.stdout?.length ?? 0) + (r.stderr?.length ?? 0) > maxOutputBytes) throw protocolViolation("the output is over the cap");
+  if ((r.stdout?.length ?? 0) + (r.stderr?.length ?? 0) > maxOutputBytes)
+    throw protocolViolation("the output is over the cap");
   return r;
 }
 
@@ -207,11 +220,22 @@ class PythonRunnerImpl implements CodeRunner {
             : null;
     this.#paths =
       bwrap && prlimit && !this.#missing
-        ? { bwrap, prlimit, setpriv, node: opts.nodePath ?? process.execPath, pyodideDir: opts.pyodideDir ?? defaultPyodideDir(), childScript: CHILD_SCRIPT }
+        ? {
+            bwrap,
+            prlimit,
+            setpriv,
+            node: opts.nodePath ?? process.execPath,
+            pyodideDir: opts.pyodideDir ?? defaultPyodideDir(),
+            childScript: CHILD_SCRIPT,
+          }
         : null;
     this.#slots = createSlots(opts.maxProcesses ?? defaultSandboxSlots(this.#o.addressSpaceBytes));
     this.#uidBase = opts.sandboxUidBase ?? 2_000_000_000;
-    this.#pool = createWarmPool<Ready>({ size: opts.warm ?? 1, start: () => this.#start(), dispose: (r) => killSandbox(r.child) });
+    this.#pool = createWarmPool<Ready>({
+      size: opts.warm ?? 1,
+      start: () => this.#start(),
+      dispose: (r) => killSandbox(r.child),
+    });
   }
 
   status(): Promise<SandboxStatus> {
@@ -242,16 +266,29 @@ class PythonRunnerImpl implements CodeRunner {
       const line = await ready.lines.next();
       const elapsed = Math.round(performance.now() - started);
       opts.signal?.throwIfAborted();
-      if (killedAtDeadline) throw new AgentmeshError("timeout", `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`, { retryable: false });
-      if (ready.lines.overflowed()) throw new AgentmeshError("resource_exhausted", "the Python process wrote more output than allowed");
+      if (killedAtDeadline)
+        throw new AgentmeshError(
+          "timeout",
+          `code ran past its ${o.timeLimitMs} ms limit and was killed after ${elapsed} ms`,
+          { retryable: false },
+        );
+      if (ready.lines.overflowed())
+        throw new AgentmeshError("resource_exhausted", "the Python process wrote more output than allowed");
       if (line.done) {
         const why = ready.stderr();
-        if (/memory|allocat/i.test(why)) throw new AgentmeshError("resource_exhausted", "the Python process ran out of memory");
-        throw new AgentmeshError("tool_error", `the Python process ended without an answer: ${why.slice(-500) || "no output"}`, { retryable: false });
+        if (/memory|allocat/i.test(why))
+          throw new AgentmeshError("resource_exhausted", "the Python process ran out of memory");
+        throw new AgentmeshError(
+          "tool_error",
+          `the Python process ended without an answer: ${why.slice(-500) || "no output"}`,
+          { retryable: false },
+        );
       }
       const r = readAnswer(line.value, key, o.maxOutputBytes);
-      if (r.limit === "output") throw new AgentmeshError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
-      if (r.limit === "memory") throw new AgentmeshError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
+      if (r.limit === "output")
+        throw new AgentmeshError("resource_exhausted", `code printed more than ${o.maxOutputBytes} bytes`);
+      if (r.limit === "memory")
+        throw new AgentmeshError("resource_exhausted", `code went over the ${o.addressSpaceBytes} byte memory limit`);
       const result = r.result ?? null;
       const truncated = result !== null && result.length > o.maxOutputBytes;
       return {
@@ -277,13 +314,22 @@ class PythonRunnerImpl implements CodeRunner {
 
   // Every sandboxed process holds a slot from before it starts until it has exited, so no more
   // than maxProcesses exist at once; the slot number picks its host uid.
-  async #spawn(s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds" | "hostUid">, signal?: AbortSignal): Promise<ChildProcessWithoutNullStreams> {
+  async #spawn(
+    s: Omit<SandboxSpawn, "harden" | "addressSpaceBytes" | "cpuSeconds" | "hostUid">,
+    signal?: AbortSignal,
+  ): Promise<ChildProcessWithoutNullStreams> {
     const slot: Slot = await this.#slots.acquire(signal);
     const paths = this.#paths as SandboxPaths;
     const cpuSeconds = Math.ceil(this.#o.timeLimitMs / 1000) + 15;
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawnSandbox(paths, { ...s, harden: this.#o.harden, addressSpaceBytes: this.#o.addressSpaceBytes, cpuSeconds, hostUid: this.#uidBase + slot.slot });
+      child = spawnSandbox(paths, {
+        ...s,
+        harden: this.#o.harden,
+        addressSpaceBytes: this.#o.addressSpaceBytes,
+        cpuSeconds,
+        hostUid: this.#uidBase + slot.slot,
+      });
     } catch (e) {
       slot.release();
       throw e;
@@ -297,7 +343,8 @@ class PythonRunnerImpl implements CodeRunner {
   // permission model) can answer. If it cannot, Python is never run at all.
   async #probe(): Promise<SandboxStatus> {
     if (!this.#paths) return { available: false, detail: this.#missing ?? "no sandbox" };
-    if (!existsSync(join(this.#paths.pyodideDir, "pyodide.mjs"))) return { available: false, detail: `no Pyodide at ${this.#paths.pyodideDir}` };
+    if (!existsSync(join(this.#paths.pyodideDir, "pyodide.mjs")))
+      return { available: false, detail: `no Pyodide at ${this.#paths.pyodideDir}` };
     let child: ChildProcessWithoutNullStreams;
     try {
       child = await this.#spawn({ mode: "probe" });
@@ -309,7 +356,8 @@ class PythonRunnerImpl implements CodeRunner {
     const timer = setTimeout(() => killSandbox(child), 10_000);
     try {
       const line = await lines.next();
-      if (line.done) return { available: false, detail: `the sandbox did not start: ${err().slice(-500) || "no output"}` };
+      if (line.done)
+        return { available: false, detail: `the sandbox did not start: ${err().slice(-500) || "no output"}` };
       const p = JSON.parse(line.value) as { permission?: boolean };
       if (!p.permission) return { available: false, detail: "Node's permission model is not available in the sandbox" };
       const uid = process.getuid?.() === 0 ? `, as host uid ${this.#uidBase}+ with RLIMIT_NPROC ${SANDBOX_NPROC}` : "";
@@ -329,7 +377,11 @@ class PythonRunnerImpl implements CodeRunner {
     this.#snapshot ??= this.#o.useSnapshot
       ? ensureSnapshot(
           this.#o.scratchDir,
-          { nodeVersion: process.version, pyodideDir: (this.#paths as SandboxPaths).pyodideDir, childScript: CHILD_SCRIPT },
+          {
+            nodeVersion: process.version,
+            pyodideDir: (this.#paths as SandboxPaths).pyodideDir,
+            childScript: CHILD_SCRIPT,
+          },
           (outDir) => this.#spawn({ mode: "snapshot", outDir }),
           this.#o.startupTimeoutMs * 2,
         ).catch(() => null)
@@ -347,7 +399,10 @@ class PythonRunnerImpl implements CodeRunner {
       const first = await lines.next();
       if (first.done || first.value !== '{"type":"ready"}') {
         killSandbox(child);
-        throw new AgentmeshError("sandbox_unavailable", `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`);
+        throw new AgentmeshError(
+          "sandbox_unavailable",
+          `the Python sandbox did not start: ${stderr().slice(-500) || "no output"}`,
+        );
       }
       // a warm process waiting for work must not keep the host process alive
       setRef(child, false);

@@ -17,7 +17,11 @@ afterAll(() => Promise.all([js.close(), python.close()]));
 describe("run_js (QuickJS)", () => {
   it("returns the last expression as JSON and captures console output", async () => {
     expect(await js.run("console.log('a', { b: 1 }); console.error('e'); [1, 'two', null]")).toMatchObject({
-      ok: true, result: '[1,"two",null]', stdout: 'a {"b":1}', stderr: "e", truncated: false,
+      ok: true,
+      result: '[1,"two",null]',
+      stdout: 'a {"b":1}',
+      stderr: "e",
+      truncated: false,
     });
     expect(await js.run("'plain string'")).toMatchObject({ ok: true, result: "plain string" });
     expect(await js.run("let x = 1")).toMatchObject({ ok: true, result: null });
@@ -25,9 +29,15 @@ describe("run_js (QuickJS)", () => {
 
   it("awaits a returned promise and reports a thrown error as the code's own failure", async () => {
     expect(await js.run("(async () => { await null; return 6 * 7 })()")).toMatchObject({ ok: true, result: "42" });
-    expect(await js.run("Promise.reject(new RangeError('nope'))")).toMatchObject({ ok: false, error: "RangeError: nope" });
+    expect(await js.run("Promise.reject(new RangeError('nope'))")).toMatchObject({
+      ok: false,
+      error: "RangeError: nope",
+    });
     expect(await js.run("null.x")).toMatchObject({ ok: false, error: expect.stringMatching(/TypeError/) as unknown });
-    expect(await js.run("new Promise(() => {})")).toMatchObject({ ok: false, error: "the result promise never settles" });
+    expect(await js.run("new Promise(() => {})")).toMatchObject({
+      ok: false,
+      error: "the result promise never settles",
+    });
   });
 
   it("cuts a long result and says so", async () => {
@@ -65,8 +75,15 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
       await expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
       return;
     }
-    expect(await python.run("print('hi')\nx = {'a': [1, 2]}\nx")).toMatchObject({ ok: true, result: "{'a': [1, 2]}", stdout: "hi\n" });
-    expect(await python.run("import asyncio\nawait asyncio.sleep(0.01)\n'awaited'")).toMatchObject({ ok: true, result: "'awaited'" });
+    expect(await python.run("print('hi')\nx = {'a': [1, 2]}\nx")).toMatchObject({
+      ok: true,
+      result: "{'a': [1, 2]}",
+      stdout: "hi\n",
+    });
+    expect(await python.run("import asyncio\nawait asyncio.sleep(0.01)\n'awaited'")).toMatchObject({
+      ok: true,
+      result: "'awaited'",
+    });
     const err = await python.run("1 / 0");
     expect(err).toMatchObject({ ok: false, result: null });
     expect(err.error).toMatch(/ZeroDivisionError: division by zero/);
@@ -78,27 +95,37 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
 
   // As root the sandbox drops to a uid of its own before bwrap, and that uid must still reach the
   // Pyodide files: a checkout below a directory only root may enter (mktemp -d) broke it.
-  it.runIf(process.getuid?.() === 0)("as root, runs Pyodide installed below a directory only root may enter", async () => {
-    const hidden = mkdtempSync(join(tmpdir(), "agentmesh-hidden-"));
-    const inside = createPythonRunner({ timeLimitMs: 8000, warm: 0, pyodideDir: join(hidden, "pyodide") });
-    try {
-      expect(statSync(hidden).mode & 0o077).toBe(0);
-      cpSync(dirname(createRequire(import.meta.url).resolve("pyodide/package.json")), join(hidden, "pyodide"), { recursive: true, dereference: true });
-      const st = await inside.status();
-      if (process.env.TOOLS_REQUIRE_SANDBOX === "1") expect(st, st.detail).toMatchObject({ available: true });
-      if (st.available) expect(await inside.run("6 * 7")).toMatchObject({ ok: true, result: "42" });
-    } finally {
-      await inside.close();
-      rmSync(hidden, { recursive: true, force: true });
-    }
-  });
+  it.runIf(process.getuid?.() === 0)(
+    "as root, runs Pyodide installed below a directory only root may enter",
+    async () => {
+      const hidden = mkdtempSync(join(tmpdir(), "agentmesh-hidden-"));
+      const inside = createPythonRunner({ timeLimitMs: 8000, warm: 0, pyodideDir: join(hidden, "pyodide") });
+      try {
+        expect(statSync(hidden).mode & 0o077).toBe(0);
+        cpSync(dirname(createRequire(import.meta.url).resolve("pyodide/package.json")), join(hidden, "pyodide"), {
+          recursive: true,
+          dereference: true,
+        });
+        const st = await inside.status();
+        if (process.env.TOOLS_REQUIRE_SANDBOX === "1") expect(st, st.detail).toMatchObject({ available: true });
+        if (st.available) expect(await inside.run("6 * 7")).toMatchObject({ ok: true, result: "42" });
+      } finally {
+        await inside.close();
+        rmSync(hidden, { recursive: true, force: true });
+      }
+    },
+  );
 
   it("refuses to run anything when its boundary is missing: no unsandboxed fallback", async () => {
     for (const opts of [{ bwrapPath: "/nonexistent/bwrap" }, { prlimitPath: "/nonexistent/prlimit" }]) {
       const broken = createPythonRunner(opts);
       try {
         expect(await broken.status()).toMatchObject({ available: false });
-        await expect(broken.run("print('should never run')")).rejects.toMatchObject({ name: "AgentmeshError", code: "sandbox_unavailable", retryable: false });
+        await expect(broken.run("print('should never run')")).rejects.toMatchObject({
+          name: "AgentmeshError",
+          code: "sandbox_unavailable",
+          retryable: false,
+        });
       } finally {
         await broken.close();
       }
@@ -108,7 +135,8 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
 
 describe("run_python: one interpreter's state is not the next one's", { timeout: 60_000 }, () => {
   it("random is reseeded per call: two calls draw different numbers (the snapshot froze the seed)", async () => {
-    if (!(await python.status()).available) return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    if (!(await python.status()).available)
+      return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
     const draw = "import random\n(random.random(), random.getrandbits(64))";
     const [a, b] = [await python.run(draw), await python.run(draw)];
     expect(a).toMatchObject({ ok: true });
@@ -144,7 +172,8 @@ describe("run_python: a bounded number of sandboxes", { timeout: 60_000 }, () =>
   it("N parallel calls never run more than maxProcesses interpreters at once; a queued call's signal still ends its wait", async () => {
     const one = createPythonRunner({ timeLimitMs: 3000, warm: 0, maxProcesses: 1 });
     try {
-      if (!(await one.status()).available) return expect(one.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+      if (!(await one.status()).available)
+        return expect(one.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
       const busy = "import time\na = time.time()\nwhile time.time() - a < 0.4:\n    pass\n(a, time.time())";
       const calls = [one.run(busy), one.run(busy), one.run(busy)];
       const ac = new AbortController();
@@ -153,8 +182,11 @@ describe("run_python: a bounded number of sandboxes", { timeout: 60_000 }, () =>
       setTimeout(() => ac.abort(new Error("executor deadline")), 300);
       await expect(queued).rejects.toThrow("executor deadline");
       expect(performance.now() - t0).toBeLessThan(1000);
-      const spans = (await Promise.all(calls)).map((r) => JSON.parse((r.result ?? "").replace(/^\(/, "[").replace(/\)$/, "]")) as [number, number]).sort((x, y) => x[0] - y[0]);
-      for (let i = 1; i < spans.length; i++) expect((spans[i] as [number, number])[0]).toBeGreaterThanOrEqual((spans[i - 1] as [number, number])[1]);
+      const spans = (await Promise.all(calls))
+        .map((r) => JSON.parse((r.result ?? "").replace(/^\(/, "[").replace(/\)$/, "]")) as [number, number])
+        .sort((x, y) => x[0] - y[0]);
+      for (let i = 1; i < spans.length; i++)
+        expect((spans[i] as [number, number])[0]).toBeGreaterThanOrEqual((spans[i - 1] as [number, number])[1]);
     } finally {
       await one.close();
     }
@@ -165,15 +197,27 @@ describe("run_python: the child's output is hostile", { timeout: 60_000 }, () =>
   // the interpreter layer off, as if guest code had reached the child's JS (and so its fd 1)
   const open = createPythonRunner({ timeLimitMs: 8000, warm: 0, hardenInterpreter: false });
   afterAll(() => open.close());
-  const exec = createSafeExecutor({ registry: createToolRegistry([createRunPythonTool({ runner: open, allowedRoles: ["expert"] })]) });
+  const exec = createSafeExecutor({
+    registry: createToolRegistry([createRunPythonTool({ runner: open, allowedRoles: ["expert"] })]),
+  });
   const forge = (prefix: string, body: string) =>
     `import js, json\nforged = json.dumps({"type": "result", "ok": True, "result": "'forged'", "stdout": "x" * 1000000})\njs.process.getBuiltinModule('fs').writeSync(1, ${JSON.stringify(prefix)} + ${body} + "\\n")\njs.process.exit(0)`;
 
   it("a forged answer line (ok, 1 MB of stdout), a line with a made-up MAC and a non-JSON line are each one typed, non-retryable attempt", async () => {
-    if (!(await open.status()).available) return expect(open.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    if (!(await open.status()).available)
+      return expect(open.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
     for (const code of [forge("", "forged"), forge(`${"ab".repeat(32)} `, "forged"), forge("", "'not json at all'")]) {
-      const r = await exec.call({ tool: "run_python", args: { code }, role: "expert", sessionId: `s-${Math.random()}`, taskId: "t" });
-      expect(r, code).toMatchObject({ ok: false, error: { code: "tool_error", retryable: false, message: expect.stringMatching(/result protocol/) as unknown } });
+      const r = await exec.call({
+        tool: "run_python",
+        args: { code },
+        role: "expert",
+        sessionId: `s-${Math.random()}`,
+        taskId: "t",
+      });
+      expect(r, code).toMatchObject({
+        ok: false,
+        error: { code: "tool_error", retryable: false, message: expect.stringMatching(/result protocol/) as unknown },
+      });
       expect(r.records).toHaveLength(1);
     }
   });
@@ -181,7 +225,8 @@ describe("run_python: the child's output is hostile", { timeout: 60_000 }, () =>
 
 describe("run_python: output that is not UTF-8", { timeout: 60_000 }, () => {
   it("900 invalid bytes under a 1000-byte cap are output (900 replacement characters), not a protocol violation", async () => {
-    if (!(await python.status()).available) return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+    if (!(await python.status()).available)
+      return expect(python.run("1")).rejects.toMatchObject({ code: "sandbox_unavailable" });
     const r = await python.run("import sys\nsys.stdout.buffer.write(b'\\xff' * 900)\nsys.stdout.flush()\n'ok'");
     expect(r).toMatchObject({ ok: true, result: "'ok'" });
     expect(r.stdout).toHaveLength(900);
@@ -190,9 +235,13 @@ describe("run_python: output that is not UTF-8", { timeout: 60_000 }, () => {
 
 describe("code tools through the executor", { timeout: 60_000 }, () => {
   const exec = createSafeExecutor({
-    registry: createToolRegistry([createRunJsTool({ runner: js, allowedRoles: ["expert"] }), createRunPythonTool({ runner: python, allowedRoles: ["expert"] })]),
+    registry: createToolRegistry([
+      createRunJsTool({ runner: js, allowedRoles: ["expert"] }),
+      createRunPythonTool({ runner: python, allowedRoles: ["expert"] }),
+    ]),
   });
-  const call = (tool: string, code: string, role: "expert" | "critic" = "expert") => exec.call({ tool, args: { code }, role, sessionId: `s-${Math.random()}`, taskId: "t" });
+  const call = (tool: string, code: string, role: "expert" | "critic" = "expert") =>
+    exec.call({ tool, args: { code }, role, sessionId: `s-${Math.random()}`, taskId: "t" });
 
   it("runs code for an allowed role and refuses others", async () => {
     expect(await call("run_js", "2 ** 10")).toMatchObject({ ok: true, output: { ok: true, result: "1024" } });

@@ -3,14 +3,31 @@
 // interpreter layer. Needs bubblewrap like the Python runner; CI sets TOOLS_REQUIRE_SANDBOX=1.
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { findBinary, killSandbox, SANDBOX_FSIZE_BYTES, SANDBOX_NPROC, spawnSandbox, type SandboxPaths } from "./sandbox-process.js";
+import {
+  findBinary,
+  killSandbox,
+  SANDBOX_FSIZE_BYTES,
+  SANDBOX_NPROC,
+  spawnSandbox,
+  type SandboxPaths,
+} from "./sandbox-process.js";
 import { SECCOMP_DENIED, seccompProgram } from "./seccomp.js";
 
 const bwrap = findBinary("bwrap");
 const prlimit = findBinary("prlimit");
 const root = process.getuid?.() === 0;
 const UID = 2_000_000_000 + 500 + (process.pid % 400);
-const paths: SandboxPaths | null = bwrap && prlimit ? { bwrap, prlimit, setpriv: findBinary("setpriv"), node: process.execPath, pyodideDir: "/nonexistent", childScript: "/nonexistent" } : null;
+const paths: SandboxPaths | null =
+  bwrap && prlimit
+    ? {
+        bwrap,
+        prlimit,
+        setpriv: findBinary("setpriv"),
+        node: process.execPath,
+        pyodideDir: "/nonexistent",
+        childScript: "/nonexistent",
+      }
+    : null;
 
 interface Shell {
   readonly out: string;
@@ -21,7 +38,14 @@ interface Shell {
 function sh(script: string, killAfterMs = 5000): Promise<Shell> {
   if (!paths) throw new Error("bubblewrap and prlimit are needed");
   const t0 = performance.now();
-  const child = spawnSandbox(paths, { mode: "run", harden: true, addressSpaceBytes: 1280 * 2 ** 20, cpuSeconds: 10, hostUid: UID, command: ["/bin/sh", "-c", script] });
+  const child = spawnSandbox(paths, {
+    mode: "run",
+    harden: true,
+    addressSpaceBytes: 1280 * 2 ** 20,
+    cpuSeconds: 10,
+    hostUid: UID,
+    command: ["/bin/sh", "-c", script],
+  });
   let out = "";
   child.stdout.on("data", (d: Buffer) => (out += d.toString()));
   child.stderr.on("data", (d: Buffer) => (out += d.toString()));
@@ -61,12 +85,27 @@ describe("the seccomp program", () => {
       expect([buf.readUInt16LE(16), buf.readUInt32LE(20)]).toEqual([0x06, 0x80000000]);
       // every jump stays inside the program, and it ends in a return
       for (let i = 0; i < buf.length / 8; i++) {
-        if ((buf.readUInt16LE(i * 8) & 0x07) === 0x05) expect(i + 1 + Math.max(buf[i * 8 + 2] as number, buf[i * 8 + 3] as number)).toBeLessThan(buf.length / 8);
+        if ((buf.readUInt16LE(i * 8) & 0x07) === 0x05)
+          expect(i + 1 + Math.max(buf[i * 8 + 2] as number, buf[i * 8 + 3] as number)).toBeLessThan(buf.length / 8);
       }
       expect(buf.readUInt16LE(buf.length - 8)).toBe(0x06);
     }
     expect(seccompProgram("ia32")).toBeNull();
-    expect(SECCOMP_DENIED).toEqual(expect.arrayContaining(["ptrace", "mount", "unshare", "setns", "keyctl", "bpf", "perf_event_open", "process_vm_readv", "kexec_load", "init_module", "userfaultfd"]));
+    expect(SECCOMP_DENIED).toEqual(
+      expect.arrayContaining([
+        "ptrace",
+        "mount",
+        "unshare",
+        "setns",
+        "keyctl",
+        "bpf",
+        "perf_event_open",
+        "process_vm_readv",
+        "kexec_load",
+        "init_module",
+        "userfaultfd",
+      ]),
+    );
   });
 });
 
@@ -89,7 +128,9 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
   });
 
   it("the /tmp tmpfs is size-capped: 5 MB files stop at 16 MiB with ENOSPC", async () => {
-    const r = await sh("for i in 1 2 3 4 5; do head -c 5000000 /dev/zero > /tmp/f$i || echo failed $i; done; cat /tmp/f* | wc -c");
+    const r = await sh(
+      "for i in 1 2 3 4 5; do head -c 5000000 /dev/zero > /tmp/f$i || echo failed $i; done; cat /tmp/f* | wc -c",
+    );
     expect(r.out).toMatch(/No space left on device/);
     expect(r.out).toMatch(/failed 4/);
     expect(Number(r.out.trim().split("\n").at(-1))).toBeLessThanOrEqual(16 * 1024 * 1024);
@@ -111,19 +152,25 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
 
   // RLIMIT_NPROC does not bind for uid 0, so as root the sandbox must run as a uid of its own.
   // (Run as another user, the uid is that user's and a process limit would count all of theirs.)
-  it.runIf(root)("as root: mass forking hits RLIMIT_NPROC, and once killed at the deadline no process of the sandbox's uid is left", async () => {
-    let most = 0;
-    const poll = setInterval(() => (most = Math.max(most, processesOf(UID))), 100);
-    // the forks happen in a subshell; the shell itself then waits without forking (exec)
-    const r = await sh("(i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); done; echo started $i); exec sleep 30", 2000);
-    clearInterval(poll);
-    expect(r.out).toMatch(/Cannot fork/);
-    expect(r.out).not.toMatch(/started 300/);
-    expect(most).toBeGreaterThan(10);
-    expect(most).toBeLessThanOrEqual(SANDBOX_NPROC);
-    expect(r.ms).toBeLessThan(2000 * 1.2);
-    const deadline = performance.now() + 1000;
-    while (processesOf(UID) > 0 && performance.now() < deadline) await new Promise((res) => setTimeout(res, 50));
-    expect(processesOf(UID)).toBe(0);
-  });
+  it.runIf(root)(
+    "as root: mass forking hits RLIMIT_NPROC, and once killed at the deadline no process of the sandbox's uid is left",
+    async () => {
+      let most = 0;
+      const poll = setInterval(() => (most = Math.max(most, processesOf(UID))), 100);
+      // the forks happen in a subshell; the shell itself then waits without forking (exec)
+      const r = await sh(
+        "(i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); done; echo started $i); exec sleep 30",
+        2000,
+      );
+      clearInterval(poll);
+      expect(r.out).toMatch(/Cannot fork/);
+      expect(r.out).not.toMatch(/started 300/);
+      expect(most).toBeGreaterThan(10);
+      expect(most).toBeLessThanOrEqual(SANDBOX_NPROC);
+      expect(r.ms).toBeLessThan(2000 * 1.2);
+      const deadline = performance.now() + 1000;
+      while (processesOf(UID) > 0 && performance.now() < deadline) await new Promise((res) => setTimeout(res, 50));
+      expect(processesOf(UID)).toBe(0);
+    },
+  );
 });

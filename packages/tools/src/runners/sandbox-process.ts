@@ -1,6 +1,21 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, closeSync, copyFileSync, cpSync, existsSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  cpSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
@@ -70,10 +85,25 @@ const SYSTEM_DIRS = ["/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
  */
 export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn, fds: BoundFds): string[] {
   const a = [
-    "--unshare-all", "--unshare-user", "--disable-userns", "--uid", "65534", "--gid", "65534",
-    "--die-with-parent", "--new-session", "--clearenv", "--cap-drop", "ALL", "--hostname", "sandbox",
-    "--seccomp", String(FD_SECCOMP),
-    "--ro-bind", "/usr", "/usr",
+    "--unshare-all",
+    "--unshare-user",
+    "--disable-userns",
+    "--uid",
+    "65534",
+    "--gid",
+    "65534",
+    "--die-with-parent",
+    "--new-session",
+    "--clearenv",
+    "--cap-drop",
+    "ALL",
+    "--hostname",
+    "sandbox",
+    "--seccomp",
+    String(FD_SECCOMP),
+    "--ro-bind",
+    "/usr",
+    "/usr",
   ];
   for (const d of SYSTEM_DIRS) {
     let st;
@@ -87,7 +117,15 @@ export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn, fds: BoundFds): stri
   }
   const node = realpathSync(p.node);
   if (!node.startsWith("/usr/")) a.push("--ro-bind", node, node);
-  if (!s.command) a.push("--ro-bind", realpathSync(p.pyodideDir), "/sandbox/pyodide", "--ro-bind", realpathSync(p.childScript), "/sandbox/child.mjs");
+  if (!s.command)
+    a.push(
+      "--ro-bind",
+      realpathSync(p.pyodideDir),
+      "/sandbox/pyodide",
+      "--ro-bind",
+      realpathSync(p.childScript),
+      "/sandbox/child.mjs",
+    );
   for (const [fd, dest] of fds.binds) a.push("--ro-bind-data", String(fd), dest);
   if (s.outDir) a.push("--bind", s.outDir, "/out");
   a.push("--size", String(SANDBOX_TMPFS_BYTES), "--tmpfs", "/tmp", "--dev", "/dev", "--chdir", "/tmp");
@@ -115,7 +153,13 @@ function openBinds(s: SandboxSpawn): BoundFds {
  * which is what lets RLIMIT_AS cap the process.
  */
 export function nodeArgs(s: SandboxSpawn): string[] {
-  const a = ["--disable-wasm-trap-handler", "--experimental-permission", "--allow-fs-read=/sandbox/", "--no-warnings", "--max-old-space-size=256"];
+  const a = [
+    "--disable-wasm-trap-handler",
+    "--experimental-permission",
+    "--allow-fs-read=/sandbox/",
+    "--no-warnings",
+    "--max-old-space-size=256",
+  ];
   // no eval / new Function in the child once it runs guest code: JS reached from Python (through
   // some JsProxy or a WASM import) cannot compile anything; Pyodide itself does not need it
   if (s.mode === "snapshot") a.push("--allow-fs-write=/out/");
@@ -134,7 +178,8 @@ export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcess
   if (!filter) throw new Error(`no seccomp filter for the ${process.arch} architecture`);
   const root = process.getuid?.() === 0;
   const drop = root && s.mode !== "snapshot";
-  if (drop && (!p.setpriv || s.hostUid === undefined)) throw new Error("running as root, the sandbox needs setpriv and a uid to drop to");
+  if (drop && (!p.setpriv || s.hostUid === undefined))
+    throw new Error("running as root, the sandbox needs setpriv and a uid to drop to");
   if (drop && !s.command) p = { ...p, ...readableByDroppedUid(p) };
   const fds = openBinds(s);
   // RLIMIT_FSIZE is set inside, by the sandbox's own prlimit: bwrap itself must still write the
@@ -147,10 +192,16 @@ export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcess
   // RLIMIT_NPROC counts every process of the real uid: only meaningful for a uid of our own
   if (drop) limits.push(`--nproc=${SANDBOX_NPROC}`);
   const chain = [p.prlimit, ...limits, "--", p.bwrap, ...bwrapArgs(p, s, fds), "--", ...inner];
-  const argv = drop ? [p.setpriv as string, `--reuid=${s.hostUid}`, `--regid=${s.hostUid}`, "--clear-groups", "--", ...chain] : chain;
+  const argv = drop
+    ? [p.setpriv as string, `--reuid=${s.hostUid}`, `--regid=${s.hostUid}`, "--clear-groups", "--", ...chain]
+    : chain;
   let child: ChildProcessWithoutNullStreams;
   try {
-    child = spawn(argv[0] as string, argv.slice(1), { env: {}, stdio: ["pipe", "pipe", "pipe", "pipe", ...fds.host], detached: true }) as ChildProcessWithoutNullStreams;
+    child = spawn(argv[0] as string, argv.slice(1), {
+      env: {},
+      stdio: ["pipe", "pipe", "pipe", "pipe", ...fds.host],
+      detached: true,
+    }) as ChildProcessWithoutNullStreams;
   } finally {
     for (const fd of fds.host) closeSync(fd);
   }
@@ -187,7 +238,12 @@ const staged = new Map<string, Pick<SandboxPaths, "pyodideDir" | "childScript">>
  */
 function readableByDroppedUid(p: SandboxPaths): Pick<SandboxPaths, "pyodideDir" | "childScript"> {
   const src = { pyodideDir: realpathSync(p.pyodideDir), childScript: realpathSync(p.childScript) };
-  const key = createHash("sha256").update(readFileSync(join(src.pyodideDir, "package.json"))).update("\0").update(readFileSync(src.childScript)).digest("hex").slice(0, 16);
+  const key = createHash("sha256")
+    .update(readFileSync(join(src.pyodideDir, "package.json")))
+    .update("\0")
+    .update(readFileSync(src.childScript))
+    .digest("hex")
+    .slice(0, 16);
   const known = staged.get(key);
   if (known) return known;
   const at = (dir: string) => ({ pyodideDir: join(dir, "pyodide"), childScript: join(dir, "child.mjs") });
@@ -218,7 +274,8 @@ function readableByDroppedUid(p: SandboxPaths): Pick<SandboxPaths, "pyodideDir" 
       // another process won the race (or the name is taken by something we do not trust)
     }
     out = trusted(shared) ? at(shared) : at(existsSync(fresh) ? fresh : shared);
-    if (existsSync(fresh) && out.childScript !== join(fresh, "child.mjs")) rmSync(fresh, { recursive: true, force: true });
+    if (existsSync(fresh) && out.childScript !== join(fresh, "child.mjs"))
+      rmSync(fresh, { recursive: true, force: true });
   }
   staged.set(key, out);
   return out;

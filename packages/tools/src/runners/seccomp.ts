@@ -24,20 +24,62 @@ interface Table {
 // Numbers from the kernel's uapi headers: arch/x86/entry/syscalls/syscall_64.tbl and
 // include/uapi/asm-generic/unistd.h (arm64), in the order of DENIED_NAMES.
 const DENIED_NAMES = [
-  "ptrace", "mount", "umount2", "unshare", "setns", "keyctl", "add_key", "request_key", "bpf", "perf_event_open",
-  "process_vm_readv", "process_vm_writev", "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
-  "userfaultfd", "pivot_root", "chroot", "swapon", "swapoff", "reboot", "acct", "settimeofday", "clock_settime",
-  "clock_adjtime", "adjtimex", "sethostname", "setdomainname", "quotactl", "lookup_dcookie", "open_by_handle_at",
-  "name_to_handle_at", "fanotify_init", "personality", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
-  "fspick", "mount_setattr", "pidfd_getfd", "kcmp", "vhangup", "syslog",
+  "ptrace",
+  "mount",
+  "umount2",
+  "unshare",
+  "setns",
+  "keyctl",
+  "add_key",
+  "request_key",
+  "bpf",
+  "perf_event_open",
+  "process_vm_readv",
+  "process_vm_writev",
+  "kexec_load",
+  "kexec_file_load",
+  "init_module",
+  "finit_module",
+  "delete_module",
+  "userfaultfd",
+  "pivot_root",
+  "chroot",
+  "swapon",
+  "swapoff",
+  "reboot",
+  "acct",
+  "settimeofday",
+  "clock_settime",
+  "clock_adjtime",
+  "adjtimex",
+  "sethostname",
+  "setdomainname",
+  "quotactl",
+  "lookup_dcookie",
+  "open_by_handle_at",
+  "name_to_handle_at",
+  "fanotify_init",
+  "personality",
+  "open_tree",
+  "move_mount",
+  "fsopen",
+  "fsconfig",
+  "fsmount",
+  "fspick",
+  "mount_setattr",
+  "pidfd_getfd",
+  "kcmp",
+  "vhangup",
+  "syslog",
 ] as const;
 
 const TABLES: Record<Arch, Table> = {
   x64: {
     audit: 0xc000003e,
     deny: [
-      101, 165, 166, 272, 308, 250, 248, 249, 321, 298, 310, 311, 246, 320, 175, 313, 176, 323, 155, 161, 167, 168, 169, 163, 164, 227,
-      305, 159, 170, 171, 179, 212, 304, 303, 300, 135, 428, 429, 430, 431, 432, 433, 442, 438, 312, 153, 103,
+      101, 165, 166, 272, 308, 250, 248, 249, 321, 298, 310, 311, 246, 320, 175, 313, 176, 323, 155, 161, 167, 168, 169,
+      163, 164, 227, 305, 159, 170, 171, 179, 212, 304, 303, 300, 135, 428, 429, 430, 431, 432, 433, 442, 438, 312, 153,
+      103,
       // x86-only: iopl, ioperm, modify_ldt, uselib
       172, 173, 154, 134,
     ],
@@ -50,8 +92,8 @@ const TABLES: Record<Arch, Table> = {
   arm64: {
     audit: 0xc00000b7,
     deny: [
-      117, 40, 39, 97, 268, 219, 217, 218, 280, 241, 270, 271, 104, 294, 105, 273, 106, 282, 41, 51, 224, 225, 142, 89, 170, 112, 266,
-      171, 161, 162, 60, 18, 265, 264, 262, 92, 428, 429, 430, 431, 432, 433, 442, 438, 272, 58, 116,
+      117, 40, 39, 97, 268, 219, 217, 218, 280, 241, 270, 271, 104, 294, 105, 273, 106, 282, 41, 51, 224, 225, 142, 89,
+      170, 112, 266, 171, 161, 162, 60, 18, 265, 264, 262, 92, 428, 429, 430, 431, 432, 433, 442, 438, 272, 58, 116,
     ],
     enosys: [435, 425, 426, 427],
     clone: 220,
@@ -73,7 +115,8 @@ const ENOSYS = 38;
 const EAFNOSUPPORT = 97;
 const AF_UNIX = 1;
 // CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET | NEWTIME
-const CLONE_NEW_ANY = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;
+const CLONE_NEW_ANY =
+  0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080;
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
 // struct seccomp_data: int nr; u32 arch; u64 instruction_pointer; u64 args[6]
@@ -95,11 +138,32 @@ function program(t: Table): Insn[] {
   for (const nr of t.deny) p.push([JEQ, 0, 1, nr], [RET, 0, 0, errno(EPERM)]);
   for (const nr of t.enosys) p.push([JEQ, 0, 1, nr], [RET, 0, 0, errno(ENOSYS)]);
   // clone: threads and plain forks yes, new namespaces no
-  p.push([JEQ, 0, 4, t.clone], [LD_W_ABS, 0, 0, ARG0], [JSET, 0, 1, CLONE_NEW_ANY], [RET, 0, 0, errno(EPERM)], [RET, 0, 0, ALLOW]);
+  p.push(
+    [JEQ, 0, 4, t.clone],
+    [LD_W_ABS, 0, 0, ARG0],
+    [JSET, 0, 1, CLONE_NEW_ANY],
+    [RET, 0, 0, errno(EPERM)],
+    [RET, 0, 0, ALLOW],
+  );
   // socket: AF_UNIX only (there is no network in the sandbox's namespace anyway)
-  p.push([LD_W_ABS, 0, 0, NR], [JEQ, 0, 4, t.socket], [LD_W_ABS, 0, 0, ARG0], [JEQ, 1, 0, AF_UNIX], [RET, 0, 0, errno(EAFNOSUPPORT)], [RET, 0, 0, ALLOW]);
+  p.push(
+    [LD_W_ABS, 0, 0, NR],
+    [JEQ, 0, 4, t.socket],
+    [LD_W_ABS, 0, 0, ARG0],
+    [JEQ, 1, 0, AF_UNIX],
+    [RET, 0, 0, errno(EAFNOSUPPORT)],
+    [RET, 0, 0, ALLOW],
+  );
   // ioctl: no pushing input into a terminal
-  p.push([LD_W_ABS, 0, 0, NR], [JEQ, 0, 5, t.ioctl], [LD_W_ABS, 0, 0, ARG1], [JEQ, 1, 0, TIOCSTI], [JEQ, 0, 1, TIOCLINUX], [RET, 0, 0, errno(EPERM)], [RET, 0, 0, ALLOW]);
+  p.push(
+    [LD_W_ABS, 0, 0, NR],
+    [JEQ, 0, 5, t.ioctl],
+    [LD_W_ABS, 0, 0, ARG1],
+    [JEQ, 1, 0, TIOCSTI],
+    [JEQ, 0, 1, TIOCLINUX],
+    [RET, 0, 0, errno(EPERM)],
+    [RET, 0, 0, ALLOW],
+  );
   p.push([RET, 0, 0, ALLOW]);
   return p;
 }

@@ -14,7 +14,8 @@ export interface SnapshotKey {
 
 function keyOf(k: SnapshotKey): string {
   const h = createHash("sha256").update(k.nodeVersion);
-  for (const f of [join(k.pyodideDir, "package.json"), join(k.pyodideDir, "pyodide.asm.wasm"), k.childScript]) h.update(readFileSync(f));
+  for (const f of [join(k.pyodideDir, "package.json"), join(k.pyodideDir, "pyodide.asm.wasm"), k.childScript])
+    h.update(readFileSync(f));
   return h.digest("hex").slice(0, 24);
 }
 

@@ -5,7 +5,13 @@ import type { CodeRunResult } from "../runners/types.js";
 /** What a run came to: the code ran (maybe raising), or the runner refused / killed it. */
 export type Outcome =
   | { readonly kind: "ran"; readonly r: CodeRunResult; readonly ms: number }
-  | { readonly kind: "failed"; readonly code: string; readonly message: string; readonly retryable: boolean; readonly ms: number };
+  | {
+      readonly kind: "failed";
+      readonly code: string;
+      readonly message: string;
+      readonly retryable: boolean;
+      readonly ms: number;
+    };
 
 /** Host facts the payloads aim at. */
 export interface Targets {
@@ -34,7 +40,8 @@ export interface EscapeCase {
   readonly check: (o: Outcome, t: Targets) => void;
 }
 
-export const text = (o: Outcome): string => (o.kind === "ran" ? `${o.r.result ?? ""}\n${o.r.error ?? ""}\n${o.r.stdout}\n${o.r.stderr}` : o.message);
+export const text = (o: Outcome): string =>
+  o.kind === "ran" ? `${o.r.result ?? ""}\n${o.r.error ?? ""}\n${o.r.stdout}\n${o.r.stderr}` : o.message;
 
 /** The code ran and its last expression was exactly `v`. */
 export const value = (v: string | null) => (o: Outcome) => {
@@ -46,32 +53,38 @@ export const raised = (re: RegExp) => (o: Outcome) => {
   expect(text(o)).toMatch(re);
 };
 /** The runner refused or stopped it with one of these codes. */
-export const failed = (...codes: string[]) => (o: Outcome) => {
-  expect(o.kind === "failed" ? o.code : `ran: ${text(o).slice(0, 300)}`).toSatisfy((c: string) => codes.includes(c));
-};
+export const failed =
+  (...codes: string[]) =>
+  (o: Outcome) => {
+    expect(o.kind === "failed" ? o.code : `ran: ${text(o).slice(0, 300)}`).toSatisfy((c: string) => codes.includes(c));
+  };
 /** Ran or failed, anything but a leak (the suite checks leaks for every case). */
 export const contained = () => () => undefined;
 /** Whatever happened, `re` is not in what came back. */
 export const never = (re: RegExp) => (o: Outcome) => {
   expect(text(o)).not.toMatch(re);
 };
-export const either = (...checks: Array<(o: Outcome) => void>) => (o: Outcome) => {
-  const errors: unknown[] = [];
-  for (const c of checks) {
-    try {
-      c(o);
-      return;
-    } catch (e) {
-      errors.push(e);
+export const either =
+  (...checks: Array<(o: Outcome) => void>) =>
+  (o: Outcome) => {
+    const errors: unknown[] = [];
+    for (const c of checks) {
+      try {
+        c(o);
+        return;
+      } catch (e) {
+        errors.push(e);
+      }
     }
-  }
-  throw errors[0] as Error;
-};
+    throw errors[0] as Error;
+  };
 export const killed = failed("timeout", "resource_exhausted");
 
 /** A protocol violation: typed, and a retry cannot help. */
 export const violation = (o: Outcome) => {
-  expect(o.kind === "failed" ? [o.code, o.retryable, /result protocol/.test(o.message)] : `ran: ${text(o).slice(0, 300)}`).toEqual(["tool_error", false, true]);
+  expect(
+    o.kind === "failed" ? [o.code, o.retryable, /result protocol/.test(o.message)] : `ran: ${text(o).slice(0, 300)}`,
+  ).toEqual(["tool_error", false, true]);
 };
 
 export const py = (lines: string[]) => lines.join("\n");
@@ -81,7 +94,12 @@ export const py = (lines: string[]) => lines.join("\n");
 export const tries = (attempts: string[]) =>
   py([
     "out = []",
-    ...attempts.flatMap((a) => ["try:", `    out.append(str(${a})[:200])`, "except BaseException as e:", "    out.append(type(e).__name__ + ': ' + str(e)[:120])"]),
+    ...attempts.flatMap((a) => [
+      "try:",
+      `    out.append(str(${a})[:200])`,
+      "except BaseException as e:",
+      "    out.append(type(e).__name__ + ': ' + str(e)[:120])",
+    ]),
     "out",
   ]);
 /** Every attempt in a `tries` case was refused with an error matching `re`. */
@@ -91,4 +109,3 @@ export const allRefused = (n: number, re: RegExp) => (o: Outcome) => {
   expect(items, text(o)).toHaveLength(n);
   for (const item of items) expect(item, text(o)).toMatch(re);
 };
-

@@ -21,7 +21,10 @@ const http = createServer((req, res) => {
         res.writeHead(404).end();
         return;
       }
-      const created = new StreamableHTTPServerTransport({ sessionIdGenerator: randomUUID, onsessioninitialized: (id) => sessions.set(id, created) });
+      const created = new StreamableHTTPServerTransport({
+        sessionIdGenerator: randomUUID,
+        onsessioninitialized: (id) => sessions.set(id, created),
+      });
       created.onclose = () => {
         if (created.sessionId) sessions.delete(created.sessionId);
       };

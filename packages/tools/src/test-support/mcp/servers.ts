@@ -8,8 +8,19 @@ import type { McpServerConfig } from "../../mcp/config.js";
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 
 /** The config of the stdio test server, with everyone allowed to call everything unless told otherwise. */
-export function stdioTestServer(name = "stdio_test", overrides: Partial<Pick<McpServerConfig, "timeoutMs" | "allow">> = {}): McpServerConfig {
-  return { name, transport: "stdio", command: process.execPath, args: [here("./stdio-server.mjs")], timeoutMs: 5000, allow: { researcher: "*" }, ...overrides };
+export function stdioTestServer(
+  name = "stdio_test",
+  overrides: Partial<Pick<McpServerConfig, "timeoutMs" | "allow">> = {},
+): McpServerConfig {
+  return {
+    name,
+    transport: "stdio",
+    command: process.execPath,
+    args: [here("./stdio-server.mjs")],
+    timeoutMs: 5000,
+    allow: { researcher: "*" },
+    ...overrides,
+  };
 }
 
 /** The HTTP test server, running; `kill` ends its process at once (SIGKILL). */
@@ -34,7 +45,14 @@ export async function startHttpTestServer(): Promise<HttpTestServer> {
   return {
     url,
     process: child,
-    config: (name = "http_test", overrides = {}) => ({ name, transport: "http", url, timeoutMs: 5000, allow: { researcher: "*" }, ...overrides }),
+    config: (name = "http_test", overrides = {}) => ({
+      name,
+      transport: "http",
+      url,
+      timeoutMs: 5000,
+      allow: { researcher: "*" },
+      ...overrides,
+    }),
     async kill() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = once(child, "exit");

@@ -13,13 +13,34 @@ export function buildTestServer(name) {
   const server = new McpServer({ name, version: "1.0.0" });
   server.registerTool(
     "search_articles",
-    { description: "Search published articles about a topic and return matching articles with links", inputSchema: { query: z.string().min(1), limit: z.number().int().min(1).max(10).optional() } },
+    {
+      description: "Search published articles about a topic and return matching articles with links",
+      inputSchema: { query: z.string().min(1), limit: z.number().int().min(1).max(10).optional() },
+    },
     async ({ query }) => ({
       content: [
         { type: "text", text: `Two articles match "${query}".` },
-        { type: "resource_link", uri: "https://articles.example/a/1", name: "article-1", title: "Trastuzumab in HER2+ disease", description: "A review of trastuzumab regimens." },
-        { type: "resource_link", uri: "file:///data/articles/2.txt", name: "2.txt", description: "Local notes on pertuzumab." },
-        { type: "resource", resource: { uri: "https://articles.example/a/3", mimeType: "text/plain", text: "Embedded abstract about neoadjuvant therapy." } },
+        {
+          type: "resource_link",
+          uri: "https://articles.example/a/1",
+          name: "article-1",
+          title: "Trastuzumab in HER2+ disease",
+          description: "A review of trastuzumab regimens.",
+        },
+        {
+          type: "resource_link",
+          uri: "file:///data/articles/2.txt",
+          name: "2.txt",
+          description: "Local notes on pertuzumab.",
+        },
+        {
+          type: "resource",
+          resource: {
+            uri: "https://articles.example/a/3",
+            mimeType: "text/plain",
+            text: "Embedded abstract about neoadjuvant therapy.",
+          },
+        },
         { type: "resource_link", uri: "https://articles.example/a/1", name: "article-1 again" },
       ],
     }),
@@ -37,10 +58,25 @@ export function buildTestServer(name) {
         });
       }),
   );
-  server.registerTool("fail", { description: "Always fails", inputSchema: {} }, async () => ({ isError: true, content: [{ type: "text", text: "the article index is down" }] }));
-  server.registerTool("crash", { description: "Exits the server process at once", inputSchema: {} }, async () => process.exit(3));
-  server.registerTool("cancellations", { description: "How many calls were cancelled so far", inputSchema: {} }, async () => text(String(cancellations)));
-  server.registerTool("pid", { description: "The server process id", inputSchema: {} }, async () => text(String(process.pid)));
-  server.registerTool("env_keys", { description: "Names of the server process environment variables", inputSchema: {} }, async () => text(Object.keys(process.env).sort().join(",")));
+  server.registerTool("fail", { description: "Always fails", inputSchema: {} }, async () => ({
+    isError: true,
+    content: [{ type: "text", text: "the article index is down" }],
+  }));
+  server.registerTool("crash", { description: "Exits the server process at once", inputSchema: {} }, async () =>
+    process.exit(3),
+  );
+  server.registerTool(
+    "cancellations",
+    { description: "How many calls were cancelled so far", inputSchema: {} },
+    async () => text(String(cancellations)),
+  );
+  server.registerTool("pid", { description: "The server process id", inputSchema: {} }, async () =>
+    text(String(process.pid)),
+  );
+  server.registerTool(
+    "env_keys",
+    { description: "Names of the server process environment variables", inputSchema: {} },
+    async () => text(Object.keys(process.env).sort().join(",")),
+  );
   return server;
 }
