@@ -13,7 +13,7 @@ export interface Tracked {
   firstAt: number | null;
   /** performance.now() when the `complete` event arrived (null until then). */
   completeAt: number | null;
-  /** Date.now() when the `complete` event arrived, to compare with the events' `at`. */
+  /** Date.now() when the `complete` event arrived, to compare with the events' `timestamp`. */
   completeEpoch: number | null;
   complete: Extract<SessionEvent, { type: "complete" }> | null;
   /** `step` events by session version: role.op and the agent handler's latency_ms. */
@@ -25,7 +25,7 @@ export interface Tracked {
    * events are one message (several, in index order, only past the size limit: the first counts),
    * published with its tasks on one connection, so the server has routed version v's events before
    * any agent sees the task that leads to v + 1: arrivals come in version order, and consecutive
-   * ones are the gap between consecutive transitions at sub-ms resolution (the events' `at` has
+   * ones are the gap between consecutive transitions at sub-ms resolution (the events' `timestamp` has
    * whole ms). The bench's own scheduling delay is inside each arrival.
    */
   readonly versionArrivedAt: Map<number, number>;
@@ -93,7 +93,7 @@ export class EventRouter {
     t.seen.add(key);
     t.events++;
     t.firstAt ??= now;
-    if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.at);
+    if (!t.versionAt.has(parsed.version)) t.versionAt.set(parsed.version, parsed.timestamp);
     if (!t.versionArrivedAt.has(parsed.version)) t.versionArrivedAt.set(parsed.version, now);
     if (parsed.type === "step") {
       t.steps.set(parsed.version, {

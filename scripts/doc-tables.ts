@@ -40,7 +40,7 @@ export function subjectRows(): string[] {
 
 /** Rows of the event table: each type of the SessionEvent union and its own fields (the stamp every event has left out). */
 export function eventRows(): string[] {
-  const stamp = new Set(["v", "session_id", "version", "index", "at", "type"]);
+  const stamp = new Set(["v", "session_id", "version", "index", "timestamp", "type"]);
   return SessionEvent.options.map((o) => {
     const fields = Object.keys(o.shape).filter((k) => !stamp.has(k));
     return `| \`${o.shape.type.value}\` | ${fields.map((f) => `\`${f}\``).join(", ")} |`;

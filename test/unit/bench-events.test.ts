@@ -27,8 +27,8 @@ function fakeConnection() {
   return { nc: nc as unknown as ConstructorParameters<typeof EventRouter>[0], send };
 }
 
-const head = (version: number, index: number, at: number) =>
-  ({ v: SCHEMA_VERSION, session_id: SID, version, index, at }) as const;
+const head = (version: number, index: number, timestamp: number) =>
+  ({ v: SCHEMA_VERSION, session_id: SID, version, index, timestamp }) as const;
 
 const stage = (version: number, at: number): SessionEvent =>
   ({ ...head(version, 0, at), type: "stage", name: "planner", description: "plan", status: "running" }) as SessionEvent;

@@ -135,7 +135,7 @@ describe("compiled schemas with checks of their own (refine, superRefine, defaul
     session_id: "sess_compiled_01",
     version,
     index,
-    at: 1,
+    timestamp: 1,
     type: "stage",
     name: "plan",
     description: "d",

@@ -4,7 +4,7 @@ import { LIMITS, LOW_ROUTING_CONFIDENCE, SessionEvent, type SessionEventType } f
 // The session event union (packages/contracts/src/events.ts): one valid example of every type,
 // then what each type refuses. Contracts may import nothing but zod, so its test lives here.
 
-const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, at: 1_700_000_000_000 } as const;
+const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, timestamp: 1_700_000_000_000 } as const;
 
 /** One valid event of each type; the Record makes a new type without an example a compile error. */
 const VALID: Record<SessionEventType, Record<string, unknown>> = {
@@ -65,6 +65,7 @@ const VALID: Record<SessionEventType, Record<string, unknown>> = {
     task_description: "Run the numbers",
     context: null,
   },
+  handoff_refused: { type: "handoff_refused", from: "research", to: "chat", reason: "matrix" },
   source: {
     type: "source",
     title: "JetStream",
@@ -98,6 +99,33 @@ const jsonOf = (n: number) => ({ k: x(n - 8) });
 describe("every event type has a valid example", () => {
   test.each(Object.keys(VALID) as SessionEventType[])("%s", (type) => {
     expect(SessionEvent.parse({ ...base, ...VALID[type] })).toEqual({ ...base, ...VALID[type] });
+  });
+});
+
+describe("the event stamp: `timestamp` (epoch ms), one name for it", () => {
+  test("every type carries `timestamp`; without it, or with only the previous release's `at`, an event is refused", () => {
+    for (const type of Object.keys(VALID) as SessionEventType[]) {
+      const { timestamp: _t, ...unstamped } = { ...base, ...VALID[type] };
+      expect(SessionEvent.safeParse(unstamped).success, type).toBe(false);
+      expect(SessionEvent.safeParse({ ...unstamped, at: 1 }).success, type).toBe(false);
+      expect(SessionEvent.parse({ ...base, ...VALID[type], at: 1 }), type).not.toHaveProperty("at");
+    }
+  });
+
+  test("a timestamp is whole, non-negative milliseconds", () => {
+    expect(parses("stage", { timestamp: -1 })).toBe(false);
+    expect(parses("stage", { timestamp: 1.5 })).toBe(false);
+    expect(parses("stage", { timestamp: "2026-12-01" })).toBe(false);
+  });
+});
+
+describe("handoff_refused: the refused handoff's agents and one of the three reasons", () => {
+  test("reason is matrix, ping_pong or cap; the agents are the seed's", () => {
+    for (const reason of ["matrix", "ping_pong", "cap"]) expect(parses("handoff_refused", { reason })).toBe(true);
+    expect(parses("handoff_refused", { reason: "self" })).toBe(false);
+    expect(parses("handoff_refused", { reason: undefined })).toBe(false);
+    expect(parses("handoff_refused", { to: "billing" })).toBe(false);
+    expect(parses("handoff_refused", { from: undefined })).toBe(false);
   });
 });
 

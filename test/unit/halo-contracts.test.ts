@@ -32,7 +32,7 @@ describe("halo contracts", () => {
         session_id: "sess_test_0001",
         version: 2,
         index: 0,
-        at: 1,
+        timestamp: 1,
         type: "source",
         ...c,
       });

@@ -79,7 +79,7 @@ describe("routing", () => {
       session_id: "sess_test_0001",
       version: 1,
       index: 0,
-      at: 1,
+      timestamp: 1,
       type: "routing",
       ...decision,
     });
@@ -121,7 +121,7 @@ describe("handoffs", () => {
   });
 
   it("announces a recorded handoff as a handoff event unchanged, and refuses an event outside the matrix", () => {
-    const base = { v: 1, session_id: "sess_test_0001", version: 1, index: 0, at: 1, type: "handoff" };
+    const base = { v: 1, session_id: "sess_test_0001", version: 1, index: 0, timestamp: 1, type: "handoff" };
     expect(SessionEvent.parse({ ...base, ...handoff })).toMatchObject(handoff);
     expect(
       SessionEvent.safeParse({ ...base, ...handoff, source_agent: "research", target_agent: "writing" }).success,

@@ -54,7 +54,7 @@ export function tokenStreamer(
           // the transition that dispatched the task and the task's place in it, as its id says
           version: ids?.version ?? 0,
           index: ids?.index ?? 0,
-          at: now(),
+          timestamp: now(),
           task_id: task.task_id,
           role: task.role,
           op: task.op,

@@ -12,6 +12,7 @@ import {
   CodeLanguage,
   HANDOFF_OUTSIDE_MATRIX,
   HandoffInfo,
+  HandoffRefusedReason,
   inHandoffMatrix,
   LOW_ROUTING_CONFIDENCE,
   RoutingDecision,
@@ -24,7 +25,8 @@ const Base = {
   /** Session version of the transition that emitted it; with `index` it names the event. */
   version: z.number().int().nonnegative(),
   index: z.number().int().nonnegative(),
-  at: z.number().int().nonnegative(),
+  /** When the transition (or, for a token, the delta) was made: epoch milliseconds. */
+  timestamp: z.number().int().nonnegative(),
 };
 
 const jsonLength = (v: unknown) => JSON.stringify(v).length;
@@ -146,6 +148,15 @@ export const SessionEvent = z.discriminatedUnion("type", [
   z
     .object({ ...Base, type: z.literal("handoff"), ...HandoffInfo.shape })
     .refine(inHandoffMatrix, HANDOFF_OUTSIDE_MATRIX),
+  /** A handoff the supervisor refused (the agent is told, and goes on with the task itself). */
+  z.object({
+    ...Base,
+    type: z.literal("handoff_refused"),
+    /** The agent that asked to hand off, and the one it named. */
+    from: SupervisorAgent,
+    to: SupervisorAgent,
+    reason: HandoffRefusedReason,
+  }),
   z
     .object({
       ...Base,
@@ -183,7 +194,7 @@ export type SessionEventType = SessionEvent["type"];
 /** An event before the runtime stamps its identity (what a workflow's step() emits). */
 export type EventDraft = SessionEvent extends infer E
   ? E extends SessionEvent
-    ? Omit<E, "v" | "session_id" | "version" | "index" | "at">
+    ? Omit<E, "v" | "session_id" | "version" | "index" | "timestamp">
     : never
   : never;
 

@@ -60,6 +60,7 @@ export const SCHEMA_VERSION = 1 as const;
  * Version of the stored SessionState layout, written beside every stored state. A store refuses
  * to load a newer one (an older coordinator would drop its fields on the next write) and migrates
  * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`;
- * 3: `meta.owner` and `meta.thread_id`; 4: `meta.trace`.
+ * 3: `meta.owner` and `meta.thread_id`; 4: `meta.trace`; 5: the supervisor's `visited_agents`,
+ * `handoff_summary` and request metadata.
  */
-export const STATE_SCHEMA_VERSION = 4 as const;
+export const STATE_SCHEMA_VERSION = 5 as const;

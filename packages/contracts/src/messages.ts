@@ -3,11 +3,11 @@ import { LIMITS, SCHEMA_VERSION } from "./limits.js";
 import { Owner, SessionId, ThreadId } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
-import { Provenance } from "./provenance.js";
+import { Provenance, Tier } from "./provenance.js";
 import { ResearchScenario, SupervisorAgent, WorkflowName } from "./workflows.js";
 import { StrategyProfile } from "./blackboard.js";
 import { Capability } from "./halo.js";
-import { ResearchDepth } from "./supervisor.js";
+import { ImageAttachment, MAX_IMAGE_ATTACHMENTS, ModelProvider, ResearchDepth } from "./supervisor.js";
 
 const V = z.literal(SCHEMA_VERSION);
 const Ms = z.number().int().nonnegative();
@@ -64,11 +64,15 @@ export const Attachments = z
     message: `the attachments' content is over ${LIMITS.maxAttachmentBytes} bytes in all as sent (non-ASCII characters, quotes and backslashes count more than one)`,
   });
 
-/** Per-session options a client may set at submit. */
+/**
+ * Per-session options a client may set at submit. Those in `WORKFLOW_OPTIONS` belong to one
+ * workflow: sent with another, the query is refused (`misplacedOption`).
+ */
 export const SessionOptions = z.object({
+  /** critic-chain: rejections before the run ends (default 5). */
   retry_limit: z.number().int().min(1).max(20).optional(),
   budgets: Budgets.partial().optional(),
-  /** blackboard: the strategy profile (default CONSERVATIVE); other workflows ignore it. */
+  /** blackboard: the strategy profile (default CONSERVATIVE). */
   strategy_profile: StrategyProfile.optional(),
   /** supervisor: the agent to use, bypassing the router (seed 002's `mode`; not the workflow). */
   mode: SupervisorAgent.optional(),
@@ -76,12 +80,58 @@ export const SessionOptions = z.object({
   depth: ResearchDepth.optional(),
   /** supervisor's research agent: the scenario (seed 002's `scenario`). */
   scenario: ResearchScenario.optional(),
+  /** supervisor: the model provider, model and tier the client names (seed 002's request metadata); recorded in the session, while each agent runs its role's configured model. */
+  provider: ModelProvider.optional(),
+  model: z.string().min(1).max(200).optional(),
+  tier: Tier.optional(),
+  /** supervisor: images sent with the query (seed 002's `image_attachments`), recorded as the request's metadata. */
+  image_attachments: z.array(ImageAttachment).max(MAX_IMAGE_ATTACHMENTS).optional(),
   /** halo: the specialists to run, bypassing the planner (seed 000's override for experiments); tags this deployment cannot serve are left out. */
   capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
   /** supervisor: files given with the query (the data agent takes its data from the first CSV or JSON one); other workflows ignore them. */
   attachments: Attachments.optional(),
 });
 export type SessionOptions = z.infer<typeof SessionOptions>;
+
+/**
+ * The options that belong to one workflow, and which: one table for the gateway's API, the
+ * OpenAI-compatible endpoint's metadata, the CLI and the coordinator's submit.
+ */
+export const WORKFLOW_OPTIONS = {
+  mode: "supervisor",
+  depth: "supervisor",
+  scenario: "supervisor",
+  provider: "supervisor",
+  model: "supervisor",
+  tier: "supervisor",
+  image_attachments: "supervisor",
+  capabilities: "halo",
+  strategy_profile: "blackboard",
+  retry_limit: "critic-chain",
+} as const satisfies Partial<Record<keyof SessionOptions, WorkflowName>>;
+export type WorkflowOption = keyof typeof WORKFLOW_OPTIONS;
+
+/** An option sent with a workflow it does not belong to. */
+export interface MisplacedOption {
+  readonly option: WorkflowOption;
+  /** The workflow the option belongs to. */
+  readonly belongsTo: WorkflowName;
+  /** Says both, for the client. */
+  readonly message: string;
+}
+
+/** The first option in `options` (an absent or undefined value is not sent) that belongs to another workflow than `workflow`; null when none. */
+export function misplacedOption(workflow: WorkflowName, options: object): MisplacedOption | null {
+  for (const [option, belongsTo] of Object.entries(WORKFLOW_OPTIONS) as [WorkflowOption, WorkflowName][]) {
+    if (belongsTo === workflow || (options as Record<string, unknown>)[option] === undefined) continue;
+    return {
+      option,
+      belongsTo,
+      message: `the option "${option}" belongs to the ${belongsTo} workflow; this query runs ${workflow}`,
+    };
+  }
+  return null;
+}
 
 /** One turn of a conversation (the OpenAI chat shape, text only). */
 export const ChatMessage = z.object({

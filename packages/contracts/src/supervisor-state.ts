@@ -3,11 +3,16 @@ import { LIMITS } from "./limits.js";
 import { ToolName } from "./blackboard.js";
 import { HaloCitation } from "./halo.js";
 import { Conversation } from "./messages.js";
+import { Tier } from "./provenance.js";
+import { Owner } from "./subjects.js";
 import { ResearchScenario, SupervisorAgent } from "./workflows.js";
 import {
   CodeLanguage,
   HandoffInfo,
+  ImageAttachment,
   MAX_HANDOFFS,
+  MAX_IMAGE_ATTACHMENTS,
+  ModelProvider,
   RESEARCH_DEPTHS,
   ResearchDepth,
   SharedAgentMemory,
@@ -72,7 +77,9 @@ export type PendingCode = z.infer<typeof PendingCode>;
  * supervisor session data (seed 002), the seed's SupervisorState field names where it has them:
  * `query`, `mode`, `selected_agent`, `routing_reason`, `routing_confidence`, `is_low_confidence`,
  * `active_agent`, `delegated_task`, `handoff_context`, `handoff_count`, `handoff_history`,
- * `pending_handoff`, `shared_memory`, `tool_iterations`, `response`, `error`. The per-agent
+ * `pending_handoff`, `shared_memory`, `tool_iterations`, `response`, `error`, the HandoffManager's
+ * `visited_agents` and its summary, and the request's metadata (`user_id`, `provider`, `model`,
+ * `tier`, `image_attachments`). The per-agent
  * scratch (observations to data_attempts) belongs to the active agent and is reset at a handoff.
  */
 export const SupervisorData = z.object({
@@ -99,6 +106,18 @@ export const SupervisorData = z.object({
   handoff_history: z.array(HandoffInfo).max(MAX_HANDOFFS),
   /** Null except within the transition that makes a handoff (never stored otherwise). */
   pending_handoff: HandoffInfo.nullable(),
+  /** The agents that held the task, in order: the routed one, then each handoff's target. */
+  visited_agents: z.array(SupervisorAgent).max(MAX_HANDOFFS + 1),
+  /** The handoffs in one line each (the seed's `get_handoff_summary()`), or that there were none. */
+  handoff_summary: z.string().max(SUPERVISOR_LIMITS.maxHandoffSummaryChars),
+  /** Who asked: the session's owner (the gateway's API key name); null for a session without one (the CLI). */
+  user_id: Owner.nullable(),
+  /** The provider, model and tier the client named; null when it named none. Recorded: each agent runs its role's configured model. */
+  provider: ModelProvider.nullable(),
+  model: z.string().max(200).nullable(),
+  tier: Tier.nullable(),
+  /** The images sent with the query. */
+  image_attachments: z.array(ImageAttachment).max(MAX_IMAGE_ATTACHMENTS),
   shared_memory: SharedAgentMemory,
   /** Tool rounds the current agent loop has run (chat: agent ⇄ tools; research: search rounds). */
   tool_iterations: z.number().int().nonnegative(),

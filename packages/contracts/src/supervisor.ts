@@ -16,6 +16,9 @@ export const SUPERVISOR_LIMITS = {
   /** A handoff's task description and its context, each (characters). */
   maxHandoffTaskChars: 2000,
   maxHandoffContextChars: 2000,
+  /** The handoff summary (characters): one line per handoff, its task cut to `maxSummaryTaskChars`. */
+  maxHandoffSummaryChars: 1200,
+  maxSummaryTaskChars: 200,
   /** A routing reason (characters). */
   maxRoutingReasonChars: 1000,
   /** Charts the shared memory keeps. */
@@ -95,6 +98,44 @@ export const HandoffInfo = z
   })
   .refine(inHandoffMatrix, HANDOFF_OUTSIDE_MATRIX);
 export type HandoffInfo = z.infer<typeof HandoffInfo>;
+
+/**
+ * Why a handoff was refused, as a `handoff_refused` event says it (seed 002's three controls): the
+ * matrix does not allow it (a handoff to the agent itself included), it would hand the task straight
+ * back to the agent that handed it over (A → B → A), or the session already made MAX_HANDOFFS.
+ */
+export const HandoffRefusedReason = z.enum(["matrix", "ping_pong", "cap"]);
+export type HandoffRefusedReason = z.infer<typeof HandoffRefusedReason>;
+
+/** An image a client sends with its query (seed 002's `image_attachments`): where it is, and what kind. */
+export const ImageAttachment = z
+  .object({
+    url: z
+      .string()
+      .max(2000)
+      .refine((u) => /^https?:\/\/[^\s]+$/i.test(u), "an image attachment is an http(s) URL"),
+    mime_type: z.enum(["image/png", "image/jpeg", "image/gif", "image/webp"]).optional(),
+    name: z.string().min(1).max(200).optional(),
+  })
+  .strict();
+export type ImageAttachment = z.infer<typeof ImageAttachment>;
+
+/** The images one query may carry. */
+export const MAX_IMAGE_ATTACHMENTS = 5;
+
+/** The model provider a client names (seed 002's `provider`), e.g. `openai`. */
+export const ModelProvider = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,39}$/i, "a provider is 1-40 of [A-Za-z0-9_.-]");
+
+/** The session's handoffs in one line each, oldest first (the seed's `get_handoff_summary()`). */
+export function handoffSummary(history: readonly HandoffInfo[]): string {
+  if (history.length === 0) return "No handoffs.";
+  const max = SUPERVISOR_LIMITS.maxSummaryTaskChars;
+  const lines = history.map((h, i) => {
+    const task = h.task_description.length > max ? `${h.task_description.slice(0, max - 1)}…` : h.task_description;
+    return `${i + 1}. ${h.source_agent} → ${h.target_agent}: ${task.replace(/\s+/g, " ")}`;
+  });
+  return [`Handoffs: ${history.length} of ${MAX_HANDOFFS}.`, ...lines].join("\n");
+}
 
 /** The arguments of a `handoff_to_<target>` tool as the agent's model gives them. */
 export const HandoffArgs = z.object({

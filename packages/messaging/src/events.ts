@@ -1,7 +1,7 @@
 import { EventBatchEnvelope, formatZodError, SessionEvent, type Naming } from "@agentmesh/contracts";
 import { jetstream, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { decodeMessage, decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
+import { decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
 import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 
@@ -11,6 +11,17 @@ export interface FollowEventsOptions {
   readonly signal?: AbortSignal;
   /** Malformed events are skipped; with a log they are also reported. */
   readonly log?: Log;
+}
+
+/**
+ * An event as this release reads it: one written by the previous release names its time `at`
+ * (same value, epoch ms); it is read as `timestamp`. Stored events age out of the events stream
+ * (its max age), so the next release drops this.
+ */
+function legacyEvent(raw: unknown): unknown {
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw) || "timestamp" in raw || !("at" in raw)) return raw;
+  const { at, ...rest } = raw as Record<string, unknown>;
+  return { ...rest, timestamp: at };
 }
 
 /** The events of one message on `<p>.events.<sid>`, and why any of them could not be read. */
@@ -30,12 +41,12 @@ export function decodeEvents(data: Uint8Array): Decoded<DecodedEvents> {
   const peek = parseBoundedJson(data, "event message");
   if (!peek.ok) return peek;
   const batch = typeof peek.value === "object" && peek.value !== null && "events" in peek.value;
-  if (!batch) return decodeValue(peek.value, SessionEvent, "event", (e) => ({ events: [e], skipped: [] }));
+  if (!batch) return decodeValue(legacyEvent(peek.value), SessionEvent, "event", (e) => ({ events: [e], skipped: [] }));
   const env = decodeValue(peek.value, EventBatchEnvelope, "event batch", (b) => b);
   if (!env.ok) return env;
   const out: DecodedEvents = { events: [], skipped: [] };
   for (const [i, raw] of env.value.events.entries()) {
-    const e = SessionEvent.safeParse(raw);
+    const e = SessionEvent.safeParse(legacyEvent(raw));
     if (!e.success) out.skipped.push(`event ${i} of the batch: ${formatZodError(e.error)}`);
     else if (e.data.session_id !== env.value.session_id || e.data.version !== env.value.version)
       out.skipped.push(`event ${i} of the batch belongs to ${e.data.session_id} v${e.data.version}`);
@@ -143,7 +154,9 @@ export function followTokens(
   const sub = nc.subscribe(naming.tokens(sessionId), {
     callback: (err, m) => {
       if (err) return;
-      const d = decodeMessage(m.data, SessionEvent, "token");
+      // a delta from an agent of the previous release (`at`) is read too
+      const peek = parseBoundedJson(m.data, "token");
+      const d = peek.ok ? decodeValue(legacyEvent(peek.value), SessionEvent, "token", (e) => e) : peek;
       if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) {
         if (dedup.accept(d.value)) onToken(d.value);
       } else

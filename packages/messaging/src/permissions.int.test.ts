@@ -306,7 +306,7 @@ describe("the allowed paths work under the generated config", () => {
         session_id: sid,
         version: 1,
         index: 0,
-        at: Date.now(),
+        timestamp: Date.now(),
         type: "stage",
         name: "probe",
         description: "d",

@@ -1,6 +1,8 @@
 import {
   AgentmeshError,
   compiled,
+  handoffSummary,
+  type HandoffInfo,
   LIMITS,
   STATE_SCHEMA_VERSION,
   formatZodError,
@@ -54,6 +56,20 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
   3: (json) => {
     const meta = (json as { meta?: Record<string, unknown> } | null)?.meta;
     if (meta && typeof meta === "object" && !("trace" in meta)) meta.trace = null;
+    return json;
+  },
+  // 4 -> 5: a supervisor session gained the agents it visited, its handoff summary and the request's
+  // metadata: rebuilt from its routing and handoffs, its owner; the client named no model or images then.
+  4: (json) => {
+    const s = json as { meta?: { owner?: unknown }; data?: Record<string, unknown> } | null;
+    const d = s?.data;
+    if (!d || typeof d !== "object" || d.workflow !== "supervisor") return json;
+    const history = Array.isArray(d.handoff_history) ? (d.handoff_history as HandoffInfo[]) : [];
+    d.visited_agents ??= d.selected_agent ? [d.selected_agent, ...history.map((h) => h.target_agent)] : [];
+    d.handoff_summary ??= handoffSummary(history);
+    d.user_id ??= s.meta?.owner ?? null;
+    for (const k of ["provider", "model", "tier"]) d[k] ??= null;
+    d.image_attachments ??= [];
     return json;
   },
 };

@@ -99,7 +99,7 @@ export function testCommit(prev: SessionState, inputId: string, o: TestCommitOpt
           session_id: sid,
           version,
           index: 0,
-          at,
+          timestamp: at,
           type: "stage",
           name: "planner",
           status: "running",

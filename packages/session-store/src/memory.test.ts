@@ -106,7 +106,7 @@ describe("stored layout versions", () => {
   it("the schema of a layout never changes: a change needs STATE_SCHEMA_VERSION + 1 and a migration", () => {
     // A current-layout state is read without the schema, so a default added to SessionState would
     // never reach a state stored before it. Record the new layout's fingerprint here when bumping.
-    const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = { 4: "392f170d56bb3f78" };
+    const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = { 4: "392f170d56bb3f78", 5: "2ac66e25fae733d5" };
     const now = createHash("sha256")
       .update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" })))
       .digest("hex")
@@ -170,6 +170,57 @@ describe("stored layout versions", () => {
     expect(
       decodeState("sess-layout-v", JSON.stringify({ ...s, meta: { ...s.meta, trace } }), "0", "4").meta.trace,
     ).toEqual(trace);
+  });
+});
+
+describe("layout 5: the supervisor's visited agents, handoff summary and request metadata", () => {
+  const handoffs = [
+    { source_agent: "chat", target_agent: "research", task_description: "Find sources", context: null },
+    { source_agent: "research", target_agent: "code", task_description: "Compute it", context: "the numbers" },
+  ];
+  /** A supervisor session as layout 4 stored it: routed to chat, two handoffs, owned by alice. */
+  const v4 = () => ({
+    meta: { ...testSessionState("sess-layout-sup", 6).meta, workflow: "supervisor", owner: "alice" },
+    data: {
+      ...{ workflow: "supervisor", query: "Compare the regions", mode: null, depth: "standard", scenario: "academic" },
+      ...{ messages: [], tools_available: ["run_python"], node: "generate", selected_agent: "chat" },
+      ...{ routing_reason: "chat first", routing_confidence: 0.9, is_low_confidence: false, active_agent: "code" },
+      ...{ delegated_task: "Compute it", handoff_context: "the numbers", handoff_count: 2, pending_handoff: null },
+      ...{ handoff_history: handoffs, shared_memory: {}, tool_iterations: 0, refusals: 0, observations: [] },
+      ...{ pending_call: null, sources: [], search_summary: null, analysis: null, synthesis: null, code: null },
+      ...{ code_attempts: [], writing: null, outline: null, draft: null, data_input: null, analysis_plan: null },
+      ...{ chart_planned: false, charted: false, notes: [], tool_calls: 0, response: null, error: null },
+      error_component: null,
+    },
+  });
+
+  it("migrates layout 4: the visited agents and the summary from the routing and handoffs, user_id from the owner", () => {
+    const state = decodeState("sess-layout-sup", JSON.stringify(v4()), "6", "4");
+    expect(state.data).toMatchObject({
+      visited_agents: ["chat", "research", "code"],
+      handoff_summary: "Handoffs: 2 of 3.\n1. chat → research: Find sources\n2. research → code: Compute it",
+      user_id: "alice",
+      provider: null,
+      model: null,
+      tier: null,
+      image_attachments: [],
+    });
+  });
+
+  it("an unrouted supervisor session visited no agent; a session without an owner has no user_id", () => {
+    const old = v4();
+    const unrouted = {
+      meta: { ...old.meta, owner: null },
+      data: { ...old.data, selected_agent: null, active_agent: null, handoff_history: [], handoff_count: 0 },
+    };
+    const state = decodeState("sess-layout-sup", JSON.stringify(unrouted), "6", "4");
+    expect(state.data).toMatchObject({ visited_agents: [], handoff_summary: "No handoffs.", user_id: null });
+  });
+
+  it("leaves other workflows' data as it was; a layout-4 supervisor state without the migration is refused by the schema", () => {
+    const chain = testSessionState("sess-layout-cc");
+    expect(decodeState("sess-layout-cc", JSON.stringify(chain), "0", "4")).toEqual(chain);
+    expect(SessionState.safeParse(v4()).success).toBe(false);
   });
 });
 

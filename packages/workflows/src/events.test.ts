@@ -212,7 +212,7 @@ describe("boundedArgs: a tool call's arguments for its event", () => {
       session_id: "sess_test_0001",
       version: 1,
       index: 0,
-      at: 0,
+      timestamp: 0,
       type: "tool_call",
       id: "c1",
       task_id: "t",

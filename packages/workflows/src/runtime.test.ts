@@ -174,7 +174,7 @@ describe("step: the first transition", () => {
         session_id: SID,
         version: 1,
         index: 0,
-        at: T0,
+        timestamp: T0,
         type: "stage",
         name: "planner",
         status: "running",

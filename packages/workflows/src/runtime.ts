@@ -87,7 +87,7 @@ export function createSession(args: CreateSessionArgs): SessionState {
       thread_id: args.threadId ?? null,
       trace: args.trace ?? null,
     },
-    data: def.init(args.query, args.options, args.messages ?? [], args.defaults, args.carry),
+    data: def.init(args.query, args.options, args.messages ?? [], args.defaults, args.carry, args.owner ?? null),
   };
 }
 

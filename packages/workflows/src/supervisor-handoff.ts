@@ -2,6 +2,8 @@ import {
   HANDOFF_MATRIX,
   MAX_HANDOFFS,
   handoffToolName,
+  type EventDraft,
+  type HandoffRefusedReason,
   type HandoffArgs,
   type HandoffInfo,
   type HandoffToolName,
@@ -89,4 +91,15 @@ export function decideHandoff({ current, target, args, history }: HandoffRequest
       context: context ? context : null,
     },
   };
+}
+
+/** The `handoff_refused` event of a refused (or capped) handoff: the internal reasons map to the event's three. */
+export function refusedHandoffEvent(
+  from: SupervisorAgent,
+  to: SupervisorAgent,
+  decision: Exclude<HandoffDecision, { outcome: "accepted" }>,
+): EventDraft {
+  const reason: HandoffRefusedReason =
+    decision.outcome === "cap_reached" ? "cap" : decision.reason === "ping_pong" ? "ping_pong" : "matrix";
+  return { type: "handoff_refused", from, to, reason };
 }

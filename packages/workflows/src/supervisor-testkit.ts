@@ -118,6 +118,8 @@ export function supervisorHarness(
     messages?: ChatMessage[];
     query?: string;
     defaults?: Partial<RuntimeDefaults>;
+    /** The session's owner (the gateway's API key name). */
+    owner?: string;
   } = {},
 ) {
   const defaults: RuntimeDefaults = { ...DEFAULTS, ...opts.defaults, supervisor: { tools: opts.tools ?? ALL_TOOLS } };
@@ -130,6 +132,7 @@ export function supervisorHarness(
     now: T0,
     defaults,
     messages: opts.messages ?? [],
+    ...(opts.owner === undefined ? {} : { owner: opts.owner }),
   });
   const h = {
     state: created as SupervisorSession,

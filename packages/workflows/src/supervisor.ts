@@ -9,6 +9,7 @@ import {
   SUPERVISOR_LIMITS,
   boundConversation,
   formatZodError,
+  handoffSummary,
   type AgentAction,
   type CodeAttempt,
   type CoderAction,
@@ -37,7 +38,7 @@ import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { boundedArgs, stage, toolResult } from "./events.js";
 import { attemptOf, chartOf, codeAnswer } from "./supervisor-code.js";
 import { attachmentData, findDataInput } from "./supervisor-data-input.js";
-import { decideHandoff, handoffTarget } from "./supervisor-handoff.js";
+import { decideHandoff, handoffTarget, refusedHandoffEvent } from "./supervisor-handoff.js";
 import {
   AFTER_TOOLS,
   FIRST_NODE,
@@ -135,6 +136,7 @@ function startAgent(data: D, agent: SupervisorAgent, events: EventDraft[]): Deci
     sources: [],
     code_attempts: [],
     active_agent: agent,
+    visited_agents: [...data.visited_agents, agent],
     node: FIRST_NODE[agent],
   };
   const d =
@@ -170,6 +172,7 @@ function handoff(d: D, h: HandoffInfo, events: EventDraft[]): Decided {
     shared_memory: withArtifacts(d),
     handoff_history: [...d.handoff_history, h],
     handoff_count: d.handoff_count + 1,
+    handoff_summary: handoffSummary([...d.handoff_history, h]),
     pending_handoff: null,
     delegated_task: h.task_description,
     handoff_context: h.context,
@@ -229,6 +232,7 @@ function onTool(d: D, tool: string, args: Record<string, unknown>, events: Event
       );
     const decision = decideHandoff({ current: agent, target, args: parsed.data, history: d.handoff_history });
     if (decision.outcome === "accepted") return handoff(d, decision.handoff, events);
+    events.push(refusedHandoffEvent(agent, target, decision));
     return refuse(d, tool, args, decision.message, events);
   }
   const toolNode = TOOL_NODE[d.node];
@@ -604,7 +608,7 @@ function decide(data: D, input: WorkflowInput): Decided {
 export const supervisor: WorkflowDefinition<SupervisorData> = {
   name: "supervisor",
   version: 1,
-  init: (query, options, messages, defaults) => ({
+  init: (query, options, messages, defaults, _carry, owner) => ({
     workflow: "supervisor",
     query,
     mode: options.mode ?? null,
@@ -623,6 +627,13 @@ export const supervisor: WorkflowDefinition<SupervisorData> = {
     handoff_count: 0,
     handoff_history: [],
     pending_handoff: null,
+    visited_agents: [],
+    handoff_summary: handoffSummary([]),
+    user_id: owner ?? null,
+    provider: options.provider ?? null,
+    model: options.model ?? null,
+    tier: options.tier ?? null,
+    image_attachments: options.image_attachments ?? [],
     shared_memory: {},
     ...FRESH_SCRATCH,
     // Only the attachments' data is kept (not the files), so the stored state stays small.

@@ -11,7 +11,7 @@ const event = (texts: ReturnType<typeof completeTexts>) => ({
   session_id: SID,
   version: 9,
   index: 1,
-  at: 1,
+  timestamp: 1,
   type: "complete" as const,
   status: "completed" as const,
   ...texts,

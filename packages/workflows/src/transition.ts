@@ -386,7 +386,7 @@ export function seal(d: Draft): StepOutcome {
   const sid = d.meta.session_id;
   const meta: SessionMeta = { ...d.meta, version, updated_at: now };
   const events = d.events.map(
-    (e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, at: now }) as SessionEvent,
+    (e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, timestamp: now }) as SessionEvent,
   );
   const outbox: OutboxEntry[] = [
     ...d.tasks.map((task): OutboxEntry => ({ kind: "task", task })),

@@ -100,7 +100,8 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
    * The session's data before its start; `messages` are the conversation's earlier turns (a
    * workflow that takes one question ignores them); `defaults` the deployment's settings a
    * workflow copies into its data (halo's capabilities), so later steps never read config;
-   * `carry` what the thread's latest session handed on (clarify's count).
+   * `carry` what the thread's latest session handed on (clarify's count); `owner` who asked (the
+   * session's owner, null without one), for a workflow that records it (the supervisor's `user_id`).
    */
   init(
     query: string,
@@ -108,6 +109,7 @@ export interface WorkflowDefinition<D extends SessionData = SessionData> {
     messages?: readonly ChatMessage[],
     defaults?: RuntimeDefaults,
     carry?: ThreadCarry,
+    owner?: string | null,
   ): D;
   decide(
     data: D,

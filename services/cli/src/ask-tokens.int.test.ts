@@ -55,7 +55,7 @@ function standInCoordinator(withTokens: boolean) {
         }),
       );
       void (async () => {
-        const base = { v: SCHEMA_VERSION, session_id: sid, at: Date.now() } as const;
+        const base = { v: SCHEMA_VERSION, session_id: sid, timestamp: Date.now() } as const;
         await pub.publishEvent({
           ...base,
           version: 1,

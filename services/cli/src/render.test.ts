@@ -2,7 +2,7 @@ import { describe, expect, test } from "vitest";
 import { SessionEvent, type SessionEventType } from "@agentmesh/contracts";
 import { renderEvent } from "./render.js";
 
-const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, at: 1_700_000_000_000 } as const;
+const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, timestamp: 1_700_000_000_000 } as const;
 const ev = (e: Record<string, unknown>): SessionEvent => SessionEvent.parse({ ...base, ...e });
 
 /** Events of every type (the Record makes a type without examples a compile error), and the line each renders to. */
@@ -173,6 +173,23 @@ const CASES: Record<SessionEventType, Array<{ event: SessionEvent; quiet: string
       }),
       quiet: "  → handoff chat → code: Run the numbers",
       verbose: "  → handoff chat → code: Run the numbers",
+    },
+  ],
+  handoff_refused: [
+    {
+      event: ev({ type: "handoff_refused", from: "research", to: "chat", reason: "matrix" }),
+      quiet: "  ✗ handoff research → chat refused (not allowed by the handoff matrix)",
+      verbose: "  ✗ handoff research → chat refused (not allowed by the handoff matrix)",
+    },
+    {
+      event: ev({ type: "handoff_refused", from: "data", to: "code", reason: "ping_pong" }),
+      quiet: "  ✗ handoff data → code refused (straight back to the agent that handed it over)",
+      verbose: "  ✗ handoff data → code refused (straight back to the agent that handed it over)",
+    },
+    {
+      event: ev({ type: "handoff_refused", from: "code", to: "data", reason: "cap" }),
+      quiet: "  ✗ handoff code → data refused (the session's handoffs are used up)",
+      verbose: "  ✗ handoff code → data refused (the session's handoffs are used up)",
     },
   ],
   source: [

@@ -44,6 +44,13 @@ function stageLine(e: Extract<SessionEvent, { type: "stage" }>, verbose: boolean
   }
 }
 
+/** Why a handoff was refused, in a few words. */
+const REFUSED: Readonly<Record<Extract<SessionEvent, { type: "handoff_refused" }>["reason"], string>> = {
+  matrix: "not allowed by the handoff matrix",
+  ping_pong: "straight back to the agent that handed it over",
+  cap: "the session's handoffs are used up",
+};
+
 /** One progress line per event worth showing; null for events a person need not see. */
 export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
   switch (e.type) {
@@ -79,6 +86,8 @@ export function renderEvent(e: SessionEvent, verbose: boolean): string | null {
     }
     case "handoff":
       return `  → handoff ${e.source_agent} → ${e.target_agent}: ${brief(e.task_description)}`;
+    case "handoff_refused":
+      return `  ✗ handoff ${e.from} → ${e.to} refused (${REFUSED[e.reason]})`;
     case "source":
       return `    source: ${brief(e.title, 60)} (${e.url ?? e.path ?? ""})`;
     case "code_result": {

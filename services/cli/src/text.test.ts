@@ -36,7 +36,7 @@ describe("what the CLI prints holds no terminal control sequences", () => {
 
   test("every line and error written through the CLI's sink, events and the final answer included", () => {
     const { sink, out, err } = captured();
-    const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, at: 1 } as const;
+    const base = { v: 1, session_id: "sess_test_0001", version: 3, index: 0, timestamp: 1 } as const;
     const events = [
       SessionEvent.parse({ ...base, type: "stage", name: "critic", status: "completed", description: HOSTILE }),
       SessionEvent.parse({

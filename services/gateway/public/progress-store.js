@@ -63,7 +63,7 @@
  * @property {Record<string, ToolResult>} orphanResults results whose call has not arrived yet
  * @property {Step[]} steps
  * @property {Source[]} sources de-duplicated by url or path
- * @property {Note[]} notes routing decisions, agent settings, handoffs and clarify's orchestrator runs, as text
+ * @property {Note[]} notes routing decisions, agent settings, handoffs (and refused ones) and clarify's orchestrator runs, as text
  * @property {Chart[]} charts
  * @property {Record<string, string>} streaming live token text by task id, while the task runs
  * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown (a redelivered task streams from 0 again)
@@ -133,7 +133,7 @@ export function applyEvent(p, e) {
     ...p,
     sessionId: p.sessionId ?? e.session_id ?? null,
     lastEventId: id,
-    startedAt: p.startedAt ?? e.at,
+    startedAt: p.startedAt ?? e.timestamp,
     status: p.status === "idle" ? "running" : p.status,
   };
   return applyTyped(base, e);
@@ -172,17 +172,19 @@ function applyTyped(p, e) {
     case "routing":
       return addNote(
         p,
-        e.at,
+        e.timestamp,
         `Routed to ${e.agent} (confidence ${Number(e.confidence).toFixed(2)}${e.is_low_confidence ? ", low" : ""}): ${e.reason}`,
       );
     case "config":
-      return addNote(p, e.at, configNote(e.agent, e.settings));
+      return addNote(p, e.timestamp, configNote(e.agent, e.settings));
     case "handoff":
-      return addNote(p, e.at, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
+      return addNote(p, e.timestamp, `Handoff ${e.source_agent} → ${e.target_agent}: ${e.task_description}`);
+    case "handoff_refused":
+      return addNote(p, e.timestamp, `Handoff ${e.from} → ${e.to} refused: ${refusalText(e.reason)}`);
     case "orchestration":
       return addNote(
         p,
-        e.at,
+        e.timestamp,
         `Orchestrator (${e.layer}): ${e.next_agent}, clarifications ${e.clarification_count}/${e.max_clarifications}`,
       );
     case "visualization":
@@ -193,7 +195,7 @@ function applyTyped(p, e) {
     case "error":
       return {
         ...p,
-        errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.at }],
+        errors: [...p.errors, { code: e.code, message: e.message, component: e.component ?? null, at: e.timestamp }],
       };
     case "complete":
       return applyComplete(p, e);
@@ -217,7 +219,7 @@ function applyStage(p, e) {
       name: e.name,
       description: e.description,
       status: "running",
-      startedAt: e.at,
+      startedAt: e.timestamp,
       endedAt: null,
       durationMs: null,
       toolCallIds: [],
@@ -236,8 +238,8 @@ function applyStage(p, e) {
       ...open,
       status: e.status,
       description: e.description || open.description,
-      endedAt: e.at,
-      durationMs: Math.max(0, e.at - open.startedAt),
+      endedAt: e.timestamp,
+      durationMs: Math.max(0, e.timestamp - open.startedAt),
     };
   } else {
     // Closed without an opening we saw: show it as an instant.
@@ -246,8 +248,8 @@ function applyStage(p, e) {
       name: e.name,
       description: e.description,
       status: e.status,
-      startedAt: e.at,
-      endedAt: e.at,
+      startedAt: e.timestamp,
+      endedAt: e.timestamp,
       durationMs: 0,
       toolCallIds: [],
     });
@@ -278,7 +280,7 @@ function applyToolCall(p, e) {
     args: e.args ?? {},
     argsTruncated: Boolean(e.args_truncated),
     flags: Array.isArray(e.flags) ? e.flags : [],
-    at: e.at,
+    at: e.timestamp,
     parentStageIndex: parent,
     result: early,
     code: null,
@@ -307,7 +309,7 @@ function applyToolResult(p, e) {
     ok: Boolean(e.ok),
     content: String(e.content ?? ""),
     latencyMs: Number(e.latency_ms ?? 0),
-    at: e.at,
+    at: e.timestamp,
   };
   const call = p.toolCalls[e.id];
   if (!call) return { ...p, orphanResults: { ...p.orphanResults, [e.id]: result } };
@@ -341,7 +343,7 @@ function applyCodeResult(p, e) {
  * @returns {Progress}
  */
 function applyStep(p, e) {
-  const step = { taskId: e.task_id, summary: e.summary, role: e.provenance?.role ?? "", at: e.at };
+  const step = { taskId: e.task_id, summary: e.summary, role: e.provenance?.role ?? "", at: e.timestamp };
   return { ...p, steps: [...p.steps, step], streaming: omit(p.streaming, e.task_id) };
 }
 
@@ -373,8 +375,8 @@ function applyComplete(p, e) {
       ? {
           ...s,
           status: /** @type {StageStatus} */ (e.status === "completed" ? "completed" : "failed"),
-          endedAt: e.at,
-          durationMs: Math.max(0, e.at - s.startedAt),
+          endedAt: e.timestamp,
+          durationMs: Math.max(0, e.timestamp - s.startedAt),
         }
       : s,
   );
@@ -383,7 +385,7 @@ function applyComplete(p, e) {
     stages,
     currentStageIndex: null,
     status: e.status,
-    endedAt: e.at,
+    endedAt: e.timestamp,
     awaiting: null,
     streaming: {},
     final: {
@@ -391,7 +393,7 @@ function applyComplete(p, e) {
       answer: e.final_answer ?? "",
       trace: e.final_reasoning_trace ?? "",
       truncated: Boolean(e.truncated),
-      at: e.at,
+      at: e.timestamp,
     },
   };
 }
@@ -415,6 +417,17 @@ function addSource(p, s) {
  */
 function addNote(p, at, text) {
   return { ...p, notes: [...p.notes, { at, text }] };
+}
+
+/**
+ * Why a handoff was refused, in words: the seed's three controls (any other value shows as is).
+ * @param {unknown} reason
+ */
+function refusalText(reason) {
+  if (reason === "matrix") return "the handoff matrix does not allow it";
+  if (reason === "ping_pong") return "it would hand the task straight back (A → B → A)";
+  if (reason === "cap") return "the session has made its 3 handoffs";
+  return typeof reason === "string" && reason !== "" ? reason : "no reason given";
 }
 
 /**
