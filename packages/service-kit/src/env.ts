@@ -543,9 +543,9 @@ export const ENV_VARS = [
   },
   {
     name: "AGENTMESH_DEFAULT_WORKFLOW",
-    schema: z.string().min(1).max(40).default("critic-chain"),
-    default: "critic-chain",
-    description: "workflow of a gateway query that names none",
+    schema: z.string().min(1).max(40).default("supervisor"),
+    default: "supervisor",
+    description: "workflow of a gateway query (`POST /api/v1/query`) that names none",
     usedBy: ["gateway"],
   },
   {

@@ -45,6 +45,26 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
     expect(bad.stderr).not.toMatch(/\n\s+at /);
   });
 
+  test("a flag of another workflow is exit code 2 naming the flag's option and its workflow, before connecting", async () => {
+    const url = `nats://127.0.0.1:${await freePort()}`;
+    const cases: Array<[string[], string]> = [
+      [["--mode", "code"], 'the option "mode" belongs to the supervisor workflow; this query runs critic-chain'],
+      [["-w", "halo", "--strategy", "fallback"], 'the option "strategy_profile" belongs to the blackboard workflow'],
+      [["-w", "supervisor", "--capabilities", "rag"], 'the option "capabilities" belongs to the halo workflow'],
+      [["-w", "halo", "--retry-limit", "2"], 'the option "retry_limit" belongs to the critic-chain workflow'],
+    ];
+    for (const [flags, message] of cases) {
+      const r = cli({ NATS_URL: url }, "ask", ...flags, "Sum 1 to 10");
+      expect(r.status, flags.join(" ")).toBe(2);
+      expect(r.stderr).toContain(message);
+      expect(r.stderr).not.toContain("cannot reach NATS");
+    }
+    // with its own workflow the flag passes on (the failure is NATS)
+    const ok = cli({ NATS_URL: url }, "ask", "--retry-limit", "2", "Sum 1 to 10");
+    expect(ok.status).toBe(1);
+    expect(ok.stderr).toContain(`cannot reach NATS at ${url}`);
+  }, 60_000);
+
   test("--attach files are read before connecting: a missing one is exit code 2 naming it; a good one passes on (the failure is NATS)", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     const missing = join(root, "no-such-dir", "sales.csv");

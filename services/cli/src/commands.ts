@@ -52,8 +52,10 @@ async function withNats<T>(cfg: CliConfig, fn: (nc: NatsConnection) => Promise<T
 
 export interface AskOptions {
   readonly workflow: WorkflowName;
-  /** SessionStore strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK); ignored by other workflows. */
+  /** blackboard: the strategy profile (CONSERVATIVE, EXPLORATORY, FALLBACK). */
   readonly strategy?: StrategyProfile;
+  /** critic-chain: rejections before the run ends. */
+  readonly retryLimit?: number;
   /** halo: the specialists to ask instead of the planner's choice. */
   readonly capabilities?: readonly Capability[];
   /** supervisor: the agent (bypassing the router), the research depth and scenario. */
@@ -72,6 +74,7 @@ export interface AskOptions {
 /** The session options an `ask` carries. */
 export const sessionOptions = (opts: AskOptions): SessionOptions => ({
   ...(opts.strategy ? { strategy_profile: opts.strategy } : {}),
+  ...(opts.retryLimit === undefined ? {} : { retry_limit: opts.retryLimit }),
   ...(opts.capabilities ? { capabilities: [...opts.capabilities] } : {}),
   ...opts.supervisor,
   ...(opts.attachments?.length ? { attachments: [...opts.attachments] } : {}),

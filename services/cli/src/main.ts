@@ -1,9 +1,16 @@
 import { Command, InvalidArgumentError } from "commander";
-import { Capability, ROLE_NAMES, StrategyProfile, WorkflowName, SessionId } from "@agentmesh/contracts";
+import {
+  Capability,
+  ROLE_NAMES,
+  StrategyProfile,
+  WorkflowName,
+  SessionId,
+  misplacedOption,
+} from "@agentmesh/contracts";
 import { describeFailure, secretsOf } from "@agentmesh/service-kit";
 import { readAttachments } from "./attachments.js";
 import { loadCliConfig } from "./config.js";
-import { answer, ask, cancel, deadLetters, health, inspect, services, sessions } from "./commands.js";
+import { answer, ask, cancel, deadLetters, health, inspect, services, sessionOptions, sessions } from "./commands.js";
 import {
   checkTypedText,
   createTerminalOut,
@@ -54,6 +61,7 @@ program
   )
   .option("--depth <depth>", "supervisor's research: quick, standard or deep")
   .option("--scenario <scenario>", "supervisor's research: academic, market, technical or news")
+  .option("--retry-limit <n>", "critic-chain: rejections before the run ends (1-20; default 5)")
   .option(
     "-a, --attach <file>",
     "supervisor: send a text file with the question (.csv, .json, else plain text); repeatable, at most 5 files, 100,000 characters in all",
@@ -74,6 +82,7 @@ program
         mode?: string;
         depth?: string;
         scenario?: string;
+        retryLimit?: string;
         attach: string[];
         verbose: boolean;
         json: boolean;
@@ -88,6 +97,7 @@ program
         throw new Error(`unknown strategy profile "${o.strategy}" (known: ${StrategyProfile.options.join(", ")})`);
       const capabilities = o.capabilities === undefined ? undefined : parseCapabilities(o.capabilities);
       const supervisor = parseSupervisorFlags(o);
+      const retryLimit = o.retryLimit === undefined ? undefined : parseCount("retry-limit", o.retryLimit);
       const timeoutMs = parseSeconds("timeout", o.timeout) * 1000;
       checkTypedText("question", question);
       let attachments;
@@ -99,25 +109,26 @@ program
         return exit(2);
       }
       const interrupted = new Promise<void>((r) => process.once("SIGINT", () => r()));
-      exit(
-        await ask(
-          cfg(),
-          question,
-          {
-            workflow: wf.data,
-            ...(strategy?.success ? { strategy: strategy.data } : {}),
-            ...(capabilities ? { capabilities } : {}),
-            supervisor,
-            attachments,
-            verbose: o.verbose,
-            json: o.json,
-            tokens: o.tokens,
-            timeoutMs,
-            interrupted,
-          },
-          consoleOut,
-        ),
-      );
+      const opts = {
+        workflow: wf.data,
+        ...(strategy?.success ? { strategy: strategy.data } : {}),
+        ...(capabilities ? { capabilities } : {}),
+        ...(retryLimit === undefined ? {} : { retryLimit }),
+        supervisor,
+        attachments,
+        verbose: o.verbose,
+        json: o.json,
+        tokens: o.tokens,
+        timeoutMs,
+        interrupted,
+      };
+      // A flag of another workflow is a usage error (exit 2), told before anything connects.
+      const misplaced = misplacedOption(wf.data, sessionOptions(opts));
+      if (misplaced) {
+        consoleOut.err(`agentmesh: ${misplaced.message} (--workflow ${misplaced.belongsTo})`);
+        return exit(2);
+      }
+      exit(await ask(cfg(), question, opts, consoleOut));
     },
   );
 

@@ -127,6 +127,29 @@ describe("coordinator core (in-in-memory session store twin)", () => {
     expect(rec.inbox.map((i) => i.input_id)).toEqual([inputIds.start(SID), inputIds.start(SID)]);
   });
 
+  test("an option of another workflow is refused at submit, naming the option and its workflow; nothing is created", async () => {
+    const { core, rec, store } = setup();
+    const reply = await core.submit({
+      v: SCHEMA_VERSION,
+      query: "What is 2 + 2?",
+      workflow: "halo",
+      session_id: SID,
+      options: { mode: "code" },
+    });
+    expect(reply).toMatchObject({
+      ok: false,
+      error: {
+        code: "invalid_message",
+        message: 'the option "mode" belongs to the supervisor workflow; this query runs halo',
+      },
+    });
+    expect(await store.listSessions(10)).toEqual([]);
+    expect(rec.inbox).toEqual([]);
+    expect(
+      await core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: SID, options: { retry_limit: 2 } }),
+    ).toMatchObject({ ok: true, session_id: SID });
+  });
+
   test("a publish that fails after the CAS is repaired by redelivery: stored outbox re-published, not re-stepped", async () => {
     const { core, rec, store } = setup();
     const start = await submit(core, rec);

@@ -6,6 +6,7 @@ import {
   SubmitRequest,
   boundConversation,
   checkQuery,
+  misplacedOption,
   conversationTurn,
   inputIds,
   threadCarry,
@@ -179,6 +180,8 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     if (!parsed.success) return reject("invalid_message", `bad submit request: ${formatZodError(parsed.error)}`);
     const query = checkQuery(parsed.data.query);
     if (!query.ok) return reject("invalid_query", query.reason);
+    const misplaced = misplacedOption(parsed.data.workflow, parsed.data.options);
+    if (misplaced) return reject("invalid_message", misplaced.message);
     const req = parsed.data;
     const owner = req.owner ?? null;
     let threadId = req.thread_id ?? null;

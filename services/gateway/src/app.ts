@@ -8,17 +8,23 @@ import {
   Budgets,
   Capability,
   ChatMessage,
+  ImageAttachment,
   LIMITS,
+  MAX_IMAGE_ATTACHMENTS,
+  ModelProvider,
   ResearchDepth,
   ResearchScenario,
   SCHEMA_VERSION,
   StrategyProfile,
   SupervisorAgent,
   ThreadId,
+  Tier,
   WORKFLOW_DESCRIPTIONS,
   WorkflowName,
   checkQuery,
   inputIds,
+  misplacedOption,
+  type SessionOptions,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
 import { ANONYMOUS_OWNER, presentedApiKey, type ApiKeyVerifier } from "./api-keys.js";
@@ -44,7 +50,7 @@ export interface GatewayDeps extends SessionDeps {
 
 type Env = { Variables: { owner: string } };
 
-/** The body of `POST /api/v1/query` (seed 002's parameters, plus threads and budgets). */
+/** The body of `POST /api/v1/query` (seed 002's parameters, plus threads and budgets); a workflow's own options in `WORKFLOW_OPTIONS`. */
 const QueryBody = z
   .object({
     query: z.unknown(),
@@ -54,6 +60,11 @@ const QueryBody = z
     messages: z.array(ChatMessage).max(1000).optional(),
     depth: ResearchDepth.optional(),
     scenario: ResearchScenario.optional(),
+    /** supervisor: the request's metadata (recorded in the session). */
+    provider: ModelProvider.optional(),
+    model: z.string().min(1).max(200).optional(),
+    tier: Tier.optional(),
+    image_attachments: z.array(ImageAttachment).max(MAX_IMAGE_ATTACHMENTS).optional(),
     thread_id: ThreadId.optional(),
     budgets: Budgets.partial().strict().optional(),
     retry_limit: z.number().int().min(1).max(20).optional(),
@@ -220,19 +231,23 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     const body = await readJson(c, QueryBody);
     const q = checkQuery(body.query);
     if (!q.ok) throw new ApiError("invalid_query", q.reason);
-    const options = {
-      ...(body.mode ? { mode: body.mode } : {}),
-      ...(body.depth ? { depth: body.depth } : {}),
-      ...(body.scenario ? { scenario: body.scenario } : {}),
-      ...(body.budgets ? { budgets: body.budgets } : {}),
-      ...(body.retry_limit ? { retry_limit: body.retry_limit } : {}),
-      ...(body.strategy_profile ? { strategy_profile: body.strategy_profile } : {}),
-      ...(body.capabilities ? { capabilities: body.capabilities } : {}),
-      ...(body.attachments?.length ? { attachments: body.attachments } : {}),
-    };
+    const workflow = body.workflow ?? d.defaultWorkflow;
+    const {
+      query: _q,
+      workflow: _w,
+      task_id: _t,
+      messages: _m,
+      thread_id: _th,
+      cancel_on_disconnect: _c,
+      ...rest
+    } = body;
+    const misplaced = misplacedOption(workflow, rest);
+    if (misplaced) throw new ApiError("bad_request", misplaced.message);
+    const { attachments, ...chosen } = rest;
+    const options: SessionOptions = { ...chosen, ...(attachments?.length ? { attachments } : {}) };
     const started = await startSession(d, c.get("owner"), {
       query: q.query,
-      workflow: body.workflow ?? d.defaultWorkflow,
+      workflow,
       options,
       taskId: body.task_id,
       messages: body.messages,

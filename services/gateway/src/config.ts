@@ -99,7 +99,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     port: e.AGENTMESH_GATEWAY_PORT,
     keys,
     anonymous: e.AGENTMESH_GATEWAY_ANONYMOUS,
-    defaultWorkflow: workflow.success ? workflow.data : "critic-chain",
+    defaultWorkflow: workflow.success ? workflow.data : "supervisor",
     rateLimit: e.AGENTMESH_RATE_LIMIT,
     rateWindowMs: e.AGENTMESH_RATE_WINDOW_MS,
     maxConcurrentSessions: e.AGENTMESH_MAX_CONCURRENT_SESSIONS,

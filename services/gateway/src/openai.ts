@@ -3,10 +3,14 @@ import { streamSSE } from "hono/streaming";
 import { z } from "zod";
 import {
   ANSWER_OPS,
+  SessionOptions,
   ThreadId,
+  WORKFLOW_OPTIONS,
   WORKFLOW_DESCRIPTIONS,
   WorkflowName,
   checkQuery,
+  formatZodError,
+  misplacedOption,
   type ChatMessage,
   type SessionEvent,
 } from "@agentmesh/contracts";
@@ -63,6 +67,45 @@ function workflowOf(model: string): WorkflowName {
       `the model ${JSON.stringify(model.slice(0, 100))} does not exist; use one of ${WorkflowName.options.map((w) => MODEL_PREFIX + w).join(", ")}`,
     );
   return wf.data;
+}
+
+/** A metadata value as the option's own type: a list (comma-separated), a number or the text itself. */
+function optionValue(option: keyof typeof WORKFLOW_OPTIONS, text: string): unknown {
+  const list = () =>
+    text
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x !== "");
+  switch (option) {
+    case "capabilities":
+      return list();
+    case "image_attachments":
+      return list().map((url) => ({ url }));
+    case "retry_limit":
+      return /^\d+$/.test(text.trim()) ? Number(text.trim()) : text;
+    case "strategy_profile":
+      return text.trim().toUpperCase();
+    default:
+      return text.trim();
+  }
+}
+
+/**
+ * The workflow options a request's `metadata` carries (the keys of `WORKFLOW_OPTIONS`; every other
+ * key is the client's own and is left alone): checked like the API's, an option of another workflow
+ * or a value the option does not take is a 400 naming it.
+ */
+export function metadataOptions(workflow: WorkflowName, metadata: Readonly<Record<string, string>>): SessionOptions {
+  const raw: Record<string, unknown> = {};
+  for (const option of Object.keys(WORKFLOW_OPTIONS) as (keyof typeof WORKFLOW_OPTIONS)[]) {
+    const text = metadata[option];
+    if (text !== undefined) raw[option] = optionValue(option, text);
+  }
+  const misplaced = misplacedOption(workflow, raw);
+  if (misplaced) throw new ApiError("bad_request", `metadata: ${misplaced.message}`);
+  const parsed = SessionOptions.safeParse(raw);
+  if (!parsed.success) throw new ApiError("bad_request", `metadata: ${formatZodError(parsed.error)}`);
+  return parsed.data;
 }
 
 /** The conversation: the last message is the question (from the user); the earlier ones are its history. */
@@ -132,10 +175,11 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
         "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]",
       );
     }
+    const options = metadataOptions(workflow, req.metadata ?? {});
     const started = await startSession(d, c.get("owner"), {
       query,
       workflow,
-      options: {},
+      options,
       threadId,
       messages: history.length ? history : undefined,
       traceparent: c.req.header("traceparent"),
