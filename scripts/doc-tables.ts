@@ -1,6 +1,6 @@
 import { ENV_VARS } from "@agentmesh/service-kit";
-import { ERROR_CODES, SessionEvent, naming } from "@agentmesh/contracts";
-import { API_ERRORS } from "@agentmesh/gateway";
+import { ERROR_CODES, SessionEvent, WORKFLOW_OPTIONS, naming } from "@agentmesh/contracts";
+import { API_ERRORS, SESSION_RESULT_FIELDS } from "@agentmesh/gateway";
 
 // The README's tables, generated from the code. test/unit/readme.test.ts checks the README
 // holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
@@ -52,6 +52,16 @@ export function gatewayErrorRows(): string[] {
   return Object.entries(API_ERRORS).map(([code, status]) => `| \`${code}\` | ${status} |`);
 }
 
+/** Rows of the workflow options table in docs/session-results.md: each option and the workflow it belongs to. */
+export function workflowOptionRows(): string[] {
+  return Object.entries(WORKFLOW_OPTIONS).map(([option, workflow]) => `| \`${option}\` | \`${workflow}\` |`);
+}
+
+/** Rows of a workflow's table in docs/session-results.md: each field of its session's `result` and what it holds. */
+export function sessionResultRows(workflow: keyof typeof SESSION_RESULT_FIELDS): string[] {
+  return Object.entries(SESSION_RESULT_FIELDS[workflow]).map(([field, meaning]) => `| \`${field}\` | ${meaning} |`);
+}
+
 /** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
 export const TABLES: Record<string, () => string[]> = {
   config: envRows,
@@ -67,7 +77,7 @@ export function tableRows(doc: string, name: string): string[] | null {
   if (!m) return null;
   return (m[1] ?? "")
     .split("\n")
-    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
+    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|option|field) \|/.test(l));
 }
 
 // `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.

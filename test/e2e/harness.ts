@@ -208,12 +208,15 @@ export class Cluster {
 
   /**
    * Starts a gateway process (NATS user `gateway`) on a free loopback port and waits until it
-   * answers `/readyz`; returns its base URL. `extra` sets its env (API keys, limits, …).
+   * answers `/readyz`; returns its base URL. `extra` sets its env (API keys, limits, …). Its
+   * default workflow is critic-chain, the one these tests script (the gateway's own is the
+   * supervisor); a test of another default sets `AGENTMESH_DEFAULT_WORKFLOW`.
    */
   async startGateway(extra: Record<string, string> = {}, ms = 60_000): Promise<{ proc: Proc; url: string }> {
     const proc = this.start("gateway", {
       AGENTMESH_GATEWAY_HOST: "127.0.0.1",
       AGENTMESH_GATEWAY_PORT: "0",
+      AGENTMESH_DEFAULT_WORKFLOW: "critic-chain",
       LOG_LEVEL: "info",
       ...extra,
     });

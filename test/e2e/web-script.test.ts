@@ -65,7 +65,8 @@ describe("npm run web", () => {
     const started = await fetch(`${url}/api/v1/query`, {
       method: "POST",
       headers: { accept: "application/json", "content-type": "application/json" },
-      body: JSON.stringify({ query: "What is 6 * 7?" }),
+      // the offline engine answers arithmetic through critic-chain's calculator (the default workflow is the supervisor)
+      body: JSON.stringify({ query: "What is 6 * 7?", workflow: "critic-chain" }),
     });
     expect(started.status).toBe(202);
     const { session_id: sid } = (await started.json()) as { session_id: string };

@@ -21,3 +21,4 @@ export { loadGatewayConfig, type GatewayConfig } from "./config.js";
 export { createGatewayApp, type GatewayApp, type GatewayDeps } from "./app.js";
 export { gatewayMain } from "./main-wiring.js";
 export { API_ERRORS } from "./http.js";
+export { SESSION_RESULT_FIELDS } from "./sessions.js";

@@ -172,7 +172,100 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
   };
 }
 
-/** A session as `GET /api/v1/sessions/:id` shows it. */
+/**
+ * What each workflow answers with: the fields of `result` in `GET /api/v1/sessions/:id`, per
+ * workflow, and what each holds (docs/session-results.md is generated from this table).
+ */
+export const SESSION_RESULT_FIELDS = {
+  "critic-chain": {
+    final_answer: "the finalizer's answer; null until the run ends",
+    final_reasoning_trace:
+      "how the answer was reached (plan, research, expert, the critics' decisions); null until the run ends",
+  },
+  halo: {
+    response_str:
+      "the synthesized answer with numbered inline citations (`[1,2]`); null until the judge and synthesis ran",
+    judge_response: "the judge's summary of how each specialist scored; null until judged",
+    citations: "the merged, de-duplicated sources (`title`, `url`, `path`, `snippet`): `[n]` in the answer is the n-th",
+  },
+  blackboard: {
+    final_answer: "the answer; null until the critic accepted a plan's results (or the run ended)",
+    citations: "the sources the answer cites",
+    last_critic_report:
+      "the critic's latest report (`plan_version`, `step_index`, `retry`, `report`: quality, hallucination risk, issues, acceptable, rewrite suggestion, human input); null before the first",
+  },
+  supervisor: {
+    response: "the answering agent's final text; null until it answered",
+    routing:
+      "the router's decision (`agent`, `confidence`, `reason`, `is_low_confidence`), or the client's `mode` with confidence 1; null before routing",
+    handoff_history: "each handoff (`source_agent`, `target_agent`, `task_description`, `context`), oldest first",
+    handoff_count: "handoffs made (at most 3)",
+    handoff_summary: "the handoffs, one line each (or `No handoffs.`)",
+    visited_agents: "the agents that held the task, in order: the routed one, then each handoff's target",
+    visualizations: "the data agent's charts (Vega-Lite specs, data inline), oldest first",
+    user_id: "who asked: the API key's name",
+    provider: "the model provider the request named; null if none",
+    model: "the model the request named; null if none",
+    tier: "the tier the request named (`fast`, `standard`, `strong`); null if none",
+    image_attachments: "the images sent with the query (`url`, `mime_type`, `name`)",
+  },
+  clarify: {
+    final_answer: "the synthesized answer with its citations; null while asking or researching",
+    citations: "the sources the answer cites, `[n]` being the n-th",
+    clarification_count: "clarifications asked in a row in this thread (reset by research)",
+    last_decision:
+      "the orchestrator's latest decision (`iteration`, `layer`, `next_agent`, `clarification_count`, `max_clarifications`, `reason`); null before the first",
+  },
+} as const satisfies Record<WorkflowName, Record<string, string>>;
+
+/** A session's `result`: its workflow's answer fields as the state holds them now (see SESSION_RESULT_FIELDS). */
+export function sessionResult(state: SessionState) {
+  const d = state.data;
+  switch (d.workflow) {
+    case "critic-chain":
+      return { final_answer: d.final_answer, final_reasoning_trace: d.final_reasoning_trace };
+    case "halo":
+      return { response_str: d.response_str, judge_response: d.judge_response, citations: d.citations };
+    case "blackboard":
+      return {
+        final_answer: d.final_answer,
+        citations: d.citations,
+        last_critic_report: d.critic_reports.at(-1) ?? null,
+      };
+    case "supervisor":
+      return {
+        response: d.response,
+        routing:
+          d.selected_agent === null
+            ? null
+            : {
+                agent: d.selected_agent,
+                confidence: d.routing_confidence ?? 0,
+                reason: d.routing_reason ?? "",
+                is_low_confidence: d.is_low_confidence,
+              },
+        handoff_history: d.handoff_history,
+        handoff_count: d.handoff_count,
+        handoff_summary: d.handoff_summary,
+        visited_agents: d.visited_agents,
+        visualizations: d.shared_memory.data_visualizations ?? [],
+        user_id: d.user_id,
+        provider: d.provider,
+        model: d.model,
+        tier: d.tier,
+        image_attachments: d.image_attachments,
+      };
+    case "clarify":
+      return {
+        final_answer: d.final_answer,
+        citations: d.citations,
+        clarification_count: d.clarification_count,
+        last_decision: d.decisions.at(-1) ?? null,
+      };
+  }
+}
+
+/** A session as `GET /api/v1/sessions/:id` shows it: what every session has, and its workflow's `result`. */
 export function sessionSummary(state: SessionState) {
   const m = state.meta;
   const turn = conversationTurn(state);
@@ -188,5 +281,6 @@ export function sessionSummary(state: SessionState) {
     final_answer: isTerminal(m.status) ? turn.answer : null,
     error: m.error === null ? null : { code: m.error.code, message: m.error.message },
     awaiting_user: m.status === "awaiting_user" ? { question: turn.asked ?? "" } : null,
+    result: sessionResult(state),
   };
 }

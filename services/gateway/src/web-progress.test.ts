@@ -29,7 +29,9 @@ const provenance = {
 /** Stamps drafts the way the runtime does: a version per transition, an index within it, a time. */
 function session(transitions: ReadonlyArray<{ at: number; events: readonly EventDraft[] }>): SessionEvent[] {
   return transitions.flatMap((t, v) =>
-    t.events.map((d, index) => SessionEvent.parse({ ...d, v: 1, session_id: SID, version: v + 1, index, at: t.at })),
+    t.events.map((d, index) =>
+      SessionEvent.parse({ ...d, v: 1, session_id: SID, version: v + 1, index, timestamp: t.at }),
+    ),
   );
 }
 
@@ -41,7 +43,7 @@ const token = (taskId: string, delta: string) => ({
   session_id: SID,
   version: 0,
   index: 0,
-  at: 0,
+  timestamp: 0,
 });
 
 const EVENTS = session([
@@ -259,6 +261,22 @@ describe("progress store", () => {
     expect(replay(EVENTS.slice(0, EVENTS.findIndex(paused) + 1), SID)).toEqual(applyAll(live().slice(0, cut + 1)));
   });
 
+  test("each refused handoff becomes a note saying why, timed by the event's timestamp", () => {
+    const p = replay(
+      session([
+        { at: T0, events: [{ type: "handoff_refused", from: "research", to: "chat", reason: "matrix" }] },
+        { at: T0 + 1, events: [{ type: "handoff_refused", from: "data", to: "code", reason: "ping_pong" }] },
+        { at: T0 + 2, events: [{ type: "handoff_refused", from: "code", to: "data", reason: "cap" }] },
+      ]),
+    );
+    expect(p.notes).toEqual([
+      { at: T0, text: "Handoff research → chat refused: the handoff matrix does not allow it" },
+      { at: T0 + 1, text: "Handoff data → code refused: it would hand the task straight back (A → B → A)" },
+      { at: T0 + 2, text: "Handoff code → data refused: the session has made its 3 handoffs" },
+    ]);
+    expect(p.startedAt).toBe(T0);
+  });
+
   test("the supervisor's routing, each agent's settings and a handoff become notes, in order", () => {
     const p = replay(
       session([
@@ -369,7 +387,7 @@ describe("progress store", () => {
       },
     ];
     const p = applyAll(
-      odd.map((e, i) => ({ type: "config", v: 1, session_id: SID, version: i + 1, index: 0, at: T0 + i, ...e })),
+      odd.map((e, i) => ({ type: "config", v: 1, session_id: SID, version: i + 1, index: 0, timestamp: T0 + i, ...e })),
     );
     expect(p.notes.map((n) => n.text)).toEqual([
       "Settings of the data agent: none announced",
