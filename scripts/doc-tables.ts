@@ -77,7 +77,9 @@ export function tableRows(doc: string, name: string): string[] | null {
   if (!m) return null;
   return (m[1] ?? "")
     .split("\n")
-    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|option|field) \|/.test(l));
+    .filter(
+      (l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|option|field) \|/.test(l),
+    );
 }
 
 // `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.

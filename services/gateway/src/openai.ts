@@ -85,7 +85,12 @@ function optionValue(option: keyof typeof WORKFLOW_OPTIONS, text: string): unkno
       return /^\d+$/.test(text.trim()) ? Number(text.trim()) : text;
     case "strategy_profile":
       return text.trim().toUpperCase();
-    default:
+    case "mode":
+    case "depth":
+    case "scenario":
+    case "provider":
+    case "model":
+    case "tier":
       return text.trim();
   }
 }

@@ -126,7 +126,7 @@ function gateway(over: Partial<GatewayDeps> = {}) {
 }
 
 /** Runs `fn` and returns the submits it caused. */
-async function submitted(fn: () => Promise<Response>): Promise<{ res: Response; sent: SubmitRequest[] }> {
+async function submitted(fn: () => Response | Promise<Response>): Promise<{ res: Response; sent: SubmitRequest[] }> {
   const before = submits.length;
   const res = await fn();
   return { res, sent: submits.slice(before) };
