@@ -176,4 +176,44 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     clearTimeout(guard);
     expect(got).toEqual(["0.0#0:Hel", "0.0#1:lo ", "1.0#0:Other", "0.0#2:world"]);
   });
+
+  it("reads a batch the previous release stored (each event stamped `at`) and hands its events out with `timestamp`", async () => {
+    const sid = "gwstreamlegacy01";
+    const old = (index: number, at: number) => {
+      const { timestamp: _t, ...rest } = { ...stage(1, index), session_id: sid };
+      return { ...rest, at };
+    };
+    const batch = {
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 1,
+      events: [old(0, 1_600_000_000_000), old(1, 1_600_000_000_001)],
+    };
+    await jetstream(nc).publish(n.events(sid), JSON.stringify(batch), { msgID: `${sid}:1:0+2` });
+    await createPublisher(nc, n, log).publishEvent({
+      v: SCHEMA_VERSION,
+      session_id: sid,
+      version: 2,
+      index: 0,
+      timestamp: 1_600_000_000_002,
+      type: "complete",
+      status: "completed",
+      final_answer: "done",
+      final_reasoning_trace: "",
+    });
+    const ac = new AbortController();
+    const got: SessionEvent[] = [];
+    const guard = setTimeout(() => ac.abort(), 5000);
+    for await (const item of sessionStream(nc, n, sid, { after: null, tokens: false, signal: ac.signal, log })) {
+      if (item.kind === "event") got.push(item.event);
+      if (item.event.type === "complete") ac.abort();
+    }
+    clearTimeout(guard);
+    expect(got.map((e) => [`${e.version}:${e.index}`, e.timestamp])).toEqual([
+      ["1:0", 1_600_000_000_000],
+      ["1:1", 1_600_000_000_001],
+      ["2:0", 1_600_000_000_002],
+    ]);
+    for (const e of got) expect(e).not.toHaveProperty("at");
+  });
 });
