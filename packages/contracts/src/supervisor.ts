@@ -124,7 +124,9 @@ export type ImageAttachment = z.infer<typeof ImageAttachment>;
 export const MAX_IMAGE_ATTACHMENTS = 5;
 
 /** The model provider a client names (seed 002's `provider`), e.g. `openai`. */
-export const ModelProvider = z.string().regex(/^[a-z0-9][a-z0-9_.-]{0,39}$/i, "a provider is 1-40 of [A-Za-z0-9_.-]");
+export const ModelProvider = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$/, "a provider is 1-40 of [A-Za-z0-9_.-]");
 
 /** The session's handoffs in one line each, oldest first (the seed's `get_handoff_summary()`). */
 export function handoffSummary(history: readonly HandoffInfo[]): string {
