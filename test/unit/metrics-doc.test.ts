@@ -3,9 +3,12 @@ import { join } from "node:path";
 import { describe, expect, test } from "vitest";
 import { ENV_VARS, METRIC_CATALOGUE } from "@agentmesh/service-kit";
 
-// The README's metrics table is the catalogue the services register from: checked row by row.
+// The metrics table of the tracing-and-metrics page is the catalogue the services register from:
+// checked row by row.
 
-const readme = readFileSync(join(import.meta.dirname, "../..", "README.md"), "utf8");
+/** The page that holds the metrics table. */
+const PAGE = "docs/tracing-and-metrics.md";
+const doc = readFileSync(join(import.meta.dirname, "../..", PAGE), "utf8");
 
 /** The table's rows as the catalogue says them. */
 function catalogueRows(): string[] {
@@ -15,16 +18,16 @@ function catalogueRows(): string[] {
   );
 }
 
-describe("the README's Metrics section", () => {
+describe("the metrics section of the tracing-and-metrics page", () => {
   test("lists exactly the catalogue's metrics, with their types, labels and exporters", () => {
-    const m = /<!-- metrics -->\n([\s\S]*?)<!-- \/metrics -->/.exec(readme);
-    expect(m, "README has no <!-- metrics --> table").not.toBeNull();
+    const m = /<!-- metrics -->\n([\s\S]*?)<!-- \/metrics -->/.exec(doc);
+    expect(m, `${PAGE} has no <!-- metrics --> table`).not.toBeNull();
     const rows = (m?.[1] ?? "").split("\n").filter((l) => l.startsWith("| `"));
     expect(rows).toEqual(catalogueRows());
   });
 
   test("names the variables that turn the endpoint on, and they are in the configuration table", () => {
-    const section = readme.slice(readme.indexOf("## Metrics"), readme.indexOf("<!-- metrics -->"));
+    const section = doc.slice(doc.indexOf("## Metrics"), doc.indexOf("<!-- metrics -->"));
     for (const name of ["AGENTMESH_METRICS_PORT", "AGENTMESH_METRICS_HOST"]) {
       expect(section).toContain(`\`${name}\``);
       expect(ENV_VARS.some((v) => v.name === name)).toBe(true);
