@@ -348,14 +348,14 @@ export const ENV_VARS = [
     schema: int(0).max(10).default(2),
     default: "2",
     description:
-      "clarify: clarifications in a row (per thread) before the orchestrator forces research (seed 003's `max_clarifications`)",
+      "clarify: clarifications in a row (per thread) before the orchestrator forces research (`max_clarifications`)",
     usedBy: ["coordinator"],
   },
   {
     name: "AGENTMESH_CLARIFY_MAX_HISTORY",
     schema: int(1).max(40).default(10),
     default: "10",
-    description: "clarify: the latest messages the orchestrator's prompt shows (seed 003's `max_history`)",
+    description: "clarify: the latest messages the orchestrator's prompt shows (`max_history`)",
     usedBy: ["coordinator"],
   },
   {
