@@ -6,7 +6,7 @@ import type { TraceExportTarget, TracingConfig } from "./tracing.js";
 export interface EnvVar {
   readonly name: string;
   readonly schema: z.ZodType;
-  /** Default as shown in the README ("—" for none). */
+  /** Default as shown in docs/configuration.md ("—" for none). */
   readonly default: string;
   readonly description: string;
   readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli" | "gateway")[];
@@ -21,7 +21,7 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v === "true");
 
 /**
- * Every environment variable agentmesh reads. The README's configuration table is checked
+ * Every environment variable agentmesh reads. The configuration table of docs/configuration.md is checked
  * against this list by a test, so the two cannot drift.
  */
 export const ENV_VARS = [
