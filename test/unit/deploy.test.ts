@@ -232,8 +232,8 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^\s+AGENTMESH_METRICS_HOST=0\.0\.0\.0\b/m);
   });
 
-  it("builds one image from node:20-bookworm-slim with pnpm 10 and the frozen lockfile: compiled in a build stage, production dependencies only", () => {
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim AS base$/m);
+  it("builds one image from node:24-bookworm-slim with pnpm 10 and the frozen lockfile: compiled in a build stage, production dependencies only", () => {
+    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS base$/m);
     expect(dockerfile).toContain("npm i -g pnpm@10");
     expect(dockerfile).toMatch(/^FROM base AS build$/m);
     expect(dockerfile).toMatch(
