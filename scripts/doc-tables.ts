@@ -1,4 +1,4 @@
-import { ENV_VARS } from "@agentmesh/service-kit";
+import { ENV_VARS, METRIC_CATALOGUE } from "@agentmesh/service-kit";
 import { ERROR_CODES, SessionEvent, naming } from "@agentmesh/contracts";
 import { API_ERRORS } from "@agentmesh/gateway";
 
@@ -53,6 +53,14 @@ export function gatewayErrorRows(): string[] {
   return Object.entries(API_ERRORS).map(([code, status]) => `| \`${code}\` | ${status} |`);
 }
 
+/** Rows of the metrics table: each metric of the catalogue with its type, labels and exporters. */
+export function metricRows(): string[] {
+  return Object.values(METRIC_CATALOGUE).map(
+    (m) =>
+      `| \`${m.name}\` | ${m.type} | ${m.labels.length ? m.labels.map((l) => `\`${l}\``).join(", ") : "—"} | ${m.by} | ${m.help} |`,
+  );
+}
+
 /** Every generated table by its marker name in its page (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
 export const TABLES: Record<string, () => string[]> = {
   config: envRows,
@@ -60,6 +68,7 @@ export const TABLES: Record<string, () => string[]> = {
   subjects: subjectRows,
   events: eventRows,
   "gateway-errors": gatewayErrorRows,
+  metrics: metricRows,
 };
 
 /** The page, from the repository root, that holds each table of TABLES. */
@@ -69,6 +78,7 @@ export const DOC_PAGES: Record<string, string> = {
   subjects: "docs/subjects-and-streams.md",
   events: "docs/events.md",
   "gateway-errors": "docs/gateway.md",
+  metrics: "docs/tracing-and-metrics.md",
 };
 
 /** `doc` with the rows of table `name` replaced by `rows` (its header and separator lines kept). */
@@ -85,7 +95,7 @@ export function tableRows(doc: string, name: string): string[] | null {
   if (!m) return null;
   return (m[1] ?? "")
     .split("\n")
-    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
+    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|metric) \|/.test(l));
 }
 
 // `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in each page of DOC_PAGES from the code.
