@@ -1,9 +1,10 @@
-import { ENV_VARS } from "@agentmesh/service-kit";
-import { ERROR_CODES, SessionEvent, WORKFLOW_OPTIONS, naming } from "@agentmesh/contracts";
+import { ENV_VARS, METRIC_CATALOGUE } from "@agentmesh/service-kit";
+import { ERROR_CODES, SessionEvent, WORKFLOW_OPTIONS, WorkflowName, naming } from "@agentmesh/contracts";
 import { API_ERRORS, SESSION_RESULT_FIELDS } from "@agentmesh/gateway";
 
-// The README's tables, generated from the code. test/unit/readme.test.ts checks the README
-// holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
+// The reference tables of docs/, generated from the code. test/unit/readme.test.ts checks that each
+// page named in DOC_PAGES holds exactly these rows; `pnpm tsx scripts/doc-tables.ts --write`
+// rewrites them from the code.
 
 /** Rows of the configuration table. */
 export function envRows(): string[] {
@@ -52,24 +53,59 @@ export function gatewayErrorRows(): string[] {
   return Object.entries(API_ERRORS).map(([code, status]) => `| \`${code}\` | ${status} |`);
 }
 
-/** Rows of the workflow options table in docs/session-results.md: each option and the workflow it belongs to. */
+/** Rows of the metrics table: each metric of the catalogue with its type, labels and exporters. */
+export function metricRows(): string[] {
+  return Object.values(METRIC_CATALOGUE).map(
+    (m) =>
+      `| \`${m.name}\` | ${m.type} | ${m.labels.length ? m.labels.map((l) => `\`${l}\``).join(", ") : "—"} | ${m.by} | ${m.help} |`,
+  );
+}
+
+/** Rows of the workflow options table: each option and the workflow it belongs to. */
 export function workflowOptionRows(): string[] {
   return Object.entries(WORKFLOW_OPTIONS).map(([option, workflow]) => `| \`${option}\` | \`${workflow}\` |`);
 }
 
-/** Rows of a workflow's table in docs/session-results.md: each field of its session's `result` and what it holds. */
-export function sessionResultRows(workflow: keyof typeof SESSION_RESULT_FIELDS): string[] {
+/** Rows of a workflow's session result table: each field of its session's `result` and what it holds. */
+export function sessionResultRows(workflow: WorkflowName): string[] {
   return Object.entries(SESSION_RESULT_FIELDS[workflow]).map(([field, meaning]) => `| \`${field}\` | ${meaning} |`);
 }
 
-/** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
+const RESULT_TABLES = Object.fromEntries(
+  WorkflowName.options.map((w) => [`session-result-${w}`, () => sessionResultRows(w)]),
+);
+
+/** Every generated table by its marker name in its page (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
 export const TABLES: Record<string, () => string[]> = {
   config: envRows,
   errors: errorRows,
   subjects: subjectRows,
   events: eventRows,
   "gateway-errors": gatewayErrorRows,
+  metrics: metricRows,
+  "workflow-options": workflowOptionRows,
+  ...RESULT_TABLES,
 };
+
+/** The page, from the repository root, that holds each table of TABLES. */
+export const DOC_PAGES: Record<string, string> = {
+  config: "docs/configuration.md",
+  errors: "docs/errors.md",
+  subjects: "docs/subjects-and-streams.md",
+  events: "docs/events.md",
+  "gateway-errors": "docs/gateway.md",
+  metrics: "docs/tracing-and-metrics.md",
+  "workflow-options": "docs/session-results.md",
+  ...Object.fromEntries(Object.keys(RESULT_TABLES).map((name) => [name, "docs/session-results.md"])),
+};
+
+/** `doc` with the rows of table `name` replaced by `rows` (its header and separator lines kept). */
+export function writeTable(doc: string, name: string, rows: readonly string[]): string {
+  return doc.replace(
+    new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`),
+    (_m, head: string) => `${head}${rows.join("\n")}\n`,
+  );
+}
 
 /** The rows between a table's markers in a document; null when the markers are missing. */
 export function tableRows(doc: string, name: string): string[] | null {
@@ -78,19 +114,16 @@ export function tableRows(doc: string, name: string): string[] | null {
   return (m[1] ?? "")
     .split("\n")
     .filter(
-      (l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|option|field) \|/.test(l),
+      (l) =>
+        l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|metric|option|field) \|/.test(l),
     );
 }
 
-// `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.
+// `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in each page of DOC_PAGES from the code.
 if (process.argv[1]?.endsWith("doc-tables.ts") && process.argv.includes("--write")) {
   const { readFileSync, writeFileSync } = await import("node:fs");
-  let doc = readFileSync("README.md", "utf8");
   for (const [name, rows] of Object.entries(TABLES)) {
-    doc = doc.replace(
-      new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`),
-      (_m, head: string) => `${head}${rows().join("\n")}\n`,
-    );
+    const page = DOC_PAGES[name] as string;
+    writeFileSync(page, writeTable(readFileSync(page, "utf8"), name, rows()));
   }
-  writeFileSync("README.md", doc);
 }

@@ -29,7 +29,7 @@ import {
 } from "./supervisor-ops.js";
 
 /**
- * The seed's nodes (seed 002's graphs), the one a supervisor session is running, or `done`.
+ * The agents' graph nodes: the one a supervisor session is running, or `done`.
  * `router` picks the agent; each agent's own nodes follow (chat: agent ⇄ tools; research:
  * search_agent ⇄ search_tools → analyze → synthesize → finalize; code: generate ⇄ execute;
  * writing: analyze → outline → write → finalize; data: plan → generate ⇄ execute → summarize).
@@ -74,7 +74,7 @@ export const PendingCode = z.object({
 export type PendingCode = z.infer<typeof PendingCode>;
 
 /**
- * supervisor session data (seed 002), the seed's SupervisorState field names where it has them:
+ * supervisor session data, the SupervisorState field names where it has them:
  * `query`, `mode`, `selected_agent`, `routing_reason`, `routing_confidence`, `is_low_confidence`,
  * `active_agent`, `delegated_task`, `handoff_context`, `handoff_count`, `handoff_history`,
  * `pending_handoff`, `shared_memory`, `tool_iterations`, `response`, `error`, the HandoffManager's
@@ -108,7 +108,7 @@ export const SupervisorData = z.object({
   pending_handoff: HandoffInfo.nullable(),
   /** The agents that held the task, in order: the routed one, then each handoff's target. */
   visited_agents: z.array(SupervisorAgent).max(MAX_HANDOFFS + 1),
-  /** The handoffs in one line each (the seed's `get_handoff_summary()`), or that there were none. */
+  /** The handoffs in one line each, or that there were none. */
   handoff_summary: z.string().max(SUPERVISOR_LIMITS.maxHandoffSummaryChars),
   /** Who asked: the session's owner (the gateway's API key name); null for a session without one (the CLI). */
   user_id: Owner.nullable(),
