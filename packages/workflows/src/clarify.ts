@@ -214,9 +214,10 @@ function orchestrate(data: ClarifyData): Decided {
 }
 
 /**
- * Layer 3's outcome: CLARIFICATION counts one more, RESEARCH resets the count; a reply naming
- * neither, or a failed call (a typed failure, its deadline), goes to research with the count as
- * it was (the seed's default branch and its error fallback touch no count). Never retried.
+ * Layer 3's outcome: CLARIFICATION counts one more; every way to research resets the count to 0 —
+ * RESEARCH, a reply naming neither (the default branch) and a failed call (a typed failure, its
+ * deadline: the error fallback), as the orchestrator's state update does for any research route
+ * (docs/workflows/clarify.md). Never retried.
  */
 function onDecision(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
@@ -231,19 +232,14 @@ function onDecision(data: ClarifyData, input: TaskInput): Decided {
       data,
       "fallback",
       "research",
-      data.clarification_count,
+      0,
       `The orchestrator failed (${input.error.code}); research is the safe default.`,
     );
     return route({ ...step, events: [...events, ...step.events] });
   }
   const reply = (input.output as DecideResult).decision;
   const parsed = parseDecision(reply);
-  const count =
-    parsed.matched === "CLARIFICATION"
-      ? data.clarification_count + 1
-      : parsed.matched === "RESEARCH"
-        ? 0
-        : data.clarification_count;
+  const count = parsed.next === "clarification" ? data.clarification_count + 1 : 0;
   return route(decided(data, "model", parsed.next, count, reply.trim() || "(an empty reply: research by default)"));
 }
 
