@@ -175,6 +175,8 @@ export const TaskEnvelope = z.object({
   op: z.string().max(40),
   attempt: z.number().int().nonnegative(),
   deadline_at: Ms.nullable(),
+  /** A backed-off retry: no agent works the task before this time (epoch ms); absent means at once. */
+  not_before: Ms.optional(),
   input: z.unknown(),
 });
 export type TaskEnvelope = z.infer<typeof TaskEnvelope>;

@@ -253,6 +253,19 @@ export function jsonBytesFor(value: unknown, limit: number): number {
   return json.length * 3 <= limit ? json.length * 3 : new TextEncoder().encode(json).length;
 }
 
+/**
+ * A delay less up to a tenth of it, the fraction taken from the task id (FNV-1a): retries of
+ * different tasks spread out, and a replayed step computes the same time.
+ */
+function jittered(delayMs: number, id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    h ^= id.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return Math.round(delayMs - (h / 0x1_0000_0000) * (delayMs / 10));
+}
+
 /** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
 function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
   const { now, defaults } = d.ctx;
@@ -272,14 +285,17 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       spec.deadlineMs === undefined
         ? defaults.taskDeadlineMs
         : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
+    const id = taskId(d.meta.session_id, newVersion(d), i, spec.attempt);
+    const delay = spec.delayMs === undefined || spec.delayMs <= 0 ? 0 : jittered(spec.delayMs, id);
     const envelope: TaskEnvelope = {
       v: SCHEMA_VERSION,
-      task_id: taskId(d.meta.session_id, newVersion(d), i, spec.attempt),
+      task_id: id,
       session_id: d.meta.session_id,
       role: spec.role,
       op: spec.op,
       attempt: spec.attempt,
-      deadline_at: ms === null ? null : now + ms,
+      deadline_at: ms === null ? null : now + delay + ms,
+      ...(delay > 0 ? { not_before: now + delay } : {}),
       input: parsed.data,
     };
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.

@@ -37,6 +37,11 @@ export interface TaskSpec {
   readonly tag?: string;
   /** The task's own deadline (ms after dispatch), when shorter than the runtime default: a fan-out's join deadline. */
   readonly deadlineMs?: number;
+  /**
+   * A backed-off retry: no agent starts the task before this many ms after dispatch (the runtime
+   * takes up to a tenth off, derived from the task id); its deadline counts from then.
+   */
+  readonly delayMs?: number;
 }
 
 /**
