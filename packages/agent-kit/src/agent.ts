@@ -266,6 +266,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           input: parsed.data,
           ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
           ...(c.tier === undefined ? {} : { tier: c.tier }),
+          ...(op.oneCall === true ? { oneRequest: true } : {}),
           signal,
         };
       };
@@ -405,7 +406,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       if (err instanceof AgentmeshError)
         log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
       else log.error({ err }, "op crashed");
-      return fail(error.toWire(def.role));
+      // a one-call op's workflow falls back on any failure: a redelivery would only call again
+      return fail(op.oneCall === true ? { ...error.toWire(def.role), retryable: false } : error.toWire(def.role));
     }
   }
 }

@@ -31,6 +31,13 @@ interface PromptOpBase<Req, Res> {
    * replaces the prompt file's instructions, which stay the fallback.
    */
   readonly promptName?: string;
+  /**
+   * An op whose workflow falls back at once when its model call fails (halo's capability planner,
+   * the supervisor's router, clarify's orchestrator): each delivery sends one model request (no
+   * retry of a 429, a 5xx, a timeout or invalid output), and any failure is reported at once as not
+   * retryable, so the task is not redelivered.
+   */
+  readonly oneCall?: boolean;
   /** The op's own temperature, over the role's configured one (seed 003's orchestrator: 0.3). */
   readonly temperature?: number;
   /** Values of the `{{name}}` placeholders in the instructions (the prompt file's or Langfuse's). */
@@ -156,6 +163,13 @@ export interface HandlerContext {
  */
 export interface OpHandler<Req, Res> {
   readonly kind: "handler";
+  /**
+   * An op whose workflow falls back at once when its model call fails (halo's capability planner,
+   * the supervisor's router, clarify's orchestrator): each delivery sends one model request (no
+   * retry of a 429, a 5xx, a timeout or invalid output), and any failure is reported at once as not
+   * retryable, so the task is not redelivered.
+   */
+  readonly oneCall?: boolean;
   /** Version of the handler's logic, recorded as the prompt version when no contract is named. */
   readonly version: string;
   /** Id of the prompt contract documenting the op (and used by its model calls, if any). */
