@@ -109,6 +109,7 @@ export const genAiSystem = (portName: string): string =>
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
 export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & {
   readonly session_id?: string;
+  readonly allowance?: TaskEnvelope["allowance"];
 };
 
 type AnyOp = OpSpec<unknown, unknown>;
@@ -328,6 +329,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           taskId: task.task_id,
           sessionId,
           attempt: task.attempt,
+          ...(task.allowance === undefined ? {} : { allowance: task.allowance }),
           signal,
           log,
           prompt: contract,

@@ -131,6 +131,8 @@ export interface HandlerContext {
   readonly taskId: string;
   readonly sessionId: string;
   readonly attempt: number;
+  /** What the session may still use, counted by the coordinator (the executor's tool calls); absent on a direct call. */
+  readonly allowance?: { readonly tool_calls: number };
   /** Aborted at the task deadline, on a session cancel or at shutdown: stop tool and model calls. */
   readonly signal: AbortSignal;
   readonly log: Logger;

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { TaskEnvelope } from "@agentmesh/contracts";
 import { retryBackoffMs } from "./blackboard-strategy.js";
 import { bbHarness, bbOut, type BbHarness } from "./blackboard-testkit.js";
-import { failure } from "./testing.js";
+import { DEFAULTS, failure } from "./testing.js";
 
 /** Start through the plan, answering intake and memory well. */
 function planned(h: BbHarness) {
@@ -139,5 +139,51 @@ describe("the critic's verdict agrees with its scores", () => {
   it("the thresholds are per strategy profile, kept in the session's limits", () => {
     const h = bbHarness({ profile: "EXPLORATORY" });
     expect(h.state.data.limits).toMatchObject({ min_quality: 0.6, max_hallucination_risk: 0.4 });
+  });
+});
+
+describe("the session's tool-call cap is counted by the coordinator in the session state", () => {
+  const allowanceOf = (h: BbHarness, key: string) => envelopeOf(h, key).allowance?.tool_calls;
+
+  it("each executor task carries the calls left (the configured cap less those dispatched before it); list_tools counts none", () => {
+    const h = bbHarness({ profile: "FALLBACK", defaults: { ...DEFAULTS, maxToolCallsPerSession: 3 } });
+    h.start();
+    expect(envelopeOf(h, "executor.list_tools").allowance).toBeUndefined();
+    h.answer("perception.perceive", bbOut.perception());
+    h.answer("executor.list_tools", bbOut.tools());
+    h.answer("memory.update", bbOut.memory());
+    h.answer("decision.plan", bbOut.plan());
+    expect(h.state.meta).toMatchObject({ max_tool_calls: 3, usage: { tool_calls: 1 } });
+    const seen = [allowanceOf(h, "executor.execute:tool")];
+    for (let retry = 1; retry <= 4; retry++) {
+      rejectStep(h);
+      seen.push(allowanceOf(h, "executor.execute:tool"));
+    }
+    expect(seen).toEqual([3, 2, 1, 0, 0]);
+    expect(h.state.meta.usage.tool_calls).toBe(5);
+  });
+
+  it("the count lives in the stored state: a coordinator that restarts and steps the stored session goes on counting", () => {
+    const h = bbHarness({ defaults: { ...DEFAULTS, maxToolCallsPerSession: 2 } });
+    planned(h);
+    // what Redis holds, as JSON, stepped by another process
+    const stored = JSON.parse(JSON.stringify(h.state)) as typeof h.state;
+    h.state = stored;
+    rejectStep(h);
+    expect(allowanceOf(h, "executor.execute:tool")).toBe(1);
+    expect(h.state.meta.usage.tool_calls).toBe(2);
+  });
+
+  it("a session stored before the count existed is counted from 0 against the default of 100", () => {
+    const h = bbHarness();
+    h.start();
+    const { tool_calls: _t, ...usage } = h.state.meta.usage;
+    const { max_tool_calls: _m, ...meta } = h.state.meta;
+    h.state = { ...h.state, meta: { ...meta, usage } };
+    h.answer("perception.perceive", bbOut.perception());
+    h.answer("executor.list_tools", bbOut.tools());
+    h.answer("memory.update", bbOut.memory());
+    h.answer("decision.plan", bbOut.plan());
+    expect(allowanceOf(h, "executor.execute:tool")).toBe(100);
   });
 });

@@ -266,10 +266,15 @@ function jittered(delayMs: number, id: string): number {
   return Math.round(delayMs - (h / 0x1_0000_0000) * (delayMs / 10));
 }
 
+/** An executor task that runs a tool or code: each counts one of the session's tool calls. */
+const usesTool = (spec: TaskSpec): boolean => spec.role === "executor" && spec.op !== "list_tools";
+
 /** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
 function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
   const { now, defaults } = d.ctx;
   const out: TaskEnvelope[] = [];
+  let toolCalls = d.meta.usage.tool_calls ?? 0;
+  const maxToolCalls = d.meta.max_tool_calls ?? LIMITS.defaultMaxToolCallsPerSession;
   for (const [i, spec] of specs.entries()) {
     const def = findOp(spec.role, spec.op);
     if (!def)
@@ -296,6 +301,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       attempt: spec.attempt,
       deadline_at: ms === null ? null : now + delay + ms,
       ...(delay > 0 ? { not_before: now + delay } : {}),
+      ...(usesTool(spec) ? { allowance: { tool_calls: Math.max(0, maxToolCalls - toolCalls++) } } : {}),
       input: parsed.data,
     };
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
@@ -372,6 +378,7 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
       });
     }
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
+    if (task.allowance !== undefined) d.meta.usage.tool_calls = (d.meta.usage.tool_calls ?? 0) + 1;
   }
   d.meta.usage.steps += built.length;
   d.meta.status = "running";

@@ -141,6 +141,8 @@ export interface RuntimeDefaults {
    * means none (tests); the coordinator's config always sets all four.
    */
   readonly ceilings: Budgets;
+  /** Tool calls one session may make in all (executor tasks, each attempt counted); absent = 100. */
+  readonly maxToolCallsPerSession?: number;
   /** Deadline of each awaited task (ms after dispatch); null = none. */
   readonly taskDeadlineMs: number | null;
   /** Wall-clock deadline of a session (ms after creation); null = none. */
