@@ -12,7 +12,13 @@ import { clipText as clip, type ToolCallResult } from "@agentmesh/tools";
 import { renderOutput } from "./execute.js";
 import type { ExecutorCall } from "./tools.js";
 
-type Ctx = { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal };
+type Ctx = {
+  readonly sessionId: string;
+  readonly taskId: string;
+  readonly signal: AbortSignal;
+  /** Tool calls the session may still make, from the task. */
+  readonly allowance?: number;
+};
 
 const CONTENT_MAX = 4000;
 const LANGUAGE_OF: Readonly<Record<string, CodeLanguage>> = Object.fromEntries(
@@ -152,6 +158,7 @@ export async function callTool(
     signal: ctx.signal,
     limits: req.limits,
     policy: { listed: req.allowed, banned: [] },
+    ...(ctx.allowance === undefined ? {} : { allowance: ctx.allowance }),
   });
   const base = {
     tool: req.tool,

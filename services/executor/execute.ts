@@ -12,7 +12,13 @@ import { clipText as clip, type ToolCallResult, type ToolRegistry } from "@agent
 import type { ExecutorCall } from "./tools.js";
 
 type ExecuteRequest = OpRequest<"executor", "execute">;
-type Ctx = { readonly sessionId: string; readonly taskId: string; readonly signal: AbortSignal };
+type Ctx = {
+  readonly sessionId: string;
+  readonly taskId: string;
+  readonly signal: AbortSignal;
+  /** Tool calls the session may still make, from the task. */
+  readonly allowance?: number;
+};
 
 /** The registry tool each non-tool strategy runs. */
 const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
@@ -126,6 +132,7 @@ export async function executeStep(
     signal: ctx.signal,
     limits: req.limits,
     policy,
+    ...(ctx.allowance === undefined ? {} : { allowance: ctx.allowance }),
   });
   const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
   const recs = records(result, tool);

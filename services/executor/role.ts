@@ -48,6 +48,14 @@ export function tracedCall(
     );
 }
 
+/** What a tool call needs of its task: ids, signal, and the tool calls its session may still make. */
+const taskCtx = (ctx: HandlerContext) => ({
+  sessionId: ctx.sessionId,
+  taskId: ctx.taskId,
+  signal: ctx.signal,
+  ...(ctx.allowance === undefined ? {} : { allowance: ctx.allowance.tool_calls }),
+});
+
 /** The executor role over its tools: the safe executor as a service. */
 export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
   return defineAgent({
@@ -65,7 +73,7 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
             : executeStep(
                 input,
                 tracedCall((c) => tools.call(c), ctx),
-                { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal },
+                taskCtx(ctx),
               ),
         summarize: (o) =>
           `${o.strategy} ${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s), ${o.citations.length} citation(s)`,
@@ -79,7 +87,7 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
           callTool(
             input,
             tracedCall((c) => tools.call(c), ctx),
-            { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal },
+            taskCtx(ctx),
           ),
         summarize: (o) =>
           `${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s)${o.code ? `, exit code ${o.code.exit_code ?? "none"}` : ""}, ${o.citations.length} citation(s)`,

@@ -37,6 +37,8 @@ export interface ExecutorCall {
   readonly limits: ExecutorLimits;
   /** The session's tool policy for this call (refused before any attempt when it says no). */
   readonly policy: CallPolicy;
+  /** Tool calls the session may still make (its coordinator counts them); absent on a direct call. */
+  readonly allowance?: number;
 }
 
 /** The executor's tools: the registry (for list_tools) and the call path through the safe executor. */
@@ -206,6 +208,7 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
         taskId: req.taskId,
         signal: req.signal,
         policy: req.policy,
+        ...(req.allowance === undefined ? {} : { allowance: req.allowance }),
       }),
     async close() {
       await Promise.all([builtin.close(), ...mcp.clients.map((c) => c.close())]);

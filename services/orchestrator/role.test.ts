@@ -7,7 +7,13 @@ import { createLangfusePromptSource, createOpRunner, loadPromptContracts } from 
 import type { ChatMessage, DecideRequest } from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
 import { createRecordingTracing } from "@agentmesh/service-kit/testing";
-import { createScriptedModel, offlineModelOf, recordingModel } from "../../test/setup/model.js";
+import {
+  createScriptedModel,
+  offlineModelOf,
+  recordingModel,
+  ONE_CALL_FAILURES,
+  oneCallAgainst,
+} from "../../test/setup/model.js";
 import orchestrator, { ORCHESTRATOR_PROMPT } from "./role.js";
 
 const log = createLogger({ service: "test", level: "silent" });
@@ -144,5 +150,20 @@ describe("orchestrator.decide's decision record", () => {
       "orchestrator_decision.metadata.agent": "orchestrator",
     });
     expect(typeof span?.attributes["orchestrator_decision.model"]).toBe("string");
+  });
+});
+
+describe("orchestrator.decide is one model call: the workflow researches on any failure", () => {
+  it.each(ONE_CALL_FAILURES)("$what: one request, never a retry or a redelivery", async ({ what, entry }) => {
+    const { result, requests } = await oneCallAgainst("orchestrator", "decide", entry, (model) =>
+      createOpRunner(orchestrator, model, { log, prompts })(
+        task({ messages: turns(1), clarification_count: 0, max_clarifications: 2 }),
+        signal(),
+      ),
+    );
+    expect(requests).toBe(1);
+    // free text: garbage is a reply naming neither decision (research by default), the rest fail at once
+    if (what === "garbage") expect(result).toMatchObject({ ok: true, output: { decision: "}{ not json at all" } });
+    else expect(result).toMatchObject({ ok: false, error: { retryable: false } });
   });
 });

@@ -33,6 +33,7 @@ export default defineAgent({
   ops: {
     decide: {
       contract: "orchestrator.decide",
+      oneCall: true,
       promptName: ORCHESTRATOR_PROMPT,
       output: "text",
       temperature: ORCHESTRATOR_TEMPERATURE,

@@ -4,7 +4,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createOpRunner, loadPromptContracts } from "@agentmesh/agent-kit";
 import { AgentmeshError, Capability, type CapabilitiesRequest, type TaskOutcome } from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
-import { createScriptedModel, offlineModelOf, scriptedHttpModel, type ScriptEntry } from "../../test/setup/model.js";
+import {
+  createScriptedModel,
+  offlineModelOf,
+  scriptedHttpModel,
+  type ScriptEntry,
+  ONE_CALL_FAILURES,
+  oneCallAgainst,
+} from "../../test/setup/model.js";
 import { planCapabilities, renderCapabilities } from "./capabilities.js";
 import planner from "./role.js";
 
@@ -184,5 +191,18 @@ describe("planner.capabilities offline", () => {
       ok: true,
       output: { capabilities: ["chitchat"] },
     });
+  });
+});
+
+describe("planner.capabilities is one model call: the workflow falls back to chitchat on any failure", () => {
+  it.each(ONE_CALL_FAILURES)("$what: one request, never a retry or a redelivery", async ({ what, entry }) => {
+    const { result, requests } = await oneCallAgainst("planner", "capabilities", entry, (model) =>
+      createOpRunner(planner, model, { log, prompts })(task(), new AbortController().signal),
+    );
+    expect(requests).toBe(1);
+    // garbage is an invalid plan, answered as such; the transport failures are reported as not retryable
+    if (what === "garbage")
+      expect(result).toMatchObject({ ok: true, output: { capabilities: [], invalid_reason: expect.any(String) } });
+    else expect(result).toMatchObject({ ok: false, error: { retryable: false } });
   });
 });

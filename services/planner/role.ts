@@ -54,6 +54,7 @@ export default defineAgent({
     },
     capabilities: {
       kind: "handler",
+      oneCall: true,
       version: "planner.capabilities/1",
       contract: "planner.capabilities",
       run: planCapabilities,

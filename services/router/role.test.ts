@@ -4,7 +4,14 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createOpRunner, loadAgentConfig, loadPromptContracts } from "@agentmesh/agent-kit";
 import type { RouteRequest } from "@agentmesh/contracts";
 import { createLogger } from "@agentmesh/service-kit";
-import { createScriptedModel, offlineModelOf, scriptedHttpModel, type ScriptEntry } from "../../test/setup/model.js";
+import {
+  createScriptedModel,
+  offlineModelOf,
+  scriptedHttpModel,
+  type ScriptEntry,
+  ONE_CALL_FAILURES,
+  oneCallAgainst,
+} from "../../test/setup/model.js";
 import router, { renderRoute } from "./role.js";
 
 const log = createLogger({ service: "test", level: "silent" });
@@ -132,4 +139,17 @@ describe("renderRoute", () => {
     expect(text).toContain("…");
     expect(renderRoute(request("hi"))).toBe("Earlier turns:\n(none)\n\nLatest query: hi");
   });
+});
+
+describe("router.route is one model call: the workflow falls back to chat on any failure", () => {
+  it.each(ONE_CALL_FAILURES)(
+    "$what: one request, reported at once as a failure no redelivery retries",
+    async ({ entry }) => {
+      const { result, requests } = await oneCallAgainst("router", "route", entry, (model) =>
+        createOpRunner(router, model, { log, prompts })(task(request("Chart this CSV")), signal()),
+      );
+      expect(requests).toBe(1);
+      expect(result).toMatchObject({ ok: false, error: { retryable: false } });
+    },
+  );
 });

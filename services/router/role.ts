@@ -38,6 +38,7 @@ export default defineAgent({
   ops: {
     route: {
       kind: "handler",
+      oneCall: true,
       version: "router.route/1",
       contract: "router.route",
       run: route,

@@ -48,3 +48,43 @@ export function recordingModel(model: ModelPort): { port: ModelPort; seen: SeenC
   };
   return { port, seen, prompts };
 }
+
+/** The model failures a one-call op must survive with one request: 429, 500, a hang, garbage. */
+export const ONE_CALL_FAILURES: ReadonlyArray<{
+  readonly what: string;
+  readonly entry: Omit<HttpScriptEntry, "role" | "op">;
+}> = [
+  { what: "429", entry: { status: 429, retryAfterSec: 0 } },
+  { what: "500", entry: { status: 500 } },
+  { what: "a hang", entry: { output: {}, delayMs: 30_000 } },
+  { what: "garbage", entry: { content: "}{ not json at all" } },
+];
+
+/**
+ * Runs `run` against a scripted server answering `failure` for role.op and then, should a second
+ * request come, a 500 every time: the adapter may try 5 times and time out after 2 s, so any
+ * retry shows as a second request. Returns what `run` returned and the requests the server saw.
+ */
+export async function oneCallAgainst<T>(
+  role: string,
+  op: string,
+  failure: Omit<HttpScriptEntry, "role" | "op">,
+  run: (model: ModelPort) => Promise<T>,
+): Promise<{ result: T; requests: number }> {
+  const again = Array.from({ length: 6 }, () => ({ role, op, status: 500 }));
+  const server = await startScriptedOpenAIServer({ script: [{ role, op, ...failure }, ...again], host: "127.0.0.1" });
+  try {
+    const model = createOpenAIModel({
+      baseURL: server.url,
+      timeoutMs: 2000,
+      maxHttpAttempts: 5,
+      backoff: { baseMs: 1, capMs: 2 },
+      roles: {},
+      defaultRole: { model: "m", temperature: 0, tier: "standard" },
+    });
+    const result = await run(model);
+    return { result, requests: server.calls.filter((c) => c.role === role && c.op === op).length };
+  } finally {
+    await server.close();
+  }
+}

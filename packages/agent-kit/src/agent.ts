@@ -109,6 +109,7 @@ export const genAiSystem = (portName: string): string =>
 /** The task fields an op runs from (a direct `nats req` call has no session of its own). */
 export type OpTask = Pick<TaskEnvelope, "task_id" | "role" | "op" | "attempt" | "input"> & {
   readonly session_id?: string;
+  readonly allowance?: TaskEnvelope["allowance"];
 };
 
 type AnyOp = OpSpec<unknown, unknown>;
@@ -266,6 +267,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           input: parsed.data,
           ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
           ...(c.tier === undefined ? {} : { tier: c.tier }),
+          ...(op.oneCall === true ? { oneRequest: true } : {}),
           signal,
         };
       };
@@ -327,6 +329,7 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
           taskId: task.task_id,
           sessionId,
           attempt: task.attempt,
+          ...(task.allowance === undefined ? {} : { allowance: task.allowance }),
           signal,
           log,
           prompt: contract,
@@ -405,7 +408,8 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       if (err instanceof AgentmeshError)
         log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
       else log.error({ err }, "op crashed");
-      return fail(error.toWire(def.role));
+      // a one-call op's workflow falls back on any failure: a redelivery would only call again
+      return fail(op.oneCall === true ? { ...error.toWire(def.role), retryable: false } : error.toWire(def.role));
     }
   }
 }

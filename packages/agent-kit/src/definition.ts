@@ -31,6 +31,13 @@ interface PromptOpBase<Req, Res> {
    * replaces the prompt file's instructions, which stay the fallback.
    */
   readonly promptName?: string;
+  /**
+   * An op whose workflow falls back at once when its model call fails (halo's capability planner,
+   * the supervisor's router, clarify's orchestrator): each delivery sends one model request (no
+   * retry of a 429, a 5xx, a timeout or invalid output), and any failure is reported at once as not
+   * retryable, so the task is not redelivered.
+   */
+  readonly oneCall?: boolean;
   /** The op's own temperature, over the role's configured one (clarify's orchestrator: 0.3). */
   readonly temperature?: number;
   /** Values of the `{{name}}` placeholders in the instructions (the prompt file's or Langfuse's). */
@@ -59,7 +66,7 @@ export interface JsonOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
 /**
  * A prompt op whose model writes free text (the model port's text mode), which `toOutput` turns
  * into the op's response. With `stream: true` every delta also goes live to the session's token
- * subject (`<p>.tokens.<sid>`) while the model writes: the streamed nodes (write,
+ * subject (`<p>.tokens.<sid>`) while the model writes: the seed's streamed nodes (write,
  * finalize, summarize, agent, synthesize) say so, the others do not.
  */
 export interface TextOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
@@ -124,6 +131,8 @@ export interface HandlerContext {
   readonly taskId: string;
   readonly sessionId: string;
   readonly attempt: number;
+  /** What the session may still use, counted by the coordinator (the executor's tool calls); absent on a direct call. */
+  readonly allowance?: { readonly tool_calls: number };
   /** Aborted at the task deadline, on a session cancel or at shutdown: stop tool and model calls. */
   readonly signal: AbortSignal;
   readonly log: Logger;
@@ -156,6 +165,13 @@ export interface HandlerContext {
  */
 export interface OpHandler<Req, Res> {
   readonly kind: "handler";
+  /**
+   * An op whose workflow falls back at once when its model call fails (halo's capability planner,
+   * the supervisor's router, clarify's orchestrator): each delivery sends one model request (no
+   * retry of a 429, a 5xx, a timeout or invalid output), and any failure is reported at once as not
+   * retryable, so the task is not redelivered.
+   */
+  readonly oneCall?: boolean;
   /** Version of the handler's logic, recorded as the prompt version when no contract is named. */
   readonly version: string;
   /** Id of the prompt contract documenting the op (and used by its model calls, if any). */

@@ -41,6 +41,10 @@ export const EffectiveLimits = z.object({
   execution: ExecutionMode,
   /** Attempts of one tool call, in all (inside the executor). */
   tool_attempts: z.number().int().min(1).max(BLACKBOARD_LIMITS.maxToolAttempts),
+  /** The critic's verdict must agree with its scores: acceptable needs quality ≥ this... */
+  min_quality: z.number().min(0).max(1).default(BLACKBOARD_LIMITS.defaultMinQuality),
+  /** ...and hallucination risk ≤ this. */
+  max_hallucination_risk: z.number().min(0).max(1).default(BLACKBOARD_LIMITS.defaultMaxHallucinationRisk),
 });
 export type EffectiveLimits = z.infer<typeof EffectiveLimits>;
 

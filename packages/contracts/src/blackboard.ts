@@ -31,6 +31,13 @@ export const BLACKBOARD_LIMITS = {
   maxToolTimeoutMs: 5000,
   /** Tools a planner is shown. */
   maxTools: 16,
+  /** Re-runs of a plan step, and re-dispatches of a failed agent task, back off: 500 ms × 2^(n-1), at most 8 s. */
+  retryBackoffBaseMs: 500,
+  retryBackoffFactor: 2,
+  retryBackoffCapMs: 8000,
+  /** The default verdict thresholds: a step is acceptable only with quality ≥ 0.6 and hallucination risk ≤ 0.4. */
+  defaultMinQuality: 0.6,
+  defaultMaxHallucinationRisk: 0.4,
 } as const;
 
 const L = BLACKBOARD_LIMITS;

@@ -1,5 +1,7 @@
 /** Hard limits shared by every service; each workflow's are stated in docs/workflows/. */
 export const LIMITS = {
+  /** Tool calls one session may make in all (every executor task counts one), unless configured. */
+  defaultMaxToolCallsPerSession: 100,
   /** Largest task, result or inbox message body we publish or accept (bytes). */
   maxMessageBytes: 256 * 1024,
   /** Deepest JSON nesting (objects and arrays, the outermost is level 1) we publish or accept. */

@@ -225,6 +225,13 @@ export const TaskEnvelope = z.object({
   op: z.string().max(40),
   attempt: z.number().int().nonnegative(),
   deadline_at: Ms.nullable(),
+  /** A backed-off retry: no agent works the task before this time (epoch ms); absent means at once. */
+  not_before: Ms.optional(),
+  /**
+   * Per-session limits the coordinator counts in the session state, as what this task may still
+   * use (tool calls before this one was dispatched subtracted): they hold across replicas and restarts.
+   */
+  allowance: z.object({ tool_calls: z.number().int().nonnegative() }).optional(),
   input: z.unknown(),
 });
 export type TaskEnvelope = z.infer<typeof TaskEnvelope>;

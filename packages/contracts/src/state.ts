@@ -52,6 +52,8 @@ export const Spend = z.object({
   prompt_tokens: z.number().int().nonnegative(),
   completion_tokens: z.number().int().nonnegative(),
   cost_usd: z.number().nonnegative(),
+  /** Executor tasks dispatched (tool calls and code runs), each attempt counted; absent (a session stored before it was counted) = 0. */
+  tool_calls: z.number().int().nonnegative().optional(),
 });
 export type Spend = z.infer<typeof Spend>;
 
@@ -65,6 +67,11 @@ export const SessionMeta = z.object({
   awaiting: z.array(AwaitedTask).max(64),
   usage: Spend,
   budgets: Budgets,
+  /**
+   * Tool calls the session may make in all, across every executor replica; each executor task
+   * carries what is left. Absent (a session stored before it was counted) = the default, 100.
+   */
+  max_tool_calls: z.number().int().nonnegative().optional(),
   created_at: z.number().int().nonnegative(),
   updated_at: z.number().int().nonnegative(),
   deadline_at: z.number().int().nonnegative().nullable(),

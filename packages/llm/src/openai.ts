@@ -77,6 +77,7 @@ export const DEFAULT_MAX_HTTP_ATTEMPTS = 3;
  * and the one validation retry), each up to `maxHttpAttempts` requests; format fallbacks
  * (json_schema → json_object → prompt) are requests within that budget, not extra ones.
  * json_object and text: one exchange, so `maxHttpAttempts` (one request when the server answers).
+ * A `oneRequest` call sends one (a structured one may add up to two format probes).
  */
 export function maxModelRequestsPerCall(
   maxHttpAttempts: number = DEFAULT_MAX_HTTP_ATTEMPTS,
@@ -191,6 +192,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
 
   /** One HTTP request; resolves with the assistant's text. */
   async function send(req: ModelRequest, params: ChatCompletionCreateParamsBase, tally: Tally): Promise<string> {
+    // loaded before the timer starts: the timeout is the endpoint's, not the first import's
+    const sdk = await client();
     const ctrl = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -211,9 +214,10 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     try {
       if (req.onToken || req.mode === "text") {
         const text = req.mode === "text";
-        const stream = await (
-          await client()
-        ).chat.completions.create({ ...params, stream: true, stream_options: { include_usage: true } }, requestOptions);
+        const stream = await sdk.chat.completions.create(
+          { ...params, stream: true, stream_options: { include_usage: true } },
+          requestOptions,
+        );
         let content = "";
         for await (const chunk of stream) {
           if (chunk.model) tally.model = chunk.model;
@@ -234,7 +238,7 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
         tally.calls += 1;
         return content;
       }
-      const completion = await (await client()).chat.completions.create({ ...params, stream: false }, requestOptions);
+      const completion = await sdk.chat.completions.create({ ...params, stream: false }, requestOptions);
       tally.calls += 1;
       if (completion.model) tally.model = completion.model;
       tally.prompt += completion.usage?.prompt_tokens ?? 0;
@@ -268,7 +272,10 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     plan: ExchangePlan,
   ): Promise<string> {
     let last: AgentmeshError | undefined;
-    for (let attempt = 1; attempt <= opts.maxHttpAttempts; attempt++) {
+    // a one-request call gets one try at a reply; a format the endpoint rejected (the probe) is not a try
+    const limit = req.oneRequest === true ? 1 : opts.maxHttpAttempts;
+    let probes = 0;
+    for (let attempt = 1; attempt <= limit; attempt++) {
       const wire = plan.wire();
       try {
         return await send(req, body(req, cfg, wire, conversation), tally);
@@ -287,11 +294,15 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
           last = new AgentmeshError("model_error", `${failure.error.message}; switched to ${mode} for later calls`, {
             retryable: true,
           });
+          if (req.oneRequest === true && probes < MODE_ORDER.length - 1) {
+            probes++;
+            attempt--;
+          }
           continue;
         }
         last = failure.error;
         // Deltas already handed to onToken cannot be taken back: a broken text stream is not repeated here.
-        if (attempt === opts.maxHttpAttempts || tally.delivered > 0) break;
+        if (attempt === limit || tally.delivered > 0) break;
         const delay = backoffDelay(attempt, failure.retryAfterMs, backoff);
         if (delay === null)
           throw new AgentmeshError(
@@ -313,11 +324,13 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     tally: Tally,
   ): Promise<T> {
     let problem = "";
-    for (let round = 1; round <= 2; round++) {
+    const rounds = req.oneRequest === true ? 1 : 2;
+    for (let round = 1; round <= rounds; round++) {
       const content = await exchange(req, cfg, conversation, tally, { wire: () => mode, fallback: true });
       const reply = parseReply(req.schema, content);
       if (reply.ok) return reply.value;
       problem = reply.problem;
+      if (round === rounds) break;
       // The one validation retry: show the model its reply and what was wrong with it.
       conversation.push(
         { role: "assistant", content: content.slice(0, 20_000) },
@@ -329,8 +342,8 @@ export function createOpenAIModel(options: OpenAIModelOptions): ModelPort {
     }
     throw new AgentmeshError(
       "model_invalid_output",
-      `the model's output failed validation twice: ${problem}`.slice(0, 4000),
-      { retryable: true },
+      `the model's output failed validation${rounds === 2 ? " twice" : ""}: ${problem}`.slice(0, 4000),
+      { retryable: rounds === 2 },
     );
   }
 

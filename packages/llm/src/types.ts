@@ -21,6 +21,12 @@ interface ModelCall {
    */
   readonly tier?: Tier;
   readonly signal?: AbortSignal;
+  /**
+   * One request for this call: a transport failure (429, 5xx, a timeout) and invalid output are
+   * not retried; only a rejected structured-output format may still be probed with the next one.
+   * For the ops that fall back at once when their one model call fails.
+   */
+  readonly oneRequest?: boolean;
   /** Called with each streamed text delta, in order (text mode always streams; the others only when this is set). */
   readonly onToken?: (delta: string) => void;
 }

@@ -459,6 +459,39 @@ describe("startWorker", () => {
     expect(called).toBe(0);
   });
 
+  it("holds a backed-off task until its not_before: it goes back to the stream and is worked once, after that time", async () => {
+    const { naming, publisher } = await setup();
+    const worked: number[] = [];
+    const { w } = await worker(naming, async () => {
+      worked.push(Date.now());
+      return ok();
+    });
+    const notBefore = Date.now() + 1500;
+    await publisher.publishTask(makeTask(sessionId(), { not_before: notBefore, deadline_at: notBefore + 30_000 }));
+    await waitFor(() => w.stats.processed === 1, 10_000, "the task worked after its time");
+    expect(worked).toHaveLength(1);
+    expect(worked[0]).toBeGreaterThanOrEqual(notBefore);
+    // one early delivery went back with the rest of the wait as its delay, not a busy loop
+    expect(w.stats.redelivered).toBe(1);
+    expect(await results(naming)).toHaveLength(1);
+  });
+
+  it("works a not-yet-due task on its last delivery rather than lose it", async () => {
+    const { naming, publisher } = await setup();
+    let called = 0;
+    const { w } = await worker(
+      naming,
+      async () => {
+        called++;
+        return ok();
+      },
+      { maxDeliver: 1 },
+    );
+    await publisher.publishTask(makeTask(sessionId(), { not_before: Date.now() + 60_000 }));
+    await waitFor(() => w.stats.processed === 1, 10_000, "worked at once");
+    expect(called).toBe(1);
+  });
+
   it("aborts a handler at the task deadline", async () => {
     const { naming, publisher } = await setup();
     const { w } = await worker(

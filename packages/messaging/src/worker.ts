@@ -210,6 +210,15 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     const tlog = { ...what, task_id: task.task_id, session_id: task.session_id, op: task.op, delivery: deliveryCount };
 
     const now = clock();
+    // A backed-off retry that arrived early goes back until its time (one delivery; the last one is worked at once).
+    if (task.not_before !== undefined && task.not_before > now && deliveryCount < maxDeliver) {
+      const delay = task.not_before - now;
+      log.debug({ ...tlog, delay_ms: delay }, "task not due yet; nak until its time");
+      entry.settled = true;
+      m.nak(delay);
+      settled(task.op, "redelivered", deliveryCount);
+      return;
+    }
     if (task.deadline_at !== null && task.deadline_at <= now) {
       log.warn(tlog, "task deadline already passed; reporting deadline_exceeded without working it");
       settled(task.op, "dropped", deliveryCount);

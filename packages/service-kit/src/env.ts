@@ -420,6 +420,14 @@ export const ENV_VARS = [
     usedBy: ["coordinator"],
   },
   {
+    name: "AGENTMESH_MAX_TOOL_CALLS_PER_SESSION",
+    schema: int(0).default(100),
+    default: "100",
+    description:
+      "tool calls (executor tasks, each attempt counted) one session may make in all, counted in the session by the coordinator and passed to the executor as an allowance",
+    usedBy: ["coordinator"],
+  },
+  {
     name: "AGENTMESH_MAX_TOKENS",
     schema: int(1).optional(),
     default: "— (its ceiling)",

@@ -16,6 +16,12 @@ export interface ToolCallRequest {
   readonly signal?: AbortSignal;
   /** The session's tool policy, on top of the role's allow-list; absent = the allow-list alone. */
   readonly policy?: CallPolicy;
+  /**
+   * Tool calls the session may still make, counted by its coordinator (so across every replica
+   * and restart): 0 refuses the call as `budget_exceeded`. When given, the executor's own
+   * per-process counter is not used.
+   */
+  readonly allowance?: number;
 }
 
 /** Which tools a session lets this call name (both refusals are `permission_denied`, before any attempt). */
@@ -164,9 +170,14 @@ class SafeExecutorImpl implements SafeExecutor {
     const parsed = tool.input.safeParse(req.args);
     if (!parsed.success)
       return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
-    const used = await this.#counter.increment(req.sessionId);
-    if (used > this.#max)
-      return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
+    if (req.allowance !== undefined) {
+      if (req.allowance < 1)
+        return refuse(new AgentmeshError("budget_exceeded", "the session used all the tool calls it may make"));
+    } else {
+      const used = await this.#counter.increment(req.sessionId);
+      if (used > this.#max)
+        return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
+    }
 
     const random = this.#opts.random ?? Math.random;
     const doSleep = this.#opts.sleep ?? defaultSleep;

@@ -10,7 +10,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { CAPS, append, currentStep, traced } from "./blackboard-data.js";
-import { MODE_STRATEGIES, STRATEGY_PRIORITY } from "./blackboard-strategy.js";
+import { MODE_STRATEGIES, STRATEGY_PRIORITY, retryBackoffMs } from "./blackboard-strategy.js";
 import { blackboardFault, STRATEGY_TOOL, executeTask, toolCallId } from "./blackboard-tasks.js";
 import { clip } from "./critic-chain-messages.js";
 import { toolResult } from "./events.js";
@@ -56,7 +56,10 @@ export function startStep(data: BlackboardData): { data: BlackboardData; tasks: 
     step_perception: null,
     next_action: null,
   };
-  return { data: next, tasks: first.map((s) => executeTask(next, s)) };
+  // a re-run of the step backs off (500 ms, doubling, at most 8 s); its first run goes at once
+  const delayMs = retryBackoffMs(data.step_retries);
+  const tasks = first.map((s) => executeTask(next, s)).map((t) => (delayMs > 0 ? { ...t, delayMs } : t));
+  return { data: next, tasks };
 }
 
 /** A strategy task that failed as a task (agent failure, deadline): recorded like a failed tool call. */

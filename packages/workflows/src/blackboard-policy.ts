@@ -44,17 +44,35 @@ const stepName = (data: BlackboardData) => {
   return at ? `Step ${at.index + 1} (${at.step.tool})` : "The step";
 };
 
+/**
+ * Whether the step is acceptable: the critic's scores decide (quality ≥ the profile's
+ * `min_quality`, hallucination risk ≤ its `max_hallucination_risk`); a verdict they contradict is
+ * overruled, and `contradiction` says so for the trace.
+ */
+export function acceptability(
+  data: BlackboardData,
+  report: CriticReport,
+): { acceptable: boolean; contradiction: string | null } {
+  const { min_quality, max_hallucination_risk } = data.limits;
+  const acceptable = report.quality >= min_quality && report.hallucination_risk <= max_hallucination_risk;
+  if (acceptable === report.is_acceptable) return { acceptable, contradiction: null };
+  const scores = `quality ${report.quality} (needs ≥ ${min_quality}), hallucination risk ${report.hallucination_risk} (needs ≤ ${max_hallucination_risk})`;
+  const contradiction = `the critic said ${report.is_acceptable ? "acceptable" : "not acceptable"} but its scores say ${acceptable ? "acceptable" : "not acceptable"} (${scores}): the scores decide`;
+  return { acceptable, contradiction };
+}
+
 /** What the critic's report means for the step: go on, ask a person, or recover. */
 export function verdictOf(data: BlackboardData, report: CriticReport): NextAction {
+  const { acceptable } = acceptability(data, report);
   if (report.requires_human_input && report.question_for_human !== null && data.questions_asked < MAX_HUMAN_QUESTIONS) {
     return {
       kind: "ask_human",
       question: report.question_for_human,
-      acceptable: report.is_acceptable,
+      acceptable,
       rewrite_suggestion: report.rewrite_suggestion,
     };
   }
-  if (report.is_acceptable) return { kind: "advance" };
+  if (acceptable) return { kind: "advance" };
   const issues = report.issues.length > 0 ? `: ${report.issues.slice(0, 5).join("; ")}` : "";
   const why = `${stepName(data)} was not acceptable (quality ${report.quality}, hallucination risk ${report.hallucination_risk})${issues}`;
   return recoverFrom(data, {

@@ -9,19 +9,23 @@ import {
 } from "./blackboard-strategy.js";
 import { blackboard } from "./blackboard.js";
 
+const VERDICT = { min_quality: 0.6, max_hallucination_risk: 0.4 } as const;
+
 /** The strategy table, cell by cell: effective limits after the component ceilings. */
 const EXPECTED: Record<StrategyProfile, Omit<EffectiveLimits, "tool_attempts">> = {
-  CONSERVATIVE: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only" },
-  EXPLORATORY: { max_steps: 15, max_retries: 3, max_rewrites: 3, execution: "parallel" },
-  FALLBACK: { max_steps: 10, max_retries: 4, max_rewrites: 2, execution: "sequential" },
+  CONSERVATIVE: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only", ...VERDICT },
+  EXPLORATORY: { max_steps: 15, max_retries: 3, max_rewrites: 3, execution: "parallel", ...VERDICT },
+  FALLBACK: { max_steps: 10, max_retries: 4, max_rewrites: 2, execution: "sequential", ...VERDICT },
 };
 
 const cells = (Object.keys(EXPECTED) as StrategyProfile[]).flatMap((profile) =>
-  (["max_steps", "max_retries", "max_rewrites", "execution"] as const).map((field) => ({
-    profile,
-    field,
-    value: EXPECTED[profile][field],
-  })),
+  (["max_steps", "max_retries", "max_rewrites", "execution", "min_quality", "max_hallucination_risk"] as const).map(
+    (field) => ({
+      profile,
+      field,
+      value: EXPECTED[profile][field],
+    }),
+  ),
 );
 
 describe("strategy profiles: one test per cell", () => {
@@ -32,21 +36,24 @@ describe("strategy profiles: one test per cell", () => {
 
 describe("strategy profiles: ceilings and shared limits", () => {
   it("clamps a profile's steps to the decision agent's ceiling of 20", () => {
-    expect(effectiveLimits({ max_steps: 30, max_retries: 1, max_rewrites: 1, execution: "tool_only" }).max_steps).toBe(
-      20,
-    );
+    expect(
+      effectiveLimits({ max_steps: 30, max_retries: 1, max_rewrites: 1, execution: "tool_only", ...VERDICT }).max_steps,
+    ).toBe(20);
     expect(COMPONENT_CEILINGS.max_steps).toBe(20);
   });
 
   it("clamps a profile's rewrites to the ceiling of 5", () => {
     expect(
-      effectiveLimits({ max_steps: 5, max_retries: 1, max_rewrites: 9, execution: "tool_only" }).max_rewrites,
+      effectiveLimits({ max_steps: 5, max_retries: 1, max_rewrites: 9, execution: "tool_only", ...VERDICT })
+        .max_rewrites,
     ).toBe(5);
     expect(COMPONENT_CEILINGS.max_rewrites).toBe(5);
   });
 
   it("keeps the smaller of profile and ceiling, never raising a profile's own limit", () => {
-    expect(effectiveLimits({ max_steps: 3, max_retries: 7, max_rewrites: 2, execution: "parallel" })).toMatchObject({
+    expect(
+      effectiveLimits({ max_steps: 3, max_retries: 7, max_rewrites: 2, execution: "parallel", ...VERDICT }),
+    ).toMatchObject({
       max_steps: 3,
       max_retries: 7,
       max_rewrites: 2,

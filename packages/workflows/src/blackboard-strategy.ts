@@ -16,16 +16,25 @@ export interface ProfileLimits {
   /** Plan rewrites per session. */
   readonly max_rewrites: number;
   readonly execution: ExecutionMode;
+  /** The critic's verdict is acceptable only with quality at least this... */
+  readonly min_quality: number;
+  /** ...and hallucination risk at most this; a verdict its scores contradict is overruled by them. */
+  readonly max_hallucination_risk: number;
 }
+
+const VERDICT = {
+  min_quality: BLACKBOARD_LIMITS.defaultMinQuality,
+  max_hallucination_risk: BLACKBOARD_LIMITS.defaultMaxHallucinationRisk,
+} as const;
 
 /**
  * The strategy profiles, one table: CONSERVATIVE runs the step's tool only; EXPLORATORY
  * runs tool, RAG and web at once and keeps the best; FALLBACK tries them one after another.
  */
 export const STRATEGY_PROFILES = {
-  CONSERVATIVE: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only" },
-  EXPLORATORY: { max_steps: 15, max_retries: 3, max_rewrites: 3, execution: "parallel" },
-  FALLBACK: { max_steps: 10, max_retries: 4, max_rewrites: 2, execution: "sequential" },
+  CONSERVATIVE: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only", ...VERDICT },
+  EXPLORATORY: { max_steps: 15, max_retries: 3, max_rewrites: 3, execution: "parallel", ...VERDICT },
+  FALLBACK: { max_steps: 10, max_retries: 4, max_rewrites: 2, execution: "sequential", ...VERDICT },
 } as const satisfies Record<StrategyProfile, ProfileLimits>;
 
 /** The components' own ceilings: the decision agent plans at most 20 steps and rewrites at most 5 times. */
@@ -56,7 +65,19 @@ export function effectiveLimits(profile: StrategyProfile | ProfileLimits): Effec
     max_rewrites: Math.max(0, Math.min(row.max_rewrites, COMPONENT_CEILINGS.max_rewrites)),
     execution: row.execution,
     tool_attempts: BLACKBOARD_LIMITS.maxToolAttempts,
+    min_quality: row.min_quality,
+    max_hallucination_risk: row.max_hallucination_risk,
   };
+}
+
+/**
+ * How long a backed-off retry waits: 500 ms for the first, doubling, at most 8 s. The runtime
+ * takes up to a tenth off it, derived from the task id (jitter without randomness).
+ */
+export function retryBackoffMs(retry: number): number {
+  if (retry < 1) return 0;
+  const { retryBackoffBaseMs: base, retryBackoffFactor: factor, retryBackoffCapMs: cap } = BLACKBOARD_LIMITS;
+  return Math.min(cap, base * factor ** Math.min(retry - 1, 30));
 }
 
 /**

@@ -21,6 +21,7 @@ import {
 } from "./blackboard-data.js";
 import { failedStrategy, onStrategy, representativeFailure, startStep, toolResults } from "./blackboard-execution.js";
 import {
+  acceptability,
   collectCitations,
   failedStepAction,
   finalAnswer,
@@ -46,6 +47,7 @@ import {
   retrieveTask,
 } from "./blackboard-tasks.js";
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
+import { retryBackoffMs } from "./blackboard-strategy.js";
 import { stage } from "./events.js";
 import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
@@ -326,7 +328,9 @@ function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): 
     report.requires_human_input && action.kind !== "ask_human"
       ? "; the person was not asked again (question limit reached)"
       : "";
-  const verdict = `${report.is_acceptable ? "acceptable" : "not acceptable"}, quality ${report.quality}, hallucination risk ${report.hallucination_risk}, next: ${action.kind}${skipped}`;
+  const judged = acceptability(data, report);
+  const overruled = judged.contradiction === null ? "" : ` (${judged.contradiction})`;
+  const verdict = `${judged.acceptable ? "acceptable" : "not acceptable"}${overruled}, quality ${report.quality}, hallucination risk ${report.hallucination_risk}, next: ${action.kind}${skipped}`;
   events.push(completed("critic", verdict));
   const next = traced(
     { ...data, critic_reports: append(data.critic_reports, [record], CAPS.critic_reports), next_action: action },
@@ -509,8 +513,9 @@ function onTask(data: BlackboardData, input: TaskInput): Decided {
   if (input.kind === "result") return onResult(data, input, key, events);
   const { error } = input;
   if (error.retryable && input.attempt + 1 < AGENT_MAX_ATTEMPTS) {
-    const again = agentTask(data, input.role, input.op, input.attempt + 1);
-    if (!again) return internal(data, `cannot rebuild ${key}`);
+    const rebuilt = agentTask(data, input.role, input.op, input.attempt + 1);
+    if (!rebuilt) return internal(data, `cannot rebuild ${key}`);
+    const again = { ...rebuilt, delayMs: retryBackoffMs(input.attempt + 1) };
     events.push(
       failed(
         again.stage,

@@ -261,7 +261,7 @@ describe("clarify: Layer 3's parse and its failures", () => {
     expect(parseDecision("I am not sure")).toEqual({ next: "research", matched: null });
   });
 
-  it("RESEARCH resets the count; a reply naming neither goes to research with the count as it was", () => {
+  it("RESEARCH resets the count; a reply naming neither (the default branch) goes to research and resets it too", () => {
     const research = clarifyHarness("Which prompt gave the highest accuracy in Zhang 2024?", {
       carry: { clarification_count: 1 },
     });
@@ -273,16 +273,17 @@ describe("clarify: Layer 3's parse and its failures", () => {
     });
     neither.start();
     neither.reply("orchestrator.decide", { decision: "hmm" });
-    expect(neither.data).toMatchObject({ next_agent: "research", clarification_count: 1 });
+    expect(neither.data).toMatchObject({ next_agent: "research", clarification_count: 0 });
+    expect(neither.ofType("orchestration")).toMatchObject([{ layer: "model", clarification_count: 0 }]);
   });
 
   it.each([
     ["a typed model failure", "model_error", false],
     ["its deadline", "deadline_exceeded", true],
   ] as const)(
-    "a failed orchestrator (%s) falls back to research, not a failed session, and is not retried",
+    "a failed orchestrator (%s) falls back to research with the count reset, not a failed session, and is not retried",
     (_what, code, retryable) => {
-      const h = clarifyHarness("Tell me more about it");
+      const h = clarifyHarness("Tell me more about it", { carry: { clarification_count: 1 } });
       h.start();
       h.fail("orchestrator.decide", code, retryable);
       expect(h.modelCalls()).toHaveLength(1);
@@ -293,14 +294,16 @@ describe("clarify: Layer 3's parse and its failures", () => {
         clarification_count: 0,
         iteration: 1,
       });
-      expect(h.ofType("orchestration")).toMatchObject([{ layer: "fallback", next_agent: "research" }]);
+      expect(h.ofType("orchestration")).toMatchObject([
+        { layer: "fallback", next_agent: "research", clarification_count: 0 },
+      ]);
       finish(h);
       expect(h.state.meta.status).toBe("completed");
     },
   );
 
-  it("a deadline timer on the orchestrator's task is the same fallback", () => {
-    const h = clarifyHarness("Tell me more about it");
+  it("a deadline timer on the orchestrator's task is the same fallback, count reset", () => {
+    const h = clarifyHarness("Tell me more about it", { carry: { clarification_count: 1 } });
     h.start();
     const t = h.awaited();
     h.send({
@@ -311,7 +314,7 @@ describe("clarify: Layer 3's parse and its failures", () => {
       task_id: t.task_id,
       reason: "task_deadline",
     });
-    expect(h.data).toMatchObject({ next_agent: "research", phase: "research" });
+    expect(h.data).toMatchObject({ next_agent: "research", phase: "research", clarification_count: 0 });
   });
 });
 
@@ -455,6 +458,10 @@ describe("clarify: replayed steps are deterministic", () => {
             expect(again).toEqual(h.outcomes.at(-1));
           }
           expect(h.data.clarification_count).toBeLessThanOrEqual(h.data.max_clarifications);
+        }
+        // every route to research resets the count, except Layer 2 (an answered clarification)
+        for (const run of h.ofType("orchestration")) {
+          if (run.next_agent === "research" && run.layer !== "answered") expect(run.clarification_count).toBe(0);
         }
         // never more than one question per session, never more than two orchestrator runs
         expect(h.tasks().filter((t) => t.role === "clarifier" && t.attempt === 0).length).toBeLessThanOrEqual(1);

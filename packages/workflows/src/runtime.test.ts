@@ -57,8 +57,9 @@ describe("createSession", () => {
       workflow_version: 1,
       status: "running",
       awaiting: [],
-      usage: { steps: 0, model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 },
+      usage: { steps: 0, model_calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0, tool_calls: 0 },
       budgets: UNLIMITED,
+      max_tool_calls: 100,
       created_at: T0,
       updated_at: T0,
       deadline_at: T0 + 3_600_000,
@@ -276,6 +277,7 @@ describe("step: results", () => {
       prompt_tokens: 100,
       completion_tokens: 20,
       cost_usd: 0.5,
+      tool_calls: 0,
     });
     const stepEvent = eventsOf(o)[0];
     expect(stepEvent).toMatchObject({

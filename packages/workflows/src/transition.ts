@@ -253,10 +253,28 @@ export function jsonBytesFor(value: unknown, limit: number): number {
   return json.length * 3 <= limit ? json.length * 3 : new TextEncoder().encode(json).length;
 }
 
+/**
+ * A delay less up to a tenth of it, the fraction taken from the task id (FNV-1a): retries of
+ * different tasks spread out, and a replayed step computes the same time.
+ */
+function jittered(delayMs: number, id: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < id.length; i++) {
+    h ^= id.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return Math.round(delayMs - (h / 0x1_0000_0000) * (delayMs / 10));
+}
+
+/** An executor task that runs a tool or code: each counts one of the session's tool calls. */
+const usesTool = (spec: TaskSpec): boolean => spec.role === "executor" && spec.op !== "list_tools";
+
 /** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
 function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
   const { now, defaults } = d.ctx;
   const out: TaskEnvelope[] = [];
+  let toolCalls = d.meta.usage.tool_calls ?? 0;
+  const maxToolCalls = d.meta.max_tool_calls ?? LIMITS.defaultMaxToolCallsPerSession;
   for (const [i, spec] of specs.entries()) {
     const def = findOp(spec.role, spec.op);
     if (!def)
@@ -272,14 +290,18 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       spec.deadlineMs === undefined
         ? defaults.taskDeadlineMs
         : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
+    const id = taskId(d.meta.session_id, newVersion(d), i, spec.attempt);
+    const delay = spec.delayMs === undefined || spec.delayMs <= 0 ? 0 : jittered(spec.delayMs, id);
     const envelope: TaskEnvelope = {
       v: SCHEMA_VERSION,
-      task_id: taskId(d.meta.session_id, newVersion(d), i, spec.attempt),
+      task_id: id,
       session_id: d.meta.session_id,
       role: spec.role,
       op: spec.op,
       attempt: spec.attempt,
-      deadline_at: ms === null ? null : now + ms,
+      deadline_at: ms === null ? null : now + delay + ms,
+      ...(delay > 0 ? { not_before: now + delay } : {}),
+      ...(usesTool(spec) ? { allowance: { tool_calls: Math.max(0, maxToolCalls - toolCalls++) } } : {}),
       input: parsed.data,
     };
     // Refused here rather than by the broker after the CAS, where it would block the outbox forever.
@@ -356,6 +378,7 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
       });
     }
     d.commands.push(`dispatch ${task.role}.${task.op} ${task.task_id}`);
+    if (task.allowance !== undefined) d.meta.usage.tool_calls = (d.meta.usage.tool_calls ?? 0) + 1;
   }
   d.meta.usage.steps += built.length;
   d.meta.status = "running";

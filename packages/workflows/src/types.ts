@@ -37,6 +37,11 @@ export interface TaskSpec {
   readonly tag?: string;
   /** The task's own deadline (ms after dispatch), when shorter than the runtime default: a fan-out's join deadline. */
   readonly deadlineMs?: number;
+  /**
+   * A backed-off retry: no agent starts the task before this many ms after dispatch (the runtime
+   * takes up to a tenth off, derived from the task id); its deadline counts from then.
+   */
+  readonly delayMs?: number;
 }
 
 /**
@@ -138,6 +143,8 @@ export interface RuntimeDefaults {
    * means none (tests); the coordinator's config always sets all four.
    */
   readonly ceilings: Budgets;
+  /** Tool calls one session may make in all (executor tasks, each attempt counted); absent = 100. */
+  readonly maxToolCallsPerSession?: number;
   /** Deadline of each awaited task (ms after dispatch); null = none. */
   readonly taskDeadlineMs: number | null;
   /** Wall-clock deadline of a session (ms after creation); null = none. */
