@@ -55,7 +55,7 @@ export async function perceive(input: Perceive, ctx: Pick<HandlerContext, "compl
   return mergePerception(model, rules);
 }
 
-/** The perception agent: reads the question, and later each step result, into a PerceptionSnapshot (seed 001). */
+/** The perception agent: reads the question, and later each step result, into a PerceptionSnapshot. */
 export default defineAgent({
   role: "perception",
   description:
