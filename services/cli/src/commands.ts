@@ -207,6 +207,7 @@ export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: b
   const redis = await connectRedis(cfg.redisUrl, {
     name: `cli-${process.pid}`,
     ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
   });
   try {
     const store = createRedisSessionStore(redis, {
@@ -333,6 +334,7 @@ export async function sessions(
   const redis = await connectRedis(cfg.redisUrl, {
     name: `cli-${process.pid}`,
     ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
   });
   try {
     const store = createRedisSessionStore(redis, {
@@ -454,7 +456,11 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
     return 2;
   }
   // Checked first, so an answer to an expired or finished session is reported as not sent.
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  const redis = await connectRedis(cfg.redisUrl, {
+    name: `cli-${process.pid}`,
+    ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
+  });
   let refusal: string | null;
   try {
     const store = createRedisSessionStore(redis, {

@@ -1,0 +1,122 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, test } from "vitest";
+import type { Redis } from "ioredis";
+import { freePort, waitForLine } from "../../../test/setup/infra.js";
+import { startRedisTopology, type RedisTopology } from "../../../test/setup/redis-topology.js";
+import { connectRedis, type RedisSentinelOptions } from "./connect.js";
+
+// Redis servers of their own on free loopback ports: a primary with a replica behind three
+// sentinels, and a node in cluster mode (which agentmesh refuses).
+
+let topology: RedisTopology | null = null;
+const clients: Redis[] = [];
+const others: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.disconnect();
+  await topology?.stop();
+  topology = null;
+  for (const p of others.splice(0)) p.kill("SIGKILL");
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const sentinelsOf = (t: RedisTopology, password?: string): RedisSentinelOptions => ({
+  sentinels: t.sentinelPorts.map((port) => ({ host: "127.0.0.1", port })),
+  masterName: t.masterName,
+  ...(password === undefined ? {} : { password }),
+});
+
+/** Writes until a write succeeds, returning how long that took (the client's view of a failover). */
+async function firstWriteMs(redis: Redis, key: string, ms = 30_000): Promise<number> {
+  const t0 = Date.now();
+  for (;;) {
+    try {
+      await redis.set(key, String(Date.now()));
+      return Date.now() - t0;
+    } catch (err) {
+      if (Date.now() - t0 > ms) throw err;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+}
+
+describe("Redis behind Sentinel", () => {
+  test("the client finds the primary through the sentinels, follows a failover, and keeps writing to whoever is primary", async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 3 });
+    const [first, second] = topology.nodes;
+    if (!first || !second) throw new Error("no topology");
+    // the URL's host is not used: the sentinels name the primary
+    const redis = await connectRedis("redis://127.0.0.1:1", {
+      name: "sentinel-int",
+      sentinel: sentinelsOf(topology),
+    });
+    clients.push(redis);
+    await redis.set("k", "before");
+    expect(await topology.client(first).get("k")).toBe("before");
+
+    await topology.signal(first, "SIGKILL");
+    // writes from the kill on: they fail until the client is on the promoted replica
+    const writing = firstWriteMs(redis, "k");
+    const { primary, ms: promotedMs } = await topology.awaitFailover(first);
+    expect(primary).toBe(second);
+    const writeMs = await writing;
+    expect(await topology.client(second).get("k")).not.toBe("before");
+    // the old primary comes back and the sentinels make it a replica of the new one
+    const back = Date.now();
+    await topology.restart(first);
+    await topology.awaitInSync(first);
+    const rejoinMs = Date.now() - back;
+    await redis.set("k", "after");
+    await topology.awaitInSync(first);
+    expect(await topology.client(first).get("k")).toBe("after");
+    console.log(
+      `[sentinel] primary killed: the sentinels named the replica after ${promotedMs} ms, the client wrote again ${writeMs} ms after the kill; the old primary, started again, was an in-sync replica ${rejoinMs} ms later`,
+    );
+  });
+
+  test("the sentinels' own password: connects with it, refused without it", async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 3, sentinelPassword: "sentinel-pw-4711" });
+    const redis = await connectRedis("redis://127.0.0.1:1", {
+      name: "sentinel-auth",
+      sentinel: sentinelsOf(topology, "sentinel-pw-4711"),
+    });
+    clients.push(redis);
+    expect(await redis.ping()).toBe("PONG");
+    await expect(
+      connectRedis("redis://127.0.0.1:1", {
+        name: "sentinel-noauth",
+        connectTimeoutMs: 2000,
+        sentinel: sentinelsOf(topology),
+      }),
+    ).rejects.toThrow(/cannot reach Redis at primary "agentmesh" of sentinels|refused our credentials/);
+  });
+});
+
+describe("Redis Cluster is refused", () => {
+  test("a node in cluster mode: the start fails saying why and what to use instead", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "agentmesh-redis-cluster-"));
+    dirs.push(dir);
+    const port = await freePort();
+    const p = spawn(
+      "redis-server",
+      ["--port", String(port), "--bind", "127.0.0.1", "--dir", dir, "--save", "", "--cluster-enabled", "yes"],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    );
+    others.push(p);
+    await waitForLine(p, /Ready to accept connections/);
+    const err = await connectRedis(`redis://127.0.0.1:${port}`, { name: "cluster-int" }).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(err?.message).toMatch(/runs in cluster mode, which agentmesh does not support/);
+    expect(err?.message).toMatch(
+      /the timer set and the idempotency keys, and those live in other hash slots than the session's/,
+    );
+    expect(err?.message).toMatch(/Redis Sentinel \(REDIS_SENTINELS\)/);
+    expect(err).toMatchObject({ code: "invalid_config", retryable: false });
+  });
+});
