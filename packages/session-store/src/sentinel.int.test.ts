@@ -6,12 +6,15 @@ import { afterEach, describe, expect, test } from "vitest";
 import type { Redis } from "ioredis";
 import { freePort, waitForLine } from "../../../test/setup/infra.js";
 import { startRedisTopology, type RedisTopology } from "../../../test/setup/redis-topology.js";
+import { startRedisChaos, type RedisChaos } from "../../../test/setup/redis-chaos.js";
 import { connectRedis, type RedisSentinelOptions } from "./connect.js";
+import { createReplicaWait } from "./replicas.js";
 
 // Redis servers of their own on free loopback ports: a primary with a replica behind three
 // sentinels, and a node in cluster mode (which agentmesh refuses).
 
 let topology: RedisTopology | null = null;
+let chaos: RedisChaos | null = null;
 const clients: Redis[] = [];
 const others: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -20,6 +23,8 @@ afterEach(async () => {
   for (const c of clients.splice(0)) c.disconnect();
   await topology?.stop();
   topology = null;
+  await chaos?.stop();
+  chaos = null;
   for (const p of others.splice(0)) p.kill("SIGKILL");
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
@@ -93,6 +98,56 @@ describe("Redis behind Sentinel", () => {
         sentinel: sentinelsOf(topology),
       }),
     ).rejects.toThrow(/cannot reach Redis at primary "agentmesh" of sentinels|refused our credentials/);
+  });
+});
+
+describe("the chaos run's Redis part", () => {
+  test("writes confirmed by the replica wait under load: none lost through a SIGKILLed primary and its rejoin", async () => {
+    chaos = await startRedisChaos({ replicas: 2, waitReplicas: 1 });
+    const t = chaos.topology;
+    const redis = await connectRedis("redis://127.0.0.1:1", { name: "chaos-load", sentinel: sentinelsOf(t) });
+    clients.push(redis);
+    const awaitReplicas = createReplicaWait(redis, 1, 1000);
+    const confirmed: number[] = [];
+    let failed = 0;
+    let running = true;
+    const load = (async () => {
+      for (let i = 0; running; i++) {
+        try {
+          await redis.set(`chaos:${i}`, String(i));
+          await awaitReplicas();
+          confirmed.push(i);
+        } catch {
+          failed++;
+          await new Promise((r) => setTimeout(r, 20));
+        }
+      }
+    })();
+    await new Promise((r) => setTimeout(r, 500));
+    let killed = 0;
+    const rows = await chaos.run({
+      killCoordinator: async () => {
+        killed++;
+      },
+      progress: () => confirmed.length,
+    });
+    const before = confirmed.length;
+    await new Promise((r) => setTimeout(r, 500));
+    running = false;
+    await load;
+    expect(confirmed.length).toBeGreaterThan(before);
+    expect(killed).toBe(1);
+    expect(rows.map((r) => r.fault)).toEqual([
+      "primary SIGKILLed, a coordinator killed during the failover",
+      "old primary restarted, rejoins as a replica",
+    ]);
+    // every write the wait confirmed is on the primary the run ended with
+    const primary = t.client(await t.primary());
+    const values = await primary.mget(...confirmed.map((i) => `chaos:${i}`));
+    expect(values.filter((v) => v === null)).toEqual([]);
+    console.log(
+      `[chaos-redis] ${confirmed.length} confirmed writes, ${failed} failed and retried, none lost; ${rows.map((r) => `${r.fault}: promoted ${r.promotedMs ?? "-"} ms, longest stall ${r.longestStallMs} ms, rejoin ${r.rejoinMs ?? "-"} ms`).join("; ")}`,
+    );
   });
 });
 
