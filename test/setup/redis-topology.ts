@@ -52,6 +52,8 @@ export interface RedisTopology {
   url(node: RedisNode): string;
   /** A plain client of one node (closed by `stop`). */
   client(node: RedisNode): Redis;
+  /** A client of one sentinel, with the sentinels' password or the login given (closed by `stop`). */
+  sentinelClient(port: number, login?: { username: string; password: string }): Redis;
   /** The node the sentinels name as primary now (they are asked; without sentinels, by `INFO replication`). */
   primary(): Promise<RedisNode>;
   /** Sends a signal to a node's process; SIGKILL waits for it to exit. */
@@ -102,10 +104,10 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
     clients.push(c);
     return c;
   };
-  const sentinelClient = (port: number) => {
+  const sentinelClient = (port: number, login?: { username: string; password: string }) => {
     const c = new Redis(port, "127.0.0.1", {
       maxRetriesPerRequest: 1,
-      ...(opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword }),
+      ...(login ?? (opts.sentinelPassword === undefined ? {} : { password: opts.sentinelPassword })),
     });
     c.on("error", () => {});
     clients.push(c);
@@ -121,6 +123,7 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
     },
     url: (node) => `redis://127.0.0.1:${node.port}`,
     client,
+    sentinelClient,
     async primary() {
       if (sentinelPorts.length > 0) {
         for (const port of sentinelPorts) {

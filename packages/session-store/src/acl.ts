@@ -98,6 +98,24 @@ export function aclRules(access: RedisAccess): string[] {
   return ["resetkeys", "resetchannels", "-@all", ...access.keys, ...access.commands.map((c) => `+${c}`)];
 }
 
+/**
+ * The rules of the user agentmesh's clients log in to the sentinels as (REDIS_SENTINEL_USERNAME):
+ * asking for the primary and the other sentinels, and following `+switch-master`. Nothing else:
+ * no failover, no reconfiguration, no other channel.
+ */
+export function sentinelClientRules(): string[] {
+  return [
+    "resetkeys",
+    "resetchannels",
+    "-@all",
+    "&+switch-master",
+    "+ping",
+    "+sentinel|get-master-addr-by-name",
+    "+sentinel|sentinels",
+    "+subscribe",
+  ];
+}
+
 /** One user of a rendered ACL file. */
 export interface AclUser {
   readonly kind: RedisUserKind;

@@ -7,6 +7,7 @@ import type { Redis } from "ioredis";
 import { freePort, waitForLine } from "../../../test/setup/infra.js";
 import { startRedisTopology, type RedisTopology } from "../../../test/setup/redis-topology.js";
 import { startRedisChaos, type RedisChaos } from "../../../test/setup/redis-chaos.js";
+import { sentinelClientRules } from "./acl.js";
 import { connectRedis, type RedisSentinelOptions } from "./connect.js";
 import { createReplicaWait } from "./replicas.js";
 
@@ -98,6 +99,33 @@ describe("Redis behind Sentinel", () => {
         sentinel: sentinelsOf(topology),
       }),
     ).rejects.toThrow(/cannot reach Redis at primary "agentmesh" of sentinels|refused our credentials/);
+  });
+
+  test("the sentinels' ACL user for agentmesh's clients: enough to find and follow the primary, nothing more", async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 3 });
+    for (const port of topology.sentinelPorts) {
+      const s = topology.sentinelClient(port);
+      await s.call("ACL", "SETUSER", "agentmesh-client", "reset", "on", ">client-pw-0815", ...sentinelClientRules());
+    }
+    const login = { ...sentinelsOf(topology, "client-pw-0815"), username: "agentmesh-client" };
+    const redis = await connectRedis("redis://127.0.0.1:1", { name: "sentinel-acl", sentinel: login });
+    clients.push(redis);
+    expect(await redis.ping()).toBe("PONG");
+    const [port] = topology.sentinelPorts;
+    const asClient = topology.sentinelClient(port ?? 0, { username: "agentmesh-client", password: "client-pw-0815" });
+    expect(await asClient.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", topology.masterName)).toEqual([
+      "127.0.0.1",
+      String(topology.nodes[0]?.port),
+    ]);
+    for (const denied of [
+      ["SENTINEL", "FAILOVER", topology.masterName],
+      ["SENTINEL", "SET", topology.masterName, "quorum", "1"],
+      ["SENTINEL", "REMOVE", topology.masterName],
+      ["ACL", "LIST"],
+    ])
+      await expect(asClient.call(denied[0] ?? "", ...denied.slice(1))).rejects.toThrow(/NOPERM/);
+    await expect(asClient.subscribe("__sentinel__:hello")).rejects.toThrow(/NOPERM/);
+    expect(await asClient.subscribe("+switch-master")).toBe(1);
   });
 });
 
