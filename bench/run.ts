@@ -199,6 +199,13 @@ async function main(opts: BenchOptions): Promise<number> {
     ...(opts.modelLatencyMs > 0 ? { AGENTMESH_OFFLINE_LATENCY_MS: String(opts.modelLatencyMs) } : {}),
     ...(otlp ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp.url } : {}),
     ...(opts.cpuProfDir ? { BENCH_CPU_PROF_DIR: resolve(root, opts.cpuProfDir) } : {}),
+    // the replica wait's cost: REDIS_URL names a primary with a replica (docs/redis-failover.md)
+    ...Object.fromEntries(
+      ["AGENTMESH_REDIS_WAIT_REPLICAS", "AGENTMESH_REDIS_WAIT_TIMEOUT_MS"].flatMap((k) => {
+        const v = process.env[k];
+        return v ? [[k, v]] : [];
+      }),
+    ),
   };
   const nodeOptions = [opts.cpuProfDir ? `--import=${join(root, "bench/cpu-prof.mjs")}` : null, opts.serviceNodeOptions]
     .filter((x) => x !== null)

@@ -1,7 +1,14 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { REDIS_USER_KINDS, aclRules, redisAccess, renderAclFile, type RedisUserKind } from "@agentmesh/session-store";
+import {
+  REDIS_USER_KINDS,
+  aclRules,
+  redisAccess,
+  renderAclFile,
+  sentinelClientRules,
+  type RedisUserKind,
+} from "@agentmesh/session-store";
 
 // Redis ACL users, one per kind of client (coordinator, gateway, inspect), derived from the
 // session store's key layout and commands (packages/session-store/src/acl.ts).
@@ -11,6 +18,9 @@ import { REDIS_USER_KINDS, aclRules, redisAccess, renderAclFile, type RedisUserK
 //                                               a kind without one is rendered `off`
 //   pnpm redis:acl --compose [--check]          the generated redis command of docker-compose.yml
 //                                               (--check: exit 1 when it is out of date)
+//   pnpm redis:acl --sentinel                   the ACL SETUSER rules of the user the clients log in
+//                                               to the sentinels as (REDIS_SENTINEL_USERNAME;
+//                                               docs/redis-failover.md), to run on each sentinel
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const COMPOSE_FILE = "docker-compose.yml";
@@ -68,6 +78,10 @@ function main(argv: readonly string[]): number {
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const prefix = arg("--prefix") ?? process.env.AGENTMESH_PREFIX ?? "agentmesh";
+  if (argv.includes("--sentinel")) {
+    process.stdout.write(`ACL SETUSER <user> reset on ><password> ${sentinelClientRules().join(" ")}\n`);
+    return 0;
+  }
   if (argv.includes("--compose")) {
     const path = resolve(ROOT, COMPOSE_FILE);
     const current = readFileSync(path, "utf8");

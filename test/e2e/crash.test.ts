@@ -1,19 +1,30 @@
 import { afterAll, afterEach, beforeAll, describe, expect, inject, test } from "vitest";
 import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
+import { startRedisTopology, type RedisTopology } from "../setup/redis-topology.js";
 import { AGENT_ROLES, Cluster, assertAppliedOnce, comparable, logShape, type ServiceName } from "./harness.js";
 import { happyPath } from "./scripts.js";
 
 const QUESTION = "What is CRISPR and who invented it?";
 const open: Array<{ cluster: Cluster; llm: ScriptedServer }> = [];
 
-async function newCluster(script = happyPath()): Promise<{ cluster: Cluster; llm: ScriptedServer }> {
+async function newCluster(
+  script = happyPath(),
+  redis?: RedisTopology,
+): Promise<{ cluster: Cluster; llm: ScriptedServer }> {
   const llm = await startScriptedOpenAIServer({ script });
   const cluster = new Cluster({
     natsUrl: inject("natsUrl"),
-    redisUrl: inject("redisUrl"),
+    redisUrl: redis ? "redis://127.0.0.1:6379" : inject("redisUrl"),
     prefix: uniquePrefix("crash"),
     llmBaseUrl: llm.url,
+    ...(redis
+      ? {
+          redisSentinels: redis.sentinelsEnv,
+          // every commit confirmed by one of the two replicas before its outbox goes out
+          extraEnv: { AGENTMESH_REDIS_WAIT_REPLICAS: "1", AGENTMESH_REDIS_WAIT_TIMEOUT_MS: "1000" },
+        }
+      : {}),
   });
   await cluster.open();
   const pair = { cluster, llm };
@@ -21,11 +32,14 @@ async function newCluster(script = happyPath()): Promise<{ cluster: Cluster; llm
   return pair;
 }
 
+const topologies: RedisTopology[] = [];
+
 afterEach(async () => {
   for (const { cluster, llm } of open.splice(0)) {
     await cluster.close();
     await llm.close();
   }
+  for (const t of topologies.splice(0)) await t.stop();
 });
 
 let baseline: { data: unknown; log: string[] };
@@ -111,5 +125,52 @@ describe("crash points: a process killed at each named point loses nothing and a
       expect(new Set(planCalls.map((c) => c.taskId)).size).toBe(1);
     }
     scenariosPassed++;
+  });
+});
+
+/**
+ * The crash points around the replica wait, each with a Redis failover at that point: the
+ * coordinator dies there, and at that moment the primary is killed too; the sentinels promote a
+ * replica, the services follow it, the old primary comes back as a replica. Redis is a primary
+ * with two replicas behind three sentinels, so one replica can still confirm each commit after
+ * the failover.
+ */
+const failoverPoints = ["after-cas-before-wait", "after-wait-before-publish"] as const;
+
+describe("crash points around the replica wait, with a Redis failover at the point", () => {
+  test.each(failoverPoints)("coordinator killed at %s, the Redis primary with it", async (point) => {
+    const redis = await startRedisTopology({ replicas: 2, sentinels: 3 });
+    topologies.push(redis);
+    const { cluster } = await newCluster([...happyPath(), ...happyPath(), ...happyPath()], redis);
+    const victim = cluster.start("coordinator", { AGENTMESH_CRASH_AT: point });
+    for (const r of AGENT_ROLES) cluster.start(r);
+    await cluster.waitReady({ coordinator: 1, ...Object.fromEntries(AGENT_ROLES.map((r) => [r, 1])) });
+
+    // the armed coordinator is the only one: its first commit reaches the point
+    const sid = `failover${point.replaceAll("-", "")}`.slice(0, 40).padEnd(20, "0");
+    await cluster.submit(QUESTION, sid);
+    const death = await victim.exited;
+    expect(death.signal).toBe("SIGKILL");
+    expect(victim.output()).toContain(`dying at ${point}`);
+    const old = await redis.primary();
+    await redis.signal(old, "SIGKILL");
+    const t0 = Date.now();
+    const { ms: promotedMs } = await redis.awaitFailover(old);
+    // the replacements start once the sentinels name the new primary (one that starts before gives
+    // up connecting and is restarted, as Kubernetes would); the old primary comes back as a replica
+    cluster.start("coordinator");
+    cluster.start("coordinator");
+    await redis.restart(old);
+
+    const { state, log } = await cluster.waitDone(sid, 90_000);
+    const doneMs = Date.now() - t0;
+    expect(state.meta.status).toBe("completed");
+    assertAppliedOnce(log, state.meta.version);
+    expect(comparable(state)).toEqual(baseline.data);
+    expect(logShape(log, sid)).toEqual(baseline.log);
+    await redis.awaitInSync(old);
+    console.log(
+      `[failover] ${point}: replica promoted ${promotedMs} ms after the primary was killed; the session completed ${doneMs} ms after it`,
+    );
   });
 });

@@ -106,6 +106,11 @@ export interface ClusterOptions {
    * default `warn` to `info` so that more output is scanned.
    */
   readonly logLevel?: string;
+  /**
+   * Redis behind Sentinel: `REDIS_SENTINELS` (host:port list) of the services and the harness's
+   * own client, which then follow a failover; `redisUrl` gives only the login.
+   */
+  readonly redisSentinels?: string;
 }
 
 /** A set of service processes sharing one prefix, plus clients to watch them. */
@@ -131,7 +136,18 @@ export class Cluster {
       name: "e2e-harness",
       ...(this.authNats ? { nkeySeedFile: this.authNats.seedFile("admin") } : {}),
     });
-    this.redis = new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
+    this.redis = this.opts.redisSentinels
+      ? new Redis(this.opts.redisUrl, {
+          maxRetriesPerRequest: 3,
+          name: "agentmesh",
+          sentinels: this.opts.redisSentinels.split(",").map((hp) => {
+            const [host, port] = hp.split(":");
+            return { host: host ?? "127.0.0.1", port: Number(port) };
+          }),
+        })
+      : new Redis(this.opts.redisUrl, { maxRetriesPerRequest: 3 });
+    // through a failover its commands fail and are retried by the callers; the events are noise
+    if (this.opts.redisSentinels) this.redis.on("error", () => {});
     this.store = createRedisSessionStore(this.redis, {
       keyPrefix: this.opts.prefix,
       activeTtlMs: 3_600_000,
@@ -159,6 +175,7 @@ export class Cluster {
       NATS_URL: this.natsUrl,
       ...(this.authNats ? { NATS_NKEY_SEED_FILE: this.authNats.seedFile(user) } : {}),
       REDIS_URL: this.opts.redisUrl,
+      ...(this.opts.redisSentinels ? { REDIS_SENTINELS: this.opts.redisSentinels } : {}),
       AGENTMESH_PREFIX: this.opts.prefix,
       LOG_LEVEL: this.opts.logLevel ?? process.env.E2E_LOG_LEVEL ?? "warn",
       AGENTMESH_TASK_ACK_WAIT_MS: "2000",

@@ -2,7 +2,14 @@ import type { Logger } from "pino";
 
 /** The named crash points a process can be told to die at (AGENTMESH_CRASH_AT). */
 export const CRASH_POINTS = {
-  coordinator: ["after-load", "after-cas", "after-publish", "before-ack"],
+  coordinator: [
+    "after-load",
+    "after-cas",
+    "after-cas-before-wait",
+    "after-wait-before-publish",
+    "after-publish",
+    "before-ack",
+  ],
   agent: ["after-fetch", "after-model", "after-result-publish", "before-ack"],
 } as const;
 export type CrashPoint = (typeof CRASH_POINTS)[keyof typeof CRASH_POINTS][number];

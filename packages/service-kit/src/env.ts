@@ -79,6 +79,73 @@ export const ENV_VARS = [
     usedBy: ["coordinator", "cli", "gateway"],
   },
   {
+    name: "REDIS_SENTINELS",
+    schema: z
+      .string()
+      .transform((v) =>
+        v
+          .split(",")
+          .map((x) => x.trim())
+          .filter(Boolean),
+      )
+      .pipe(
+        z
+          .array(
+            z
+              .string()
+              .regex(/^[^\s:,]+:\d{1,5}$/, "each sentinel is host:port")
+              .transform((x) => {
+                const i = x.lastIndexOf(":");
+                return { host: x.slice(0, i), port: Number(x.slice(i + 1)) };
+              })
+              .pipe(z.object({ host: z.string(), port: z.number().int().min(1).max(65535) })),
+          )
+          .min(1, "name at least one sentinel"),
+      )
+      .optional(),
+    default: "— (REDIS_URL is the server)",
+    description:
+      "Redis Sentinel: comma-separated `host:port` of the sentinels, which name the primary (docs/redis-failover.md); REDIS_URL then gives only the user, password and scheme",
+    usedBy: ["coordinator", "cli", "gateway"],
+  },
+  {
+    name: "REDIS_SENTINEL_MASTER",
+    schema: z.string().min(1).default("agentmesh"),
+    default: "agentmesh",
+    description: "the primary's name in the sentinels' configuration (`sentinel monitor <name> …`)",
+    usedBy: ["coordinator", "cli", "gateway"],
+  },
+  {
+    name: "REDIS_SENTINEL_USERNAME",
+    schema: z.string().min(1).optional(),
+    default: "— (default user)",
+    description: "ACL user the sentinels themselves ask for (they are separate from the primary's users)",
+    usedBy: ["coordinator", "cli", "gateway"],
+  },
+  {
+    name: "REDIS_SENTINEL_PASSWORD",
+    schema: z.string().min(1).optional(),
+    default: "—",
+    description: "password of REDIS_SENTINEL_USERNAME (or of the sentinels' `requirepass`)",
+    usedBy: ["coordinator", "cli", "gateway"],
+    secret: "value",
+  },
+  {
+    name: "AGENTMESH_REDIS_WAIT_REPLICAS",
+    schema: int(0).max(16).default(0),
+    default: "0",
+    description:
+      "replicas that must confirm a commit (Redis `WAIT`) before its tasks and events are published; 0 on a single node, the number of replicas behind Sentinel (docs/redis-failover.md)",
+    usedBy: ["coordinator"],
+  },
+  {
+    name: "AGENTMESH_REDIS_WAIT_TIMEOUT_MS",
+    schema: int(1).default(1000),
+    default: "1000",
+    description: "how long a commit waits for those replicas; fewer in time = the input is retried",
+    usedBy: ["coordinator"],
+  },
+  {
     name: "AGENTMESH_PREFIX",
     schema: z
       .string()
@@ -764,11 +831,39 @@ export function natsAccess(e: EnvValues<(typeof NATS_ACCESS_VARS)[number]>): Nat
   });
 }
 
+/** The Redis Sentinel variables every Redis client reads. */
+export const REDIS_SENTINEL_VARS = [
+  "REDIS_SENTINELS",
+  "REDIS_SENTINEL_MASTER",
+  "REDIS_SENTINEL_USERNAME",
+  "REDIS_SENTINEL_PASSWORD",
+] as const;
+
+/** Where the sentinels are and how to log in to them, in the shape `connectRedis` takes as `sentinel`. */
+export interface RedisSentinelSettings {
+  readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  readonly masterName: string;
+  readonly username?: string;
+  readonly password?: string;
+}
+
+/** The Sentinel settings from parsed REDIS_SENTINEL_VARS; undefined when no sentinel is named. */
+export function redisSentinel(e: EnvValues<(typeof REDIS_SENTINEL_VARS)[number]>): RedisSentinelSettings | undefined {
+  if (e.REDIS_SENTINELS === undefined) return undefined;
+  return Object.freeze({
+    sentinels: e.REDIS_SENTINELS,
+    masterName: e.REDIS_SENTINEL_MASTER,
+    ...(e.REDIS_SENTINEL_USERNAME === undefined ? {} : { username: e.REDIS_SENTINEL_USERNAME }),
+    ...(e.REDIS_SENTINEL_PASSWORD === undefined ? {} : { password: e.REDIS_SENTINEL_PASSWORD }),
+  });
+}
+
 /** Where NATS and Redis are and how to reach them: read by every service that talks to both. */
 export const CONNECTION_VARS = [
   "NATS_URL",
   "REDIS_URL",
   "REDIS_TLS_CA",
+  ...REDIS_SENTINEL_VARS,
   "AGENTMESH_PREFIX",
   ...NATS_ACCESS_VARS,
 ] as const;
@@ -780,6 +875,7 @@ export function connectionConfig(e: EnvValues<(typeof CONNECTION_VARS)[number]>)
     nats: natsAccess(e),
     redisUrl: e.REDIS_URL,
     redisTlsCa: e.REDIS_TLS_CA,
+    redisSentinel: redisSentinel(e),
     prefix: e.AGENTMESH_PREFIX,
   };
 }

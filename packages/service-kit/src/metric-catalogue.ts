@@ -120,7 +120,7 @@ export const METRIC_CATALOGUE = {
     type: "counter",
     by: "coordinator",
     labels: ["reason"],
-    help: "Inbox inputs not applied: forged (sender may not write it), stale (not awaited, session ended or unknown), duplicate (already applied), unreadable (dead-lettered)",
+    help: "Inbox inputs not applied: forged (sender may not write it), stale (not awaited, session ended or unknown), lost_version (a task of a version the store lost in a Redis failover: docs/redis-failover.md), duplicate (already applied), unreadable (dead-lettered)",
   },
   submits: {
     name: "agentmesh_submits_total",

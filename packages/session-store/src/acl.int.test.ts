@@ -84,6 +84,14 @@ describe("Redis ACL users per service kind, on the real server", () => {
     expect(await store.peekIdempotencyKey(`k-${sid}`)).toBe(sid);
     expect((await store.attachToThread("thread-acl-1", "alice", sid, 1)).ok).toBe(true);
     expect((await store.loadThread("thread-acl-1"))?.sessions).toEqual([sid]);
+    // the replica wait after a commit (no replicas here: 0 of 0 asked, answered at once)
+    expect(await r.call("WAIT", 0, 100)).toBe(0);
+    await createRedisSessionStore(r, { keyPrefix: prefix, ...STORE_TTLS, waitReplicas: 1, waitTimeoutMs: 50 })
+      .awaitReplicas()
+      .then(
+        () => expect.fail("no replica can confirm"),
+        (err: Error) => expect(err.message).toMatch(/only 0 of 1 Redis replicas confirmed/),
+      );
 
     // another prefix: neither directly nor from a script
     await denied(r, "GET", `${other}:s:{${sid}}:state`);

@@ -11,6 +11,15 @@ describe("Redis ACL users derived from the key layout and the scripts", () => {
     for (const c of SCRIPT_COMMANDS) expect(granted).toContain(c);
   });
 
+  test("the coordinator may WAIT for replicas (its commits are confirmed before they are acted on); no one else", () => {
+    const a = redisAccess("agentmesh");
+    expect(a.coordinator.commands).toContain("wait");
+    expect(a.gateway.commands).not.toContain("wait");
+    expect(a.inspect.commands).not.toContain("wait");
+    // a 7.0 server refuses an ACL naming a command it does not have
+    expect(a.coordinator.commands).not.toContain("waitaof");
+  });
+
   test("key patterns per kind: own keys read-write, sessions and threads read-only for the gateway, everything read-only for inspect", () => {
     const a = redisAccess("agentmesh");
     expect(a.coordinator.keys).toEqual([

@@ -9,8 +9,12 @@ export type RedisUserKind = (typeof REDIS_USER_KINDS)[number];
 /** What every client needs to connect: ioredis's ready check (INFO), its client name, PING, QUIT. */
 const CONNECTION = ["info", "ping", "quit", "client|setname", "select"];
 
-/** What the Redis adapter sends itself (beside the commands inside its scripts). */
-const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan", "zrem", "pttl", "get"];
+/**
+ * What the Redis adapter sends itself (beside the commands inside its scripts); `wait` confirms a
+ * commit on the replicas. `waitaof` is not here: a 7.0 server refuses an ACL naming it; on 7.2+
+ * grant it by hand and the store uses it (without it the store falls back to WAIT).
+ */
+const STORE_CLIENT = ["evalsha", "eval", "hmget", "sismember", "lrange", "scan", "zrem", "pttl", "get", "wait"];
 
 /** Read-only commands an inspecting tool may send (the CLI's `inspect` and `sessions` use a few). */
 const READS = [
@@ -92,6 +96,24 @@ export function redisAccess(prefix: string): Record<RedisUserKind, RedisAccess> 
 /** The ACL rules of one kind, after `reset`: everything denied, then its keys and commands allowed. */
 export function aclRules(access: RedisAccess): string[] {
   return ["resetkeys", "resetchannels", "-@all", ...access.keys, ...access.commands.map((c) => `+${c}`)];
+}
+
+/**
+ * The rules of the user agentmesh's clients log in to the sentinels as (REDIS_SENTINEL_USERNAME):
+ * asking for the primary and the other sentinels, and following `+switch-master`. Nothing else:
+ * no failover, no reconfiguration, no other channel.
+ */
+export function sentinelClientRules(): string[] {
+  return [
+    "resetkeys",
+    "resetchannels",
+    "-@all",
+    "&+switch-master",
+    "+ping",
+    "+sentinel|get-master-addr-by-name",
+    "+sentinel|sentinels",
+    "+subscribe",
+  ];
 }
 
 /** One user of a rendered ACL file. */

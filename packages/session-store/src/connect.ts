@@ -18,6 +18,40 @@ export interface ConnectRedisOptions {
    * whose server is not signed by a public CA (REDIS_TLS_CA). The host name is verified too.
    */
   readonly tlsCaFile?: string;
+  /**
+   * Find the primary through Redis Sentinel instead of the URL's host (REDIS_SENTINELS). The URL
+   * still gives the user, password, database and scheme (`rediss://`: TLS to the primary and to
+   * the sentinels, with `tlsCaFile`).
+   */
+  readonly sentinel?: RedisSentinelOptions;
+}
+
+/** Where the sentinels are, which primary they watch, and how to log in to them. */
+export interface RedisSentinelOptions {
+  readonly sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  /** The primary's name in the sentinels' configuration (`sentinel monitor <name> …`). */
+  readonly masterName: string;
+  /** The sentinels' own ACL user and password (they are separate from the primary's). */
+  readonly username?: string;
+  readonly password?: string;
+}
+
+/** ioredis's Sentinel options: the primary asked for by name, failovers followed at once. */
+function sentinelOptions(s: RedisSentinelOptions | undefined, tls: boolean, ca: Buffer | undefined) {
+  if (s === undefined) return {};
+  return {
+    sentinels: s.sentinels.map((x) => ({ host: x.host, port: x.port })),
+    name: s.masterName,
+    ...(s.username === undefined ? {} : { sentinelUsername: s.username }),
+    ...(s.password === undefined ? {} : { sentinelPassword: s.password }),
+    ...(tls ? { enableTLSForSentinelMode: true, sentinelTLS: ca === undefined ? {} : { ca } } : {}),
+    // subscribes to the sentinels' +switch-master, so the client moves to a promoted replica when
+    // it happens instead of when its old connection times out
+    failoverDetector: true,
+    // a demoted primary that came back answers writes with READONLY: reconnect (asking the
+    // sentinels again) and resend the command there
+    reconnectOnError: (err: Error) => (err.message.startsWith("READONLY") ? 2 : false),
+  };
 }
 
 /** The TLS options for `url`: none for `redis://`, the system CAs or `tlsCaFile` for `rediss://`. */
@@ -57,9 +91,14 @@ export function redactRedisUrl(url: string): string {
  */
 export async function connectRedis(url: string, opts: ConnectRedisOptions): Promise<Redis> {
   const timeoutMs = opts.connectTimeoutMs ?? 3000;
-  const where = redactRedisUrl(url);
+  const where =
+    opts.sentinel === undefined
+      ? redactRedisUrl(url)
+      : `primary "${opts.sentinel.masterName}" of sentinels ${opts.sentinel.sentinels.map((x) => `${x.host}:${x.port}`).join(",")}`;
+  const tls = tlsOptions(url, where, opts.tlsCaFile);
   const redis = new Redis(url, {
-    ...tlsOptions(url, where, opts.tlsCaFile),
+    ...tls,
+    ...sentinelOptions(opts.sentinel, /^rediss:\/\//i.test(url), "tls" in tls ? tls.tls.ca : undefined),
     lazyConnect: true,
     connectionName: opts.name,
     connectTimeout: timeoutMs,
@@ -107,7 +146,28 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
   } finally {
     clearTimeout(timer);
   }
+  try {
+    await refuseCluster(redis, where);
+  } catch (e) {
+    redis.disconnect();
+    throw e;
+  }
   return redis;
+}
+
+/**
+ * Refuses a Redis Cluster node: a session's keys share one hash slot, but the timer set and the
+ * idempotency keys are in other slots, and the commit writes them in the same script.
+ */
+async function refuseCluster(redis: Redis, where: string): Promise<void> {
+  const info = await redis.info("cluster");
+  if (/^cluster_enabled:1\s*$/m.test(info)) {
+    throw new AgentmeshError(
+      "invalid_config",
+      `Redis at ${where} runs in cluster mode, which agentmesh does not support: one commit writes a session's keys together with the timer set and the idempotency keys, and those live in other hash slots than the session's, so a cluster would refuse the script (CROSSSLOT). Use a single Redis node, or a primary with replicas behind Redis Sentinel (REDIS_SENTINELS); see docs/redis-failover.md`,
+      { retryable: false, component: "redis" },
+    );
+  }
 }
 
 /** What `checkDurability` found out about the server's persistence settings. */

@@ -21,6 +21,7 @@ export {
   REDIS_USER_KINDS,
   redisAccess,
   aclRules,
+  sentinelClientRules,
   renderAclFile,
   type RedisUserKind,
   type RedisAccess,

@@ -160,6 +160,10 @@ export function createInMemorySessionStore(opts: InMemorySessionStoreOptions): S
       return { ok: true };
     },
 
+    async awaitReplicas() {
+      // one copy, no replicas: a commit is as durable here as it will ever be
+    },
+
     async clearOutbox(sessionId, version) {
       const h = keysOf(sessionId).state?.value;
       if (h && h.outboxVersion === String(version)) {

@@ -1,5 +1,6 @@
 import { LIMITS, STATE_SCHEMA_VERSION, Thread } from "@agentmesh/contracts";
 import type { Redis } from "ioredis";
+import { createReplicaWait } from "./replicas.js";
 import { decodeLoaded, decodeLog, encodeCommit, encodeState } from "./codec.js";
 import {
   checkCommit,
@@ -36,6 +37,13 @@ export interface RedisSessionStoreOptions extends SessionStoreOptions {
    * often shares it (health checks, other stores), and closes it itself.
    */
   readonly ownsConnection?: boolean;
+  /**
+   * Replicas that must confirm a write before it is acted on (`awaitReplicas`, Redis `WAIT`, or
+   * `WAITAOF` on a server that has it); 0 (default) = no wait, for a single node.
+   */
+  readonly waitReplicas?: number;
+  /** How long `awaitReplicas` waits for them (default 1000 ms). */
+  readonly waitTimeoutMs?: number;
 }
 
 type Script = (keys: readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>;
@@ -64,6 +72,7 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
   const claimTimersScript = defineScript(redis, "ClaimTimers", 1, CLAIM_TIMERS_LUA);
   const claimIdemScript = defineScript(redis, "ClaimIdempotency", 1, CLAIM_IDEMPOTENCY_LUA);
   const attachThreadScript = defineScript(redis, "AttachThread", 2, ATTACH_THREAD_LUA);
+  const awaitReplicas = createReplicaWait(redis, opts.waitReplicas ?? 0, opts.waitTimeoutMs ?? 1000);
   const k = (sid: string) => ({
     state: keys.session(sid, "state"),
     applied: keys.session(sid, "applied"),
@@ -154,6 +163,8 @@ export function createRedisSessionStore(redis: Redis, opts: RedisSessionStoreOpt
       const reply = (await commitScript([s.state, s.applied, s.log, keys.timers], args)) as unknown[];
       return parseCommitReply(reply);
     },
+
+    awaitReplicas,
 
     async clearOutbox(sessionId, version) {
       await clearOutboxScript([k(sessionId).state], [version]);

@@ -52,10 +52,17 @@ return {'ok'}
  * in one round trip. KEYS: state hash, applied set. ARGV: inputId.
  * Replies {'missing'} or {'ok', version, state, outbox or '', schema or '', applied 0/1}: a stored
  * outbox or schema is never the empty string (JSON, a number).
+ * With an outbox stored, it also sets the state key's TTL to what it is: a write of this
+ * connection after the outbox's commit (whoever made it), so a `WAIT` on this connection then
+ * covers that commit before the outbox is published again (docs/redis-failover.md).
  */
 export const LOAD_FOR_INPUT_LUA = `
 local h = redis.call('HMGET', KEYS[1], 'version', 'state', 'outbox', 'schema')
 if not h[2] then return {'missing'} end
+if h[3] then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+end
 return {'ok', h[1] or '', h[2], h[3] or '', h[4] or '', redis.call('SISMEMBER', KEYS[2], ARGV[1])}
 `;
 

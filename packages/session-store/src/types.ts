@@ -60,6 +60,14 @@ export interface SessionStore {
   isApplied(sessionId: string, inputId: string): Promise<boolean>;
   /** The compare-and-set of one transition. */
   commit(req: CommitRequest): Promise<CommitResult>;
+  /**
+   * Waits until enough replicas hold every write this store's connection made so far: call it
+   * right after `commit` (or after a `loadForInput` that returned an outbox) and before acting on
+   * what was written. Resolves at once without replicas configured; rejects with a retryable
+   * `unavailable` error when fewer replicas confirm within the timeout, or when the connection
+   * changed meanwhile (a failover: the write may be lost). See docs/redis-failover.md.
+   */
+  awaitReplicas(): Promise<void>;
   /** Clears the outbox if it is still the one written at `version`. */
   clearOutbox(sessionId: string, version: number): Promise<void>;
   /** The transition log, oldest first: the first line and the latest within the caps. */

@@ -210,6 +210,7 @@ export async function inspect(cfg: CliConfig, sessionId: string, opts: { json: b
   const redis = await connectRedis(cfg.redisUrl, {
     name: `cli-${process.pid}`,
     ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
   });
   try {
     const store = createRedisSessionStore(redis, {
@@ -336,6 +337,7 @@ export async function sessions(
   const redis = await connectRedis(cfg.redisUrl, {
     name: `cli-${process.pid}`,
     ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
   });
   try {
     const store = createRedisSessionStore(redis, {
@@ -457,7 +459,11 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
     return 2;
   }
   // Checked first, so an answer to an expired or finished session is reported as not sent.
-  const redis = await connectRedis(cfg.redisUrl, { name: `cli-${process.pid}` });
+  const redis = await connectRedis(cfg.redisUrl, {
+    name: `cli-${process.pid}`,
+    ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+    ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
+  });
   let refusal: string | null;
   try {
     const store = createRedisSessionStore(redis, {

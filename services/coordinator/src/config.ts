@@ -17,6 +17,7 @@ import {
   tracingConfig,
   type MetricsSettings,
   type NatsAccess,
+  type RedisSentinelSettings,
   type TracingConfig,
 } from "@agentmesh/service-kit";
 import {
@@ -49,6 +50,8 @@ const NAMES = [
   "AGENTMESH_SESSION_TTL_MS",
   "AGENTMESH_FINISHED_TTL_MS",
   "AGENTMESH_REQUIRE_DURABLE",
+  "AGENTMESH_REDIS_WAIT_REPLICAS",
+  "AGENTMESH_REDIS_WAIT_TIMEOUT_MS",
   "AGENTMESH_CANCELLED_TTL_MS",
   "AGENTMESH_ZOD_COMPILE",
   "AGENTMESH_HALO_CAPABILITIES",
@@ -191,6 +194,10 @@ export interface CoordinatorConfig {
   readonly redisUrl: string;
   /** CA file for a `rediss://` server (REDIS_TLS_CA). */
   readonly redisTlsCa: string | undefined;
+  /** The sentinels that name the primary (REDIS_SENTINELS); undefined = REDIS_URL is the server. */
+  readonly redisSentinel: RedisSentinelSettings | undefined;
+  /** Replicas that confirm each commit before its outbox goes out (0 = no wait), and how long they may take. */
+  readonly redisWait: { readonly replicas: number; readonly timeoutMs: number };
   readonly prefix: string;
   readonly logLevel: string;
   readonly crashAt: string | undefined;
@@ -268,6 +275,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
+    redisWait: { replicas: e.AGENTMESH_REDIS_WAIT_REPLICAS, timeoutMs: e.AGENTMESH_REDIS_WAIT_TIMEOUT_MS },
     tracing,
     metrics: metricsSettings(e),
   });

@@ -9,6 +9,7 @@ import {
   misplacedOption,
   conversationTurn,
   inputIds,
+  parseTaskId,
   threadCarry,
   isTerminal,
   AgentmeshError,
@@ -71,6 +72,11 @@ export interface CoordinatorStats {
   duplicates: number;
   conflicts: number;
   republished: number;
+  /**
+   * Results and timers of tasks minted at a version above the stored one: the store lost the commit
+   * that dispatched them (a failover without the replica wait); dropped, never applied (also in `dropped`).
+   */
+  lost_version: number;
   timers_fired: number;
 }
 
@@ -124,6 +130,16 @@ const logCommands = (commands: readonly string[]): string[] => {
   return commands.length > kept.length ? [...kept, `… ${commands.length - kept.length} more`] : kept;
 };
 
+/**
+ * The version a result's or timer's task was minted at, when that is above the stored version:
+ * the commit that dispatched it is gone (docs/redis-failover.md). Null otherwise.
+ */
+export function lostVersion(input: InboxInput, storedVersion: number): number | null {
+  if ((input.kind !== "result" && input.kind !== "timer") || input.task_id === null) return null;
+  const t = parseTaskId(input.task_id);
+  return t !== null && t.version > storedVersion ? t.version : null;
+}
+
 const timerSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -147,6 +163,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
     duplicates: 0,
     conflicts: 0,
     republished: 0,
+    lost_version: 0,
     timers_fired: 0,
   };
 
@@ -346,7 +363,15 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       await store.removeTimers([timerMember.session(input.session_id)]);
   }
 
+  /**
+   * Publishes an outbox and clears it. First the replicas must hold the commit that wrote it (a
+   * no-op on a single node): a failover may otherwise promote a replica without it, and the tasks
+   * and events out already would belong to a version the store lost (docs/redis-failover.md).
+   * A failed wait throws, so the input is redelivered and the stored outbox published then.
+   */
   async function flush(sessionId: string, outbox: Outbox, threadId: string | null): Promise<void> {
+    await store.awaitReplicas();
+    crash("after-wait-before-publish");
     await publisher.publishOutbox(outbox.entries, { traceparent: outbox.traceparent, threadId });
     crash("after-publish");
     await store.clearOutbox(sessionId, outbox.version);
@@ -385,7 +410,14 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       const out = step(loaded.state, input, { now: at, defaults });
       if (out.kind === "drop") {
         stats.dropped++;
-        if (out.reason === "wrong_sender") {
+        const lost = lostVersion(input, loaded.state.meta.version);
+        if (lost !== null) {
+          stats.lost_version++;
+          deps.log.warn(
+            { ...ids, task_version: lost, stored_version: loaded.state.meta.version },
+            "dropped: the task was dispatched by a commit the store no longer has (a Redis failover lost it); the session goes on from the stored version",
+          );
+        } else if (out.reason === "wrong_sender") {
           stats.forged++;
           deps.log.warn({ ...ids, reason: out.reason, detail: out.detail }, "dropped a result from the wrong sender");
         } else deps.log.info({ ...ids, reason: out.reason, detail: out.detail }, "dropped input");
@@ -439,6 +471,7 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
         continue; // already_applied: the next pass acks
       }
       crash("after-cas");
+      crash("after-cas-before-wait");
       stats.applied++;
       deps.log.debug({ ...ids, version, status: out.state.meta.status, commands: out.commands }, "applied");
       try {

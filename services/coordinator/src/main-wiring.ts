@@ -46,6 +46,8 @@ export async function startCoordinatorFromConfig(
     activeTtlMs: cfg.activeTtlMs,
     finishedTtlMs: cfg.finishedTtlMs,
     idempotencyTtlMs: cfg.activeTtlMs,
+    waitReplicas: cfg.redisWait.replicas,
+    waitTimeoutMs: cfg.redisWait.timeoutMs,
   });
   const running = await startCoordinator({
     nc: deps.nc,
@@ -104,6 +106,7 @@ export async function coordinatorMain(env: Record<string, string | undefined>): 
         connectRedis(cfg.redisUrl, {
           name: `coordinator-${process.pid}`,
           ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+          ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
         }),
       ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));

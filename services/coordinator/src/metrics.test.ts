@@ -19,6 +19,7 @@ const stats = (): CoordinatorStats => ({
   duplicates: 0,
   conflicts: 0,
   republished: 0,
+  lost_version: 0,
   timers_fired: 0,
 });
 const inbox = (s: Partial<Worker["stats"]> = {}): Worker => ({
@@ -51,11 +52,12 @@ describe("a coordinator's metrics", () => {
   test("splits dropped inputs by reason from the core's and the inbox consumer's counters", async () => {
     const metrics = createMetrics({ defaultMetrics: false });
     const s = stats();
-    Object.assign(s, { dropped: 5, forged: 2, duplicates: 4, submitted: 7, rejected: 1 });
+    Object.assign(s, { dropped: 6, forged: 2, lost_version: 1, duplicates: 4, submitted: 7, rejected: 1 });
     coordinatorMetrics(metrics, { naming: n, lag: noLag, log }).watch(s, inbox({ dropped: 3, forged: 1 }));
     const text = await metrics.text();
     expect(sample(text, "agentmesh_inputs_dropped_total", { reason: "forged" })).toBe(3);
     expect(sample(text, "agentmesh_inputs_dropped_total", { reason: "stale" })).toBe(3);
+    expect(sample(text, "agentmesh_inputs_dropped_total", { reason: "lost_version" })).toBe(1);
     expect(sample(text, "agentmesh_inputs_dropped_total", { reason: "duplicate" })).toBe(4);
     expect(sample(text, "agentmesh_inputs_dropped_total", { reason: "unreadable" })).toBe(2);
     expect(sample(text, "agentmesh_submits_total", { result: "accepted" })).toBe(7);

@@ -69,7 +69,8 @@ export function coordinatorMetrics(
             const forgedAtConsumer = consumed.forged ?? 0;
             return [
               { labels: { reason: "forged" }, value: stats.forged + forgedAtConsumer },
-              { labels: { reason: "stale" }, value: stats.dropped - stats.forged },
+              { labels: { reason: "stale" }, value: stats.dropped - stats.forged - stats.lost_version },
+              { labels: { reason: "lost_version" }, value: stats.lost_version },
               { labels: { reason: "duplicate" }, value: stats.duplicates },
               { labels: { reason: "unreadable" }, value: consumed.dropped - forgedAtConsumer },
             ];

@@ -11,6 +11,7 @@ import {
   tracingConfig,
   type MetricsSettings,
   type NatsAccess,
+  type RedisSentinelSettings,
   type TracingConfig,
 } from "@agentmesh/service-kit";
 import { parseApiKeys, type ApiKeyVerifier } from "./api-keys.js";
@@ -42,6 +43,8 @@ export interface GatewayConfig {
   readonly nats: NatsAccess;
   readonly redisUrl: string;
   readonly redisTlsCa: string | undefined;
+  /** The sentinels that name the primary (REDIS_SENTINELS); undefined = REDIS_URL is the server. */
+  readonly redisSentinel: RedisSentinelSettings | undefined;
   readonly prefix: string;
   readonly logLevel: string;
   readonly host: string;

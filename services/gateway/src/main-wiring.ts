@@ -43,6 +43,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
         connectRedis(cfg.redisUrl, {
           name: `gateway-${process.pid}`,
           ...(cfg.redisTlsCa === undefined ? {} : { tlsCaFile: cfg.redisTlsCa }),
+          ...(cfg.redisSentinel === undefined ? {} : { sentinel: cfg.redisSentinel }),
         }),
       ]);
       health.requireLinks(linkHealth(nc), redisHealth(redis));

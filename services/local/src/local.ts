@@ -40,6 +40,7 @@ export async function startLocal(
   const redis = await connectRedis(ccfg.redisUrl, {
     name: `local-${process.pid}`,
     ...(ccfg.redisTlsCa === undefined ? {} : { tlsCaFile: ccfg.redisTlsCa }),
+    ...(ccfg.redisSentinel === undefined ? {} : { sentinel: ccfg.redisSentinel }),
   });
   if (health) {
     health.requireLinks(linkHealth(nc), redisHealth(redis));
