@@ -58,6 +58,25 @@ function sh(script: string, killAfterMs = 5000): Promise<Shell> {
   );
 }
 
+/** Live (not zombie) processes descending from `pid`, itself included: the sandbox's, whatever uid runs them. */
+function descendantsOf(pid: number): number {
+  const children = new Map<string, string[]>();
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const [state, ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (state === "Z") continue;
+      children.set(ppid, [...(children.get(ppid) ?? []), p]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let n = 0;
+  for (const stack = [String(pid)]; stack.length > 0; n++) stack.push(...(children.get(stack.pop() ?? "") ?? []));
+  return n;
+}
+
 /** Live (not zombie) processes on this host running as `uid`. */
 function processesOf(uid: number): number {
   let n = 0;
@@ -148,6 +167,56 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
     expect(env).toBe("1"); // PWD, set by the shell itself
     expect(rest).toHaveLength(4);
     for (const line of rest) expect(line).toMatch(/No such file or directory/);
+  });
+
+  // The limit is set inside the sandbox's user namespace, where the kernel counts the sandbox's
+  // processes only: it binds for a non-root host uid as well as for the uid root drops to. The
+  // bomb is depth-limited (2^10 shells and as many sleeps if nothing stopped it), so that a limit
+  // that does not bind fails the test without taking the machine down.
+  it(`a fork bomb is stopped by RLIMIT_NPROC (${root ? "as root" : "as a non-root user"}), not by the deadline`, async () => {
+    if (!paths) throw new Error("bubblewrap and prlimit are needed");
+    const deadlineMs = 8000;
+    const t0 = performance.now();
+    const child = spawnSandbox(paths, {
+      mode: "run",
+      harden: true,
+      addressSpaceBytes: 1280 * 2 ** 20,
+      cpuSeconds: 10,
+      hostUid: UID,
+      command: [
+        "/bin/sh",
+        "-c",
+        "b() { if [ $1 -lt 9 ]; then b $(($1 + 1)) & b $(($1 + 1)) & fi; sleep 1; wait; }; (b 0) 2>/dev/null; echo bomb over",
+      ],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    let most = 0;
+    let mostAt = 0;
+    const poll = setInterval(() => {
+      const n = descendantsOf(child.pid ?? -1);
+      if (n > most) [most, mostAt] = [n, performance.now() - t0];
+    }, 10);
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      killSandbox(child);
+    }, deadlineMs);
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const ms = performance.now() - t0;
+    clearInterval(poll);
+    clearTimeout(timer);
+    console.info(
+      `[sandbox] fork bomb ${root ? "as root" : `as uid ${process.getuid?.()}`}: at most ${most} processes (sandbox chain included; RLIMIT_NPROC ${SANDBOX_NPROC}), reached after ${Math.round(mostAt)} ms; the bomb ended after ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
+    );
+    expect(killed, "the deadline had to stop it").toBe(false);
+    expect(code).toBe(0);
+    expect(out).toBe("bomb over\n");
+    // the chain outside the namespace (prlimit exec'd into bwrap, bwrap's monitor) adds a few
+    expect(most).toBeGreaterThan(SANDBOX_NPROC / 2);
+    expect(most).toBeLessThanOrEqual(SANDBOX_NPROC + 4);
+    expect(ms).toBeLessThan(deadlineMs / 2);
   });
 
   // RLIMIT_NPROC does not bind for uid 0, so as root the sandbox must run as a uid of its own.
