@@ -619,7 +619,8 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     ]);
   });
 
-  it("a role's deploy.json changes only that role, and stale output names the role", () => {
+  // renders the whole tree three times (~5 s on an idle machine since the roles have a third object)
+  it("a role's deploy.json changes only that role, and stale output names the role", { timeout: 20_000 }, () => {
     const root = mkdtempSync(join(tmpdir(), "render-deploy-"));
     try {
       for (const path of [

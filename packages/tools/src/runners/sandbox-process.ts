@@ -200,8 +200,9 @@ export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcess
     ...(s.command ? s.command : [realpathSync(p.node), ...nodeArgs(s)]),
   ];
   const limits = [`--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0"];
-  // as root, bwrap itself runs as the sandbox's own uid, under the same process limit
-  if (drop) limits.push(`--nproc=${nproc}`);
+  // as root, bwrap itself runs as the sandbox's own uid, under the sandbox's usual limit (this one
+  // counts every process of that uid: a smaller one, the probe's, applies inside only)
+  if (drop) limits.push(`--nproc=${SANDBOX_NPROC}`);
   const chain = [p.prlimit, ...limits, "--", p.bwrap, ...bwrapArgs(p, s, fds), "--", ...inner];
   const argv = drop
     ? [p.setpriv as string, `--reuid=${s.hostUid}`, `--regid=${s.hostUid}`, "--clear-groups", "--", ...chain]
