@@ -58,15 +58,17 @@ function sh(script: string, killAfterMs = 5000): Promise<Shell> {
   );
 }
 
-/** Live (not zombie) processes descending from `pid`, itself included: the sandbox's, whatever uid runs them. */
+/**
+ * Processes descending from `pid`, itself included: the sandbox's, whatever uid runs them. Zombies
+ * count: until its parent reaps it, an exited process still holds its place under RLIMIT_NPROC.
+ */
 function descendantsOf(pid: number): number {
   const children = new Map<string, string[]>();
   for (const p of readdirSync("/proc")) {
     if (!/^\d+$/.test(p)) continue;
     try {
       const stat = readFileSync(`/proc/${p}/stat`, "utf8");
-      const [state, ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (state === "Z") continue;
+      const [, ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
       children.set(ppid, [...(children.get(ppid) ?? []), p]);
     } catch {
       // gone meanwhile
@@ -175,7 +177,7 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
   // that does not bind fails the test without taking the machine down.
   it(`a fork bomb is stopped by RLIMIT_NPROC (${root ? "as root" : "as a non-root user"}), not by the deadline`, async () => {
     if (!paths) throw new Error("bubblewrap and prlimit are needed");
-    const deadlineMs = 8000;
+    const deadlineMs = 12_000;
     const t0 = performance.now();
     const child = spawnSandbox(paths, {
       mode: "run",
@@ -186,7 +188,8 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
       command: [
         "/bin/sh",
         "-c",
-        "b() { if [ $1 -lt 9 ]; then b $(($1 + 1)) & b $(($1 + 1)) & fi; sleep 1; wait; }; (b 0) 2>/dev/null; echo bomb over",
+        // every shell sleeps 3 s before it waits: the tree holds its size long enough to be counted
+        "b() { if [ $1 -lt 9 ]; then b $(($1 + 1)) & b $(($1 + 1)) & fi; sleep 3; wait; }; (b 0) 2>/tmp/forks; echo refused $(grep -c 'Cannot fork' /tmp/forks)",
       ],
     });
     let out = "";
@@ -207,16 +210,18 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
     const ms = performance.now() - t0;
     clearInterval(poll);
     clearTimeout(timer);
+    const refused = Number(/^refused (\d+)\n$/.exec(out)?.[1] ?? -1);
     console.info(
-      `[sandbox] fork bomb ${root ? "as root" : `as uid ${process.getuid?.()}`}: at most ${most} processes (sandbox chain included; RLIMIT_NPROC ${SANDBOX_NPROC}), reached after ${Math.round(mostAt)} ms; the bomb ended after ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
+      `[sandbox] fork bomb ${root ? "as root" : `as uid ${process.getuid?.()}`}: at most ${most} processes (sandbox chain included; RLIMIT_NPROC ${SANDBOX_NPROC}), reached after ${Math.round(mostAt)} ms; ${refused} forks refused; the bomb ended after ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
     );
     expect(killed, "the deadline had to stop it").toBe(false);
     expect(code).toBe(0);
-    expect(out).toBe("bomb over\n");
-    // the chain outside the namespace (prlimit exec'd into bwrap, bwrap's monitor) adds a few
-    expect(most).toBeGreaterThan(SANDBOX_NPROC / 2);
+    expect(refused, out).toBeGreaterThan(0);
+    // The bomb ran (a sample every 10 ms sees part of a tree that keeps changing: refused shells
+    // exit, orphans are reaped, freed places are forked into again), and never beyond the limit;
+    // the chain outside the namespace (prlimit exec'd into bwrap, bwrap's monitor) adds a few.
+    expect(most).toBeGreaterThan(10);
     expect(most).toBeLessThanOrEqual(SANDBOX_NPROC + 4);
-    expect(ms).toBeLessThan(deadlineMs / 2);
   });
 
   // RLIMIT_NPROC does not bind for uid 0, so as root the sandbox must run as a uid of its own.
