@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,9 +19,12 @@ import {
 //                                               a kind without one is rendered `off`
 //   pnpm redis:acl --compose [--check]          the generated redis command of docker-compose.yml
 //                                               (--check: exit 1 when it is out of date)
-//   pnpm redis:acl --sentinel                   the ACL SETUSER rules of the user the clients log in
+//   pnpm redis:acl --sentinel-client            the ACL SETUSER rules of the user the clients log in
 //                                               to the sentinels as (REDIS_SENTINEL_USERNAME;
 //                                               docs/redis-failover.md), to run on each sentinel
+//   pnpm redis:acl --sentinel [--out file]      the ACL file with the users a primary, its replica and
+//                                               their Sentinels need too (REDIS_PASSWORD_REPLICA,
+//                                               REDIS_PASSWORD_SENTINEL): docs/deployment-production.md
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const COMPOSE_FILE = "docker-compose.yml";
@@ -72,13 +76,47 @@ export function renderCompose(current: string, prefix: string): string {
   return `${current.slice(0, start)}${BEGIN}\n${line}\n${current.slice(end)}`;
 }
 
+/**
+ * The users of a Sentinel topology (deploy/overlays/prod/redis-sentinel.yaml), beside agentmesh's
+ * own: `replica`, which a replica logs in to its primary as (`masteruser`), and `sentinel`, which
+ * the Sentinels log in to every Redis as. Only the commands replication and failover send.
+ */
+export const TOPOLOGY_USERS = {
+  replica: ["-@all", "+psync", "+replconf", "+ping"],
+  sentinel: [
+    "allchannels",
+    "-@all",
+    "+multi",
+    "+exec",
+    "+slaveof",
+    "+ping",
+    "+subscribe",
+    "+publish",
+    "+info",
+    "+role",
+    "+config|rewrite",
+    "+client|setname",
+    "+client|kill",
+    "+script|kill",
+  ],
+} as const;
+
+/** ACL file lines of the topology's users; a user without a password is rendered `off`. */
+export function topologyAclLines(passwords: Partial<Record<keyof typeof TOPOLOGY_USERS, string>>): string[] {
+  return Object.entries(TOPOLOGY_USERS).map(([name, rules]) => {
+    const password = passwords[name as keyof typeof TOPOLOGY_USERS];
+    const pass = password ? ["on", `#${createHash("sha256").update(password).digest("hex")}`] : ["off", "resetpass"];
+    return ["user", name, "reset", ...pass, ...rules].join(" ");
+  });
+}
+
 function main(argv: readonly string[]): number {
   const arg = (name: string) => {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
   const prefix = arg("--prefix") ?? process.env.AGENTMESH_PREFIX ?? "agentmesh";
-  if (argv.includes("--sentinel")) {
+  if (argv.includes("--sentinel-client")) {
     process.stdout.write(`ACL SETUSER <user> reset on ><password> ${sentinelClientRules().join(" ")}\n`);
     return 0;
   }
@@ -106,9 +144,15 @@ function main(argv: readonly string[]): number {
       ...(process.env[passwordVar(kind)] ? { password: process.env[passwordVar(kind)] } : {}),
     })),
   );
+  const topology = argv.includes("--sentinel")
+    ? `${topologyAclLines({
+        replica: process.env.REDIS_PASSWORD_REPLICA,
+        sentinel: process.env.REDIS_PASSWORD_SENTINEL,
+      }).join("\n")}\n`
+    : "";
   const out = arg("--out");
-  if (out) writeFileSync(out, file, { mode: 0o600 });
-  else process.stdout.write(file);
+  if (out) writeFileSync(out, file + topology, { mode: 0o600 });
+  else process.stdout.write(file + topology);
   return 0;
 }
 

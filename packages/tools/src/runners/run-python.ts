@@ -86,6 +86,13 @@ type ChildResult = z.infer<typeof ChildResult>;
 
 const MAX_ERROR_CHARS = 4000;
 
+/** RLIMIT_NPROC of the probe that checks the process limit binds. */
+const PROBE_NPROC = 8;
+// A subshell starts 16 sleeps in the background; under the limit a fork fails and the subshell
+// ends before it prints. The sleeps die with the sandbox.
+const PROCESS_LIMIT_PROBE =
+  "(i=0; while [ $i -lt 16 ]; do sleep 30 & i=$((i+1)); done; echo forked $i) 2>/dev/null; echo probed";
+
 function protocolViolation(why: string): AgentmeshError {
   return new AgentmeshError(
     "tool_error",
@@ -363,13 +370,40 @@ class PythonRunnerImpl implements CodeRunner {
         return { available: false, detail: `the sandbox did not start: ${err().slice(-500) || "no output"}` };
       const p = JSON.parse(line.value) as { permission?: boolean };
       if (!p.permission) return { available: false, detail: "Node's permission model is not available in the sandbox" };
-      const uid = process.getuid?.() === 0 ? `, as host uid ${this.#uidBase}+ with RLIMIT_NPROC ${SANDBOX_NPROC}` : "";
-      return {
-        available: true,
-        detail: `Pyodide in a child process under bubblewrap (new user, mount, pid, net namespaces; a size-capped tmpfs) with a seccomp filter (${deniedSyscallCount()} syscalls denied, namespaces in clone, sockets but AF_UNIX), Node's permission model without code generation from strings, RLIMIT_AS, RLIMIT_FSIZE${uid} and a kill at the deadline`,
-      };
     } catch (e) {
       return { available: false, detail: `the sandbox did not start: ${(e as Error).message}` };
+    } finally {
+      clearTimeout(timer);
+      killSandbox(child);
+    }
+    const unbound = await this.#processLimitUnbound();
+    if (unbound) return { available: false, detail: unbound };
+    const uid = process.getuid?.() === 0 ? `, as host uid ${this.#uidBase}+` : "";
+    return {
+      available: true,
+      detail: `Pyodide in a child process under bubblewrap (new user, mount, pid, net namespaces; a size-capped tmpfs) with a seccomp filter (${deniedSyscallCount()} syscalls denied, namespaces in clone, sockets but AF_UNIX), Node's permission model without code generation from strings, RLIMIT_AS, RLIMIT_FSIZE, RLIMIT_NPROC ${SANDBOX_NPROC} in the sandbox's user namespace${uid} and a kill at the deadline`,
+    };
+  }
+
+  // A fork bomb must meet the process limit, not only the deadline. Whether RLIMIT_NPROC binds
+  // depends on the host (never for a real uid of 0; per user namespace from Linux 5.14), so it is
+  // tried: a shell in the sandbox with a limit of PROBE_NPROC starts twice as many sleeps.
+  async #processLimitUnbound(): Promise<string | null> {
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = await this.#spawn({ mode: "run", nproc: PROBE_NPROC, command: ["/bin/sh", "-c", PROCESS_LIMIT_PROBE] });
+    } catch (e) {
+      return `the process limit could not be tried: ${(e as Error).message}`;
+    }
+    const lines = lineReader(child, 4096);
+    const timer = setTimeout(() => killSandbox(child), 10_000);
+    try {
+      const seen: string[] = [];
+      for (let l = await lines.next(); !l.done; l = await lines.next()) seen.push(l.value);
+      if (seen.includes("forked 16"))
+        return `RLIMIT_NPROC does not bind here (${PROBE_NPROC} allowed, 16 processes started): a fork bomb would be stopped only by the deadline`;
+      if (!seen.includes("probed")) return "the process limit could not be tried: the probe shell gave no answer";
+      return null;
     } finally {
       clearTimeout(timer);
       killSandbox(child);

@@ -138,6 +138,33 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
     },
   );
 
+  it("its status names the process limit it found binding", async () => {
+    const st = await python.status();
+    if (st.available) expect(st.detail).toMatch(/RLIMIT_NPROC 48 in the sandbox's user namespace/);
+    else expect(st.detail).not.toBe("");
+  });
+
+  // A sandbox left running as uid 0 (here: dropping "to" uid 0) is one where RLIMIT_NPROC never
+  // binds: the probe sees its sleeps all start, and no Python is run at all.
+  it.runIf(process.getuid?.() === 0)(
+    "as root without a uid of its own, the process limit does not bind: sandbox_unavailable, nothing run",
+    async () => {
+      const unbound = createPythonRunner({ timeLimitMs: 2000, warm: 0, sandboxUidBase: 0, maxProcesses: 1 });
+      try {
+        const st = await unbound.status();
+        expect(st).toEqual({
+          available: false,
+          detail: expect.stringMatching(
+            /^RLIMIT_NPROC does not bind here \(8 allowed, 16 processes started\)/,
+          ) as unknown,
+        });
+        await expect(unbound.run("print('should never run')")).rejects.toMatchObject({ code: "sandbox_unavailable" });
+      } finally {
+        await unbound.close();
+      }
+    },
+  );
+
   it("refuses to run anything when its boundary is missing: no unsandboxed fallback", async () => {
     for (const opts of [{ bwrapPath: "/nonexistent/bwrap" }, { prlimitPath: "/nonexistent/prlimit" }]) {
       const broken = createPythonRunner(opts);

@@ -61,6 +61,27 @@ function sh(script: string, killAfterMs = 5000): Promise<Shell> {
   );
 }
 
+/**
+ * Processes descending from `pid`, itself included: the sandbox's, whatever uid runs them. Zombies
+ * count: until its parent reaps it, an exited process still holds its place under RLIMIT_NPROC.
+ */
+function descendantsOf(pid: number): number {
+  const children = new Map<string, string[]>();
+  for (const p of readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, "utf8");
+      const [, ppid = ""] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      children.set(ppid, [...(children.get(ppid) ?? []), p]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let n = 0;
+  for (const stack = [String(pid)]; stack.length > 0; n++) stack.push(...(children.get(stack.pop() ?? "") ?? []));
+  return n;
+}
+
 /** Live (not zombie) processes on this host running as `uid`. */
 function processesOf(uid: number): number {
   let n = 0;
@@ -163,6 +184,59 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
     expect(env).toBe("1"); // PWD, set by the shell itself
     expect(rest).toHaveLength(4);
     for (const line of rest) expect(line).toMatch(/No such file or directory/);
+  });
+
+  // The limit is set inside the sandbox's user namespace, where the kernel counts the sandbox's
+  // processes only: it binds for a non-root host uid as well as for the uid root drops to. The
+  // bomb is depth-limited (2^10 shells and as many sleeps if nothing stopped it), so that a limit
+  // that does not bind fails the test without taking the machine down.
+  it(`a fork bomb is stopped by RLIMIT_NPROC (${root ? "as root" : "as a non-root user"}), not by the deadline`, async () => {
+    if (!paths) throw new Error("bubblewrap and prlimit are needed");
+    const deadlineMs = 12_000;
+    const t0 = performance.now();
+    const child = spawnSandbox(paths, {
+      mode: "run",
+      harden: true,
+      addressSpaceBytes: 1280 * 2 ** 20,
+      cpuSeconds: 10,
+      hostUid: UID,
+      command: [
+        "/bin/sh",
+        "-c",
+        // every shell sleeps 3 s before it waits: the tree holds its size long enough to be counted
+        "b() { if [ $1 -lt 9 ]; then b $(($1 + 1)) & b $(($1 + 1)) & fi; sleep 3; wait; }; (b 0) 2>/tmp/forks; echo refused $(grep -c 'Cannot fork' /tmp/forks)",
+      ],
+    });
+    let out = "";
+    child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    child.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    let most = 0;
+    let mostAt = 0;
+    const poll = setInterval(() => {
+      const n = descendantsOf(child.pid ?? -1);
+      if (n > most) [most, mostAt] = [n, performance.now() - t0];
+    }, 10);
+    let killed = false;
+    const timer = setTimeout(() => {
+      killed = true;
+      killSandbox(child);
+    }, deadlineMs);
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    const ms = performance.now() - t0;
+    clearInterval(poll);
+    clearTimeout(timer);
+    const refused = Number(/^refused (\d+)\n$/.exec(out)?.[1] ?? -1);
+    console.info(
+      `[sandbox] fork bomb ${root ? "as root" : `as uid ${process.getuid?.()}`}: at most ${most} processes (sandbox chain included; RLIMIT_NPROC ${SANDBOX_NPROC}), reached after ${Math.round(mostAt)} ms; ${refused} forks refused; the bomb ended after ${Math.round(ms)} ms (deadline ${deadlineMs} ms)`,
+    );
+    expect(killed, "the deadline had to stop it").toBe(false);
+    expect(code).toBe(0);
+    expect(refused, out).toBeGreaterThan(0);
+    // The bomb ran (a sample every 10 ms sees part of a tree that keeps changing: refused shells
+    // exit, orphans are reaped, freed places are forked into again), and never beyond the limit;
+    // the chain outside the namespace (prlimit exec'd into bwrap, bwrap's monitor) adds a few.
+    expect(most).toBeGreaterThan(10);
+    expect(most).toBeLessThanOrEqual(SANDBOX_NPROC + 4);
   });
 
   // RLIMIT_NPROC does not bind for uid 0, so as root the sandbox must run as a uid of its own.

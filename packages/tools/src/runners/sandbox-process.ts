@@ -47,10 +47,12 @@ export interface SandboxSpawn {
   /** Writable directory mounted at /out (snapshot mode only). */
   readonly outDir?: string;
   /**
-   * Host uid (and gid) the sandbox runs as when this process is root: RLIMIT_NPROC does not bind
-   * for uid 0, so without the drop a fork bomb would not be stopped. One per live sandbox.
+   * Host uid (and gid) the sandbox runs as when this process is root: RLIMIT_NPROC never binds
+   * for a real uid of 0, so without the drop a fork bomb would not be stopped. One per live sandbox.
    */
   readonly hostUid?: number;
+  /** RLIMIT_NPROC inside the sandbox (default SANDBOX_NPROC); the probe of the process limit sets a small one. */
+  readonly nproc?: number;
   /** Test seam: run this argv inside the sandbox instead of node + the child script. */
   readonly command?: readonly string[];
 }
@@ -59,7 +61,12 @@ export interface SandboxSpawn {
 export const SANDBOX_TMPFS_BYTES = 16 * 1024 * 1024;
 /** RLIMIT_FSIZE of the sandboxed process (not of the snapshot maker, which writes ~20 MB to /out). */
 export const SANDBOX_FSIZE_BYTES = 8 * 1024 * 1024;
-/** RLIMIT_NPROC of the sandbox's uid: node's own threads (~12) with room, far below a fork bomb. */
+/**
+ * RLIMIT_NPROC inside the sandbox: node's own threads (~12) with room, far below a fork bomb. It is
+ * set after bubblewrap made the sandbox's user namespace, where the kernel (5.14 on) counts
+ * processes per namespace and uid: only the sandbox's own, whichever host uid runs it
+ * (docs/sandbox.md, "Limits as a non-root user").
+ */
 export const SANDBOX_NPROC = 48;
 
 // Descriptors the sandbox chain (setpriv → prlimit → bwrap) inherits: the seccomp program, then
@@ -195,13 +202,18 @@ export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcess
   if (drop && !s.command) p = { ...p, ...readableByDroppedUid(p) };
   const fds = openBinds(s);
   // RLIMIT_FSIZE is set inside, by the sandbox's own prlimit: bwrap itself must still write the
-  // ~20 MB snapshot into the sandbox's root before it starts the process
+  // ~20 MB snapshot into the sandbox's root before it starts the process. RLIMIT_NPROC too: set
+  // inside the new user namespace it counts the sandbox's processes only, not every process of
+  // the host uid (the executor's own threads, the other sandboxes), so it binds as a non-root user.
+  // The snapshot maker runs no guest code.
+  const nproc = s.nproc ?? SANDBOX_NPROC;
   const inner = [
-    ...(s.mode === "snapshot" ? [] : [p.prlimit, `--fsize=${SANDBOX_FSIZE_BYTES}`, "--"]),
+    ...(s.mode === "snapshot" ? [] : [p.prlimit, `--fsize=${SANDBOX_FSIZE_BYTES}`, `--nproc=${nproc}`, "--"]),
     ...(s.command ? s.command : [nodeInSandbox(realpathSync(p.node)), ...nodeArgs(s)]),
   ];
   const limits = [`--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0"];
-  // RLIMIT_NPROC counts every process of the real uid: only meaningful for a uid of our own
+  // as root, bwrap itself runs as the sandbox's own uid, under the sandbox's usual limit (this one
+  // counts every process of that uid: a smaller one, the probe's, applies inside only)
   if (drop) limits.push(`--nproc=${SANDBOX_NPROC}`);
   const chain = [p.prlimit, ...limits, "--", p.bwrap, ...bwrapArgs(p, s, fds), "--", ...inner];
   const argv = drop

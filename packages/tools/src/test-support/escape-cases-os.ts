@@ -213,4 +213,15 @@ export const OS_CASES: EscapeCase[] = [
     code: () => "b() { b & b & wait; }; b 2>/dev/null & exec sleep 100",
     check: failed("timeout"),
   },
+  {
+    // RLIMIT_NPROC, counted in the sandbox's user namespace, not the deadline, ends it: every
+    // shell whose fork fails exits, the tree unwinds, the run ends well inside its time limit
+    name: "fork bomb: stopped by the process limit, not by the deadline",
+    lang: "os",
+    code: () => "b() { b & b & wait; }; (b) 2>/dev/null; echo stopped",
+    check: (o) => {
+      expect(o, JSON.stringify(o).slice(0, 300)).toMatchObject({ kind: "ran", r: { stdout: "stopped\n" } });
+      expect(o.ms).toBeLessThan(1000);
+    },
+  },
 ];
