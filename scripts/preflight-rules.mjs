@@ -95,7 +95,8 @@ export function integrityMatches(bytes, expected) {
  * @property {string} id          short name
  * @property {string} label       how the one-line message names it
  * @property {string[]} bins      binaries (on PATH or absolute) any one of which is enough
- * @property {string} apt         the Debian package that brings it
+ * @property {string} [apt]       the Debian package that brings it
+ * @property {string} [manual]    how to get it where no Debian package does (then never installed here)
  * @property {string} [urlEnv]    a server that also counts as present when it answers at this URL
  */
 
@@ -117,16 +118,24 @@ export const TOOLS = {
     bins: ["/usr/lib/chromium/chromium", "chromium", "chromium-browser"],
     apt: "chromium",
   },
+  kubectl: {
+    id: "kubectl",
+    label: "kubectl",
+    bins: ["kubectl"],
+    manual:
+      "kubectl 1.27 or newer from the Kubernetes project's own packages (Debian's kubernetes-client is too old to render the overlays)",
+  },
 };
 
 /**
  * What each command needs on the machine. `npm test`: NATS and Redis (the integration and
  * end-to-end projects), bubblewrap and prlimit (the Python sandbox's OS boundary), chromium (the
- * web page's browser tests). `npm run ask` and `npm run web`: NATS and Redis only.
+ * web page's browser tests), kubectl (renders the Kubernetes overlays the schema test validates).
+ * `npm run ask` and `npm run web`: NATS and Redis only.
  * @type {Record<string, string[]>}
  */
 export const NEEDS = {
-  test: ["nats", "redis", "bwrap", "prlimit", "chromium"],
+  test: ["nats", "redis", "bwrap", "prlimit", "chromium", "kubectl"],
   ask: ["nats", "redis"],
   web: ["nats", "redis"],
 };
@@ -164,7 +173,7 @@ export function missingTools(purpose, probe) {
  * @param {{ root: boolean }} who
  */
 export function aptInstallCommand(tools, who) {
-  const pkgs = [...new Set(tools.map((t) => t.apt))];
+  const pkgs = [...new Set(tools.flatMap((t) => (t.apt ? [t.apt] : [])))];
   return `${who.root ? "" : "sudo "}apt-get install -y ${pkgs.join(" ")}`;
 }
 
@@ -182,18 +191,23 @@ export function aptInstallCommand(tools, who) {
  */
 export function planTools(command, missing, machine) {
   if (missing.length === 0) return { kind: "ok" };
-  if (machine.root && machine.apt) {
-    const pkgs = [...new Set(missing.map((t) => t.apt))];
+  const manual = missing.filter((t) => !t.apt);
+  const packaged = missing.filter((t) => t.apt);
+  if (machine.root && machine.apt && manual.length === 0) {
+    const pkgs = [...new Set(packaged.map((t) => t.apt))];
     return { kind: "install", update: ["apt-get", "update"], install: ["apt-get", "install", "-y", ...pkgs] };
   }
   const names = missing.map((t) => t.label).join(", ");
   const servers = missing.filter((t) => t.urlEnv).map((t) => t.urlEnv);
   const or = servers.length ? ` (or a server answering at ${servers.join("/")})` : "";
-  const how = aptInstallCommand(missing, { root: machine.root });
   const where = machine.apt ? "" : " (Debian/Ubuntu; elsewhere the same packages from your system's package manager)";
+  const ways = [
+    ...(packaged.length ? [`\`${aptInstallCommand(packaged, { root: machine.root })}\`${where}`] : []),
+    ...manual.map((t) => t.manual),
+  ];
   return {
     kind: "stop",
-    message: `${command} needs ${names}${or}, not found on this machine: install with \`${how}\`${where}, then run it again.`,
+    message: `${command} needs ${names}${or}, not found on this machine: install with ${ways.join(" and ")}, then run it again.`,
   };
 }
 

@@ -103,10 +103,10 @@ describe("the Node version", () => {
 });
 
 describe("the system tools", () => {
-  const everything = ["nats-server", "redis-server", "bwrap", "prlimit", "chromium", "apt-get"];
+  const everything = ["nats-server", "redis-server", "bwrap", "prlimit", "chromium", "kubectl", "apt-get"];
 
-  test("npm test needs NATS, Redis, bubblewrap, prlimit and chromium; ask and web only NATS and Redis", () => {
-    expect(NEEDS.test).toEqual(["nats", "redis", "bwrap", "prlimit", "chromium"]);
+  test("npm test needs NATS, Redis, bubblewrap, prlimit, chromium and kubectl; ask and web only NATS and Redis", () => {
+    expect(NEEDS.test).toEqual(["nats", "redis", "bwrap", "prlimit", "chromium", "kubectl"]);
     expect(NEEDS.ask).toEqual(["nats", "redis"]);
     expect(NEEDS.web).toEqual(["nats", "redis"]);
     expect(ids(missingTools("test", machine([])))).toEqual(NEEDS.test);
@@ -122,14 +122,14 @@ describe("the system tools", () => {
     // Debian's nats-server lives in /usr/sbin, off a normal user's PATH
     expect(ids(missingTools("ask", machine(["/usr/sbin/nats-server", "redis-server"])))).toEqual([]);
     // an answering URL stands in for a server, never for bubblewrap or chromium
-    expect(ids(missingTools("test", machine(["prlimit"], ["nats", "redis", "bwrap", "chromium"])))).toEqual([
+    expect(ids(missingTools("test", machine(["prlimit", "kubectl"], ["nats", "redis", "bwrap", "chromium"])))).toEqual([
       "bwrap",
       "chromium",
     ]);
   });
 
   test("chromium is found as Debian installs it or named by CHROMIUM_PATH", () => {
-    const rest = ["nats-server", "redis-server", "bwrap", "prlimit"];
+    const rest = ["nats-server", "redis-server", "bwrap", "prlimit", "kubectl"];
     expect(ids(missingTools("test", machine(rest)))).toEqual(["chromium"]);
     expect(missingTools("test", machine([...rest, "/usr/lib/chromium/chromium"]))).toEqual([]);
     expect(missingTools("test", machine([...rest, "chromium-browser"]))).toEqual([]);
@@ -141,7 +141,7 @@ describe("the system tools", () => {
   });
 
   test("root with apt-get installs exactly the missing packages, after apt-get update", () => {
-    const missing = missingTools("test", machine(["nats-server", "redis-server", "prlimit"]));
+    const missing = missingTools("test", machine(["nats-server", "redis-server", "prlimit", "kubectl"]));
     expect(planTools("npm test", missing, { root: true, apt: true })).toEqual({
       kind: "install",
       update: ["apt-get", "update"],
@@ -150,7 +150,7 @@ describe("the system tools", () => {
   });
 
   test("not root: it stops with one line naming what is missing and the exact command, with sudo", () => {
-    const missing = missingTools("test", machine(["prlimit"]));
+    const missing = missingTools("test", machine(["prlimit", "kubectl"]));
     const plan = planTools("npm test", missing, { root: false, apt: true });
     expect(plan).toEqual({
       kind: "stop",
@@ -189,6 +189,25 @@ describe("the system tools", () => {
       bwrap: "bubblewrap",
       prlimit: "util-linux",
       chromium: "chromium",
+      kubectl: undefined,
+    });
+  });
+
+  test("kubectl has no Debian package recent enough: never installed, always named with how to get it", () => {
+    const missing = missingTools("test", machine(["nats-server", "redis-server", "prlimit"]));
+    expect(ids(missing)).toEqual(["bwrap", "chromium", "kubectl"]);
+    // even as root with apt-get it stops (rather than install half and fail later), naming both ways
+    for (const root of [true, false]) {
+      const plan = planTools("npm test", missing, { root, apt: true });
+      expect(plan.kind).toBe("stop");
+      if (plan.kind !== "stop") return;
+      expect(plan.message).toContain(`\`${root ? "" : "sudo "}apt-get install -y bubblewrap chromium\``);
+      expect(plan.message).toContain("kubectl 1.27 or newer");
+      expect(plan.message).not.toContain("\n");
+    }
+    expect(planTools("npm test", [TOOLS.kubectl!], { root: true, apt: true })).toEqual({
+      kind: "stop",
+      message: `npm test needs kubectl, not found on this machine: install with ${TOOLS.kubectl!.manual}, then run it again.`,
     });
   });
 });
