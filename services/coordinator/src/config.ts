@@ -49,6 +49,7 @@ const NAMES = [
   "AGENTMESH_FINISHED_TTL_MS",
   "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_CANCELLED_TTL_MS",
+  "AGENTMESH_STREAM_REPLICAS",
   "AGENTMESH_ZOD_COMPILE",
   "AGENTMESH_HALO_CAPABILITIES",
   "AGENTMESH_HALO_JOIN_DEADLINE_MS",
@@ -201,6 +202,8 @@ export interface CoordinatorConfig {
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
   readonly cancelledTtlMs: number;
+  /** Replicas of every stream and of the KV bucket (3 on a cluster). */
+  readonly streamReplicas: number;
   readonly requireDurable: boolean;
   /** Where transition and session spans go (none = off). */
   readonly tracing: TracingConfig;
@@ -265,6 +268,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
+    streamReplicas: e.AGENTMESH_STREAM_REPLICAS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
     tracing,
     metrics: metricsSettings(e),
