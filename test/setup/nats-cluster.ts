@@ -67,7 +67,7 @@ export interface NatsCluster {
   /** Cuts node `i` off from clients and the other nodes (needs `proxied`). */
   partition(i: number, mode?: CutMode): void;
   heal(i: number): void;
-  /** Waits until every running node answers `/healthz` with JetStream current. */
+  /** Waits until every running node routes to the other running ones and knows the JetStream meta leader. */
   waitHealthy(ms?: number): Promise<void>;
   /** Node `i`'s `/jsz` (JetStream) report. */
   jsz(i: number, query?: string): Promise<Record<string, unknown>>;
@@ -213,10 +213,20 @@ export async function startNatsCluster(o: NatsClusterOptions = {}): Promise<Nats
     if (!n) throw new Error(`no node ${i}`);
     return n;
   };
-  const healthz = async (n: NodeState): Promise<boolean> => {
+  /**
+   * Whether a node is back in the cluster: it routes to every other running node and knows the
+   * JetStream meta leader. (Its `/healthz` is no measure on 2.9: a restarted node reports idle
+   * consumers "not current" until they next see traffic.)
+   */
+  const joined = async (n: NodeState, others: number): Promise<boolean> => {
     try {
-      const r = await fetch(`http://127.0.0.1:${n.httpPort}/healthz`, { signal: AbortSignal.timeout(1000) });
-      return r.ok;
+      const get = async (path: string) =>
+        (await (
+          await fetch(`http://127.0.0.1:${n.httpPort}${path}`, { signal: AbortSignal.timeout(1000) })
+        ).json()) as Record<string, unknown>;
+      const routes = Number((await get("/routez")).num_routes ?? 0);
+      const meta = (await get("/jsz")).meta_cluster as { leader?: string } | undefined;
+      return routes >= others && Boolean(meta?.leader);
     } catch {
       return false;
     }
@@ -288,7 +298,7 @@ export async function startNatsCluster(o: NatsClusterOptions = {}): Promise<Nats
       const end = Date.now() + ms;
       for (;;) {
         const live = nodes.filter((n) => n.proc && !n.paused);
-        const ok = await Promise.all(live.map(healthz));
+        const ok = await Promise.all(live.map((n) => joined(n, live.length - 1)));
         if (live.length > 0 && ok.every(Boolean)) return;
         if (Date.now() > end) {
           const bad = live.filter((_, j) => !ok[j]);

@@ -12,9 +12,9 @@ import {
   type JetStreamManager,
   type StreamConfig,
 } from "@nats-io/jetstream";
-import { nanos, NoRespondersError, RequestError, TimeoutError, type NatsConnection } from "@nats-io/transport-node";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { cancelledBucketConfig } from "./cancelled.js";
-import { natsFailure } from "./errors.js";
+import { NO_SUITABLE_PEERS, natsFailure, retryTransient } from "./errors.js";
 import type { ProvisionOptions } from "./types.js";
 
 /** JetStream API error codes we branch on. */
@@ -29,23 +29,7 @@ const API = {
   consumerNotFound: 10014,
   /** 2.10+ answers a create for an existing consumer with a different config with this. */
   consumerAlreadyExists: 10148,
-  /** A replicated create or move while too few nodes are up to place every replica. */
-  noSuitablePeers: 10005,
 } as const;
-
-/**
- * Failures a cluster shows while a node restarts or a leader is being elected, which the same
- * request survives a moment later: a timed-out or unanswered API request, and the server's 503s
- * ("JetStream system temporarily unavailable", "insufficient resources") and "no suitable peers".
- */
-function transient(err: unknown): boolean {
-  if (err instanceof TimeoutError || err instanceof NoRespondersError) return true;
-  if (err instanceof RequestError) return err.isNoResponders() || err.cause instanceof TimeoutError;
-  if (err instanceof JetStreamApiError) return err.status === 503 || err.code === API.noSuitablePeers;
-  return false;
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -130,23 +114,17 @@ async function ensureConsumer(
  * `retryForMs` has passed; a refusal (bad settings, replicas on a single server) fails at once.
  */
 export async function provision(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
-  const until = Date.now() + (o.retryForMs ?? 60_000);
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await provisionOnce(nc, o);
-    } catch (err) {
-      const cause = err instanceof AgentmeshError ? err.cause : err;
-      if (!transient(cause) || Date.now() >= until) {
-        if (cause instanceof JetStreamApiError && cause.code === API.noSuitablePeers)
-          throw new AgentmeshError(
-            "unavailable",
-            `provisioning JetStream for prefix ${o.naming.prefix} at ${o.replicas ?? 1} replicas failed: fewer JetStream nodes are up than replicas (${cause.message})`,
-            { component: "nats", cause },
-          );
-        throw err;
-      }
-      await sleep(Math.min(2000, 100 * 2 ** Math.min(attempt, 5)));
-    }
+  try {
+    await retryTransient(() => provisionOnce(nc, o), o.retryForMs ?? 60_000);
+  } catch (err) {
+    const cause = err instanceof AgentmeshError ? err.cause : err;
+    if (cause instanceof JetStreamApiError && cause.code === NO_SUITABLE_PEERS)
+      throw new AgentmeshError(
+        "unavailable",
+        `provisioning JetStream for prefix ${o.naming.prefix} at ${o.replicas ?? 1} replicas failed: fewer JetStream nodes are up than replicas (${cause.message})`,
+        { component: "nats", cause },
+      );
+    throw err;
   }
 }
 
