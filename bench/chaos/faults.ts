@@ -40,10 +40,20 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function pickNode(ctx: FaultContext, pick: NodePick): Promise<number> {
   const nats = needCluster(ctx);
   if (typeof pick === "number") return pick;
-  const jsm = await jetstreamManager(ctx.nc);
-  const info = await jsm.streams.info(ctx.naming.streams.tasks);
-  const i = nats.nodes.findIndex((n) => n.name === info.cluster?.leader);
-  return i < 0 ? 0 : i;
+  // right after a fault the stream may still be electing its leader: ask again for a while
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(ctx.nc);
+      const info = await jsm.streams.info(ctx.naming.streams.tasks);
+      const i = nats.nodes.findIndex((n) => n.name === info.cluster?.leader);
+      if (i >= 0) return i;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+    }
+    if (Date.now() > until) return 0;
+    await sleep(500);
+  }
 }
 
 function needCluster(ctx: FaultContext): NatsCluster {

@@ -5,7 +5,7 @@
 // complete, the exact answer, every transition applied once. Prints the chaos table (per fault
 // kind: the longest stall of progress, sessions that retried, redeliveries). Exit 1 when a session
 // is lost, stuck or wrong. See bench/README.md ("Chaos run").
-//   pnpm bench:chaos [--short] [--rate 1] [--settle-s 10] [--pause-s 50] [--partition-s 45] [--out bench/results/chaos.json]
+//   pnpm bench:chaos [--short] [--rate 1] [--settle-s 10] [--pause-s 50] [--partition-s 45] [--out .bench/chaos.json]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -54,7 +54,8 @@ const opts = {
   pauseMs: num("pause-s", short ? 25 : 50) * 1000,
   partitionMs: num("partition-s", short ? 20 : 45) * 1000,
   drainMs: num("drain-s", 120) * 1000,
-  out: str("out", short ? "bench/results/chaos-short.json" : "bench/results/chaos.json"),
+  taskDeadlineMs: num("task-deadline-s", 30) * 1000,
+  out: str("out", short ? ".bench/chaos-short.json" : ".bench/chaos.json"),
 };
 
 /** Every role of critic-chain and of the supervisor, each its own process. */
@@ -136,6 +137,8 @@ async function main(): Promise<number> {
       AGENTMESH_TASK_ACK_WAIT_MS: "10000",
       AGENTMESH_INBOX_ACK_WAIT_MS: "10000",
       AGENTMESH_AGENT_CONCURRENCY: "8",
+      // the safety net for a task whose result never comes (a timer re-dispatches it) acts within the run
+      AGENTMESH_TASK_DEADLINE_MS: String(opts.taskDeadlineMs),
     },
   });
   await services.open();
@@ -267,6 +270,11 @@ async function main(): Promise<number> {
         problem = (err as Error).message;
       }
       if (problem) kind = "wrong";
+    }
+    if (problem && loaded) {
+      const m = loaded.state.meta;
+      const answer = s.workload.storedAnswer(loaded.state.data);
+      problem += ` [v${m.version}, awaiting ${m.awaiting.map((a) => a.task_id).join(",") || "nothing"}, answer ${JSON.stringify((answer ?? "").slice(0, 160))}; log: ${logLines.map((l) => `v${l.version}@${l.now} ${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`).join(" | ")}]`;
     }
     outcomes.push({ id: s.id, kind, problem, log: logLines });
   }

@@ -10,6 +10,8 @@ import {
   type SessionOutcome,
 } from "../../bench/chaos/report.js";
 import { natsClusterPlan } from "../../bench/chaos/faults.js";
+import { parseArgs } from "../../bench/args.js";
+import { renderTopologies, type TopologyLevel } from "../../bench/nats-topology.js";
 
 const line = (version: number, now: number, input_id: string, commands: string[] = []): TransitionLogLine => ({
   version,
@@ -90,5 +92,29 @@ describe("the chaos run's table", () => {
     expect(new Set(full.slice(0, 3).map((s) => s.name)).size).toBe(3);
     const shortPlan = natsClusterPlan({ short: true, nodes: 3, pauseMs: 25_000, partitionMs: 20_000 });
     expect(shortPlan).toHaveLength(4);
+  });
+});
+
+describe("pnpm bench --nats-cluster", () => {
+  test("the flag selects the topology comparison; without it the bench is as before", () => {
+    const on = parseArgs(["--nats-cluster", "--rounds", "1"]);
+    const off = parseArgs([]);
+    expect(on !== "help" && on.natsCluster).toBe(true);
+    expect(off !== "help" && off.natsCluster).toBe(false);
+  });
+
+  test("the table sets each figure of R3 beside R1 with the ratio R3 / R1", () => {
+    const level = (sps: number, p50: number): TopologyLevel => ({
+      sessions: 10,
+      ok: 10,
+      sessionsPerSecond: sps,
+      wallP50: p50,
+      wallP99: p50 * 2,
+      transitionP50: p50 / 10,
+    });
+    const lines = renderTopologies([{ c: 8, r1: level(20, 100), r3: level(10, 150) }]);
+    expect(lines[0]).toContain("c=8: 10/10 and 10/10 sessions verified");
+    expect(lines.find((l) => l.includes("throughput"))).toMatch(/20\.0 s\/s\s+10\.0 s\/s\s+0\.50×/);
+    expect(lines.find((l) => l.includes("session wall p50"))).toMatch(/100 ms\s+150 ms\s+1\.50×/);
   });
 });
