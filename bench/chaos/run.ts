@@ -54,7 +54,7 @@ const opts = {
   pauseMs: num("pause-s", short ? 25 : 50) * 1000,
   partitionMs: num("partition-s", short ? 20 : 45) * 1000,
   drainMs: num("drain-s", 120) * 1000,
-  taskDeadlineMs: num("task-deadline-s", 30) * 1000,
+  taskDeadlineMs: num("task-deadline-s", 60) * 1000,
   out: str("out", short ? ".bench/chaos-short.json" : ".bench/chaos.json"),
 };
 
