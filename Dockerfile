@@ -4,7 +4,7 @@
 # package's and role folder's dist/, and the npm packages loaded at start into /app/dist/vendor/);
 # the image then keeps the production dependencies and the compiled JavaScript, with no TypeScript
 # sources, tsx, tests or dev tools.
-FROM node:20-bookworm-slim AS base
+FROM node:24-bookworm-slim AS base
 
 # tini runs as PID 1: it forwards SIGTERM to node (the entrypoint `exec`s into node) and reaps
 # any child processes that tools leave behind. `docker run --init` is then unnecessary.

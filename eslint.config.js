@@ -92,7 +92,8 @@ function importRules(row, { pure }) {
 
 const rows = readArchitecture();
 const testFiles = ["**/*.test.ts", "**/testing.ts", "**/testing/**", "**/test-support.ts"];
-const impure = "Workflows are pure: time, randomness and ids come in the step input (see DESIGN 'Workflows are data').";
+const impure =
+  "Workflows are pure: time, randomness and ids come in the step input (ARCHITECTURE.md: workflows are pure state machines).";
 
 const nodeGlobals = Object.fromEntries(
   [

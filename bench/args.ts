@@ -85,7 +85,7 @@ const HELP = `usage: pnpm bench [options]
   --agent-concurrency N   AGENTMESH_AGENT_CONCURRENCY          (default 32)
   --coordinator-concurrency N  AGENTMESH_COORDINATOR_CONCURRENCY (default 32)
   --ack-wait-ms MS        AGENTMESH_TASK_ACK_WAIT_MS and AGENTMESH_INBOX_ACK_WAIT_MS (default 30000)
-  --open                  NATS without access control (the mode before issue 8), for comparison;
+  --open                  NATS without access control, for comparison;
                           default: access control on (see below)
   --no-gateway            skip the gateway comparison (no gateway process is started)
   --tracing               tracing on: every service exports its spans (OTLP/HTTP protobuf) to a
@@ -128,7 +128,7 @@ as well, else the bench starts an open nats-server (JetStream file store) on a f
 Every round also runs the floor at each level (bench/floor: a minimal durable step on the raw
 NATS and Redis clients, drivers as many as --coordinators and one worker process, on the same
 servers) and the report sets the runtime per transition and per agent step beside it, with
-issue 14's ratio targets (PASS/MISS).
+its two ratio targets (PASS/MISS).
 
 The gateway comparison starts one gateway process (NATS user gateway, one API key) in front of the
 same coordinators and agents, and runs the same sessions through POST /api/v1/query (read as SSE to

@@ -1,5 +1,5 @@
 // The headline of `pnpm bench`: the runtime per transition and per agent step beside the floor,
-// medians of the rounds, and issue 14's two ratio targets with PASS or MISS. See bench/README.md.
+// medians of the rounds, and the two ratio targets with PASS or MISS. See bench/README.md.
 import type { FloorLevel } from "./floor/floor.js";
 import type { Round } from "./rounds.js";
 import { median, ms, round3 } from "./stats.js";
@@ -26,7 +26,7 @@ export interface LevelFigures {
   readonly stepsRatio: number | null;
 }
 
-/** A target of issue 14: a ratio of a runtime figure to the floor's, within one run. */
+/** A ratio target: a runtime figure over the floor's, within one run (bench/README.md, "The floor"). */
 export interface Target {
   readonly id: "transition_p50_c1" | "agent_steps_per_s_c64";
   readonly what: string;
@@ -190,7 +190,7 @@ export function renderHeadline(h: Headline, stepsPerSession: number): string[] {
       1,
     ),
     "",
-    "Targets (issue 14; ratio = median of the rounds' ratios)",
+    "Targets (ratio = median of the rounds' ratios)",
     ...h.targets.map(
       (t) =>
         `  ${t.verdict.padEnd(4)} ${t.what}: ${fmt(t.ratio)} (target ${t.bound === "max" ? "≤" : "≥"} ${t.limit}; rounds ${t.perRound.map((x) => fmt(x)).join(", ") || "-"})`,

@@ -202,7 +202,7 @@ export async function bundleProcess(
     bundle: true,
     platform: "node",
     format: "cjs",
-    target: "node20",
+    target: "node24",
     // a third smaller without comments and indentation: less to read, hash and hold at every start
     // (names stay; stack traces name the sources with --enable-source-maps, when the launcher
     // requires the bundle as a module)
@@ -245,7 +245,7 @@ export async function buildProcesses(root: string, roots: readonly SourceRoot[])
     bundle: true,
     platform: "node",
     format: "esm",
-    target: "node20",
+    target: "node24",
     logLevel: "silent",
   });
   const kinds = [

@@ -57,12 +57,12 @@ export const zodEnglishOnly: Plugin = {
   },
 };
 
-/** What every bundle of the build is: ES modules for Node 20, linked source maps without the sources. */
+/** What every bundle of the build is: ES modules for Node 24, linked source maps without the sources. */
 export const NODE_BUNDLE = {
   bundle: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node24",
   sourcemap: "linked",
   sourcesContent: false,
   logLevel: "silent",

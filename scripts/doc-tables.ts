@@ -1,9 +1,10 @@
-import { ENV_VARS } from "@agentmesh/service-kit";
+import { ENV_VARS, METRIC_CATALOGUE } from "@agentmesh/service-kit";
 import { ERROR_CODES, SessionEvent, naming } from "@agentmesh/contracts";
 import { API_ERRORS } from "@agentmesh/gateway";
 
-// The README's tables, generated from the code. test/unit/readme.test.ts checks the README
-// holds exactly these rows; `pnpm tsx scripts/doc-tables.ts` prints them for editing.
+// The reference tables of docs/, generated from the code. test/unit/readme.test.ts checks that each
+// page named in DOC_PAGES holds exactly these rows; `pnpm tsx scripts/doc-tables.ts --write`
+// rewrites them from the code.
 
 /** Rows of the configuration table. */
 export function envRows(): string[] {
@@ -52,14 +53,41 @@ export function gatewayErrorRows(): string[] {
   return Object.entries(API_ERRORS).map(([code, status]) => `| \`${code}\` | ${status} |`);
 }
 
-/** Every generated table by its marker name in the README (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
+/** Rows of the metrics table: each metric of the catalogue with its type, labels and exporters. */
+export function metricRows(): string[] {
+  return Object.values(METRIC_CATALOGUE).map(
+    (m) =>
+      `| \`${m.name}\` | ${m.type} | ${m.labels.length ? m.labels.map((l) => `\`${l}\``).join(", ") : "—"} | ${m.by} | ${m.help} |`,
+  );
+}
+
+/** Every generated table by its marker name in its page (`<!-- table:NAME -->` … `<!-- /table:NAME -->`). */
 export const TABLES: Record<string, () => string[]> = {
   config: envRows,
   errors: errorRows,
   subjects: subjectRows,
   events: eventRows,
   "gateway-errors": gatewayErrorRows,
+  metrics: metricRows,
 };
+
+/** The page, from the repository root, that holds each table of TABLES. */
+export const DOC_PAGES: Record<string, string> = {
+  config: "docs/configuration.md",
+  errors: "docs/errors.md",
+  subjects: "docs/subjects-and-streams.md",
+  events: "docs/events.md",
+  "gateway-errors": "docs/gateway.md",
+  metrics: "docs/tracing-and-metrics.md",
+};
+
+/** `doc` with the rows of table `name` replaced by `rows` (its header and separator lines kept). */
+export function writeTable(doc: string, name: string, rows: readonly string[]): string {
+  return doc.replace(
+    new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`),
+    (_m, head: string) => `${head}${rows.join("\n")}\n`,
+  );
+}
 
 /** The rows between a table's markers in a document; null when the markers are missing. */
 export function tableRows(doc: string, name: string): string[] | null {
@@ -67,18 +95,14 @@ export function tableRows(doc: string, name: string): string[] | null {
   if (!m) return null;
   return (m[1] ?? "")
     .split("\n")
-    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type) \|/.test(l));
+    .filter((l) => l.startsWith("| ") && !l.startsWith("| ---") && !/^\| (variable|code|what|type|metric) \|/.test(l));
 }
 
-// `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in README.md from the code.
+// `pnpm tsx scripts/doc-tables.ts --write` rewrites the rows in each page of DOC_PAGES from the code.
 if (process.argv[1]?.endsWith("doc-tables.ts") && process.argv.includes("--write")) {
   const { readFileSync, writeFileSync } = await import("node:fs");
-  let doc = readFileSync("README.md", "utf8");
   for (const [name, rows] of Object.entries(TABLES)) {
-    doc = doc.replace(
-      new RegExp(`(<!-- table:${name} -->\\n(?:\\|[^\\n]*\\n){2})(?:\\| [^\\n]*\\n)*`),
-      (_m, head: string) => `${head}${rows().join("\n")}\n`,
-    );
+    const page = DOC_PAGES[name] as string;
+    writeFileSync(page, writeTable(readFileSync(page, "utf8"), name, rows()));
   }
-  writeFileSync("README.md", doc);
 }

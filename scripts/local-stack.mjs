@@ -7,7 +7,6 @@ import { mkdirSync } from "node:fs";
 import { createConnection } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ensureDeps } from "./ensure-deps.mjs";
 
 /** The repository root. */
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -145,11 +144,11 @@ export async function startLocalServices(env, started) {
 }
 
 /**
- * What both quick-start scripts do first: dependencies, NATS and Redis, then the coordinator and
- * every agent in one local process. Returns the environment they run with.
+ * What both quick-start scripts do after the preflight (Node, dependencies, the NATS and Redis
+ * binaries): NATS and Redis, then the coordinator and every agent in one local process. Returns
+ * the environment they run with.
  */
 export async function startLocalStack({ natsUrl, redisUrl, say, started }) {
-  ensureDeps();
   await ensureNatsAndRedis({ natsUrl, redisUrl, say, started });
   const env = { ...process.env, NATS_URL: natsUrl, REDIS_URL: redisUrl, LOG_LEVEL: process.env.LOG_LEVEL ?? "warn" };
   say(

@@ -2,13 +2,18 @@
 // Quick start: answers one question end to end on a fresh machine.
 //   npm run ask -- "What is 0.1 + 0.2?"
 //   npm run ask -- --workflow halo "How does HER2 interact with HER3?"   (options go to `agentmesh ask`)
-// Installs dependencies if needed, uses NATS/Redis at NATS_URL/REDIS_URL (defaults on 127.0.0.1),
+// Goes through the preflight first (Node 24, dependencies, the NATS and Redis binaries: see
+// scripts/ensure-deps.mjs), uses NATS/Redis at NATS_URL/REDIS_URL (defaults on 127.0.0.1),
 // starts them from the nats-server/redis-server binaries when they are not running (or says how),
 // runs the coordinator and all agents in one local process, asks, and cleans up.
 // Node built-ins only: this runs before dependencies are installed.
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
+import { preflight } from "./ensure-deps.mjs";
 import { root, startLocalStack } from "./local-stack.mjs";
+
+// Under Node older than 24 this runs the script again under the pinned Node and exits with it.
+await preflight("ask");
 
 const say = (s) => process.stderr.write(`[quickstart] ${s}\n`);
 const args = process.argv.slice(2);

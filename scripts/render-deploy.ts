@@ -60,7 +60,7 @@ export const DeployConfig = z.strictObject({
         .string()
         .regex(/^[1-9][0-9]*(Mi|Gi)$/)
         .optional(),
-      /** Variables of the README's table read from a key of a Secret (optional: unset when absent). */
+      /** Variables of docs/configuration.md read from a key of a Secret (optional: unset when absent). */
       secretEnv: z
         .partialRecord(
           z.enum(ENV_NAMES),
@@ -74,7 +74,7 @@ export const DeployConfig = z.strictObject({
     .optional(),
   compose: z
     .strictObject({
-      /** Variables of the README's table passed through from the host or `.env`, empty when unset. */
+      /** Variables of docs/configuration.md passed through from the host or `.env`, empty when unset. */
       passEnv: z.array(z.enum(ENV_NAMES)).optional(),
     })
     .optional(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The web page and HTTP API on this machine:
 //   npm run web
-// Like `npm run ask`: installs dependencies if needed and makes sure NATS and Redis answer at
+// Like `npm run ask`: goes through the preflight (Node 24, dependencies, the NATS and Redis
+// binaries: see scripts/ensure-deps.mjs) and makes sure NATS and Redis answer at
 // NATS_URL/REDIS_URL (starting the local binaries). Then runs the coordinator and every agent in
 // one process and a gateway on 127.0.0.1 (AGENTMESH_GATEWAY_PORT, default 8080) that takes
 // requests without an API key (AGENTMESH_GATEWAY_ANONYMOUS=1: hence loopback only), prints its
@@ -9,7 +10,11 @@
 // Node built-ins only: this runs before dependencies are installed.
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { preflight } from "./ensure-deps.mjs";
 import { root, startLocalStack } from "./local-stack.mjs";
+
+// Under Node older than 24 this runs the script again under the pinned Node and exits with it.
+await preflight("web");
 
 const say = (s) => process.stderr.write(`[web] ${s}\n`);
 const natsUrl = process.env.NATS_URL ?? "nats://127.0.0.1:4222";

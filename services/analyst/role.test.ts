@@ -448,7 +448,7 @@ describe("analyst plan and generate through the OpenAI-compatible adapter", () =
   });
 });
 
-describe("the analyst's streaming follows seed 002's STREAMING_CONFIG", () => {
+describe("the analyst's streaming follows the STREAMING_CONFIG", () => {
   it("summarize streams as the config says; plan and generate are structured handler calls, which never stream", () => {
     const ops = analyst.ops;
     expect((ops.summarize as TextOpPrompt<unknown, unknown>).stream).toBe(STREAMING_CONFIG.summarize);

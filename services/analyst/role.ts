@@ -148,7 +148,7 @@ async function generate(input: DataGenerateRequest, ctx: Pick<HandlerContext, "c
   return { code: d.code, chart: input.chart ? chartOf(d.chart_json) : null };
 }
 
-/** The analyst role: the supervisor's data agent (seed 002's plan → generate → execute → summarize); the executor runs its code. */
+/** The analyst role: the supervisor's data agent (plan → generate → execute → summarize); the executor runs its code. */
 export default defineAgent({
   role: "analyst",
   description:

@@ -47,7 +47,7 @@ const ANSWER =
   "JetStream is the persistence layer of NATS: streams keep messages, and consumers read them at their own pace with acknowledgements.";
 
 describe("chat.respond with a model", () => {
-  it("streams as the seed's agent node does (STREAMING_CONFIG.agent)", () => {
+  it("streams as the agent node does (STREAMING_CONFIG.agent)", () => {
     expect(chat.ops.respond).toMatchObject({ output: "text", stream: STREAMING_CONFIG.agent, streamOnlyProse: true });
   });
 

@@ -6,7 +6,7 @@ import { renderRespond, toAgentAction } from "./respond.js";
 /** What the model writes: the answer's text only; small talk cites nothing. */
 const ChitchatDraft = SpecialistAnswer.pick({ response_str: true });
 
-/** The chat role: halo's chitchat specialist (seed 000's ChitChatAgent) and the supervisor's chat agent (seed 002). */
+/** The chat role: halo's chitchat specialist (ChitChatAgent) and the supervisor's chat agent. */
 export default defineAgent({
   role: "chat",
   description: "Small talk for halo; the supervisor's chat agent, which answers (streamed), calls a tool or hands off",
@@ -30,7 +30,7 @@ export default defineAgent({
     respond: {
       contract: "chat.respond",
       output: "text",
-      // the seed's `agent` node streams; a tool call's JSON never does (clients show every token as the answer)
+      // the `agent` node streams; a tool call's JSON never does (clients show every token as the answer)
       stream: STREAMING_CONFIG.agent,
       streamOnlyProse: true,
       render: renderRespond,

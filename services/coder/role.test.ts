@@ -287,7 +287,7 @@ describe("coder.generate through the OpenAI-compatible adapter", () => {
   });
 });
 
-describe("coder.generate does not stream (seed 002's STREAMING_CONFIG.generate)", () => {
+describe("coder.generate does not stream (STREAMING_CONFIG.generate)", () => {
   it("publishes no token for a multi-chunk reply, as the streaming config says", async () => {
     expect(STREAMING_CONFIG.generate).toBe(false);
     const tokens: unknown[] = [];

@@ -72,7 +72,7 @@ export function toCoderAction(d: CoderDraft, input: CodeGenerateRequest): CoderA
   }
 }
 
-/** generate: one structured model call, never streamed (seed 002's STREAMING_CONFIG.generate: the code's results reach the user, not its writing). */
+/** generate: one structured model call, never streamed (STREAMING_CONFIG.generate: the code's results reach the user, not its writing). */
 async function generate(input: CodeGenerateRequest, ctx: Pick<HandlerContext, "complete">): Promise<CoderAction> {
   const draft = await ctx.complete({
     schema: CoderDraft,
@@ -124,7 +124,7 @@ function summarizeAction(o: CoderAction): string {
   }
 }
 
-/** The coder role: the supervisor's code agent (seed 002's generate_code); the executor runs its code. */
+/** The coder role: the supervisor's code agent (generate_code); the executor runs its code. */
 export default defineAgent({
   role: "coder",
   description:

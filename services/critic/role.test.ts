@@ -39,7 +39,7 @@ const input: OpRequest<"critic", "report"> = {
 };
 
 describe("critic.report prompt", () => {
-  it("puts what seed 001's criteria judge in front of the model: expected outcome, goal satisfied, suspicious patterns", () => {
+  it("puts what the criteria judge in front of the model: expected outcome, goal satisfied, suspicious patterns", () => {
     const op = critic.ops.report;
     if (op.kind === "handler") throw new Error("report is a prompt op");
     const prompt = op.render(input);

@@ -61,7 +61,7 @@ function reviewAnswer(input: OpRequest<"critic", "review_answer">): Verdict {
 
 const verdictSummary = (o: Verdict) => `${o.decision}: ${o.feedback.slice(0, 120)}`;
 
-/** The critic: reviews the plan, each research result and the expert's answer (seed 004), and scores blackboard steps (seed 001). */
+/** The critic: reviews the plan, each research result and the expert's answer, and scores blackboard steps. */
 export default defineAgent({
   role: "critic",
   description: "Reviews plans, research results and answers: approve or reject with feedback",

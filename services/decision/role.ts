@@ -24,7 +24,7 @@ function renderRewrite(i: PlanRequest): string {
     .join("\n");
 }
 
-/** The decision agent: a bounded plan of tool steps ending in summarize, or its rewrite (seed 001). */
+/** The decision agent: a bounded plan of tool steps ending in summarize, or its rewrite. */
 export default defineAgent({
   role: "decision",
   description:

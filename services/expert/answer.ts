@@ -12,7 +12,7 @@ import {
 import { CALC_PRECISION } from "@agentmesh/tools";
 
 /**
- * critic-chain's expert (seed 004: "should use appropriate tools for calculations"): what its model
+ * critic-chain's expert (it computes with its tools): what its model
  * is told each turn, and its offline behaviour, which computes through the calculator tool (an
  * executor.call the workflow runs), never by itself.
  */

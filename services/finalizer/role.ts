@@ -35,7 +35,7 @@ function finalizeOffline(input: OpRequest<"finalizer", "finalize">): OpResponse<
   };
 }
 
-/** The finalizer: writes the final answer and the reasoning trace (seed 004). */
+/** The finalizer: writes the final answer and the reasoning trace. */
 export default defineAgent({
   role: "finalizer",
   description: "Generates the final answer and reasoning trace",

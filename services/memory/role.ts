@@ -1,7 +1,7 @@
 import { defineAgent } from "@agentmesh/agent-kit";
 import { foldMemory } from "./fold.js";
 
-/** The memory agent: folds each event into the session memory it is given (seed 001). No model. */
+/** The memory agent: folds each event into the session memory it is given. No model. */
 export default defineAgent({
   role: "memory",
   description:

@@ -45,7 +45,7 @@ async function decide(
   return { outcome, calls: model.calls, seen: rec.seen };
 }
 
-describe("orchestrator.decide renders the seed's prompt", () => {
+describe("orchestrator.decide renders the prompt", () => {
   it("shows the messages it is given (the workflow's last 10) as User/AI lines and the count as count/max; one free-text call at 0.3", async () => {
     const messages = turns(10);
     const { outcome, calls, seen } = await decide({ messages, clarification_count: 1, max_clarifications: 2 });
@@ -122,7 +122,7 @@ describe("orchestrator.decide offline (offline-kit's keyword rules)", () => {
 });
 
 describe("orchestrator.decide's decision record", () => {
-  it("puts seed 003's orchestrator_decision (input, output, model, prompt name) on the task's span when tracing is on", async () => {
+  it("puts the orchestrator_decision (input, output, model, prompt name) on the task's span when tracing is on", async () => {
     const tracing = createRecordingTracing("orchestrator");
     const model = createScriptedModel([
       { role: "orchestrator", op: "decide", content: "Decision: RESEARCH\nReasoning: clear" },

@@ -1,7 +1,7 @@
 import { defineAgent } from "@agentmesh/agent-kit";
 import { perceiveOffline } from "./offline.js";
 
-/** The perception agent: reads the question, and later each step result, into a PerceptionSnapshot (seed 001). */
+/** The perception agent: reads the question, and later each step result, into a PerceptionSnapshot. */
 export default defineAgent({
   role: "perception",
   description:

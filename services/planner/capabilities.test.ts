@@ -36,7 +36,7 @@ const expectOneJsonObjectCallAtZero = (calls: ReturnType<typeof createScriptedMo
   expect(calls[0]).toMatchObject({ role: "planner", op: "capabilities", mode: "json_object", temperature: 0 });
 };
 
-describe("planner.capabilities (seed 000's planner)", () => {
+describe("planner.capabilities (planner)", () => {
   it("returns a valid plan in the model's order, after exactly one json_object call at temperature 0", async () => {
     const { outcome, calls } = await plan({ content: '{"capabilities":["graph","rag"]}' });
     expect(outcome).toMatchObject({

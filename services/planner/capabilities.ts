@@ -22,7 +22,7 @@ export function renderCapabilities(input: CapabilitiesRequest): string {
 }
 
 /**
- * Seed 000's structured planner: exactly one model call (json_object, temperature 0, no
+ * The structured planner: exactly one model call (json_object, temperature 0, no
  * validation retry). A reply that is not a valid plan (not JSON, an unknown tag) is a normal
  * outcome, an empty plan with its reason, which the workflow turns into `["chitchat"]`; any other
  * failure (transport, cancel) fails the task. A valid plan is returned as given, repeats kept.

@@ -41,7 +41,7 @@ export function renderPlan(i: OpRequest<"planner", "plan">): string {
     .join("\n\n");
 }
 
-/** The planner: turns a question into research steps and expert steps (seed 004), or into halo's capability tags (seed 000). */
+/** The planner: turns a question into research steps and expert steps, or into halo's capability tags. */
 export default defineAgent({
   role: "planner",
   description: "Develops a logical plan: research steps and expert steps, or the capability tags of halo's specialists",

@@ -20,7 +20,7 @@ import {
 import { z } from "zod";
 
 /**
- * The supervisor's research agent (seed 002: `search_agent ⇄ search_tools → analyze → synthesize
+ * The supervisor's research agent (`search_agent ⇄ search_tools → analyze → synthesize
  * → finalize`): what each node's model is told, per scenario, and how the search node's reply
  * becomes an `AgentAction`.
  */
@@ -33,7 +33,7 @@ interface ScenarioGuide {
   readonly synthesize: string;
 }
 
-/** The four scenarios' guidance (seed 002: academic, market, technical, news), in our own words. */
+/** The four scenarios' guidance (academic, market, technical, news), in our own words. */
 export const SCENARIOS: Readonly<Record<ResearchScenario, ScenarioGuide>> = {
   academic: {
     label: "academic research",
@@ -143,7 +143,7 @@ export function toSearchAction(d: SearchDraft, input: ResearchSearchRequest): Ag
   return draftToolCall(d, input.tools, "research");
 }
 
-/** search: one structured model call, never streamed (seed 002's STREAMING_CONFIG.search_agent). */
+/** search: one structured model call, never streamed (STREAMING_CONFIG.search_agent). */
 export async function search(
   input: ResearchSearchRequest,
   ctx: Pick<HandlerContext, "complete">,

@@ -3,7 +3,7 @@ import { LIMITS, type OpRequest, type OpResponse } from "@agentmesh/contracts";
 import { clip, quote, renderObservations, renderTools } from "@agentmesh/offline-kit";
 
 /**
- * critic-chain's researcher (seed 004: one research step, a subgraph with tools): what its model is
+ * critic-chain's researcher (one research step, a subgraph with tools): what its model is
  * told each turn, and what it does offline (it searches the local corpus and quotes what it found).
  */
 

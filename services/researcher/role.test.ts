@@ -323,7 +323,7 @@ describe("researcher.synthesize and finalize stream their text", () => {
   });
 });
 
-describe("each op streams exactly when seed 002's STREAMING_CONFIG says its node does", () => {
+describe("each op streams exactly when the STREAMING_CONFIG says its node does", () => {
   const NODE: Record<"search" | "analyze" | "synthesize" | "finalize", StreamingNode> = {
     search: "search_agent",
     analyze: "analyze",

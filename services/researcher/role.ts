@@ -23,7 +23,10 @@ const researchNeedsModel = needsModel("research agent", "choose its searches, re
 const summarizeAction = (o: AgentAction): string =>
   o.action === "tool" ? `tool ${o.tool}` : `search ended, ${o.text.length} characters on what it found`;
 
-/** The researcher over its search dependencies: one research step at a time with its tools (seed 004), the supervisor's research agent (seed 002), clarify's research agent (seed 003). */
+/**
+ * The researcher over its search dependencies: critic-chain's one research step at a time with its
+ * tools, the supervisor's research agent, clarify's research agent.
+ */
 export function researcherAgent(deps: GatherDeps) {
   return defineAgent({
     role: "researcher",

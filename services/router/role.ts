@@ -15,7 +15,7 @@ export function renderRoute(input: RouteRequest): string {
 }
 
 /**
- * Seed 002's router: one model call on the fast tier (json_object, temperature 0). A reply that
+ * The router: one model call on the fast tier (json_object, temperature 0). A reply that
  * is not a valid RoutingResult fails the task as `model_invalid_output`; the workflow decides
  * what routing falls back to.
  */

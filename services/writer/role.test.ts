@@ -239,7 +239,7 @@ describe("writer.outline, write and finalize", () => {
   });
 });
 
-describe("each op streams exactly when seed 002's STREAMING_CONFIG says its node does", () => {
+describe("each op streams exactly when the STREAMING_CONFIG says its node does", () => {
   const NODE: Record<"analyze" | "outline" | "write" | "finalize", StreamingNode> = {
     analyze: "analyze",
     outline: "outline",

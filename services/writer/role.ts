@@ -70,7 +70,7 @@ export function toWritingAnalysis(d: WriterDraft, input: WritingAnalyzeRequest):
   return draftToolCall(d, input.tools, "writing");
 }
 
-/** analyze: one structured model call, never streamed (seed 002's STREAMING_CONFIG.analyze). */
+/** analyze: one structured model call, never streamed (STREAMING_CONFIG.analyze). */
 export async function analyze(
   input: WritingAnalyzeRequest,
   ctx: Pick<HandlerContext, "complete">,
@@ -100,7 +100,7 @@ const writingNeedsModel = needsModel("writing agent", "plan, outline or write a 
 const summarizeAnalysis = (o: WritingAnalysis): string =>
   o.action === "tool" ? `tool ${o.tool}` : `${o.writing_type}, ${o.tone}, ${o.key_points.length} key point(s)`;
 
-/** The writer: the supervisor's writing agent (seed 002's `analyze → outline → write → finalize`). */
+/** The writer: the supervisor's writing agent (`analyze → outline → write → finalize`). */
 export default defineAgent({
   role: "writer",
   description:

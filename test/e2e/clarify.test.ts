@@ -8,7 +8,7 @@ import { Cluster, assertAppliedOnce, serviceArgv, type Proc, type ServiceName } 
 
 const root = join(import.meta.dirname, "../..");
 
-// The clarify workflow (seed 003) end to end: the coordinator and clarify's four roles each their
+// The clarify workflow end to end: the coordinator and clarify's four roles each their
 // own OS process over real NATS and Redis, the model scripted over HTTP (the real OpenAI adapter),
 // the research agent searching the real corpus. Vague query → clarification → the person's reply
 // (a durable pause that outlives its coordinator) → research → a cited synthesis.

@@ -5,7 +5,7 @@ import { createSession, step, type RuntimeDefaults } from "@agentmesh/workflows"
 import { uniquePrefix } from "../setup/prefix.js";
 import { AGENT_ROLES, Cluster, assertAppliedOnce } from "./harness.js";
 
-// critic-chain with tools (issue 13): only its roles and the executor run, each its own process.
+// critic-chain with tools: only its roles and the executor run, each its own process.
 // The scripted model has the researcher search the corpus and the expert call the calculator, both
 // as executor.call tasks with the real tools; the answer critic rejects once, and the expert's
 // retry must be handed the rejected answer beside the feedback.

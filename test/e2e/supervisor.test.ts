@@ -4,7 +4,7 @@ import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } 
 import { uniquePrefix } from "../setup/prefix.js";
 import { Cluster, assertAppliedOnce, comparable, logShape, type ServiceName } from "./harness.js";
 
-// The supervisor workflow (seed 002) end to end: a coordinator and each agent's role as its own
+// The supervisor workflow end to end: a coordinator and each agent's role as its own
 // OS process over real NATS and Redis, the model scripted over HTTP (the real OpenAI adapter in
 // every agent), every tool call and code run an executor task in the real sandbox. Only the roles
 // the supervisor uses are started.

@@ -33,7 +33,7 @@ import { FUZZ_HINTS } from "./hints.js";
 import { countKinds, deepAtArb, fuzzInputsArb, mutatedArb, sampleInputs, type FuzzInput } from "./mutate.js";
 
 /**
- * Issue 8, broad check 1: every message schema fuzzed through its real subject on a real NATS,
+ * Every message schema fuzzed through its real subject on a real NATS,
  * against the real coordinator and every agent role in this process. Each input must end as a
  * typed error or a clean drop, nothing may be redelivered in a loop, every consumer must drain,
  * and sessions that are not fuzzed must complete as if nothing happened.

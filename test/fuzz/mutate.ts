@@ -248,7 +248,7 @@ export function fuzzInputsArb(valid: fc.Arbitrary<unknown>): fc.Arbitrary<FuzzIn
   );
 }
 
-/** `n` inputs from `arb`, reproducible from `seed`. */
+/** `n` inputs from `arb`, reproducible from the random `seed`. */
 export function sampleInputs(arb: fc.Arbitrary<FuzzInput>, n: number, seed: number): FuzzInput[] {
   return fc.sample(arb, { numRuns: n, seed });
 }

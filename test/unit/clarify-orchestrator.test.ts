@@ -1,5 +1,5 @@
 /**
- * Seed 003's orchestrator tests across the workflow and the role: the pure clarify workflow is
+ * The orchestrator tests across the workflow and the role: the pure clarify workflow is
  * stepped as the coordinator does, and every orchestrator task it dispatches is run by the real
  * orchestrator role (its prompt file rendered with the task's variables) against a scripted model.
  * So each case counts its model calls (Layers 1 and 2 make none) and shows the prompt the model saw.
@@ -123,7 +123,7 @@ async function orchestrate(
   return { data: state.data, modelCalls: model.calls.length, systems: rec.seen.map((s) => s.system) };
 }
 
-describe("seed 003's orchestrator tests, workflow and role together", () => {
+describe("the orchestrator tests, workflow and role together", () => {
   it("test_orchestrator_clarification_routing: [Human 'Tell me more about it'], count 0 → clarification, count 1; one model call", async () => {
     const r = await orchestrate("Tell me more about it", {
       reply: "Decision: CLARIFICATION\nReasoning: the pronoun has no antecedent",

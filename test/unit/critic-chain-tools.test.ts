@@ -1,6 +1,6 @@
 /**
  * critic-chain offers its researcher and expert exactly the registry's grants for their roles
- * (packages/tools' DEFAULT_TOOL_ROLES) among the tools the seed names for them, and a deployment's
+ * (packages/tools' DEFAULT_TOOL_ROLES) among the tools critic-chain gives them, and a deployment's
  * minimal settings name only tools every executor serves.
  */
 import { describe, expect, it } from "vitest";

@@ -1,5 +1,5 @@
 /**
- * The gateway's deployment (issue 9): its compose service and its Kubernetes objects. Beside what
+ * The gateway's deployment: its compose service and its Kubernetes objects. Beside what
  * deploy.test.ts checks for every service (its own NATS seed, its Redis user), these hold the parts
  * only an HTTP service has: a loopback-only port, HTTP probes on /readyz and /healthz, a stop grace
  * longer than its drain, API keys from a file, a Service, an autoscaler and a disruption budget.

@@ -232,8 +232,8 @@ describe("Dockerfile", () => {
     expect(dockerfile).toMatch(/^\s+AGENTMESH_METRICS_HOST=0\.0\.0\.0\b/m);
   });
 
-  it("builds one image from node:20-bookworm-slim with pnpm 10 and the frozen lockfile: compiled in a build stage, production dependencies only", () => {
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim AS base$/m);
+  it("builds one image from node:24-bookworm-slim with pnpm 10 and the frozen lockfile: compiled in a build stage, production dependencies only", () => {
+    expect(dockerfile).toMatch(/^FROM node:24-bookworm-slim AS base$/m);
     expect(dockerfile).toContain("npm i -g pnpm@10");
     expect(dockerfile).toMatch(/^FROM base AS build$/m);
     expect(dockerfile).toMatch(
@@ -477,15 +477,15 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   const find = (kind: string, role: string) => ofKind(objects, kind).find((o) => nameOf(o) === role);
 
   /**
-   * An object as it was before issue 8's access control: without the NATS seed (env, mount,
+   * An object as it was before NATS access control: without the NATS seed (env, mount,
    * volume, fsGroup), the web search key Secret and the generated account (was `$G`), without
-   * the executor's MCP servers setting (issue 10, passed through in compose) and without the
-   * metrics endpoint (issue 12: env, port, Prometheus annotations). The rest must still equal
+   * the executor's MCP servers setting (passed through in compose) and without the
+   * metrics endpoint (env, port, Prometheus annotations). The rest must still equal
    * the hand-written files; the additions are checked by the tests above and below.
    */
   const METRICS_ENV = ["AGENTMESH_METRICS_PORT", "AGENTMESH_METRICS_HOST"];
 
-  /** The probes changed since (issue 14: HTTP instead of `agentmesh health`); checked above, left out of the comparison. */
+  /** The probes changed since (HTTP instead of `agentmesh health`); checked above, left out of the comparison. */
   function withoutProbes(o: Yaml | undefined): Yaml | undefined {
     const copy = structuredClone(o) as YamlMap | undefined;
     for (const c of list(at(copy, "spec", "template", "spec", "containers") ?? [], "containers")) {

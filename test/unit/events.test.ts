@@ -101,7 +101,7 @@ describe("every event type has a valid example", () => {
   });
 });
 
-describe("stage: seed 002's shape", () => {
+describe("stage: its shape", () => {
   test("status is running, completed or failed", () => {
     for (const status of ["running", "completed", "failed"]) expect(parses("stage", { status })).toBe(true);
     expect(parses("stage", { status: "started" })).toBe(false);
@@ -151,8 +151,8 @@ describe("tool_call and tool_result", () => {
   });
 });
 
-describe("routing (seed 002)", () => {
-  test("the agent is one of the seed's five", () => {
+describe("routing", () => {
+  test("the agent is one of the supervisor's five", () => {
     for (const agent of ["chat", "research", "code", "writing", "data"])
       expect(parses("routing", { agent, confidence: 0.9, is_low_confidence: false })).toBe(true);
     expect(parses("routing", { agent: "sales" })).toBe(false);
@@ -172,7 +172,7 @@ describe("routing (seed 002)", () => {
   });
 });
 
-describe("orchestration (seed 003's orchestrator runs)", () => {
+describe("orchestration (orchestrator runs)", () => {
   test("routes to clarification or research, from one of the four layers", () => {
     expect(parses("orchestration", { next_agent: "clarification", layer: "model" })).toBe(true);
     expect(parses("orchestration", { next_agent: "end" })).toBe(false);
@@ -188,8 +188,8 @@ describe("orchestration (seed 003's orchestrator runs)", () => {
   });
 });
 
-describe("handoff (seed 002's HandoffInfo)", () => {
-  test("between two different agents of the seed, with a task", () => {
+describe("handoff (HandoffInfo)", () => {
+  test("between two different supervisor agents, with a task", () => {
     expect(parses("handoff", { context: "the findings so far" })).toBe(true);
     expect(parses("handoff", { target_agent: "chat" })).toBe(false);
     expect(parses("handoff", { target_agent: "billing" })).toBe(false);
@@ -203,8 +203,8 @@ describe("handoff (seed 002's HandoffInfo)", () => {
   });
 });
 
-describe("config (seed 002's init_config)", () => {
-  test("names one of the seed's agents and carries flat settings", () => {
+describe("config (init_config)", () => {
+  test("names one of the supervisor's agents and carries flat settings", () => {
     expect(parses("config", { agent: "code", settings: { max_iterations: 3, languages: "python, javascript" } })).toBe(
       true,
     );

@@ -12,14 +12,14 @@ import {
   SpecialistOutput,
 } from "@agentmesh/contracts";
 
-// Halo's contracts (packages/contracts/src/halo.ts, seed 000). Contracts may import nothing but
+// Halo's contracts (packages/contracts/src/halo.ts). Contracts may import nothing but
 // zod, so its test lives here.
 
 const web: HaloCitation = { title: "NCCN", url: "https://example.com/nccn", path: null, snippet: "HER2+ regimens" };
 const triple: HaloCitation = { title: "HER2 interacts_with HER3", url: null, path: "kg/triples.jsonl:12", snippet: "" };
 
 describe("halo contracts", () => {
-  it("names the seed's capability tags in the seed's order", () => {
+  it("names the capability tags in their fixed order", () => {
     expect(Capability.options).toEqual(["graph", "rag", "biomcp", "web", "llama_mcp", "chitchat"]);
   });
 

@@ -144,7 +144,7 @@ describe("halo's specialists through the op runner", () => {
 });
 
 describe("retriever.answer without a corpus", () => {
-  it("fails tool_unavailable, not retryable: the seed's optional RAG, skipped cleanly", async () => {
+  it("fails tool_unavailable, not retryable: RAG is optional, skipped cleanly", async () => {
     const [retriever] = await loadRoles(["retriever"]);
     const setup = await setUpRole(retriever!.module, { AGENTMESH_CORPUS_DIR: join(root, "no-corpus") }, log);
     try {

@@ -26,7 +26,7 @@ import {
   inHandoffMatrix,
 } from "@agentmesh/contracts";
 
-// The supervisor's contracts (packages/contracts/src/supervisor.ts, seed 002 and issue 11).
+// The supervisor's contracts (packages/contracts/src/supervisor.ts; docs/workflows/supervisor.md).
 // Contracts may import nothing but zod, so its test lives here.
 
 const x = (n: number) => "x".repeat(n);
@@ -88,7 +88,7 @@ describe("routing", () => {
 });
 
 describe("handoffs", () => {
-  it("has the seed's matrix, in the seed's order, and a cap of 3", () => {
+  it("has the handoff matrix, in the agents' order, and a cap of 3", () => {
     expect(HANDOFF_MATRIX).toEqual({
       chat: ["research", "code", "writing", "data"],
       research: ["code", "data"],
@@ -137,7 +137,7 @@ describe("handoffs", () => {
 });
 
 describe("shared memory", () => {
-  it("has the seed's ten fields verbatim, in its order, all optional", () => {
+  it("has the ten fields verbatim, in its order, all optional", () => {
     expect(MemoryField.options).toEqual([
       "research_findings",
       "research_sources",
@@ -153,7 +153,7 @@ describe("shared memory", () => {
     expect(SharedAgentMemory.parse({})).toEqual({});
   });
 
-  it("has the seed's priority table", () => {
+  it("has the priority table", () => {
     expect(MEMORY_PRIORITY).toEqual({
       research_findings: 3,
       generated_code: 3,
@@ -205,7 +205,7 @@ describe("shared memory", () => {
   });
 });
 
-describe("the seed's and the issue's numbers", () => {
+describe("the supervisor's numbers", () => {
   it("budgets the memory at 8000 characters with 200 per field; chat 5 tool rounds, code 3", () => {
     expect(SUPERVISOR_LIMITS).toMatchObject({
       memoryBudgetChars: 8000,
@@ -224,7 +224,7 @@ describe("the seed's and the issue's numbers", () => {
     });
   });
 
-  it("streams exactly the seed's nodes", () => {
+  it("streams exactly the streamed nodes", () => {
     expect(STREAMING_CONFIG).toEqual({
       write: true,
       finalize: true,

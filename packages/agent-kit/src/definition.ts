@@ -31,7 +31,7 @@ interface PromptOpBase<Req, Res> {
    * replaces the prompt file's instructions, which stay the fallback.
    */
   readonly promptName?: string;
-  /** The op's own temperature, over the role's configured one (seed 003's orchestrator: 0.3). */
+  /** The op's own temperature, over the role's configured one (clarify's orchestrator: 0.3). */
   readonly temperature?: number;
   /** Values of the `{{name}}` placeholders in the instructions (the prompt file's or Langfuse's). */
   variables?(input: Req): Readonly<Record<string, string | number>>;
@@ -59,7 +59,7 @@ export interface JsonOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
 /**
  * A prompt op whose model writes free text (the model port's text mode), which `toOutput` turns
  * into the op's response. With `stream: true` every delta also goes live to the session's token
- * subject (`<p>.tokens.<sid>`) while the model writes: the seed's streamed nodes (write,
+ * subject (`<p>.tokens.<sid>`) while the model writes: the streamed nodes (write,
  * finalize, summarize, agent, synthesize) say so, the others do not.
  */
 export interface TextOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {

@@ -11,7 +11,7 @@ export const PromptContract = z.object({
   /** `<role>.<op>`, e.g. `perception.perceive`. */
   id: z.string().regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/),
   version: z.number().int().min(1),
-  /** The component's responsibility in one line (the seed's "prompt focus"). */
+  /** The component's responsibility in one line (the "prompt focus"). */
   focus: z.string().min(1).max(500),
   /** The instructions, as one string or a list of lines. */
   system: z

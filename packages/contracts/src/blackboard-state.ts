@@ -140,7 +140,7 @@ export const NextAction = z.discriminatedUnion("kind", [
 ]);
 export type NextAction = z.infer<typeof NextAction>;
 
-/** blackboard session data (seed 001): everything the agents produced lives here, each list capped. */
+/** blackboard session data: everything the agents produced lives here, each list capped. */
 export const BlackboardData = z.object({
   workflow: z.literal("blackboard"),
   question: BlackboardQuery,

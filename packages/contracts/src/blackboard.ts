@@ -3,7 +3,7 @@ import { ErrorCode } from "./errors.js";
 import { ToolFlags } from "./tool-flags.js";
 
 /**
- * The blackboard workflow's heuristic limits (seed 001), enforced by the schemas below so an
+ * The blackboard workflow's heuristic limits, enforced by the schemas below so an
  * agent output that breaks one is a typed validation failure. Character caps on free text are
  * ours: they keep the largest request (decision.plan) under the 256 KB message limit.
  */
@@ -26,7 +26,7 @@ export const BLACKBOARD_LIMITS = {
   maxIssues: 20,
   /** One tool call gets at most this many attempts in all (inside the executor). */
   maxToolAttempts: 3,
-  /** Per-attempt tool timeout range (seed: 3-5 seconds). */
+  /** Per-attempt tool timeout range (3-5 seconds). */
   minToolTimeoutMs: 3000,
   maxToolTimeoutMs: 5000,
   /** Tools a planner is shown. */
@@ -49,7 +49,7 @@ export const BlackboardQuery = z.string().min(L.queryMinChars).max(L.queryMaxCha
 /** What the retriever (and the executor's RAG and web strategies) search with: 3-500 characters. */
 export const RetrieverQuery = z.string().min(L.retrieverQueryMinChars).max(L.retrieverQueryMaxChars);
 
-/** The seed's strategy profiles; the limits of each live in one table in `@agentmesh/workflows`. */
+/** The strategy profiles; the limits of each live in one table in `@agentmesh/workflows`. */
 export const StrategyProfile = z.enum(["CONSERVATIVE", "EXPLORATORY", "FALLBACK"]);
 export type StrategyProfile = z.infer<typeof StrategyProfile>;
 /** Chosen when a session does not say: the cheapest, most predictable profile. */
@@ -217,7 +217,7 @@ export const ToolPerformanceRecord = z.object({
   latency_ms: z.number().nonnegative(),
   outcome: z.union([z.literal("ok"), ErrorCode]),
   attempt: z.number().int().min(0).max(L.maxToolAttempts),
-  /** The seed's dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
+  /** The dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
   flags: ToolFlags.min(1).optional(),
 });
 export type ToolPerformanceRecord = z.infer<typeof ToolPerformanceRecord>;

@@ -3,11 +3,11 @@ import { LIMITS } from "./limits.js";
 import { HaloCitation } from "./halo.js";
 import { ChatMessage, Conversation } from "./messages.js";
 
-/** The clarify workflow's numbers (seed 003). */
+/** The clarify workflow's numbers. */
 export const CLARIFY_LIMITS = {
-  /** Clarifications before the orchestrator forces research (seed: `max_clarifications = 2`). */
+  /** Clarifications before the orchestrator forces research (`max_clarifications = 2`). */
   defaultMaxClarifications: 2,
-  /** Messages the orchestrator's prompt shows (seed: `max_history = 10`). */
+  /** Messages the orchestrator's prompt shows (`max_history = 10`). */
   defaultMaxHistory: 10,
   /** The highest a deployment may set either to. */
   maxClarificationsCeiling: 10,
@@ -24,18 +24,18 @@ export const CLARIFY_LIMITS = {
   maxDecisions: 10,
 } as const;
 
-/** Where the orchestrator routes (seed 003's `next_agent`). */
+/** Where the orchestrator routes (`next_agent`). */
 export const ClarifyRoute = z.enum(["clarification", "research"]);
 export type ClarifyRoute = z.infer<typeof ClarifyRoute>;
 
-/** Which agent ran last (seed 003's `last_agent`; Layer 2 looks for `clarification`). */
+/** Which agent ran last (`last_agent`; Layer 2 looks for `clarification`). */
 export const ClarifyAgent = z.enum(["orchestrator", "clarification", "research", "synthesis"]);
 export type ClarifyAgent = z.infer<typeof ClarifyAgent>;
 
 /**
  * The orchestrator's three layers: 1 the clarification cap (forced research), 2 the answered
  * clarification (research without a model call), 3 the model's decision; `fallback` is Layer 3
- * whose model call failed (research, as the seed's error handling says).
+ * whose model call failed (it falls back to research).
  */
 export const ClarifyLayer = z.enum(["cap", "answered", "model", "fallback"]);
 export type ClarifyLayer = z.infer<typeof ClarifyLayer>;
@@ -62,7 +62,7 @@ export type ClarificationExchange = z.infer<typeof ClarificationExchange>;
 
 const History = z.array(ChatMessage).min(1).max(CLARIFY_LIMITS.maxHistoryCeiling);
 
-/** `orchestrator.decide` request: the last `max_history` messages and the count against its cap (the seed's prompt variables). */
+/** `orchestrator.decide` request: the last `max_history` messages and the count against its cap (the prompt variables). */
 export const DecideRequest = z.object({
   messages: History,
   clarification_count: z.number().int().nonnegative(),
@@ -70,7 +70,7 @@ export const DecideRequest = z.object({
 });
 export type DecideRequest = z.infer<typeof DecideRequest>;
 
-/** `orchestrator.decide` response: the model's free text ("Decision: … Reasoning: …"), parsed by the workflow as the seed does. */
+/** `orchestrator.decide` response: the model's free text ("Decision: … Reasoning: …"), parsed by the workflow (docs/workflows/clarify.md). */
 export const DecideResult = z.object({ decision: z.string().max(CLARIFY_LIMITS.maxDecisionChars) });
 export type DecideResult = z.infer<typeof DecideResult>;
 
@@ -143,7 +143,7 @@ export const ClarifyPhase = z.enum(["orchestrate", "clarify", "awaiting_user", "
 export type ClarifyPhase = z.infer<typeof ClarifyPhase>;
 
 /**
- * clarify session data (seed 003), the seed's state fields verbatim: `next_agent`, `last_agent`,
+ * clarify session data, the state fields verbatim: `next_agent`, `last_agent`,
  * `clarification_count`, `iteration`, `messages`.
  */
 export const ClarifyData = z.object({

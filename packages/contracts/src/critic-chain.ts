@@ -5,8 +5,8 @@ import { MAX_OBSERVATIONS, MAX_OFFERED_TOOLS, OfferedTool, ToolObservation } fro
 import { PendingToolCall } from "./supervisor-state.js";
 
 /**
- * critic-chain's agent turns with tools (seed 004: the researcher "executes a subgraph with tools",
- * the expert "should use appropriate tools for calculations"), the subgraph states the seed keeps
+ * critic-chain's agent turns with tools (the researcher works a research step with tools, the
+ * expert computes with them; docs/workflows/critic-chain.md), the loop states the session keeps
  * (`researcher_states`, `expert_state`), its `messages`, and what a retry hands the agent.
  */
 
@@ -26,7 +26,7 @@ export const CriticChainSettings = z.object({
 export type CriticChainSettings = z.infer<typeof CriticChainSettings>;
 
 /**
- * One of the seed's messages: the user's question to the orchestrator, an orchestrator's
+ * One of the messages: the user's question to the orchestrator, an orchestrator's
  * instruction to an agent, an agent's completion message back (its content cut to
  * `CHAIN_MESSAGES.contentChars`).
  */
@@ -39,7 +39,7 @@ export const ChainMessage = z.object({
 });
 export type ChainMessage = z.infer<typeof ChainMessage>;
 
-/** What a researcher or expert subgraph keeps between its turns (seed 004's ResearcherState / ExpertState). */
+/** What a researcher or expert subgraph keeps between its turns (ResearcherState / ExpertState). */
 const AgentLoop = {
   /** Model turns so far (each tool round adds one; a retry after a critic's reject starts a new one). */
   turns: z.number().int().nonnegative(),

@@ -33,7 +33,7 @@ const JsonObject = z.record(z.string(), z.unknown());
 const CallId = z.string().min(1).max(200);
 const Tool = z.string().min(1).max(80);
 
-/** A stage runs, then completes or fails (seed 002; DESIGN keeps the seed's three values). */
+/** A stage runs, then completes or fails: three values. */
 export const StageStatus = z.enum(["running", "completed", "failed"]);
 export type StageStatus = z.infer<typeof StageStatus>;
 
@@ -87,7 +87,7 @@ export const SessionEvent = z.discriminatedUnion("type", [
     ),
     /** True when `args` was cut to fit. */
     args_truncated: z.boolean(),
-    /** The seed's dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
+    /** The dangerous patterns seen in the arguments (recorded, never enforced); absent when none. */
     flags: ToolFlags.min(1).optional(),
   }),
   z.object({
@@ -131,12 +131,12 @@ export const SessionEvent = z.discriminatedUnion("type", [
       message: `is_low_confidence means a confidence under ${LOW_ROUTING_CONFIDENCE}`,
       path: ["is_low_confidence"],
     }),
-  /** One run of clarify's orchestrator (seed 003): which layer decided, where it routes, the count against its cap. */
+  /** One run of clarify's orchestrator: which layer decided, where it routes, the count against its cap. */
   z.object({ ...Base, type: z.literal("orchestration"), ...OrchestratorDecision.shape }),
   z.object({
     ...Base,
     type: z.literal("config"),
-    /** The agent whose settings these are (seed 002's `init_config`: the agent announces how it will run). */
+    /** The agent whose settings these are (`init_config`: the agent announces how it will run). */
     agent: SupervisorAgent,
     /** Its settings as the session runs them, e.g. research's depth, scenario, search rounds and sources kept. */
     settings: z
@@ -188,7 +188,7 @@ export type EventDraft = SessionEvent extends infer E
   : never;
 
 /**
- * The ops whose streamed model text is the session's final answer verbatim (seed 002's streaming
+ * The ops whose streamed model text is the session's final answer verbatim (streaming
  * configuration: the answering node), as `role.op`. An OpenAI-compatible stream passes on only
  * their token deltas. The supervisor's answering nodes: chat's `agent` (chat.respond), research's
  * and writing's `finalize`, data's `summarize`; the workflow makes their text the final answer

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { LIMITS } from "./limits.js";
 import { ErrorCode } from "./errors.js";
 
-/** Halo's numbers (seed 000 and issue 10). */
+/** Halo's numbers (docs/workflows/halo.md). */
 export const HALO_LIMITS = {
   /** Join deadline of the specialists' fan-out when the deployment sets none (ms). */
   defaultJoinDeadlineMs: 30_000,
@@ -14,7 +14,7 @@ export const HALO_LIMITS = {
   maxResponseChars: 200_000,
 } as const;
 
-/** The seed's capability tags, in the seed's order: what the planner picks and the specialists serve. */
+/** The capability tags, in their fixed order: what the planner picks and the specialists serve. */
 export const Capability = z.enum(["graph", "rag", "biomcp", "web", "llama_mcp", "chitchat"]);
 export type Capability = z.infer<typeof Capability>;
 
@@ -37,7 +37,7 @@ export const HaloCitation = z
   .refine((c) => c.url !== null || c.path !== null, { message: "a citation needs a url or a path", path: ["url"] });
 export type HaloCitation = z.infer<typeof HaloCitation>;
 
-/** What every specialist op answers (the seed's AgentResponse: `response_str`, `citations`). */
+/** What every specialist op answers (the AgentResponse: `response_str`, `citations`). */
 export const SpecialistAnswer = z.object({
   response_str: z
     .string()
@@ -48,7 +48,7 @@ export const SpecialistAnswer = z.object({
 export type SpecialistAnswer = z.infer<typeof SpecialistAnswer>;
 
 /**
- * The planner's model output (seed: `{"capabilities": [...]}`), asked for in `json_object` mode.
+ * The planner's model output (`{"capabilities": [...]}`), asked for in `json_object` mode.
  * An empty list or repeats pass here; the workflow turns them into its fallback and de-duplicates.
  */
 export const CapabilityPlan = z.object({ capabilities: z.array(Capability).max(LIMITS.maxListItems) });
@@ -70,7 +70,7 @@ export type DomainHints = z.infer<typeof DomainHints>;
 
 /**
  * What one specialist contributed: its own answer, or, when it failed, timed out or was
- * abandoned at the join deadline, the seed's short availability message (`unavailable`), which
+ * abandoned at the join deadline, the short availability message (`unavailable`), which
  * the judge scores 0.
  */
 export const SpecialistOutput = z
@@ -106,7 +106,7 @@ export type CapabilitiesRequest = z.infer<typeof CapabilitiesRequest>;
 /**
  * `planner.capabilities` response: the model's plan as it came (validated tags, repeats kept), or,
  * when its one reply was not a valid plan (not JSON, an unknown tag), no tags and why. The
- * workflow turns an empty or invalid plan into the seed's `["chitchat"]`: a normal path, not a failed task.
+ * workflow turns an empty or invalid plan into `["chitchat"]`: a normal path, not a failed task.
  */
 export const CapabilitiesResult = z.object({
   capabilities: z.array(Capability).max(LIMITS.maxListItems),
@@ -140,7 +140,7 @@ export type PlanSource = z.infer<typeof PlanSource>;
 const Capabilities = z.array(Capability).max(MAX_CAPABILITIES);
 
 /**
- * halo session data (seed 000), the seed's field names verbatim: `capabilities`, `response_str`,
+ * halo session data, the field names verbatim: `capabilities`, `response_str`,
  * `citations`, `judge_response`.
  */
 export const HaloData = z.object({

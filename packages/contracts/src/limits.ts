@@ -1,13 +1,13 @@
-/** Hard limits shared by every service. Numbers from the seeds and DESIGN.md. */
+/** Hard limits shared by every service; each workflow's are stated in docs/workflows/. */
 export const LIMITS = {
   /** Largest task, result or inbox message body we publish or accept (bytes). */
   maxMessageBytes: 256 * 1024,
   /** Deepest JSON nesting (objects and arrays, the outermost is level 1) we publish or accept. */
   maxJsonDepth: 64,
-  /** Query length bounds (characters, after trimming), from the seeds. */
+  /** Query length bounds (characters, after trimming). */
   queryMinChars: 3,
   queryMaxChars: 5000,
-  /** critic-chain: retries per session before the run ends (seed 004). */
+  /** critic-chain: retries per session before the run ends. */
   criticChainRetryLimit: 5,
   /** Upper bound for any free-text field an agent returns. */
   maxTextChars: 20_000,
@@ -25,7 +25,7 @@ export const LIMITS = {
   maxCompleteEventBytes: 256 * 1024,
   /** A `tool_call` event's arguments, as JSON (characters); longer ones are cut and marked `args_truncated`. */
   maxToolArgsChars: 4000,
-  /** A `tool_result` event's preview of the tool's output (characters, seed 002). */
+  /** A `tool_result` event's preview of the tool's output (characters). */
   toolResultPreviewChars: 500,
   /** A `code_result` event's stdout and stderr, each (characters). */
   maxCodeOutputChars: 4000,

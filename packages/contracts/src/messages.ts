@@ -70,13 +70,13 @@ export const SessionOptions = z.object({
   budgets: Budgets.partial().optional(),
   /** blackboard: the strategy profile (default CONSERVATIVE); other workflows ignore it. */
   strategy_profile: StrategyProfile.optional(),
-  /** supervisor: the agent to use, bypassing the router (seed 002's `mode`; not the workflow). */
+  /** supervisor: the agent to use, bypassing the router (`mode`; not the workflow). */
   mode: SupervisorAgent.optional(),
-  /** supervisor's research agent: how deep to research (seed 002's `depth`). */
+  /** supervisor's research agent: how deep to research (`depth`). */
   depth: ResearchDepth.optional(),
-  /** supervisor's research agent: the scenario (seed 002's `scenario`). */
+  /** supervisor's research agent: the scenario (`scenario`). */
   scenario: ResearchScenario.optional(),
-  /** halo: the specialists to run, bypassing the planner (seed 000's override for experiments); tags this deployment cannot serve are left out. */
+  /** halo: the specialists to run, bypassing the planner (override for experiments); tags this deployment cannot serve are left out. */
   capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
   /** supervisor: files given with the query (the data agent takes its data from the first CSV or JSON one); other workflows ignore them. */
   attachments: Attachments.optional(),
@@ -115,7 +115,7 @@ export function boundConversation(messages: readonly ChatMessage[]): ChatMessage
 
 /**
  * What a session hands on to the next session of its thread besides its turns: clarify's count
- * (DESIGN: "the count lives as long as the thread"). Null: nothing to hand on.
+ * (the count lives as long as the thread: docs/workflows/clarify.md). Null: nothing to hand on.
  */
 export const ThreadCarry = z.object({ clarification_count: z.number().int().nonnegative().nullable() });
 export type ThreadCarry = z.infer<typeof ThreadCarry>;

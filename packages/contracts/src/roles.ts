@@ -70,7 +70,7 @@ import {
 const Text = z.string().max(LIMITS.maxTextChars);
 const Steps = z.array(z.string().min(1).max(2000)).max(LIMITS.maxListItems);
 
-/** The seed's orchestrator message: what the coordinator tells an agent to do. */
+/** The orchestrator message: what the coordinator tells an agent to do. */
 export const OrchestratorMessage = z.object({
   sender: z.literal("orchestrator"),
   receiver: z.string().max(40),
@@ -80,7 +80,7 @@ export const OrchestratorMessage = z.object({
 });
 export type OrchestratorMessage = z.infer<typeof OrchestratorMessage>;
 
-/** A critic's verdict (seed 004: `decision`, `feedback`). */
+/** A critic's verdict (`decision`, `feedback`). */
 export const CriticVerdict = z.object({
   decision: z.enum(["approve", "reject"]),
   feedback: z.string().max(4000),

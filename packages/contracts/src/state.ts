@@ -98,7 +98,7 @@ export type SessionMeta = z.infer<typeof SessionMeta>;
 
 const Text = z.string().max(LIMITS.maxTextChars);
 
-/** critic-chain's steps, named as in seed 004. */
+/** critic-chain's steps, as its state names them (docs/workflows/critic-chain.md). */
 export const CriticChainStep = z.enum([
   "input",
   "planner",
@@ -112,7 +112,7 @@ export const CriticChainStep = z.enum([
 export type CriticChainStep = z.infer<typeof CriticChainStep>;
 const Decision = z.enum(["approve", "reject"]).nullable();
 
-/** critic-chain session data, with the seed's field names verbatim. */
+/** critic-chain session data, with the field names verbatim. */
 export const CriticChainData = z.object({
   workflow: z.literal("critic-chain"),
   question: Text,
@@ -136,14 +136,14 @@ export const CriticChainData = z.object({
   final_reasoning_trace: Text.nullable(),
   error: z.string().nullable(),
   error_component: z.string().nullable(),
-  // Added with the tool loops (issue 13), before layout 4: every layout-4 state has them. A state of
+  // Added with critic-chain's tool loops, before layout 4: every layout-4 state has them. A state of
   // the current layout is not parsed when read (session-store), so a new field needs a layout bump
   // and a migration, not just a default (the layout test in session-store fails until then).
-  /** The seed's messages: the question, each instruction and each agent's completion message, the latest kept. */
+  /** The messages: the question, each instruction and each agent's completion message, the latest kept. */
   messages: z.array(ChainMessage).max(CHAIN_MESSAGES.max).default([]),
-  /** The seed's per-step researcher subgraph states, keyed by the research step's index. */
+  /** The per-step researcher subgraph states, keyed by the research step's index. */
   researcher_states: z.record(z.string().regex(/^\d{1,3}$/), ResearcherState).default({}),
-  /** The seed's expert subgraph state; null before the expert's first turn. */
+  /** The expert subgraph state; null before the expert's first turn. */
   expert_state: ExpertState.nullable().default(null),
   /** The tools this deployment serves the researcher and the expert (copied from the coordinator's config at creation). */
   tools_available: z.array(ToolName).max(MAX_OFFERED_TOOLS).default([]),

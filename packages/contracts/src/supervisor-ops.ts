@@ -8,8 +8,8 @@ import { ResearchScenario } from "./workflows.js";
 import { CodeLanguage, ResearchDepth, RESEARCH_DEPTHS, SUPERVISOR_LIMITS, VegaLiteSpec } from "./supervisor.js";
 
 /**
- * The supervisor's ops (seed 002): what the workflow sends each agent's role and what comes back.
- * Every node of the seed's graphs is one op (one task in the transition log); every tool call,
+ * The supervisor's ops: what the workflow sends each agent's role and what comes back.
+ * Every node of the agents' graphs is one op (one task in the transition log); every tool call,
  * code run included, is an `executor.call` task the workflow dispatches, never a loop inside a task.
  */
 
@@ -34,7 +34,7 @@ export const CODE_TOOL: Readonly<Record<CodeLanguage, "run_python" | "run_js">> 
 /**
  * What every agent op gets: the user's query, the task it was given (the query itself, or the
  * task a handoff delegated), the handoff's context, and the shared memory already rendered within
- * the seed's 8000-character budget (empty when nothing is shared yet).
+ * the 8000-character budget (empty when nothing is shared yet).
  */
 export const AgentBrief = z.object({
   query: z.string().min(1).max(LIMITS.queryMaxChars),
@@ -74,7 +74,7 @@ export type AgentAction = z.infer<typeof AgentAction>;
 export const RouteRequest = z.object({ query: z.string().min(1).max(LIMITS.queryMaxChars), messages: Conversation });
 export type RouteRequest = z.infer<typeof RouteRequest>;
 
-// chat.respond -> AgentAction: the seed's `agent ⇄ tools`, one `agent` node per task.
+// chat.respond -> AgentAction: the `agent ⇄ tools` loop, one `agent` node per task.
 
 export const ChatRespondRequest = z.object({
   brief: AgentBrief,
@@ -87,7 +87,7 @@ export const ChatRespondRequest = z.object({
 });
 export type ChatRespondRequest = z.infer<typeof ChatRespondRequest>;
 
-// researcher.search -> AgentAction: the seed's `search_agent ⇄ search_tools`; `answer` ends the search (its text: what was found).
+// researcher.search -> AgentAction: the `search_agent ⇄ search_tools` loop; `answer` ends the search (its text: what was found).
 
 export const ResearchSearchRequest = z.object({
   brief: AgentBrief,
@@ -127,7 +127,7 @@ export type ResearchFinalizeRequest = z.infer<typeof ResearchFinalizeRequest>;
 export const ResearchReport = z.object({ response: nonBlank(LIMITS.maxTextChars, "a report") });
 export type ResearchReport = z.infer<typeof ResearchReport>;
 
-// coder.generate -> CoderAction: the seed's `generate_code`; the executor runs the code (`execute`).
+// coder.generate -> CoderAction: the `generate_code` node; the executor runs the code (`execute`).
 
 /** One earlier `generate → execute` round, for the next generation to fix. */
 export const CodeAttempt = z.object({
@@ -174,12 +174,12 @@ export const CoderAction = z.discriminatedUnion("action", [
 ]);
 export type CoderAction = z.infer<typeof CoderAction>;
 
-// writer: the seed's `analyze → outline → write → finalize`.
+// writer: the nodes `analyze → outline → write → finalize`.
 
 export const WritingAnalyzeRequest = z.object({ brief: AgentBrief, tools: Tools, observations: Observations });
 export type WritingAnalyzeRequest = z.infer<typeof WritingAnalyzeRequest>;
 
-/** The writing agent's reading of the task (the seed's WritingState: `writing_type`, `tone`). */
+/** The writing agent's reading of the task (the WritingState: `writing_type`, `tone`). */
 export const WritingBrief = z.object({
   writing_type: z.string().min(1).max(80),
   tone: z.string().min(1).max(80),
@@ -210,7 +210,7 @@ export type WritingFinalizeRequest = z.infer<typeof WritingFinalizeRequest>;
 export const WritingFinal = z.object({ final_content: nonBlank(LIMITS.maxTextChars, "the final text") });
 export type WritingFinal = z.infer<typeof WritingFinal>;
 
-// analyst: the seed's `plan → generate → execute → summarize` over data from an attachment, the query or the thread.
+// analyst: the nodes `plan → generate → execute → summarize` over data from an attachment, the query or the thread.
 
 /** The data the data agent works on, found by the workflow in an attachment, the query or the thread (CSV or JSON). */
 export const DataInput = z.object({

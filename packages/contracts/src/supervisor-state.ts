@@ -24,7 +24,7 @@ import {
 } from "./supervisor-ops.js";
 
 /**
- * The seed's nodes (seed 002's graphs), the one a supervisor session is running, or `done`.
+ * The agents' graph nodes: the one a supervisor session is running, or `done`.
  * `router` picks the agent; each agent's own nodes follow (chat: agent ⇄ tools; research:
  * search_agent ⇄ search_tools → analyze → synthesize → finalize; code: generate ⇄ execute;
  * writing: analyze → outline → write → finalize; data: plan → generate ⇄ execute → summarize).
@@ -69,7 +69,7 @@ export const PendingCode = z.object({
 export type PendingCode = z.infer<typeof PendingCode>;
 
 /**
- * supervisor session data (seed 002), the seed's SupervisorState field names where it has them:
+ * supervisor session data, the SupervisorState field names where it has them:
  * `query`, `mode`, `selected_agent`, `routing_reason`, `routing_confidence`, `is_low_confidence`,
  * `active_agent`, `delegated_task`, `handoff_context`, `handoff_count`, `handoff_history`,
  * `pending_handoff`, `shared_memory`, `tool_iterations`, `response`, `error`. The per-agent

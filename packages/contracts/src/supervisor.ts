@@ -3,7 +3,7 @@ import { LIMITS } from "./limits.js";
 import { SupervisorAgent } from "./workflows.js";
 import { HaloCitation } from "./halo.js";
 
-/** The supervisor's numbers (seed 002 and issue 11). */
+/** The supervisor's numbers (docs/workflows/supervisor.md). */
 export const SUPERVISOR_LIMITS = {
   /** The shared memory as rendered for the next specialist, labels included (characters). */
   memoryBudgetChars: 8000,
@@ -22,10 +22,10 @@ export const SUPERVISOR_LIMITS = {
   maxMemoryVisualizations: 5,
 } as const;
 
-/** A routing decision below this confidence is flagged `is_low_confidence` (seed 002), not re-routed. */
+/** A routing decision below this confidence is flagged `is_low_confidence`, not re-routed. */
 export const LOW_ROUTING_CONFIDENCE = 0.5;
 
-/** The router's model output (seed 002: `{"agent", "confidence", "reason"}`), validated where it comes in. */
+/** The router's model output (`{"agent", "confidence", "reason"}`), validated where it comes in. */
 export const RoutingResult = z.object({
   agent: SupervisorAgent,
   confidence: z.number().min(0).max(1),
@@ -33,7 +33,7 @@ export const RoutingResult = z.object({
 });
 export type RoutingResult = z.infer<typeof RoutingResult>;
 
-/** The routing decision a session keeps and a `routing` event carries (the seed's RoutingResult dataclass). */
+/** The routing decision a session keeps and a `routing` event carries (the RoutingResult dataclass). */
 export const RoutingDecision = z
   .object({ ...RoutingResult.shape, is_low_confidence: z.boolean() })
   .refine((d) => d.is_low_confidence === d.confidence < LOW_ROUTING_CONFIDENCE, {
@@ -43,7 +43,7 @@ export const RoutingDecision = z
 export type RoutingDecision = z.infer<typeof RoutingDecision>;
 
 /**
- * Which agent may hand off to which (seed 002's matrix, in the seed's order). No agent hands off
+ * Which agent may hand off to which (the handoff matrix, in the agents' order). No agent hands off
  * to itself, and no specialist hands back to chat.
  */
 export const HANDOFF_MATRIX: Readonly<Record<SupervisorAgent, readonly SupervisorAgent[]>> = {
@@ -54,7 +54,7 @@ export const HANDOFF_MATRIX: Readonly<Record<SupervisorAgent, readonly Superviso
   data: ["code"],
 };
 
-/** True when the seed's matrix lets `source_agent` hand off to `target_agent` (never to itself). */
+/** True when the matrix lets `source_agent` hand off to `target_agent` (never to itself). */
 export const inHandoffMatrix = (h: { source_agent: SupervisorAgent; target_agent: SupervisorAgent }): boolean =>
   HANDOFF_MATRIX[h.source_agent].includes(h.target_agent);
 
@@ -64,7 +64,7 @@ export const HANDOFF_OUTSIDE_MATRIX = {
   path: ["target_agent"],
 };
 
-/** A handoff tool's name (seed 002: `handoff_to_<target_agent>`). */
+/** A handoff tool's name (`handoff_to_<target_agent>`). */
 export type HandoffToolName = `handoff_to_${SupervisorAgent}`;
 
 const HANDOFF_PREFIX = "handoff_to_";
@@ -72,18 +72,18 @@ const HANDOFF_PREFIX = "handoff_to_";
 /** The handoff tool that hands the task to `target`. */
 export const handoffToolName = (target: SupervisorAgent): HandoffToolName => `${HANDOFF_PREFIX}${target}`;
 
-/** The target a tool name hands off to; null when it is not a handoff tool of one of the seed's agents. */
+/** The target a tool name hands off to; null when it is not a handoff tool of one of the agents. */
 export function handoffTarget(tool: string): SupervisorAgent | null {
   if (!tool.startsWith(HANDOFF_PREFIX)) return null;
   const parsed = SupervisorAgent.safeParse(tool.slice(HANDOFF_PREFIX.length));
   return parsed.success ? parsed.data : null;
 }
 
-/** Handoffs one session may make (seed 002); at the cap the current agent's answer is final. */
+/** Handoffs one session may make; at the cap the current agent's answer is final. */
 export const MAX_HANDOFFS = 3;
 
 /**
- * One handoff as recorded in state and announced as a `handoff` event (seed 002's HandoffInfo,
+ * One handoff as recorded in state and announced as a `handoff` event (HandoffInfo,
  * its field names verbatim). `context` is null when the agent gave none.
  */
 export const HandoffInfo = z
@@ -123,11 +123,11 @@ export const VegaLiteSpec = z
   );
 export type VegaLiteSpec = z.infer<typeof VegaLiteSpec>;
 
-/** Research depth (issue 11): how many search rounds the research agent runs and how many sources it keeps. */
+/** Research depth: how many search rounds the research agent runs and how many sources it keeps. */
 export const ResearchDepth = z.enum(["quick", "standard", "deep"]);
 export type ResearchDepth = z.infer<typeof ResearchDepth>;
 
-/** Per depth: search iterations and sources kept (issue 11: 1/3/5 and 5/10/20). */
+/** Per depth: search iterations and sources kept (1/3/5 and 5/10/20). */
 export const RESEARCH_DEPTHS: Readonly<
   Record<ResearchDepth, { readonly searchIterations: number; readonly sourcesKept: number }>
 > = {
@@ -139,7 +139,7 @@ export const RESEARCH_DEPTHS: Readonly<
 const MemoryText = z.string().max(LIMITS.maxTextChars);
 
 /**
- * What the specialists share across handoffs (seed 002's SharedAgentMemory, its ten fields
+ * What the specialists share across handoffs (SharedAgentMemory, its ten fields
  * verbatim and in its order, all optional). A research source has a halo citation's fields (those
  * of the `source` event); a visualization is a Vega-Lite spec.
  */
@@ -161,7 +161,7 @@ export type SharedAgentMemory = z.infer<typeof SharedAgentMemory>;
 export const MemoryField = SharedAgentMemory.keyof();
 export type MemoryField = z.infer<typeof MemoryField>;
 
-/** The seed's truncation priorities: 3 is kept longest, 1 is cut first. */
+/** The truncation priorities: 3 is kept longest, 1 is cut first. */
 export const MEMORY_PRIORITY: Readonly<Record<MemoryField, 1 | 2 | 3>> = {
   research_findings: 3,
   generated_code: 3,
@@ -175,7 +175,7 @@ export const MEMORY_PRIORITY: Readonly<Record<MemoryField, 1 | 2 | 3>> = {
   data_visualizations: 1,
 };
 
-/** Which nodes stream their model's tokens to clients (seed 002's STREAMING_CONFIG, verbatim). */
+/** Which nodes stream their model's tokens to clients (STREAMING_CONFIG, verbatim). */
 export const STREAMING_CONFIG = {
   write: true,
   finalize: true,

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * The seed's dangerous-pattern list. Every tool call's arguments are scanned and the names that
+ * The dangerous-pattern list. Every tool call's arguments are scanned and the names that
  * match are recorded (tool performance records, `tool_call` and `tool_result` events); nothing is
  * allowed or refused because of them. A keyword list cannot be a boundary (`globalThis["ev"+"al"]`,
  * `getattr(__builtins__, "op"+"en")` pass it), so isolation comes from the sandboxes, the role

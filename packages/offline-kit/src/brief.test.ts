@@ -81,7 +81,7 @@ describe("parseToolArguments", () => {
 });
 
 describe("isHandoffTool", () => {
-  it("is true for every seed agent's handoff tool, offered or not, and for nothing else", () => {
+  it("is true for every supervisor agent's handoff tool, offered or not, and for nothing else", () => {
     for (const agent of ["chat", "research", "code", "writing", "data"])
       expect(isHandoffTool(`handoff_to_${agent}`)).toBe(true);
     for (const tool of ["handoff_to_router", "handoff_to_", "web_search", "HANDOFF_TO_CODE", " handoff_to_code"])

@@ -62,9 +62,9 @@ export function renderAttempts(attempts: readonly CodeAttempt[]): string {
 }
 
 /**
- * True for any seed agent's `handoff_to_<target>` tool, offered or not. A role passes such a call
+ * True for any supervisor agent's `handoff_to_<target>` tool, offered or not. A role passes such a call
  * on rather than failing it: the workflow decides every handoff (the matrix, A→B→A, the cap) and
- * answers a refused one as the tool's result, so the agent goes on (issue 11).
+ * answers a refused one as the tool's result, so the agent goes on (docs/workflows/supervisor.md).
  */
 export const isHandoffTool = (tool: string): boolean => handoffTarget(tool) !== null;
 

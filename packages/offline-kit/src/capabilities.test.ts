@@ -5,7 +5,7 @@ import { pickCapabilities } from "./capabilities.js";
 const ALL = Capability.options;
 
 describe("offline capability planning (the planner picks by keywords)", () => {
-  it("picks every capability the question cues, in the seed's tag order", () => {
+  it("picks every capability the question cues, in the tag order", () => {
     expect(
       pickCapabilities("What are the latest clinical trials for HER2 and which pathways does it interact with?", ALL),
     ).toEqual(["graph", "biomcp", "web"]);

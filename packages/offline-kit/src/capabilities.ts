@@ -3,7 +3,7 @@ import { isGreeting, isVague } from "./classify.js";
 import { padded } from "./words.js";
 
 /**
- * The offline planner's cue words per capability (seed 000: "the planner picks by keywords"),
+ * The offline planner's cue words per capability (offline, the planner picks by keywords),
  * lowercase, matched as whole words or phrases. chitchat has none: it is what a greeting, a
  * vague query or a deployment that can serve nothing else gets.
  */
@@ -89,7 +89,7 @@ const DEFAULT_PICK: readonly Capability[] = ["graph", "rag"];
 
 /**
  * The offline planner's capability plan for a question: every capability whose cue words it
- * mentions, in the seed's tag order, among those the deployment can serve (`available`;
+ * mentions, in the tag order, among those the deployment can serve (`available`;
  * chitchat always can). A greeting or a vague query gets `["chitchat"]`; a question with no cue
  * gets the local-knowledge specialists it can serve (graph, rag), else `["chitchat"]`.
  */

@@ -8,51 +8,51 @@ const decision = (messages: ChatMessage[]) =>
   offlineDecision(messages).startsWith("Decision: CLARIFICATION") ? "CLARIFICATION" : "RESEARCH";
 
 /**
- * Seed 003's seven example decisions (its "Example Decisions" table), with the seed's decision and
- * the offline rules' own. All seven agree. Row 7 never reaches Layer 3 in the workflow (Layer 2,
+ * Seven example decisions of clarify's orchestrator (docs/workflows/clarify.md), each with the
+ * decision a model should make and the offline rules' own. All seven agree. Row 7 never reaches Layer 3 in the workflow (Layer 2,
  * the answered clarification, routes it without a model); the rules alone also say research.
  */
-const SEED_EXAMPLES: ReadonlyArray<{
+const EXAMPLES: ReadonlyArray<{
   query: string;
   context: ChatMessage[];
-  seed: "CLARIFICATION" | "RESEARCH";
+  model: "CLARIFICATION" | "RESEARCH";
   offline: "CLARIFICATION" | "RESEARCH";
   rule: string | null;
 }> = [
   {
     query: "Tell me more about it",
     context: [user("What are RAG systems?"), ai("RAG systems use retrieval...")],
-    seed: "CLARIFICATION",
+    model: "CLARIFICATION",
     offline: "CLARIFICATION",
     rule: "pronoun",
   },
   {
     query: "Which prompt gave highest accuracy in Zhang 2024?",
     context: [],
-    seed: "RESEARCH",
+    model: "RESEARCH",
     offline: "RESEARCH",
     rule: null,
   },
-  { query: "What did OpenAI release this month?", context: [], seed: "RESEARCH", offline: "RESEARCH", rule: null },
-  { query: "The best approach", context: [], seed: "CLARIFICATION", offline: "CLARIFICATION", rule: "no_criterion" },
+  { query: "What did OpenAI release this month?", context: [], model: "RESEARCH", offline: "RESEARCH", rule: null },
+  { query: "The best approach", context: [], model: "CLARIFICATION", offline: "CLARIFICATION", rule: "no_criterion" },
   {
     query: "How many examples are enough?",
     context: [user("I'm working on classification"), ai("Classification assigns labels...")],
-    seed: "CLARIFICATION",
+    model: "CLARIFICATION",
     offline: "CLARIFICATION",
     rule: "no_criterion",
   },
   {
     query: "Use the approach from the paper",
     context: [],
-    seed: "CLARIFICATION",
+    model: "CLARIFICATION",
     offline: "CLARIFICATION",
     rule: "unnamed_reference",
   },
   {
     query: "I meant the DAIL-SQL approach",
     context: [user("The best approach"), ai("Best for what problem?")],
-    seed: "RESEARCH",
+    model: "RESEARCH",
     offline: "RESEARCH",
     rule: null,
   },
@@ -78,11 +78,11 @@ const DIFFERENCES: ReadonlyArray<{
   { query: "Compare retrieval strategies for my project", context: [], model: "CLARIFICATION", offline: "RESEARCH" },
 ];
 
-describe("the offline orchestrator's keyword rules against seed 003's example decisions", () => {
-  it.each(SEED_EXAMPLES.map((e, i) => [i + 1, e] as const))("example %i: %o", (_n, e) => {
+describe("the offline orchestrator's keyword rules against the example decisions", () => {
+  it.each(EXAMPLES.map((e, i) => [i + 1, e] as const))("example %i: %o", (_n, e) => {
     const messages = [...e.context, user(e.query)];
     expect(decision(messages)).toBe(e.offline);
-    expect(e.offline).toBe(e.seed);
+    expect(e.offline).toBe(e.model);
     expect(unclearOf(messages)?.rule ?? null).toBe(e.rule);
   });
 
@@ -92,7 +92,7 @@ describe("the offline orchestrator's keyword rules against seed 003's example de
     expect(e.offline).not.toBe(e.model);
   });
 
-  it("replies in the seed's format, naming the rule", () => {
+  it("replies in the format, naming the rule", () => {
     expect(offlineDecision([user("Tell me more about it")])).toBe(
       'Decision: CLARIFICATION\nReasoning: "it" is ambiguous (offline rule: pronoun).',
     );

@@ -2,8 +2,8 @@ import type { ChatMessage } from "@agentmesh/contracts";
 import { isVague } from "./classify.js";
 import { ambiguityOf, contentWords } from "./text-rules.js";
 
-// clarify's offline orchestrator and clarifier (seed 003): keyword rules for what a message
-// leaves open. The seed wants a model here ("no keyword matching"); these rules are the offline
+// clarify's offline orchestrator and clarifier: keyword rules for what a message
+// leaves open. A model is meant to decide this, not keyword rules; these rules are the offline
 // engine's stand-in and cannot read context the way a model does (see clarity.test.ts).
 
 /** What the latest message leaves open, and the question that would settle it. */
@@ -104,7 +104,7 @@ export function unclearOf(messages: readonly ChatMessage[]): Unclear | null {
   return null;
 }
 
-/** The orchestrator's offline reply, in the seed's output format. */
+/** The orchestrator's offline reply, in the output format. */
 export function offlineDecision(messages: readonly ChatMessage[]): string {
   const u = unclearOf(messages);
   return u

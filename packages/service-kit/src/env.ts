@@ -6,7 +6,7 @@ import type { TraceExportTarget, TracingConfig } from "./tracing.js";
 export interface EnvVar {
   readonly name: string;
   readonly schema: z.ZodType;
-  /** Default as shown in the README ("—" for none). */
+  /** Default as shown in docs/configuration.md ("—" for none). */
   readonly default: string;
   readonly description: string;
   readonly usedBy: readonly ("all" | "coordinator" | "agents" | "cli" | "gateway")[];
@@ -57,7 +57,7 @@ const natsServers = z
   });
 
 /**
- * Every environment variable agentmesh reads. The README's configuration table is checked
+ * Every environment variable agentmesh reads. The configuration table of docs/configuration.md is checked
  * against this list by a test, so the two cannot drift.
  */
 export const ENV_VARS = [
@@ -385,14 +385,14 @@ export const ENV_VARS = [
     schema: int(0).max(10).default(2),
     default: "2",
     description:
-      "clarify: clarifications in a row (per thread) before the orchestrator forces research (seed 003's `max_clarifications`)",
+      "clarify: clarifications in a row (per thread) before the orchestrator forces research (`max_clarifications`)",
     usedBy: ["coordinator"],
   },
   {
     name: "AGENTMESH_CLARIFY_MAX_HISTORY",
     schema: int(1).max(40).default(10),
     default: "10",
-    description: "clarify: the latest messages the orchestrator's prompt shows (seed 003's `max_history`)",
+    description: "clarify: the latest messages the orchestrator's prompt shows (`max_history`)",
     usedBy: ["coordinator"],
   },
   {

@@ -11,7 +11,7 @@ const SECRET_FIELDS = [
   "pass",
   "token",
   "secret",
-  "seed",
+  "seed", // an NKey seed
   "authorization",
   "Authorization",
   "x-subscription-token",

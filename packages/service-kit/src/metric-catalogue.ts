@@ -1,7 +1,7 @@
 import type { Logger } from "./logger.js";
 import type { MetricLabel, Metrics } from "./metrics.js";
 
-/** One metric agentmesh exports: what the README's metrics table lists about it. */
+/** One metric agentmesh exports: what the metrics table of docs/tracing-and-metrics.md lists about it. */
 export interface CatalogueEntry {
   readonly name: string;
   readonly type: "counter" | "gauge" | "histogram";
@@ -14,7 +14,7 @@ export interface CatalogueEntry {
 /**
  * Every metric of ours, in one place: components register them from here (so a name and its help
  * are written once, even where the agents and the coordinator share one), and a test checks the
- * README's table against this list.
+ * docs page's table against this list.
  */
 export const METRIC_CATALOGUE = {
   tasks: {

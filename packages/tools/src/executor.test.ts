@@ -255,7 +255,7 @@ describe("safe executor", () => {
     expect(() => canonicalJson(cyclic)).toThrow(/cyclic/);
   });
 
-  it("flags the seed's dangerous patterns in the record but decides nothing by them", async () => {
+  it("flags the dangerous patterns in the record but decides nothing by them", async () => {
     const run = scriptedTool({ name: "run_any", script: [{ output: "ran" }] });
     const { exec } = setup([run]);
     const flagged = await exec.call(

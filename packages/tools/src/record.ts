@@ -24,7 +24,7 @@ export const ToolCallRecord = z.object({
   message: z.string().max(500).nullable(),
   /** Delay slept before the next attempt; null when there is none. */
   backoffMs: z.number().nonnegative().nullable(),
-  /** Names of the seed's dangerous patterns seen in the arguments: recorded, never enforced. */
+  /** Names of the dangerous patterns seen in the arguments: recorded, never enforced. */
   flags: ToolFlags,
 });
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;

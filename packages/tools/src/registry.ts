@@ -80,7 +80,7 @@ export interface ToolRegistry {
 
 /** Options of a registry. */
 export interface ToolRegistryOptions {
-  /** Per-attempt timeout of tools that set none (3-5 s per the seed). */
+  /** Per-attempt timeout of tools that set none (within the 3-5 s range). */
   readonly defaultTimeoutMs?: number;
 }
 

@@ -55,7 +55,7 @@ function createShellRunner(limitMs: number): Runner {
       const child = spawnSandbox(paths, {
         mode: "run",
         harden: true,
-        addressSpaceBytes: 1280 * 2 ** 20,
+        addressSpaceBytes: 1792 * 2 ** 20,
         cpuSeconds: 10,
         hostUid: 2_000_000_900,
         command: ["/bin/sh", "-c", code],

@@ -9,7 +9,7 @@ import {
 } from "./blackboard-strategy.js";
 import { blackboard } from "./blackboard.js";
 
-/** The seed's table, cell by cell: effective limits after the component ceilings. */
+/** The strategy table, cell by cell: effective limits after the component ceilings. */
 const EXPECTED: Record<StrategyProfile, Omit<EffectiveLimits, "tool_attempts">> = {
   CONSERVATIVE: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only" },
   EXPLORATORY: { max_steps: 15, max_retries: 3, max_rewrites: 3, execution: "parallel" },

@@ -19,7 +19,7 @@ export interface ProfileLimits {
 }
 
 /**
- * The seed's strategy profiles, one table: CONSERVATIVE runs the step's tool only; EXPLORATORY
+ * The strategy profiles, one table: CONSERVATIVE runs the step's tool only; EXPLORATORY
  * runs tool, RAG and web at once and keeps the best; FALLBACK tries them one after another.
  */
 export const STRATEGY_PROFILES = {

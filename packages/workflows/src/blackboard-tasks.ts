@@ -19,7 +19,7 @@ import type { TaskSpec } from "./types.js";
 export const AGENT_MAX_ATTEMPTS = 3;
 /** Questions the critic may put to a person in one session; later requests for input are noted, not asked. */
 export const MAX_HUMAN_QUESTIONS = 3;
-/** What the executor applies to one tool call: 3 attempts of at most 5 s (seed). */
+/** What the executor applies to one tool call: 3 attempts of at most 5 s. */
 export const EXECUTOR_LIMITS: ExecutorLimits = {
   max_attempts: BLACKBOARD_LIMITS.maxToolAttempts,
   timeout_ms: BLACKBOARD_LIMITS.maxToolTimeoutMs,

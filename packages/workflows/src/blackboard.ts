@@ -552,7 +552,7 @@ function decide(data: BlackboardData, input: WorkflowInput): Decided {
   }
 }
 
-/** Seed 001: a coordinator-centric loop over perception, memory, retriever, decision, executor and critic. */
+/** A coordinator-centric loop over perception, memory, retriever, decision, executor and critic. */
 export const blackboard: WorkflowDefinition<BlackboardData> = {
   name: "blackboard",
   version: 1,

@@ -127,7 +127,7 @@ function finish(
   return h.reply("writer.synthesize", { answer });
 }
 
-describe("clarify: the seed's unit and integration tests", () => {
+describe("clarify: the orchestrator's unit and integration cases", () => {
   it("clarification routing: a vague query, the model says CLARIFICATION, count 0 → 1, one model call", () => {
     const h = clarifyHarness("Tell me more about it");
     h.start();
@@ -201,8 +201,8 @@ describe("clarify: the seed's unit and integration tests", () => {
     expect(h.data.clarification_count).toBe(1);
   });
 
-  it("the seed's integration state exactly: [AI question, Human reply], last_agent clarification, count 1 → research, count 1", () => {
-    // The same state as the seed's test, reached through a paused session whose messages are only those two.
+  it("the integration case's state exactly: [AI question, Human reply], last_agent clarification, count 1 → research, count 1", () => {
+    // The integration case's state, reached through a paused session whose messages are only those two.
     const h = clarifyHarness("What aspect would you like to know about?");
     h.start();
     h.reply("orchestrator.decide", { decision: "CLARIFICATION" });
@@ -217,7 +217,7 @@ describe("clarify: the seed's unit and integration tests", () => {
   });
 });
 
-describe("clarify: the seed's decision record on the transition's span", () => {
+describe("clarify: the decision record on the transition's span", () => {
   const spanOf = (o: StepOutcome | undefined) => (o?.kind === "apply" ? o.spanAttributes : undefined);
   it("every orchestrator run records agent, next_agent, iteration, its layer and the count; other transitions record none", () => {
     const h = clarifyHarness("Tell me more about it");
@@ -252,7 +252,7 @@ describe("clarify: the seed's decision record on the transition's span", () => {
 });
 
 describe("clarify: Layer 3's parse and its failures", () => {
-  it("parses as the seed: CLARIFICATION first, then RESEARCH, else research", () => {
+  it("parses the reply: CLARIFICATION first, then RESEARCH, else research", () => {
     expect(parseDecision("Decision: RESEARCH (no clarification needed)")).toEqual({
       next: "clarification",
       matched: "CLARIFICATION",

@@ -27,16 +27,19 @@ type Decided = {
 };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 
-/** The seed's settings (`max_clarifications = 2`, `max_history = 10`), for a deployment that sets none. */
+/** The default settings (`max_clarifications = 2`, `max_history = 10`), for a deployment that sets none. */
 export const DEFAULT_CLARIFY_SETTINGS: ClarifySettings = {
   max_clarifications: CLARIFY_LIMITS.defaultMaxClarifications,
   max_history: CLARIFY_LIMITS.defaultMaxHistory,
 };
 
-/** Attempts of the clarifier, the research agent and the synthesis agent on a retryable failure (the orchestrator gets one: the seed falls back instead). */
+/**
+ * Attempts of the clarifier, the research agent and the synthesis agent on a retryable failure
+ * (the orchestrator gets one: it falls back to research instead).
+ */
 export const CLARIFY_MAX_ATTEMPTS = 2;
 
-/** Stage names, as the `stage` events and the tasks name them (the seed's node names). */
+/** Stage names, as the `stage` events and the tasks name them (the graph's node names). */
 const STAGE = {
   orchestrator: "orchestrator",
   clarification: "clarification",
@@ -52,7 +55,7 @@ const say = (role: ChatMessage["role"], content: string): ChatMessage => ({
 });
 
 /**
- * Seed 003's Layer 3 parse, verbatim in its order: "CLARIFICATION" anywhere in the upper-cased
+ * The Layer 3 parse, in this order: "CLARIFICATION" anywhere in the upper-cased
  * reply wins (checked first), then "RESEARCH", else research by default.
  */
 export function parseDecision(reply: string): {
@@ -65,7 +68,7 @@ export function parseDecision(reply: string): {
   return { next: "research", matched: null };
 }
 
-/** The seed's Layer 2 pattern: the clarification agent ran last, and the two latest messages are its question then the person's reply. */
+/** The Layer 2 pattern: the clarification agent ran last, and the two latest messages are its question then the person's reply. */
 function answeredClarification(data: ClarifyData): boolean {
   const m = data.messages;
   return (
@@ -127,7 +130,7 @@ const dispatch = (data: ClarifyData, tasks: readonly TaskSpec[], events: readonl
   events,
 });
 
-/** Records one orchestrator run (the seed's state updates) and announces it. */
+/** Records one orchestrator run (its state updates) and announces it. */
 function decided(
   data: ClarifyData,
   layer: OrchestratorDecision["layer"],
@@ -152,7 +155,7 @@ function decided(
     decisions: [...data.decisions, decision].slice(-CLARIFY_LIMITS.maxDecisions),
   };
   const line = `${next} (${layer}; count ${count}/${data.max_clarifications})`;
-  // seed 003's decision record's metadata, on the transition's span (the orchestrator's task span has its input, output, model and prompt)
+  // the orchestrator decision's metadata, on the transition's span (the orchestrator's task span has its input, output, model and prompt)
   const span: SpanAttributes = {
     "orchestrator_decision.metadata.agent": "orchestrator",
     "orchestrator_decision.metadata.next_agent": next,
@@ -216,7 +219,7 @@ function orchestrate(data: ClarifyData): Decided {
 /**
  * Layer 3's outcome: CLARIFICATION counts one more, RESEARCH resets the count; a reply naming
  * neither, or a failed call (a typed failure, its deadline), goes to research with the count as
- * it was (the seed's default branch and its error fallback touch no count). Never retried.
+ * it was (the default branch and the error fallback touch no count). Never retried.
  */
 function onDecision(data: ClarifyData, input: TaskInput): Decided {
   if (input.kind === "failure") {
@@ -477,7 +480,7 @@ function decide(data: ClarifyData, input: WorkflowInput): Decided {
   }
 }
 
-/** Seed 003: an orchestrator with three layers, one clarifying question at a time, then research and a cited answer. */
+/** An orchestrator with three layers, one clarifying question at a time, then research and a cited answer. */
 export const clarify: WorkflowDefinition<ClarifyData> = {
   name: "clarify",
   version: 1,

@@ -10,13 +10,13 @@ import {
 } from "@agentmesh/contracts";
 import { loopOf, offeredTools, roundsLeft, type LoopStep } from "./critic-chain-tools.js";
 
-/** The verbatim final fields when the run ends without an answer (seed 004, DESIGN decision). */
+/** The verbatim final fields when the run ends without an answer (docs/workflows/critic-chain.md). */
 export const COULD_NOT_ANSWER = "The question could not be answered.";
 
 /** A step an agent runs: every step but the initial "input". */
 export type AgentStep = Exclude<CriticChainStep, "input">;
 
-/** Which role and op serve each of the seed's steps. */
+/** Which role and op serve each step of the chain. */
 export const STEP_OPS = {
   planner: { role: "planner", op: "plan" },
   critic_planner: { role: "critic", op: "review_plan" },
@@ -30,7 +30,7 @@ export const STEP_OPS = {
 /** Cuts text to `max` characters; long plans and answers must not overflow a bounded field. */
 export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
 
-/** The state with one of the seed's messages added (its content cut to the bound, the latest kept). */
+/** The state with one message of the chain's log added (its content cut to the bound, the latest kept). */
 export function withMessage(d: CriticChainData, m: ChainMessage): CriticChainData {
   const message: ChainMessage = { ...m, content: clip(m.content, CHAIN_MESSAGES.contentChars) };
   return { ...d, messages: [...d.messages, message].slice(-CHAIN_MESSAGES.max) };
@@ -64,8 +64,8 @@ function toolCallLines(data: CriticChainData): string[] {
 }
 
 /**
- * The seed's orchestrator message for `step`, built exactly as its message-creation logic says.
- * `advance` is the seed's "increment research index for a new step"; it is false when the same
+ * The orchestrator's message for `step`, built the same way every time.
+ * `advance` moves the research index on for a new step; it is false when the same
  * step is re-dispatched after an agent failure, so the retry repeats the original message.
  * Returns the data too because advancing moves `current_research_index`.
  */
@@ -127,7 +127,7 @@ export function orchestratorMessage(
 }
 
 /**
- * The request of each step's op: the seed's message plus everything the agent needs, by value. A
+ * The request of each step's op: the orchestrator's message plus everything the agent needs, by value. A
  * retry after a critic's reject also hands back what was rejected (the plan, the step's result,
  * the answer and its reasoning) beside the feedback; the researcher and the expert get their
  * tools, what the tools returned so far and the rounds left.

@@ -129,7 +129,7 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
     expect(onlyTask(toExpert(h)).input).toMatchObject({ tool_rounds_left: 0, tools: [{ name: "calculator" }] });
   });
 
-  it("refuses a tool the agent was not offered; past MAX_REFUSALS refusals the turn fails to the finalizer (the seed's error handler)", () => {
+  it("refuses a tool the agent was not offered; past MAX_REFUSALS refusals the turn fails and the finalizer reports it", () => {
     const h = harness({ defaults: { ...DEFAULTS, criticChain: { tools: ["calculator"], max_tool_rounds: 5 } } });
     toExpert(h);
     for (let n = 1; n <= MAX_REFUSALS; n++) {
@@ -267,7 +267,7 @@ describe("critic-chain retries hand the agent its rejected work with the critic'
   });
 });
 
-describe("critic-chain messages (the seed's message log)", () => {
+describe("critic-chain messages (the chain's message log)", () => {
   it("starts with the question and records each instruction and each agent's completion message", () => {
     expect(criticChain.init(QUESTION, {}).messages).toEqual([
       { sender: "user", receiver: "orchestrator", type: "question", content: QUESTION, step_id: null },

@@ -8,7 +8,7 @@ import {
 } from "@agentmesh/contracts";
 import { TOOL_DESCRIPTIONS } from "./supervisor-tools.js";
 
-/** The tool loops of critic-chain's researcher and expert (seed 004's subgraphs with tools), as pure state changes. */
+/** The tool loops of critic-chain's researcher and expert (subgraphs with tools), as pure state changes. */
 
 type D = CriticChainData;
 
@@ -19,7 +19,7 @@ const cut = (text: string, max: number) => (text.length <= max ? text : `${text.
 export type LoopStep = "researcher" | "expert";
 export const isLoopStep = (step: string): step is LoopStep => step === "researcher" || step === "expert";
 
-/** One agent turn's loop state (the seed's ResearcherState or ExpertState, without the step fields). */
+/** One agent turn's loop state (a ResearcherState or ExpertState, without the step fields). */
 export type AgentLoop = ExpertState;
 
 /** What the researcher's and the expert's tools do, as their models are told. */
@@ -81,7 +81,7 @@ export const roundsLeft = (d: D, step: LoopStep): number =>
 
 /**
  * A new turn of the agent: rounds and refusals start again, its earlier observations stay (the
- * seed gets the existing state, so a retry sees what its tools found before).
+ * agent gets its existing loop state, so a retry sees what its tools found before).
  */
 export function startTurn(d: D, step: LoopStep): D {
   const loop = loopOf(d, step);

@@ -15,7 +15,7 @@ function toResearch(h: H, steps: string[], expert = ["Define it", "Name the inve
 }
 
 describe("critic-chain init", () => {
-  it("is the seed's initial state, with the retry limit from options or 5", () => {
+  it("starts from the initial state, with the retry limit from options or 5", () => {
     const d = criticChain.init(QUESTION, {});
     expect(d).toMatchObject({
       question: QUESTION,
@@ -43,7 +43,7 @@ describe("critic-chain init", () => {
 });
 
 describe("critic-chain happy path with three research steps", () => {
-  it("walks planner, critic, research 0..2, expert, critic, finalizer with the seed's messages", () => {
+  it("walks planner, critic, research 0..2, expert, critic, finalizer with the chain's messages", () => {
     const h = harness();
     const start = h.apply(inputs.start());
     const planner = onlyTask(start);
@@ -362,7 +362,7 @@ describe("critic-chain agent failures", () => {
 describe("critic-chain messages and guards", () => {
   const base = (over: Partial<CriticChainData>): CriticChainData => ({ ...criticChain.init(QUESTION, {}), ...over });
 
-  it("says 'All research steps completed.' when the index runs past the plan (seed branch)", () => {
+  it("says 'All research steps completed.' when the index runs past the plan", () => {
     const built = orchestratorMessage(base({ research_steps: ["r1"], current_research_index: 0 }), "researcher", true);
     expect(built.message).toMatchObject({ content: "All research steps completed.", step_id: 0 });
     expect(built.data.current_research_index).toBe(1);
@@ -393,7 +393,7 @@ describe("critic-chain messages and guards", () => {
     expect((review.input.research_steps as string[]).length).toBe(12);
   });
 
-  it("resets the research index and results when the plan is approved (seed rule)", () => {
+  it("resets the research index and results when the plan is approved", () => {
     const stale = base({
       current_step: "critic_planner",
       next_step: "critic_planner",

@@ -39,7 +39,7 @@ import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./typ
 
 type Decided = { readonly data: CriticChainData; readonly control: Control; readonly events: readonly EventDraft[] };
 
-/** Refused tool calls one researcher or expert turn may make; one more and the agent counts as failed (seed: error handler → finalizer). */
+/** Refused tool calls one researcher or expert turn may make; one more and the agent counts as failed (its failure goes to the finalizer). */
 export const MAX_REFUSALS = 3;
 /** One attempt of a tool call, and of a sandboxed code run (ms); each call gets two attempts. */
 const TOOL_TIMEOUT_MS = 30_000;
@@ -52,8 +52,8 @@ const OBSERVATION_MAX = 2000;
 const retries = (d: CriticChainData) => `retries ${d.retry_count}/${d.retry_limit}`;
 
 /**
- * Step execution (seed: "Set Current Step", "Send Message"): current_step = next_step = `step`,
- * the seed's message, and one task. The runtime emits `stage running` when it really dispatches.
+ * Step execution: current_step = next_step = `step`, the orchestrator's message, and one task.
+ * The runtime emits `stage running` when it really dispatches.
  */
 function execute(
   data: CriticChainData,
@@ -75,7 +75,7 @@ function execute(
   );
 }
 
-/** Dispatches the step's agent op with the request built from the state (the seed's message rebuilt as it was sent). */
+/** Dispatches the step's agent op with the request built from the state (the orchestrator's message rebuilt as it was sent). */
 function dispatchAgent(
   data: CriticChainData,
   step: AgentStep,
@@ -96,7 +96,7 @@ function dispatchAgent(
   };
 }
 
-/** The retry-limit exit: the run ends without asking a model (DESIGN decision on seed 004). */
+/** The retry-limit exit: the run ends without asking a model (docs/workflows/critic-chain.md). */
 function retryLimitExit(data: CriticChainData, events: EventDraft[]): Decided {
   const ended: CriticChainData = {
     ...data,
@@ -130,7 +130,7 @@ function internal(data: CriticChainData, message: string, events: EventDraft[]):
   };
 }
 
-/** The seed's orchestrator decision logic: which step follows `current_step`, and the retry count. */
+/** critic-chain's decision rules: which step follows `current_step`, and the retry count. */
 function route(data: CriticChainData): CriticChainData {
   switch (data.current_step) {
     case "input":
@@ -172,7 +172,7 @@ function parseOutput<T>(
   return parsed.success ? parsed.data : null;
 }
 
-/** Records a critic's verdict in the seed's `critic_<x>_decision/feedback` fields. */
+/** Records a critic's verdict in the `critic_<x>_decision/feedback` fields. */
 function withVerdict(
   data: CriticChainData,
   step: "critic_planner" | "critic_researcher" | "critic_expert",
@@ -188,7 +188,7 @@ function withVerdict(
   }
 }
 
-/** The seed's agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the output does not parse. */
+/** The agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the output does not parse. */
 function applyOutput(
   data: CriticChainData,
   step: AgentStep,
@@ -207,7 +207,7 @@ function applyOutput(
       const out = parseOutput(ROLES.researcher.research.response, output);
       if (!out) return null;
       const i = data.current_research_index;
-      // Seed: append a new step's result, replace it when the step is re-researched after a reject.
+      // Append a new step's result, replace it when the step is re-researched after a reject.
       const research_results =
         data.research_results.length <= i
           ? [...data.research_results, out.result]
@@ -267,7 +267,7 @@ function onResult(data: CriticChainData, step: AgentStep, output: unknown): Deci
   }
   const applied = applyOutput(data, step, output);
   if (!applied) return internal(data, `output of ${step} does not match its schema`, events);
-  // The seed's completion message back to the orchestrator.
+  // The completion message back to the orchestrator.
   const told = withMessage(applied.data, {
     sender: step,
     receiver: "orchestrator",
@@ -309,7 +309,7 @@ function settle(
 function executeNext(routed: CriticChainData, events: EventDraft[]): Decided {
   const next = routed.next_step;
   if (next === "input") return internal(routed, `no step follows ${routed.current_step}`, events);
-  // advance: the seed's message logic itself keeps the research index on a reject.
+  // advance: the message building itself keeps the research index on a reject.
   return execute(routed, next, 0, true, events);
 }
 
@@ -322,7 +322,7 @@ function onFailure(
 ): Decided {
   const why = `${error.code}: ${error.message}`;
   if (error.retryable) {
-    // DESIGN decision: a retryable failure counts one retry, then the same step runs again.
+    // A retryable failure counts one retry, then the same step runs again (docs/workflows/critic-chain.md).
     const counted = { ...data, retry_count: data.retry_count + 1 };
     events.push(stage(step, "failed", `failed (${why}); ${retries(counted)}`));
     if (counted.retry_count >= counted.retry_limit) return retryLimitExit(counted, events);
@@ -344,7 +344,7 @@ function onFailure(
       events,
     };
   }
-  // Seed: "Error Handler --> Finalizer", with the component that failed named by its step.
+  // A non-retryable failure goes to the finalizer, with the component that failed named by its step.
   const errored = { ...data, error: error.message, error_component: step, next_step: "finalizer" as const };
   events.push(stage(step, "failed", `failed (${why}); handing over to the finalizer`));
   events.push({ type: "error", code: error.code, message: error.message, component: step });
@@ -524,7 +524,7 @@ function decide(data: CriticChainData, input: WorkflowInput): Decided {
   }
 }
 
-/** Seed 004: planner -> critic -> researcher -> critic -> expert -> critic -> finalizer, with a retry limit. */
+/** Planner -> critic -> researcher -> critic -> expert -> critic -> finalizer, with a retry limit. */
 export const criticChain: WorkflowDefinition<CriticChainData> = {
   name: "critic-chain",
   version: 1,

@@ -29,7 +29,7 @@ function expectStagesClosed(events: readonly SessionEvent[]): void {
 }
 
 describe("stage events of a critic-chain run", () => {
-  it("have seed 002's shape: each stage runs, then completes, in the seed's order", () => {
+  it("have their shape: each stage runs, then completes, in the chain's order", () => {
     const h = harness();
     const events = record(h);
     h.apply(inputs.start());

@@ -3,7 +3,7 @@ import { clip } from "./critic-chain-messages.js";
 
 const DESCRIPTION_MAX = 2000;
 
-/** A stage event (seed 002): `name` is running, completed or failed; `description` is one line about it. */
+/** A stage event: `name` is running, completed or failed; `description` is one line about it. */
 export const stage = (name: string, status: StageStatus, description: string): EventDraft => ({
   type: "stage",
   name,
@@ -19,7 +19,7 @@ export interface ToolCallSpec {
   readonly args: unknown;
 }
 
-/** A `tool_result` event; the content is cut to the seed's 500-character preview; flags only when some were seen. */
+/** A `tool_result` event; the content is cut to the 500-character preview; flags only when some were seen. */
 export const toolResult = (
   id: string,
   tool: string,

@@ -1,7 +1,7 @@
 import type { DomainHints } from "@agentmesh/contracts";
 
 /**
- * The judge's own domain hints (seed 000: "domain hints adjust the score"): a question in a
+ * The judge's own domain hints: a question in a
  * specialist's domain raises that specialist's answer by `bonus`. A deployment replaces the
  * whole table through its config (copied into the session as `domain_hints`).
  */

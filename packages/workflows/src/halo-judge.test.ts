@@ -16,7 +16,7 @@ const answer = (c: Capability, text: string, citations: HaloCitation[] = []) =>
 const LONG = "x".repeat(121);
 const NEUTRAL = "What should I know about this?";
 
-describe("halo judge scores (seed 000)", () => {
+describe("halo judge scores", () => {
   it("scores min(3, citations) + 1 for an answer over 120 characters", () => {
     expect(scoreOutput(answer("rag", "short", cites(2)), NEUTRAL)).toBe(2);
     expect(scoreOutput(answer("rag", "short", cites(5)), NEUTRAL)).toBe(3);

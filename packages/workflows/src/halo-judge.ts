@@ -2,9 +2,9 @@ import { Capability, type DomainHints, type SpecialistOutput } from "@agentmesh/
 import { DEFAULT_DOMAIN_HINTS } from "./halo-domain-hints.js";
 import { sourceCount } from "./halo-outputs.js";
 
-/** Cited sources count towards a score up to this many (seed 000); a source cited twice counts once. */
+/** Cited sources count towards a score up to this many; a source cited twice counts once. */
 const MAX_CITATION_POINTS = 3;
-/** An answer longer than this many characters earns a point (seed 000). */
+/** An answer longer than this many characters earns a point. */
 const LONG_ANSWER_CHARS = 120;
 
 /** One specialist's output with its score. */
@@ -13,7 +13,7 @@ export interface JudgedOutput {
   readonly score: number;
 }
 
-/** The judge's verdict: outputs best first, the primary one, and the summary the seed calls `judge_response`. */
+/** The judge's verdict: outputs best first, the primary one, and the summary kept as `judge_response`. */
 export interface Judgement {
   /** Best score first; ties keep plan order; unavailable specialists last. */
   readonly ranked: readonly JudgedOutput[];
@@ -59,7 +59,7 @@ const summaryLine = ({ output, score }: JudgedOutput, primary: boolean): string 
 };
 
 /**
- * Judges the specialists' outputs (seed 000's lightweight critique): scores them, ranks them
+ * Judges the specialists' outputs (a light critique in code): scores them, ranks them
  * (ties go to the capability earlier in `plan`; unavailable ones come last, so one is never
  * primary) and writes the summary. Pure: the same outputs give the same verdict whatever order they arrived in.
  */
@@ -69,7 +69,7 @@ export function judge(
   question: string,
   hints: DomainHints = DEFAULT_DOMAIN_HINTS,
 ): Judgement {
-  // A capability outside the plan (not expected) goes after it, in the seed's tag order.
+  // A capability outside the plan (not expected) goes after it, in the capability tags' order.
   const rank = (c: Capability) => {
     const at = plan.indexOf(c);
     return at < 0 ? plan.length + Capability.options.indexOf(c) : at;

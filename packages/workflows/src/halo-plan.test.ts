@@ -4,7 +4,7 @@ import { FALLBACK_PLAN, overridePlan, parseCapabilityPlan } from "./halo-plan.js
 
 const ALL = Capability.options;
 
-describe("halo planner output (seed 000's planner tests)", () => {
+describe("halo planner output", () => {
   it("keeps the planner's order", () => {
     expect(parseCapabilityPlan('{"capabilities":["graph","rag"]}', ALL)).toEqual({
       capabilities: ["graph", "rag"],
@@ -27,7 +27,7 @@ describe("halo planner output (seed 000's planner tests)", () => {
     expect(out.fallback).toMatch(/not JSON/);
   });
 
-  it("falls back to chitchat on an unknown tag, even beside known ones (the seed's schema rejects the whole plan)", () => {
+  it("falls back to chitchat on an unknown tag, even beside known ones (one unknown tag rejects the whole plan)", () => {
     expect(parseCapabilityPlan('{"capabilities":["unknown"]}', ALL).capabilities).toEqual(["chitchat"]);
     const mixed = parseCapabilityPlan('{"capabilities":["graph","unknown"]}', ALL);
     expect(mixed.capabilities).toEqual(["chitchat"]);

@@ -1,6 +1,6 @@
 import { CapabilityPlan, formatZodError, type Capability } from "@agentmesh/contracts";
 
-/** The seed's fallback plan: a normal path (not a failed task) for anything the planner got wrong. */
+/** The fallback plan: a normal path (not a failed task) for anything the planner got wrong. */
 export const FALLBACK_PLAN: readonly Capability[] = ["chitchat"];
 
 /** A capability plan and, when it is the fallback, why. */
@@ -23,7 +23,7 @@ function servablePlan(tags: readonly Capability[], available: readonly Capabilit
   return fallback(tags.length === 0 ? "the plan is empty" : `this deployment serves none of ${tags.join(", ")}`);
 }
 
-/** `{"capabilities": [...]}` checked against the seed's tags; any unknown tag fails the whole plan, as the seed's schema does. */
+/** `{"capabilities": [...]}` checked against the capability tags; any unknown tag fails the whole plan. */
 function validPlan(value: unknown): { ok: true; tags: readonly Capability[] } | { ok: false; reason: string } {
   const parsed = CapabilityPlan.safeParse(value);
   return parsed.success
@@ -50,7 +50,7 @@ export function parseCapabilityPlan(raw: unknown, available: readonly Capability
 }
 
 /**
- * A plan given in the request (`options.capabilities`, the seed's override for experiments),
+ * A plan given in the request (`options.capabilities`, an override for experiments),
  * its tags already checked where the request came in: used instead of the planner, so no model
  * is called; de-duplicated in order, and a tag this deployment cannot serve left out, since the
  * workflow never dispatches one (nothing left, or an empty list, is the fallback).

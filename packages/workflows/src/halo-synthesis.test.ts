@@ -23,7 +23,7 @@ const body = (text: string) => text.split("\n\nSources:\n")[0] ?? "";
 const inlineNumbers = (text: string) =>
   [...body(text).matchAll(/\[(\d+(?:,\d+)*)\]/g)].flatMap((m) => (m[1] ?? "").split(",").map(Number));
 
-describe("halo synthesis (seed 000)", () => {
+describe("halo synthesis", () => {
   it("answers one capability with its sources numbered inline and listed", () => {
     const out = run(
       [answer("rag", "[RAG] NCCN recommends trastuzumab-based regimens.", [url("nccn"), url("trastuzumab")])],

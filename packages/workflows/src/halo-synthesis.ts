@@ -2,10 +2,10 @@ import type { HaloCitation, SpecialistOutput } from "@agentmesh/contracts";
 import type { Judgement } from "./halo-judge.js";
 import { citationKey, stripAgentTags } from "./halo-outputs.js";
 
-/** The seed's text when no specialist answered. */
+/** The answer when no specialist answered. */
 export const NO_PRIMARY_ANSWER = "No primary answer available.";
 
-/** The final fields of a halo session (seed 000: `response_str`, `citations`, `judge_response`). */
+/** The final fields of a halo session (`response_str`, `citations`, `judge_response`). */
 export interface Synthesis {
   readonly response_str: string;
   /** Merged and de-duplicated; `[n]` in `response_str` is the n-th (1-based). */
@@ -53,7 +53,7 @@ function withMarker(text: string, numbers: readonly number[]): string {
 const bullet = (fragment: string): string => `\n- ${fragment.replace(/\n/g, "\n  ")}`;
 
 /**
- * The seed's synthesis, pure code: `[HALO] ` + the primary answer (or "No primary answer
+ * halo's synthesis, pure code: `[HALO] ` + the primary answer (or "No primary answer
  * available."), then "Additional insights:" with the others in rank order (unavailable ones
  * last), each fragment (one specialist's whole answer, agent tags stripped) marked with the
  * merged numbers of the sources its specialist gave, then the `Sources:` list, and, when the

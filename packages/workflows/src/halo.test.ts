@@ -113,7 +113,7 @@ function planned(plan: Capability[], opts: Parameters<typeof haloHarness>[0] = {
   return h;
 }
 
-describe("halo planning (seed 000)", () => {
+describe("halo planning", () => {
   it("asks the planner once with what this deployment serves, then dispatches every planned specialist in one transition, order kept", () => {
     const h = haloHarness({ settings: { ...ALL, available_capabilities: ["graph", "rag", "chitchat"] } });
     const started = h.start();
@@ -276,7 +276,7 @@ describe("halo specialists, judge and synthesis", () => {
     expect(a.judge_response?.split("\n")).toHaveLength(3);
   });
 
-  it("a specialist's error becomes the seed's availability message: scored 0, never primary, last", () => {
+  it("a specialist's error becomes the short availability message: scored 0, never primary, last", () => {
     const h = planned(["graph", "rag"]);
     h.fail("graph", "tool_unavailable");
     h.reply("rag", answer("Trastuzumab targets HER2.", [url("nccn")]));
@@ -328,7 +328,7 @@ describe("halo specialists, judge and synthesis", () => {
     expect(h.task("graph").deadline_at).toBe(h.now + 5000);
   });
 
-  it("no specialist answered: the seed's 'No primary answer available.'", () => {
+  it("no specialist answered: 'No primary answer available.'", () => {
     const h = planned(["graph"]);
     h.fail("graph", "internal");
     expect(h.state.meta.status).toBe("completed");

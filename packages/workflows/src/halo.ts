@@ -22,7 +22,7 @@ import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./typ
 type Decided = { readonly data: HaloData; readonly control: Control; readonly events: readonly EventDraft[] };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
 
-/** What a deployment without halo settings serves (tests, a coordinator built by hand): small talk, joined at the seed's 30 s. */
+/** What a deployment without halo settings serves (tests, a coordinator built by hand): small talk, joined at 30 s. */
 export const MINIMAL_HALO_SETTINGS: HaloSettings = {
   available_capabilities: ["chitchat"],
   join_deadline_ms: HALO_LIMITS.defaultJoinDeadlineMs,
@@ -139,7 +139,7 @@ function onPlan(data: HaloData, input: TaskInput): Decided {
   if (input.role !== "planner" || input.op !== "capabilities")
     return internal(data, `planning awaits planner.capabilities, got ${input.role}.${input.op}`);
   if (input.kind === "failure") {
-    // The seed's planner falls back on any failure; it is never asked twice.
+    // The planner falls back on any failure; it is never asked twice.
     const reason = `the planner failed (${input.error.code}): ${input.error.message}`;
     return fanOut(data, { capabilities: FALLBACK_PLAN, fallback: clip(reason, 500) }, "model");
   }
@@ -246,7 +246,7 @@ function decide(data: HaloData, input: WorkflowInput): Decided {
   }
 }
 
-/** Seed 000: a capability plan, specialists in parallel joined at a deadline, a judge and one cited answer. */
+/** A capability plan, specialists in parallel joined at a deadline, a judge and one cited answer. */
 export const halo: WorkflowDefinition<HaloData> = {
   name: "halo",
   version: 1,

@@ -11,7 +11,7 @@ const hop = (source_agent: SupervisorAgent, target_agent: SupervisorAgent): Hand
   context: null,
 });
 
-/** The seed's matrix written out cell by cell (row: from, column: to), so the test does not read the table it checks. */
+/** The handoff matrix written out cell by cell (row: from, column: to), so the test does not read the table it checks. */
 const ALLOWED = new Set([
   "chat>research",
   "chat>code",
@@ -45,7 +45,7 @@ describe("handoff tools", () => {
   });
 });
 
-describe("deciding a handoff (seed 002's controls)", () => {
+describe("deciding a handoff", () => {
   it("allows exactly the matrix's cells, and refuses the other cells with a message naming what is allowed", () => {
     let accepted = 0;
     for (const current of AGENTS) {

@@ -10,7 +10,7 @@ import {
 
 export { handoffTarget, handoffToolName, type HandoffToolName } from "@agentmesh/contracts";
 
-/** The handoff tools `agent` gets: one per target the seed's matrix allows it, in the matrix's order. */
+/** The handoff tools `agent` gets: one per target the matrix allows it, in the matrix's order. */
 export const handoffToolsFor = (agent: SupervisorAgent): HandoffToolName[] =>
   HANDOFF_MATRIX[agent].map(handoffToolName);
 
@@ -20,7 +20,7 @@ export type HandoffRefusal = "self" | "not_in_matrix" | "ping_pong";
 /**
  * What becomes of a requested handoff: `accepted`, with the HandoffInfo to record; `refused`, with
  * the message the agent gets as the tool's result (it goes on); or `cap_reached`: MAX_HANDOFFS were
- * already made, so the seed ends the chain and the current agent's answer is the final answer.
+ * already made, so the chain ends and the current agent's answer is the final answer.
  */
 export type HandoffDecision =
   | { readonly outcome: "accepted"; readonly handoff: HandoffInfo }
@@ -46,7 +46,7 @@ const allowedFrom = (agent: SupervisorAgent): string => {
 };
 
 /**
- * Decides a requested handoff (seed 002's controls), in this order: at the cap (3 made) the chain
+ * Decides a requested handoff, in this order: at the cap (3 made) the chain
  * ends; a handoff to the agent itself, one outside the matrix, or one straight back to the agent
  * that handed the task to the current one (A→B→A) is refused; anything else is accepted.
  */

@@ -101,7 +101,7 @@ describe("truncation at natural boundaries (allowance 1000: the marker line is 1
   });
 });
 
-describe("the budget: 200 each first, then priority 3, 2, 1 in the seed's order", () => {
+describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () => {
   it("gives every non-empty field up to 200 first, even when the budget is only that", () => {
     const fields = MemoryField.options.map((field) => ({ field, length: 5000 }));
     const out = allocateMemoryBudget(fields, MIN * fields.length);
@@ -129,7 +129,7 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in the seed's order"
     });
   });
 
-  it("fills fields of one priority in the seed's field order", () => {
+  it("fills fields of one priority in the field order", () => {
     const out = allocateMemoryBudget(
       [
         { field: "research_findings", length: 3000 },
@@ -206,7 +206,7 @@ describe("rendering", () => {
     );
   });
 
-  it("joins list fields one item per line, in the seed's field order", () => {
+  it("joins list fields one item per line, in the field order", () => {
     const rendered = renderSharedMemory({
       data_visualizations: [{ mark: "bar" }, { mark: "line" }],
       research_sources: [
@@ -237,7 +237,7 @@ describe("rendering", () => {
     for (const line of kept.split("\n").slice(0, -1)) expect(line).toMatch(/^Source \d+ — corpus\/\d+\.md: s/);
   });
 
-  it("never renders more than the budget, labels included, keeps the seed's field order, and cuts nothing when all fits (property)", () => {
+  it("never renders more than the budget, labels included, keeps the field order, and cuts nothing when all fits (property)", () => {
     const text = fc.oneof(
       { weight: 1, arbitrary: fc.constant(undefined) },
       { weight: 1, arbitrary: fc.string({ maxLength: 50 }) },

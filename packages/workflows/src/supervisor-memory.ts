@@ -6,7 +6,7 @@ import {
   type SharedAgentMemory,
 } from "@agentmesh/contracts";
 
-/** Ends a field cut to its allowance (issue 11); it counts inside the allowance. */
+/** Ends a field cut to its allowance; it counts inside the allowance. */
 export const TRUNCATION_MARKER = "[...truncated]";
 const CUT_SUFFIX = `\n${TRUNCATION_MARKER}`;
 
@@ -28,7 +28,7 @@ function lastCut(text: string, pattern: RegExp, limit: number, atStart = false):
 }
 
 /**
- * The seed's natural boundaries, tried in order, each with the share of the allowance a cut there
+ * The natural boundaries of a cut, tried in order, each with the share of the allowance a cut there
  * must keep (strictly more than, in percent). A paragraph ends before a blank line; a sentence after `.`, `!`
  * or `?` (and any closing quotes or brackets) followed by white space, or at a line's end (so a
  * list, one item a line, or code is cut between lines); a word before white space.
@@ -90,9 +90,9 @@ export interface MemoryFieldLength {
 }
 
 /**
- * Each field's allowance out of `budget` characters (issue 11): every field first gets up to
+ * Each field's allowance out of `budget` characters: every field first gets up to
  * 200 (its whole text if shorter), then what is left goes to priority 3 fields, then 2, then 1,
- * each taking all it still needs in the seed's field order (the order of `fields`). Never more in
+ * each taking all it still needs in the field order (the order of `fields`). Never more in
  * all than `budget`, never more for a field than its length.
  */
 export function allocateMemoryBudget(fields: readonly MemoryFieldLength[], budget: number): Map<MemoryField, number> {
@@ -118,7 +118,7 @@ export function allocateMemoryBudget(fields: readonly MemoryFieldLength[], budge
 /**
  * The shared memory as the text handed to the next specialist, at most
  * `SUPERVISOR_LIMITS.memoryBudgetChars` characters in all: one block per non-empty field, in
- * the seed's field order, a `## <field>` label line and the field's text, blocks a blank line
+ * the field order, a `## <field>` label line and the field's text, blocks a blank line
  * apart. The labels and blank lines are taken off the budget first (at most ~300 characters for
  * all ten fields), so the 8000 bounds the whole rendered text; the rest is shared out by
  * `allocateMemoryBudget` and each field cut to its share by `truncateAtBoundary`. Empty memory

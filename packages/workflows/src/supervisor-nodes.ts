@@ -26,7 +26,7 @@ const TOOL_MAX_ATTEMPTS = 2;
 /** A shared-memory text field's bound (the contract's). */
 const MEMORY_TEXT_MAX = LIMITS.maxTextChars;
 
-/** Each agent's first node (seed 002's graphs). */
+/** Each agent's first node. */
 export const FIRST_NODE: Readonly<Record<SupervisorAgent, SupervisorNode>> = {
   chat: "agent",
   research: "search_agent",
@@ -184,7 +184,7 @@ export function nodeTask(d: D, attempt: number): TaskSpec | null {
 
 const memoryText = (s: string) => clip(s, MEMORY_TEXT_MAX);
 
-/** The shared memory with the active agent's work added (seed 002: what the next specialist needs). */
+/** The shared memory with the active agent's work added (what the next specialist needs). */
 export function withArtifacts(d: D): SharedAgentMemory {
   const m: SharedAgentMemory = { ...d.shared_memory };
   const last = d.code_attempts.at(-1);

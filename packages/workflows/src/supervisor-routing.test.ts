@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { RoutingDecision, SupervisorAgent } from "@agentmesh/contracts";
 import { routingDecision } from "./supervisor-routing.js";
 
-describe("routing (seed 002)", () => {
+describe("routing", () => {
   it("takes an explicit mode without the model: confidence 1, a reason that says so", () => {
     for (const mode of SupervisorAgent.options) {
       const d = routingDecision({ mode });

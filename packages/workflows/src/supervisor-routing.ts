@@ -9,7 +9,7 @@ import {
 export type RoutingInput = { readonly mode: SupervisorAgent } | { readonly routed: RoutingResult };
 
 /**
- * The routing decision (seed 002): an explicit `mode` bypasses the router with confidence 1 and a
+ * The routing decision: an explicit `mode` bypasses the router with confidence 1 and a
  * reason that says so; otherwise the router's output as it came. Either way `is_low_confidence`
  * is set when the confidence is under LOW_ROUTING_CONFIDENCE (flagged, not re-routed).
  */

@@ -31,7 +31,7 @@ export const SUPERVISOR_TOOLS = Object.keys(TOOL_DESCRIPTIONS) as ReadonlyArray<
 const handoffDescription = (target: SupervisorAgent): string =>
   `Hand the task to the ${target} agent when it is better suited. Arguments: {"task_description": string, "context"?: string}.`;
 
-/** Each agent's own tools (seed 002): chat and research search with them; code, writing and data have none (their code runs are the workflow's). */
+/** Each agent's own tools: chat and research search with them; code, writing and data have none (their code runs are the workflow's). */
 export const AGENT_TOOLS: Readonly<Record<SupervisorAgent, readonly string[]>> = {
   chat: ["web_search", "corpus_search", "generate_image", "analyze_image"],
   research: ["web_search", "corpus_search", "generate_image", "analyze_image"],
@@ -62,15 +62,15 @@ export function offeredTools(
   return [...own, ...handoffs];
 }
 
-/** The role and op that run one of the seed's nodes. */
+/** The role and op that run one of the nodes. */
 export interface NodeOp {
   readonly role: RoleName;
   readonly op: string;
 }
 
 /**
- * Which role and op serve each seed node, per agent (the node names are STREAMING_CONFIG's, so
- * each op's `stream` setting can be checked against the seed's). Tool nodes are the executor's.
+ * Which role and op serve each graph node, per agent (the node names are STREAMING_CONFIG's, so
+ * each op's `stream` setting can be checked against it). Tool nodes are the executor's.
  */
 export const NODE_OPS: Readonly<
   Record<SupervisorAgent | "router", Partial<Record<StreamingNode | "execute" | "plan", NodeOp>>>

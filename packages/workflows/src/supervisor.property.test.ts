@@ -115,7 +115,7 @@ describe("supervisor under any sequence of agent moves (property)", () => {
   });
 });
 
-describe("supervisor streaming (seed 002's STREAMING_CONFIG)", () => {
+describe("supervisor streaming (STREAMING_CONFIG)", () => {
   /** One session of each agent, run to its answer. */
   const sessions = (): SupervisorHarness[] => {
     const chat = started("chat");
@@ -147,7 +147,7 @@ describe("supervisor streaming (seed 002's STREAMING_CONFIG)", () => {
     return [chat, research, writing, data, code];
   };
 
-  it("every dispatched task runs its node's op per NODE_OPS, and the answering ops are nodes the seed streams", () => {
+  it("every dispatched task runs its node's op per NODE_OPS, and the answering ops are nodes that stream", () => {
     for (const h of sessions()) {
       expect(h.state.meta.status).toBe("completed");
       const agent = h.data.active_agent ?? "chat";

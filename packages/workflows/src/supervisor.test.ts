@@ -3,7 +3,7 @@ import { HANDOFF_MATRIX, MAX_HANDOFFS, SUPERVISOR_LIMITS, SupervisorAgent } from
 import { failure } from "./testing.js";
 import { FIRST_OP, QUERY, outcome, source, started, sup, supervisorHarness } from "./supervisor-testkit.js";
 
-describe("supervisor routing (seed 002)", () => {
+describe("supervisor routing", () => {
   it("an explicit mode bypasses the router: no router task, confidence 1, the agent starts at once with its config", () => {
     const h = started("code");
     expect(h.ops()).toEqual(["coder.generate"]);
@@ -67,7 +67,7 @@ describe("supervisor routing (seed 002)", () => {
   });
 });
 
-describe("supervisor handoffs (seed 002's matrix, through the workflow)", () => {
+describe("supervisor handoffs (the matrix, through the workflow)", () => {
   const agents = SupervisorAgent.options;
   for (const source_agent of agents) {
     for (const target of agents) {

@@ -148,7 +148,7 @@ function startAgent(data: D, agent: SupervisorAgent, events: EventDraft[]): Deci
   return next(d, events);
 }
 
-/** The routing decision kept in the seed's fields and announced, then its agent started. */
+/** The routing decision kept in the session's fields and announced, then its agent started. */
 function route(data: D, decision: RoutingDecision, events: EventDraft[]): Decided {
   const routed: D = {
     ...data,
@@ -213,7 +213,7 @@ function refuse(d: D, tool: string, args: Record<string, unknown>, message: stri
   return next(counted, events);
 }
 
-/** An agent's tool action: a handoff (decided by the seed's rules), one of its own tools, or a refusal. */
+/** An agent's tool action: a handoff (decided by the handoff rules), one of its own tools, or a refusal. */
 function onTool(d: D, tool: string, args: Record<string, unknown>, events: EventDraft[]): Decided {
   const agent = agentOf(d);
   const target = handoffTarget(tool);
@@ -600,7 +600,7 @@ function decide(data: D, input: WorkflowInput): Decided {
   }
 }
 
-/** Seed 002: a router picks one of five agents, each a graph of nodes (one task each) that may hand the task on, at most three times. */
+/** A router picks one of five agents, each a graph of nodes (one task each) that may hand the task on, at most three times. */
 export const supervisor: WorkflowDefinition<SupervisorData> = {
   name: "supervisor",
   version: 1,

@@ -145,13 +145,13 @@ export interface RuntimeDefaults {
    * forever. Shorter than the stored keys' TTL, so the session ends with its events, not in silence.
    */
   readonly pauseTimeoutMs: number | null;
-  /** halo: what this deployment serves and the specialists' join deadline; absent = chitchat only, the seed's 30 s (tests). */
+  /** halo: what this deployment serves and the specialists' join deadline; absent = chitchat only, 30 s (tests). */
   readonly halo?: HaloSettings;
   /** supervisor: the tools this deployment serves its agents; absent = the corpus and the sandbox (tests). */
   readonly supervisor?: SupervisorSettings;
   /** critic-chain: the tools this deployment serves its researcher and expert, and their rounds per turn; absent = the calculator, the corpus and the sandbox, 5 rounds (tests). */
   readonly criticChain?: CriticChainSettings;
-  /** clarify: the clarification cap and the orchestrator's history; absent = the seed's 2 and 10. */
+  /** clarify: the clarification cap and the orchestrator's history; absent = 2 and 10. */
   readonly clarify?: ClarifySettings;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Runs the CLI: from its TypeScript source through tsx in a checkout, or the JavaScript `pnpm build`
-// compiled where the sources are not shipped (the image). See README "Running the services".
+// compiled where the sources are not shipped (the image). See docs/deployment.md.
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";

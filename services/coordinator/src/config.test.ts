@@ -114,7 +114,7 @@ describe("coordinator config", () => {
     );
   });
 
-  test("clarify takes the seed's 2 clarifications and 10 messages of history unless configured; out-of-range values are refused", () => {
+  test("clarify takes the 2 clarifications and 10 messages of history unless configured; out-of-range values are refused", () => {
     expect(loadCoordinatorConfig({}).defaults.clarify).toEqual({ max_clarifications: 2, max_history: 10 });
     expect(
       loadCoordinatorConfig({ AGENTMESH_CLARIFY_MAX_CLARIFICATIONS: "1", AGENTMESH_CLARIFY_MAX_HISTORY: "4" }).defaults

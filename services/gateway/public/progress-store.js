@@ -1,4 +1,4 @@
-// The progress of one session as view state (seed 002, "Frontend Progress Tracking"): a pure
+// The progress of one session as view state: a pure
 // reducer from session events to what the page shows. It reads only the events, never a
 // clock, so replaying a session's events after a reload rebuilds exactly the view the live
 // stream built (token deltas aside: they are live only and are dropped once their task ends).

@@ -44,7 +44,7 @@ export interface GatewayDeps extends SessionDeps {
 
 type Env = { Variables: { owner: string } };
 
-/** The body of `POST /api/v1/query` (seed 002's parameters, plus threads and budgets). */
+/** The body of `POST /api/v1/query` (parameters, plus threads and budgets). */
 const QueryBody = z
   .object({
     query: z.unknown(),
@@ -58,7 +58,7 @@ const QueryBody = z
     budgets: Budgets.partial().strict().optional(),
     retry_limit: z.number().int().min(1).max(20).optional(),
     strategy_profile: StrategyProfile.optional(),
-    /** halo: the specialists to ask, bypassing its planner (seed 000's override). */
+    /** halo: the specialists to ask, bypassing its planner (override). */
     capabilities: z.array(Capability).min(1).max(Capability.options.length).optional(),
     /** supervisor: text files given with the query (CSV, JSON or plain text); the data agent takes its data from them first. */
     attachments: Attachments.optional(),

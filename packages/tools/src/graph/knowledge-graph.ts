@@ -9,7 +9,7 @@ import { isUrlSource, loadTriples, type GraphIssue, type GraphLimits, type Graph
 /** Triples one query returns at most (halo's citations per answer). */
 export const GRAPH_MAX_RESULTS = 10;
 const DEFAULT_RESULTS = 5;
-/** The seed's longest query; a longer question is cut before it is split into words. */
+/** The longest question a query may be; a longer question is cut before it is split into words. */
 const MAX_QUESTION_CHARS = 5000;
 /** Distinct words of a question searched at most, so a long question costs what a short one does. */
 const MAX_QUERY_TERMS = 32;

@@ -26,7 +26,10 @@ import { packageFile } from "../files.js";
 export interface PythonRunnerOptions {
   /** Wall-clock limit of the code, start-up excluded (default 5000 ms). */
   readonly timeLimitMs?: number;
-  /** RLIMIT_AS of the sandboxed process (default 1280 MiB; Node and Pyodide need ~1 GiB of it to start). */
+  /**
+   * RLIMIT_AS of the sandboxed process (default 1792 MiB: Node 24 reserves ~1.3 GiB of address
+   * space at start, ~0.6 GiB more than Node 20, and Pyodide needs room on top of that).
+   */
   readonly addressSpaceBytes?: number;
   /** Cap on stdout + stderr and on the result text (default 64 KiB). */
   readonly maxOutputBytes?: number;
@@ -198,7 +201,7 @@ class PythonRunnerImpl implements CodeRunner {
   constructor(opts: PythonRunnerOptions) {
     this.#o = {
       timeLimitMs: opts.timeLimitMs ?? 5000,
-      addressSpaceBytes: opts.addressSpaceBytes ?? 1280 * 1024 * 1024,
+      addressSpaceBytes: opts.addressSpaceBytes ?? 1792 * 1024 * 1024,
       maxOutputBytes: opts.maxOutputBytes ?? 64 * 1024,
       harden: opts.hardenInterpreter ?? true,
       useSnapshot: opts.useSnapshot ?? true,

@@ -1,4 +1,4 @@
-import { cpSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -92,6 +92,28 @@ describe("run_python (Pyodide in bubblewrap)", { timeout: 60_000 }, () => {
     expect(long).toMatchObject({ ok: true, truncated: true });
     expect(long.result).toHaveLength(1000);
   });
+
+  // The same for the node binary: a Node kept in a checkout below such a directory (the pinned
+  // Node the preflight caches in .agentmesh/node/) must still start the sandbox.
+  it.runIf(process.getuid?.() === 0)(
+    "as root, runs under a node binary kept below a directory only root may enter",
+    async () => {
+      const hidden = mkdtempSync(join(tmpdir(), "agentmesh-hidden-node-"));
+      const nodePath = join(hidden, "bin", "node");
+      mkdirSync(dirname(nodePath), { recursive: true });
+      copyFileSync(process.execPath, nodePath);
+      const inside = createPythonRunner({ timeLimitMs: 8000, warm: 0, nodePath });
+      try {
+        expect(statSync(hidden).mode & 0o077).toBe(0);
+        const st = await inside.status();
+        if (process.env.TOOLS_REQUIRE_SANDBOX === "1") expect(st, st.detail).toMatchObject({ available: true });
+        if (st.available) expect(await inside.run("6 * 7")).toMatchObject({ ok: true, result: "42" });
+      } finally {
+        await inside.close();
+        rmSync(hidden, { recursive: true, force: true });
+      }
+    },
+  );
 
   // As root the sandbox drops to a uid of its own before bwrap, and that uid must still reach the
   // Pyodide files: a checkout below a directory only root may enter (mktemp -d) broke it.

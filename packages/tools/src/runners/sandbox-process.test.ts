@@ -1,12 +1,15 @@
 // The OS wall of the Python sandbox on its own, with a shell (or node without its permission
 // model) inside instead of the child script: what native code would meet if it got past every
 // interpreter layer. Needs bubblewrap like the Python runner; CI sets TOOLS_REQUIRE_SANDBOX=1.
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, realpathSync } from "node:fs";
+import { dirname } from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   findBinary,
   killSandbox,
+  nodeInSandbox,
   SANDBOX_FSIZE_BYTES,
+  SANDBOX_NODE,
   SANDBOX_NPROC,
   spawnSandbox,
   type SandboxPaths,
@@ -41,7 +44,7 @@ function sh(script: string, killAfterMs = 5000): Promise<Shell> {
   const child = spawnSandbox(paths, {
     mode: "run",
     harden: true,
-    addressSpaceBytes: 1280 * 2 ** 20,
+    addressSpaceBytes: 1792 * 2 ** 20,
     cpuSeconds: 10,
     hostUid: UID,
     command: ["/bin/sh", "-c", script],
@@ -118,7 +121,7 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
     const r = await sh(
       [
         "unshare -U true; echo unshare=$?",
-        `${process.execPath} -e "const s = require('net').connect(9, '127.0.0.1'); s.on('error', (e) => console.log('socket=' + e.code)); new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))); console.log('wasm=ok')"`,
+        `${nodeInSandbox(realpathSync(process.execPath))} -e "const s = require('net').connect(9, '127.0.0.1'); s.on('error', (e) => console.log('socket=' + e.code)); new WebAssembly.Instance(new WebAssembly.Module(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]))); console.log('wasm=ok')"`,
       ].join("\n"),
     );
     expect(r.out).toMatch(/unshare failed: Operation not permitted/);
@@ -140,6 +143,18 @@ describe.runIf(paths)("the sandbox's OS wall (a shell inside)", { timeout: 30_00
     const r = await sh("head -c 10000000 /dev/zero > /tmp/big; wc -c < /tmp/big");
     expect(Number(r.out.trim().split("\n").at(-1))).toBe(SANDBOX_FSIZE_BYTES);
   });
+
+  it.runIf(nodeInSandbox(realpathSync(process.execPath)) === SANDBOX_NODE)(
+    "a node outside /usr is seen at one fixed path only, never where it sits on the host",
+    async () => {
+      const host = realpathSync(process.execPath);
+      const r = await sh(`${SANDBOX_NODE} -p process.versions.node; ls ${host} ${dirname(host)} 2>&1`);
+      const [version, ...rest] = r.out.trim().split("\n");
+      expect(version).toBe(process.versions.node);
+      expect(rest).toHaveLength(2);
+      for (const line of rest) expect(line).toMatch(/No such file or directory/);
+    },
+  );
 
   it("no /proc of the host, no host files, no env, uid 65534", async () => {
     const r = await sh("id -u; env | wc -l; ls /proc /work /root /etc/passwd 2>&1");

@@ -9,6 +9,8 @@ import {
   lstatSync,
   mkdtempSync,
   openSync,
+  type Stats,
+  statSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -17,7 +19,7 @@ import {
   rmSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import type { Writable } from "node:stream";
 import { seccompProgram } from "./seccomp.js";
 
@@ -73,6 +75,15 @@ export function findBinary(name: string): string | null {
   return null;
 }
 
+/**
+ * Where the node binary is inside the sandbox when it is not the system's (one under /usr is
+ * bound with /usr): a fixed path, so the sandbox shows nothing of where it sits on the host.
+ */
+export const SANDBOX_NODE = "/opt/node/bin/node";
+
+/** The path the sandboxed process is started by: the system's node as it is, any other at SANDBOX_NODE. */
+export const nodeInSandbox = (hostNode: string): string => (hostNode.startsWith("/usr/") ? hostNode : SANDBOX_NODE);
+
 // Top-level system directories the dynamic loader may need; merged-/usr systems have them as
 // symlinks into /usr, which are recreated as symlinks rather than bound.
 const SYSTEM_DIRS = ["/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin"];
@@ -116,7 +127,7 @@ export function bwrapArgs(p: SandboxPaths, s: SandboxSpawn, fds: BoundFds): stri
     else if (st.isDirectory()) a.push("--ro-bind", d, d);
   }
   const node = realpathSync(p.node);
-  if (!node.startsWith("/usr/")) a.push("--ro-bind", node, node);
+  if (nodeInSandbox(node) !== node) a.push("--ro-bind", node, SANDBOX_NODE);
   if (!s.command)
     a.push(
       "--ro-bind",
@@ -155,7 +166,7 @@ function openBinds(s: SandboxSpawn): BoundFds {
 export function nodeArgs(s: SandboxSpawn): string[] {
   const a = [
     "--disable-wasm-trap-handler",
-    "--experimental-permission",
+    "--permission",
     "--allow-fs-read=/sandbox/",
     "--no-warnings",
     "--max-old-space-size=256",
@@ -180,13 +191,14 @@ export function spawnSandbox(paths: SandboxPaths, s: SandboxSpawn): ChildProcess
   const drop = root && s.mode !== "snapshot";
   if (drop && (!p.setpriv || s.hostUid === undefined))
     throw new Error("running as root, the sandbox needs setpriv and a uid to drop to");
+  if (drop) p = { ...p, node: nodeReadableByDroppedUid(p.node) };
   if (drop && !s.command) p = { ...p, ...readableByDroppedUid(p) };
   const fds = openBinds(s);
   // RLIMIT_FSIZE is set inside, by the sandbox's own prlimit: bwrap itself must still write the
   // ~20 MB snapshot into the sandbox's root before it starts the process
   const inner = [
     ...(s.mode === "snapshot" ? [] : [p.prlimit, `--fsize=${SANDBOX_FSIZE_BYTES}`, "--"]),
-    ...(s.command ? s.command : [realpathSync(p.node), ...nodeArgs(s)]),
+    ...(s.command ? s.command : [nodeInSandbox(realpathSync(p.node)), ...nodeArgs(s)]),
   ];
   const limits = [`--as=${Math.floor(s.addressSpaceBytes)}`, `--cpu=${Math.ceil(s.cpuSeconds)}`, "--core=0"];
   // RLIMIT_NPROC counts every process of the real uid: only meaningful for a uid of our own
@@ -226,6 +238,72 @@ export function killSandbox(child: ChildProcessWithoutNullStreams): void {
 }
 
 const staged = new Map<string, Pick<SandboxPaths, "pyodideDir" | "childScript">>();
+
+/** True when any uid may read (and so execute) the file: it and every directory above it are open to others. */
+function everyoneReaches(file: string): boolean {
+  const open = (path: string, bits: number): boolean => {
+    let st: Stats;
+    try {
+      st = statSync(path);
+    } catch {
+      return false;
+    }
+    return (st.mode & bits) === bits;
+  };
+  if (!open(file, 0o005)) return false;
+  for (let d = dirname(file); ; d = dirname(d)) {
+    if (!open(d, 0o001)) return false;
+    if (d === dirname(d)) return true;
+  }
+}
+
+const stagedNodes = new Map<string, string>();
+
+/**
+ * The node binary where the dropped uid can execute it. The system's, or one every uid reaches,
+ * is used as it is; one below a directory only root may enter (a Node kept inside a checkout
+ * under such a directory) is copied once into a root-owned directory that everyone may read and
+ * only root may write, named by the binary's content, and shared by this host's processes.
+ */
+function nodeReadableByDroppedUid(hostNode: string): string {
+  const node = realpathSync(hostNode);
+  if (node.startsWith("/usr/") || everyoneReaches(node)) return node;
+  const st = statSync(node);
+  const seen = `${node}\0${st.size}\0${st.mtimeMs}`;
+  const known = stagedNodes.get(seen);
+  if (known) return known;
+  const key = createHash("sha256").update(readFileSync(node)).digest("hex").slice(0, 16);
+  const trusted = (dir: string): boolean => {
+    try {
+      const d = lstatSync(dir);
+      const f = lstatSync(join(dir, "node"));
+      return (
+        d.isDirectory() && d.uid === 0 && (d.mode & 0o022) === 0 && f.isFile() && f.uid === 0 && f.size === st.size
+      );
+    } catch {
+      return false;
+    }
+  };
+  const shared = join(tmpdir(), `agentmesh-sandbox-node-${key}`);
+  if (!trusted(shared)) {
+    const fresh = mkdtempSync(join(tmpdir(), "agentmesh-sandbox-tmp-"));
+    copyFileSync(node, join(fresh, "node"));
+    chmodSync(join(fresh, "node"), 0o755);
+    chmodSync(fresh, 0o755);
+    try {
+      renameSync(fresh, shared);
+    } catch {
+      // another process won the race (or the name is taken by something we do not trust)
+    }
+    if (!trusted(shared)) {
+      stagedNodes.set(seen, join(fresh, "node"));
+      return join(fresh, "node");
+    }
+    rmSync(fresh, { recursive: true, force: true });
+  }
+  stagedNodes.set(seen, join(shared, "node"));
+  return join(shared, "node");
+}
 
 /**
  * The sandbox's own files (Pyodide, the child script) where the dropped uid can read them. bwrap

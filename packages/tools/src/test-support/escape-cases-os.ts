@@ -1,5 +1,7 @@
 // Escape cases for native code: a shell under the Python sandbox's OS wall (test-only).
+import { realpathSync } from "node:fs";
 import { expect } from "vitest";
+import { nodeInSandbox } from "../runners/sandbox-process.js";
 import { contained, failed, never, text, type EscapeCase, type Outcome } from "./escape-checks.js";
 
 // Native code, as if every interpreter layer had fallen: a shell under the same OS wall.
@@ -64,7 +66,7 @@ export const OS_CASES: EscapeCase[] = [
     name: "TCP to the loopback listener from node",
     lang: "os",
     code: (t) =>
-      `${process.execPath} -e "require('net').connect(${t.port}, '127.0.0.1').on('error', (e) => console.log(e.code)).on('connect', () => console.log('CONNECTED'))"`,
+      `${nodeInSandbox(realpathSync(process.execPath))} -e "require('net').connect(${t.port}, '127.0.0.1').on('error', (e) => console.log(e.code)).on('connect', () => console.log('CONNECTED'))"`,
     check: (o) => expect(text(o)).toMatch(/EAFNOSUPPORT/),
   },
   {

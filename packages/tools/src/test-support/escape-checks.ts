@@ -33,7 +33,7 @@ export interface EscapeCase {
   readonly name: string;
   readonly lang: Lang;
   readonly code: (t: Targets) => string;
-  /** Written to dodge the seed's dangerous-pattern list; the suite checks that it does. */
+  /** Written to dodge the dangerous-pattern list; the suite checks that it does. */
   readonly evasive?: boolean;
   /** A runaway: must end as timeout / resource_exhausted within the limit + 20%. */
   readonly runaway?: boolean;
