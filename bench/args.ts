@@ -55,6 +55,12 @@ export interface BenchOptions {
   readonly rssBudgetMiB: number;
   /** NODE_OPTIONS added after deploy/node-options for every service process (e.g. V8 heap flags), or null. */
   readonly serviceNodeOptions: string | null;
+  /**
+   * The NATS topology comparison (`--nats-cluster`): the runtime's levels on a single nats-server
+   * at R1 and on a 3-node cluster at R3, both up at once, in alternating rounds, with the ratios;
+   * instead of the floor, the round trips and the gateway.
+   */
+  readonly natsCluster: boolean;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -102,6 +108,11 @@ const HELP = `usage: pnpm bench [options]
   --submit-window N       --concurrent: submit requests in flight at most (default 64)
   --rss-budget-mib N      --concurrent: Σ peak RSS of services and servers must stay below (default 1024)
   --service-node-options S  NODE_OPTIONS added after deploy/node-options's (e.g. --max-semi-space-size=2)
+  --nats-cluster          the NATS topology comparison: the levels on one nats-server at R1 and on a
+                          3-node cluster (AGENTMESH_STREAM_REPLICAS=3, NATS_URL with every node), both
+                          with access control and both up at once, in alternating rounds; prints
+                          each figure of both and their ratio (no floor, round trips or gateway;
+                          see bench/README.md, "A NATS cluster at R3")
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR; with --startup-only,
@@ -147,6 +158,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let out = ".bench/latest.json";
   let cpuProfDir: string | null = null;
   let accessControl = true;
+  let natsCluster = false;
   let gateway = true;
   let tracing = false;
   let gatewayLevels = [1, 64];
@@ -224,6 +236,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         break;
       case "--open":
         accessControl = false;
+        break;
+      case "--nats-cluster":
+        natsCluster = true;
         break;
       case "--no-gateway":
         gateway = false;
@@ -318,6 +333,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
     submitWindow,
     rssBudgetMiB,
     serviceNodeOptions,
+    natsCluster,
   };
 }
 

@@ -18,6 +18,7 @@ import { EventRouter } from "./events.js";
 import { concurrentJson, renderConcurrent, runConcurrent } from "./concurrent.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
 import { natsConnect, type BenchNats } from "./nats.js";
+import { compareNatsTopologies } from "./nats-topology.js";
 import { Floor } from "./floor/floor.js";
 import { renderReport, summaryLine, toJson, type BenchReport } from "./report.js";
 import { RoundTripLab } from "./roundtrips.js";
@@ -211,6 +212,14 @@ async function main(opts: BenchOptions): Promise<number> {
     .filter((x) => x !== null)
     .join(" ");
   if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
+  if (opts.natsCluster)
+    return compareNatsTopologies({
+      opts: { ...opts, out: resolve(root, opts.out) },
+      redisUrl: infra.redisUrl,
+      extraEnv,
+      log,
+      cleanup: (what, run) => cleanups.push({ what, run }),
+    });
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
   const cluster = new Cluster({
     natsUrl: infra.natsUrl,

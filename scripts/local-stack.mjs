@@ -66,16 +66,31 @@ export async function ensureNatsAndRedis({ natsUrl, redisUrl, say, started }) {
   const dir = join(root, ".agentmesh");
   mkdirSync(join(dir, "nats"), { recursive: true });
   mkdirSync(join(dir, "redis"), { recursive: true });
-  const np = new URL(natsUrl).port || "4222";
+  // NATS_URL may name a cluster's servers, comma-separated: one answering is enough, and a
+  // cluster is never started here
+  const natsServers = natsUrl
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .map((s) => (s.includes("://") ? s : `nats://${s}`));
+  if (natsServers.length > 1) {
+    const answering = await Promise.all(natsServers.map((s) => reachable(s).catch(() => false)));
+    if (!answering.some(Boolean))
+      throw new Error(
+        `none of the NATS servers in NATS_URL answers (${natsServers.map((s) => s.replace(/\/\/[^@/]*@/, "//")).join(", ")}); this script starts a single server, never a cluster`,
+      );
+  }
+  const np = natsServers.length > 1 ? "" : new URL(natsServers[0] ?? natsUrl).port || "4222";
   const rp = new URL(redisUrl).port || "6379";
-  await ensureServer({
-    kind: "NATS",
-    url: natsUrl,
-    binary: "nats-server",
-    args: ["-a", "127.0.0.1", "-p", np, "-js", "-sd", join(dir, "nats")],
-    say,
-    started,
-  });
+  if (natsServers.length <= 1)
+    await ensureServer({
+      kind: "NATS",
+      url: natsUrl,
+      binary: "nats-server",
+      args: ["-a", "127.0.0.1", "-p", np, "-js", "-sd", join(dir, "nats")],
+      say,
+      started,
+    });
   await ensureServer({
     kind: "Redis",
     url: redisUrl,

@@ -69,12 +69,16 @@ export function floorEnv(): FloorEnv {
 
 /** Connects with the same client options the services use where they matter (no async stack traces). */
 export async function floorConnect(env: FloorEnv, name: string): Promise<NatsConnection> {
-  const u = new URL(env.natsUrl);
+  // one URL or a cluster's, comma-separated (the client takes host:port; credentials come from the first)
+  const urls = env.natsUrl.split(",").map((s) => new URL(s.includes("://") ? s.trim() : `nats://${s.trim()}`));
+  const servers = urls.map((u) => u.host);
+  const user = urls[0]?.username || undefined;
+  const pass = urls[0]?.password || undefined;
   const seed = env.seedFile ? readFileSync(env.seedFile, "utf8").trim() : null;
   return connect({
-    servers: u.host,
-    user: u.username || undefined,
-    pass: u.password || undefined,
+    servers,
+    user,
+    pass,
     ...(seed ? { authenticator: nkeyAuthenticator(new TextEncoder().encode(seed)) } : {}),
     name,
     noAsyncTraces: true,

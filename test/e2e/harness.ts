@@ -99,6 +99,12 @@ export interface ClusterOptions {
    * that stops and restarts the NATS server itself.
    */
   readonly accessControl?: boolean;
+  /**
+   * NATS servers with the generated access-control config that someone else runs (a cluster of
+   * them: test/setup/nats-cluster.ts): the services reach them at `url` (every node), each with
+   * its own user's seed. Overrides `natsUrl` and `accessControl`; `close()` leaves them running.
+   */
+  readonly externalNats?: Pick<AuthNats, "url" | "seedFile">;
   /** How the service processes run (default: `serviceRuntime()`). */
   readonly runtime?: ServiceRuntime;
   /**
@@ -120,6 +126,8 @@ export class Cluster {
   private nc!: NatsConnection;
   private redis!: Redis;
   private authNats: AuthNats | null = null;
+  /** The access-controlled NATS the services use: our own server, or the external one. */
+  private access: Pick<AuthNats, "url" | "seedFile"> | null = null;
   store!: SessionStore;
   /** Secrets planted in every service's env; `close()` fails when any output or event shows one. */
   readonly secrets = new SecretScan();
@@ -129,12 +137,13 @@ export class Cluster {
   }
 
   async open(): Promise<void> {
-    if (this.opts.accessControl !== false) this.authNats = await startAuthNats(this.opts.prefix);
+    if (this.opts.externalNats) this.access = this.opts.externalNats;
+    else if (this.opts.accessControl !== false) this.access = this.authNats = await startAuthNats(this.opts.prefix);
     // the harness itself watches and injects faults as the unrestricted test user
     this.nc = await connectNats({
       url: this.natsUrl,
       name: "e2e-harness",
-      ...(this.authNats ? { nkeySeedFile: this.authNats.seedFile("admin") } : {}),
+      ...(this.access ? { nkeySeedFile: this.access.seedFile("admin") } : {}),
     });
     this.redis = this.opts.redisSentinels
       ? new Redis(this.opts.redisUrl, {
@@ -161,9 +170,9 @@ export class Cluster {
     return this.authNats;
   }
 
-  /** The URL services reach NATS at: the cluster's own server under access control. */
+  /** The URL services reach NATS at: the cluster's own server under access control, or the external servers. */
   get natsUrl(): string {
-    return this.authNats?.url ?? this.opts.natsUrl;
+    return this.access?.url ?? this.opts.natsUrl;
   }
 
   /** A process environment as NATS user `user` (a role, `coordinator`, `client` for the CLI, `inspect`). */
@@ -173,7 +182,7 @@ export class Cluster {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
       NATS_URL: this.natsUrl,
-      ...(this.authNats ? { NATS_NKEY_SEED_FILE: this.authNats.seedFile(user) } : {}),
+      ...(this.access ? { NATS_NKEY_SEED_FILE: this.access.seedFile(user) } : {}),
       REDIS_URL: this.opts.redisUrl,
       ...(this.opts.redisSentinels ? { REDIS_SENTINELS: this.opts.redisSentinels } : {}),
       AGENTMESH_PREFIX: this.opts.prefix,

@@ -21,11 +21,22 @@ export interface NativeServers {
   readonly redisDir: string;
 }
 
+/** The entries of a URL or a comma-separated list of them (a NATS cluster's NATS_URL), each with a scheme. */
+export function urlList(url: string): string[] {
+  return url
+    .split(",")
+    .map((s) => s.trim())
+    .filter((s) => s !== "")
+    .map((s) => (s.includes("://") ? s : `nats://${s}`));
+}
+
 /** Only loopback addresses are ever used by tests. */
 function assertLoopback(url: string): void {
-  const host = new URL(url).hostname;
-  if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(host)) {
-    throw new Error(`refusing non-loopback test server ${url}: tests talk only to 127.0.0.1/localhost`);
+  for (const one of urlList(url)) {
+    const host = new URL(one).hostname;
+    if (!["127.0.0.1", "localhost", "::1", "[::1]"].includes(host)) {
+      throw new Error(`refusing non-loopback test server ${one}: tests talk only to 127.0.0.1/localhost`);
+    }
   }
 }
 
@@ -41,9 +52,11 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Resolves when a TCP connect to host:port succeeds, within `ms`. */
-export function reachable(url: string, ms = 1000): Promise<boolean> {
-  const u = new URL(url);
+/** Whether a TCP connect to the URL's host:port (to any server of a list) succeeds within `ms`. */
+export async function reachable(url: string, ms = 1000): Promise<boolean> {
+  const all = urlList(url);
+  if (all.length > 1) return (await Promise.all(all.map((one) => reachable(one, ms)))).some(Boolean);
+  const u = new URL(all[0] ?? url);
   const port = Number(u.port || (u.protocol.startsWith("redis") ? 6379 : 4222));
   return new Promise((resolve) => {
     const sock = createConnection({ host: u.hostname, port });

@@ -1,6 +1,39 @@
 import { AgentmeshError, formatZodError, type ErrorCode } from "@agentmesh/contracts";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transport-node";
+
+/** "no suitable peers for placement": too few nodes up for a replicated stream or consumer. */
+export const NO_SUITABLE_PEERS = 10005;
+
+/**
+ * Failures a NATS cluster shows while a node restarts or a leader is being elected, which the
+ * same request survives a moment later: a timed-out or unanswered request, the server's 503s
+ * ("JetStream system temporarily unavailable", "insufficient resources") and "no suitable peers".
+ * Looks through our own error to its cause.
+ */
+export function transientNatsFailure(err: unknown): boolean {
+  const e = err instanceof AgentmeshError && err.cause !== undefined ? err.cause : err;
+  if (e instanceof TimeoutError || e instanceof NoRespondersError) return true;
+  if (e instanceof RequestError) return e.isNoResponders() || e.cause instanceof TimeoutError;
+  if (e instanceof JetStreamApiError) return e.status === 503 || e.code === NO_SUITABLE_PEERS;
+  return false;
+}
+
+/**
+ * Runs `fn` again (with backoff up to 2 s) while it fails with a transient cluster failure, until
+ * `forMs` has passed; any other failure, or the last one, is thrown.
+ */
+export async function retryTransient<T>(fn: () => Promise<T>, forMs: number): Promise<T> {
+  const until = Date.now() + forMs;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (!transientNatsFailure(err) || Date.now() >= until) throw err;
+      await new Promise((r) => setTimeout(r, Math.min(2000, 100 * 2 ** Math.min(attempt, 5))));
+    }
+  }
+}
 import { ZodError } from "zod";
 
 /**

@@ -32,8 +32,7 @@ export async function startInboxConsumer(nc: NatsConnection, opts: InboxConsumer
   if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) {
     throw new AgentmeshError("internal", `inbox concurrency must be a positive integer, got ${opts.concurrency}`);
   }
-  const consumer = await getDurable(nc, stream, durable);
-  const info = await consumer.info(true);
+  const { consumer, info } = await getDurable(nc, stream, durable);
   const serverAckWaitMs = info.config.ack_wait ? Math.floor(info.config.ack_wait / 1_000_000) : opts.ackWaitMs;
   const ackWaitMs = Math.min(serverAckWaitMs, opts.ackWaitMs);
   // 0 or -1 means unlimited deliveries: then nothing is ever the last one

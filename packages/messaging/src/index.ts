@@ -1,6 +1,6 @@
 // The one front door of @agentmesh/messaging: NATS, JetStream work queues, `$SRV`, headers, wire errors.
 export type { Log } from "./log.js";
-export { connectNats, type ConnectNatsOptions } from "./connect.js";
+export { connectNats, parseNatsUrl, type ConnectNatsOptions, type ParsedNatsUrl } from "./connect.js";
 export { linkHealth, type LinkHealth } from "./link-health.js";
 export { provision } from "./provision.js";
 export {
@@ -13,9 +13,11 @@ export {
 } from "./permissions.js";
 export {
   natsAccountName,
+  natsRouteUrl,
   natsServerConfig,
   newUserKey,
   publicKeyOfSeed,
+  type NatsClusterConfig,
   type NatsServerConfigOptions,
 } from "./nats-config.js";
 export { createPublisher, type Publisher, type PublisherOptions, type TokenEvent } from "./publisher.js";

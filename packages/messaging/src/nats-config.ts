@@ -52,6 +52,46 @@ export interface NatsServerConfigOptions {
   readonly httpPort?: number;
   /** Server TLS files (paths inside the server's container). */
   readonly tls?: { readonly cert: string; readonly key: string; readonly ca?: string; readonly verify?: boolean };
+  /** The server's name, unique in a cluster (JetStream's peers are known by it); required with `cluster`. */
+  readonly serverName?: string;
+  /** Makes the server one node of a cluster: every node gets the same accounts and users, and routes to the others. */
+  readonly cluster?: NatsClusterConfig;
+}
+
+/** The `cluster` block of one node: where it listens for routes and whom it routes to. */
+export interface NatsClusterConfig {
+  /** The cluster's name, the same on every node. */
+  readonly name: string;
+  /** `host:port` the node accepts routes on (6222 by convention). */
+  readonly listen: string;
+  /** Every node's route URL (`nats-route://host:6222`); a node skips the one that is itself. */
+  readonly routes: readonly string[];
+  /** The route address the node tells the others; default its listen address. */
+  readonly advertise?: string;
+  /** When true the node does not tell clients the other nodes' client addresses (clients use only the ones they were given). */
+  readonly noAdvertise?: boolean;
+  /** The user and password a route must present; route URLs then carry them (`nats-route://user:pass@host:6222`). */
+  readonly authorization?: { readonly user: string; readonly password: string };
+}
+
+/** A route URL for `host:port` with the cluster's route credentials in it, when it has any. */
+export function natsRouteUrl(hostPort: string, auth?: NatsClusterConfig["authorization"]): string {
+  const cred = auth ? `${encodeURIComponent(auth.user)}:${encodeURIComponent(auth.password)}@` : "";
+  return `nats-route://${cred}${hostPort}`;
+}
+
+function clusterBlock(c: NatsClusterConfig): Record<string, unknown> {
+  if (c.routes.length === 0) throw new AgentmeshError("invalid_config", "a NATS cluster needs at least one route");
+  return {
+    name: c.name,
+    listen: c.listen,
+    routes: [...c.routes],
+    ...(c.advertise ? { advertise: c.advertise } : {}),
+    ...(c.noAdvertise ? { no_advertise: true } : {}),
+    ...(c.authorization ? { authorization: { user: c.authorization.user, password: c.authorization.password } } : {}),
+    // a node that lost its routes keeps trying: a restarted peer is found again
+    connect_retries: 120,
+  };
 }
 
 /**
@@ -76,7 +116,10 @@ export function natsServerConfig(o: NatsServerConfigOptions): string {
   });
   if (o.admin) users.push({ nkey: o.admin } as (typeof users)[number]);
   const account = natsAccountName(o.naming.prefix);
+  if (o.cluster && !o.serverName)
+    throw new AgentmeshError("invalid_config", "a clustered NATS server needs a server name (unique per node)");
   const cfg: Record<string, unknown> = {
+    ...(o.serverName ? { server_name: o.serverName } : {}),
     listen: o.listen ?? "0.0.0.0:4222",
     max_payload: 1048576,
     jetstream: { store_dir: o.storeDir ?? "/data/jetstream" },
@@ -91,6 +134,7 @@ export function natsServerConfig(o: NatsServerConfigOptions): string {
           },
         }
       : {}),
+    ...(o.cluster ? { cluster: clusterBlock(o.cluster) } : {}),
     accounts: { [account]: { jetstream: "enabled", users } },
   };
   return `${JSON.stringify(cfg, null, 2)}\n`;

@@ -14,7 +14,7 @@ import {
 } from "@nats-io/jetstream";
 import { nanos, type NatsConnection } from "@nats-io/transport-node";
 import { cancelledBucketConfig } from "./cancelled.js";
-import { natsFailure } from "./errors.js";
+import { NO_SUITABLE_PEERS, natsFailure, retryTransient } from "./errors.js";
 import type { ProvisionOptions } from "./types.js";
 
 /** JetStream API error codes we branch on. */
@@ -109,9 +109,26 @@ async function ensureConsumer(
 /**
  * Creates or updates the INBOX, TASKS, EVENTS and DEAD streams, the cancelled-sessions KV bucket
  * and the durable pull consumers (`coordinator` on INBOX, one per role on TASKS). Idempotent; two
- * processes may run it at once.
+ * processes may run it at once, on one server or on any nodes of a cluster. A failure a cluster
+ * shows while a node restarts or elects a leader is retried (each step is idempotent) until
+ * `retryForMs` has passed; a refusal (bad settings, replicas on a single server) fails at once.
  */
 export async function provision(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
+  try {
+    await retryTransient(() => provisionOnce(nc, o), o.retryForMs ?? 60_000);
+  } catch (err) {
+    const cause = err instanceof AgentmeshError ? err.cause : err;
+    if (cause instanceof JetStreamApiError && cause.code === NO_SUITABLE_PEERS)
+      throw new AgentmeshError(
+        "unavailable",
+        `provisioning JetStream for prefix ${o.naming.prefix} at ${o.replicas ?? 1} replicas failed: fewer JetStream nodes are up than replicas (${cause.message})`,
+        { component: "nats", cause },
+      );
+    throw err;
+  }
+}
+
+async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
   const n = o.naming;
   const replicas = o.replicas ?? 1;
   const dup = nanos(o.duplicateWindowMs);

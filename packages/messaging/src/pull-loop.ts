@@ -4,17 +4,29 @@ import {
   JetStreamApiError,
   jetstream,
   type Consumer,
+  type ConsumerInfo,
   type ConsumerMessages,
   type JsMsg,
 } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { natsFailure } from "./errors.js";
+import { natsFailure, retryTransient } from "./errors.js";
 import type { Log } from "./log.js";
 
-/** Looks up a provisioned durable consumer; a missing one is `unavailable` (provisioning may still be under way). */
-export async function getDurable(nc: NatsConnection, stream: string, durable: string): Promise<Consumer> {
+/**
+ * Looks up a provisioned durable consumer and its info; a missing one is `unavailable`
+ * (provisioning may still be under way). A process starting while a cluster node restarts waits
+ * out the failover (up to a minute) instead of failing.
+ */
+export async function getDurable(
+  nc: NatsConnection,
+  stream: string,
+  durable: string,
+): Promise<{ consumer: Consumer; info: ConsumerInfo }> {
   try {
-    return await jetstream(nc).consumers.get(stream, durable);
+    return await retryTransient(async () => {
+      const consumer = await jetstream(nc).consumers.get(stream, durable);
+      return { consumer, info: await consumer.info(true) };
+    }, 60_000);
   } catch (err) {
     if (
       err instanceof JetStreamApiError &&

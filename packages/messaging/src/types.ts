@@ -24,8 +24,10 @@ export interface ProvisionOptions {
   readonly deadMaxAgeMs?: number;
   /** How long a session stays in the cancelled-sessions KV bucket (agents skip its queued tasks); default 1 day. */
   readonly cancelledTtlMs?: number;
-  /** Stream replicas (3 on a production cluster); default 1. */
+  /** Stream replicas (3 on a production cluster); default 1. Raising it on existing streams moves them (docs/nats-cluster.md). */
   readonly replicas?: number;
+  /** How long failures a cluster shows while a node restarts or elects a leader are retried; default 60 s. */
+  readonly retryForMs?: number;
 }
 
 /** Named points where a process may crash on purpose (AGENTMESH_CRASH_AT); a no-op when unset. */

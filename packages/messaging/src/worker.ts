@@ -56,8 +56,9 @@ export async function startWorker(nc: NatsConnection, opts: WorkerOptions): Prom
     throw new AgentmeshError("internal", `worker concurrency must be a positive integer, got ${opts.concurrency}`);
   }
 
-  const consumer = await getDurable(nc, stream, durable);
-  const { ackWaitMs, maxDeliver } = reconcile(await consumer.info(true), opts, log, what);
+  const durableNow = await getDurable(nc, stream, durable);
+  const consumer = durableNow.consumer;
+  const { ackWaitMs, maxDeliver } = reconcile(durableNow.info, opts, log, what);
 
   const publisher = createPublisher(nc, naming, log);
   const settled = (op: string, settlement: TaskSettlement, deliveryCount: number) =>

@@ -20,6 +20,42 @@ export interface EnvVar {
 const int = (min: number) => z.coerce.number().int().min(min);
 const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v === "true");
 
+/** The schemes a NATS server address may have (`host:port` alone means `nats://`). */
+const NATS_SCHEMES = new Set(["nats:", "tls:", "ws:", "wss:"]);
+
+/** Why one comma-separated entry of NATS_URL is no server address; null when it is one. Never echoes the entry (it may hold a password). */
+function natsServerProblem(entry: string, at: number): string | null {
+  let u: URL;
+  try {
+    u = new URL(entry.includes("://") ? entry : `nats://${entry}`);
+  } catch {
+    return `server ${at} is not a URL`;
+  }
+  if (!NATS_SCHEMES.has(u.protocol)) return `server ${at} has scheme ${u.protocol} (nats:, tls:, ws: or wss: expected)`;
+  if (u.hostname === "") return `server ${at} names no host`;
+  return null;
+}
+
+/**
+ * NATS_URL: one server or several, comma-separated as the NATS clients take them
+ * (`nats://a:4222,nats://b:4222`); the client connects to one and moves to another when it fails.
+ */
+const natsServers = z
+  .string()
+  .default("nats://127.0.0.1:4222")
+  .superRefine((raw, ctx) => {
+    const entries = raw.split(",").map((e) => e.trim());
+    if (entries.every((e) => e === "")) ctx.addIssue({ code: "custom", message: "names no server" });
+    for (const [i, e] of entries.entries()) {
+      if (e === "") {
+        if (entries.length > 1) ctx.addIssue({ code: "custom", message: `server ${i + 1} is empty` });
+        continue;
+      }
+      const problem = natsServerProblem(e, i + 1);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    }
+  });
+
 /**
  * Every environment variable agentmesh reads. The configuration table of docs/configuration.md is checked
  * against this list by a test, so the two cannot drift.
@@ -27,9 +63,10 @@ const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v
 export const ENV_VARS = [
   {
     name: "NATS_URL",
-    schema: z.string().url().default("nats://127.0.0.1:4222"),
+    schema: natsServers,
     default: "nats://127.0.0.1:4222",
-    description: "NATS server (JetStream on); credentials in the URL are used",
+    description:
+      "NATS server (JetStream on), or a cluster's servers comma-separated (`nats://a:4222,nats://b:4222`: the client moves to another when one fails); credentials in the URL are used",
     usedBy: ["all"],
     secret: "url",
   },
@@ -564,6 +601,14 @@ export const ENV_VARS = [
     default: "604800000",
     description: "sliding TTL of a live session's keys",
     usedBy: ["coordinator", "gateway"],
+  },
+  {
+    name: "AGENTMESH_STREAM_REPLICAS",
+    schema: z.coerce.number().int().min(1).max(5).default(1),
+    default: "1",
+    description:
+      "replicas of every JetStream stream and of the KV bucket (1 on one server; 3 on a cluster of at least 3 nodes); raising it on a running deployment moves its streams (docs/nats-cluster.md)",
+    usedBy: ["coordinator"],
   },
   {
     name: "AGENTMESH_CANCELLED_TTL_MS",

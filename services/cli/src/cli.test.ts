@@ -22,6 +22,14 @@ describe("the CLI fails clearly, naming the URL, never with a stack trace", () =
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  test("NATS_URL naming a cluster's servers is taken (no 'Invalid URL'); none answering is the NATS failure, naming them all", async () => {
+    const url = `nats://127.0.0.1:${await freePort()},nats://127.0.0.1:${await freePort()}`;
+    const r = cli({ NATS_URL: url }, "ask", "What is 2 + 2?");
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain(`cannot reach NATS at ${url}`);
+    expect(r.stderr).not.toMatch(/Invalid URL|NATS_URL/);
+  }, 60_000);
+
   test("supervisor flags are checked before connecting: valid ones pass on (the failure is NATS), an unknown one is named", async () => {
     const url = `nats://127.0.0.1:${await freePort()}`;
     const ok = cli(

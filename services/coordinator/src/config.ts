@@ -53,6 +53,7 @@ const NAMES = [
   "AGENTMESH_REDIS_WAIT_REPLICAS",
   "AGENTMESH_REDIS_WAIT_TIMEOUT_MS",
   "AGENTMESH_CANCELLED_TTL_MS",
+  "AGENTMESH_STREAM_REPLICAS",
   "AGENTMESH_ZOD_COMPILE",
   "AGENTMESH_HALO_CAPABILITIES",
   "AGENTMESH_HALO_JOIN_DEADLINE_MS",
@@ -209,6 +210,8 @@ export interface CoordinatorConfig {
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
   readonly cancelledTtlMs: number;
+  /** Replicas of every stream and of the KV bucket (3 on a cluster). */
+  readonly streamReplicas: number;
   readonly requireDurable: boolean;
   /** Where transition and session spans go (none = off). */
   readonly tracing: TracingConfig;
@@ -274,6 +277,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
+    streamReplicas: e.AGENTMESH_STREAM_REPLICAS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
     redisWait: { replicas: e.AGENTMESH_REDIS_WAIT_REPLICAS, timeoutMs: e.AGENTMESH_REDIS_WAIT_TIMEOUT_MS },
     tracing,

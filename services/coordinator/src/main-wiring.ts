@@ -60,6 +60,7 @@ export async function startCoordinatorFromConfig(
     inboxAckWaitMs: cfg.inboxAckWaitMs,
     taskMaxDeliver: cfg.taskMaxDeliver,
     cancelledTtlMs: cfg.cancelledTtlMs,
+    streamReplicas: cfg.streamReplicas,
     crash: crashHook(cfg.crashAt, "coordinator", deps.log),
     storeReady: () => deps.redis.status === "ready",
     ...(deps.tracing ? { tracing: deps.tracing } : {}),

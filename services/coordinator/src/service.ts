@@ -31,6 +31,8 @@ export interface CoordinatorServiceOptions {
   readonly taskMaxDeliver: number;
   /** How long a session stays in the cancelled-sessions KV bucket; default 1 day. */
   readonly cancelledTtlMs?: number;
+  /** Replicas of every stream and of the KV bucket; default 1. */
+  readonly streamReplicas?: number;
   readonly crash?: CrashHook;
   readonly timerPollMs?: number;
   /** Whether the store answers (readiness); e.g. the Redis client's status is "ready". */
@@ -68,6 +70,7 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     duplicateWindowMs: 10 * 60 * 1000,
     maxAckPendingPerRole: 1000,
     ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
+    ...(opts.streamReplicas ? { replicas: opts.streamReplicas } : {}),
   });
   const publisher = createPublisher(opts.nc, opts.naming, log);
   const metrics = opts.metrics

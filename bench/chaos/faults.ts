@@ -1,0 +1,167 @@
+// The fault steps of `pnpm bench:chaos`: each one breaks something, waits, mends it and returns
+// once the system is whole again. A step is a plain value, so another topology (Redis with a
+// replica and Sentinel) adds its own steps beside these and the run, the load and the report stay
+// as they are.
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Naming } from "@agentmesh/contracts";
+import type { Cluster, Proc, ServiceName } from "../../test/e2e/harness.js";
+import type { NatsCluster } from "../../test/setup/nats-cluster.js";
+
+/** What a fault step may touch. */
+export interface FaultContext {
+  /** The service processes (the e2e harness): `replace` restarts one of them. */
+  readonly services: Cluster;
+  /** The NATS cluster (null when the topology runs one server). */
+  readonly nats: NatsCluster | null;
+  /** The run's own NATS connection (admin), to find where streams lead. */
+  readonly nc: NatsConnection;
+  readonly naming: Naming;
+  /** SIGKILLs a service process and starts a new one of its kind; resolves once the new one answers `$SRV.PING`. */
+  replace(p: Proc): Promise<Proc>;
+  /** The running processes of one service. */
+  running(name: ServiceName): Proc[];
+  log(line: string): void;
+}
+
+/** One fault: a row of the report (`kind`) and this instance of it (`name`). */
+export interface FaultStep {
+  readonly kind: string;
+  readonly name: string;
+  /** Injects the fault, waits, heals it; resolves when everything broken was started again or healed. */
+  run(ctx: FaultContext): Promise<void>;
+}
+
+/** Which node a step hits: a fixed one, or the one leading the task stream when the step starts (the worst one). */
+export type NodePick = number | "tasks-leader";
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+async function pickNode(ctx: FaultContext, pick: NodePick): Promise<number> {
+  const nats = needCluster(ctx);
+  if (typeof pick === "number") return pick;
+  // right after a fault the stream may still be electing its leader: ask again for a while
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      const jsm = await jetstreamManager(ctx.nc);
+      const info = await jsm.streams.info(ctx.naming.streams.tasks);
+      const i = nats.nodes.findIndex((n) => n.name === info.cluster?.leader);
+      if (i >= 0) return i;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+    }
+    if (Date.now() > until) return 0;
+    await sleep(500);
+  }
+}
+
+function needCluster(ctx: FaultContext): NatsCluster {
+  if (!ctx.nats) throw new Error("this fault needs the NATS cluster topology");
+  return ctx.nats;
+}
+
+const nodeLabel = (pick: NodePick) => (pick === "tasks-leader" ? "the task stream's leader" : `node n${pick}`);
+
+/** SIGKILL a NATS node, leave it down `downMs`, start it again on its store. */
+export function natsKill(pick: NodePick, downMs: number): FaultStep {
+  return {
+    kind: "NATS node SIGKILL + restart",
+    name: `SIGKILL ${nodeLabel(pick)}, down ${downMs / 1000} s`,
+    async run(ctx) {
+      const nats = needCluster(ctx);
+      const i = await pickNode(ctx, pick);
+      ctx.log(`    SIGKILL n${i}`);
+      await nats.kill(i);
+      await sleep(downMs);
+      await nats.start(i);
+      ctx.log(`    n${i} started again`);
+      await nats
+        .waitHealthy(120_000)
+        .catch((err: unknown) => ctx.log(`    (health: ${(err as Error).message.split("\n")[0]})`));
+    },
+  };
+}
+
+/** SIGSTOP a NATS node for `ms` (longer than the heartbeats that notice it), then SIGCONT. */
+export function natsPause(pick: NodePick, ms: number): FaultStep {
+  return {
+    kind: "NATS node SIGSTOP past the heartbeat",
+    name: `SIGSTOP ${nodeLabel(pick)} for ${ms / 1000} s`,
+    async run(ctx) {
+      const nats = needCluster(ctx);
+      const i = await pickNode(ctx, pick);
+      ctx.log(`    SIGSTOP n${i}`);
+      nats.pause(i);
+      await sleep(ms);
+      nats.resume(i);
+      ctx.log(`    SIGCONT n${i}`);
+    },
+  };
+}
+
+/** Cut a NATS node off (its clients and its routes; the relay drops every byte) for `ms`, then heal. */
+export function natsPartition(pick: NodePick, ms: number): FaultStep {
+  return {
+    kind: "NATS node partitioned (TCP relay) + healed",
+    name: `partition ${nodeLabel(pick)} for ${ms / 1000} s`,
+    async run(ctx) {
+      const nats = needCluster(ctx);
+      const i = await pickNode(ctx, pick);
+      ctx.log(`    cut n${i} off`);
+      nats.partition(i, "blackhole");
+      await sleep(ms);
+      nats.heal(i);
+      ctx.log(`    n${i} healed`);
+    },
+  };
+}
+
+/**
+ * SIGKILL a NATS node and, while it is down, a coordinator and an agent (of `agent`); the node
+ * comes back after `downMs`, the two processes are replaced at once.
+ */
+export function killDuringNodeRestart(pick: NodePick, agent: ServiceName, downMs: number): FaultStep {
+  return {
+    kind: "coordinator + agent SIGKILL during a node's restart",
+    name: `SIGKILL ${nodeLabel(pick)}, then a coordinator and the ${agent}`,
+    async run(ctx) {
+      const nats = needCluster(ctx);
+      const i = await pickNode(ctx, pick);
+      ctx.log(`    SIGKILL n${i}`);
+      await nats.kill(i);
+      await sleep(Math.min(1000, downMs / 3));
+      const coordinator = ctx.running("coordinator")[0];
+      const worker = ctx.running(agent)[0];
+      if (!coordinator || !worker) throw new Error(`no running coordinator or ${agent} to kill`);
+      ctx.log(`    SIGKILL coordinator pid ${coordinator.child.pid} and ${agent} pid ${worker.child.pid}`);
+      const replaced = Promise.all([ctx.replace(coordinator), ctx.replace(worker)]);
+      await sleep(downMs);
+      await nats.start(i);
+      ctx.log(`    n${i} started again`);
+      await replaced;
+      await nats
+        .waitHealthy(120_000)
+        .catch((err: unknown) => ctx.log(`    (health: ${(err as Error).message.split("\n")[0]})`));
+    },
+  };
+}
+
+/** The NATS cluster's fault plan: every node killed in turn (or only the task leader, `short`), a pause, a partition, a kill during a restart. */
+export function natsClusterPlan(o: {
+  short: boolean;
+  nodes: number;
+  pauseMs: number;
+  partitionMs: number;
+}): FaultStep[] {
+  const downMs = 5000;
+  const kills = o.short
+    ? [natsKill("tasks-leader", downMs)]
+    : Array.from({ length: o.nodes }, (_, i) => natsKill(i, downMs));
+  return [
+    ...kills,
+    natsPause("tasks-leader", o.pauseMs),
+    natsPartition("tasks-leader", o.partitionMs),
+    killDuringNodeRestart("tasks-leader", "executor", downMs),
+  ];
+}

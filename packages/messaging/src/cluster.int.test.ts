@@ -1,0 +1,248 @@
+// JetStream on a 3-node cluster of real nats-server processes (access control on, every node
+// with the generated config): provisioning at R3 from two nodes at once, work going on while the
+// node leading the task stream is killed, and a deployment's move from R1 to R3.
+import { naming as makeNaming, type Naming, type TaskOutcome } from "@agentmesh/contracts";
+import { jetstream, jetstreamManager, type StreamInfo } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startNatsCluster, type NatsCluster } from "../../../test/setup/nats-cluster.js";
+import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { cancelledChecker, markCancelled } from "./cancelled.js";
+import { connectNats } from "./connect.js";
+import { provision } from "./provision.js";
+import { makeTask, recordingLog, sessionId, sleep, streamMessages, waitFor } from "./test-support.js";
+import type { ProvisionOptions, Worker } from "./types.js";
+import { startWorker } from "./worker.js";
+
+const PREFIX = uniquePrefix("clu");
+const n: Naming = makeNaming(PREFIX);
+let cluster: NatsCluster;
+const conns: NatsConnection[] = [];
+const cleanups: Array<() => Promise<unknown>> = [];
+
+async function connectAs(user: string, url = cluster.url): Promise<NatsConnection> {
+  const nc = await connectNats({ url, name: `cluster-test-${user}`, nkeySeedFile: cluster.seedFile(user) });
+  conns.push(nc);
+  return nc;
+}
+
+function options(prefix: string, replicas: number): ProvisionOptions {
+  return {
+    naming: makeNaming(prefix),
+    roles: ["planner"],
+    taskAckWaitMs: 5000,
+    taskMaxDeliver: 5,
+    inboxAckWaitMs: 5000,
+    inboxMaxDeliver: 5,
+    eventsMaxAgeMs: 3_600_000,
+    duplicateWindowMs: 60_000,
+    maxAckPendingPerRole: 32,
+    replicas,
+  };
+}
+
+const streamsOf = (nm: Naming) => [...Object.values(nm.streams), `KV_${nm.kv.cancelled}`];
+
+/** Index of the node a stream's leader runs on. */
+function nodeOf(info: StreamInfo): number {
+  const leader = info.cluster?.leader;
+  const i = cluster.nodes.findIndex((x) => x.name === leader);
+  if (i < 0) throw new Error(`stream ${info.config.name} has no leader (${JSON.stringify(info.cluster)})`);
+  return i;
+}
+
+/** Waits until every stream of `nm` has `replicas` replicas, a leader, and every follower current. */
+async function waitReplicated(nc: NatsConnection, nm: Naming, replicas: number, ms = 30_000): Promise<void> {
+  const jsm = await jetstreamManager(nc);
+  await waitFor(
+    async () => {
+      for (const s of streamsOf(nm)) {
+        const info = await jsm.streams.info(s).catch(() => null);
+        if (!info || info.config.num_replicas !== replicas || !info.cluster?.leader) return false;
+        const followers = info.cluster.replicas ?? [];
+        if (followers.length !== replicas - 1 || followers.some((r) => !r.current)) return false;
+      }
+      return true;
+    },
+    ms,
+    `every stream at R${replicas} with its followers current`,
+  );
+}
+
+/** A planner worker that answers every task; its results land on the inbox stream. */
+async function planner(nm: Naming, user = "planner"): Promise<Worker> {
+  const nc = await connectAs(user);
+  const w = await startWorker(nc, {
+    naming: nm,
+    role: "planner",
+    concurrency: 4,
+    ackWaitMs: 5000,
+    maxDeliver: 5,
+    log: recordingLog(),
+    handler: () =>
+      Promise.resolve<TaskOutcome>({
+        ok: true,
+        output: { answer: 4 },
+        provenance: {
+          role: "planner",
+          op: "plan",
+          model: "scripted",
+          tier: "fast",
+          prompt_version: "1",
+          attempt: 0,
+          usage: { prompt_tokens: 1, completion_tokens: 1, cost_usd: 0, model_calls: 1 },
+          latency_ms: 1,
+        },
+      }),
+  });
+  cleanups.push(() => w.stop(500));
+  return w;
+}
+
+/** Publishes a task for each session, retrying while the cluster fails over (as the coordinator's nak does). */
+async function publishTasks(nc: NatsConnection, nm: Naming, sids: readonly string[]): Promise<void> {
+  const js = jetstream(nc);
+  for (const sid of sids) {
+    const task = makeTask(sid);
+    const until = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await js.publish(nm.task("planner", "plan"), JSON.stringify(task), { msgID: task.task_id, timeout: 2000 });
+        break;
+      } catch (err) {
+        if (Date.now() > until) throw err;
+        await sleep(200);
+      }
+    }
+  }
+}
+
+/** The sessions whose results are on the inbox stream. */
+async function answered(nc: NatsConnection, nm: Naming): Promise<Set<string>> {
+  const msgs = await streamMessages(nc, nm.streams.inbox);
+  return new Set(msgs.map((m) => (m.json() as { session_id: string }).session_id));
+}
+
+/** `fn`, again while it throws (a leader election under way), for up to 30 s. */
+async function retried<T>(fn: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await sleep(250);
+    }
+  }
+}
+
+beforeAll(async () => {
+  cluster = await startNatsCluster({ accessPrefix: PREFIX, roles: ["planner"] });
+}, 90_000);
+
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+  for (const c of conns.splice(0)) await c.close().catch(() => undefined);
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+describe("JetStream on a 3-node cluster", () => {
+  it("NATS_URL with every node: provisioned at R3 from two nodes at once, then the task stream's leader is killed and work goes on", async () => {
+    // two coordinators, each connected to another node, provision at the same time
+    const c0 = await connectAs("coordinator", cluster.nodes[0]!.url);
+    const c2 = await connectAs("coordinator", cluster.nodes[2]!.url);
+    const o = { ...options(PREFIX, 3), naming: n };
+    await Promise.all([provision(c0, o), provision(c2, o), provision(c0, o)]);
+    const admin = await connectAs("admin");
+    await waitReplicated(admin, n, 3);
+
+    await planner(n);
+    const first = Array.from({ length: 5 }, () => sessionId());
+    await publishTasks(admin, n, first);
+    await waitFor(async () => (await answered(admin, n)).size === 5, 20_000, "the first five results");
+
+    const jsm = await jetstreamManager(admin);
+    const victim = nodeOf(await jsm.streams.info(n.streams.tasks));
+    const everyNode = await connectAs("coordinator");
+    await cluster.kill(victim);
+    // a coordinator starting while the node is down: its provisioning waits out the failover
+    await provision(everyNode, o);
+    const later = Array.from({ length: 5 }, () => sessionId());
+    await publishTasks(admin, n, later);
+    await waitFor(
+      async () => {
+        const got = await answered(admin, n).catch(() => new Set<string>());
+        return [...first, ...later].every((s) => got.has(s));
+      },
+      45_000,
+      "results of the tasks published after the leader's node died",
+    );
+    // the task stream has a new leader on a node still up
+    const after = await jsm.streams.info(n.streams.tasks);
+    expect(nodeOf(after)).not.toBe(victim);
+    expect(after.config.num_replicas).toBe(3);
+
+    await cluster.start(victim);
+    await waitReplicated(admin, n, 3, 60_000);
+    // provisioning again (a coordinator restart) changes nothing and fails on nothing
+    await provision(c0, o);
+    expect((await jsm.streams.info(n.streams.tasks)).config.num_replicas).toBe(3);
+  }, 180_000);
+
+  it("a deployment moves from R1 to R3 by provisioning again with 3 replicas; then the only node that held its data dies and nothing is lost", async () => {
+    // a prefix of its own (the generated permissions are the first test's prefix's: provision as admin)
+    const prefix = uniquePrefix("move");
+    const nm = makeNaming(prefix);
+    const admin = await connectAs("admin");
+    const coordinator = admin;
+    const jsm = await jetstreamManager(admin);
+    try {
+      await provision(coordinator, options(prefix, 1));
+      for (const s of streamsOf(nm)) expect((await jsm.streams.info(s)).config.num_replicas).toBe(1);
+      // queued work and history at R1: tasks nobody has taken yet, events, a cancelled session
+      const queued = Array.from({ length: 6 }, () => sessionId());
+      await publishTasks(admin, nm, queued);
+      const js = jetstream(admin);
+      for (let i = 0; i < 3; i++) await js.publish(nm.events(queued[0]!), JSON.stringify({ i }));
+      await markCancelled(admin, nm, "cancelledsession0001", "test");
+      const holder = nodeOf(await jsm.streams.info(nm.streams.tasks));
+
+      // the move: what a coordinator does at start with AGENTMESH_STREAM_REPLICAS=3
+      await provision(coordinator, options(prefix, 3));
+      await waitReplicated(admin, nm, 3);
+      // ...and again (every later coordinator start): nothing to change
+      await provision(coordinator, options(prefix, 3));
+
+      await cluster.kill(holder);
+      const tasks = await waitFor(
+        async () => (await jsm.streams.info(nm.streams.tasks).catch(() => null))?.state.messages === 6,
+        30_000,
+        "the task stream served by a surviving node",
+      ).then(() => jsm.streams.info(nm.streams.tasks));
+      expect(nodeOf(tasks)).not.toBe(holder);
+      // the other streams elect their new leaders at their own pace: a read may time out meanwhile
+      const events = await retried(() => jsm.streams.info(nm.streams.events));
+      expect(events.state.messages).toBe(3);
+      expect(await retried(() => cancelledChecker(admin, nm)("cancelledsession0001"))).toBe(true);
+      expect(await retried(() => cancelledChecker(admin, nm)("neverCancelled000001"))).toBe(false);
+      // the consumer moved with its stream: every queued task is worked
+      await planner(nm, "admin");
+      await waitFor(
+        async () => {
+          const got = await answered(admin, nm).catch(() => new Set<string>());
+          return queued.every((s) => got.has(s));
+        },
+        45_000,
+        "every task queued before the move worked after it",
+      );
+    } finally {
+      if (!cluster.nodes.every((x) => x.proc)) {
+        for (const x of cluster.nodes) if (!x.proc) await cluster.start(x.index);
+      }
+      for (const s of streamsOf(nm)) await jsm.streams.delete(s).catch(() => false);
+    }
+  }, 180_000);
+});
