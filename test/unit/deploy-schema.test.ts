@@ -306,7 +306,7 @@ describe("overlays/prod: the HA topology", () => {
 const NATS_CHART_KEYS = new Set(
   (
     "config config.cluster config.cluster.enabled config.cluster.port config.cluster.replicas config.cluster.noAdvertise " +
-    "config.cluster.routeURLs config.cluster.tls config.cluster.merge config.cluster.patch config.jetstream " +
+    "config.cluster.routeURLs config.cluster.routeURLs.user config.cluster.routeURLs.password config.cluster.tls config.cluster.merge config.cluster.patch config.jetstream " +
     "config.jetstream.enabled config.jetstream.fileStore config.jetstream.fileStore.enabled config.jetstream.fileStore.dir " +
     "config.jetstream.fileStore.pvc config.jetstream.fileStore.pvc.enabled config.jetstream.fileStore.pvc.size " +
     "config.jetstream.fileStore.pvc.storageClassName config.jetstream.fileStore.pvc.merge config.jetstream.fileStore.pvc.patch " +
