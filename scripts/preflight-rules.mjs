@@ -194,7 +194,7 @@ export function planTools(command, missing, machine) {
   const manual = missing.filter((t) => !t.apt);
   const packaged = missing.filter((t) => t.apt);
   if (machine.root && machine.apt && manual.length === 0) {
-    const pkgs = [...new Set(packaged.map((t) => t.apt))];
+    const pkgs = [...new Set(packaged.flatMap((t) => (t.apt ? [t.apt] : [])))];
     return { kind: "install", update: ["apt-get", "update"], install: ["apt-get", "install", "-y", ...pkgs] };
   }
   const names = missing.map((t) => t.label).join(", ");
@@ -203,7 +203,7 @@ export function planTools(command, missing, machine) {
   const where = machine.apt ? "" : " (Debian/Ubuntu; elsewhere the same packages from your system's package manager)";
   const ways = [
     ...(packaged.length ? [`\`${aptInstallCommand(packaged, { root: machine.root })}\`${where}`] : []),
-    ...manual.map((t) => t.manual),
+    ...manual.map((t) => t.manual ?? t.label),
   ];
   return {
     kind: "stop",
