@@ -1,5 +1,5 @@
 import fc from "fast-check";
-import { SessionEvent, ToolName } from "@agentmesh/contracts";
+import { ImageAttachment, SessionEvent, ToolName } from "@agentmesh/contracts";
 import type { z } from "zod";
 import type { Hints } from "./arbitrary.js";
 
@@ -14,10 +14,12 @@ function optionField(union: z.ZodType, type: string, field: string): z.ZodType {
 
 /**
  * Where random generation would (almost) never meet a refinement: a plan ends with `summarize`
- * (so tool names come from a short list half the time) and a Vega-Lite spec names a view.
+ * (so tool names come from a short list half the time), a Vega-Lite spec names a view, and an
+ * image attachment's url is an http(s) URL.
  * The tools listed are cheap to call and safe to call with any arguments.
  */
 export const FUZZ_HINTS: Hints = new Map<z.ZodType, fc.Arbitrary<unknown>>([
   [ToolName, fc.constantFrom("summarize", "calculator", "web_search", "no_such_tool")],
   [optionField(SessionEvent, "visualization", "spec"), fc.record({ mark: fc.constantFrom("bar", "line", "point") })],
+  [ImageAttachment.shape.url, fc.webUrl({ validSchemes: ["http", "https"] })],
 ]);
