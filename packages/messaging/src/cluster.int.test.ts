@@ -51,21 +51,48 @@ function nodeOf(info: StreamInfo): number {
   return i;
 }
 
-/** Waits until every stream of `nm` has `replicas` replicas, a leader, and every follower current. */
-async function waitReplicated(nc: NatsConnection, nm: Naming, replicas: number, ms = 30_000): Promise<void> {
+/** A stream's or consumer's cluster report holds `replicas` peers: a leader and every follower current. */
+function replicated(cluster: StreamInfo["cluster"], replicas: number): boolean {
+  if (!cluster?.leader) return false;
+  const followers = cluster.replicas ?? [];
+  return followers.length === replicas - 1 && followers.every((r) => r.current);
+}
+
+/**
+ * Waits until every stream of `nm` has `replicas` replicas, and so do its durable consumers (the
+ * role's on the task stream, the coordinator's on the inbox), each with a leader and every
+ * follower current. A consumer follows its stream's new replica count a moment after the stream.
+ */
+async function waitReplicated(
+  nc: NatsConnection,
+  nm: Naming,
+  replicas: number,
+  ms = 30_000,
+  consumers = true,
+): Promise<void> {
   const jsm = await jetstreamManager(nc);
+  const last: Record<string, unknown> = {};
   await waitFor(
     async () => {
       for (const s of streamsOf(nm)) {
         const info = await jsm.streams.info(s).catch(() => null);
-        if (!info || info.config.num_replicas !== replicas || !info.cluster?.leader) return false;
-        const followers = info.cluster.replicas ?? [];
-        if (followers.length !== replicas - 1 || followers.some((r) => !r.current)) return false;
+        last[s] = info?.cluster;
+        if (!info || info.config.num_replicas !== replicas || !replicated(info.cluster, replicas)) return false;
+      }
+      for (const [s, c] of !consumers
+        ? []
+        : ([
+            [nm.streams.tasks, nm.consumers.role("planner")],
+            [nm.streams.inbox, nm.consumers.coordinator],
+          ] as const)) {
+        const info = await jsm.consumers.info(s, c).catch(() => null);
+        last[`${s}/${c}`] = info?.cluster;
+        if (!info || !replicated(info.cluster, replicas)) return false;
       }
       return true;
     },
     ms,
-    `every stream at R${replicas} with its followers current`,
+    () => `every stream and consumer at R${replicas} with its followers current: ${JSON.stringify(last)}`,
   );
 }
 
@@ -123,7 +150,11 @@ async function answered(nc: NatsConnection, nm: Naming): Promise<Set<string>> {
   return new Set(msgs.map((m) => (m.json() as { session_id: string }).session_id));
 }
 
-/** `fn`, again while it throws (a leader election under way), for up to 30 s. */
+/**
+ * `fn`, again while it throws (a leader election under way), for up to 30 s. Every call the test
+ * makes to the cluster itself goes through it: under a loaded machine a node that has just
+ * rejoined can leave one request unanswered, and the code under test retries the same way.
+ */
 async function retried<T>(fn: () => Promise<T>): Promise<T> {
   const until = Date.now() + 30_000;
   for (;;) {
@@ -165,7 +196,7 @@ describe("JetStream on a 3-node cluster", () => {
     await waitFor(async () => (await answered(admin, n)).size === 5, 20_000, "the first five results");
 
     const jsm = await jetstreamManager(admin);
-    const victim = nodeOf(await jsm.streams.info(n.streams.tasks));
+    const victim = nodeOf(await retried(() => jsm.streams.info(n.streams.tasks)));
     const everyNode = await connectAs("coordinator");
     await cluster.kill(victim);
     // a coordinator starting while the node is down: its provisioning waits out the failover
@@ -181,15 +212,16 @@ describe("JetStream on a 3-node cluster", () => {
       "results of the tasks published after the leader's node died",
     );
     // the task stream has a new leader on a node still up
-    const after = await jsm.streams.info(n.streams.tasks);
+    const after = await retried(() => jsm.streams.info(n.streams.tasks));
     expect(nodeOf(after)).not.toBe(victim);
     expect(after.config.num_replicas).toBe(3);
 
     await cluster.start(victim);
-    await waitReplicated(admin, n, 3, 60_000);
+    // (its consumers' followers on the restarted node catch up on their next acks: none come here)
+    await waitReplicated(admin, n, 3, 60_000, false);
     // provisioning again (a coordinator restart) changes nothing and fails on nothing
     await provision(c0, o);
-    expect((await jsm.streams.info(n.streams.tasks)).config.num_replicas).toBe(3);
+    expect((await retried(() => jsm.streams.info(n.streams.tasks))).config.num_replicas).toBe(3);
   }, 180_000);
 
   it("a deployment moves from R1 to R3 by provisioning again with 3 replicas; then the only node that held its data dies and nothing is lost", async () => {
@@ -201,27 +233,31 @@ describe("JetStream on a 3-node cluster", () => {
     const jsm = await jetstreamManager(admin);
     try {
       await provision(coordinator, options(prefix, 1));
-      for (const s of streamsOf(nm)) expect((await jsm.streams.info(s)).config.num_replicas).toBe(1);
+      for (const s of streamsOf(nm)) expect((await retried(() => jsm.streams.info(s))).config.num_replicas).toBe(1);
       // queued work and history at R1: tasks nobody has taken yet, events, a cancelled session
       const queued = Array.from({ length: 6 }, () => sessionId());
       await publishTasks(admin, nm, queued);
       const js = jetstream(admin);
-      for (let i = 0; i < 3; i++) await js.publish(nm.events(queued[0]!), JSON.stringify({ i }));
-      await markCancelled(admin, nm, "cancelledsession0001", "test");
-      const holder = nodeOf(await jsm.streams.info(nm.streams.tasks));
+      for (let i = 0; i < 3; i++) {
+        await retried(() => js.publish(nm.events(queued[0]!), JSON.stringify({ i }), { msgID: `event-${i}` }));
+      }
+      await retried(() => markCancelled(admin, nm, "cancelledsession0001", "test"));
+      const holder = nodeOf(await retried(() => jsm.streams.info(nm.streams.tasks)));
 
       // the move: what a coordinator does at start with AGENTMESH_STREAM_REPLICAS=3
       await provision(coordinator, options(prefix, 3));
       await waitReplicated(admin, nm, 3);
       // ...and again (every later coordinator start): nothing to change
       await provision(coordinator, options(prefix, 3));
+      const consumer = await jsm.consumers.info(nm.streams.tasks, nm.consumers.role("planner"));
+      expect(consumer.config.num_replicas).toBe(3);
 
       await cluster.kill(holder);
       const tasks = await waitFor(
         async () => (await jsm.streams.info(nm.streams.tasks).catch(() => null))?.state.messages === 6,
         30_000,
         "the task stream served by a surviving node",
-      ).then(() => jsm.streams.info(nm.streams.tasks));
+      ).then(() => retried(() => jsm.streams.info(nm.streams.tasks)));
       expect(nodeOf(tasks)).not.toBe(holder);
       // the other streams elect their new leaders at their own pace: a read may time out meanwhile
       const events = await retried(() => jsm.streams.info(nm.streams.events));

@@ -136,6 +136,7 @@ function forbidden(user: string): Probe[] {
         pub(n.cancel(SID)),
         pub(n.deadLetter(other)),
         pub(`$JS.API.STREAM.CREATE.${tasks}`),
+        pub(`$JS.API.CONSUMER.LEADER.STEPDOWN.${tasks}.role_${other}`),
       ];
     case "inspect":
       return [
@@ -152,6 +153,7 @@ function forbidden(user: string): Probe[] {
         readEvents,
         pub(n.cancel(SID)),
         pub(`$JS.API.STREAM.MSG.DELETE.${n.streams.dead}`),
+        pub(`$JS.API.CONSUMER.LEADER.STEPDOWN.${tasks}.role_${other}`),
       ];
     default:
       // a role
@@ -175,6 +177,7 @@ function forbidden(user: string): Probe[] {
         pub(n.deadLetter("inbox")),
         sub(n.task(other, ">")),
         pub(`$JS.API.STREAM.CREATE.${tasks}`),
+        pub(`$JS.API.CONSUMER.LEADER.STEPDOWN.${tasks}.role_${user}`),
         pub("$SRV.PING"),
         // its health probe asks about itself only
         pub("$SRV.STATS"),
@@ -331,6 +334,14 @@ describe("the allowed paths work under the generated config", () => {
       expect(own.find((s) => s.info.metadata?.prefix === n.prefix)?.stats?.endpoints[0]?.data).toMatchObject({
         alive: true,
       });
+      // the hand-over after a consumer's replicas grew: on a single server the request reaches
+      // JetStream, which answers that the consumer is not clustered
+      const stepDown = await coord.nc.request(
+        `$JS.API.CONSUMER.LEADER.STEPDOWN.${n.streams.tasks}.${n.consumers.role("planner")}`,
+        "",
+        { timeout: 5000 },
+      );
+      expect(stepDown.json()).toMatchObject({ type: "io.nats.jetstream.api.v1.consumer_leader_stepdown_response" });
       const info = await (await jetstreamManager(inspect.nc)).streams.info(n.streams.tasks);
       expect(info.config.name).toBe(n.streams.tasks);
 

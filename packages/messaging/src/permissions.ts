@@ -84,6 +84,8 @@ function manage(stream: string): string[] {
     `$JS.API.CONSUMER.CREATE.${stream}.>`,
     `$JS.API.CONSUMER.DURABLE.CREATE.${stream}.*`,
     `$JS.API.CONSUMER.INFO.${stream}.*`,
+    // after a consumer's replicas grow, its first election among them (provisioning)
+    `$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.*`,
     `$JS.API.CONSUMER.NAMES.${stream}`,
     `$JS.API.CONSUMER.LIST.${stream}`,
   ];

@@ -85,15 +85,20 @@ async function settleAll(work: readonly Promise<void>[]): Promise<void> {
   if (failed) throw failed.reason;
 }
 
-/** 2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead. */
+/**
+ * Creates the consumer or brings an existing one to `cfg`; true when it existed with another
+ * replica count (2.9 upserts on add; 2.10+ refuses a differing config with 10148, so we update instead).
+ */
 async function ensureConsumer(
   jsm: JetStreamManager,
   stream: string,
   cfg: Partial<ConsumerConfig> & { durable_name: string },
-): Promise<void> {
+): Promise<boolean> {
   // an info is a lookup; an add of an existing consumer makes the server check and store it again
+  let had: Partial<ConsumerConfig> | null = null;
   try {
-    if (holds((await jsm.consumers.info(stream, cfg.durable_name)).config, cfg)) return;
+    had = (await jsm.consumers.info(stream, cfg.durable_name)).config;
+    if (holds(had, cfg)) return false;
   } catch (err) {
     if (apiCode(err) !== API.consumerNotFound) throw err;
   }
@@ -104,6 +109,36 @@ async function ensureConsumer(
     const { durable_name, deliver_policy: _d, ack_policy: _a, ...mutable } = cfg;
     await jsm.consumers.update(stream, durable_name, mutable);
   }
+  return had !== null && (had.num_replicas ?? 0) !== cfg.num_replicas;
+}
+
+/** How long a consumer whose replica count changed is given to bring its new replicas up to date. */
+const HANDOVER_WAIT_MS = 30_000;
+
+/**
+ * After a consumer's replica count grew, hands its leadership to one of its new replicas once
+ * they are current. On nats-server 2.9 the replicas a consumer gains this way can fail to elect a
+ * leader among themselves when the node that led it dies (its stream elects one; the consumer
+ * keeps naming the dead node), so the first election happens now, while every node is up. Best
+ * effort: a consumer still catching up after the wait, or a refused step-down, is left as it is
+ * (docs/nats-cluster.md, "Moving a deployment from R1 to R3").
+ */
+async function handOver(
+  nc: NatsConnection,
+  jsm: JetStreamManager,
+  stream: string,
+  durable: string,
+  replicas: number,
+): Promise<void> {
+  const until = Date.now() + HANDOVER_WAIT_MS;
+  for (;;) {
+    const cluster = (await jsm.consumers.info(stream, durable).catch(() => null))?.cluster;
+    const followers = cluster?.replicas ?? [];
+    if (cluster?.leader && followers.length === replicas - 1 && followers.every((r) => r.current)) break;
+    if (Date.now() >= until) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await nc.request(`$JS.API.CONSUMER.LEADER.STEPDOWN.${stream}.${durable}`, "", { timeout: 5000 }).catch(() => null);
 }
 
 /**
@@ -183,27 +218,41 @@ async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<v
     await settleAll(
       [...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)),
     );
-    const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All };
-    await settleAll([
-      ensureConsumer(jsm, n.streams.inbox, {
-        ...pull,
-        durable_name: n.consumers.coordinator,
-        filter_subject: n.inboxAll,
-        ack_wait: nanos(o.inboxAckWaitMs),
-        max_deliver: o.inboxMaxDeliver,
-        max_ack_pending: o.inboxMaxAckPending ?? 1000,
-      }),
-      ...o.roles.map((role) =>
-        ensureConsumer(jsm, n.streams.tasks, {
+    // replicas set on each consumer, not left to follow the stream: a consumer created at R1 that
+    // only followed its stream to R3 could be left without a leader when its first node died
+    const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, num_replicas: replicas };
+    type Durable = Partial<ConsumerConfig> & { durable_name: string };
+    const consumers: Array<[string, Durable]> = [
+      [
+        n.streams.inbox,
+        {
+          ...pull,
+          durable_name: n.consumers.coordinator,
+          filter_subject: n.inboxAll,
+          ack_wait: nanos(o.inboxAckWaitMs),
+          max_deliver: o.inboxMaxDeliver,
+          max_ack_pending: o.inboxMaxAckPending ?? 1000,
+        },
+      ],
+      ...o.roles.map((role): [string, Durable] => [
+        n.streams.tasks,
+        {
           ...pull,
           durable_name: n.consumers.role(role),
           filter_subject: n.taskFilter(role),
           ack_wait: nanos(o.taskAckWaitMs),
           max_deliver: o.taskMaxDeliver,
           max_ack_pending: o.maxAckPendingPerRole,
-        }),
-      ),
-    ]);
+        },
+      ]),
+    ];
+    const rescaled: Array<[string, string]> = [];
+    await settleAll(
+      consumers.map(async ([stream, cfg]) => {
+        if (await ensureConsumer(jsm, stream, cfg)) rescaled.push([stream, cfg.durable_name]);
+      }),
+    );
+    if (replicas > 1) await Promise.all(rescaled.map(([s, d]) => handOver(nc, jsm, s, d, replicas)));
   } catch (err) {
     throw natsFailure(err, `provisioning JetStream for prefix ${n.prefix} failed`);
   }

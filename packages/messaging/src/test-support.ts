@@ -96,13 +96,18 @@ export async function streamMessages(nc: NatsConnection, stream: string): Promis
   return out;
 }
 
-export async function waitFor(cond: () => boolean | Promise<boolean>, ms = 10_000, what = "condition"): Promise<void> {
+/** Polls `cond` until it holds; `what` (or what it returns, read at the time-out) names it in the error. */
+export async function waitFor(
+  cond: () => boolean | Promise<boolean>,
+  ms = 10_000,
+  what: string | (() => string) = "condition",
+): Promise<void> {
   const until = Date.now() + ms;
   while (Date.now() < until) {
     if (await cond()) return;
     await sleep(25);
   }
-  throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+  throw new Error(`timed out after ${ms} ms waiting for ${typeof what === "string" ? what : what()}`);
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
