@@ -72,6 +72,8 @@ export interface PullLoopOptions {
   readonly what: Record<string, string>;
   /** Must settle the message; a throw is logged and the message left to redelivery. */
   handle(entry: InFlight): Promise<void>;
+  /** How long one pull may stay open before the loop ends it and pulls again (default `PULL_DEADLINE_MS`). */
+  readonly pullDeadlineMs?: number;
 }
 
 /** Reason given to handlers aborted by stop(). */
@@ -81,6 +83,12 @@ export const SHUTDOWN = Symbol("shutdown");
 const FETCH_EXPIRES_MS = 5000;
 /** Server heartbeats during a pull, so a dead connection ends it early. */
 const FETCH_HEARTBEAT_MS = 1000;
+/**
+ * A pull the server has not ended this long after its expiry is ended by the loop. The server
+ * ends each pull at its expiry; one whose end never comes (lost while the consumer's leadership
+ * moved between nodes, with heartbeats still arriving) would otherwise hold the loop for ever.
+ */
+export const PULL_DEADLINE_MS = FETCH_EXPIRES_MS + 5000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -151,6 +159,11 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
       current = messages;
       running = true;
       watch(messages);
+      const pulled = messages;
+      const deadline = setTimeout(() => {
+        o.log.warn({ ...o.what }, "a pull outlived its expiry; pulling again");
+        pulled.stop();
+      }, o.pullDeadlineMs ?? PULL_DEADLINE_MS);
       try {
         for await (const m of messages) {
           if (stopping) {
@@ -164,6 +177,7 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
         o.log.warn({ ...o.what, err }, "fetch failed");
         if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
       }
+      clearTimeout(deadline);
       // ends the pull's status listener too (a no-op when the pull already finished)
       messages.stop();
       current = null;
