@@ -21,9 +21,10 @@ function pull(msgs: JsMsg[], ends: boolean): ConsumerMessages & { stopped: boole
       for (const m of msgs) yield m;
       if (!ends) await stopped;
     },
-    async *status() {
-      await stopped;
-    },
+    status: () => ({
+      // no status ever comes: the iteration ends when the pull is stopped
+      [Symbol.asyncIterator]: () => ({ next: () => stopped.then(() => ({ done: true as const, value: undefined })) }),
+    }),
   };
   return out as unknown as ConsumerMessages & { stopped: boolean };
 }
