@@ -40,30 +40,37 @@ function consumerOf(pulls: ConsumerMessages[]): Consumer & { fetches: number } {
 
 const msg = (seq: number) => ({ seq, working: () => undefined, nak: () => undefined }) as unknown as JsMsg;
 
+const DEADLINE_WARNING = "a pull outlived its expiry; pulling again";
+
+/** A loop of one slot over `consumer` with a 200 ms pull deadline, recording the messages it handles. */
+function loopOver(consumer: Consumer, handleMs = 0) {
+  const handled: number[] = [];
+  const log = recordingLog();
+  const loop = startPullLoop({
+    nc: { isClosed: () => false } as unknown as NatsConnection,
+    consumer,
+    concurrency: 1,
+    heartbeatMs: 1000,
+    log,
+    what: { stream: "S", consumer: "C" },
+    pullDeadlineMs: 200,
+    handle: (e) => {
+      handled.push(e.msg.seq);
+      e.settled = true;
+      return new Promise((r) => setTimeout(r, handleMs));
+    },
+  });
+  return { loop, handled, log };
+}
+
 describe("the pull loop", () => {
   it("ends a pull that outlives its deadline and pulls again, so a message behind it is still worked", async () => {
     const pulls = [pull([], false), pull([msg(7)], true)];
-    const consumer = consumerOf(pulls);
-    const handled: number[] = [];
-    const log = recordingLog();
-    const loop = startPullLoop({
-      nc: { isClosed: () => false } as unknown as NatsConnection,
-      consumer,
-      concurrency: 1,
-      heartbeatMs: 1000,
-      log,
-      what: { stream: "S", consumer: "C" },
-      pullDeadlineMs: 200,
-      handle: (e) => {
-        handled.push(e.msg.seq);
-        e.settled = true;
-        return Promise.resolve();
-      },
-    });
+    const { loop, handled, log } = loopOver(consumerOf(pulls));
     try {
       await waitFor(() => handled.includes(7), 5000, "the message of the second pull");
       expect(pulls[0]!.stopped).toBe(true);
-      expect(log.messages("warn")).toContain("a pull outlived its expiry; pulling again");
+      expect(log.messages("warn")).toContain(DEADLINE_WARNING);
     } finally {
       await loop.stop(100);
     }
@@ -71,27 +78,12 @@ describe("the pull loop", () => {
 
   it("leaves a pull that ends in time alone: no deadline warning", async () => {
     const consumer = consumerOf([pull([msg(1)], true)]);
-    const handled: number[] = [];
-    const log = recordingLog();
-    const loop = startPullLoop({
-      nc: { isClosed: () => false } as unknown as NatsConnection,
-      consumer,
-      concurrency: 1,
-      heartbeatMs: 1000,
-      log,
-      what: { stream: "S", consumer: "C" },
-      pullDeadlineMs: 200,
-      handle: (e) => {
-        handled.push(e.msg.seq);
-        e.settled = true;
-        return new Promise((r) => setTimeout(r, 20));
-      },
-    });
+    const { loop, handled, log } = loopOver(consumer, 20);
     try {
       await waitFor(() => consumer.fetches > 3, 5000, "several pulls");
       await new Promise((r) => setTimeout(r, 300));
       expect(handled).toEqual([1]);
-      expect(log.messages("warn")).not.toContain("a pull outlived its expiry; pulling again");
+      expect(log.messages("warn")).not.toContain(DEADLINE_WARNING);
     } finally {
       await loop.stop(100);
     }
