@@ -9,7 +9,7 @@ import { startNatsCluster, type NatsCluster } from "../../../test/setup/nats-clu
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { cancelledChecker, markCancelled } from "./cancelled.js";
 import { connectNats } from "./connect.js";
-import { provision } from "./provision.js";
+import { provision, replicasCurrent } from "./provision.js";
 import { makeTask, recordingLog, sessionId, sleep, streamMessages, waitFor } from "./test-support.js";
 import type { ProvisionOptions, Worker } from "./types.js";
 import { startWorker } from "./worker.js";
@@ -51,13 +51,6 @@ function nodeOf(info: StreamInfo): number {
   return i;
 }
 
-/** A stream's or consumer's cluster report holds `replicas` peers: a leader and every follower current. */
-function replicated(cluster: StreamInfo["cluster"], replicas: number): boolean {
-  if (!cluster?.leader) return false;
-  const followers = cluster.replicas ?? [];
-  return followers.length === replicas - 1 && followers.every((r) => r.current);
-}
-
 /**
  * Waits until every stream of `nm` has `replicas` replicas, and so do its durable consumers (the
  * role's on the task stream, the coordinator's on the inbox), each with a leader and every
@@ -77,7 +70,7 @@ async function waitReplicated(
       for (const s of streamsOf(nm)) {
         const info = await jsm.streams.info(s).catch(() => null);
         last[s] = info?.cluster;
-        if (!info || info.config.num_replicas !== replicas || !replicated(info.cluster, replicas)) return false;
+        if (!info || info.config.num_replicas !== replicas || !replicasCurrent(info.cluster, replicas)) return false;
       }
       for (const [s, c] of !consumers
         ? []
@@ -87,7 +80,7 @@ async function waitReplicated(
           ] as const)) {
         const info = await jsm.consumers.info(s, c).catch(() => null);
         last[`${s}/${c}`] = info?.cluster;
-        if (!info || !replicated(info.cluster, replicas)) return false;
+        if (!info || !replicasCurrent(info.cluster, replicas)) return false;
       }
       return true;
     },

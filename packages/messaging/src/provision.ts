@@ -112,6 +112,16 @@ async function ensureConsumer(
   return had !== null && (had.num_replicas ?? 0) !== cfg.num_replicas;
 }
 
+/** Whether a stream's or consumer's cluster report holds `replicas` peers: a leader and every follower current. */
+export function replicasCurrent(
+  cluster: { leader?: string; replicas?: Array<{ current: boolean }> } | undefined,
+  replicas: number,
+): boolean {
+  if (!cluster?.leader) return false;
+  const followers = cluster.replicas ?? [];
+  return followers.length === replicas - 1 && followers.every((r) => r.current);
+}
+
 /** How long a consumer whose replica count changed is given to bring its new replicas up to date. */
 const HANDOVER_WAIT_MS = 30_000;
 
@@ -132,9 +142,7 @@ async function handOver(
 ): Promise<void> {
   const until = Date.now() + HANDOVER_WAIT_MS;
   for (;;) {
-    const cluster = (await jsm.consumers.info(stream, durable).catch(() => null))?.cluster;
-    const followers = cluster?.replicas ?? [];
-    if (cluster?.leader && followers.length === replicas - 1 && followers.every((r) => r.current)) break;
+    if (replicasCurrent((await jsm.consumers.info(stream, durable).catch(() => null))?.cluster, replicas)) break;
     if (Date.now() >= until) return;
     await new Promise((r) => setTimeout(r, 250));
   }
@@ -218,8 +226,8 @@ async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<v
     await settleAll(
       [...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)),
     );
-    // replicas set on each consumer, not left to follow the stream: a consumer created at R1 that
-    // only followed its stream to R3 could be left without a leader when its first node died
+    // replicas set on each consumer, not left to follow the stream, so a change of replicas shows
+    // in the consumer's own config and provisioning knows to hand its leadership over (below)
     const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, num_replicas: replicas };
     type Durable = Partial<ConsumerConfig> & { durable_name: string };
     const consumers: Array<[string, Durable]> = [
