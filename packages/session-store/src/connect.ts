@@ -6,7 +6,7 @@ import { AgentmeshError, redactUrls } from "@agentmesh/contracts";
 export interface ConnectRedisOptions {
   /** Client name shown in `CLIENT LIST` (e.g. the service and pod). */
   readonly name: string;
-  /** How long the first connect may take before start-up fails (default 3000 ms). */
+  /** How long start-up may take to reach Redis before it fails (default 3000 ms; 30 s behind Sentinel, tried again every 250 ms). */
   readonly connectTimeoutMs?: number;
   /**
    * Receives connection errors after start-up (ioredis reconnects by itself meanwhile). Without
@@ -83,18 +83,49 @@ export function redactRedisUrl(url: string): string {
   return redactUrls(url);
 }
 
+/** How long start-up may take to reach Redis: one node answers at once or is down; behind Sentinel it covers a failover. */
+export const REDIS_START_TIMEOUT_MS = { single: 3000, sentinel: 30_000 } as const;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 /**
  * Connects a client that fails fast: start-up either gets a ready connection within the timeout
  * or throws `cannot reach Redis at <url>`, instead of queueing commands while retrying forever.
- * Once up, a command waits for at most two reconnect attempts before it rejects, so a request
- * path sees an outage as an error rather than a hang.
+ * One node is tried once (3 s). Behind Sentinel a start during a failover is normal (a sentinel
+ * still names the primary that died, or none does yet), so it tries again every 250 ms for up to
+ * 30 s, long enough for the sentinels to agree on a new primary; wrong credentials and a Redis
+ * Cluster end it at once. Once up, a command waits for at most two reconnect attempts before it
+ * rejects, so a request path sees an outage as an error rather than a hang.
  */
 export async function connectRedis(url: string, opts: ConnectRedisOptions): Promise<Redis> {
-  const timeoutMs = opts.connectTimeoutMs ?? 3000;
+  const timeoutMs =
+    opts.connectTimeoutMs ??
+    (opts.sentinel === undefined ? REDIS_START_TIMEOUT_MS.single : REDIS_START_TIMEOUT_MS.sentinel);
   const where =
     opts.sentinel === undefined
       ? redactRedisUrl(url)
       : `primary "${opts.sentinel.masterName}" of sentinels ${opts.sentinel.sentinels.map((x) => `${x.host}:${x.port}`).join(",")}`;
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 1; ; attempt++) {
+    const left = deadline - Date.now();
+    try {
+      return await connectOnce(url, opts, where, Math.max(left, 1));
+    } catch (e) {
+      const final = !(e instanceof AgentmeshError) || e.retryable === false;
+      if (opts.sentinel === undefined || final || deadline - Date.now() < 250) {
+        if (attempt === 1 || !(e instanceof AgentmeshError)) throw e;
+        throw new AgentmeshError("unavailable", `${e.message} (${attempt} tries in ${timeoutMs} ms)`, {
+          component: "redis",
+          cause: e,
+        });
+      }
+      await sleep(250);
+    }
+  }
+}
+
+/** One connection attempt within `timeoutMs`: a ready client that is not a Redis Cluster node, or an error that says why. */
+async function connectOnce(url: string, opts: ConnectRedisOptions, where: string, timeoutMs: number): Promise<Redis> {
   const tls = tlsOptions(url, where, opts.tlsCaFile);
   const redis = new Redis(url, {
     ...tls,

@@ -84,6 +84,33 @@ describe("Redis behind Sentinel", () => {
     );
   });
 
+  test("a start during a failover waits for the new primary instead of failing on the dead one", async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 3 });
+    const [first, second] = topology.nodes;
+    if (!first || !second) throw new Error("no topology");
+    await topology.signal(first, "SIGKILL");
+    // the sentinels still name the dead primary for about a second (down-after), then elect
+    const t0 = Date.now();
+    const redis = await connectRedis("redis://127.0.0.1:1", {
+      name: "sentinel-start",
+      sentinel: sentinelsOf(topology),
+    });
+    clients.push(redis);
+    const ms = Date.now() - t0;
+    expect(await redis.set("k", "written")).toBe("OK");
+    expect(await topology.client(second).get("k")).toBe("written");
+    // it waited for the promotion: the dead primary refused every try before it
+    expect(ms).toBeGreaterThan(500);
+    // and one node that is down still fails at once, as before
+    const down = await freePort();
+    const t1 = Date.now();
+    await expect(connectRedis(`redis://127.0.0.1:${down}`, { name: "single-down" })).rejects.toThrow(
+      /cannot reach Redis at redis:\/\/127\.0\.0\.1:\d+: connect ECONNREFUSED/,
+    );
+    expect(Date.now() - t1).toBeLessThan(2000);
+    console.log(`[sentinel] a start during a failover connected to the promoted replica after ${ms} ms`);
+  });
+
   test("the sentinels' own password: connects with it, refused without it", async () => {
     topology = await startRedisTopology({ replicas: 1, sentinels: 3, sentinelPassword: "sentinel-pw-4711" });
     const redis = await connectRedis("redis://127.0.0.1:1", {
