@@ -1,12 +1,13 @@
 // The fault steps of `pnpm bench:chaos`: each one breaks something, waits, mends it and returns
-// once the system is whole again. A step is a plain value, so another topology (Redis with a
-// replica and Sentinel) adds its own steps beside these and the run, the load and the report stay
-// as they are.
+// once the system is whole again. A step is a plain value: the NATS cluster's steps and Redis's
+// (a primary with replicas behind Sentinel) make one plan, and the run, the load and the report
+// stay as they are.
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Naming } from "@agentmesh/contracts";
 import type { Cluster, Proc, ServiceName } from "../../test/e2e/harness.js";
 import type { NatsCluster } from "../../test/setup/nats-cluster.js";
+import type { RedisChaos } from "../../test/setup/redis-chaos.js";
 
 /** What a fault step may touch. */
 export interface FaultContext {
@@ -14,6 +15,10 @@ export interface FaultContext {
   readonly services: Cluster;
   /** The NATS cluster (null when the topology runs one server). */
   readonly nats: NatsCluster | null;
+  /** Redis behind Sentinel with its faults (null when the topology runs one Redis server). */
+  readonly redis: RedisChaos | null;
+  /** A count that grows as sessions make progress (the sessions finished so far). */
+  progress(): number;
   /** The run's own NATS connection (admin), to find where streams lead. */
   readonly nc: NatsConnection;
   readonly naming: Naming;
@@ -164,4 +169,46 @@ export function natsClusterPlan(o: {
     natsPartition("tasks-leader", o.partitionMs),
     killDuringNodeRestart("tasks-leader", "executor", downMs),
   ];
+}
+
+function needRedis(ctx: FaultContext): RedisChaos {
+  if (!ctx.redis) throw new Error("this fault needs Redis behind Sentinel (--redis sentinel)");
+  return ctx.redis;
+}
+
+/** SIGKILL the Redis primary; 0.3 s later, while the sentinels elect a replica, a coordinator is SIGKILLed and replaced. */
+export function redisFailover(): FaultStep {
+  return {
+    kind: "Redis primary SIGKILL + failover, a coordinator killed during it",
+    name: "SIGKILL the Redis primary, then a coordinator",
+    async run(ctx) {
+      const row = await needRedis(ctx).failover({
+        async killCoordinator() {
+          const coordinator = ctx.running("coordinator")[0];
+          if (!coordinator) throw new Error("no running coordinator to kill");
+          ctx.log(`    SIGKILL coordinator pid ${coordinator.child.pid}`);
+          await ctx.replace(coordinator);
+        },
+        progress: () => ctx.progress(),
+      });
+      ctx.log(`    the sentinels promoted a replica after ${((row.promotedMs ?? 0) / 1000).toFixed(1)} s`);
+    },
+  };
+}
+
+/** The old Redis primary started again on its data as a replica of the promoted one; returns once it is in sync. */
+export function redisRejoin(): FaultStep {
+  return {
+    kind: "old Redis primary rejoins as a replica",
+    name: "restart the old Redis primary as a replica",
+    async run(ctx) {
+      const row = await needRedis(ctx).rejoin({ progress: () => ctx.progress() });
+      ctx.log(`    in sync after ${((row.rejoinMs ?? 0) / 1000).toFixed(1)} s`);
+    },
+  };
+}
+
+/** Redis behind Sentinel's fault plan: a failover with a coordinator killed during it, then the old primary's rejoin. */
+export function redisSentinelPlan(): FaultStep[] {
+  return [redisFailover(), redisRejoin()];
 }

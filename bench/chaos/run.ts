@@ -1,11 +1,12 @@
 // `pnpm bench:chaos`: a steady load of critic-chain and supervisor sessions on a 3-node NATS
-// cluster (access control on, every stream at R3, every node behind cuttable TCP relays), Redis,
-// 2 coordinators and every role of both workflows as its own process, all on 127.0.0.1, while
-// faults run one after another (bench/chaos/faults.ts). Then every session is checked in Redis:
+// cluster (access control on, every stream at R3, every node behind cuttable TCP relays), Redis
+// behind Sentinel (a primary, two replicas, three sentinels, commits waiting for one replica; or
+// one Redis server with `--redis single`), 2 coordinators and every role of both workflows as its
+// own process, all on 127.0.0.1, while faults run one after another (bench/chaos/faults.ts). Then every session is checked in Redis:
 // complete, the exact answer, every transition applied once. Prints the chaos table (per fault
 // kind: the longest stall of progress, sessions that retried, redeliveries). Exit 1 when a session
 // is lost, stuck or wrong. See bench/README.md ("Chaos run").
-//   pnpm bench:chaos [--short] [--rate 1] [--settle-s 10] [--pause-s 50] [--partition-s 45] [--out .bench/chaos.json]
+//   pnpm bench:chaos [--short] [--redis sentinel|single] [--rate 1] [--settle-s 10] [--pause-s 50] [--partition-s 45] [--out .bench/chaos.json] [--logs .bench/chaos-logs]
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -18,7 +19,8 @@ import { uniquePrefix } from "../../test/setup/prefix.js";
 import { AGENT_ROLES, Cluster, assertAppliedOnce, type Proc, type ServiceName } from "../../test/e2e/harness.js";
 import { serviceStats } from "../services.js";
 import { CRITIC_CHAIN, SUPERVISOR, questionFor, supervisorValue, type Workload } from "../workloads.js";
-import { natsClusterPlan, type FaultContext, type FaultStep } from "./faults.js";
+import { startRedisChaos, type RedisChaos } from "../../test/setup/redis-chaos.js";
+import { natsClusterPlan, redisSentinelPlan, type FaultContext, type FaultStep } from "./faults.js";
 import {
   faultRows,
   longestStall,
@@ -46,8 +48,11 @@ const str = (name: string, fallback: string) => {
 };
 
 const short = process.argv.includes("--short");
+const redisMode = str("redis", "sentinel");
+if (redisMode !== "sentinel" && redisMode !== "single") throw new Error("--redis is sentinel or single");
 const opts = {
   short,
+  redis: redisMode,
   rate: num("rate", 1),
   settleMs: num("settle-s", short ? 8 : 10) * 1000,
   warmupMs: num("warmup-s", short ? 8 : 15) * 1000,
@@ -56,6 +61,7 @@ const opts = {
   drainMs: num("drain-s", 120) * 1000,
   taskDeadlineMs: num("task-deadline-s", 60) * 1000,
   out: str("out", short ? ".bench/chaos-short.json" : ".bench/chaos.json"),
+  logs: str("logs", ".bench/chaos-logs"),
 };
 
 /** Every role of critic-chain and of the supervisor, each its own process. */
@@ -101,11 +107,13 @@ interface Tracked {
 let nats: NatsCluster | null = null;
 let redis: ChildProcess | null = null;
 let redisDir: string | null = null;
+let redisChaos: RedisChaos | null = null;
 let services: Cluster | null = null;
 async function cleanup(): Promise<void> {
   await services?.close().catch((e: unknown) => log(`chaos: closing services: ${(e as Error).message.split("\n")[0]}`));
   await nats?.stop().catch(() => undefined);
   redis?.kill("SIGTERM");
+  await redisChaos?.stop().catch(() => undefined);
   if (redisDir) rmSync(redisDir, { recursive: true, force: true });
 }
 process.on("SIGINT", () => void cleanup().finally(() => process.exit(130)));
@@ -121,18 +129,31 @@ async function main(): Promise<number> {
     log(`chaos: services compiled (${built.files} modules in ${built.ms} ms)`);
   } else log(`chaos: services run ${runtime === "tsx" ? "from source (tsx)" : "from the existing build (dist/)"}`);
   const prefix = uniquePrefix("chaos");
-  redisDir = mkdtempSync(join(tmpdir(), "agentmesh-chaos-redis-"));
-  const redisPort = await freePort();
-  redis = await startRedis(redisPort, redisDir);
+  let redisAt: { redisUrl: string; redisSentinels?: string; env: Readonly<Record<string, string>> };
+  if (opts.redis === "sentinel") {
+    redisChaos = await startRedisChaos({ replicas: 2, waitReplicas: 1 });
+    const { REDIS_URL: redisUrl, ...env } = redisChaos.serviceEnv;
+    redisAt = { redisUrl: redisUrl ?? "", redisSentinels: redisChaos.topology.sentinelsEnv, env };
+    log(
+      `chaos: Redis primary, 2 replicas, 3 sentinels (${redisChaos.topology.sentinelsEnv}); commits wait for 1 replica`,
+    );
+  } else {
+    redisDir = mkdtempSync(join(tmpdir(), "agentmesh-chaos-redis-"));
+    const redisPort = await freePort();
+    redis = await startRedis(redisPort, redisDir);
+    redisAt = { redisUrl: `redis://127.0.0.1:${redisPort}`, env: {} };
+  }
   nats = await startNatsCluster({ accessPrefix: prefix, proxied: true });
   log(`chaos: 3-node NATS cluster (access control, relays in front of clients and routes): ${nats.url}`);
   services = new Cluster({
     natsUrl: nats.url,
-    redisUrl: `redis://127.0.0.1:${redisPort}`,
+    redisUrl: redisAt.redisUrl,
+    ...(redisAt.redisSentinels ? { redisSentinels: redisAt.redisSentinels } : {}),
     prefix,
     externalNats: nats,
     logLevel: "warn",
     extraEnv: {
+      ...redisAt.env,
       AGENTMESH_STREAM_REPLICAS: "3",
       AGENTMESH_TASK_ACK_WAIT_MS: "10000",
       AGENTMESH_INBOX_ACK_WAIT_MS: "10000",
@@ -154,6 +175,8 @@ async function main(): Promise<number> {
   const ctx: FaultContext = {
     services: svc,
     nats,
+    redis: redisChaos,
+    progress: () => sessions.filter((s) => s.finished).length,
     nc: svc.natsConnection,
     naming: svc.naming,
     running,
@@ -222,12 +245,15 @@ async function main(): Promise<number> {
   const quietStart = Date.now();
   await sleep(opts.warmupMs);
   const quietEnd = Date.now();
-  const plan: FaultStep[] = natsClusterPlan({
-    short: opts.short,
-    nodes: nats.nodes.length,
-    pauseMs: opts.pauseMs,
-    partitionMs: opts.partitionMs,
-  });
+  const plan: FaultStep[] = [
+    ...natsClusterPlan({
+      short: opts.short,
+      nodes: nats.nodes.length,
+      pauseMs: opts.pauseMs,
+      partitionMs: opts.partitionMs,
+    }),
+    ...(redisChaos ? redisSentinelPlan() : []),
+  ];
   const windows: FaultWindow[] = [];
   for (const step of plan) {
     const before = await redeliveries(svc);
@@ -284,7 +310,7 @@ async function main(): Promise<number> {
   const allRetried = outcomes.filter((o) => o.log.some((l) => l.input_id.startsWith("timer:"))).length;
   log("");
   log(
-    `agentmesh chaos run${opts.short ? " (short)" : ""}: 3 nats-server nodes (R3, access control), Redis, 2 coordinators, ${ROLES.length} roles; ${opts.rate} sessions/s of critic-chain and supervisor`,
+    `agentmesh chaos run${opts.short ? " (short)" : ""}: 3 nats-server nodes (R3, access control), ${redisChaos ? "Redis primary + 2 replicas + 3 sentinels (replica wait 1)" : "one Redis server"}, 2 coordinators, ${ROLES.length} roles; ${opts.rate} sessions/s of critic-chain and supervisor`,
   );
   for (const line of renderRows(rows, quietStall)) log(`  ${line}`);
   for (const w of windows)
@@ -316,6 +342,11 @@ async function main(): Promise<number> {
     )}\n`,
   );
   log(`chaos: wrote ${out}`);
+  const logs = resolve(root, opts.logs);
+  rmSync(logs, { recursive: true, force: true });
+  mkdirSync(logs, { recursive: true });
+  for (const p of svc.procs) writeFileSync(join(logs, `${p.name}-${p.child.pid ?? "x"}.log`), p.output());
+  log(`chaos: the services' output (warnings and errors) in ${logs}`);
   log(`chaos ${ok ? "passed" : "FAILED"}: 0 lost, 0 stuck, 0 wrong is the bar`);
   return ok ? 0 : 1;
 }

@@ -1,4 +1,7 @@
-import { startRedisTopology, type RedisTopology } from "./redis-topology.js";
+import { startRedisTopology, type RedisNode, type RedisTopology } from "./redis-topology.js";
+
+export const FAILOVER_FAULT = "primary SIGKILLed, a coordinator killed during the failover";
+export const REJOIN_FAULT = "old primary restarted, rejoins as a replica";
 
 /**
  * The Redis part of a chaos run, to plug into a harness that runs load against real services: a
@@ -39,7 +42,11 @@ export interface RedisChaos {
   readonly topology: RedisTopology;
   /** The environment every service gets: the sentinels, the login URL, the replica wait. */
   readonly serviceEnv: Readonly<Record<string, string>>;
-  /** Runs the faults, in order, against the running load; resolves with one row per fault. */
+  /** The primary SIGKILLed and, while the sentinels elect, a coordinator killed; resolves once work moves again. */
+  failover(hooks: RedisChaosHooks): Promise<RedisFaultRow>;
+  /** The old primary started again as a replica of the promoted one; resolves once it is in sync. */
+  rejoin(hooks: Pick<RedisChaosHooks, "progress">): Promise<RedisFaultRow>;
+  /** Both faults, in order, against the running load; resolves with one row per fault. */
   run(hooks: RedisChaosHooks): Promise<RedisFaultRow[]>;
   stop(): Promise<void>;
 }
@@ -80,38 +87,40 @@ export async function startRedisChaos(opts: RedisChaosOptions = {}): Promise<Red
     AGENTMESH_REDIS_WAIT_TIMEOUT_MS: "1000",
   });
 
-  async function run(hooks: RedisChaosHooks): Promise<RedisFaultRow[]> {
-    const rows: RedisFaultRow[] = [];
-    // 1. the primary SIGKILLed mid-load; 2. a coordinator killed while the sentinels elect
-    const old = await topology.primary();
-    const failover = stallMeter(hooks.progress);
-    await topology.signal(old, "SIGKILL");
+  // the node the failover took the primary role from, until it rejoins
+  let old: RedisNode | null = null;
+
+  async function failover(hooks: RedisChaosHooks): Promise<RedisFaultRow> {
+    // the primary SIGKILLed mid-load, and a coordinator killed while the sentinels elect
+    const killed = await topology.primary();
+    old = killed;
+    const meter = stallMeter(hooks.progress);
+    await topology.signal(killed, "SIGKILL");
     const killing = new Promise((r) => setTimeout(r, 300)).then(() => hooks.killCoordinator());
-    const { ms: promotedMs } = await topology.awaitFailover(old);
+    const { ms: promotedMs } = await topology.awaitFailover(killed);
     await killing;
     // the row closes once work moves again after the promotion
     const moved = hooks.progress();
     const deadline = Date.now() + 60_000;
     while (hooks.progress() === moved && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    rows.push({
-      fault: "primary SIGKILLed, a coordinator killed during the failover",
-      promotedMs,
-      longestStallMs: failover.stop(),
-      rejoinMs: null,
-    });
-    // 3. the old primary comes back and the sentinels make it a replica
-    const rejoin = stallMeter(hooks.progress);
-    const t0 = Date.now();
-    await topology.restart(old);
-    await topology.awaitInSync(old, 60_000);
-    rows.push({
-      fault: "old primary restarted, rejoins as a replica",
-      promotedMs: null,
-      longestStallMs: rejoin.stop(),
-      rejoinMs: Date.now() - t0,
-    });
-    return rows;
+    return { fault: FAILOVER_FAULT, promotedMs, longestStallMs: meter.stop(), rejoinMs: null };
   }
 
-  return { topology, serviceEnv, run, stop: () => topology.stop() };
+  async function rejoin(hooks: Pick<RedisChaosHooks, "progress">): Promise<RedisFaultRow> {
+    if (!old) throw new Error("no failover ran: there is no old primary to rejoin");
+    const node = old;
+    // it comes back as a replica of the promoted node, as a restarted pod of the charts does
+    const meter = stallMeter(hooks.progress);
+    const t0 = Date.now();
+    await topology.restart(node, await topology.primary());
+    await topology.awaitInSync(node, 60_000);
+    old = null;
+    return { fault: REJOIN_FAULT, promotedMs: null, longestStallMs: meter.stop(), rejoinMs: Date.now() - t0 };
+  }
+
+  async function run(hooks: RedisChaosHooks): Promise<RedisFaultRow[]> {
+    return [await failover(hooks), await rejoin(hooks)];
+  }
+
+  return { topology, serviceEnv, failover, rejoin, run, stop: () => topology.stop() };
 }

@@ -9,7 +9,7 @@ import {
   type FaultWindow,
   type SessionOutcome,
 } from "../../bench/chaos/report.js";
-import { natsClusterPlan } from "../../bench/chaos/faults.js";
+import { natsClusterPlan, redisSentinelPlan, type FaultContext } from "../../bench/chaos/faults.js";
 import { parseArgs } from "../../bench/args.js";
 import { renderTopologies, type TopologyLevel } from "../../bench/nats-topology.js";
 
@@ -92,6 +92,17 @@ describe("the chaos run's table", () => {
     expect(new Set(full.slice(0, 3).map((s) => s.name)).size).toBe(3);
     const shortPlan = natsClusterPlan({ short: true, nodes: 3, pauseMs: 25_000, partitionMs: 20_000 });
     expect(shortPlan).toHaveLength(4);
+  });
+
+  test("Redis's plan: a failover with a coordinator killed during it, then the old primary's rejoin; both need Sentinel", async () => {
+    const plan = redisSentinelPlan();
+    expect(plan.map((s) => s.kind)).toEqual([
+      "Redis primary SIGKILL + failover, a coordinator killed during it",
+      "old Redis primary rejoins as a replica",
+    ]);
+    // with one Redis server (`--redis single`) a Redis step refuses to run instead of doing nothing
+    const ctx = { redis: null, nats: null } as unknown as FaultContext;
+    for (const step of plan) await expect(step.run(ctx)).rejects.toThrow(/needs Redis behind Sentinel/);
   });
 });
 
