@@ -104,6 +104,35 @@ function validate<S extends z.ZodType>(schema: S, value: unknown, what: string):
  */
 export const JS_ACK_TIMEOUT_MS = 30_000;
 
+/** How many times one publish is sent again after the connection moved to another server while its ack was awaited. */
+export const REPUBLISH_ON_RECONNECT_MAX = 3;
+
+/**
+ * Resolves the waiters each time the connection is back on a server after losing one. An ack that
+ * was due on the connection that broke never comes (it went to the old server's socket), so a
+ * publish waiting for one would wait out its whole timeout: the reconnect is its cue to send again.
+ */
+function reconnectSignal(nc: NatsConnection): { next(): { promise: Promise<void>; cancel(): void } } {
+  const waiters = new Set<() => void>();
+  void (async () => {
+    for await (const st of nc.status()) {
+      if (st.type !== "reconnect") continue;
+      for (const w of [...waiters]) w();
+      waiters.clear();
+    }
+  })().catch(() => undefined);
+  return {
+    next() {
+      let wake = () => {};
+      const promise = new Promise<void>((resolve) => {
+        wake = resolve;
+        waiters.add(resolve);
+      });
+      return { promise, cancel: () => waiters.delete(wake) };
+    },
+  };
+}
+
 /** Who a publisher writes inbox inputs as. */
 export interface PublisherOptions {
   /** A client (CLI, gateway): user_reply and cancel go out under the `client` sender. */
@@ -113,7 +142,13 @@ export interface PublisherOptions {
 /** Creates the publisher for one naming table. */
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
   const js: JetStreamClient = jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS });
+  const reconnected = reconnectSignal(nc);
 
+  /**
+   * One JetStream publish, acknowledged. When the connection moves to another server while the
+   * ack is awaited (the server died, stopped or was cut off), the message is sent again there:
+   * its msg id makes JetStream keep one copy, and the ack of the new send does come.
+   */
   async function jsPublish(
     subject: string,
     stream: string,
@@ -121,11 +156,27 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
     msgID: string,
     headers: MsgHdrs,
   ): Promise<void> {
-    try {
-      const ack = await js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
-      if (ack.duplicate) log.debug({ subject, msg_id: msgID }, "duplicate publish ignored by JetStream");
-    } catch (err) {
-      throw natsFailure(err, `publish to ${subject} (stream ${stream}) failed`);
+    for (let resent = 0; ; resent++) {
+      const moved = reconnected.next();
+      const sending = js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
+      try {
+        const ack = resent >= REPUBLISH_ON_RECONNECT_MAX ? await sending : await Promise.race([sending, moved.promise]);
+        if (ack === undefined) {
+          // the reconnect came first; the first send's ack, if it ever settles, is not waited for
+          sending.catch(() => undefined);
+          log.warn(
+            { subject, msg_id: msgID, resent: resent + 1 },
+            "the connection moved while a publish awaited its ack; publishing again",
+          );
+          continue;
+        }
+        if (ack.duplicate) log.debug({ subject, msg_id: msgID }, "duplicate publish ignored by JetStream");
+        return;
+      } catch (err) {
+        throw natsFailure(err, `publish to ${subject} (stream ${stream}) failed`);
+      } finally {
+        moved.cancel();
+      }
     }
   }
 
