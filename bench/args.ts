@@ -61,6 +61,12 @@ export interface BenchOptions {
    * instead of the floor, the round trips and the gateway.
    */
   readonly natsCluster: boolean;
+  /**
+   * The replica wait's cost (`--redis-replica`): the levels on one Redis node and on a primary with
+   * a replica whose every commit waits for it, both up at once, in alternating rounds, with the
+   * ratios; instead of the floor, the round trips and the gateway.
+   */
+  readonly redisReplica: boolean;
 }
 
 const HELP = `usage: pnpm bench [options]
@@ -113,6 +119,10 @@ const HELP = `usage: pnpm bench [options]
                           with access control and both up at once, in alternating rounds; prints
                           each figure of both and their ratio (no floor, round trips or gateway;
                           see bench/README.md, "A NATS cluster at R3")
+  --redis-replica         the replica wait's cost: the levels on one Redis node and on a primary
+                          with a replica, every commit waiting for it (AGENTMESH_REDIS_WAIT_REPLICAS=1),
+                          both up at once, in alternating rounds; prints each figure of both and
+                          their ratio (see bench/README.md, "The replica wait")
   --out PATH              JSON report                          (default .bench/latest.json)
   --cpu-prof DIR          services write V8 CPU profiles to DIR (a preload, bench/cpu-prof.mjs);
                           summarise them with: pnpm tsx bench/profile.ts DIR; with --startup-only,
@@ -159,6 +169,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let cpuProfDir: string | null = null;
   let accessControl = true;
   let natsCluster = false;
+  let redisReplica = false;
   let gateway = true;
   let tracing = false;
   let gatewayLevels = [1, 64];
@@ -239,6 +250,9 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
         break;
       case "--nats-cluster":
         natsCluster = true;
+        break;
+      case "--redis-replica":
+        redisReplica = true;
         break;
       case "--no-gateway":
         gateway = false;
@@ -334,6 +348,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
     rssBudgetMiB,
     serviceNodeOptions,
     natsCluster,
+    redisReplica,
   };
 }
 

@@ -18,7 +18,7 @@ import { EventRouter } from "./events.js";
 import { concurrentJson, renderConcurrent, runConcurrent } from "./concurrent.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
 import { natsConnect, type BenchNats } from "./nats.js";
-import { compareNatsTopologies } from "./nats-topology.js";
+import { compareNatsTopologies, compareRedisTopologies } from "./nats-topology.js";
 import { Floor } from "./floor/floor.js";
 import { renderReport, summaryLine, toJson, type BenchReport } from "./report.js";
 import { RoundTripLab } from "./roundtrips.js";
@@ -212,6 +212,16 @@ async function main(opts: BenchOptions): Promise<number> {
     .filter((x) => x !== null)
     .join(" ");
   if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
+  if (opts.natsCluster && opts.redisReplica)
+    throw new Error("--nats-cluster and --redis-replica are two runs: give one");
+  if (opts.redisReplica)
+    return compareRedisTopologies({
+      opts: { ...opts, out: resolve(root, opts.out) },
+      redisUrl: infra.redisUrl,
+      extraEnv,
+      log,
+      cleanup: (what, run) => cleanups.push({ what, run }),
+    });
   if (opts.natsCluster)
     return compareNatsTopologies({
       opts: { ...opts, out: resolve(root, opts.out) },

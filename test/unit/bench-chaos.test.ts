@@ -109,9 +109,28 @@ describe("the chaos run's table", () => {
 describe("pnpm bench --nats-cluster", () => {
   test("the flag selects the topology comparison; without it the bench is as before", () => {
     const on = parseArgs(["--nats-cluster", "--rounds", "1"]);
+    const redis = parseArgs(["--redis-replica"]);
     const off = parseArgs([]);
     expect(on !== "help" && on.natsCluster).toBe(true);
-    expect(off !== "help" && off.natsCluster).toBe(false);
+    expect(redis !== "help" && redis.redisReplica && !redis.natsCluster).toBe(true);
+    expect(off !== "help" && (off.natsCluster || off.redisReplica)).toBe(false);
+  });
+
+  test("the replica-wait table names its two topologies", () => {
+    const level: TopologyLevel = {
+      sessions: 4,
+      ok: 4,
+      sessionsPerSecond: 8,
+      wallP50: 50,
+      wallP99: 90,
+      transitionP50: 3,
+    };
+    const lines = renderTopologies(
+      [{ c: 1, a: level, b: { ...level, sessionsPerSecond: 6 } }],
+      ["1 Redis node", "wait for a replica"],
+    );
+    expect(lines[0]).toMatch(/1 Redis node\s+wait for a replica\s+B \/ A/);
+    expect(lines.find((l) => l.includes("throughput"))).toMatch(/8\.0 s\/s\s+6\.0 s\/s\s+0\.75×/);
   });
 
   test("the table sets each figure of R3 beside R1 with the ratio R3 / R1", () => {
@@ -123,8 +142,9 @@ describe("pnpm bench --nats-cluster", () => {
       wallP99: p50 * 2,
       transitionP50: p50 / 10,
     });
-    const lines = renderTopologies([{ c: 8, r1: level(20, 100), r3: level(10, 150) }]);
+    const lines = renderTopologies([{ c: 8, a: level(20, 100), b: level(10, 150) }]);
     expect(lines[0]).toContain("c=8: 10/10 and 10/10 sessions verified");
+    expect(lines[0]).toMatch(/R1 \(1 node\)\s+R3 \(3 nodes\)\s+B \/ A/);
     expect(lines.find((l) => l.includes("throughput"))).toMatch(/20\.0 s\/s\s+10\.0 s\/s\s+0\.50×/);
     expect(lines.find((l) => l.includes("session wall p50"))).toMatch(/100 ms\s+150 ms\s+1\.50×/);
   });
