@@ -1,6 +1,6 @@
 // What `pnpm bench:chaos` concludes from what it recorded: pure functions over the sessions'
 // transition logs (coordinator clock, epoch ms) and the fault windows, so they are unit-tested.
-import type { TransitionLogLine } from "@agentmesh/contracts";
+import { parseTaskId, type TransitionLogLine } from "@agentmesh/contracts";
 
 /** One fault as it ran: from its injection to the end of its settling time. */
 export interface FaultWindow {
@@ -38,10 +38,9 @@ export interface FaultRow {
   readonly transitions: number;
 }
 
-/** The attempt a task id carries (`<sid>.<version>.<index>.<attempt>`); null when it is none. */
+/** The attempt a task id carries (`<sid>.<version>.<index>.<attempt>[.<made>]`); null when it is none. */
 export function attemptOf(taskId: string): number | null {
-  const m = /\.(\d+)$/.exec(taskId);
-  return m ? Number(m[1]) : null;
+  return parseTaskId(taskId)?.attempt ?? null;
 }
 
 /** Whether a transition is a retry: its input is a timer, or it dispatched a task as attempt ≥ 1. */

@@ -3,6 +3,7 @@ import { jetstreamManager } from "@nats-io/jetstream";
 import { SCHEMA_VERSION, inputIds, type SessionEvent, type TransitionLogLine } from "@agentmesh/contracts";
 import { createPublisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
+import { mintedId } from "@agentmesh/workflows/testing";
 import { uniquePrefix } from "../setup/prefix.js";
 import { AGENT_ROLES, Cluster, assertAppliedOnce } from "./harness.js";
 import { happyPath } from "./scripts.js";
@@ -199,7 +200,7 @@ describe("cancel", () => {
       // The agent still reports the task (as cancelled); that late result is dropped, not applied.
       const late = await waitFor(
         "the planner's late result",
-        () => inbox.find((m) => m.input_id === `result:${sid}.1.0.0`),
+        () => inbox.find((m) => mintedId("result:", 1, 0, 0, sid).test(m.input_id)),
         10_000,
         50,
       );
@@ -226,8 +227,10 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     expectBudgetEnd(r, /^step budget exhausted: 3 of max_steps 3 used, 1 more needed$/);
     // v3 dispatched the 3rd step (the research); its result is the terminal transition, v4.
     expect(r.log).toHaveLength(4);
-    expect(r.log[2]!.commands).toEqual([`dispatch researcher.research ${sid}.3.0.0`]);
-    expect(terminal(r.log).input_id).toBe(`result:${sid}.3.0.0`);
+    expect(r.log[2]!.commands).toEqual([
+      expect.stringMatching(mintedId("dispatch researcher.research ", 3, 0, 0, sid)),
+    ]);
+    expect(terminal(r.log).input_id).toMatch(mintedId("result:", 3, 0, 0, sid));
     expect(r.state.meta.usage.steps).toBe(3);
     llm.assertConsumed();
   });
@@ -245,7 +248,7 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     expectBudgetEnd(r, /^token budget exhausted: 1000 tokens used, max_tokens 900$/);
     // The critic's result (500 + 500 = 1000 tokens) is the exhausting one and the terminal one.
     expect(r.log).toHaveLength(3);
-    expect(terminal(r.log).input_id).toBe(`result:${sid}.2.0.0`);
+    expect(terminal(r.log).input_id).toMatch(mintedId("result:", 2, 0, 0, sid));
     expect(r.state.meta.usage).toMatchObject({ prompt_tokens: 800, completion_tokens: 200, model_calls: 2 });
     llm.assertConsumed();
   });
@@ -262,7 +265,7 @@ describe("budgets: each ends the session as budget_exceeded with a clear message
     const r = await cluster.waitDone(sid, 30_000);
     expectBudgetEnd(r, /^cost budget exhausted: 1 USD spent, max_cost_usd 0\.9$/);
     expect(r.log).toHaveLength(3);
-    expect(terminal(r.log).input_id).toBe(`result:${sid}.2.0.0`);
+    expect(terminal(r.log).input_id).toMatch(mintedId("result:", 2, 0, 0, sid));
     expect(r.state.meta.usage.cost_usd).toBe(1);
     const steps = r.events.filter((e) => e.type === "step");
     expect(steps.map((e) => e.type === "step" && e.provenance.usage.cost_usd)).toEqual([0.5, 0.5]);

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
+import { inputIds, taskId } from "@agentmesh/contracts";
 import type { HttpScriptEntry } from "@agentmesh/llm/testing";
+import { mintedId } from "@agentmesh/workflows/testing";
 import { uniquePrefix } from "../setup/prefix.js";
 import { Cluster, assertAppliedOnce, type Proc, type ServiceName } from "./harness.js";
 import { happyPath } from "./scripts.js";
@@ -16,6 +18,8 @@ const MAX_DELIVER = 2;
 const LLM_MAX_ATTEMPTS = 3;
 /** Timer poll (500 ms) plus a step on a loaded machine. */
 const TIMER_SLACK_MS = 2000;
+/** The planner task a session's start dispatches: version 1, made by the start. */
+const first = (sid: string) => taskId(sid, 1, 0, 0, inputIds.start(sid));
 
 let proxy: ModelProxy;
 let cluster: Cluster;
@@ -121,7 +125,7 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     const subject = cluster.naming.task("planner", "plan");
     const stored = await waitFor("the plan task in the TASKS stream", async () => {
       const m = await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null);
-      return m && m.json<{ task_id: string }>().task_id === `${sid}.1.0.0` ? m : undefined;
+      return m && m.json<{ task_id: string }>().task_id === first(sid) ? m : undefined;
     });
     expect(await jsm.streams.deleteMessage(stream, stored.seq)).toBe(true);
     expect(await jsm.streams.getMessage(stream, { last_by_subj: subject }).catch(() => null)).toBeNull();
@@ -132,10 +136,11 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(state.meta.status, why).toBe("completed");
     assertAppliedOnce(log, state.meta.version);
     // v1 dispatched attempt 0; its deadline timer is v2 and dispatches attempt 1; then the happy path.
-    expect(dispatched(log[0], "planner", "plan"), why).toBe(`${sid}.1.0.0`);
-    expect(log[1]?.input_id, why).toBe(`timer:${sid}.1.0.0`);
-    expect(dispatched(log[1], "planner", "plan"), why).toBe(`${sid}.2.0.1`);
-    expect(log[2]?.input_id, why).toBe(`result:${sid}.2.0.1`);
+    const retry = taskId(sid, 2, 0, 1, inputIds.timer(first(sid)));
+    expect(dispatched(log[0], "planner", "plan"), why).toBe(first(sid));
+    expect(log[1]?.input_id, why).toBe(inputIds.timer(first(sid)));
+    expect(dispatched(log[1], "planner", "plan"), why).toBe(retry);
+    expect(log[2]?.input_id, why).toBe(inputIds.result(retry));
     expect(state.meta.version).toBe(11); // the happy path's 10 transitions + the timer
     const firedAfter = log[1]!.now - log[0]!.now;
     expect(firedAfter).toBeGreaterThanOrEqual(TASK_DEADLINE_MS);
@@ -149,7 +154,7 @@ describe("a task whose result never comes is re-dispatched or failed by the work
         .callsOf(sid)
         .filter((c) => c.role === "planner")
         .map((c) => c.taskId),
-    ).toEqual([`${sid}.2.0.1`]);
+    ).toEqual([retry]);
     llm.assertConsumed();
   });
 
@@ -163,15 +168,16 @@ describe("a task whose result never comes is re-dispatched or failed by the work
 
     const { state, log, events } = await cluster.waitDone(sid, 60_000);
     const why = describeLog(log);
+    const again = taskId(sid, 2, 0, 1, inputIds.result(first(sid)));
     // Both attempts failed on their last delivery with a typed, retryable model_error; each
     // counted one retry; the second brought retry_count to the limit, which ends the run.
     expect(
       log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
       why,
     ).toEqual([
-      `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
-      `result:${sid}.1.0.0 -> running [dispatch planner.plan ${sid}.2.0.1]`,
-      `result:${sid}.2.0.1 -> completed [complete]`,
+      `start:${sid} -> running [dispatch planner.plan ${first(sid)}]`,
+      `result:${first(sid)} -> running [dispatch planner.plan ${again}]`,
+      `result:${again} -> completed [complete]`,
     ]);
     assertAppliedOnce(log, state.meta.version);
     expect(state.meta.status).toBe("completed");
@@ -189,8 +195,8 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     const perTask = new Map<string, number>();
     for (const c of calls) perTask.set(c.taskId, (perTask.get(c.taskId) ?? 0) + 1);
     expect(Object.fromEntries(perTask)).toEqual({
-      [`${sid}.1.0.0`]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
-      [`${sid}.2.0.1`]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
+      [first(sid)]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
+      [again]: LLM_MAX_ATTEMPTS * MAX_DELIVER,
     });
     expect(calls.every((c) => c.status === 500)).toBe(true);
     // Nothing was charged for failed requests (no usage came back).
@@ -211,8 +217,9 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     // Whichever notices the deadline first — the agent (it aborts its call and reports
     // deadline_exceeded) or the coordinator's deadline timer — the step runs again as attempt 1;
     // the other notice is dropped (the task is no longer awaited).
-    expect([`result:${sid}.1.0.0`, `timer:${sid}.1.0.0`], why).toContain(log[1]?.input_id);
-    expect(dispatched(log[1], "planner", "plan"), why).toBe(`${sid}.2.0.1`);
+    expect([inputIds.result(first(sid)), inputIds.timer(first(sid))], why).toContain(log[1]?.input_id);
+    const again = taskId(sid, 2, 0, 1, log[1]?.input_id);
+    expect(dispatched(log[1], "planner", "plan"), why).toBe(again);
     expect(log[1]!.now - log[0]!.now, why).toBeLessThan(TASK_DEADLINE_MS + TIMER_SLACK_MS);
     expect(state.meta.version).toBe(11);
     if (state.data.workflow !== "critic-chain") throw new Error("wrong workflow");
@@ -223,11 +230,11 @@ describe("a task whose result never comes is re-dispatched or failed by the work
     expect(failed?.type === "stage" && failed.description).toMatch(/^failed \(deadline_exceeded: /);
     // The slow call was abandoned at the deadline, not waited out.
     const [slow, retry] = proxy.callsOf(sid).filter((c) => c.role === "planner");
-    expect(slow?.taskId).toBe(`${sid}.1.0.0`);
+    expect(slow?.taskId).toBe(first(sid));
     const abortedAt = await waitFor("the slow call to be aborted", () => slow?.abortedAt ?? undefined, 5000, 20);
     expect(abortedAt - log[0]!.now).toBeGreaterThanOrEqual(TASK_DEADLINE_MS - 100);
     expect(abortedAt - log[0]!.now).toBeLessThan(TASK_DEADLINE_MS + 1000);
-    expect(retry?.taskId).toBe(`${sid}.2.0.1`);
+    expect(retry?.taskId).toBe(again);
     llm.assertConsumed();
   });
 
@@ -306,18 +313,19 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       assertAppliedOnce(log, state.meta.version);
       // After the plan was approved (v3 dispatched attempt 0), each research deadline that passed
       // re-dispatched the next attempt; the first research result applied is the last attempt's.
-      expect(dispatched(log[2], "researcher", "research"), why).toBe(`${sid}.3.0.0`);
+      const research = dispatched(log[2], "researcher", "research");
+      expect(research, why).toMatch(mintedId("", 3, 0, 0, sid));
       const timers = log.filter((l) => l.input_id.startsWith(`timer:${sid}.`));
       expect(timers.length, why).toBeGreaterThanOrEqual(1);
       timers.forEach((t, k) => {
         expect(t.version, why).toBe(4 + k);
         expect(t.input_id, why).toBe(`timer:${dispatched(log[2 + k], "researcher", "research")}`);
-        expect(dispatched(t, "researcher", "research"), why).toBe(`${sid}.${4 + k}.0.${k + 1}`);
+        expect(dispatched(t, "researcher", "research"), why).toMatch(mintedId("", 4 + k, 0, k + 1, sid));
       });
       const last = timers.at(-1)!;
       expect(log[last.version]?.input_id, why).toBe(`result:${dispatched(last, "researcher", "research")}`);
       expect(
-        log.filter((l) => l.input_id === `result:${sid}.3.0.0`),
+        log.filter((l) => l.input_id === `result:${research}`),
         why,
       ).toEqual([]);
       // No deadline passed after the replacement was up for a whole task deadline.

@@ -48,17 +48,23 @@ describe("the chaos run's table", () => {
   });
 
   test("a retry is a timer input or a task dispatched again as a later attempt; a first attempt is none", () => {
-    expect(attemptOf("s1.3.0.2")).toBe(2);
-    expect(isRetry(line(4, 0, "timer:s1.3.0.0"))).toBe(true);
-    expect(isRetry(line(4, 0, "result:s1.3.0.0", ["dispatch planner.plan s1.4.0.1"]))).toBe(true);
-    expect(isRetry(line(4, 0, "result:s1.3.0.0", ["dispatch critic.review_plan s1.4.0.0"]))).toBe(false);
+    expect(attemptOf("session01.3.0.2")).toBe(2);
+    // the last part of a minted id is the digest of the input that made its version, digits or not
+    expect(attemptOf("session01.3.0.2.k3x9a")).toBe(2);
+    expect(attemptOf("session01.3.0.2.12345")).toBe(2);
+    expect(attemptOf("not a task id")).toBeNull();
+    expect(isRetry(line(4, 0, "timer:session01.3.0.0"))).toBe(true);
+    expect(isRetry(line(4, 0, "result:session01.3.0.0", ["dispatch planner.plan session01.4.0.1.a1b2c"]))).toBe(true);
+    expect(isRetry(line(4, 0, "result:session01.3.0.0", ["dispatch critic.review_plan session01.4.0.0.a1b2c"]))).toBe(
+      false,
+    );
     expect(isRetry(line(1, 0, "submit:s1", []))).toBe(false);
   });
 
   test("rows per fault kind over all its windows: longest stall, sessions that retried inside, redeliveries", () => {
     const sessions = [
       session("a", [line(1, 100, "submit:a"), line(2, 1100, "result:a.1.0.0"), line(3, 4100, "timer:a.2.0.0")]),
-      session("b", [line(1, 150, "submit:b"), line(2, 9000, "result:b.1.0.0", ["dispatch x.y b.2.0.1"])]),
+      session("b", [line(1, 150, "submit:b"), line(2, 9000, "result:b.1.0.0", ["dispatch x.y sessionb1.2.0.1"])]),
       session("c", [line(1, 8000, "submit:c")]),
     ];
     const rows = faultRows(

@@ -4,6 +4,7 @@ import {
   SCHEMA_VERSION,
   inputIds,
   isTerminal,
+  parseTaskId,
   type ChatMessage,
   type ClarifyData,
   type HaloCitation,
@@ -126,6 +127,42 @@ function finish(
   h.reply("researcher.gather", gathered());
   return h.reply("writer.synthesize", { answer });
 }
+
+describe("task ids after a version was lost", () => {
+  it("a version made again from another input mints other ids, so the lost version's result is not taken for the new task", () => {
+    const h = clarifyHarness("Tell me more about it");
+    h.start();
+    h.reply("orchestrator.decide", { decision: "CLARIFICATION" });
+    h.reply("clarifier.ask", { question: "What aspect would you like to know about?" });
+    const kept = h.state;
+    const reply = (id: string, text: string): InboxInput => ({
+      v: SCHEMA_VERSION,
+      kind: "user_reply",
+      session_id: SID,
+      input_id: inputIds.user(id),
+      text,
+    });
+    // the version one reply made, which a Redis failover then lost
+    h.send(reply("first", "The implementation details"));
+    const lost = h.awaited();
+    // the store is back at the version before; another reply makes that version again
+    h.state = kept;
+    h.send(reply("second", "Its history"));
+    const remade = h.awaited();
+    expect([remade.role, remade.op, remade.attempt]).toEqual([lost.role, lost.op, lost.attempt]);
+    const [a, b] = [parseTaskId(lost.task_id), parseTaskId(remade.task_id)];
+    expect([b?.version, b?.index]).toEqual([a?.version, a?.index]);
+    expect(remade.task_id).not.toBe(lost.task_id);
+    // the lost task's result comes: not awaited, nothing applied
+    const late = h.send(resultFor(lost, gathered()));
+    expect(late).toMatchObject({ kind: "drop", reason: "not_awaited" });
+    expect(h.awaited().task_id).toBe(remade.task_id);
+    // the same reply again (redelivered after a crash before its commit) mints the same id
+    h.state = kept;
+    h.send(reply("second", "Its history"));
+    expect(h.awaited().task_id).toBe(remade.task_id);
+  });
+});
 
 describe("clarify: the orchestrator's unit and integration cases", () => {
   it("clarification routing: a vague query, the model says CLARIFICATION, count 0 → 1, one model call", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { LIMITS, type CriticChainData } from "@agentmesh/contracts";
 import { criticChain } from "./critic-chain.js";
 import { COULD_NOT_ANSWER, orchestratorMessage } from "./critic-chain-messages.js";
-import { QUESTION, SID, eventsOf, failure, harness, inputs, onlyTask, out, tasksOf } from "./testing.js";
+import { QUESTION, eventsOf, failure, harness, inputs, mintedId, onlyTask, out, tasksOf } from "./testing.js";
 
 type H = ReturnType<typeof harness>;
 const data = (h: H) => h.state.data;
@@ -272,7 +272,7 @@ describe("critic-chain agent failures", () => {
     const o = h.fail(failure("model_rate_limited", true));
     const again = onlyTask(o);
     expect(again.attempt).toBe(1);
-    expect(again.task_id).toBe(`${SID}.${h.state.meta.version}.0.1`);
+    expect(again.task_id).toMatch(mintedId("", h.state.meta.version, 0, 1));
     expect(again.input.message).toEqual({
       sender: "orchestrator",
       receiver: "researcher",

@@ -283,7 +283,7 @@ describe("the runtime announces a tool call with its task", () => {
     const h = toRound();
     h.answer("decision.plan", bbOut.plan());
     const task = h.task("executor.execute:tool");
-    const d = openDraft(h.state, blackboard, { now: h.now, defaults: DEFAULTS });
+    const d = openDraft(h.state, blackboard, { now: h.now, defaults: DEFAULTS }, "test:input");
     const toolCall = { id: "c1", tool: "run_python", args: { code: "print(1)\n".repeat(2000) } };
     applyControl(d, {
       kind: "dispatch",

@@ -1,5 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS, parseTaskId, type Budgets, type SessionState } from "@agentmesh/contracts";
+import {
+  LIMITS,
+  inputIds,
+  madeByTag,
+  parseTaskId,
+  taskId,
+  type Budgets,
+  type SessionState,
+} from "@agentmesh/contracts";
 import { createSession, effectiveBudgets, replay, step } from "./runtime.js";
 import { getWorkflow, WORKFLOWS } from "./registry.js";
 import { parseTimerMember, timerMember } from "./timers.js";
@@ -8,6 +16,7 @@ import {
   DEFAULTS,
   QUESTION,
   SID,
+  mintedId,
   T0,
   UNLIMITED,
   eventsOf,
@@ -148,13 +157,22 @@ describe("createSession", () => {
   });
 });
 
+const minted = (head: string, v: number, i: number, a: number) => expect.stringMatching(mintedId(head, v, i, a));
+
 describe("step: the first transition", () => {
   it("dispatches with a derived task id, deadline, timers, stamped events after the tasks, and counts a step", () => {
     const h = harness();
     const o = h.apply(inputs.start());
     const task = onlyTask(o);
-    expect(task.task_id).toBe(`${SID}.1.0.0`);
-    expect(parseTaskId(task.task_id)).toEqual({ sessionId: SID, version: 1, index: 0, attempt: 0 });
+    // the last part is the digest of the input that made the version (here the start)
+    expect(task.task_id).toBe(taskId(SID, 1, 0, 0, inputIds.start(SID)));
+    expect(parseTaskId(task.task_id)).toEqual({
+      sessionId: SID,
+      version: 1,
+      index: 0,
+      attempt: 0,
+      made: madeByTag(SID, inputIds.start(SID)),
+    });
     expect(task).toMatchObject({
       v: 1,
       session_id: SID,
@@ -196,8 +214,8 @@ describe("step: the first transition", () => {
     expect(h.awaited().deadline_at).toBeNull();
     const o = h.reply(out.plan([], ["e"]));
     expect(o.timers).toEqual([]);
-    expect(o.clearTimers).toEqual([`task:${SID}.1.0.0`]);
-    expect(onlyTask(o).task_id).toBe(`${SID}.2.0.0`);
+    expect(o.clearTimers).toEqual([minted("task:", 1, 0, 0)]);
+    expect(onlyTask(o).task_id).toEqual(minted("", 2, 0, 0));
   });
 
   it("never mutates the state it is given and gives the same outcome twice", () => {
@@ -282,7 +300,7 @@ describe("step: results", () => {
     const stepEvent = eventsOf(o)[0];
     expect(stepEvent).toMatchObject({
       type: "step",
-      task_id: `${SID}.1.0.0`,
+      task_id: minted("", 1, 0, 0),
       summary: "planner.plan attempt 0: ok",
       provenance: { model: "scripted", usage: { model_calls: 2 } },
     });
@@ -359,7 +377,7 @@ describe("step: timers", () => {
     const planner = h.awaited();
     const o = h.apply(inputs.taskTimer(planner.task_id));
     const again = onlyTask(o);
-    expect([again.role, again.attempt, again.task_id]).toEqual(["planner", 1, `${SID}.2.0.1`]);
+    expect([again.role, again.attempt, again.task_id]).toEqual(["planner", 1, minted("", 2, 0, 1)]);
     expect(h.state.data.retry_count).toBe(1);
     expect(o.clearTimers).toContain(`task:${planner.task_id}`);
     expect(eventsOf(o).find((e) => e.type === "stage")).toMatchObject({
@@ -485,7 +503,7 @@ describe("step: budgets", () => {
     const last = h.reply(out.finalize("done"));
     expect(h.state.meta).toMatchObject({ status: "completed", usage: { steps: 5 } });
     expect(last.commands).toEqual(["complete"]);
-    expect(last.clearTimers).toEqual([`task:${SID}.5.0.0`, `session:${SID}`]);
+    expect(last.clearTimers).toEqual([minted("task:", 5, 0, 0), `session:${SID}`]);
     expect(last.outbox.some((e) => e.kind === "cancel")).toBe(false);
   });
 });

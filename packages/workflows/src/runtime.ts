@@ -200,12 +200,12 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
   ).toWire();
   const def = getWorkflow(state.meta.workflow);
   if (!def) return out;
-  const failed = openDraft(state, def, ctx);
+  const failed = openDraft(state, def, ctx, input.input_id);
   endByRuntime(failed, "failed", error, true);
   const sealed = seal(failed);
   if (sealed.kind === "apply" && stateBytes(sealed.state) <= LIMITS.maxStateBytes) return sealed;
   // The workflow's own final fields did not fit either: end with its data as it was.
-  const bare = openDraft(state, def, ctx);
+  const bare = openDraft(state, def, ctx, input.input_id);
   end(bare, "failed", error, "", "", true);
   bare.commands.push(`failed ${error.code}`);
   return seal(bare);
@@ -219,7 +219,7 @@ function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext)
   const def = getWorkflow(meta.workflow);
   if (!def || def.name !== state.data.workflow)
     return drop("invalid", `no workflow "${meta.workflow}" for data of "${state.data.workflow}"`);
-  const d = openDraft(state, def, ctx);
+  const d = openDraft(state, def, ctx, input.input_id);
   switch (input.kind) {
     case "start":
       if (meta.version !== 0) return drop("not_applicable", `session already started (version ${meta.version})`);

@@ -26,6 +26,15 @@ import type { RuntimeDefaults, StepOutcome } from "./types.js";
 
 /** A valid session id for tests. */
 export const SID = "sess_test_0001";
+
+/**
+ * Matches a task id (after `head`, e.g. `task:` for a timer member) the runtime minted for the
+ * `i`-th dispatch, attempt `a`, of version `v` of session `sid`, whatever input made the version.
+ */
+export const mintedId = (head: string, v: number, i: number, a: number, sid = SID): RegExp => {
+  const literal = (x: string) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`^${literal(head)}${literal(sid)}\\.${v}\\.${i}\\.${a}\\.[0-9a-z]{1,7}$`);
+};
 /** The clock at session creation. */
 export const T0 = 1_700_000_000_000;
 /** No budget limits. */

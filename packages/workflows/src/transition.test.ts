@@ -68,9 +68,9 @@ describe("the transition's span attributes (a workflow's decision record)", () =
 
   it("are sealed into the outcome when the workflow gave some, and absent otherwise", () => {
     const def = getWorkflow("critic-chain")!;
-    const plain = seal(openDraft(prev, def, { now: T0, defaults: DEFAULTS }));
+    const plain = seal(openDraft(prev, def, { now: T0, defaults: DEFAULTS }, "test:input"));
     expect(plain.kind === "apply" && plain.spanAttributes).toBeUndefined();
-    const d = openDraft(prev, def, { now: T0, defaults: DEFAULTS });
+    const d = openDraft(prev, def, { now: T0, defaults: DEFAULTS }, "test:input");
     d.span = { "orchestrator_decision.next_agent": "research", "orchestrator_decision.iteration": 2 };
     const sealed = seal(d);
     expect(sealed.kind === "apply" && sealed.spanAttributes).toEqual({

@@ -5,6 +5,7 @@ import {
   findOp,
   isTerminal,
   taskId,
+  fnv1a,
   AgentmeshError,
   formatZodError,
   scanDangerous,
@@ -31,6 +32,8 @@ import type { Control, StepContext, StepOutcome, TaskSpec, TimerEntry, WorkflowD
  */
 export interface Draft {
   readonly prev: SessionState;
+  /** The id of the input this transition applies: the tasks it mints carry its digest (`taskId`). */
+  readonly madeBy: string;
   readonly ctx: StepContext;
   readonly def: WorkflowDefinition;
   meta: SessionMeta;
@@ -46,10 +49,11 @@ export interface Draft {
 }
 
 /** Starts a transition of `prev`; the version it will write is `prev.meta.version + 1`. */
-export function openDraft(prev: SessionState, def: WorkflowDefinition, ctx: StepContext): Draft {
+export function openDraft(prev: SessionState, def: WorkflowDefinition, ctx: StepContext, madeBy: string): Draft {
   const meta: SessionMeta = { ...prev.meta, awaiting: [...prev.meta.awaiting], usage: { ...prev.meta.usage } };
   return {
     prev,
+    madeBy,
     ctx,
     def,
     meta,
@@ -258,12 +262,7 @@ export function jsonBytesFor(value: unknown, limit: number): number {
  * different tasks spread out, and a replayed step computes the same time.
  */
 function jittered(delayMs: number, id: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < id.length; i++) {
-    h ^= id.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return Math.round(delayMs - (h / 0x1_0000_0000) * (delayMs / 10));
+  return Math.round(delayMs - (fnv1a(id) / 0x1_0000_0000) * (delayMs / 10));
 }
 
 /** An executor task that runs a tool or code: each counts one of the session's tool calls. */
@@ -290,8 +289,11 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
       spec.deadlineMs === undefined
         ? defaults.taskDeadlineMs
         : Math.min(spec.deadlineMs, defaults.taskDeadlineMs ?? spec.deadlineMs);
-    const id = taskId(d.meta.session_id, newVersion(d), i, spec.attempt);
-    const delay = spec.delayMs === undefined || spec.delayMs <= 0 ? 0 : jittered(spec.delayMs, id);
+    const id = taskId(d.meta.session_id, newVersion(d), i, spec.attempt, d.madeBy);
+    const delay =
+      spec.delayMs === undefined || spec.delayMs <= 0
+        ? 0
+        : jittered(spec.delayMs, taskId(d.meta.session_id, newVersion(d), i, spec.attempt));
     const envelope: TaskEnvelope = {
       v: SCHEMA_VERSION,
       task_id: id,

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "vitest";
-import { SCHEMA_VERSION, type InboxInput, type OutboxEntry } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, inputIds, taskId, type InboxInput, type OutboxEntry } from "@agentmesh/contracts";
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS } from "@agentmesh/workflows/testing";
@@ -16,6 +16,8 @@ import { createCoordinatorCore, type CoordinatorPublisher } from "./core.js";
 
 const log = createLogger({ service: "failover-test", level: "silent" });
 const SID = "failoverloss0001";
+/** The planner task the session's start dispatches (version 1, made by the start). */
+const FIRST_TASK = taskId(SID, 1, 0, 0, inputIds.start(SID));
 let topology: RedisTopology | null = null;
 const clients: Redis[] = [];
 
@@ -103,7 +105,7 @@ describe("a commit survives a failover before it is acted on", () => {
     expect(r.held?.state.meta.version).toBe(0);
     // the input was not acked: its redelivery steps the session on the new primary, once
     expect(await r.after.core.handleInput(r.start)).toBe("ack");
-    expect(r.after.taskIds()).toEqual([`${SID}.1.0.0`]);
+    expect(r.after.taskIds()).toEqual([FIRST_TASK]);
     expect((await r.after.store.transitionLog(SID)).map((l) => [l.version, l.input_id])).toEqual([
       [1, r.start.input_id],
     ]);
@@ -115,7 +117,7 @@ describe("a commit survives a failover before it is acted on", () => {
     expect(r.stepped).toEqual({ ok: true, v: "ack" });
     expect(r.primaryVersion).toBe(1);
     // the loss the wait prevents: a task of version 1 is out, acked, and the store holds version 0
-    expect(r.published).toEqual([`${SID}.1.0.0`]);
+    expect(r.published).toEqual([FIRST_TASK]);
     expect(r.held?.state.meta.version).toBe(0);
     expect(await r.after.store.transitionLog(SID)).toEqual([]);
     console.log(
@@ -142,7 +144,7 @@ describe("a commit survives a failover before it is acted on", () => {
     expect(b.taskIds()).toEqual([]);
     await topology.signal(replica, "SIGCONT");
     expect(await b.core.handleInput(start)).toBe("ack");
-    expect(b.taskIds()).toEqual([`${SID}.1.0.0`]);
+    expect(b.taskIds()).toEqual([FIRST_TASK]);
     expect(b.core.stats).toMatchObject({ republished: 2, duplicates: 1, applied: 0 });
     expect(a.taskIds()).toEqual([]);
   });

@@ -1,5 +1,12 @@
 import { describe, expect, test } from "vitest";
-import { AgentmeshError, SCHEMA_VERSION, type InboxInput, type OutboxEntry } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  SCHEMA_VERSION,
+  inputIds,
+  taskId,
+  type InboxInput,
+  type OutboxEntry,
+} from "@agentmesh/contracts";
 import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
 import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
@@ -71,7 +78,7 @@ describe("the replica wait before every outbox publish", () => {
     s.ctl.failing = false;
     expect(await s.core.handleInput(start)).toBe("ack");
     expect(s.events).toEqual(["commit v1", "wait failed", "wait", "publish 2"]);
-    expect(s.tasks().map((t) => t.task_id)).toEqual([`${SID}.1.0.0`]);
+    expect(s.tasks().map((t) => t.task_id)).toEqual([taskId(SID, 1, 0, 0, inputIds.start(SID))]);
     expect((await s.base.load(SID))?.outbox).toBeNull();
     expect(s.core.stats).toMatchObject({ applied: 1, republished: 1, duplicates: 1 });
   });
