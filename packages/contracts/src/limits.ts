@@ -63,6 +63,7 @@ export const SCHEMA_VERSION = 1 as const;
  * to load a newer one (an older coordinator would drop its fields on the next write) and migrates
  * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`;
  * 3: `meta.owner` and `meta.thread_id`; 4: `meta.trace`; 5: the supervisor's `visited_agents`,
- * `handoff_summary` and request metadata.
+ * `handoff_summary` and request metadata; 6: task ids with the digest of the input that made their
+ * version (`<sid>.<version>.<index>.<attempt>.<made>`), which a coordinator of layout 5 cannot parse.
  */
-export const STATE_SCHEMA_VERSION = 5 as const;
+export const STATE_SCHEMA_VERSION = 6 as const;

@@ -72,6 +72,9 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
     d.image_attachments ??= [];
     return json;
   },
+  // 5 -> 6: task ids gained a fifth part (the digest of the input that made their version); the
+  // four-part ids a layout-5 state holds are still valid ids, so its data stays as it is.
+  5: (json) => json,
 };
 
 /**

@@ -106,7 +106,11 @@ describe("stored layout versions", () => {
   it("the schema of a layout never changes: a change needs STATE_SCHEMA_VERSION + 1 and a migration", () => {
     // A current-layout state is read without the schema, so a default added to SessionState would
     // never reach a state stored before it. Record the new layout's fingerprint here when bumping.
-    const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = { 4: "392f170d56bb3f78", 5: "a0e0198387c3301f" };
+    const LAYOUT_FINGERPRINTS: Readonly<Record<number, string>> = {
+      4: "392f170d56bb3f78",
+      5: "a0e0198387c3301f",
+      6: "dde70296e62cc979",
+    };
     const now = createHash("sha256")
       .update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" })))
       .digest("hex")
@@ -170,6 +174,27 @@ describe("stored layout versions", () => {
     expect(
       decodeState("sess-layout-v", JSON.stringify({ ...s, meta: { ...s.meta, trace } }), "0", "4").meta.trace,
     ).toEqual(trace);
+  });
+});
+
+describe("layout 6: task ids with the digest of the input that made their version", () => {
+  it("a layout-5 state with four-part task ids loads as it is, validated; a layout-6 state holds five-part ones", () => {
+    const base = testSessionState("sess-layout-ids", 3);
+    const awaited = (task_id: string) => ({
+      task_id,
+      role: "researcher",
+      op: "research",
+      attempt: 0,
+      dispatched_at: 1_700_000_000_003,
+      deadline_at: null,
+    });
+    const v5 = { ...base, meta: { ...base.meta, awaiting: [awaited("sess-layout-ids.3.0.0")] } };
+    expect(decodeState("sess-layout-ids", JSON.stringify(v5), "3", "5").meta.awaiting).toEqual(v5.meta.awaiting);
+    const v6 = { ...base, meta: { ...base.meta, awaiting: [awaited("sess-layout-ids.3.0.0.1x9zk2")] } };
+    expect(decodeState("sess-layout-ids", encodeState(v6), "3", "6").meta.awaiting).toEqual(v6.meta.awaiting);
+    // a migration still validates: a malformed id in a layout-5 state is refused, not carried on
+    const bad = { ...base, meta: { ...base.meta, awaiting: [awaited("sess-layout-ids.3.0")] } };
+    expect(() => decodeState("sess-layout-ids", JSON.stringify(bad), "3", "5")).toThrow(/malformed task id/);
   });
 });
 
