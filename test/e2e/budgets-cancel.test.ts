@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { jetstreamManager } from "@nats-io/jetstream";
-import { SCHEMA_VERSION, inputIds, type SessionEvent, type TransitionLogLine } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, inputIds, taskId, type SessionEvent, type TransitionLogLine } from "@agentmesh/contracts";
 import { createPublisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { mintedId } from "@agentmesh/workflows/testing";
@@ -176,7 +176,7 @@ describe("cancel", () => {
         log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
         why,
       ).toEqual([
-        `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
+        `start:${sid} -> running [dispatch planner.plan ${taskId(sid, 1, 0, 0, inputIds.start(sid))}]`,
         `cancel:${sid}-cli -> cancelled [cancel]`,
       ]);
       expect(state.meta.status).toBe("cancelled");

@@ -251,15 +251,20 @@ describe("a task whose result never comes is re-dispatched or failed by the work
       await cluster.submit(QUESTION, sid, { options: { retry_limit: 2 } });
       const { state, log } = await cluster.waitDone(sid, 60_000);
       const why = `${describeLog(log)}\n${armed.describe()}`;
+      // each task id carries the digest of the input that made its version
+      const t1 = first(sid);
+      const t2 = taskId(sid, 2, 0, 0, inputIds.result(t1));
+      const t3 = taskId(sid, 3, 0, 0, inputIds.result(t2));
+      const t4 = taskId(sid, 4, 0, 1, inputIds.timer(t3));
       expect(
         log.map((l) => `${l.input_id} -> ${l.status} [${l.commands.join("; ")}]`),
         why,
       ).toEqual([
-        `start:${sid} -> running [dispatch planner.plan ${sid}.1.0.0]`,
-        `result:${sid}.1.0.0 -> running [dispatch critic.review_plan ${sid}.2.0.0]`,
-        `result:${sid}.2.0.0 -> running [dispatch researcher.research ${sid}.3.0.0]`,
-        `timer:${sid}.3.0.0 -> running [dispatch researcher.research ${sid}.4.0.1]`,
-        `timer:${sid}.4.0.1 -> completed [complete]`,
+        `start:${sid} -> running [dispatch planner.plan ${t1}]`,
+        `result:${t1} -> running [dispatch critic.review_plan ${t2}]`,
+        `result:${t2} -> running [dispatch researcher.research ${t3}]`,
+        `timer:${t3} -> running [dispatch researcher.research ${t4}]`,
+        `timer:${t4} -> completed [complete]`,
       ]);
       assertAppliedOnce(log, state.meta.version);
       if (state.data.workflow !== "critic-chain") throw new Error("wrong workflow");
