@@ -109,11 +109,12 @@ export async function connectRedis(url: string, opts: ConnectRedisOptions): Prom
   for (let attempt = 1; ; attempt++) {
     const left = deadline - Date.now();
     try {
-      return await connectOnce(url, opts, where, Math.max(left, 1));
+      // each try gets at most one node's time, so a node that drops packets cannot use the budget up
+      return await connectOnce(url, opts, where, Math.max(Math.min(left, REDIS_START_TIMEOUT_MS.single), 1));
     } catch (e) {
       const final = !(e instanceof AgentmeshError) || e.retryable === false;
       if (opts.sentinel === undefined || final || deadline - Date.now() < 250) {
-        if (attempt === 1 || !(e instanceof AgentmeshError)) throw e;
+        if (attempt === 1 || final) throw e;
         throw new AgentmeshError("unavailable", `${e.message} (${attempt} tries in ${timeoutMs} ms)`, {
           component: "redis",
           cause: e,
@@ -132,7 +133,8 @@ async function connectOnce(url: string, opts: ConnectRedisOptions, where: string
     ...sentinelOptions(opts.sentinel, /^rediss:\/\//i.test(url), "tls" in tls ? tls.tls.ca : undefined),
     lazyConnect: true,
     connectionName: opts.name,
-    connectTimeout: timeoutMs,
+    // kept for every later reconnect (and the sentinel clients): never a try's shrunken remainder
+    connectTimeout: REDIS_START_TIMEOUT_MS.single,
     maxRetriesPerRequest: 2,
     // Commands issued in the same tick (a coordinator's 32 inputs in flight: loads, commits,
     // outbox clears) go out in one write and wake Redis once: `pnpm bench` at c=64 measured
