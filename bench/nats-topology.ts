@@ -102,13 +102,7 @@ export async function compareNatsTopologies(o: TopologyRunOptions): Promise<numb
   const nats: NatsCluster = await startNatsCluster({ accessPrefix: clusterPrefix });
   o.cleanup("the NATS cluster", () => nats.stop());
   o.log(`bench --nats-cluster: 3 clustered nats-server nodes ${nats.url}; one nats-server of its own for R1`);
-  const one = new Cluster({
-    natsUrl: "",
-    redisUrl: o.redisUrl,
-    prefix: uniquePrefix("benchs"),
-    extraEnv: { ...o.extraEnv, AGENTMESH_STREAM_REPLICAS: "1" },
-    logLevel: "warn",
-  });
+  const one = ownNatsTopology(NATS_LABELS[0], o.redisUrl, "benchs", { ...o.extraEnv, AGENTMESH_STREAM_REPLICAS: "1" });
   const three = new Cluster({
     natsUrl: nats.url,
     redisUrl: o.redisUrl,
@@ -118,7 +112,7 @@ export async function compareNatsTopologies(o: TopologyRunOptions): Promise<numb
     logLevel: "warn",
   });
   return compareTopologies(o, "nats-cluster", [
-    { label: NATS_LABELS[0], services: one, adminSeed: () => one.authServer!.seedFile("admin"), router: null },
+    one,
     { label: NATS_LABELS[1], services: three, adminSeed: () => nats.seedFile("admin"), router: null },
   ]);
 }
@@ -132,29 +126,19 @@ export async function compareRedisTopologies(o: TopologyRunOptions): Promise<num
   o.cleanup("the Redis primary and replica", () => redis.stop());
   const primary = await redis.primary();
   o.log(`bench --redis-replica: a Redis primary and a replica (${redis.url(primary)}); ${o.redisUrl} for one node`);
-  const single = new Cluster({
-    natsUrl: "",
-    redisUrl: o.redisUrl,
-    prefix: uniquePrefix("benchs"),
-    extraEnv: { ...o.extraEnv, AGENTMESH_REDIS_WAIT_REPLICAS: "0" },
-    logLevel: "warn",
-  });
-  const replicated = new Cluster({
-    natsUrl: "",
-    redisUrl: redis.url(primary),
-    prefix: uniquePrefix("benchr"),
-    extraEnv: { ...o.extraEnv, AGENTMESH_REDIS_WAIT_REPLICAS: "1" },
-    logLevel: "warn",
-  });
   return compareTopologies(o, "redis-replica", [
-    { label: REDIS_LABELS[0], services: single, adminSeed: () => single.authServer!.seedFile("admin"), router: null },
-    {
-      label: REDIS_LABELS[1],
-      services: replicated,
-      adminSeed: () => replicated.authServer!.seedFile("admin"),
-      router: null,
-    },
+    ownNatsTopology(REDIS_LABELS[0], o.redisUrl, "benchs", { ...o.extraEnv, AGENTMESH_REDIS_WAIT_REPLICAS: "0" }),
+    ownNatsTopology(REDIS_LABELS[1], redis.url(primary), "benchr", {
+      ...o.extraEnv,
+      AGENTMESH_REDIS_WAIT_REPLICAS: "1",
+    }),
   ]);
+}
+
+/** A topology whose services get a nats-server of their own (the harness's, with access control). */
+function ownNatsTopology(label: string, redisUrl: string, stem: string, extraEnv: Record<string, string>): Topology {
+  const services = new Cluster({ natsUrl: "", redisUrl, prefix: uniquePrefix(stem), extraEnv, logLevel: "warn" });
+  return { label, services, adminSeed: () => services.authServer!.seedFile("admin"), router: null };
 }
 
 /** Starts both topologies' services, runs the levels in alternating rounds, prints and writes the comparison. */

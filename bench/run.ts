@@ -214,22 +214,16 @@ async function main(opts: BenchOptions): Promise<number> {
   if (nodeOptions) Object.assign(extraEnv, { NODE_OPTIONS: nodeOptions });
   if (opts.natsCluster && opts.redisReplica)
     throw new Error("--nats-cluster and --redis-replica are two runs: give one");
-  if (opts.redisReplica)
-    return compareRedisTopologies({
+  if (opts.redisReplica || opts.natsCluster) {
+    const compare = opts.redisReplica ? compareRedisTopologies : compareNatsTopologies;
+    return compare({
       opts: { ...opts, out: resolve(root, opts.out) },
       redisUrl: infra.redisUrl,
       extraEnv,
       log,
       cleanup: (what, run) => cleanups.push({ what, run }),
     });
-  if (opts.natsCluster)
-    return compareNatsTopologies({
-      opts: { ...opts, out: resolve(root, opts.out) },
-      redisUrl: infra.redisUrl,
-      extraEnv,
-      log,
-      cleanup: (what, run) => cleanups.push({ what, run }),
-    });
+  }
   // Under access control the cluster starts its own nats-server (startAuthNats) and infra's NATS stays idle.
   const cluster = new Cluster({
     natsUrl: infra.natsUrl,

@@ -10,8 +10,17 @@ import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { cancelledChecker, markCancelled } from "./cancelled.js";
 import { connectNats } from "./connect.js";
 import { provision, replicasCurrent } from "./provision.js";
-import { makeTask, recordingLog, sessionId, sleep, streamMessages, waitFor } from "./test-support.js";
-import type { ProvisionOptions, Worker } from "./types.js";
+import {
+  makeTask,
+  plannerProvision,
+  recordingLog,
+  retried,
+  sessionId,
+  sleep,
+  streamMessages,
+  waitFor,
+} from "./test-support.js";
+import type { Worker } from "./types.js";
 import { startWorker } from "./worker.js";
 
 const PREFIX = uniquePrefix("clu");
@@ -24,21 +33,6 @@ async function connectAs(user: string, url = cluster.url): Promise<NatsConnectio
   const nc = await connectNats({ url, name: `cluster-test-${user}`, nkeySeedFile: cluster.seedFile(user) });
   conns.push(nc);
   return nc;
-}
-
-function options(prefix: string, replicas: number): ProvisionOptions {
-  return {
-    naming: makeNaming(prefix),
-    roles: ["planner"],
-    taskAckWaitMs: 5000,
-    taskMaxDeliver: 5,
-    inboxAckWaitMs: 5000,
-    inboxMaxDeliver: 5,
-    eventsMaxAgeMs: 3_600_000,
-    duplicateWindowMs: 60_000,
-    maxAckPendingPerRole: 32,
-    replicas,
-  };
 }
 
 const streamsOf = (nm: Naming) => [...Object.values(nm.streams), `KV_${nm.kv.cancelled}`];
@@ -143,23 +137,6 @@ async function answered(nc: NatsConnection, nm: Naming): Promise<Set<string>> {
   return new Set(msgs.map((m) => (m.json() as { session_id: string }).session_id));
 }
 
-/**
- * `fn`, again while it throws (a leader election under way), for up to 30 s. Every call the test
- * makes to the cluster itself goes through it: under a loaded machine a node that has just
- * rejoined can leave one request unanswered, and the code under test retries the same way.
- */
-async function retried<T>(fn: () => Promise<T>): Promise<T> {
-  const until = Date.now() + 30_000;
-  for (;;) {
-    try {
-      return await fn();
-    } catch (err) {
-      if (Date.now() > until) throw err;
-      await sleep(250);
-    }
-  }
-}
-
 beforeAll(async () => {
   cluster = await startNatsCluster({ accessPrefix: PREFIX, roles: ["planner"] });
 }, 90_000);
@@ -178,7 +155,7 @@ describe("JetStream on a 3-node cluster", () => {
     // two coordinators, each connected to another node, provision at the same time
     const c0 = await connectAs("coordinator", cluster.nodes[0]!.url);
     const c2 = await connectAs("coordinator", cluster.nodes[2]!.url);
-    const o = { ...options(PREFIX, 3), naming: n };
+    const o = { ...plannerProvision(PREFIX, 3), naming: n };
     await Promise.all([provision(c0, o), provision(c2, o), provision(c0, o)]);
     const admin = await connectAs("admin");
     await waitReplicated(admin, n, 3);
@@ -225,7 +202,7 @@ describe("JetStream on a 3-node cluster", () => {
     const coordinator = admin;
     const jsm = await jetstreamManager(admin);
     try {
-      await provision(coordinator, options(prefix, 1));
+      await provision(coordinator, plannerProvision(prefix, 1));
       for (const s of streamsOf(nm)) expect((await retried(() => jsm.streams.info(s))).config.num_replicas).toBe(1);
       // queued work and history at R1: tasks nobody has taken yet, events, a cancelled session
       const queued = Array.from({ length: 6 }, () => sessionId());
@@ -238,10 +215,10 @@ describe("JetStream on a 3-node cluster", () => {
       const holder = nodeOf(await retried(() => jsm.streams.info(nm.streams.tasks)));
 
       // the move: what a coordinator does at start with AGENTMESH_STREAM_REPLICAS=3
-      await provision(coordinator, options(prefix, 3));
+      await provision(coordinator, plannerProvision(prefix, 3));
       await waitReplicated(admin, nm, 3);
       // ...and again (every later coordinator start): nothing to change
-      await provision(coordinator, options(prefix, 3));
+      await provision(coordinator, plannerProvision(prefix, 3));
       const consumer = await jsm.consumers.info(nm.streams.tasks, nm.consumers.role("planner"));
       expect(consumer.config.num_replicas).toBe(3);
 

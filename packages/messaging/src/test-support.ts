@@ -111,3 +111,36 @@ export async function waitFor(
 }
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Provisioning options for a cluster test of the planner role: short ack waits, a 60 s de-dup window, `replicas` copies. */
+export function plannerProvision(prefix: string, replicas: number): ProvisionOptions {
+  return {
+    naming: makeNaming(prefix),
+    roles: ["planner"],
+    taskAckWaitMs: 5000,
+    taskMaxDeliver: 5,
+    inboxAckWaitMs: 5000,
+    inboxMaxDeliver: 5,
+    eventsMaxAgeMs: 3_600_000,
+    duplicateWindowMs: 60_000,
+    maxAckPendingPerRole: 32,
+    replicas,
+  };
+}
+
+/**
+ * `fn`, again while it throws (a leader election under way), for up to 30 s. Every call the test
+ * makes to a cluster itself goes through it: under a loaded machine a node that has just
+ * rejoined can leave one request unanswered, and the code under test retries the same way.
+ */
+export async function retried<T>(fn: () => Promise<T>): Promise<T> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await sleep(250);
+    }
+  }
+}
