@@ -109,7 +109,18 @@ let redis: ChildProcess | null = null;
 let redisDir: string | null = null;
 let redisChaos: RedisChaos | null = null;
 let services: Cluster | null = null;
+/** Every service's output (warnings and errors) to `--logs`, however the run ends. */
+function saveLogs(): void {
+  if (!services) return;
+  const logs = resolve(root, opts.logs);
+  rmSync(logs, { recursive: true, force: true });
+  mkdirSync(logs, { recursive: true });
+  for (const p of services.procs) writeFileSync(join(logs, `${p.name}-${p.child.pid ?? "x"}.log`), p.output());
+  log(`chaos: the services' output (warnings and errors) in ${logs}`);
+}
+
 async function cleanup(): Promise<void> {
+  saveLogs();
   await services?.close().catch((e: unknown) => log(`chaos: closing services: ${(e as Error).message.split("\n")[0]}`));
   await nats?.stop().catch(() => undefined);
   redis?.kill("SIGTERM");
@@ -342,11 +353,6 @@ async function main(): Promise<number> {
     )}\n`,
   );
   log(`chaos: wrote ${out}`);
-  const logs = resolve(root, opts.logs);
-  rmSync(logs, { recursive: true, force: true });
-  mkdirSync(logs, { recursive: true });
-  for (const p of svc.procs) writeFileSync(join(logs, `${p.name}-${p.child.pid ?? "x"}.log`), p.output());
-  log(`chaos: the services' output (warnings and errors) in ${logs}`);
   log(`chaos ${ok ? "passed" : "FAILED"}: 0 lost, 0 stuck, 0 wrong is the bar`);
   return ok ? 0 : 1;
 }

@@ -79,8 +79,9 @@ export async function startRedisChaos(opts: RedisChaosOptions = {}): Promise<Red
     ...(opts.downAfterMs === undefined ? {} : { downAfterMs: opts.downAfterMs }),
   });
   const serviceEnv = Object.freeze({
-    // the host is not used with sentinels; the URL carries the login (none here)
-    REDIS_URL: "redis://127.0.0.1:6379",
+    // the host is not used with sentinels (port 1: a service given no sentinels fails instead of
+    // finding another Redis); the URL carries the login (none here)
+    REDIS_URL: "redis://127.0.0.1:1",
     REDIS_SENTINELS: topology.sentinelsEnv,
     REDIS_SENTINEL_MASTER: topology.masterName,
     AGENTMESH_REDIS_WAIT_REPLICAS: String(opts.waitReplicas ?? 1),
@@ -97,6 +98,8 @@ export async function startRedisChaos(opts: RedisChaosOptions = {}): Promise<Red
     const meter = stallMeter(hooks.progress);
     await topology.signal(killed, "SIGKILL");
     const killing = new Promise((r) => setTimeout(r, 300)).then(() => hooks.killCoordinator());
+    // awaited below; until then a failed kill must not surface as an unhandled rejection
+    killing.catch(() => undefined);
     const { ms: promotedMs } = await topology.awaitFailover(killed);
     await killing;
     // the row closes once work moves again after the promotion

@@ -3,7 +3,7 @@
 // the old connection), so the publisher sends again once the client is on another node, and
 // JetStream keeps one copy.
 import { HEADERS, naming as makeNaming, type Naming } from "@agentmesh/contracts";
-import { jetstreamManager } from "@nats-io/jetstream";
+import type { StoredMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startNatsCluster, type NatsCluster } from "../../../test/setup/nats-cluster.js";
@@ -11,7 +11,15 @@ import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { connectNats } from "./connect.js";
 import { provision } from "./provision.js";
 import { JS_ACK_TIMEOUT_MS, createPublisher } from "./publisher.js";
-import { makeTask, recordingLog, sessionId, streamMessages, waitFor } from "./test-support.js";
+import {
+  makeTask,
+  plannerProvision,
+  recordingLog,
+  retried,
+  sessionId,
+  streamMessages,
+  waitFor,
+} from "./test-support.js";
 
 const PREFIX = uniquePrefix("repub");
 const n: Naming = makeNaming(PREFIX);
@@ -36,18 +44,7 @@ afterAll(async () => {
 describe("a publish on a connection that moves to another node", () => {
   it("the node cut off while the ack is awaited: sent again on the next node, stored once, long before the ack timeout", async () => {
     const coordinator = await connectAs("coordinator");
-    await provision(coordinator, {
-      naming: n,
-      roles: ["planner"],
-      taskAckWaitMs: 5000,
-      taskMaxDeliver: 5,
-      inboxAckWaitMs: 5000,
-      inboxMaxDeliver: 5,
-      eventsMaxAgeMs: 3_600_000,
-      duplicateWindowMs: 60_000,
-      maxAckPendingPerRole: 32,
-      replicas: 3,
-    });
+    await provision(coordinator, { ...plannerProvision(PREFIX, 3), naming: n });
     const log = recordingLog();
     const publisher = createPublisher(coordinator, n, log);
     // a first publish settles the connection on its node
@@ -72,13 +69,14 @@ describe("a publish on a connection that moves to another node", () => {
     expect(log.messages("warn")).toContain("the connection moved while a publish awaited its ack; publishing again");
     // one copy of the task in the stream, whatever the first send did
     const admin = await connectAs("admin");
+    // the healed node rejoins meanwhile: the test's own reads retry through its elections, and a
+    // read is taken once both stored messages (the first publish and this one) came back
+    let stored: StoredMsg[] = [];
     await waitFor(async () => {
-      const jsm = await jetstreamManager(admin);
-      return (await jsm.streams.info(n.streams.tasks)).state.messages === 2;
+      stored = await retried(() => streamMessages(admin, n.streams.tasks));
+      return stored.length === 2;
     }, 30_000);
-    const copies = (await streamMessages(admin, n.streams.tasks)).filter(
-      (m) => m.header.get(HEADERS.taskId) === task.task_id,
-    );
+    const copies = stored.filter((m) => m.header.get(HEADERS.taskId) === task.task_id);
     expect(copies).toHaveLength(1);
     console.log(
       `[repub] the node cut off: the publish was acknowledged after ${ms} ms (ack timeout ${JS_ACK_TIMEOUT_MS} ms)`,
