@@ -219,7 +219,8 @@ describe("JetStream on a 3-node cluster", () => {
       await waitReplicated(admin, nm, 3);
       // ...and again (every later coordinator start): nothing to change
       await provision(coordinator, plannerProvision(prefix, 3));
-      const consumer = await jsm.consumers.info(nm.streams.tasks, nm.consumers.role("planner"));
+      // provisioning handed the consumer's leadership to a new replica: its election may still run
+      const consumer = await retried(() => jsm.consumers.info(nm.streams.tasks, nm.consumers.role("planner")));
       expect(consumer.config.num_replicas).toBe(3);
 
       await cluster.kill(holder);

@@ -38,8 +38,13 @@ describe("dead letters", () => {
       let dead: Awaited<ReturnType<typeof listDeadLetters>> = [];
       while (Date.now() < deadline && dead.length === 0) {
         const batch = await consumer.fetch({ max_messages: 1, expires: 1000 });
-        for await (const _m of batch) {
-          /* dropped on the floor: the agent "crashed" */
+        try {
+          for await (const _m of batch) {
+            /* dropped on the floor: the agent "crashed" */
+          }
+        } catch (err) {
+          // a pull that missed its heartbeats on a busy machine just ends; the next one goes on
+          if (!/heartbeats missed/.test((err as Error).message)) throw err;
         }
         dead = await listDeadLetters(nc, naming);
       }
