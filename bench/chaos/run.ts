@@ -7,7 +7,7 @@
 // kind: the longest stall of progress, sessions that retried, redeliveries). Exit 1 when a session
 // is lost, stuck or wrong. See bench/README.md ("Chaos run").
 //   pnpm bench:chaos [--short] [--redis sentinel|single] [--rate 1] [--settle-s 10] [--pause-s 50] [--partition-s 45] [--out .bench/chaos.json] [--logs .bench/chaos-logs]
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { ChildProcess } from "node:child_process";
@@ -16,7 +16,14 @@ import { buildAll } from "../../scripts/build.js";
 import { freePort, startRedis } from "../../test/setup/infra.js";
 import { startNatsCluster, type NatsCluster } from "../../test/setup/nats-cluster.js";
 import { uniquePrefix } from "../../test/setup/prefix.js";
-import { AGENT_ROLES, Cluster, assertAppliedOnce, type Proc, type ServiceName } from "../../test/e2e/harness.js";
+import {
+  AGENT_ROLES,
+  Cluster,
+  assertAppliedOnce,
+  serviceArgv,
+  type Proc,
+  type ServiceName,
+} from "../../test/e2e/harness.js";
 import { serviceStats } from "../services.js";
 import { CRITIC_CHAIN, SUPERVISOR, questionFor, supervisorValue, type Workload } from "../workloads.js";
 import { startRedisChaos, type RedisChaos } from "../../test/setup/redis-chaos.js";
@@ -139,6 +146,13 @@ async function main(): Promise<number> {
     process.env.AGENTMESH_SERVICE_RUNTIME = "compiled";
     log(`chaos: services compiled (${built.files} modules in ${built.ms} ms)`);
   } else log(`chaos: services run ${runtime === "tsx" ? "from source (tsx)" : "from the existing build (dist/)"}`);
+  const missing = (["coordinator", "agent"] as const).map((s) => serviceArgv(s)[0]!).filter((f) => !existsSync(f));
+  if (runtime === "compiled" && missing.length > 0) {
+    log(
+      `chaos: AGENTMESH_SERVICE_RUNTIME=compiled, but the build is missing (${missing.join(", ")}): run pnpm build first`,
+    );
+    return 2;
+  }
   const prefix = uniquePrefix("chaos");
   let redisAt: { redisUrl: string; redisSentinels?: string; env: Readonly<Record<string, string>> };
   if (opts.redis === "sentinel") {

@@ -73,9 +73,16 @@ return {'ok', h[1] or '', h[2], h[3] or '', h[4] or '', redis.call('SISMEMBER', 
  * Leftover applied/log keys (only possible if someone deleted the state key by hand) are
  * removed so a new session never inherits another's applied markers. The idempotency key, when
  * it names this session, is remembered (see COMMIT_LUA) and gets the session's TTL.
+ * A session already there is left as it is, but its state key's TTL is set to what it is: a write
+ * of this connection after the create (whoever made it), so a `WAIT` on this connection then
+ * covers the create before a retried submit publishes the start.
  */
 export const CREATE_LUA = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  return 0
+end
 redis.call('DEL', KEYS[2], KEYS[3])
 redis.call('HSET', KEYS[1], 'version', ARGV[1], 'state', ARGV[2], 'schema', ARGV[4])
 if ARGV[5] ~= '' and redis.call('GET', ARGV[5]) == ARGV[6] then

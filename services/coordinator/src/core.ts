@@ -271,6 +271,11 @@ export function createCoordinatorCore(deps: CoordinatorCoreDeps) {
       const attached = await store.attachToThread(threadId, owner, sessionId, now());
       if (!attached.ok) return reject("unknown_thread", `no thread ${threadId}`);
     }
+    // The replicas must hold the session before its start goes out: a failover that lost it would
+    // leave the start naming no session, dropped, and the session lost while the client was told
+    // it was accepted. A failed wait fails the submit; the client's retry (same idempotency key)
+    // waits again, covering the stored session too (docs/redis-failover.md).
+    await store.awaitReplicas();
     // A retried submit (not created) keeps the stored session's trace; its start message is a duplicate anyway.
     await publisher.publishInbox(start, { traceparent: created ? rootTraceparent(state) : undefined, threadId });
     stats.submitted++;

@@ -148,4 +148,35 @@ describe("a commit survives a failover before it is acted on", () => {
     expect(b.core.stats).toMatchObject({ republished: 2, duplicates: 1, applied: 0 });
     expect(a.taskIds()).toEqual([]);
   });
+
+  test("a new session's start goes out only once the replica holds the session, from a retried submit on another coordinator too", async () => {
+    topology = await startRedisTopology({ replicas: 1, sentinels: 0 });
+    const [primary, replica] = topology.nodes;
+    if (!primary || !replica) throw new Error("no topology");
+    const a = await coordinatorOn(topology.url(primary), 1);
+    const b = await coordinatorOn(topology.url(primary), 1);
+    // b has written before, and the replica confirmed it: a WAIT on b's connection now passes at
+    // once unless b writes again
+    await b.core.submit({ v: SCHEMA_VERSION, query: "What is 1 + 1?" });
+    await topology.awaitInSync(replica);
+    await b.store.awaitReplicas();
+    b.inbox.length = 0;
+    await topology.signal(replica, "SIGSTOP");
+    const req = { v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "failover-submit" } as const;
+    // created on the primary, unconfirmed: the client is told it failed and no start goes out
+    await expect(a.core.submit(req)).rejects.toThrow(/only 0 of 1 Redis replicas confirmed/);
+    expect(a.inbox).toEqual([]);
+    // the client's retry lands on b, which finds the session: b's wait must cover a's create
+    // (WAIT counts this connection's writes only: finding the session writes a fence), so it fails too
+    await expect(b.core.submit(req)).rejects.toThrow(/only 0 of 1 Redis replicas confirmed/);
+    expect(b.inbox).toEqual([]);
+    await topology.signal(replica, "SIGCONT");
+    const reply = await b.core.submit(req);
+    expect(reply).toMatchObject({ ok: true, created: false });
+    expect(b.inbox.map((i) => i.kind)).toEqual(["start"]);
+    // the session the start names is on the replica
+    const promotedView = await coordinatorOn(topology.url(replica), 0);
+    const sid = reply.ok ? reply.session_id : "";
+    expect((await promotedView.store.load(sid))?.state.meta.session_id).toBe(sid);
+  });
 });

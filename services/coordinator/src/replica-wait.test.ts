@@ -62,8 +62,27 @@ async function started(s: ReturnType<typeof setup>): Promise<InboxInput> {
   expect(reply.ok).toBe(true);
   const start = s.inbox.at(-1);
   if (!start) throw new Error("no start message");
+  // the submit's own wait, before the start went out; the tests below follow the steps after it
+  expect(s.events.splice(0)).toEqual(["wait"]);
   return start;
 }
+
+describe("the replica wait before a new session's start", () => {
+  test("a failed wait fails the submit and publishes no start; the retry waits again and publishes it once", async () => {
+    const s = setup();
+    const req = { v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "retry-me" } as const;
+    s.ctl.failing = true;
+    await expect(s.core.submit(req)).rejects.toThrow("replicas confirmed");
+    expect(s.inbox).toEqual([]);
+    expect(s.events).toEqual(["wait failed"]);
+    s.ctl.failing = false;
+    const reply = await s.core.submit(req);
+    expect(reply).toMatchObject({ ok: true, created: false });
+    expect(s.events).toEqual(["wait failed", "wait"]);
+    expect(s.inbox.map((i) => i.kind)).toEqual(["start"]);
+    expect(s.inbox[0]?.session_id).toBe(reply.ok ? reply.session_id : "");
+  });
+});
 
 describe("the replica wait before every outbox publish", () => {
   test("a commit's outbox goes out only after the wait; a failed wait publishes nothing and the input is retried", async () => {
