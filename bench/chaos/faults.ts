@@ -61,6 +61,33 @@ async function pickNode(ctx: FaultContext, pick: NodePick): Promise<number> {
   }
 }
 
+/**
+ * Waits until every stream of the run (and the cancelled-sessions bucket) has a leader and every
+ * follower current, for up to `ms`; returns how long that took, or null when it did not happen. A
+ * node that came back may still be catching up when its step returns: a fault injected then would
+ * be a second one on top of the first, more than three replicas promise to survive.
+ */
+export async function awaitReplicasCurrent(ctx: FaultContext, ms: number): Promise<number | null> {
+  if (!ctx.nats) return 0;
+  const replicas = ctx.nats.nodes.length;
+  const streams = [...Object.values(ctx.naming.streams), `KV_${ctx.naming.kv.cancelled}`];
+  const t0 = Date.now();
+  for (;;) {
+    const current = await (async () => {
+      const jsm = await jetstreamManager(ctx.nc);
+      for (const s of streams) {
+        const c = (await jsm.streams.info(s)).cluster;
+        const followers = c?.replicas ?? [];
+        if (!c?.leader || followers.length !== replicas - 1 || !followers.every((r) => r.current)) return false;
+      }
+      return true;
+    })().catch(() => false);
+    if (current) return Date.now() - t0;
+    if (Date.now() - t0 > ms) return null;
+    await sleep(500);
+  }
+}
+
 function needCluster(ctx: FaultContext): NatsCluster {
   if (!ctx.nats) throw new Error("this fault needs the NATS cluster topology");
   return ctx.nats;

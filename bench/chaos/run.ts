@@ -27,7 +27,13 @@ import {
 import { serviceStats } from "../services.js";
 import { CRITIC_CHAIN, SUPERVISOR, questionFor, supervisorValue, type Workload } from "../workloads.js";
 import { startRedisChaos, type RedisChaos } from "../../test/setup/redis-chaos.js";
-import { natsClusterPlan, redisSentinelPlan, type FaultContext, type FaultStep } from "./faults.js";
+import {
+  awaitReplicasCurrent,
+  natsClusterPlan,
+  redisSentinelPlan,
+  type FaultContext,
+  type FaultStep,
+} from "./faults.js";
 import {
   faultRows,
   longestStall,
@@ -123,7 +129,8 @@ function saveLogs(): void {
   rmSync(logs, { recursive: true, force: true });
   mkdirSync(logs, { recursive: true });
   for (const p of services.procs) writeFileSync(join(logs, `${p.name}-${p.child.pid ?? "x"}.log`), p.output());
-  log(`chaos: the services' output (warnings and errors) in ${logs}`);
+  for (const n of nats?.nodes ?? []) writeFileSync(join(logs, `nats-${n.name}.log`), n.output);
+  log(`chaos: the services' and NATS nodes' output (warnings and errors) in ${logs}`);
 }
 
 async function cleanup(): Promise<void> {
@@ -286,6 +293,12 @@ async function main(): Promise<number> {
     log(`chaos: ${step.name} (${step.kind})`);
     await step.run(ctx);
     const healed = Date.now();
+    const current = await awaitReplicasCurrent(ctx, 60_000);
+    log(
+      current === null
+        ? "    the streams' replicas were still not all current after 60 s"
+        : `    every stream's replicas current ${(current / 1000).toFixed(1)} s after`,
+    );
     await sleep(opts.settleMs);
     const end = Date.now();
     const r = grew(before, await redeliveries(svc));

@@ -5,11 +5,6 @@ import { NoRespondersError, RequestError, TimeoutError } from "@nats-io/transpor
 /** "no suitable peers for placement": too few nodes up for a replicated stream or consumer. */
 export const NO_SUITABLE_PEERS = 10005;
 
-/** A NATS request (a JetStream publish among them) that got no answer in its time. */
-export function isNatsTimeout(err: unknown): boolean {
-  return err instanceof TimeoutError || (err instanceof RequestError && err.cause instanceof TimeoutError);
-}
-
 /**
  * Failures a NATS cluster shows while a node restarts or a leader is being elected, which the
  * same request survives a moment later: a timed-out or unanswered request, the server's 503s

@@ -10,8 +10,7 @@ import { startNatsCluster, type NatsCluster } from "../../../test/setup/nats-clu
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { connectNats } from "./connect.js";
 import { provision } from "./provision.js";
-import { jetstreamManager } from "@nats-io/jetstream";
-import { JS_ACK_TIMEOUT_MS, JS_ACK_TRY_MS, createPublisher } from "./publisher.js";
+import { JS_ACK_TIMEOUT_MS, createPublisher } from "./publisher.js";
 import {
   makeTask,
   plannerProvision,
@@ -27,8 +26,8 @@ const n: Naming = makeNaming(PREFIX);
 let cluster: NatsCluster;
 const conns: NatsConnection[] = [];
 
-async function connectAs(user: string, url = cluster.url): Promise<NatsConnection> {
-  const nc = await connectNats({ url, name: `repub-test-${user}`, nkeySeedFile: cluster.seedFile(user) });
+async function connectAs(user: string): Promise<NatsConnection> {
+  const nc = await connectNats({ url: cluster.url, name: `repub-test-${user}`, nkeySeedFile: cluster.seedFile(user) });
   conns.push(nc);
   return nc;
 }
@@ -67,8 +66,7 @@ describe("a publish on a connection that moves to another node", () => {
     // the client gave up the cut node after its pings (2 × 5 s) and sent again where it went
     expect(ms).toBeLessThan(JS_ACK_TIMEOUT_MS);
     expect(coordinator.info?.server_name).not.toBe(cluster.nodes[on]?.name);
-    // sent again on a cue: the reconnect, or a send that got no ack in its time
-    expect(log.messages("warn").some((m) => m.endsWith("; publishing again"))).toBe(true);
+    expect(log.messages("warn")).toContain("the connection moved while a publish awaited its ack; publishing again");
     // one copy of the task in the stream, whatever the first send did
     const admin = await connectAs("admin");
     // the healed node rejoins meanwhile: the test's own reads retry through its elections, and a
@@ -83,40 +81,5 @@ describe("a publish on a connection that moves to another node", () => {
     console.log(
       `[repub] the node cut off: the publish was acknowledged after ${ms} ms (ack timeout ${JS_ACK_TIMEOUT_MS} ms)`,
     );
-  }, 90_000);
-  it("the stream's leader stopped while the client's own node is fine: sent again once another leads, stored once", async () => {
-    const admin = await connectAs("admin");
-    const info = await retried(async () => (await jetstreamManager(admin)).streams.info(n.streams.tasks));
-    const leader = cluster.nodes.findIndex((x) => x.name === info.cluster?.leader);
-    expect(leader).toBeGreaterThanOrEqual(0);
-    const other = cluster.nodes.findIndex((_, i) => i !== leader);
-    // only the other node's address: the client stays on it throughout
-    const coordinator = await connectAs("coordinator", cluster.nodes[other]!.url);
-    const log = recordingLog();
-    const publisher = createPublisher(coordinator, n, log);
-    const before = (await retried(() => streamMessages(admin, n.streams.tasks))).length;
-    // a node that just rejoined answers "JetStream not enabled" for a moment: wait until it serves
-    await retried(async () => (await jetstreamManager(coordinator)).getAccountInfo());
-
-    cluster.pause(leader);
-    const task = makeTask(sessionId());
-    const t0 = Date.now();
-    const outcome = await publisher.publishTask(task).then(
-      () => "acknowledged",
-      (e: unknown) => `failed: ${(e as Error).message}`,
-    );
-    const ms = Date.now() - t0;
-    cluster.resume(leader);
-
-    expect(outcome).toBe("acknowledged");
-    expect(ms).toBeLessThan(JS_ACK_TIMEOUT_MS);
-    expect(log.messages("warn")).toContain(`no ack within ${JS_ACK_TRY_MS} ms; publishing again`);
-    let stored: StoredMsg[] = [];
-    await waitFor(async () => {
-      stored = await retried(() => streamMessages(admin, n.streams.tasks));
-      return stored.length === before + 1;
-    }, 30_000);
-    expect(stored.filter((m) => m.header.get(HEADERS.taskId) === task.task_id)).toHaveLength(1);
-    console.log(`[repub] the stream's leader stopped: the publish was acknowledged after ${ms} ms`);
   }, 90_000);
 });

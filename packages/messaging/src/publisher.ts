@@ -19,7 +19,7 @@ import type { MsgHdrs, NatsConnection } from "@nats-io/transport-node";
 import type { z } from "zod";
 import { markCancelled } from "./cancelled.js";
 import { jsonDepthOver } from "./decode.js";
-import { isNatsTimeout, natsFailure } from "./errors.js";
+import { natsFailure } from "./errors.js";
 import type { Log } from "./log.js";
 import { senderOf } from "./senders.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
@@ -104,19 +104,13 @@ function validate<S extends z.ZodType>(schema: S, value: unknown, what: string):
  */
 export const JS_ACK_TIMEOUT_MS = 30_000;
 
-/**
- * How long a publish waits for the ack of its latest send before it sends the message again,
- * within `JS_ACK_TIMEOUT_MS` in all. A send whose stream leader stopped or was cut off is never
- * acknowledged; sent again once the stream has another leader, it is. The earlier sends stay
- * awaited, so a busy server's late ack still ends the publish; it just sees a duplicate (same msg
- * id, one copy kept).
- */
-export const JS_ACK_TRY_MS = 5000;
+/** How many times one publish is sent again after the connection moved to another server while its ack was awaited. */
+export const REPUBLISH_ON_RECONNECT_MAX = 3;
 
 /**
- * Resolves the waiters each time the connection is back on a server after losing one. An ack due
- * on the connection that broke is most likely lost with it, and a send made while disconnected is
- * dropped from the client's buffer on the next dial: the reconnect is the cue to send again at once.
+ * Resolves the waiters each time the connection is back on a server after losing one. An ack that
+ * was due on the connection that broke never comes (it went to the old server's socket), so a
+ * publish waiting for one would wait out its whole timeout: the reconnect is its cue to send again.
  */
 function reconnectSignal(nc: NatsConnection): { next(): { promise: Promise<void>; cancel(): void } } {
   const waiters = new Set<() => void>();
@@ -139,87 +133,6 @@ function reconnectSignal(nc: NatsConnection): { next(): { promise: Promise<void>
   };
 }
 
-/** One JetStream message to publish under its msg id. */
-interface Outgoing {
-  readonly subject: string;
-  readonly stream: string;
-  readonly body: Uint8Array;
-  readonly msgID: string;
-  readonly headers: MsgHdrs;
-}
-
-/** How one send ended; `send` is the promise it came from. */
-type SendOutcome = { readonly send: Promise<SendOutcome> } & (
-  { readonly ack: { readonly duplicate: boolean } } | { readonly err: unknown }
-);
-
-/** Resolves with `value` after `ms`, unless cancelled. */
-function later<T>(ms: number, value: T): { promise: Promise<T>; cancel(): void } {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const promise = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(value), ms)));
-  return { promise, cancel: () => clearTimeout(timer) };
-}
-
-/**
- * One JetStream publish, acknowledged within `JS_ACK_TIMEOUT_MS`. The message is sent again under
- * the same msg id (JetStream keeps one copy) when its latest send has no ack within
- * `JS_ACK_TRY_MS`, or at once when the connection moves to another server; every send stays
- * awaited and the first ack of any ends the publish. A send that fails while others are awaited
- * is set aside; the last one to fail is the publish's failure.
- */
-async function publishAcked(
-  js: JetStreamClient,
-  reconnected: ReturnType<typeof reconnectSignal>,
-  log: Log,
-  m: Outgoing,
-): Promise<void> {
-  const deadline = Date.now() + JS_ACK_TIMEOUT_MS;
-  const pending = new Set<Promise<SendOutcome>>();
-  const what = `publish to ${m.subject} (stream ${m.stream}) failed`;
-  for (let cue: "first" | "quiet" | "moved" | "wait" = "first", sent = 0; ;) {
-    const left = deadline - Date.now();
-    if (left <= 0)
-      throw new AgentmeshError("timeout", `${what}: no ack within ${JS_ACK_TIMEOUT_MS} ms (${sent} sends)`, {
-        component: "nats",
-      });
-    if (cue !== "wait") {
-      if (cue !== "first") {
-        const why = cue === "moved" ? "the connection moved" : `no ack within ${JS_ACK_TRY_MS} ms`;
-        log.warn({ subject: m.subject, msg_id: m.msgID, sent }, `${why}; publishing again`);
-      }
-      const opts = { msgID: m.msgID, headers: m.headers, expect: { streamName: m.stream }, timeout: left };
-      const send: Promise<SendOutcome> = js.publish(m.subject, m.body, opts).then(
-        (ack) => ({ send, ack }),
-        (err: unknown) => ({ send, err }),
-      );
-      pending.add(send);
-      sent++;
-    }
-    const moved = reconnected.next();
-    const quiet = later(Math.min(JS_ACK_TRY_MS, left), "quiet" as const);
-    const got = await Promise.race([...pending, moved.promise.then(() => "moved" as const), quiet.promise]);
-    moved.cancel();
-    quiet.cancel();
-    if (got === "moved" || got === "quiet") {
-      cue = got;
-      continue;
-    }
-    pending.delete(got.send);
-    if ("ack" in got) {
-      if (got.ack.duplicate)
-        log.debug({ subject: m.subject, msg_id: m.msgID }, "duplicate publish ignored by JetStream");
-      return;
-    }
-    // every send ends at the deadline: a send's own timeout is the publish's
-    if (pending.size === 0 || isNatsTimeout(got.err)) throw natsFailure(got.err, what);
-    log.debug(
-      { subject: m.subject, msg_id: m.msgID, err: String(got.err) },
-      "one send of a publish failed; others are awaited",
-    );
-    cue = "wait";
-  }
-}
-
 /** Who a publisher writes inbox inputs as. */
 export interface PublisherOptions {
   /** A client (CLI, gateway): user_reply and cancel go out under the `client` sender. */
@@ -230,8 +143,42 @@ export interface PublisherOptions {
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
   const js: JetStreamClient = jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS });
   const reconnected = reconnectSignal(nc);
-  const jsPublish = (subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs) =>
-    publishAcked(js, reconnected, log, { subject, stream, body, msgID, headers });
+
+  /**
+   * One JetStream publish, acknowledged. When the connection moves to another server while the
+   * ack is awaited (the server died, stopped or was cut off), the message is sent again there:
+   * its msg id makes JetStream keep one copy, and the ack of the new send does come.
+   */
+  async function jsPublish(
+    subject: string,
+    stream: string,
+    body: Uint8Array,
+    msgID: string,
+    headers: MsgHdrs,
+  ): Promise<void> {
+    for (let resent = 0; ; resent++) {
+      const moved = reconnected.next();
+      const sending = js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
+      try {
+        const ack = resent >= REPUBLISH_ON_RECONNECT_MAX ? await sending : await Promise.race([sending, moved.promise]);
+        if (ack === undefined) {
+          // the reconnect came first; the first send's ack, if it ever settles, is not waited for
+          sending.catch(() => undefined);
+          log.warn(
+            { subject, msg_id: msgID, resent: resent + 1 },
+            "the connection moved while a publish awaited its ack; publishing again",
+          );
+          continue;
+        }
+        if (ack.duplicate) log.debug({ subject, msg_id: msgID }, "duplicate publish ignored by JetStream");
+        return;
+      } catch (err) {
+        throw natsFailure(err, `publish to ${subject} (stream ${stream}) failed`);
+      } finally {
+        moved.cancel();
+      }
+    }
+  }
 
   /** A task already validated (by `publishTask`, or as part of a stored outbox). */
   function sendTask(t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
