@@ -124,7 +124,8 @@ async function publishTasks(nc: NatsConnection, nm: Naming, sids: readonly strin
         await js.publish(nm.task("planner", "plan"), JSON.stringify(task), { msgID: task.task_id, timeout: 2000 });
         break;
       } catch (err) {
-        if (Date.now() > until) throw err;
+        // named, so a failure says which step it was (a NATS timeout carries no stack of its own)
+        if (Date.now() > until) throw new Error(`publishing the task of ${sid} failed for 30 s`, { cause: err });
         await sleep(200);
       }
     }
@@ -198,9 +199,12 @@ describe("JetStream on a 3-node cluster", () => {
     // a prefix of its own (the generated permissions are the first test's prefix's: provision as admin)
     const prefix = uniquePrefix("move");
     const nm = makeNaming(prefix);
+    // the node the first test restarted may still be rejoining: an R1 stream placed on it would
+    // take no publish meanwhile
+    await cluster.waitHealthy();
     const admin = await connectAs("admin");
     const coordinator = admin;
-    const jsm = await jetstreamManager(admin);
+    const jsm = await retried(() => jetstreamManager(admin));
     try {
       await provision(coordinator, plannerProvision(prefix, 1));
       for (const s of streamsOf(nm)) expect((await retried(() => jsm.streams.info(s))).config.num_replicas).toBe(1);
@@ -230,11 +234,12 @@ describe("JetStream on a 3-node cluster", () => {
         "the task stream served by a surviving node",
       ).then(() => retried(() => jsm.streams.info(nm.streams.tasks)));
       expect(nodeOf(tasks)).not.toBe(holder);
-      // the other streams elect their new leaders at their own pace: a read may time out meanwhile
-      const events = await retried(() => jsm.streams.info(nm.streams.events));
+      // the other streams elect their new leaders at their own pace (on a loaded machine past
+      // 30 s at times): a read may time out meanwhile
+      const events = await retried(() => jsm.streams.info(nm.streams.events), 60_000);
       expect(events.state.messages).toBe(3);
-      expect(await retried(() => cancelledChecker(admin, nm)("cancelledsession0001"))).toBe(true);
-      expect(await retried(() => cancelledChecker(admin, nm)("neverCancelled000001"))).toBe(false);
+      expect(await retried(() => cancelledChecker(admin, nm)("cancelledsession0001"), 60_000)).toBe(true);
+      expect(await retried(() => cancelledChecker(admin, nm)("neverCancelled000001"), 60_000)).toBe(false);
       // the consumer moved with its stream: every queued task is worked
       await planner(nm, "admin");
       await waitFor(

@@ -129,17 +129,22 @@ export function plannerProvision(prefix: string, replicas: number): ProvisionOpt
 }
 
 /**
- * `fn`, again while it throws (a leader election under way), for up to 30 s. Every call the test
+ * `fn`, again while it throws (a leader election under way), for up to `ms` (30 s). Every call the test
  * makes to a cluster itself goes through it: under a loaded machine a node that has just
  * rejoined can leave one request unanswered, and the code under test retries the same way.
  */
-export async function retried<T>(fn: () => Promise<T>): Promise<T> {
-  const until = Date.now() + 30_000;
+export async function retried<T>(fn: () => Promise<T>, ms = 30_000): Promise<T> {
+  const until = Date.now() + ms;
+  // taken here: a NATS timeout is made in a timer, so its own stack names no caller
+  const caller = new Error().stack?.split("\n")[2]?.trim() ?? "";
   for (;;) {
     try {
       return await fn();
     } catch (err) {
-      if (Date.now() > until) throw err;
+      if (Date.now() > until) {
+        if (err instanceof Error) err.message += ` (still failing after ${ms / 1000} s of tries, ${caller})`;
+        throw err;
+      }
       await sleep(250);
     }
   }
