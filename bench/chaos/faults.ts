@@ -5,6 +5,7 @@
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Naming } from "@agentmesh/contracts";
+import { replicasCurrent } from "@agentmesh/messaging";
 import type { Cluster, Proc, ServiceName } from "../../test/e2e/harness.js";
 import type { NatsCluster } from "../../test/setup/nats-cluster.js";
 import type { RedisChaos } from "../../test/setup/redis-chaos.js";
@@ -75,11 +76,7 @@ export async function awaitReplicasCurrent(ctx: FaultContext, ms: number): Promi
   for (;;) {
     const current = await (async () => {
       const jsm = await jetstreamManager(ctx.nc);
-      for (const s of streams) {
-        const c = (await jsm.streams.info(s)).cluster;
-        const followers = c?.replicas ?? [];
-        if (!c?.leader || followers.length !== replicas - 1 || !followers.every((r) => r.current)) return false;
-      }
+      for (const s of streams) if (!replicasCurrent((await jsm.streams.info(s)).cluster, replicas)) return false;
       return true;
     })().catch(() => false);
     if (current) return Date.now() - t0;

@@ -2,7 +2,7 @@
 export type { Log } from "./log.js";
 export { connectNats, parseNatsUrl, type ConnectNatsOptions, type ParsedNatsUrl } from "./connect.js";
 export { linkHealth, type LinkHealth } from "./link-health.js";
-export { provision } from "./provision.js";
+export { provision, replicasCurrent } from "./provision.js";
 export {
   natsPermissions,
   replyPrefix,

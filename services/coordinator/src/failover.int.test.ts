@@ -92,6 +92,17 @@ async function commitAcrossFailover(waitReplicas: number) {
   return { c, after, start, stepped, stepMs, primaryVersion, held, published: c.taskIds() };
 }
 
+/** A primary with one replica of its own, and two coordinators on the primary that wait for it. */
+async function twoCoordinators() {
+  const topo = await startRedisTopology({ replicas: 1, sentinels: 0 });
+  topology = topo;
+  const [primary, replica] = topo.nodes;
+  if (!primary || !replica) throw new Error("no topology");
+  const a = await coordinatorOn(topo.url(primary), 1);
+  const b = await coordinatorOn(topo.url(primary), 1);
+  return { topo, replica, a, b };
+}
+
 describe("a commit survives a failover before it is acted on", () => {
   test("with the replica wait: the unreplicated commit publishes nothing; after the failover the session goes on, nothing lost", async () => {
     const r = await commitAcrossFailover(1);
@@ -126,23 +137,19 @@ describe("a commit survives a failover before it is acted on", () => {
   });
 
   test("a stored outbox another coordinator committed is re-published only once the replica confirms it", async () => {
-    topology = await startRedisTopology({ replicas: 1, sentinels: 0 });
-    const [primary, replica] = topology.nodes;
-    if (!primary || !replica) throw new Error("no topology");
-    const a = await coordinatorOn(topology.url(primary), 1);
-    const b = await coordinatorOn(topology.url(primary), 1);
+    const { topo, replica, a, b } = await twoCoordinators();
     await a.core.submit({ v: SCHEMA_VERSION, query: "What is 2 + 2?", session_id: SID });
     const start = a.inbox.at(-1);
     if (!start) throw new Error("no start");
-    await topology.awaitInSync(replica);
+    await topo.awaitInSync(replica);
     // paused, still connected: its acknowledged offset stays where it was
-    await topology.signal(replica, "SIGSTOP");
+    await topo.signal(replica, "SIGSTOP");
     await expect(a.core.handleInput(start)).rejects.toThrow(/replicas confirmed/);
     // b never wrote the commit: its load writes after it (the stored outbox's fence), so b's wait
     // covers that commit and fails too (WAIT covers only writes made on the connection it runs on)
     await expect(b.core.handleInput(start)).rejects.toThrow(/only 0 of 1 Redis replicas confirmed/);
     expect(b.taskIds()).toEqual([]);
-    await topology.signal(replica, "SIGCONT");
+    await topo.signal(replica, "SIGCONT");
     expect(await b.core.handleInput(start)).toBe("ack");
     expect(b.taskIds()).toEqual([FIRST_TASK]);
     expect(b.core.stats).toMatchObject({ republished: 2, duplicates: 1, applied: 0 });
@@ -150,18 +157,14 @@ describe("a commit survives a failover before it is acted on", () => {
   });
 
   test("a new session's start goes out only once the replica holds the session, from a retried submit on another coordinator too", async () => {
-    topology = await startRedisTopology({ replicas: 1, sentinels: 0 });
-    const [primary, replica] = topology.nodes;
-    if (!primary || !replica) throw new Error("no topology");
-    const a = await coordinatorOn(topology.url(primary), 1);
-    const b = await coordinatorOn(topology.url(primary), 1);
+    const { topo, replica, a, b } = await twoCoordinators();
     // b has written before, and the replica confirmed it: a WAIT on b's connection now passes at
     // once unless b writes again
     await b.core.submit({ v: SCHEMA_VERSION, query: "What is 1 + 1?" });
-    await topology.awaitInSync(replica);
+    await topo.awaitInSync(replica);
     await b.store.awaitReplicas();
     b.inbox.length = 0;
-    await topology.signal(replica, "SIGSTOP");
+    await topo.signal(replica, "SIGSTOP");
     const req = { v: SCHEMA_VERSION, query: "What is 2 + 2?", idempotency_key: "failover-submit" } as const;
     // created on the primary, unconfirmed: the client is told it failed and no start goes out
     await expect(a.core.submit(req)).rejects.toThrow(/only 0 of 1 Redis replicas confirmed/);
@@ -170,12 +173,12 @@ describe("a commit survives a failover before it is acted on", () => {
     // (WAIT counts this connection's writes only: finding the session writes a fence), so it fails too
     await expect(b.core.submit(req)).rejects.toThrow(/only 0 of 1 Redis replicas confirmed/);
     expect(b.inbox).toEqual([]);
-    await topology.signal(replica, "SIGCONT");
+    await topo.signal(replica, "SIGCONT");
     const reply = await b.core.submit(req);
     expect(reply).toMatchObject({ ok: true, created: false });
     expect(b.inbox.map((i) => i.kind)).toEqual(["start"]);
     // the session the start names is on the replica
-    const promotedView = await coordinatorOn(topology.url(replica), 0);
+    const promotedView = await coordinatorOn(topo.url(replica), 0);
     const sid = reply.ok ? reply.session_id : "";
     expect((await promotedView.store.load(sid))?.state.meta.session_id).toBe(sid);
   });
