@@ -86,6 +86,12 @@ function importRules(row, { pure }) {
     for (const name of nodeBuiltins) {
       paths.push({ name, message: "Workflows are pure: no Node built-ins. I/O belongs in the coordinator." });
     }
+    // contracts' random minters: a workflow formats and parses ids, the ids it needs arrive in its input
+    paths.push({
+      name: "@agentmesh/contracts",
+      importNames: ["newSessionId", "newThreadId", "newUserInputId"],
+      message: "Workflows are pure: random ids are minted outside the step and arrive in its input.",
+    });
   }
   return ["error", { paths, patterns }];
 }
@@ -209,6 +215,25 @@ export default tseslint.config(
     files: ["**/*.{ts,js,mjs}"],
     ignores: ["packages/service-kit/src/env.ts", "packages/tools/src/test-support/escape-cases.ts"],
     rules: { "max-lines": ["error", { max: 650, skipBlankLines: true, skipComments: true }] },
+  },
+
+  // The workflows trust what reaches them typed: an agent's output is checked once, where it enters
+  // the coordinator, and narrowed by its op (isResultOf). A type assertion there would hide a
+  // mismatch the types exist to catch, so none is allowed (`as const` is not an assertion of this
+  // kind). The test kits read loosely typed task inputs for assertions and are left out.
+  {
+    files: ["packages/workflows/src/**/*.ts"],
+    ignores: ["**/*.test.ts", "packages/workflows/src/testing.ts", "packages/workflows/src/*-testkit.ts"],
+    rules: { "@typescript-eslint/consistent-type-assertions": ["error", { assertionStyle: "never" }] },
+  },
+
+  // A function in shipped code holds at most 80 lines (counted the same way): a longer one is
+  // split into named parts. Test-support modules (testing.ts, testkits, conformance suites, the
+  // scripted server) ship and are held to it; tests are not.
+  {
+    files: ["packages/*/src/**/*.{ts,js,mjs}", "services/**/*.{ts,js,mjs}"],
+    ignores: ["**/*.test.ts", "**/test/**"],
+    rules: { "max-lines-per-function": ["error", { max: 80, skipBlankLines: true, skipComments: true }] },
   },
 
   // Everywhere (the root's test/, scripts/, bench/ too): front doors only. The blocks below

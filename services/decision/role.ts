@@ -45,6 +45,9 @@ export default defineAgent({
           i.memory.successful_tools.length
             ? `Tools that worked before: ${i.memory.successful_tools.map((t) => `${t.tool} ×${t.successes}`).join(", ")}`
             : "",
+          i.memory.patterns.length
+            ? `What the critic's reports showed so far:\n${i.memory.patterns.map((p) => `- ${p.kind}${p.tool ? ` ${p.tool}` : ""}: ${p.pattern} (×${p.seen})`).join("\n")}`
+            : "",
           renderTools(i),
           `Strategy profile ${i.strategy_profile}: at most ${i.max_steps} steps in all, the last one the summarize step.`,
           renderRewrite(i),

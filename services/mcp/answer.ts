@@ -70,17 +70,26 @@ export function renderMcpPrompt(question: string, server: string, tools: readonl
   ].join("\n\n");
 }
 
-/** The offline engine's choice: the tool whose name and description share most words with the question, the question as its string argument. */
+/**
+ * The offline engine's choice: among the tools the question alone can call (the question as the
+ * text argument, any other required argument fixed by the tool's schema), the one whose name and
+ * description share most words with the question. When no tool can be called that way the
+ * specialist answers `needs_model`, naming what each tool lacks, rather than call one that the
+ * server would refuse.
+ */
 export function mcpChoiceOffline(
   clients: McpClients,
 ): (input: McpAnswerRequest, ctx: OfflineContext) => Promise<McpChoice> {
   return async (input, ctx) => {
     const tools = await toolsForRole(clientOf(clients, input.server), ctx.signal);
     const choice = chooseMcpTool(input.question, tools);
-    if (!choice)
+    if (choice.kind === "none")
       throw new AgentmeshError(
         "needs_model",
-        `no tool of MCP server "${input.server}" takes a text argument, so only a model can choose its arguments`,
+        clipText(
+          `MCP server "${input.server}": ${choice.why}, so only a language model can choose the arguments. ${ctx.configHint}`,
+          1000,
+        ),
       );
     return { tool: choice.tool, arguments_json: JSON.stringify(choice.args) };
   };
@@ -134,7 +143,8 @@ export function answerOf(server: string, tool: string, result: McpCallResult): S
 /**
  * mcp.answer: lists the named server's tools (those its `allow` gives the mcp role), lets the
  * model (offline: `chooseMcpTool`) pick one and its arguments, calls it under the task's signal
- * and answers with its text, its links and resources as citations.
+ * and answers with its text, its links and resources as citations. A tool that refuses the call
+ * fails the task with its message (`invalid_tool_input`, not retried).
  */
 export async function answerViaMcp(
   clients: McpClients,
@@ -149,16 +159,8 @@ export async function answerViaMcp(
     prompt: renderMcpPrompt(req.question, req.server, tools),
   });
   const args = argumentsOf(choice, tools, req.server);
-  let result: McpCallResult;
-  try {
-    result = await client.callTool(choice.tool, args, { signal: ctx.signal });
-  } catch (err) {
-    // arguments that fail the tool's schema are the chooser's mistake: another choice may pass
-    if (err instanceof AgentmeshError && err.code === "invalid_tool_input")
-      throw new AgentmeshError("model_invalid_output", `the chosen arguments do not fit: ${err.message}`, {
-        cause: err,
-      });
-    throw err;
-  }
+  // a call the tool refuses (arguments that fail its schema, or its own error result) fails at
+  // once as the tool's `invalid_tool_input`: the same task delivered again would make the same call
+  const result = await client.callTool(choice.tool, args, { signal: ctx.signal });
   return answerOf(req.server, choice.tool, result);
 }

@@ -37,6 +37,7 @@ beforeAll(async () => {
     ["biomcp", clientFor(stdioTestServer("biomcp", { allow: { mcp: "*" } }))],
     ["llama_mcp", clientFor(http.config("llama_mcp", { allow: { mcp: ["search_articles", "slow"] } }))],
     ["private", clientFor(stdioTestServer("private", { allow: { researcher: "*" } }))],
+    ["numbers", clientFor(stdioTestServer("numbers", { allow: { mcp: ["slow", "cancellations"] } }))],
   ]);
 });
 
@@ -109,7 +110,7 @@ describe("mcp.answer", () => {
     expect(ctx.prompts[0]).not.toContain("- crash:");
   });
 
-  it("a model's arguments that fail the tool's input schema, or a tool it may not call, are the model's invalid output", async () => {
+  it("a call the tool refuses fails at once as the tool's invalid_tool_input, not retryable, with the reason", async () => {
     const bad = await failure(
       answerViaMcp(
         clients,
@@ -117,8 +118,31 @@ describe("mcp.answer", () => {
         modelChoosing({ tool: "search_articles", arguments_json: JSON.stringify({ query: 5 }) }),
       ),
     );
-    expect(bad).toMatchObject({ code: "model_invalid_output", retryable: true });
-    expect(bad.message).toContain("search_articles");
+    expect(bad).toMatchObject({ code: "invalid_tool_input", retryable: false });
+    expect(bad.message).toContain("mcp.llama_mcp.search_articles: arguments/query must be string");
+    // the server's own error result carries its message
+    const refused = await failure(
+      answerViaMcp(
+        clients,
+        { question: "HER2?", server: "biomcp" },
+        modelChoosing({ tool: "fail", arguments_json: "{}" }),
+      ),
+    );
+    expect(refused).toMatchObject({ code: "invalid_tool_input", retryable: false });
+    expect(refused.message).toBe('MCP tool "biomcp.fail" refused the call: the article index is down');
+  });
+
+  it("offline, when no tool the role may call can be filled from the question alone, it answers needs_model naming why and calls none", async () => {
+    const input = { question: "Wait for the article index", server: "numbers" };
+    const err = await failure(answerViaMcp(clients, input, offline(clients, input)));
+    expect(err).toMatchObject({ code: "needs_model", retryable: false });
+    expect(err.message).toContain(
+      'MCP server "numbers": no tool can be called with the question alone (slow takes no text argument; cancellations takes no text argument)',
+    );
+    expect((await clients.get("numbers")!.callTool("cancellations", {})).text).toBe("0");
+  });
+
+  it("a tool it may not call or arguments that are not a JSON object are the model's invalid output", async () => {
     const notAllowed = await failure(
       answerViaMcp(
         clients,

@@ -93,3 +93,75 @@ describe("memory.update fold", () => {
     expect(before).toEqual(copy);
   });
 });
+
+const REPORT = {
+  quality: 0.9,
+  hallucination_risk: 0.1,
+  issues: [],
+  is_acceptable: true,
+  rewrite_suggestion: null,
+  requires_human_input: false,
+  question_for_human: null,
+};
+const reviewed = (result: StepResult, critic: typeof REPORT, memory = EMPTY_MEMORY): OpRequest<"memory", "update"> => ({
+  ...step(result, memory),
+  event: { kind: "step", step_index: 0, step: { ...STEP, tool: result.tool }, result, critic },
+});
+
+describe("memory.update fold: patterns and long-term references", () => {
+  it("folds a report's patterns: a kind kept for a tool is restated and counted, a new one appended", () => {
+    const prefer = { kind: "prefer" as const, tool: "calculator", pattern: "calculator works for arithmetic" };
+    let m = foldMemory(reviewed(ok(), REPORT), [prefer]);
+    m = foldMemory(reviewed(ok(), REPORT, m), [{ ...prefer, pattern: "calculator is exact" }]);
+    m = foldMemory(reviewed(ok(), REPORT, m), [{ kind: "ask", tool: null, pattern: "ask about units" }]);
+    expect(m.patterns).toEqual([
+      { kind: "prefer", tool: "calculator", pattern: "calculator is exact", seen: 2 },
+      { kind: "ask", tool: null, pattern: "ask about units", seen: 1 },
+    ]);
+    expect(ROLES.memory.update.response.safeParse(m).success).toBe(true);
+  });
+
+  it("drops a pattern about another tool than the step's, and counts a report once per kind", () => {
+    const m = foldMemory(reviewed(ok(), REPORT), [
+      { kind: "avoid", tool: "web_search", pattern: "web_search is noisy" },
+      { kind: "prefer", tool: "calculator", pattern: "first" },
+      { kind: "prefer", tool: "calculator", pattern: "second" },
+    ]);
+    expect(m.patterns).toEqual([{ kind: "prefer", tool: "calculator", pattern: "first", seen: 1 }]);
+  });
+
+  it("folds no patterns without a critic report, and keeps the latest 20", () => {
+    expect(foldMemory(step(ok()), [{ kind: "prefer", tool: "calculator", pattern: "x" }]).patterns).toEqual([]);
+    let m = EMPTY_MEMORY;
+    for (let i = 0; i < 25; i++) {
+      const tool = `tool_${i}`;
+      m = foldMemory(reviewed(ok(tool), REPORT, m), [{ kind: "prefer", tool, pattern: `${tool} works` }]);
+    }
+    expect(m.patterns).toHaveLength(20);
+    expect(m.patterns[0]?.tool).toBe("tool_5");
+  });
+
+  it("writes a long-term reference for an accepted step only, once, after the thread's own", () => {
+    const thread = { ...EMPTY_MEMORY, long_term_refs: ["Answered an earlier question: 41"] };
+    const cited = { ...ok("corpus_search"), citations: [{ path: "redis-persistence.md", passage: "AOF" }] };
+    let m = foldMemory(reviewed(cited, REPORT, thread));
+    m = foldMemory(reviewed(cited, REPORT, m));
+    m = foldMemory(reviewed(ok(), { ...REPORT, is_acceptable: false, quality: 0.2 }, m));
+    m = foldMemory(step(ok(), m)); // no report: nothing accepted
+    expect(m.long_term_refs).toEqual([
+      "Answered an earlier question: 41",
+      "Evaluate the expression exactly (corpus_search, redis-persistence.md): 42",
+    ]);
+    const summary = { ...reviewed(ok("summarize"), REPORT, m) };
+    if (summary.event.kind === "step") summary.event.step = { ...STEP, tool: "summarize" };
+    expect(foldMemory(summary).long_term_refs.at(-1)).toBe('Answered "What is 6 * 7?": 42');
+  });
+
+  it("keeps the latest 20 long-term references", () => {
+    let m = { ...EMPTY_MEMORY, long_term_refs: Array.from({ length: 20 }, (_, i) => `earlier ${i}`) };
+    m = foldMemory(reviewed({ ...ok(), output: "new" }, REPORT, m));
+    expect(m.long_term_refs).toHaveLength(20);
+    expect(m.long_term_refs[0]).toBe("earlier 1");
+    expect(m.long_term_refs.at(-1)).toBe("Evaluate the expression exactly (calculator): new");
+  });
+});

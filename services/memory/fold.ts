@@ -1,10 +1,12 @@
 import {
   BLACKBOARD_LIMITS,
   SUMMARIZE_TOOL,
+  type BehaviourPattern,
   type ErrorCode,
   type MemoryItem,
   type MemoryState,
   type OpRequest,
+  type PatternDraft,
 } from "@agentmesh/contracts";
 
 /** Failures that will not go away for this session: the tool is banned from further plans. */
@@ -67,15 +69,63 @@ function itemFor(req: OpRequest<"memory", "update">): MemoryItem {
 }
 
 /**
- * memory.update as a pure fold: one short-term item per event (the last 100 kept), a tool banned
- * on a failure that cannot pass, a tool's success counted. The agent holds no state: the memory
- * arrives by value and the next one is returned.
+ * Folds one critic report's patterns into the memory's: a kind already kept for that tool is
+ * restated in the new words and counted once more (it keeps its place), a new one is appended,
+ * and the latest 20 are kept. A pattern about another tool than the step's is dropped: a report
+ * speaks only of the step it reviewed.
  */
-export function foldMemory(req: OpRequest<"memory", "update">): MemoryState {
+export function foldPatterns(
+  kept: readonly BehaviourPattern[],
+  drafts: readonly PatternDraft[],
+  stepTool: string,
+): BehaviourPattern[] {
+  const key = (p: { kind: string; tool: string | null }) => `${p.kind}:${p.tool ?? ""}`;
+  const seenNow = new Set<string>();
+  let out = [...kept];
+  for (const d of drafts) {
+    if ((d.tool !== null && d.tool !== stepTool) || seenNow.has(key(d))) continue;
+    seenNow.add(key(d));
+    const at = out.findIndex((p) => key(p) === key(d));
+    const old = out[at];
+    out = old
+      ? out.map((p, i) => (i === at ? { ...d, pattern: clip(d.pattern, 200), seen: old.seen + 1 } : p))
+      : [...out, { ...d, pattern: clip(d.pattern, 200), seen: 1 }];
+  }
+  return out.slice(-BLACKBOARD_LIMITS.maxPatterns);
+}
+
+/**
+ * The long-term reference a step leaves: only a result the critic accepted. The summarize step's
+ * is the answer to the question; another step's is what its tool found, with its first source.
+ */
+export function longTermRef(req: OpRequest<"memory", "update">): string | null {
+  const e = req.event;
+  if (e.kind !== "step" || !e.result.ok || e.critic?.is_acceptable !== true) return null;
+  const output = clip(e.result.output ?? "", 140);
+  if (e.step.tool === SUMMARIZE_TOOL) return clip(`Answered "${clip(req.question, 50)}": ${output}`, 200);
+  const source = e.result.citations[0] ? `, ${clip(e.result.citations[0].path, 40)}` : "";
+  return clip(`${clip(e.step.description, 50)} (${e.result.tool}${source}): ${output}`, 200);
+}
+
+/** Appends a reference not yet kept, keeping the latest 20 (the thread's come first, so they go first). */
+function withRef(refs: readonly string[], ref: string | null): string[] {
+  if (ref === null || refs.includes(ref)) return [...refs];
+  return [...refs, ref].slice(-BLACKBOARD_LIMITS.maxLongTermRefs);
+}
+
+/**
+ * memory.update as a pure fold: one short-term item per event (the last 100 kept), a tool banned
+ * on a failure that cannot pass, a tool's success counted, the critic report's behavioural
+ * patterns (`drafts`, derived by the model or the rule) folded in, and an accepted step's
+ * long-term reference added. The agent holds no state: the memory arrives by value and the next
+ * one is returned.
+ */
+export function foldMemory(req: OpRequest<"memory", "update">, drafts: readonly PatternDraft[] = []): MemoryState {
   const m = req.memory;
   const short_term = [...m.short_term, itemFor(req)].slice(-BLACKBOARD_LIMITS.maxShortTermItems);
   let banned_tools = m.banned_tools;
   let successful_tools = m.successful_tools;
+  let patterns = m.patterns;
   const e = req.event;
   if (e.kind === "step") {
     const r = e.result;
@@ -93,6 +143,13 @@ export function foldMemory(req: OpRequest<"memory", "update">): MemoryState {
             -BLACKBOARD_LIMITS.maxSuccessfulTools,
           );
     }
+    if (e.critic !== null) patterns = foldPatterns(patterns, drafts, r.tool);
   }
-  return { short_term, banned_tools, successful_tools, long_term_refs: m.long_term_refs };
+  return {
+    short_term,
+    banned_tools,
+    successful_tools,
+    patterns,
+    long_term_refs: withRef(m.long_term_refs, longTermRef(req)),
+  };
 }

@@ -1,11 +1,13 @@
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
+import type { z } from "zod";
 import {
   AgentmeshError,
   ZERO_USAGE,
   compiled,
   findOp,
   formatZodError,
+  parseTaskId,
   type Naming,
   type Provenance,
   type RoleName,
@@ -162,23 +164,51 @@ async function instructionsOf(
   return vars ? { ...resolved, text: compileTemplate(resolved.text, vars) } : resolved;
 }
 
+/** What one run of a task works with: the op and its checked input, where it logs, and what its model calls have cost. */
+interface TaskRun {
+  readonly def: AgentDefinition;
+  readonly model: ModelPort;
+  readonly opts: OpRunnerOptions;
+  readonly tracing: Tracing;
+  readonly task: OpTask;
+  readonly op: AnyOp;
+  readonly response: z.ZodType;
+  readonly input: unknown;
+  readonly signal: AbortSignal;
+  readonly taskSpan: SpanHandle;
+  readonly common: SpanAttributeMap;
+  readonly log: Logger;
+  readonly sessionId: string;
+  readonly onToken: ReturnType<typeof tokenStreamer> | undefined;
+  /** Summed over the task's model calls; the model and tier are the last call's. */
+  spent: { usage: Usage; model: string; tier: Tier };
+}
+
+/** The two kinds of model call a task makes: structured (a schema) and text. */
+interface ModelCalls {
+  readonly call: <T>(c: HandlerModelCall<T>) => Promise<T>;
+  readonly callText: (c: HandlerTextCall) => Promise<string>;
+}
+
+/** An op's output, already checked against its response schema, and the prompt version it came from. */
+type OpProduct = { readonly output: unknown; readonly promptVersion: string } | { readonly failed: TaskOutcome };
+
+const failed = (error: WireError): TaskOutcome => ({ ok: false, error, provenance: null });
+
 /**
  * Runs one op of a role: validate the input, run the prompt through the model or the handler,
  * validate the output against the contracts' response schema, report with provenance.
  */
 export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpRunnerOptions) {
-  const fail = (error: WireError): TaskOutcome => ({ ok: false, error, provenance: null });
   const tracing = opts.tracing ?? TRACING_OFF;
-  const system = genAiSystem(model.name);
-
   /**
    * One task's span (a child of the coordinator's transition span named in its message), its
    * outcome recorded on it; with tracing off no span is built.
    */
   return async function runOp(task: OpTask, signal: AbortSignal, where: TaskTrace = {}): Promise<TaskOutcome> {
-    if (!tracing.enabled) return runTraced(task, signal, TRACING_OFF.start("task"), {});
+    if (!tracing.enabled) return runTask(def, model, opts, task, signal, TRACING_OFF.start("task"), {});
     const common: SpanAttributeMap = {
-      "agentmesh.session_id": task.session_id ?? task.task_id.split(".")[0],
+      "agentmesh.session_id": task.session_id ?? parseTaskId(task.task_id)?.sessionId,
       "langfuse.session.id": where.threadId,
     };
     const span = tracing.start("task", {
@@ -193,225 +223,290 @@ export function createOpRunner(def: AgentDefinition, model: ModelPort, opts: OpR
       },
     });
     try {
-      const outcome = await runTraced(task, signal, span, common);
-      if (outcome.ok) {
-        const p = outcome.provenance;
-        span.setAttributes({
-          "agentmesh.ok": true,
-          "agentmesh.model": p?.model,
-          "agentmesh.prompt_version": p?.prompt_version,
-          "agentmesh.model_calls": p?.usage.model_calls,
-          "gen_ai.usage.input_tokens": p?.usage.prompt_tokens,
-          "gen_ai.usage.output_tokens": p?.usage.completion_tokens,
-          "agentmesh.cost_usd": p?.usage.cost_usd,
-        });
-      } else {
-        span.setAttributes({
-          "agentmesh.ok": false,
-          "agentmesh.error_code": outcome.error.code,
-          "agentmesh.retryable": outcome.error.retryable,
-        });
-        span.fail(new Error(`${outcome.error.code}: ${outcome.error.message}`));
-      }
+      const outcome = await runTask(def, model, opts, task, signal, span, common);
+      recordOutcome(span, outcome);
       return outcome;
     } finally {
       span.end();
     }
   };
+}
 
-  async function runTraced(
-    task: OpTask,
-    signal: AbortSignal,
-    taskSpan: SpanHandle,
-    common: SpanAttributeMap,
-  ): Promise<TaskOutcome> {
-    const spec = findOp(task.role, task.op);
-    const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
-    if (task.role !== def.role || !spec || !op)
-      return fail(new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role));
-    const parsed = compiled(spec.request).safeParse(task.input);
-    if (!parsed.success) {
-      return fail(
-        new AgentmeshError(
-          "invalid_message",
-          `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`,
-        ).toWire(def.role),
+/** A task span's closing attributes: the provenance of a success, the code of a failure. */
+function recordOutcome(span: SpanHandle, outcome: TaskOutcome): void {
+  if (outcome.ok) {
+    const p = outcome.provenance;
+    span.setAttributes({
+      "agentmesh.ok": true,
+      "agentmesh.model": p?.model,
+      "agentmesh.prompt_version": p?.prompt_version,
+      "agentmesh.model_calls": p?.usage.model_calls,
+      "gen_ai.usage.input_tokens": p?.usage.prompt_tokens,
+      "gen_ai.usage.output_tokens": p?.usage.completion_tokens,
+      "agentmesh.cost_usd": p?.usage.cost_usd,
+    });
+    return;
+  }
+  span.setAttributes({
+    "agentmesh.ok": false,
+    "agentmesh.error_code": outcome.error.code,
+    "agentmesh.retryable": outcome.error.retryable,
+  });
+  span.fail(new Error(`${outcome.error.code}: ${outcome.error.message}`));
+}
+
+/** The op a task names and its input checked against the op's request schema, or the failure that says why not. */
+function resolveTask(
+  def: AgentDefinition,
+  task: OpTask,
+): { readonly op: AnyOp; readonly response: z.ZodType; readonly input: unknown } | { readonly failed: TaskOutcome } {
+  const spec = findOp(task.role, task.op);
+  const op = Object.hasOwn(def.ops, task.op) ? (def.ops as Record<string, AnyOp | undefined>)[task.op] : undefined;
+  if (task.role !== def.role || !spec || !op)
+    return {
+      failed: failed(
+        new AgentmeshError("unknown_op", `${def.role} has no op ${task.role}.${task.op}`).toWire(def.role),
+      ),
+    };
+  const parsed = compiled<z.ZodType>(spec.request).safeParse(task.input);
+  if (!parsed.success) {
+    const why = `task input for ${task.role}.${task.op} failed its schema: ${formatZodError(parsed.error)}`;
+    return { failed: failed(new AgentmeshError("invalid_message", why).toWire(def.role)) };
+  }
+  return { op, response: spec.response, input: parsed.data };
+}
+
+async function runTask(
+  def: AgentDefinition,
+  model: ModelPort,
+  opts: OpRunnerOptions,
+  task: OpTask,
+  signal: AbortSignal,
+  taskSpan: SpanHandle,
+  common: SpanAttributeMap,
+): Promise<TaskOutcome> {
+  const resolved = resolveTask(def, task);
+  if ("failed" in resolved) return resolved.failed;
+  // made only if the task writes a line at an enabled level
+  const log = lazyChild(opts.log, { task_id: task.task_id, op: task.op });
+  const started = performance.now();
+  const sessionId = task.session_id ?? parseTaskId(task.task_id)?.sessionId ?? "";
+  const run: TaskRun = {
+    ...resolved,
+    def,
+    model,
+    opts,
+    tracing: opts.tracing ?? TRACING_OFF,
+    task,
+    signal,
+    taskSpan,
+    common,
+    log,
+    sessionId,
+    // one numbering per run of the task, across all of its streamed model calls
+    onToken: opts.tokens ? tokenStreamer({ ...task, session_id: sessionId }, opts.tokens, log) : undefined,
+    spent: { usage: ZERO_USAGE, model: "none", tier: "fast" },
+  };
+  try {
+    const contract = contractOf(run.op, opts.prompts);
+    const instructions = await instructionsOf(run.op, contract, opts.promptSource ?? FILE_PROMPTS, run.input);
+    const calls = modelCalls(run, instructions);
+    const product = await produce(run, contract, instructions, calls);
+    if ("failed" in product) return product.failed;
+    return succeeded(run, contract, product, started);
+  } catch (err) {
+    return failureOf(run, err);
+  }
+}
+
+/** Runs the op by its kind: a handler with its context, a text prompt, or a structured prompt. */
+async function produce(
+  run: TaskRun,
+  contract: PromptContract | null,
+  instructions: ResolvedPrompt | null,
+  { call, callText }: ModelCalls,
+): Promise<OpProduct> {
+  const { op, task, def, response, input } = run;
+  if (isHandler(op)) {
+    const raw = await op.run(input, handlerContext(run, contract, call, callText));
+    const checked = compiled(response).safeParse(raw);
+    if (!checked.success) {
+      const why = `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`;
+      return { failed: failed(new AgentmeshError("internal", why).toWire(def.role)) };
+    }
+    return { output: checked.data, promptVersion: instructions?.version ?? op.version };
+  }
+  if (isTextPrompt(op)) {
+    const text = await callText({
+      system: systemOf(instructions, op.system),
+      prompt: op.render(input),
+      stream: op.stream === true,
+      streamOnlyProse: op.streamOnlyProse === true,
+      ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
+    });
+    const checked = compiled(response).safeParse(op.toOutput(text, input));
+    if (!checked.success) {
+      throw new AgentmeshError(
+        "model_invalid_output",
+        `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`,
       );
     }
-    // made only if the task writes a line at an enabled level
-    const log = lazyChild(opts.log, { task_id: task.task_id, op: task.op });
-    const started = performance.now();
-    let usage: Usage = ZERO_USAGE;
-    let modelName = "none";
-    let tier: Tier = "fast";
-    const sessionId = task.session_id ?? task.task_id.split(".")[0] ?? "";
-    // one numbering per run of the task, across all of its streamed model calls
-    const onToken = opts.tokens ? tokenStreamer({ ...task, session_id: sessionId }, opts.tokens, log) : undefined;
-    const account = (reply: { usage: Usage; model: string; tier: Tier }) => {
-      usage = addUsage(usage, reply.usage);
-      modelName = reply.model;
-      tier = reply.tier;
-    };
-    try {
-      const contract = contractOf(op, opts.prompts);
-      const instructions = await instructionsOf(op, contract, opts.promptSource ?? FILE_PROMPTS, parsed.data);
-      /** What every model call of this task carries, whatever its mode. */
-      const base = (c: Pick<HandlerTextCall, "system" | "prompt" | "temperature" | "tier">) => {
-        if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
-        return {
-          role: task.role,
-          op: task.op,
-          taskId: task.task_id,
-          system: c.system ?? systemOf(instructions, undefined),
-          prompt: c.prompt,
-          input: parsed.data,
-          ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
-          ...(c.tier === undefined ? {} : { tier: c.tier }),
-          ...(op.oneCall === true ? { oneRequest: true } : {}),
-          signal,
-        };
-      };
-      /** A model call in its own span, with the GenAI attributes of its request and reply. */
-      const traced = <R extends ModelReply<unknown>>(
-        temperature: number | undefined,
-        fn: () => Promise<R>,
-      ): Promise<R> => {
-        if (!tracing.enabled) return fn();
-        const attributes = {
-          ...common,
-          "gen_ai.operation.name": "chat",
-          "gen_ai.system": system,
-          "gen_ai.request.temperature": temperature,
-          "agentmesh.role": task.role,
-          "agentmesh.op": task.op,
-          "agentmesh.task_id": task.task_id,
-          "langfuse.observation.type": "generation",
-        };
-        return tracing.run("model_call", { parent: taskSpan.traceparent, kind: "client", attributes }, async (span) => {
-          const reply = await fn();
-          span.setAttributes({
-            "gen_ai.request.model": reply.model,
-            "gen_ai.response.model": reply.model,
-            "gen_ai.request.temperature": reply.temperature ?? temperature,
-            "gen_ai.usage.input_tokens": reply.usage.prompt_tokens,
-            "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
-            "agentmesh.cost_usd": reply.usage.cost_usd,
-            "agentmesh.tier": reply.tier,
-            "agentmesh.model_requests": reply.usage.model_calls,
-          });
-          return reply;
-        });
-      };
-      const call = async <T>(c: HandlerModelCall<T>): Promise<T> => {
-        const reply = await traced(c.temperature, () =>
-          model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" }),
-        );
-        account(reply);
-        return reply.output;
-      };
-      const callText = async (c: HandlerTextCall): Promise<string> => {
-        const reply = await traced(c.temperature, () =>
-          model.complete({
-            ...base(c),
-            mode: "text",
-            ...(c.stream === true && onToken
-              ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) }
-              : {}),
-          }),
-        );
-        account(reply);
-        return cutModelText(reply.output);
-      };
-      let output: unknown;
-      let promptVersion: string;
-      if (isHandler(op)) {
-        const ctx: HandlerContext = {
-          taskId: task.task_id,
-          sessionId,
-          attempt: task.attempt,
-          ...(task.allowance === undefined ? {} : { allowance: task.allowance }),
-          signal,
-          log,
-          prompt: contract,
-          complete: call,
-          completeText: callText,
-          tracing: tracing.enabled,
-          annotate: (attributes) => taskSpan.setAttributes(attributes),
-          span: (name, attributes, fn, parent) =>
-            tracing.run(
-              name,
-              { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } },
-              fn,
-            ),
-        };
-        const raw = await op.run(parsed.data, ctx);
-        const checked = compiled(spec.response).safeParse(raw);
-        if (!checked.success) {
-          return fail(
-            new AgentmeshError(
-              "internal",
-              `bug in ${def.role}.${task.op}: its output failed the response schema: ${formatZodError(checked.error)}`,
-            ).toWire(def.role),
-          );
-        }
-        output = checked.data;
-        promptVersion = instructions?.version ?? op.version;
-      } else if (isTextPrompt(op)) {
-        const text = await callText({
-          system: systemOf(instructions, op.system),
-          prompt: op.render(parsed.data),
-          stream: op.stream === true,
-          streamOnlyProse: op.streamOnlyProse === true,
-          ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
-        });
-        const checked = compiled(spec.response).safeParse(op.toOutput(text, parsed.data));
-        if (!checked.success) {
-          throw new AgentmeshError(
-            "model_invalid_output",
-            `${def.role}.${task.op}: the model's text does not make a valid response: ${formatZodError(checked.error)}`,
-          );
-        }
-        output = checked.data;
-        promptVersion = instructions?.version ?? "unversioned";
-      } else {
-        output = await call({
-          system: systemOf(instructions, op.system),
-          prompt: op.render(parsed.data),
-          schema: spec.response,
-          schemaName: `${task.role}_${task.op}`,
-          ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
-        });
-        promptVersion = instructions?.version ?? "unversioned";
-      }
-      if (tracing.enabled && op.spanAttributes) {
-        const promptName = contract ? promptNameOf(op, contract) : task.op;
-        taskSpan.setAttributes(op.spanAttributes(parsed.data, output, { model: modelName, promptName, promptVersion }));
-      }
-      opts.crash?.("after-model");
-      const latencyMs = performance.now() - started;
-      if (log.isLevelEnabled("info"))
-        log.info({ model: modelName, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
-      const provenance: Provenance = {
-        role: task.role,
-        op: task.op,
-        model: modelName,
-        tier,
-        prompt_version: promptVersion.slice(0, 40),
-        attempt: task.attempt,
-        usage,
-        latency_ms: round3(latencyMs),
-      };
-      return { ok: true, output, provenance };
-    } catch (err) {
-      // a typed error (ours, the model port's, a tool's) keeps its code and retryability; anything else is a bug
-      const error = AgentmeshError.from(err, `bug in ${def.role}.${task.op}`);
-      if (err instanceof AgentmeshError)
-        log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
-      else log.error({ err }, "op crashed");
-      // a one-call op's workflow falls back on any failure: a redelivery would only call again
-      return fail(op.oneCall === true ? { ...error.toWire(def.role), retryable: false } : error.toWire(def.role));
-    }
+    return { output: checked.data, promptVersion: instructions?.version ?? "unversioned" };
   }
+  const output = await call({
+    system: systemOf(instructions, op.system),
+    prompt: op.render(input),
+    schema: response,
+    schemaName: `${task.role}_${task.op}`,
+    ...(op.temperature === undefined ? {} : { temperature: op.temperature }),
+  });
+  return { output, promptVersion: instructions?.version ?? "unversioned" };
+}
+
+/** What a handler op gets: the task's identity and allowance, its log, its prompt, model calls and spans. */
+function handlerContext(
+  run: TaskRun,
+  contract: PromptContract | null,
+  call: ModelCalls["call"],
+  callText: ModelCalls["callText"],
+): HandlerContext {
+  const { task, tracing, taskSpan, common } = run;
+  return {
+    taskId: task.task_id,
+    sessionId: run.sessionId,
+    attempt: task.attempt,
+    ...(task.allowance === undefined ? {} : { allowance: task.allowance }),
+    signal: run.signal,
+    log: run.log,
+    prompt: contract,
+    complete: call,
+    completeText: callText,
+    tracing: tracing.enabled,
+    annotate: (attributes) => taskSpan.setAttributes(attributes),
+    span: (name, attributes, fn, parent) =>
+      tracing.run(name, { parent: (parent ?? taskSpan).traceparent, attributes: { ...common, ...attributes } }, fn),
+  };
+}
+
+/** The task's model calls: each carries the task's identity, runs in its own span and adds to the task's spend. */
+function modelCalls(run: TaskRun, instructions: ResolvedPrompt | null): ModelCalls {
+  const { task, op, opts, log, model } = run;
+  /** What every model call of this task carries, whatever its mode. */
+  const base = (c: Pick<HandlerTextCall, "system" | "prompt" | "temperature" | "tier">) => {
+    if (opts.logPayloads) log.debug({ system: c.system, prompt: c.prompt }, "model request");
+    return {
+      role: task.role,
+      op: task.op,
+      taskId: task.task_id,
+      system: c.system ?? systemOf(instructions, undefined),
+      prompt: c.prompt,
+      input: run.input,
+      ...(c.temperature === undefined ? {} : { temperature: c.temperature }),
+      ...(c.tier === undefined ? {} : { tier: c.tier }),
+      ...(op.oneCall === true ? { oneRequest: true } : {}),
+      signal: run.signal,
+    };
+  };
+  const account = (reply: { usage: Usage; model: string; tier: Tier }) => {
+    run.spent = { usage: addUsage(run.spent.usage, reply.usage), model: reply.model, tier: reply.tier };
+  };
+  const { onToken } = run;
+  return {
+    call: async <T>(c: HandlerModelCall<T>): Promise<T> => {
+      const reply = await tracedModelCall(run, c.temperature, () =>
+        model.complete({ ...base(c), schema: c.schema, schemaName: c.schemaName, mode: c.mode ?? "structured" }),
+      );
+      account(reply);
+      return reply.output;
+    },
+    callText: async (c: HandlerTextCall): Promise<string> => {
+      const reply = await tracedModelCall(run, c.temperature, () =>
+        model.complete({
+          ...base(c),
+          mode: "text",
+          ...(c.stream === true && onToken
+            ? { onToken: keptOnly(c.streamOnlyProse === true ? proseOnly(onToken) : onToken) }
+            : {}),
+        }),
+      );
+      account(reply);
+      return cutModelText(reply.output);
+    },
+  };
+}
+
+/** A model call in its own span, with the GenAI attributes of its request and reply. */
+function tracedModelCall<R extends ModelReply<unknown>>(
+  run: TaskRun,
+  temperature: number | undefined,
+  fn: () => Promise<R>,
+): Promise<R> {
+  const { tracing, task } = run;
+  if (!tracing.enabled) return fn();
+  const attributes = {
+    ...run.common,
+    "gen_ai.operation.name": "chat",
+    "gen_ai.system": genAiSystem(run.model.name),
+    "gen_ai.request.temperature": temperature,
+    "agentmesh.role": task.role,
+    "agentmesh.op": task.op,
+    "agentmesh.task_id": task.task_id,
+    "langfuse.observation.type": "generation",
+  };
+  return tracing.run("model_call", { parent: run.taskSpan.traceparent, kind: "client", attributes }, async (span) => {
+    const reply = await fn();
+    span.setAttributes({
+      "gen_ai.request.model": reply.model,
+      "gen_ai.response.model": reply.model,
+      "gen_ai.request.temperature": reply.temperature ?? temperature,
+      "gen_ai.usage.input_tokens": reply.usage.prompt_tokens,
+      "gen_ai.usage.output_tokens": reply.usage.completion_tokens,
+      "agentmesh.cost_usd": reply.usage.cost_usd,
+      "agentmesh.tier": reply.tier,
+      "agentmesh.model_requests": reply.usage.model_calls,
+    });
+    return reply;
+  });
+}
+
+/** A finished op: its decision record on the span, the crash point after the model, one log line, its provenance. */
+function succeeded(
+  run: TaskRun,
+  contract: PromptContract | null,
+  { output, promptVersion }: { readonly output: unknown; readonly promptVersion: string },
+  started: number,
+): TaskOutcome {
+  const { op, task, spent, log } = run;
+  if (run.tracing.enabled && op.spanAttributes) {
+    const promptName = contract ? promptNameOf(op, contract) : task.op;
+    run.taskSpan.setAttributes(op.spanAttributes(run.input, output, { model: spent.model, promptName, promptVersion }));
+  }
+  run.opts.crash?.("after-model");
+  const latencyMs = performance.now() - started;
+  if (log.isLevelEnabled("info"))
+    log.info({ model: spent.model, latency_ms: Math.round(latencyMs), summary: op.summarize(output) }, "op done");
+  const provenance: Provenance = {
+    role: task.role,
+    op: task.op,
+    model: spent.model,
+    tier: spent.tier,
+    prompt_version: promptVersion.slice(0, 40),
+    attempt: task.attempt,
+    usage: spent.usage,
+    latency_ms: round3(latencyMs),
+  };
+  return { ok: true, output, provenance };
+}
+
+/** A thrown error as the task's failure: a typed error (ours, the model port's, a tool's) keeps its code and retryability; anything else is a bug. */
+function failureOf(run: TaskRun, err: unknown): TaskOutcome {
+  const { def, task, op, log } = run;
+  const error = AgentmeshError.from(err, `bug in ${def.role}.${task.op}`);
+  if (err instanceof AgentmeshError)
+    log.warn({ code: error.code, retryable: error.retryable, msg: error.message }, "op failed");
+  else log.error({ err }, "op crashed");
+  // a one-call op's workflow falls back on any failure: a redelivery would only call again
+  return failed(op.oneCall === true ? { ...error.toWire(def.role), retryable: false } : error.toWire(def.role));
 }
 
 /**

@@ -18,6 +18,12 @@ export const BLACKBOARD_LIMITS = {
   maxShortTermItems: 100,
   maxBannedTools: 50,
   maxSuccessfulTools: 100,
+  /** Behavioural patterns the memory keeps (critic-derived, one per kind and tool). */
+  maxPatterns: 20,
+  /** Patterns one critic report may add. */
+  maxPatternsPerReport: 3,
+  /** Long-term references a session's memory holds (the thread's first, then its own). */
+  maxLongTermRefs: 20,
   maxRetrievedItems: 20,
   /** Component ceilings: a strategy profile may ask for less, never for more. */
   maxPlanSteps: 20,
@@ -116,6 +122,34 @@ export type MemoryItem = z.infer<typeof MemoryItem>;
 
 const uniqueTools = (list: ReadonlyArray<{ tool: string }>) => new Set(list.map((t) => t.tool)).size === list.length;
 
+/**
+ * What a critic report taught about how to work: `prefer` a tool that gave accepted results,
+ * `avoid` one whose results were rejected, `verify` one whose output looked made up, `ask` a
+ * person for steps like one that needed their input.
+ */
+export const PatternKind = z.enum(["prefer", "avoid", "verify", "ask"]);
+export type PatternKind = z.infer<typeof PatternKind>;
+
+/** One pattern as derived from one critic report (the memory agent's model output, or its rule's). */
+export const PatternDraft = z.object({
+  kind: PatternKind,
+  /** The tool it is about (the step's), or null for one about the kind of step. */
+  tool: ToolName.nullable(),
+  pattern: line(200),
+});
+export type PatternDraft = z.infer<typeof PatternDraft>;
+
+/** What the memory agent derives from one critic report: at most 3 patterns. */
+export const MemoryPatterns = z.object({ patterns: z.array(PatternDraft).max(L.maxPatternsPerReport) });
+export type MemoryPatterns = z.infer<typeof MemoryPatterns>;
+
+/** A pattern in the memory, with how many critic reports showed it. */
+export const BehaviourPattern = PatternDraft.extend({ seen: z.number().int().min(1) });
+export type BehaviourPattern = z.infer<typeof BehaviourPattern>;
+
+/** A long-term reference: one line worth keeping beyond the session (an accepted step's outcome, the answer). */
+export const LongTermRef = line(200);
+
 /** The session's memory. The memory agent is stateless: it gets this by value and returns the next one. */
 export const MemoryState = z.object({
   short_term: z.array(MemoryItem).max(L.maxShortTermItems),
@@ -126,12 +160,27 @@ export const MemoryState = z.object({
   successful_tools: z
     .array(z.object({ tool: ToolName, purpose: text(120), successes: z.number().int().min(1) }))
     .max(L.maxSuccessfulTools),
-  long_term_refs: z.array(line(200)).max(20),
+  /** Critic-derived behavioural patterns, oldest first; one per kind and tool. */
+  patterns: z
+    .array(BehaviourPattern)
+    .max(L.maxPatterns)
+    .refine(
+      (list) => new Set(list.map((p) => `${p.kind}:${p.tool ?? ""}`)).size === list.length,
+      "a pattern kind is kept twice for one tool",
+    ),
+  /** What the thread's earlier sessions kept, then what this session adds; the latest 20. */
+  long_term_refs: z.array(LongTermRef).max(L.maxLongTermRefs),
 });
 export type MemoryState = z.infer<typeof MemoryState>;
 
 /** Memory before anything happened. */
-export const EMPTY_MEMORY: MemoryState = { short_term: [], banned_tools: [], successful_tools: [], long_term_refs: [] };
+export const EMPTY_MEMORY: MemoryState = {
+  short_term: [],
+  banned_tools: [],
+  successful_tools: [],
+  patterns: [],
+  long_term_refs: [],
+};
 
 // ---------------------------------------------------------------------------------------------
 // retriever.retrieve -> RetrievalBundle
@@ -146,12 +195,22 @@ export const RetrievedItem = z
     path: ["citation"],
   });
 
+/**
+ * How the corpus passages of a retrieval were ranked: `hybrid` (BM25 and embedding cosine fused
+ * by reciprocal rank) or `bm25` alone, with the reason when it is BM25 only (no embeddings
+ * endpoint configured, the endpoint failed, the vectors not ready yet). docs/retrieval.md.
+ */
+export const CorpusRanking = z.object({ method: z.enum(["hybrid", "bm25"]), note: text(300) });
+export type CorpusRanking = z.infer<typeof CorpusRanking>;
+
 /** Context snippets with relevance, a summary and the open questions that show knowledge gaps. */
 export const RetrievalBundle = z
   .object({
     items: z.array(RetrievedItem).max(L.maxRetrievedItems),
     summary: text(2000),
     open_questions: z.array(line(300)).max(10),
+    /** Null when the corpus was not searched (or the search failed); absent in bundles written before it existed. */
+    corpus_ranking: CorpusRanking.nullable().default(null),
   })
   .refine((b) => b.items.length === 0 || b.summary.trim().length > 0, {
     message: "a bundle with items needs a summary",

@@ -9,21 +9,23 @@ import { compile, type z } from "zod";
  * coordinator spent ~15% of its CPU validating its commits).
  *
  * Compiling costs once per schema and process, on its first use (~35 ms for SessionState), so
- * a service's start-up pays nothing for schemas it never checks. `AGENTMESH_ZOD_COMPILE=off`
- * keeps every schema on zod's own parser.
+ * a service's start-up pays nothing for schemas it never checks. It is on unless
+ * `setCompiledParsing(false)` turns it off; contracts read no environment: service-kit's env
+ * config applies `AGENTMESH_ZOD_COMPILE` when a process parses its config.
  */
-const cache = new WeakMap<z.ZodType, z.ZodType>();
+let cache = new WeakMap<z.ZodType, z.ZodType>();
+let enabled = true;
 
-function compileEnabled(): boolean {
-  const env = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env;
-  // Only "off" turns it off. Read as the contracts load, before a service parses its config;
-  // every service's config lists the variable, so a value other than on/off is refused there,
-  // in one line naming it, before any message is checked.
-  return env?.AGENTMESH_ZOD_COMPILE !== "off";
+/**
+ * Turns compiled parsing on (the default) or off for the whole process, and forgets every schema
+ * compiled so far. Set it before the process checks its first message.
+ */
+export function setCompiledParsing(on: boolean): void {
+  enabled = on;
+  cache = new WeakMap();
 }
-const enabled = compileEnabled();
 
-/** `schema` with zod's compiled fast path, made on first use and kept for the process. */
+/** `schema` with zod's compiled fast path (made on first use and kept), or `schema` itself when compiled parsing is off. */
 export function compiled<S extends z.ZodType>(schema: S): S {
   if (!enabled) return schema;
   let c = cache.get(schema);

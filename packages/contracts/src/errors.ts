@@ -10,7 +10,8 @@ export const ERROR_CODES = {
   invalid_query: {
     fault: "caller",
     retryable: false,
-    summary: "the query is empty, not text, or outside 3-5000 characters",
+    summary:
+      "the query is empty, not text, shorter than its workflow's minimum (3 characters for the blackboard's, 1 otherwise) or over 5000 characters",
   },
   invalid_config: {
     fault: "caller",
@@ -61,7 +62,7 @@ export const ERROR_CODES = {
   invalid_tool_input: {
     fault: "caller",
     retryable: false,
-    summary: "a tool's arguments failed its input schema or name nothing it can use",
+    summary: "a tool's arguments failed its input schema or name nothing it can use, or the tool refused the call",
   },
   invalid_tool_output: { fault: "upstream", retryable: false, summary: "a tool's result failed its output schema" },
   resource_exhausted: {

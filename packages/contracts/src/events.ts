@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { LIMITS, SCHEMA_VERSION } from "./limits.js";
-import { SessionId } from "./subjects.js";
+import { SessionId } from "./ids.js";
 import { ErrorCode } from "./errors.js";
 import { Provenance } from "./provenance.js";
 import { ToolFlags } from "./tool-flags.js";
@@ -213,18 +213,6 @@ export const ANSWER_OPS: ReadonlySet<string> = new Set<string>([
   "writer.finalize",
   "analyst.summarize",
 ]);
-
-/** The JetStream message id of one bare event (as events went out before batches, and still do when one fits only alone). */
-export const eventMsgId = (sid: string, version: number, index: number) => `${sid}:${version}:${index}`;
-
-/**
- * The JetStream message id of an `EventBatch`: the session, the transition's version, its first
- * event's index and how many it holds. A republished outbox splits its events the same way, so it
- * is a duplicate; and it never equals a bare event's id, so a batch is not mistaken for a bare
- * event an earlier version published before a crash (readers skip the events they already had).
- */
-export const eventBatchMsgId = (sid: string, version: number, first: number, count: number) =>
-  `${sid}:${version}:${first}+${count}`;
 
 /**
  * What one message on `<p>.events.<sid>` carries: the events of one transition of one session, in

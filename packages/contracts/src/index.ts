@@ -14,6 +14,7 @@ export * from "./supervisor-state.js";
 export * from "./critic-chain.js";
 export * from "./clarify.js";
 export * from "./roles.js";
+export * from "./ops.js";
 export * from "./workflows.js";
 export * from "./messages.js";
 export * from "./state.js";

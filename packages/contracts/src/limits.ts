@@ -6,8 +6,11 @@ export const LIMITS = {
   maxMessageBytes: 256 * 1024,
   /** Deepest JSON nesting (objects and arrays, the outermost is level 1) we publish or accept. */
   maxJsonDepth: 64,
-  /** Query length bounds (characters, after trimming). */
-  queryMinChars: 3,
+  /**
+   * Query length bounds (characters, after trimming) for every workflow; the blackboard workflow
+   * asks for at least 3 (`BLACKBOARD_LIMITS.queryMinChars`).
+   */
+  queryMinChars: 1,
   queryMaxChars: 5000,
   /** critic-chain: retries per session before the run ends. */
   criticChainRetryLimit: 5,
@@ -37,6 +40,8 @@ export const LIMITS = {
   maxConversationChars: 32_000,
   /** Sessions a thread remembers (the latest kept). */
   maxThreadSessions: 200,
+  /** How long a thread's long-term references live after their last write, unless configured (7 days). */
+  longTermRefsTtlMs: 7 * 24 * 3600 * 1000,
   /** A `visualization` event's Vega-Lite spec, as JSON (characters). */
   maxVisualizationSpecChars: 32_000,
   /** Attachments a session may carry (`SessionOptions.attachments`). */
@@ -64,6 +69,7 @@ export const SCHEMA_VERSION = 1 as const;
  * the older ones it knows. 1: before the version was stored; 2: `meta.pause.expires_at`;
  * 3: `meta.owner` and `meta.thread_id`; 4: `meta.trace`; 5: the supervisor's `visited_agents`,
  * `handoff_summary` and request metadata; 6: task ids with the digest of the input that made their
- * version (`<sid>.<version>.<index>.<attempt>.<made>`), which a coordinator of layout 5 cannot parse.
+ * version (`<sid>.<version>.<index>.<attempt>.<made>`), which a coordinator of layout 5 cannot parse;
+ * 7: the blackboard memory's critic-derived `patterns`.
  */
-export const STATE_SCHEMA_VERSION = 6 as const;
+export const STATE_SCHEMA_VERSION = 7 as const;

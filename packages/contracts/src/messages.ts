@@ -1,11 +1,12 @@
 import { z } from "zod";
 import { LIMITS, SCHEMA_VERSION } from "./limits.js";
-import { Owner, SessionId, ThreadId } from "./subjects.js";
+import { SessionId, ThreadId } from "./ids.js";
+import { Owner } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Provenance, Tier } from "./provenance.js";
 import { ResearchScenario, SupervisorAgent, WorkflowName } from "./workflows.js";
-import { StrategyProfile } from "./blackboard.js";
+import { BLACKBOARD_LIMITS, LongTermRef, StrategyProfile } from "./blackboard.js";
 import { Capability } from "./halo.js";
 import { ImageAttachment, MAX_IMAGE_ATTACHMENTS, ModelProvider, ResearchDepth } from "./supervisor.js";
 
@@ -165,9 +166,14 @@ export function boundConversation(messages: readonly ChatMessage[]): ChatMessage
 
 /**
  * What a session hands on to the next session of its thread besides its turns: clarify's count
- * (the count lives as long as the thread: docs/workflows/clarify.md). Null: nothing to hand on.
+ * (the count lives as long as the thread: docs/workflows/clarify.md; null: nothing to hand on),
+ * and the thread's long-term references, which the coordinator keeps per thread
+ * (docs/workflows/blackboard.md); absent: none.
  */
-export const ThreadCarry = z.object({ clarification_count: z.number().int().nonnegative().nullable() });
+export const ThreadCarry = z.object({
+  clarification_count: z.number().int().nonnegative().nullable(),
+  long_term_refs: z.array(LongTermRef).max(BLACKBOARD_LIMITS.maxLongTermRefs).optional(),
+});
 export type ThreadCarry = z.infer<typeof ThreadCarry>;
 
 /** `<p>.submit` request (core request/reply). The query is checked separately for a precise error. */
@@ -204,13 +210,24 @@ export const SubmitReply = z.discriminatedUnion("ok", [
 ]);
 export type SubmitReply = z.infer<typeof SubmitReply>;
 
-/** Validates a query: text, 3-5000 characters after trimming. Returns the trimmed text or why not. */
-export function checkQuery(query: unknown): { ok: true; query: string } | { ok: false; reason: string } {
+/** The fewest characters a query of `workflow` may have (after trimming): 3 for the blackboard's, 1 otherwise. */
+export const queryMinChars = (workflow: WorkflowName): number =>
+  workflow === "blackboard" ? BLACKBOARD_LIMITS.queryMinChars : LIMITS.queryMinChars;
+
+/**
+ * Validates a query for `workflow`: text, at least `queryMinChars(workflow)` and at most 5000
+ * characters after trimming. Returns the trimmed text or why not.
+ */
+export function checkQuery(
+  query: unknown,
+  workflow: WorkflowName,
+): { ok: true; query: string } | { ok: false; reason: string } {
   if (typeof query !== "string") return { ok: false, reason: "the query must be text" };
   const q = query.trim();
   if (q.length === 0) return { ok: false, reason: "the query is empty" };
-  if (q.length < LIMITS.queryMinChars)
-    return { ok: false, reason: `the query is shorter than ${LIMITS.queryMinChars} characters` };
+  const min = queryMinChars(workflow);
+  if (q.length < min)
+    return { ok: false, reason: `the query is shorter than ${min} characters (the ${workflow} workflow's minimum)` };
   if (q.length > LIMITS.queryMaxChars)
     return { ok: false, reason: `the query is longer than ${LIMITS.queryMaxChars} characters (${q.length})` };
   return { ok: true, query: q };

@@ -61,3 +61,44 @@ export function secretsOfUrl(url: string): string[] {
   }
   return [...found];
 }
+
+/** Words that make an argument's name a secret's (`password`, `access_token`, `apiKey`, `Authorization`, …). */
+const SECRET_WORDS = new Set([
+  "password",
+  "passwd",
+  "passphrase",
+  "secret",
+  "token",
+  "authorization",
+  "credential",
+  "credentials",
+  "cookie",
+  "apikey",
+]);
+
+/** Whether an argument's name says its value is a secret: by its words (`max_tokens` is not). */
+function secretName(name: string): boolean {
+  const words = name
+    .replace(/([a-z0-9])([A-Z])/g, "$1 $2")
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w !== "");
+  return words.some(
+    (w, i) => SECRET_WORDS.has(w) || (w === "key" && (words[i - 1] === "api" || words[i - 1] === "private")),
+  );
+}
+
+/**
+ * Tool arguments as events show them: the value of every argument whose name says it is a secret
+ * replaced, and URL credentials hidden in every string, at any depth. The task that runs the tool
+ * still carries the arguments as given; only what clients and logs see is redacted.
+ */
+export function redactArgs<T>(value: T, name?: string): T;
+export function redactArgs(value: unknown, name = ""): unknown {
+  if (name !== "" && secretName(name) && value !== null && value !== "") return REDACTED;
+  if (typeof value === "string") return redactUrls(value);
+  if (Array.isArray(value)) return value.map((v) => redactArgs(v));
+  if (value !== null && typeof value === "object")
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactArgs(v, k)]));
+  return value;
+}

@@ -350,26 +350,3 @@ export type OpResponse<R extends RoleName, O extends OpName<R>> = Roles[R][O] ex
 
 export const RoleName = z.enum(Object.keys(ROLES) as [RoleName, ...RoleName[]]);
 export const ROLE_NAMES = RoleName.options;
-
-/** Looks up an op's definition; null when the role or op is unknown. */
-export function findOp(
-  role: string,
-  opName: string,
-): { description: string; request: z.ZodType; response: z.ZodType } | null {
-  const r = (ROLES as Record<string, Record<string, { description: string; request: z.ZodType; response: z.ZodType }>>)[
-    role
-  ];
-  if (!r || !Object.hasOwn(r, opName)) return null;
-  return r[opName] ?? null;
-}
-
-/** Every (role, op) pair, for provisioning and discovery. */
-export function listOps(): Array<{ role: RoleName; op: string; description: string }> {
-  return ROLE_NAMES.flatMap((role) =>
-    Object.entries(ROLES[role] as Record<string, { description: string }>).map(([o, d]) => ({
-      role,
-      op: o,
-      description: d.description,
-    })),
-  );
-}

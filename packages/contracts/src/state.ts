@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { Owner, SessionId, ThreadId } from "./subjects.js";
+import { SessionId, ThreadId } from "./ids.js";
+import { Owner } from "./subjects.js";
 import { TaskId } from "./ids.js";
 import { WireError } from "./errors.js";
 import { Budgets, type ThreadCarry } from "./messages.js";
@@ -212,6 +213,15 @@ export function conversationTurn(state: SessionState): {
 export function threadCarry(state: SessionState): ThreadCarry {
   const d = state.data;
   return { clarification_count: d.workflow === "clarify" ? d.clarification_count : null };
+}
+
+/**
+ * The long-term references a session keeps for its thread: the blackboard memory's (the thread's
+ * own it started with, then what it added; docs/workflows/blackboard.md). Others keep none.
+ */
+export function longTermRefsOf(state: SessionState): string[] {
+  const d = state.data;
+  return d.workflow === "blackboard" ? [...d.memory.long_term_refs] : [];
 }
 
 /** A thread: sessions in order, owned by one API key. Written only by coordinators, at submit. */

@@ -1,12 +1,5 @@
 import { z } from "zod";
-
-/** A session id is one NATS subject token and one Redis hash tag: no dots, no wildcards. */
-export const SessionId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "session id must be 8-64 of [A-Za-z0-9_-]");
-export type SessionId = z.infer<typeof SessionId>;
-
-/** A thread ties sessions into one conversation; its id has a session id's shape (a client may choose it). */
-export const ThreadId = z.string().regex(/^[A-Za-z0-9_-]{8,64}$/, "thread id must be 8-64 of [A-Za-z0-9_-]");
-export type ThreadId = z.infer<typeof ThreadId>;
+import { SessionId } from "./ids.js";
 
 /** Who owns a session or thread: the name of the gateway API key that created it (`anonymous` without keys). */
 export const Owner = z

@@ -33,15 +33,15 @@ export const CODE_TOOL: Readonly<Record<CodeLanguage, "run_python" | "run_js">> 
 
 /**
  * What every agent op gets: the user's query, the task it was given (the query itself, or the
- * task a handoff delegated), the handoff's context, and the shared memory already rendered within
+ * task a handoff delegated), the handoff's context, and the shared notes already rendered within
  * the 8000-character budget (empty when nothing is shared yet).
  */
 export const AgentBrief = z.object({
   query: z.string().min(1).max(LIMITS.queryMaxChars),
   task: z.string().min(1).max(LIMITS.queryMaxChars),
   handoff_context: z.string().max(SUPERVISOR_LIMITS.maxHandoffContextChars).nullable(),
-  /** The shared memory, rendered (labels included) within `SUPERVISOR_LIMITS.memoryBudgetChars`. */
-  memory: z.string().max(SUPERVISOR_LIMITS.memoryBudgetChars),
+  /** The shared notes, rendered (labels included) within `SUPERVISOR_LIMITS.notesBudgetChars`. */
+  memory: z.string().max(SUPERVISOR_LIMITS.notesBudgetChars),
 });
 export type AgentBrief = z.infer<typeof AgentBrief>;
 

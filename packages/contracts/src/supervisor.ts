@@ -5,10 +5,10 @@ import { HaloCitation } from "./halo.js";
 
 /** The supervisor's numbers (docs/workflows/supervisor.md). */
 export const SUPERVISOR_LIMITS = {
-  /** The shared memory as rendered for the next specialist, labels included (characters). */
-  memoryBudgetChars: 8000,
-  /** What every non-empty memory field gets before the rest goes by priority (characters). */
-  memoryMinFieldChars: 200,
+  /** The shared notes as rendered for the next specialist, labels included (characters). */
+  notesBudgetChars: 8000,
+  /** What every non-empty notes field gets before the rest goes by priority (characters). */
+  notesMinFieldChars: 200,
   /** The chat agent's `agent ⇄ tools` rounds. */
   chatMaxToolIterations: 5,
   /** The code agent's `generate → execute` rounds. */
@@ -21,8 +21,8 @@ export const SUPERVISOR_LIMITS = {
   maxSummaryTaskChars: 200,
   /** A routing reason (characters). */
   maxRoutingReasonChars: 1000,
-  /** Charts the shared memory keeps. */
-  maxMemoryVisualizations: 5,
+  /** Charts the shared notes keep. */
+  maxNoteVisualizations: 5,
 } as const;
 
 /** A routing decision below this confidence is flagged `is_low_confidence`, not re-routed. */
@@ -179,33 +179,34 @@ export const RESEARCH_DEPTHS: Readonly<
   deep: { searchIterations: 5, sourcesKept: 20 },
 };
 
-const MemoryText = z.string().max(LIMITS.maxTextChars);
+const NoteText = z.string().max(LIMITS.maxTextChars);
 
 /**
- * What the specialists share across handoffs (SharedAgentMemory, its ten fields
- * verbatim and in its order, all optional). A research source has a halo citation's fields (those
+ * The shared notes: what the specialists share across handoffs, carried in the session's
+ * `shared_memory` (the design's SharedAgentMemory, its ten fields verbatim and in its order, all
+ * optional). A research source has a halo citation's fields (those
  * of the `source` event); a visualization is a Vega-Lite spec.
  */
 export const SharedAgentMemory = z.object({
-  research_findings: MemoryText.optional(),
+  research_findings: NoteText.optional(),
   research_sources: z.array(HaloCitation).max(RESEARCH_DEPTHS.deep.sourcesKept).optional(),
-  generated_code: MemoryText.optional(),
+  generated_code: NoteText.optional(),
   code_language: CodeLanguage.optional(),
-  execution_results: MemoryText.optional(),
-  writing_outline: MemoryText.optional(),
-  writing_draft: MemoryText.optional(),
-  data_analysis_plan: MemoryText.optional(),
-  data_visualizations: z.array(VegaLiteSpec).max(SUPERVISOR_LIMITS.maxMemoryVisualizations).optional(),
-  additional_context: MemoryText.optional(),
+  execution_results: NoteText.optional(),
+  writing_outline: NoteText.optional(),
+  writing_draft: NoteText.optional(),
+  data_analysis_plan: NoteText.optional(),
+  data_visualizations: z.array(VegaLiteSpec).max(SUPERVISOR_LIMITS.maxNoteVisualizations).optional(),
+  additional_context: NoteText.optional(),
 });
 export type SharedAgentMemory = z.infer<typeof SharedAgentMemory>;
 
-/** A shared-memory field's name. */
-export const MemoryField = SharedAgentMemory.keyof();
-export type MemoryField = z.infer<typeof MemoryField>;
+/** A shared notes field's name. */
+export const NoteField = SharedAgentMemory.keyof();
+export type NoteField = z.infer<typeof NoteField>;
 
 /** The truncation priorities: 3 is kept longest, 1 is cut first. */
-export const MEMORY_PRIORITY: Readonly<Record<MemoryField, 1 | 2 | 3>> = {
+export const NOTE_PRIORITY: Readonly<Record<NoteField, 1 | 2 | 3>> = {
   research_findings: 3,
   generated_code: 3,
   writing_draft: 3,

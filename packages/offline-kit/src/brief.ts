@@ -11,7 +11,7 @@ import { clip } from "./words.js";
 /** Characters of an earlier run's code, output and error shown to the model that fixes it. */
 const SHOWN = { code: 12_000, output: 3000, error: 2000 } as const;
 
-/** A supervisor agent's brief as the opening of its user prompt: the task, the query when the task differs, the handoff context, the shared memory. */
+/** A supervisor agent's brief as the opening of its user prompt: the task, the query when the task differs, the handoff context, the shared notes (the prompt still says "Shared memory", as the agents' prompt files do). */
 export function renderBrief(brief: AgentBrief): string {
   return [
     `Task: ${brief.task}`,

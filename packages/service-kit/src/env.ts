@@ -1,5 +1,13 @@
 import { z } from "zod";
-import { AgentmeshError, REDACTED, formatZodError, secretsOfUrl } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  BLACKBOARD_LIMITS,
+  LIMITS,
+  REDACTED,
+  formatZodError,
+  secretsOfUrl,
+  setCompiledParsing,
+} from "@agentmesh/contracts";
 import type { TraceExportTarget, TracingConfig } from "./tracing.js";
 
 /** One environment variable: its schema (with default), what it does, and which services read it. */
@@ -21,6 +29,29 @@ const int = (min: number) => z.coerce.number().int().min(min);
 const flag = z.enum(["0", "1", "true", "false"]).transform((v) => v === "1" || v === "true");
 
 /** The schemes a NATS server address may have (`host:port` alone means `nats://`). */
+/** A comma-separated list, trimmed, empty entries dropped. */
+const csv = (check: (entry: string) => string | null) =>
+  z.string().transform((raw, ctx) => {
+    const entries = raw
+      .split(",")
+      .map((x) => x.trim())
+      .filter((x) => x !== "");
+    for (const e of entries) {
+      const problem = check(e);
+      if (problem) ctx.addIssue({ code: "custom", message: `"${e}": ${problem}` });
+    }
+    return entries;
+  });
+/** Web origins: scheme, host and optional port, nothing after. */
+const originList = csv((e) =>
+  /^https?:\/\/[A-Za-z0-9.-]+(:\d{1,5})?$|^https?:\/\/\[[0-9A-Fa-f:]+\](:\d{1,5})?$/.test(e)
+    ? null
+    : "an origin is scheme://host[:port], with no path",
+);
+/** Host names (as a Host header carries them, without the port). */
+const hostList = csv((e) =>
+  /^[A-Za-z0-9.-]+$|^\[[0-9A-Fa-f:]+\]$/.test(e) ? null : "a host name, without scheme or port",
+);
 const NATS_SCHEMES = new Set(["nats:", "tls:", "ws:", "wss:"]);
 
 /** Why one comma-separated entry of NATS_URL is no server address; null when it is one. Never echoes the entry (it may hold a password). */
@@ -341,6 +372,39 @@ export const ENV_VARS = [
     usedBy: ["agents"],
   },
   {
+    name: "AGENTMESH_EMBEDDINGS_BASE_URL",
+    schema: z.string().url().optional(),
+    default: "— (BM25 only)",
+    description:
+      "OpenAI-compatible endpoint `corpus_search` embeds passages and queries with (`/embeddings`), e.g. http://127.0.0.1:11434/v1 for Ollama; set = hybrid ranking (BM25 and cosine, reciprocal rank fusion), unset = BM25 only, said in every result (docs/retrieval.md)",
+    usedBy: ["agents"],
+    secret: "url",
+  },
+  {
+    name: "AGENTMESH_EMBEDDINGS_API_KEY",
+    schema: z.string().optional(),
+    default: "—",
+    description: "API key of `AGENTMESH_EMBEDDINGS_BASE_URL` (redacted in logs, never in tool errors)",
+    usedBy: ["agents"],
+    secret: "value",
+  },
+  {
+    name: "AGENTMESH_EMBEDDINGS_MODEL",
+    schema: z.string().min(1).default("text-embedding-3-small"),
+    default: "text-embedding-3-small",
+    description:
+      "embeddings model `corpus_search` asks for (`nomic-embed-text` with Ollama); part of the vectors' cache key",
+    usedBy: ["agents"],
+  },
+  {
+    name: "AGENTMESH_EMBEDDINGS_CACHE_DIR",
+    schema: z.string().min(1).optional(),
+    default: "— (memory only)",
+    description:
+      "folder `corpus_search` saves the corpus's vectors in (one file per embeddings model and corpus version) and reads them from at start, so a restart does not embed an unchanged corpus again",
+    usedBy: ["agents"],
+  },
+  {
     name: "AGENTMESH_GRAPH_PATH",
     schema: z.string().min(1).default("corpus/graph"),
     default: "corpus/graph",
@@ -625,6 +689,21 @@ export const ENV_VARS = [
     usedBy: ["coordinator", "gateway"],
   },
   {
+    name: "AGENTMESH_LONG_TERM_REFS_MAX",
+    schema: int(1).max(BLACKBOARD_LIMITS.maxLongTermRefs).default(BLACKBOARD_LIMITS.maxLongTermRefs),
+    default: String(BLACKBOARD_LIMITS.maxLongTermRefs),
+    description: `long-term references a thread keeps for its next sessions, the latest (at most ${BLACKBOARD_LIMITS.maxLongTermRefs}; docs/workflows/blackboard.md)`,
+    usedBy: ["coordinator"],
+  },
+  {
+    name: "AGENTMESH_LONG_TERM_REFS_TTL_MS",
+    schema: int(1000).default(LIMITS.longTermRefsTtlMs),
+    default: String(LIMITS.longTermRefsTtlMs),
+    description:
+      "how long a thread's long-term references live after the last session that wrote them ended (never longer than the thread)",
+    usedBy: ["coordinator"],
+  },
+  {
     name: "AGENTMESH_GATEWAY_HOST",
     schema: z.string().min(1).default("127.0.0.1"),
     default: "127.0.0.1",
@@ -695,6 +774,68 @@ export const ENV_VARS = [
     schema: int(1024).default(256 * 1024),
     default: "262144",
     description: "gateway: largest request body (413 beyond)",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_CORS_ORIGINS",
+    schema: originList.default([]),
+    default: "— (none)",
+    description:
+      "gateway: web origins (`https://app.example.com`, comma-separated) whose pages may call `/api` and `/v1` from a browser; none by default, so no other site's page can read an answer",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_GATEWAY_ALLOWED_HOSTS",
+    schema: hostList.default([]),
+    default: "— (loopback names only)",
+    description:
+      "gateway, anonymous mode: Host header names accepted besides `localhost`, `127.0.0.1` and `[::1]` (comma-separated); any other is refused, so a page on another site cannot reach a keyless gateway through DNS rebinding",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_HTTP_KEEPALIVE_MS",
+    schema: int(1000).default(65_000),
+    default: "65000",
+    description:
+      "gateway: how long an idle keep-alive connection stays open (above the 60 s idle timeout of common load balancers, so they close first)",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_HTTP_HEADERS_TIMEOUT_MS",
+    schema: int(1000).default(20_000),
+    default: "20000",
+    description: "gateway: time a client has to send a request's headers",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_HTTP_REQUEST_TIMEOUT_MS",
+    schema: int(1000).default(60_000),
+    default: "60000",
+    description:
+      "gateway: time a client has to send a whole request, body included (a response that streams is not bound by it)",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_HTTP_MAX_CONNECTIONS",
+    schema: int(1).default(4096),
+    default: "4096",
+    description: "gateway: open HTTP connections per replica; the server refuses more",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_STREAM_BUFFER_BYTES",
+    schema: int(4096).default(1024 * 1024),
+    default: "1048576",
+    description:
+      "gateway: bytes of events an open stream holds for a client that reads slower than its session; past it the stream ends with an `error` event to resume from (`Last-Event-ID`)",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_MAX_OPEN_STREAMS",
+    schema: int(1).default(10_000),
+    default: "10000",
+    description:
+      "gateway: streams (SSE and `/v1` completions) one replica serves at once, counted in its memory; one more is a 503 with `Retry-After: 1`, before any session starts",
     usedBy: ["gateway"],
   },
   {
@@ -832,7 +973,19 @@ function shown(spec: EnvVar, raw: string | undefined): string {
   return JSON.stringify(raw);
 }
 
-/** Parses the named variables from `env`, listing every problem at once; the result is frozen. */
+/**
+ * Settings that act on the whole process rather than on one service's config, applied as soon as
+ * a config that lists them is parsed, so before the process checks any message: contracts'
+ * compiled parsing (`AGENTMESH_ZOD_COMPILE`).
+ */
+function applyProcessSettings(values: Readonly<Record<string, unknown>>): void {
+  if (values.AGENTMESH_ZOD_COMPILE !== undefined) setCompiledParsing(values.AGENTMESH_ZOD_COMPILE === "on");
+}
+
+/**
+ * Parses the named variables from `env`, listing every problem at once; the result is frozen.
+ * The process-wide settings among them take effect here (`applyProcessSettings`).
+ */
 export function parseEnv<N extends EnvName>(
   names: readonly N[],
   env: Record<string, string | undefined>,
@@ -848,6 +1001,7 @@ export function parseEnv<N extends EnvName>(
     else problems.push(`${name}=${shown(spec, raw)}: ${formatZodError(r.error)}`);
   }
   if (problems.length) throw configError(problems);
+  applyProcessSettings(out);
   return Object.freeze(out) as EnvValues<N>;
 }
 

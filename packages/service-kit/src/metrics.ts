@@ -140,6 +140,62 @@ function gaugeHandle<L extends MetricLabel>(g: Gauge<L>, names: readonly L[]): G
   };
 }
 
+/** A process's registry and what was registered in it, by name. */
+interface Book {
+  readonly registry: Registry;
+  readonly entries: Map<string, Entry>;
+}
+
+/** The metric already registered under the spec's name (undefined if none); a different kind or label set is our bug. */
+function existing(book: Book, spec: MetricSpec<MetricLabel>, kind: Kind): unknown {
+  checkSpec(spec, kind);
+  const e = book.entries.get(spec.name);
+  if (!e) return undefined;
+  const labels = [...spec.labels].sort().join(",");
+  if (e.kind !== kind || e.labels !== labels) {
+    throw new AgentmeshError(
+      "internal",
+      `metric ${spec.name} is registered twice (${e.kind} {${e.labels}}, then ${kind} {${labels}})`,
+    );
+  }
+  return e.metric;
+}
+
+/** Records the metric under the spec's name; returns it. */
+function remember(book: Book, spec: MetricSpec<MetricLabel>, kind: Kind, metric: unknown): unknown {
+  book.entries.set(spec.name, { kind, labels: [...spec.labels].sort().join(","), metric });
+  return metric;
+}
+
+/** Adds `source` to the set kept under the spec's name (creating the metric once); returns its removal. */
+function addSource<S>(
+  book: Book,
+  spec: MetricSpec<MetricLabel>,
+  kind: Kind,
+  source: S,
+  create: (sources: Set<S>) => void,
+): () => void {
+  let sources = existing(book, spec, kind) as Set<S> | undefined;
+  if (!sources) {
+    sources = new Set<S>();
+    create(sources);
+    remember(book, spec, kind, sources);
+  }
+  const set = sources;
+  set.add(source);
+  return () => void set.delete(source);
+}
+
+/** The prom-client settings every metric of the spec starts from. */
+function base<L extends MetricLabel>(book: Book, spec: MetricSpec<L>) {
+  return {
+    name: spec.name,
+    help: spec.help,
+    labelNames: [...spec.labels],
+    registers: [book.registry],
+  };
+}
+
 /**
  * Creates a process's registry with the default Node metrics (CPU, memory, event loop lag, GC,
  * handles) under their usual names. Create one per process and pass it to every component.
@@ -148,62 +204,22 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
   const registry = new Registry();
   if (opts.defaultMetrics !== false) collectDefaultMetrics({ register: registry });
   const entries = new Map<string, Entry>();
-
-  function existing(spec: MetricSpec<MetricLabel>, kind: Kind): unknown {
-    checkSpec(spec, kind);
-    const e = entries.get(spec.name);
-    if (!e) return undefined;
-    const labels = [...spec.labels].sort().join(",");
-    if (e.kind !== kind || e.labels !== labels) {
-      throw new AgentmeshError(
-        "internal",
-        `metric ${spec.name} is registered twice (${e.kind} {${e.labels}}, then ${kind} {${labels}})`,
-      );
-    }
-    return e.metric;
-  }
-  const remember = (spec: MetricSpec<MetricLabel>, kind: Kind, metric: unknown) => {
-    entries.set(spec.name, { kind, labels: [...spec.labels].sort().join(","), metric });
-    return metric;
-  };
-  /** Adds `source` to the set kept under the spec's name (creating the metric once); returns its removal. */
-  function addSource<S>(
-    spec: MetricSpec<MetricLabel>,
-    kind: Kind,
-    source: S,
-    create: (sources: Set<S>) => void,
-  ): () => void {
-    let sources = existing(spec, kind) as Set<S> | undefined;
-    if (!sources) {
-      sources = new Set<S>();
-      create(sources);
-      remember(spec, kind, sources);
-    }
-    const set = sources;
-    set.add(source);
-    return () => void set.delete(source);
-  }
-  const base = <L extends MetricLabel>(spec: MetricSpec<L>) => ({
-    name: spec.name,
-    help: spec.help,
-    labelNames: [...spec.labels],
-    registers: [registry],
-  });
+  const book: Book = { registry, entries };
 
   return {
     counter<L extends MetricLabel>(spec: MetricSpec<L>): CounterMetric<L> {
-      const found = existing(spec, "counter") as CounterMetric<L> | undefined;
+      const found = existing(book, spec, "counter") as CounterMetric<L> | undefined;
       if (found) return found;
-      const c = new Counter<L>(base(spec));
+      const c = new Counter<L>(base(book, spec));
       const cap = seriesCap(spec.labels);
       const handle: CounterMetric<L> = { inc: (labels, by = 1) => c.inc(cap(labels), by) };
-      return remember(spec, "counter", handle) as CounterMetric<L>;
+      return remember(book, spec, "counter", handle) as CounterMetric<L>;
     },
     readCounter<L extends MetricLabel>(spec: ReadCounterSpec<L>): () => void {
-      return addSource(spec, "read counter", spec.read, (sources) => {
+      return addSource(book, spec, "read counter", spec.read, (sources) => {
         const cap = seriesCap(spec.labels);
         const c: Counter<L> = new Counter<L>({
-          ...base(spec),
+          ...base(book, spec),
           collect() {
             c.reset();
             for (const read of sources) for (const s of read()) c.inc(cap(s.labels), s.value);
@@ -212,15 +228,15 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
       });
     },
     gauge<L extends MetricLabel>(spec: MetricSpec<L>): GaugeMetric<L> {
-      const found = existing(spec, "gauge") as GaugeMetric<L> | undefined;
+      const found = existing(book, spec, "gauge") as GaugeMetric<L> | undefined;
       if (found) return found;
-      return remember(spec, "gauge", gaugeHandle(new Gauge<L>(base(spec)), spec.labels)) as GaugeMetric<L>;
+      return remember(book, spec, "gauge", gaugeHandle(new Gauge<L>(base(book, spec)), spec.labels)) as GaugeMetric<L>;
     },
     sampledGauge<L extends MetricLabel>(spec: SampledGaugeSpec<L>): () => void {
-      return addSource(spec, "sampled gauge", spec.sample, (sources) => {
+      return addSource(book, spec, "sampled gauge", spec.sample, (sources) => {
         let handle: GaugeMetric<L> | undefined;
         const g: Gauge<L> = new Gauge<L>({
-          ...base(spec),
+          ...base(book, spec),
           async collect() {
             handle ??= gaugeHandle(g, spec.labels);
             const h = handle;
@@ -234,12 +250,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}): Metrics 
     histogram<L extends MetricLabel>(
       spec: MetricSpec<L> & { readonly buckets: readonly number[] },
     ): HistogramMetric<L> {
-      const found = existing(spec, "histogram") as HistogramMetric<L> | undefined;
+      const found = existing(book, spec, "histogram") as HistogramMetric<L> | undefined;
       if (found) return found;
-      const h = new Histogram<L>({ ...base(spec), buckets: [...spec.buckets] });
+      const h = new Histogram<L>({ ...base(book, spec), buckets: [...spec.buckets] });
       const cap = seriesCap(spec.labels);
       const handle: HistogramMetric<L> = { observe: (labels, value) => h.observe(cap(labels), value) };
-      return remember(spec, "histogram", handle) as HistogramMetric<L>;
+      return remember(book, spec, "histogram", handle) as HistogramMetric<L>;
     },
     text: () => registry.metrics(),
     contentType: registry.contentType,

@@ -75,6 +75,14 @@ const MIGRATIONS: Readonly<Record<number, (json: unknown) => unknown>> = {
   // 5 -> 6: task ids gained a fifth part (the digest of the input that made their version); the
   // four-part ids a layout-5 state holds are still valid ids, so its data stays as it is.
   5: (json) => json,
+  // 6 -> 7: the blackboard memory gained its behavioural patterns; a memory written before has none.
+  // Its retrieval bundles also gained `corpus_ranking`, which the schema defaults to null (unknown)
+  // for a bundle written before.
+  6: (json) => {
+    const d = (json as { data?: { workflow?: unknown; memory?: Record<string, unknown> } } | null)?.data;
+    if (d?.workflow === "blackboard" && d.memory && typeof d.memory === "object") d.memory.patterns ??= [];
+    return json;
+  },
 };
 
 /**

@@ -16,7 +16,7 @@ export {
   type DurabilityReport,
   type RedisHealth,
 } from "./connect.js";
-// The in-memory twin, the conformance suite and test fixtures live in "@agentmesh/session-store/testing" (it imports vitest).
+// The local twin, the conformance suite and test fixtures live in "@agentmesh/session-store/testing" (it imports vitest).
 export {
   REDIS_USER_KINDS,
   redisAccess,

@@ -1,4 +1,4 @@
-import { LIMITS, SessionId, ThreadId } from "@agentmesh/contracts";
+import { BLACKBOARD_LIMITS, LIMITS, SessionId, ThreadId } from "@agentmesh/contracts";
 import type { SessionStoreOptions, CommitRequest } from "./types.js";
 
 /** The names `ttls()` reports, one per key a session can have. */
@@ -18,10 +18,11 @@ export interface KeyLayout {
    */
   readonly timers: string;
   /**
-   * `<kp>:thread:{<tid>}` (hash: owner, created_at, updated_at) and `<kp>:thread:{<tid>}:sessions`
-   * (list of session ids, oldest first); one hash tag, so both are in one cluster slot.
+   * `<kp>:thread:{<tid>}` (hash: owner, created_at, updated_at), `<kp>:thread:{<tid>}:sessions`
+   * (list of session ids, oldest first) and `<kp>:thread:{<tid>}:refs` (list of the thread's
+   * long-term references, oldest first); one hash tag, so all three are in one cluster slot.
    */
-  thread(threadId: string): { readonly record: string; readonly sessions: string };
+  thread(threadId: string): { readonly record: string; readonly sessions: string; readonly refs: string };
   /** SCAN pattern matching every session's state key. */
   readonly stateGlob: string;
   /**
@@ -56,7 +57,7 @@ export function keyLayout(keyPrefix: string): KeyLayout {
     timers: `${keyPrefix}:timers`,
     thread: (tid) => {
       const record = `${keyPrefix}:thread:{${checkThreadId(tid)}}`;
-      return { record, sessions: `${record}:sessions` };
+      return { record, sessions: `${record}:sessions`, refs: `${record}:refs` };
     },
     stateGlob: `${globEscape(head)}*}:state`,
     globs: {
@@ -98,6 +99,8 @@ export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
     transitionLogCap: LIMITS.transitionLogCap,
     transitionLogMaxBytes: LIMITS.transitionLogMaxBytes,
     timerLeaseMs: 30_000,
+    longTermRefsMax: BLACKBOARD_LIMITS.maxLongTermRefs,
+    longTermRefsTtlMs: LIMITS.longTermRefsTtlMs,
     ...opts,
   };
   for (const k of [
@@ -107,6 +110,8 @@ export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
     "transitionLogCap",
     "transitionLogMaxBytes",
     "timerLeaseMs",
+    "longTermRefsMax",
+    "longTermRefsTtlMs",
   ] as const) {
     if (!Number.isSafeInteger(r[k]) || r[k] <= 0)
       throw new Error(`session-store option ${k} must be a positive integer, got ${String(r[k])}`);
@@ -114,6 +119,11 @@ export function resolveOptions(opts: SessionStoreOptions): ResolvedOptions {
   // The log always keeps its first line and the latest one.
   if (r.transitionLogCap < 2)
     throw new Error(`session-store option transitionLogCap must be at least 2, got ${r.transitionLogCap}`);
+  // A session's memory holds at most this many: more could be kept but never handed on.
+  if (r.longTermRefsMax > BLACKBOARD_LIMITS.maxLongTermRefs)
+    throw new Error(
+      `session-store option longTermRefsMax must be at most ${BLACKBOARD_LIMITS.maxLongTermRefs}, got ${r.longTermRefsMax}`,
+    );
   keyLayout(r.keyPrefix);
   return r;
 }

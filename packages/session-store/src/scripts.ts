@@ -130,14 +130,19 @@ return redis.call('GET', KEYS[1])
 
 /**
  * Adds a session to a thread, creating the thread when new.
- * KEYS: thread hash, its sessions list. ARGV: threadId, owner ('' = none), sessionId, now, ttlMs, maxSessions.
+ * KEYS: thread hash, its sessions list, its long-term references. ARGV: threadId, owner ('' = none),
+ * sessionId, now, ttlMs, maxSessions.
  * A thread of another owner is refused before anything is written. Adding a listed session only
- * refreshes the TTL, so a retried submit cannot list a session twice.
+ * refreshes the TTL, so a retried submit cannot list a session twice. A new thread drops any
+ * references left from an expired thread of the same id (another owner's, perhaps).
  */
 export const ATTACH_THREAD_LUA = `
 local owner = redis.call('HGET', KEYS[1], 'owner')
 if owner and owner ~= ARGV[2] then return {'owned_by_other'} end
-if not owner then redis.call('HSET', KEYS[1], 'thread_id', ARGV[1], 'owner', ARGV[2], 'created_at', ARGV[4]) end
+if not owner then
+  redis.call('DEL', KEYS[3])
+  redis.call('HSET', KEYS[1], 'thread_id', ARGV[1], 'owner', ARGV[2], 'created_at', ARGV[4])
+end
 if not redis.call('LPOS', KEYS[2], ARGV[3]) then
   redis.call('RPUSH', KEYS[2], ARGV[3])
   redis.call('LTRIM', KEYS[2], -tonumber(ARGV[6]), -1)
@@ -146,6 +151,27 @@ end
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return {'ok'}
+`;
+
+/**
+ * Keeps a thread's long-term references: the new ones appended in order, the latest kept.
+ * KEYS: thread hash, its references list. ARGV: owner ('' = none), maxRefs, ttlMs, refs...
+ * Nothing is written (0) unless the thread exists and is the owner's.
+ */
+export const KEEP_THREAD_REFS_LUA = `
+local owner = redis.call('HGET', KEYS[1], 'owner')
+if not owner or owner ~= ARGV[1] then return 0 end
+local have = {}
+for _, r in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do have[r] = true end
+for i = 4, #ARGV do
+  if not have[ARGV[i]] then
+    redis.call('RPUSH', KEYS[2], ARGV[i])
+    have[ARGV[i]] = true
+  end
+end
+redis.call('LTRIM', KEYS[2], -tonumber(ARGV[2]), -1)
+redis.call('PEXPIRE', KEYS[2], ARGV[3])
+return 1
 `;
 
 /**
@@ -162,6 +188,7 @@ export const SCRIPT_COMMANDS: readonly string[] = [
       CLAIM_TIMERS_LUA,
       CLAIM_IDEMPOTENCY_LUA,
       ATTACH_THREAD_LUA,
+      KEEP_THREAD_REFS_LUA,
     ].flatMap((lua) =>
       [...lua.matchAll(/redis\.p?call\(\s*['"]([A-Za-z]+)['"]/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),

@@ -91,6 +91,15 @@ export interface SessionStore {
   attachToThread(threadId: string, owner: string | null, sessionId: string, now: number): Promise<AttachResult>;
   /** A thread, or null when it does not exist (or expired). */
   loadThread(threadId: string): Promise<Thread | null>;
+  /**
+   * Keeps long-term references for a thread (docs/workflows/blackboard.md): each one it does not
+   * hold yet is appended, in order; the latest `longTermRefsMax` stay; they expire
+   * `longTermRefsTtlMs` after this write. Written only while the thread exists and is `owner`'s:
+   * false, writing nothing, otherwise. A thread made anew (after it expired) starts with none.
+   */
+  keepThreadRefs(threadId: string, owner: string | null, refs: readonly string[]): Promise<boolean>;
+  /** A thread's long-term references, oldest first; none when the thread or its references are gone. */
+  loadThreadRefs(threadId: string): Promise<string[]>;
   /** Remaining TTL in ms of each key of a session (-1 = no TTL, -2 = absent). For tests and inspect. */
   ttls(sessionId: string): Promise<Record<string, number>>;
   close(): Promise<void>;
@@ -114,4 +123,8 @@ export interface SessionStoreOptions {
   readonly transitionLogMaxBytes?: number;
   /** How long a claimed timer waits before it comes due again unless cleared (default 30 s). */
   readonly timerLeaseMs?: number;
+  /** Long-term references a thread keeps, the latest (default and most 20). */
+  readonly longTermRefsMax?: number;
+  /** How long a thread's long-term references live after their last write (default `LIMITS.longTermRefsTtlMs`). */
+  readonly longTermRefsTtlMs?: number;
 }

@@ -81,6 +81,17 @@ describe("memory contracts", () => {
     expect(ok(MemoryState, { ...bbOut.memory(), successful_tools: Array(100).fill(used) })).toBe(true);
     expect(ok(MemoryState, { ...bbOut.memory(), successful_tools: Array(101).fill(used) })).toBe(false);
   });
+
+  it("caps patterns at 20, one per kind and tool, and long-term references at 20", () => {
+    const pattern = (i: number, kind = "prefer") => ({ kind, tool: `tool_${i}`, pattern: "works", seen: 1 });
+    const patterns = (n: number) => Array.from({ length: n }, (_, i) => pattern(i));
+    expect(ok(MemoryState, { ...bbOut.memory(), patterns: patterns(20) })).toBe(true);
+    expect(ok(MemoryState, { ...bbOut.memory(), patterns: patterns(21) })).toBe(false);
+    expect(ok(MemoryState, { ...bbOut.memory(), patterns: [pattern(1), pattern(1)] })).toBe(false);
+    expect(ok(MemoryState, { ...bbOut.memory(), patterns: [pattern(1), pattern(1, "avoid")] })).toBe(true);
+    expect(ok(MemoryState, { ...bbOut.memory(), long_term_refs: Array(20).fill("ref") })).toBe(true);
+    expect(ok(MemoryState, { ...bbOut.memory(), long_term_refs: Array(21).fill("ref") })).toBe(false);
+  });
 });
 
 describe("retriever contracts", () => {
@@ -231,7 +242,14 @@ describe("every blackboard task fits in one message", () => {
       purpose: x(120),
       successes: 123456789,
     })),
-    long_term_refs: Array(20).fill(x(200)),
+    // one per kind and tool, so the largest list names a tool each
+    patterns: Array.from({ length: L.maxPatterns }, (_, i) => ({
+      kind: "avoid",
+      tool: tool(i),
+      pattern: x(200),
+      seen: 123456789,
+    })),
+    long_term_refs: Array(L.maxLongTermRefs).fill(x(200)),
   };
   const bundle: Bundle = {
     items: Array(L.maxRetrievedItems).fill({
@@ -242,6 +260,7 @@ describe("every blackboard task fits in one message", () => {
     }),
     summary: x(2000),
     open_questions: Array(10).fill(x(300)),
+    corpus_ranking: { method: "bm25", note: x(300) },
   };
   const fullStep = (t: string): PlanStep => ({
     description: x(300),

@@ -8,8 +8,11 @@ import {
   type PlanStep,
   type PlanVersion,
   type RetrievalBundle,
+  type ChatMessage,
   type SessionOptions,
+  type ThreadCarry,
 } from "@agentmesh/contracts";
+import type { RuntimeDefaults } from "./types.js";
 import { effectiveLimits } from "./blackboard-strategy.js";
 import { clip } from "./critic-chain-messages.js";
 
@@ -34,8 +37,7 @@ export const CAPS = {
 export function append<T>(list: readonly T[], items: readonly T[], cap: number): T[] {
   const all = [...list, ...items];
   if (all.length <= cap) return all;
-  const head = all[0] as T;
-  return [head, ...all.slice(all.length - (cap - 1))];
+  return [...all.slice(0, 1), ...all.slice(all.length - (cap - 1))];
 }
 
 /** Appends one line to the reasoning trace. */
@@ -91,8 +93,17 @@ export function rememberReply(memory: MemoryState, text: string): MemoryState {
   return { ...memory, short_term: [...memory.short_term, item].slice(-CAPS.short_term) };
 }
 
-/** The initial blackboard: nothing perceived, nothing planned. */
-export function initialData(query: string, options: SessionOptions): BlackboardData {
+/**
+ * The initial blackboard: nothing perceived, nothing planned; the memory holds the thread's
+ * long-term references (the latest 20) when the session continues a thread that kept some.
+ */
+export function initialData(
+  query: string,
+  options: SessionOptions,
+  _messages?: readonly ChatMessage[],
+  _defaults?: RuntimeDefaults,
+  carry?: ThreadCarry,
+): BlackboardData {
   const profile = options.strategy_profile ?? DEFAULT_STRATEGY_PROFILE;
   const limits = effectiveLimits(profile);
   return {
@@ -105,7 +116,10 @@ export function initialData(query: string, options: SessionOptions): BlackboardD
     perception_snapshots: [],
     retrieval_bundles: [],
     plan_versions: [],
-    memory: EMPTY_MEMORY,
+    memory: {
+      ...EMPTY_MEMORY,
+      long_term_refs: (carry?.long_term_refs ?? []).slice(-BLACKBOARD_LIMITS.maxLongTermRefs),
+    },
     tool_performance_log: [],
     step_results: [],
     critic_reports: [],

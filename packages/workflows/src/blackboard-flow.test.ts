@@ -359,6 +359,7 @@ describe("typed agent failures", () => {
       short_term: [],
       banned_tools: [],
       successful_tools: [],
+      patterns: [],
       long_term_refs: [],
     });
   });

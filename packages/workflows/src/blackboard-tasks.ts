@@ -6,14 +6,20 @@ import {
   type ExecutionStrategy,
   type ExecutorLimits,
   type MemoryEvent,
+  OPS,
+  type Op,
+  type OpInput,
+  type OpName,
   type OpRequest,
+  type RoleName,
   type PlanStep,
   type RetrievalSource,
 } from "@agentmesh/contracts";
 import { CAPS, currentStep, deriveQuery, latestRetrieval, querySnapshot } from "./blackboard-data.js";
 import { retrievalSources } from "./blackboard-strategy.js";
 import { clip } from "./critic-chain-messages.js";
-import type { TaskSpec } from "./types.js";
+import { task } from "./ops.js";
+import type { TaskFields, TaskOf, TaskSpec } from "./types.js";
 
 /** Attempts of one agent task (perception, memory, retriever, decision, critic) before its failure counts. */
 export const AGENT_MAX_ATTEMPTS = 3;
@@ -42,17 +48,6 @@ function need<T>(value: T | null | undefined, what: string): T {
   return value;
 }
 
-/** Parses an agent output the runtime already validated against the same schema. */
-export function parseOutput<T>(
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
-  output: unknown,
-  what: string,
-): T {
-  const parsed = schema.safeParse(output);
-  if (!parsed.success) throw blackboardFault(`${what} output does not match its schema`);
-  return parsed.data;
-}
-
 /** The stage each agent op runs as; its failure is reported under the same name. */
 export const AGENT_STAGE: Readonly<Record<string, string>> = {
   "perception.perceive": "perception",
@@ -64,33 +59,31 @@ export const AGENT_STAGE: Readonly<Record<string, string>> = {
   "critic.report": "critic",
 };
 
-const spec = (
-  role: string,
-  op: string,
-  input: unknown,
+function spec<R extends RoleName, O extends OpName<R>>(
+  op: Op<R, O>,
+  input: OpInput<R, O>,
   attempt: number,
   description: string,
-  extra: Partial<TaskSpec> = {},
-): TaskSpec => ({
-  role,
-  op,
-  input,
-  attempt,
-  stage: AGENT_STAGE[`${role}.${op}`] ?? role,
-  description: attempt === 0 ? description : `attempt ${attempt}: ${description}`,
-  ...extra,
-});
+  extra: Partial<TaskFields> = {},
+): TaskOf<R, O> {
+  return task(op, input, {
+    attempt,
+    stage: AGENT_STAGE[`${op.role}.${op.op}`] ?? op.role,
+    description: attempt === 0 ? description : `attempt ${attempt}: ${description}`,
+    ...extra,
+  });
+}
 
 const stepLabel = (index: number, step: PlanStep) => `step ${index + 1} (${step.tool}): ${clip(step.description, 120)}`;
 
 export function perceiveQueryTask(data: BlackboardData, attempt: number): TaskSpec {
   const input: OpRequest<"perception", "perceive"> = { kind: "query", query: data.question };
-  return spec("perception", "perceive", input, attempt, "Analyse the question");
+  return spec(OPS.perception.perceive, input, attempt, "Analyse the question");
 }
 
 export function listToolsTask(attempt: number): TaskSpec {
   const input: OpRequest<"executor", "list_tools"> = { max_tools: BLACKBOARD_LIMITS.maxTools };
-  return spec("executor", "list_tools", input, attempt, "List the tools the executor can run");
+  return spec(OPS.executor.list_tools, input, attempt, "List the tools the executor can run");
 }
 
 /** What the memory agent folds in, by phase: the query's perception, the step's outcome, or a person's reply. */
@@ -126,7 +119,7 @@ function memoryEvent(data: BlackboardData): MemoryEvent {
 export function memoryTask(data: BlackboardData, attempt: number): TaskSpec {
   const event = memoryEvent(data);
   const input: OpRequest<"memory", "update"> = { question: data.question, memory: data.memory, event };
-  return spec("memory", "update", input, attempt, `Update memory with the ${event.kind.replace("_", " ")}`);
+  return spec(OPS.memory.update, input, attempt, `Update memory with the ${event.kind.replace("_", " ")}`);
 }
 
 /** What the retriever searches with: a query derived from the question, and the profile's sources. */
@@ -143,7 +136,7 @@ export function retrieveTask(data: BlackboardData, attempt: number): TaskSpec {
     memory: data.memory,
     max_items: BLACKBOARD_LIMITS.maxRetrievedItems,
   };
-  return spec("retriever", "retrieve", input, attempt, `Retrieve context (${input.strategies.join(", ")})`);
+  return spec(OPS.retriever.retrieve, input, attempt, `Retrieve context (${input.strategies.join(", ")})`);
 }
 
 export function planTask(data: BlackboardData, attempt: number): TaskSpec {
@@ -164,7 +157,7 @@ export function planTask(data: BlackboardData, attempt: number): TaskSpec {
   const detail = rewrite
     ? `Rewrite the plan (${data.rewrite_count}/${data.limits.max_rewrites}) after step ${rewrite.failed_step_index + 1}`
     : `Plan at most ${data.limits.max_steps} steps`;
-  return spec("decision", "plan", input, attempt, detail);
+  return spec(OPS.decision.plan, input, attempt, detail);
 }
 
 /** One strategy of the current step. Its tag names the strategy; the attempt is the step's retry count. */
@@ -195,8 +188,7 @@ export function executeTask(data: BlackboardData, strategy: ExecutionStrategy): 
       ? Object.fromEntries(at.step.args.filter((a) => a.value !== null).map((a) => [a.name, a.value]))
       : { query: input.query };
   return spec(
-    "executor",
-    "execute",
+    OPS.executor.execute,
     input,
     data.step_retries,
     `${stepLabel(at.index, at.step)} via ${tool} (${strategy})`,
@@ -226,7 +218,7 @@ export function perceiveResultTask(data: BlackboardData, attempt: number): TaskS
     step: at.step,
     result: need(data.step_outcome, "step outcome"),
   };
-  return spec("perception", "perceive", input, attempt, `Analyse the result of ${stepLabel(at.index, at.step)}`);
+  return spec(OPS.perception.perceive, input, attempt, `Analyse the result of ${stepLabel(at.index, at.step)}`);
 }
 
 export function critiqueTask(data: BlackboardData, attempt: number): TaskSpec {
@@ -240,7 +232,7 @@ export function critiqueTask(data: BlackboardData, attempt: number): TaskSpec {
     perception: data.step_perception,
     retrieval: latestRetrieval(data),
   };
-  return spec("critic", "report", input, attempt, `Review ${stepLabel(at.index, at.step)}`);
+  return spec(OPS.critic.report, input, attempt, `Review ${stepLabel(at.index, at.step)}`);
 }
 
 /** The task of an agent op in the current phase, rebuilt from the data (for a retry of a failed attempt). */

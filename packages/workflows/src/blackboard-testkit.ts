@@ -15,6 +15,7 @@ import {
   type Intent,
   type MemoryState,
   type PerceptionSnapshot,
+  type ThreadCarry,
   type RetrievalBundle,
   type SessionOptions,
   type SessionState,
@@ -25,7 +26,7 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { createSession, step } from "./runtime.js";
-import { DEFAULTS, SID, T0, checkApplied, failureFor, resultFor } from "./testing.js";
+import { DEFAULTS, SID, T0, checkApplied, failureFor, inputs, resultFor } from "./testing.js";
 import type { RuntimeDefaults, StepOutcome } from "./types.js";
 
 /** A session running blackboard. */
@@ -76,6 +77,7 @@ export const bbOut = {
     short_term: [{ kind: "note", content: note, step_index: null }],
     banned_tools: [],
     successful_tools: [],
+    patterns: [],
     long_term_refs: [],
   }),
   retrieval: (): RetrievalBundle => ({
@@ -90,6 +92,7 @@ export const bbOut = {
     ],
     summary: "The design gives every session a wall-clock deadline.",
     open_questions: [],
+    corpus_ranking: { method: "bm25", note: "BM25 only: no embeddings endpoint is configured" },
   }),
   plan: (tools: readonly string[] = ["calculator"]) => ({
     steps: [
@@ -148,6 +151,26 @@ export const keyOf = (t: Pick<AwaitedTask, "role" | "op" | "tag">) => `${t.role}
 
 type Applied = Extract<StepOutcome, { kind: "apply" }>;
 
+/** The start input of the harness's session. */
+const blackboardStart = (query: string, options: SessionOptions): InboxInput => ({
+  v: SCHEMA_VERSION,
+  kind: "start",
+  session_id: SID,
+  input_id: inputIds.start(SID),
+  workflow: "blackboard",
+  query,
+  options,
+});
+
+/** The n-th reply of a person to the session. */
+const personReply = (n: number, text: string): InboxInput => ({
+  v: SCHEMA_VERSION,
+  kind: "user_reply",
+  session_id: SID,
+  input_id: inputIds.user(`u${n}`),
+  text,
+});
+
 /** Drives one blackboard session, recording every input with its time like the transition log does. */
 export function bbHarness(
   opts: {
@@ -156,6 +179,8 @@ export function bbHarness(
     defaults?: RuntimeDefaults;
     options?: SessionOptions;
     stepMs?: number;
+    /** What the thread hands on (its long-term references). */
+    carry?: ThreadCarry;
     /** Check every applied outcome against the contracts (default true; a determinism replica may skip it). */
     validate?: boolean;
   } = {},
@@ -164,17 +189,17 @@ export function bbHarness(
   const query = opts.query ?? ARITHMETIC_QUESTION;
   const options: SessionOptions = { ...(opts.profile ? { strategy_profile: opts.profile } : {}), ...opts.options };
   const initial = asBlackboard(
-    createSession({ sessionId: SID, workflow: "blackboard", query, options, now: T0, defaults }),
+    createSession({
+      sessionId: SID,
+      workflow: "blackboard",
+      query,
+      options,
+      now: T0,
+      defaults,
+      ...(opts.carry ? { carry: opts.carry } : {}),
+    }),
   );
-  const startInput: InboxInput = {
-    v: SCHEMA_VERSION,
-    kind: "start",
-    session_id: SID,
-    input_id: inputIds.start(SID),
-    workflow: "blackboard",
-    query,
-    options,
-  };
+  const startInput = blackboardStart(query, options);
   let replies = 0;
   const h = {
     defaults,
@@ -222,23 +247,9 @@ export function bbHarness(
     deadline: (key: string): Applied => h.apply(taskTimer(h.task(key).task_id)),
     reply(text: string): StepOutcome {
       replies++;
-      return h.send({
-        v: SCHEMA_VERSION,
-        kind: "user_reply",
-        session_id: SID,
-        input_id: inputIds.user(`u${replies}`),
-        text,
-      });
+      return h.send(personReply(replies, text));
     },
-    sessionTimer: (): StepOutcome =>
-      h.send({
-        v: SCHEMA_VERSION,
-        kind: "timer",
-        session_id: SID,
-        input_id: inputIds.timer(`session.${SID}`),
-        task_id: null,
-        reason: "session_deadline",
-      }),
+    sessionTimer: (): StepOutcome => h.send(inputs.sessionTimer()),
   };
   return h;
 }

@@ -1,7 +1,8 @@
 import {
   ExecutionStrategy,
-  ROLES,
+  OPS,
   AgentmeshError,
+  type OpOutput,
   type BlackboardData,
   type EventDraft,
   type Intent,
@@ -39,7 +40,6 @@ import {
   critiqueTask,
   listToolsTask,
   memoryTask,
-  parseOutput,
   perceiveQueryTask,
   perceiveResultTask,
   planTask,
@@ -49,7 +49,8 @@ import {
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { retryBackoffMs } from "./blackboard-strategy.js";
 import { stage } from "./events.js";
-import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
+import { isResultOf } from "./ops.js";
+import type { Control, ResultInput, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: BlackboardData; readonly control: Control; readonly events: readonly EventDraft[] };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
@@ -262,8 +263,7 @@ function advance(data: BlackboardData, events: EventDraft[]): Decided {
   return execute(moved, events);
 }
 
-function onPlan(data: BlackboardData, output: unknown, events: EventDraft[]): Decided {
-  const plan = parseOutput(ROLES.decision.plan.response, output, "decision.plan");
+function onPlan(data: BlackboardData, plan: OpOutput<"decision", "plan">, events: EventDraft[]): Decided {
   const max = data.limits.max_steps;
   // A plan longer than the profile allows keeps its first steps and its summarize step.
   const steps = plan.steps.length > max ? [...plan.steps.slice(0, max - 1), ...plan.steps.slice(-1)] : plan.steps;
@@ -292,10 +292,10 @@ function onPlan(data: BlackboardData, output: unknown, events: EventDraft[]): De
 function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[]): Decided {
   const strategy = ExecutionStrategy.safeParse(input.tag);
   if (!strategy.success) return internal(data, `executor task without a strategy tag (${String(input.tag)})`, events);
+  if (input.kind === "result" && !isResultOf(input, OPS.executor.execute))
+    return internal(data, `a ${input.role}.${input.op} result where an executor strategy was awaited`, events);
   const result =
-    input.kind === "result"
-      ? parseOutput(ROLES.executor.execute.response, input.output, "executor.execute")
-      : failedStrategy(data, strategy.data, input.error, input.elapsed_ms ?? 0);
+    input.kind === "result" ? input.output : failedStrategy(data, strategy.data, input.error, input.elapsed_ms ?? 0);
   // All strategies of a round share one deadline, so any of them missing it means the join deadline passed.
   const deadlinePassed = input.kind === "failure" && input.error.code === "deadline_exceeded";
   const step = onStrategy(data, strategy.data, result, deadlinePassed);
@@ -318,8 +318,7 @@ function onExecution(data: BlackboardData, input: TaskInput, events: EventDraft[
   );
 }
 
-function onReport(data: BlackboardData, output: unknown, events: EventDraft[]): Decided {
-  const report = parseOutput(ROLES.critic.report.response, output, "critic.report");
+function onReport(data: BlackboardData, report: OpOutput<"critic", "report">, events: EventDraft[]): Decided {
   const at = currentStep(data);
   if (!at) throw blackboardFault("no current step on the blackboard");
   const action = verdictOf(data, report);
@@ -371,81 +370,80 @@ function afterMemory(data: BlackboardData, events: EventDraft[]): Decided {
   }
 }
 
-function onResult(
+function onPerception(
   data: BlackboardData,
-  input: Extract<TaskInput, { kind: "result" }>,
-  key: string,
+  snapshot: OpOutput<"perception", "perceive">,
   events: EventDraft[],
 ): Decided {
-  switch (key) {
-    case "perception.perceive": {
-      const snapshot = parseOutput(ROLES.perception.perceive.response, input.output, "perception.perceive");
-      const about = `intent ${snapshot.intent}, confidence ${snapshot.confidence}, ${snapshot.entities.length} entities, ${snapshot.sub_goals.length} sub-goals`;
-      const flags =
-        snapshot.suspicious_patterns.length > 0 ? `; suspicious: ${snapshot.suspicious_patterns.join(", ")}` : "";
-      events.push(completed("perception", `${about}${flags}`));
-      if (data.phase === "intake") {
-        const record = { source: "query" as const, plan_version: null, step_index: null, snapshot };
-        return afterIntake(
-          traced(
-            { ...data, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) },
-            `Perception of the question: ${about}${flags}.`,
-          ),
-          events,
-        );
-      }
-      const at = currentStep(data);
-      if (!at) throw blackboardFault("no current step on the blackboard");
-      const record = { source: "step_result" as const, plan_version: at.plan.version, step_index: at.index, snapshot };
-      const next = {
-        ...data,
-        phase: "critique" as const,
-        step_perception: snapshot,
-        perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots),
-      };
-      return dispatch(next, [critiqueTask(next, 0)], events);
-    }
-    case "executor.list_tools": {
-      const { tools } = parseOutput(ROLES.executor.list_tools.response, input.output, "executor.list_tools");
-      events.push(completed("tools", `${tools.length} tools: ${tools.map((t) => t.name).join(", ")}`));
-      return afterIntake(
-        traced({ ...data, tools }, `Tools available: ${tools.map((t) => t.name).join(", ") || "none"}.`),
-        events,
-      );
-    }
-    case "memory.update": {
-      const memory = parseOutput(ROLES.memory.update.response, input.output, "memory.update");
-      events.push(
-        completed(
-          "memory",
-          `${memory.short_term.length} short-term items, ${memory.banned_tools.length} banned tools, ${memory.successful_tools.length} successful tools`,
-        ),
-      );
-      return afterMemory({ ...data, memory }, events);
-    }
-    case "retriever.retrieve": {
-      const bundle = parseOutput(ROLES.retriever.retrieve.response, input.output, "retriever.retrieve");
-      const request = retrievalQuery(data);
-      const sources = ["memory", "corpus", "web"]
-        .map((s) => `${s} ${bundle.items.filter((i) => i.source === s).length}`)
-        .join(", ");
-      events.push(completed("retriever", `${bundle.items.length} items (${sources})`));
-      const record = { query: request.query, strategies: request.strategies, bundle };
-      return toPlan(
-        traced(
-          { ...data, retrieval_bundles: append(data.retrieval_bundles, [record], CAPS.retrieval_bundles) },
-          `Retrieved ${bundle.items.length} items (${sources}).`,
-        ),
-        events,
-      );
-    }
-    case "decision.plan":
-      return onPlan(data, input.output, events);
-    case "critic.report":
-      return onReport(data, input.output, events);
-    default:
-      return internal(data, `no handler for ${key}`, events);
+  const about = `intent ${snapshot.intent}, confidence ${snapshot.confidence}, ${snapshot.entities.length} entities, ${snapshot.sub_goals.length} sub-goals`;
+  const flags =
+    snapshot.suspicious_patterns.length > 0 ? `; suspicious: ${snapshot.suspicious_patterns.join(", ")}` : "";
+  events.push(completed("perception", `${about}${flags}`));
+  if (data.phase === "intake") {
+    const record = { source: "query" as const, plan_version: null, step_index: null, snapshot };
+    return afterIntake(
+      traced(
+        { ...data, perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots) },
+        `Perception of the question: ${about}${flags}.`,
+      ),
+      events,
+    );
   }
+  const at = currentStep(data);
+  if (!at) throw blackboardFault("no current step on the blackboard");
+  const record = { source: "step_result" as const, plan_version: at.plan.version, step_index: at.index, snapshot };
+  const next = {
+    ...data,
+    phase: "critique" as const,
+    step_perception: snapshot,
+    perception_snapshots: append(data.perception_snapshots, [record], CAPS.perception_snapshots),
+  };
+  return dispatch(next, [critiqueTask(next, 0)], events);
+}
+
+function onTools(data: BlackboardData, { tools }: OpOutput<"executor", "list_tools">, events: EventDraft[]): Decided {
+  events.push(completed("tools", `${tools.length} tools: ${tools.map((t) => t.name).join(", ")}`));
+  return afterIntake(
+    traced({ ...data, tools }, `Tools available: ${tools.map((t) => t.name).join(", ") || "none"}.`),
+    events,
+  );
+}
+
+function onMemory(data: BlackboardData, memory: OpOutput<"memory", "update">, events: EventDraft[]): Decided {
+  events.push(
+    completed(
+      "memory",
+      `${memory.short_term.length} short-term items, ${memory.banned_tools.length} banned tools, ${memory.successful_tools.length} successful tools`,
+    ),
+  );
+  return afterMemory({ ...data, memory }, events);
+}
+
+function onRetrieval(data: BlackboardData, bundle: OpOutput<"retriever", "retrieve">, events: EventDraft[]): Decided {
+  const request = retrievalQuery(data);
+  const sources = ["memory", "corpus", "web"]
+    .map((s) => `${s} ${bundle.items.filter((i) => i.source === s).length}`)
+    .join(", ");
+  events.push(completed("retriever", `${bundle.items.length} items (${sources})`));
+  const record = { query: request.query, strategies: request.strategies, bundle };
+  return toPlan(
+    traced(
+      { ...data, retrieval_bundles: append(data.retrieval_bundles, [record], CAPS.retrieval_bundles) },
+      `Retrieved ${bundle.items.length} items (${sources}).`,
+    ),
+    events,
+  );
+}
+
+/** An agent's result, typed by its op (the runtime validated it), goes to that op's handler. */
+function onResult(data: BlackboardData, input: ResultInput, events: EventDraft[]): Decided {
+  if (isResultOf(input, OPS.perception.perceive)) return onPerception(data, input.output, events);
+  if (isResultOf(input, OPS.executor.list_tools)) return onTools(data, input.output, events);
+  if (isResultOf(input, OPS.memory.update)) return onMemory(data, input.output, events);
+  if (isResultOf(input, OPS.retriever.retrieve)) return onRetrieval(data, input.output, events);
+  if (isResultOf(input, OPS.decision.plan)) return onPlan(data, input.output, events);
+  if (isResultOf(input, OPS.critic.report)) return onReport(data, input.output, events);
+  return internal(data, `no handler for ${input.role}.${input.op}`, events);
 }
 
 /** A typed agent failure that retries could not fix: each role's rule. */
@@ -510,7 +508,7 @@ function onTask(data: BlackboardData, input: TaskInput): Decided {
   if (!EXPECTED[data.phase].includes(key)) return internal(data, `${input.kind} of ${key} in phase ${data.phase}`);
   const events: EventDraft[] = [];
   if (key === "executor.execute") return onExecution(data, input, events);
-  if (input.kind === "result") return onResult(data, input, key, events);
+  if (input.kind === "result") return onResult(data, input, events);
   const { error } = input;
   if (error.retryable && input.attempt + 1 < AGENT_MAX_ATTEMPTS) {
     const rebuilt = agentTask(data, input.role, input.op, input.attempt + 1);

@@ -2,21 +2,20 @@ import {
   AgentmeshError,
   CLARIFY_LIMITS,
   LIMITS,
-  type AskResult,
+  OPS,
   type ChatMessage,
   type ClarifyData,
   type ClarifyRoute,
   type ClarifySettings,
-  type DecideResult,
   type EventDraft,
   type GatherResult,
   type HaloCitation,
   type OrchestratorDecision,
-  type SynthesizeResult,
   type WireError,
 } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { stage } from "./events.js";
+import { isResultOf } from "./ops.js";
 import type { Control, SpanAttributes, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = {
@@ -237,7 +236,9 @@ function onDecision(data: ClarifyData, input: TaskInput): Decided {
     );
     return route({ ...step, events: [...events, ...step.events] });
   }
-  const reply = (input.output as DecideResult).decision;
+  if (!isResultOf(input, OPS.orchestrator.decide))
+    return internal(data, `a ${input.role}.${input.op} result to decide on`);
+  const reply = input.output.decision;
   const parsed = parseDecision(reply);
   const count = parsed.next === "clarification" ? data.clarification_count + 1 : 0;
   return route(decided(data, "model", parsed.next, count, reply.trim() || "(an empty reply: research by default)"));
@@ -267,7 +268,8 @@ function onQuestion(data: ClarifyData, input: TaskInput): Decided {
       ],
     );
   }
-  const question = clip((input.output as AskResult).question.trim(), CLARIFY_LIMITS.maxQuestionChars);
+  if (!isResultOf(input, OPS.clarifier.ask)) return internal(data, `a ${input.role}.${input.op} result to ask with`);
+  const question = clip(input.output.question.trim(), CLARIFY_LIMITS.maxQuestionChars);
   const next: ClarifyData = {
     ...data,
     phase: "awaiting_user",
@@ -313,8 +315,8 @@ function onGathered(data: ClarifyData, input: TaskInput): Decided {
       gaps: [clip(`The research agent failed (${input.error.code}): ${input.error.message}`, 300)],
     };
     events.push(stage(STAGE.research, "failed", research.gaps[0] ?? "failed"));
-  } else {
-    research = input.output as GatherResult;
+  } else if (isResultOf(input, OPS.researcher.gather)) {
+    research = input.output;
     const cited = research.passages.filter((p) => p.citation !== null).length;
     events.push(
       stage(
@@ -323,6 +325,8 @@ function onGathered(data: ClarifyData, input: TaskInput): Decided {
         `${research.passages.length} passage(s), ${cited} cited${research.gaps.length ? `; ${research.gaps.join("; ")}` : ""}`,
       ),
     );
+  } else {
+    return internal(data, `a ${input.role}.${input.op} result to research with`);
   }
   const next: ClarifyData = { ...data, phase: "synthesize", last_agent: "research", research };
   return dispatch(next, [synthesizeTask(next, 0)], events);
@@ -371,7 +375,9 @@ function onSynthesis(data: ClarifyData, input: TaskInput): Decided {
     };
   }
   const citations = citationsOf(data.research);
-  const answer = clip(withSources((input.output as SynthesizeResult).answer, citations), LIMITS.maxTextChars * 2);
+  if (!isResultOf(input, OPS.writer.synthesize))
+    return internal(data, `a ${input.role}.${input.op} result to answer with`);
+  const answer = clip(withSources(input.output.answer, citations), LIMITS.maxTextChars * 2);
   const done: ClarifyData = {
     ...data,
     phase: "done",

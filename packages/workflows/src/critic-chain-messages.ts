@@ -1,14 +1,16 @@
 import {
   CHAIN_MESSAGES,
   LIMITS,
+  OPS,
+  type AnyOp,
   type ChainMessage,
   type CriticChainData,
   type CriticChainStep,
-  type OpRequest,
   type OrchestratorMessage,
-  type RoleName,
 } from "@agentmesh/contracts";
 import { loopOf, offeredTools, roundsLeft, type LoopStep } from "./critic-chain-tools.js";
+import { task } from "./ops.js";
+import type { TaskFields, TaskSpec } from "./types.js";
 
 /** The verbatim final fields when the run ends without an answer (docs/workflows/critic-chain.md). */
 export const COULD_NOT_ANSWER = "The question could not be answered.";
@@ -18,14 +20,14 @@ export type AgentStep = Exclude<CriticChainStep, "input">;
 
 /** Which role and op serve each step of the chain. */
 export const STEP_OPS = {
-  planner: { role: "planner", op: "plan" },
-  critic_planner: { role: "critic", op: "review_plan" },
-  researcher: { role: "researcher", op: "research" },
-  critic_researcher: { role: "critic", op: "review_research" },
-  expert: { role: "expert", op: "answer" },
-  critic_expert: { role: "critic", op: "review_answer" },
-  finalizer: { role: "finalizer", op: "finalize" },
-} as const satisfies Record<AgentStep, { role: RoleName; op: string }>;
+  planner: OPS.planner.plan,
+  critic_planner: OPS.critic.review_plan,
+  researcher: OPS.researcher.research,
+  critic_researcher: OPS.critic.review_research,
+  expert: OPS.expert.answer,
+  critic_expert: OPS.critic.review_answer,
+  finalizer: OPS.finalizer.finalize,
+} as const satisfies Record<AgentStep, AnyOp>;
 
 /** Cuts text to `max` characters; long plans and answers must not overflow a bounded field. */
 export const clip = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, max - 1)}…`);
@@ -132,77 +134,118 @@ export function orchestratorMessage(
  * the answer and its reasoning) beside the feedback; the researcher and the expert get their
  * tools, what the tools returned so far and the rounds left.
  */
-export function taskInput(data: CriticChainData, step: AgentStep, message: OrchestratorMessage): unknown {
+export function stepTask(
+  data: CriticChainData,
+  step: AgentStep,
+  message: OrchestratorMessage,
+  fields: TaskFields,
+): TaskSpec {
   const { question } = data;
-  const researchStep = data.research_steps[data.current_research_index] ?? "";
   switch (step) {
-    case "planner":
-      return {
-        message,
-        question,
-        feedback: data.critic_planner_decision === "reject" ? data.critic_planner_feedback : null,
-        rejected_plan:
-          data.critic_planner_decision === "reject"
-            ? { research_steps: data.research_steps, expert_steps: data.expert_steps }
-            : null,
-      } satisfies OpRequest<"planner", "plan">;
-    case "critic_planner":
-      return {
-        message,
-        question,
-        research_steps: data.research_steps,
-        expert_steps: data.expert_steps,
-      } satisfies OpRequest<"critic", "review_plan">;
+    case "planner": {
+      const rejected = data.critic_planner_decision === "reject";
+      return task(
+        STEP_OPS.planner,
+        {
+          message,
+          question,
+          feedback: rejected ? data.critic_planner_feedback : null,
+          rejected_plan: rejected ? { research_steps: data.research_steps, expert_steps: data.expert_steps } : null,
+        },
+        fields,
+      );
+    }
     case "researcher":
-      return {
-        message,
-        question,
-        research_step: researchStep,
-        feedback: data.critic_researcher_decision === "reject" ? data.critic_researcher_feedback : null,
-        rejected_result:
-          data.critic_researcher_decision === "reject"
-            ? (data.research_results[data.current_research_index] ?? null)
-            : null,
-        ...toolTurn(data, "researcher"),
-      } satisfies OpRequest<"researcher", "research">;
-    case "critic_researcher":
-      return {
-        message,
-        question,
-        research_step: researchStep,
-        research_result: data.research_results[data.current_research_index] ?? "",
-      } satisfies OpRequest<"critic", "review_research">;
     case "expert":
-      return {
-        message,
-        question,
-        expert_steps: data.expert_steps,
-        research_steps: data.research_steps,
-        research_results: data.research_results,
-        feedback: data.critic_expert_decision === "reject" ? data.critic_expert_feedback : null,
-        rejected_answer:
-          data.critic_expert_decision === "reject"
-            ? { expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning }
-            : null,
-        ...toolTurn(data, "expert"),
-      } satisfies OpRequest<"expert", "answer">;
+      return turnTask(data, step, message, fields);
+    case "critic_planner":
+    case "critic_researcher":
     case "critic_expert":
-      return {
-        message,
-        question,
-        expert_answer: data.expert_answer,
-        expert_reasoning: data.expert_reasoning,
-      } satisfies OpRequest<"critic", "review_answer">;
+      return reviewTask(data, step, message, fields);
     case "finalizer":
-      return {
+      return task(
+        STEP_OPS.finalizer,
+        {
+          message,
+          question,
+          expert_answer: data.expert_answer,
+          expert_reasoning: data.expert_reasoning,
+          research_results: data.research_results,
+          error: data.error === null ? null : clip(data.error, 4000),
+          error_component: data.error_component,
+          tool_calls: toolCallLines(data),
+        },
+        fields,
+      );
+  }
+}
+
+/** A researcher's or an expert's turn: its work so far, what a reject handed back, and its tools. */
+function turnTask(data: CriticChainData, step: LoopStep, message: OrchestratorMessage, fields: TaskFields): TaskSpec {
+  const { question } = data;
+  if (step === "researcher") {
+    const rejected = data.critic_researcher_decision === "reject";
+    return task(
+      STEP_OPS.researcher,
+      {
         message,
         question,
-        expert_answer: data.expert_answer,
-        expert_reasoning: data.expert_reasoning,
-        research_results: data.research_results,
-        error: data.error === null ? null : clip(data.error, 4000),
-        error_component: data.error_component,
-        tool_calls: toolCallLines(data),
-      } satisfies OpRequest<"finalizer", "finalize">;
+        research_step: data.research_steps[data.current_research_index] ?? "",
+        feedback: rejected ? data.critic_researcher_feedback : null,
+        rejected_result: rejected ? (data.research_results[data.current_research_index] ?? null) : null,
+        ...toolTurn(data, "researcher"),
+      },
+      fields,
+    );
+  }
+  const rejected = data.critic_expert_decision === "reject";
+  return task(
+    STEP_OPS.expert,
+    {
+      message,
+      question,
+      expert_steps: data.expert_steps,
+      research_steps: data.research_steps,
+      research_results: data.research_results,
+      feedback: rejected ? data.critic_expert_feedback : null,
+      rejected_answer: rejected ? { expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning } : null,
+      ...toolTurn(data, "expert"),
+    },
+    fields,
+  );
+}
+
+/** A critic's review of the plan, of the current research result, or of the expert's answer. */
+function reviewTask(
+  data: CriticChainData,
+  step: "critic_planner" | "critic_researcher" | "critic_expert",
+  message: OrchestratorMessage,
+  fields: TaskFields,
+): TaskSpec {
+  const { question } = data;
+  switch (step) {
+    case "critic_planner":
+      return task(
+        STEP_OPS.critic_planner,
+        { message, question, research_steps: data.research_steps, expert_steps: data.expert_steps },
+        fields,
+      );
+    case "critic_researcher":
+      return task(
+        STEP_OPS.critic_researcher,
+        {
+          message,
+          question,
+          research_step: data.research_steps[data.current_research_index] ?? "",
+          research_result: data.research_results[data.current_research_index] ?? "",
+        },
+        fields,
+      );
+    case "critic_expert":
+      return task(
+        STEP_OPS.critic_expert,
+        { message, question, expert_answer: data.expert_answer, expert_reasoning: data.expert_reasoning },
+        fields,
+      );
   }
 }

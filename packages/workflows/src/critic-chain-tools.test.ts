@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ToolCallOutcome } from "@agentmesh/contracts";
+import { OPS, type ToolCallOutcome } from "@agentmesh/contracts";
 import { criticChain, MAX_REFUSALS } from "./critic-chain.js";
 import { CRITIC_CHAIN_AGENT_TOOLS, MINIMAL_CRITIC_CHAIN_SETTINGS } from "./critic-chain-tools.js";
 import { DEFAULTS, QUESTION, eventsOf, failure, harness, inputs, onlyTask, out, recordEvents } from "./testing.js";
@@ -209,7 +209,7 @@ describe("critic-chain tool loops: researcher and expert run tools as executor.c
       role: "expert",
       op: "answer",
       attempt: 0,
-      output: out.answer("2", "r"),
+      output: OPS.expert.answer.response.parse(out.answer("2", "r")),
     });
     expect(early.control.kind).toBe("fail");
   });

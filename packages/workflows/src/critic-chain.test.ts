@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS, type CriticChainData } from "@agentmesh/contracts";
+import { LIMITS, OPS, type CriticChainData } from "@agentmesh/contracts";
 import { criticChain } from "./critic-chain.js";
 import { COULD_NOT_ANSWER, orchestratorMessage } from "./critic-chain-messages.js";
 import { QUESTION, eventsOf, failure, harness, inputs, mintedId, onlyTask, out, tasksOf } from "./testing.js";
@@ -406,7 +406,7 @@ describe("critic-chain messages and guards", () => {
       role: "critic",
       op: "review_plan",
       attempt: 0,
-      output: out.approve(),
+      output: OPS.critic.review_plan.response.parse(out.approve()),
     });
     expect(decided.data).toMatchObject({ current_step: "researcher", current_research_index: 0, research_results: [] });
     expect(decided.control).toMatchObject({
@@ -427,7 +427,7 @@ describe("critic-chain messages and guards", () => {
       role: "expert",
       op: "answer",
       attempt: 0,
-      output: out.answer("a"),
+      output: OPS.expert.answer.response.parse(out.answer("a")),
     });
     expect(wrong.control).toMatchObject({ kind: "fail", error: { code: "internal" } });
     expect(criticChain.decide(planning, { kind: "start" }).control.kind).toBe("fail");

@@ -3,8 +3,8 @@ import {
   CHAIN_MESSAGES,
   LIMITS,
   MAX_OBSERVATIONS,
-  ROLES,
-  ToolCallOutcome,
+  OPS,
+  type ToolCallOutcome,
   type CriticChainData,
   type CriticVerdict,
   type EventDraft,
@@ -18,7 +18,7 @@ import {
   STEP_OPS,
   clip,
   orchestratorMessage,
-  taskInput,
+  stepTask,
   withMessage,
   type AgentStep,
 } from "./critic-chain-messages.js";
@@ -34,8 +34,9 @@ import {
   type AgentLoop,
   type LoopStep,
 } from "./critic-chain-tools.js";
-import { boundedArgs, stage, toolResult } from "./events.js";
-import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
+import { boundedArgs, isRecord, stage, toolResult } from "./events.js";
+import { isResultOf, task } from "./ops.js";
+import type { Control, ResultInput, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: CriticChainData; readonly control: Control; readonly events: readonly EventDraft[] };
 
@@ -83,14 +84,13 @@ function dispatchAgent(
   description: string,
   events: EventDraft[],
 ): Decided {
-  const { role, op } = STEP_OPS[step];
   const counted = isLoopStep(step) ? countTurn(data, step) : data;
   const { message } = orchestratorMessage(counted, step, false);
   return {
     data: counted,
     control: {
       kind: "dispatch",
-      tasks: [{ role, op, attempt, input: taskInput(counted, step, message), stage: step, description }],
+      tasks: [stepTask(counted, step, message, { attempt, stage: step, description })],
     },
     events,
   };
@@ -163,15 +163,6 @@ function route(data: CriticChainData): CriticChainData {
   }
 }
 
-/** Parses an output against its op's response schema (the runtime validated it already). */
-function parseOutput<T>(
-  schema: { safeParse(v: unknown): { success: true; data: T } | { success: false } },
-  output: unknown,
-): T | null {
-  const parsed = schema.safeParse(output);
-  return parsed.success ? parsed.data : null;
-}
-
 /** Records a critic's verdict in the `critic_<x>_decision/feedback` fields. */
 function withVerdict(
   data: CriticChainData,
@@ -188,59 +179,58 @@ function withVerdict(
   }
 }
 
-/** The agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the output does not parse. */
+/** The agent state changes for a result of `step` (an answer, for the researcher and the expert); null when the result is of another op. */
 function applyOutput(
   data: CriticChainData,
   step: AgentStep,
-  output: unknown,
+  input: ResultInput,
 ): { data: CriticChainData; summary: string } | null {
-  switch (step) {
-    case "planner": {
-      const out = parseOutput(ROLES.planner.plan.response, output);
-      if (!out) return null;
-      return {
-        data: { ...data, research_steps: out.research_steps, expert_steps: out.expert_steps },
-        summary: `${out.research_steps.length} research steps, ${out.expert_steps.length} expert steps`,
-      };
-    }
-    case "researcher": {
-      const out = parseOutput(ROLES.researcher.research.response, output);
-      if (!out) return null;
-      const i = data.current_research_index;
-      // Append a new step's result, replace it when the step is re-researched after a reject.
-      const research_results =
-        data.research_results.length <= i
-          ? [...data.research_results, out.result]
-          : data.research_results.map((r, j) => (j === i ? out.result : r));
-      return { data: { ...data, research_results }, summary: `research step ${i}: ${clip(out.result, 300)}` };
-    }
-    case "expert": {
-      const out = parseOutput(ROLES.expert.answer.response, output);
-      if (!out) return null;
-      return {
-        data: { ...data, expert_answer: out.expert_answer, expert_reasoning: out.expert_reasoning },
-        summary: `answer: ${clip(out.expert_answer, 300)}`,
-      };
-    }
-    case "finalizer": {
-      const out = parseOutput(ROLES.finalizer.finalize.response, output);
-      if (!out) return null;
-      return {
-        data: { ...data, final_answer: out.final_answer, final_reasoning_trace: out.final_reasoning_trace },
-        summary: "final answer written",
-      };
-    }
-    case "critic_planner":
-    case "critic_researcher":
-    case "critic_expert": {
-      const out = parseOutput(ROLES.critic.review_plan.response, output);
-      if (!out) return null;
-      return {
-        data: withVerdict(data, step, out),
-        summary: out.feedback ? `${out.decision}: ${out.feedback}` : out.decision,
-      };
-    }
+  if (isResultOf(input, OPS.planner.plan)) {
+    const out = input.output;
+    return {
+      data: { ...data, research_steps: out.research_steps, expert_steps: out.expert_steps },
+      summary: `${out.research_steps.length} research steps, ${out.expert_steps.length} expert steps`,
+    };
   }
+  if (isResultOf(input, OPS.researcher.research)) {
+    const out = input.output;
+    const i = data.current_research_index;
+    // Append a new step's result, replace it when the step is re-researched after a reject.
+    const research_results =
+      data.research_results.length <= i
+        ? [...data.research_results, out.result]
+        : data.research_results.map((r, j) => (j === i ? out.result : r));
+    return { data: { ...data, research_results }, summary: `research step ${i}: ${clip(out.result, 300)}` };
+  }
+  if (isResultOf(input, OPS.expert.answer)) {
+    const out = input.output;
+    return {
+      data: { ...data, expert_answer: out.expert_answer, expert_reasoning: out.expert_reasoning },
+      summary: `answer: ${clip(out.expert_answer, 300)}`,
+    };
+  }
+  if (isResultOf(input, OPS.finalizer.finalize)) {
+    const out = input.output;
+    return {
+      data: { ...data, final_answer: out.final_answer, final_reasoning_trace: out.final_reasoning_trace },
+      summary: "final answer written",
+    };
+  }
+  const verdict = criticVerdictOf(input);
+  if (verdict && (step === "critic_planner" || step === "critic_researcher" || step === "critic_expert"))
+    return {
+      data: withVerdict(data, step, verdict),
+      summary: verdict.feedback ? `${verdict.decision}: ${verdict.feedback}` : verdict.decision,
+    };
+  return null;
+}
+
+/** A critic's verdict, whichever of the three reviews gave it. */
+function criticVerdictOf(input: ResultInput): CriticVerdict | null {
+  if (isResultOf(input, OPS.critic.review_plan)) return input.output;
+  if (isResultOf(input, OPS.critic.review_research)) return input.output;
+  if (isResultOf(input, OPS.critic.review_answer)) return input.output;
+  return null;
 }
 
 /** The task the session awaits: its step's agent op, or the executor.call of the agent's tool call in flight (tag `tool`). */
@@ -252,20 +242,22 @@ function awaited(data: CriticChainData): { step: AgentStep; role: string; op: st
 }
 
 /** The tool call a researcher or expert turn asked for, or null when it answered. */
-function toolActionOf(step: LoopStep, output: unknown): { tool: string; arguments_json: string } | null {
-  const parsed = (step === "researcher" ? ROLES.researcher.research.response : ROLES.expert.answer.response).safeParse(
-    output,
-  );
-  return parsed.success && parsed.data.action === "tool" ? parsed.data : null;
+function toolActionOf(input: ResultInput): { tool: string; arguments_json: string } | null {
+  const turn = isResultOf(input, OPS.researcher.research)
+    ? input.output
+    : isResultOf(input, OPS.expert.answer)
+      ? input.output
+      : null;
+  return turn?.action === "tool" ? turn : null;
 }
 
-function onResult(data: CriticChainData, step: AgentStep, output: unknown): Decided {
+function onResult(data: CriticChainData, step: AgentStep, input: ResultInput): Decided {
   const events: EventDraft[] = [];
   if (isLoopStep(step)) {
-    const call = toolActionOf(step, output);
+    const call = toolActionOf(input);
     if (call) return onToolAction(data, step, call.tool, call.arguments_json, events);
   }
-  const applied = applyOutput(data, step, output);
+  const applied = applyOutput(data, step, input);
   if (!applied) return internal(data, `output of ${step} does not match its schema`, events);
   // The completion message back to the orchestrator.
   const told = withMessage(applied.data, {
@@ -364,8 +356,9 @@ function onToolAction(
 ): Decided {
   const loop = loopOf(data, step);
   if (!loop) return internal(data, `the ${step} called a tool outside its turn`, events);
+  // The op's response schema checked that the arguments are a JSON object.
   const parsed: unknown = JSON.parse(argumentsJson);
-  const args = parsed as Record<string, unknown>; // the op's response schema checked it is a JSON object
+  const args = isRecord(parsed) ? parsed : {};
   const offered = agentTools(step, data.tools_available);
   if (!offered.includes(tool)) {
     return refuse(
@@ -407,16 +400,13 @@ function toolTask(d: CriticChainData, step: LoopStep, call: PendingToolCall): Ta
       timeout_ms: CODE_TOOLS.has(call.tool) ? CODE_TIMEOUT_MS : TOOL_TIMEOUT_MS,
     },
   };
-  return {
-    role: "executor",
-    op: "call",
-    input,
+  return task(OPS.executor.call, input, {
     attempt: 0,
     stage: `${step}_tools`,
     tag: "tool",
     description: `The ${step} calls ${call.tool}`,
     toolCall: { id: call.id, tool: call.tool, args: call.arguments },
-  };
+  });
 }
 
 /** A tool call the agent may not make: it is told why (as the tool's result) and asked again; past MAX_REFUSALS its turn fails. */
@@ -508,16 +498,11 @@ function decide(data: CriticChainData, input: WorkflowInput): Decided {
       }
       const { step } = task;
       if (task.tool && isLoopStep(step)) {
-        const outcome = input.kind === "result" ? ToolCallOutcome.safeParse(input.output) : null;
-        if (outcome && !outcome.success)
-          return internal(data, `the executor's outcome for the ${step}'s tool call does not match its schema`, []);
-        if (outcome) return onToolOutcome(data, step, outcome.data, []);
+        if (isResultOf(input, OPS.executor.call)) return onToolOutcome(data, step, input.output, []);
         if (input.kind === "failure")
           return onToolOutcome(data, step, toolFailed(data, step, input.error, input.elapsed_ms ?? 0), []);
       }
-      return input.kind === "result"
-        ? onResult(data, step, input.output)
-        : onFailure(data, step, input.attempt, input.error);
+      return input.kind === "result" ? onResult(data, step, input) : onFailure(data, step, input.attempt, input.error);
     }
     case "user_reply":
       return internal(data, "critic-chain never asks the user", []);

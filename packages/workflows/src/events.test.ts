@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LIMITS, SessionEvent } from "@agentmesh/contracts";
+import { LIMITS, OPS, SessionEvent } from "@agentmesh/contracts";
 import { blackboard } from "./blackboard.js";
 import { CORPUS_QUESTION, bbHarness, bbOut, drive, goodAgents, type Script } from "./blackboard-testkit.js";
 import { boundedArgs } from "./events.js";
@@ -291,7 +291,7 @@ describe("the runtime announces a tool call with its task", () => {
         {
           role: "executor",
           op: "execute",
-          input: h.input(task),
+          input: OPS.executor.execute.request.parse(h.input(task)),
           attempt: 1,
           stage: "executor",
           description: "run it",
@@ -316,5 +316,36 @@ describe("the runtime announces a tool call with its task", () => {
         .map((e) => e.type)
         .slice(-2),
     ).toEqual(["stage", "tool_call"]);
+  });
+
+  it("with secrets hidden: a secret-named argument and URL credentials, while the task keeps them as given", () => {
+    const h = toRound();
+    h.answer("decision.plan", bbOut.plan());
+    const task = h.task("executor.execute:tool");
+    const d = openDraft(h.state, blackboard, { now: h.now, defaults: DEFAULTS }, "test:input");
+    const args = { url: "https://ada:hunter22@api.example.com/data", api_key: "sk-live-0123456789", query: "weather" };
+    applyControl(d, {
+      kind: "dispatch",
+      tasks: [
+        {
+          role: "executor",
+          op: "execute",
+          input: { ...OPS.executor.execute.request.parse(h.input(task)) },
+          attempt: 1,
+          stage: "executor",
+          description: "fetch it",
+          toolCall: { id: "c2", tool: "http_get", args },
+        },
+      ],
+    });
+    const o = seal(d);
+    const call = eventsOf(o).find((e) => e.type === "tool_call");
+    expect(call?.type === "tool_call" && call.args).toEqual({
+      url: "https://ada:***@api.example.com/data",
+      api_key: "***",
+      query: "weather",
+    });
+    expect(JSON.stringify(eventsOf(o))).not.toMatch(/hunter22|sk-live/);
+    expect(args.api_key).toBe("sk-live-0123456789");
   });
 });

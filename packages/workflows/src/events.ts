@@ -38,7 +38,8 @@ export const toolResult = (
 });
 
 const fits = (v: unknown) => JSON.stringify(v).length <= LIMITS.maxToolArgsChars;
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** Every string in a JSON value cut to `max` characters. */
 function clipStrings(v: unknown, max: number): unknown {
@@ -57,8 +58,8 @@ export function boundedArgs(args: unknown): { args: Record<string, unknown>; arg
   const whole = isRecord(args) ? args : { value: args ?? null };
   if (fits(whole)) return { args: whole, args_truncated: false };
   for (const max of [1000, 200, 40]) {
-    const cut = clipStrings(whole, max) as Record<string, unknown>;
-    if (fits(cut)) return { args: cut, args_truncated: true };
+    const cut = clipStrings(whole, max);
+    if (isRecord(cut) && fits(cut)) return { args: cut, args_truncated: true };
   }
   const json = JSON.stringify(whole);
   // Escaping may lengthen the quoted JSON, so shrink until it fits.

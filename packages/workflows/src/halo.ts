@@ -2,7 +2,7 @@ import {
   AgentmeshError,
   Capability,
   HALO_LIMITS,
-  type CapabilitiesResult,
+  OPS,
   type EventDraft,
   type HaloData,
   type HaloSettings,
@@ -17,7 +17,8 @@ import { judge } from "./halo-judge.js";
 import { answeredOutput, unavailableOutput } from "./halo-outputs.js";
 import { FALLBACK_PLAN, overridePlan, parseCapabilityPlan, type PlanOutcome } from "./halo-plan.js";
 import { synthesize } from "./halo-synthesis.js";
-import type { Control, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
+import { isResultOf } from "./ops.js";
+import type { Control, ResultInput, TaskSpec, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: HaloData; readonly control: Control; readonly events: readonly EventDraft[] };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
@@ -136,19 +137,28 @@ function fanOut(data: HaloData, plan: PlanOutcome, source: HaloData["plan_source
 
 /** The planner's one answer: a valid plan is used (de-duplicated, servable tags only); anything else is the fallback. */
 function onPlan(data: HaloData, input: TaskInput): Decided {
-  if (input.role !== "planner" || input.op !== "capabilities")
-    return internal(data, `planning awaits planner.capabilities, got ${input.role}.${input.op}`);
-  if (input.kind === "failure") {
+  if (input.kind === "failure" && input.role === "planner" && input.op === "capabilities") {
     // The planner falls back on any failure; it is never asked twice.
     const reason = `the planner failed (${input.error.code}): ${input.error.message}`;
     return fanOut(data, { capabilities: FALLBACK_PLAN, fallback: clip(reason, 500) }, "model");
   }
-  const result = input.output as CapabilitiesResult;
+  if (!isResultOf(input, OPS.planner.capabilities))
+    return internal(data, `planning awaits planner.capabilities, got ${input.role}.${input.op}`);
+  const result = input.output;
   const plan =
     result.invalid_reason !== null
       ? { capabilities: FALLBACK_PLAN, fallback: result.invalid_reason }
       : parseCapabilityPlan(result, data.available_capabilities);
   return fanOut(data, plan, "model");
+}
+
+/** A specialist's answer, whichever specialist op gave it. */
+function specialistAnswerOf(input: ResultInput): SpecialistAnswer | null {
+  if (isResultOf(input, OPS.graph.answer)) return input.output;
+  if (isResultOf(input, OPS.retriever.answer)) return input.output;
+  if (isResultOf(input, OPS.mcp.answer)) return input.output;
+  if (isResultOf(input, OPS.chat.chitchat)) return input.output;
+  return null;
 }
 
 /** The specialist an input is from: its task's tag, which must be a pending capability. */
@@ -166,10 +176,13 @@ function onSpecialist(data: HaloData, input: TaskInput): Decided {
       `a ${input.role}.${input.op} outcome tagged "${input.tag ?? ""}" answers no pending specialist`,
     );
   const elapsed = input.elapsed_ms ?? 0;
+  const answer = input.kind === "result" ? specialistAnswerOf(input) : null;
+  if (input.kind === "result" && answer === null)
+    return internal(data, `a ${input.role}.${input.op} result is no specialist's answer`);
   const output =
-    input.kind === "result"
-      ? answeredOutput(capability, input.output as SpecialistAnswer, elapsed)
-      : unavailableOutput(capability, input.error.code, elapsed);
+    answer === null
+      ? unavailableOutput(capability, input.kind === "failure" ? input.error.code : "internal", elapsed)
+      : answeredOutput(capability, answer, elapsed);
   const pending = data.pending.filter((c) => c !== capability);
   const events: EventDraft[] = [
     stage(capability, output.status === "answered" ? "completed" : "failed", outcomeLine(output)),

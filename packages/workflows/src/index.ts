@@ -13,7 +13,6 @@ export type {
 } from "./types.js";
 export { createSession, effectiveBudgets, step, replay, type CreateSessionArgs } from "./runtime.js";
 export { WORKFLOWS, getWorkflow } from "./registry.js";
-export { timerMember, parseTimerMember, type TimerTarget } from "./timers.js";
 export { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
 export { CRITIC_CHAIN_AGENT_TOOLS, CRITIC_CHAIN_TOOLS, MINIMAL_CRITIC_CHAIN_SETTINGS } from "./critic-chain-tools.js";
 export { STRATEGY_PROFILES, COMPONENT_CEILINGS, effectiveLimits, type ProfileLimits } from "./blackboard-strategy.js";

@@ -16,10 +16,14 @@ export const WORKFLOWS = {
 } as const satisfies { readonly [K in WorkflowName]: WorkflowDefinition<Extract<SessionData, { workflow: K }>> };
 
 /**
- * The definition of a workflow, or null when unknown. The widening to the whole data union is
- * sound because the runtime hands a definition only data whose `workflow` is its own name.
+ * Every definition widened to the whole data union: sound because the runtime hands a definition
+ * only data whose `workflow` is its own name.
  */
+const BY_NAME: ReadonlyMap<string, WorkflowDefinition> = new Map<string, WorkflowDefinition>(
+  Object.values(WORKFLOWS).map((w: WorkflowDefinition) => [w.name, w]),
+);
+
+/** The definition of a workflow, or null when unknown. */
 export function getWorkflow(name: string): WorkflowDefinition | null {
-  if (!Object.hasOwn(WORKFLOWS, name)) return null;
-  return WORKFLOWS[name as WorkflowName] as unknown as WorkflowDefinition;
+  return BY_NAME.get(name) ?? null;
 }

@@ -10,7 +10,6 @@ import {
 } from "@agentmesh/contracts";
 import { createSession, effectiveBudgets, replay, step } from "./runtime.js";
 import { getWorkflow, WORKFLOWS } from "./registry.js";
-import { parseTimerMember, timerMember } from "./timers.js";
 import { COULD_NOT_ANSWER } from "./critic-chain-messages.js";
 import {
   DEFAULTS,
@@ -408,13 +407,6 @@ describe("step: timers", () => {
     const h = harness({ defaults: { ...DEFAULTS, sessionDeadlineMs: null } });
     h.apply(inputs.start());
     expect(h.send(inputs.sessionTimer())).toMatchObject({ kind: "drop", reason: "not_applicable" });
-  });
-
-  it("names timer members and parses them back", () => {
-    const tid = `${SID}.3.0.1`;
-    expect(parseTimerMember(timerMember.task(tid))).toEqual({ kind: "task", taskId: tid, sessionId: SID });
-    expect(parseTimerMember(timerMember.session(SID))).toEqual({ kind: "session", sessionId: SID });
-    for (const bad of ["task:nope", "session:a.b", "other:x", "nocolon"]) expect(parseTimerMember(bad)).toBeNull();
   });
 });
 

@@ -1,11 +1,9 @@
 import {
   LIMITS,
   SessionId,
-  compiled,
-  findOp,
+  parseOpOutput,
   isTerminal,
   AgentmeshError,
-  formatZodError,
   type AwaitedTask,
   type Budgets,
   type ChatMessage,
@@ -100,11 +98,11 @@ export function effectiveBudgets(
   requested: Partial<Budgets>,
   defaults: Pick<RuntimeDefaults, "budgets" | "ceilings">,
 ): Budgets {
-  const one = <K extends keyof Budgets>(k: K): Budgets[K] => {
+  const one = (k: keyof Budgets): number | null => {
     const wanted = requested[k] === undefined ? defaults.budgets[k] : requested[k];
     const ceiling = defaults.ceilings[k];
     if (wanted === null || wanted === undefined) return ceiling;
-    return (ceiling === null ? wanted : Math.min(wanted, ceiling)) as Budgets[K];
+    return ceiling === null ? wanted : Math.min(wanted, ceiling);
   };
   return {
     max_steps: one("max_steps"),
@@ -119,8 +117,6 @@ const drop = (reason: DropReason, detail: string): StepOutcome => ({ kind: "drop
 /** What the workflow learns of the awaited task an input answers. */
 function taskRef(task: AwaitedTask, now: number) {
   return {
-    role: task.role,
-    op: task.op,
     attempt: task.attempt,
     ...(task.tag === undefined ? {} : { tag: task.tag }),
     elapsed_ms: Math.max(0, now - task.dispatched_at),
@@ -143,6 +139,8 @@ function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "resu
   const invalid = (message: string): WorkflowInput => ({
     kind: "failure",
     ...base,
+    role: task.role,
+    op: task.op,
     error: new AgentmeshError("invalid_message", message, { component: task.role, retryable: true }).toWire(),
   });
   if (input.op !== task.op) {
@@ -155,15 +153,14 @@ function resultInput(task: AwaitedTask, input: Extract<InboxInput, { kind: "resu
     return {
       kind: "failure",
       ...base,
+      role: task.role,
+      op: task.op,
       error: outcome.error.code === "deadline_exceeded" ? { ...outcome.error, retryable: true } : outcome.error,
     };
-  const def = findOp(task.role, task.op);
-  if (!def) return invalid(`no schema for ${task.role}.${task.op}`);
-  const parsed = compiled(def.response).safeParse(outcome.output);
-  if (!parsed.success) {
-    return invalid(`${task.role}.${task.op} output is invalid: ${formatZodError(parsed.error)}`);
-  }
-  return { kind: "result", ...base, output: parsed.data };
+  // The one place an agent's output is checked: the workflow trusts it from here on.
+  const parsed = parseOpOutput(task.role, task.op, outcome.output);
+  if (!parsed.ok) return invalid(parsed.why);
+  return { kind: "result", ...base, ...parsed.result };
 }
 
 /** Hands the input to the workflow and applies what it decided. */
@@ -211,6 +208,92 @@ export function step(state: SessionState, input: InboxInput, ctx: StepContext): 
   return seal(bare);
 }
 
+/** An agent's outcome for an awaited task: its spend counted, a `step` event, then the workflow decides. */
+function onAgentResult(d: Draft, input: Extract<InboxInput, { kind: "result" }>): StepOutcome {
+  const { meta } = d.prev;
+  const task = meta.awaiting.find((a) => a.task_id === input.task_id);
+  if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
+  // Only the role the task went to may answer it (its inbox subject proves the role): a result
+  // claiming another role is someone else's message and must not consume the task.
+  if (input.role !== task.role)
+    return drop("wrong_sender", `task ${input.task_id} went to ${task.role}, the result is from ${input.role}`);
+  consume(d, task);
+  const { provenance } = input.outcome;
+  addSpend(d, provenance);
+  if (provenance) {
+    const summary = `${task.role}.${task.op} attempt ${task.attempt}: ${input.outcome.ok ? "ok" : `failed (${input.outcome.error.code})`}`;
+    d.events.push({ type: "step", task_id: task.task_id, summary, provenance });
+  }
+  return decideAndApply(d, resultInput(task, input, d.ctx.now));
+}
+
+/**
+ * The session's own deadline: a question nobody answered in time, the wall-clock budget spent, or
+ * the deadline passed; a stale timer (armed before a pause moved the deadline) is dropped.
+ */
+function onSessionDeadline(d: Draft): StepOutcome {
+  const { meta } = d.prev;
+  if (meta.pause !== null) {
+    const expires = meta.pause.expires_at;
+    if (expires === null || d.ctx.now < expires)
+      return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
+    const waited = d.ctx.now - meta.pause.since;
+    endByRuntime(
+      d,
+      "failed",
+      new AgentmeshError(
+        "deadline_exceeded",
+        `the session expired: nobody answered its question within ${waited} ms`,
+      ).toWire(),
+      true,
+    );
+    return seal(d);
+  }
+  if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
+  // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
+  if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {
+    return drop(
+      "not_applicable",
+      `stale session timer: the deadline moved to ${meta.deadline_at} while the session waited for a person`,
+    );
+  }
+  const wall = meta.budgets.max_wall_ms;
+  const elapsed = activeElapsed(meta, d.ctx.now);
+  if (wall !== null && elapsed >= wall) {
+    endByRuntime(
+      d,
+      "budget_exceeded",
+      new AgentmeshError(
+        "budget_exceeded",
+        `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`,
+      ).toWire(),
+      true,
+    );
+  } else {
+    endByRuntime(
+      d,
+      "failed",
+      new AgentmeshError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`).toWire(),
+      true,
+    );
+  }
+  return seal(d);
+}
+
+/** An awaited task passed its deadline: the workflow sees it as the task's retryable failure. */
+function onTaskDeadline(d: Draft, input: Extract<InboxInput, { kind: "timer" }>): StepOutcome {
+  if (input.task_id === null) return drop("invalid", "a task deadline that names no task");
+  const task = d.prev.meta.awaiting.find((a) => a.task_id === input.task_id);
+  if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
+  consume(d, task);
+  // Not retryable for the agent, but the workflow may run the step again as a new attempt.
+  const error: WireError = new AgentmeshError("deadline_exceeded", `task ${task.task_id} passed its deadline`, {
+    component: task.role,
+    retryable: true,
+  }).toWire();
+  return decideAndApply(d, { kind: "failure", ...taskRef(task, d.ctx.now), role: task.role, op: task.op, error });
+}
+
 function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext): StepOutcome {
   const { meta } = state;
   if (input.session_id !== meta.session_id)
@@ -234,81 +317,10 @@ function stepUnbounded(state: SessionState, input: InboxInput, ctx: StepContext)
         true,
       );
       return seal(d);
-    case "result": {
-      const task = meta.awaiting.find((a) => a.task_id === input.task_id);
-      if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
-      // Only the role the task went to may answer it (its inbox subject proves the role): a result
-      // claiming another role is someone else's message and must not consume the task.
-      if (input.role !== task.role)
-        return drop("wrong_sender", `task ${input.task_id} went to ${task.role}, the result is from ${input.role}`);
-      consume(d, task);
-      const { provenance } = input.outcome;
-      addSpend(d, provenance);
-      if (provenance) {
-        const summary = `${task.role}.${task.op} attempt ${task.attempt}: ${input.outcome.ok ? "ok" : `failed (${input.outcome.error.code})`}`;
-        d.events.push({ type: "step", task_id: task.task_id, summary, provenance });
-      }
-      return decideAndApply(d, resultInput(task, input, d.ctx.now));
-    }
-    case "timer": {
-      if (input.reason === "session_deadline") {
-        if (meta.pause !== null) {
-          const expires = meta.pause.expires_at;
-          if (expires === null || d.ctx.now < expires)
-            return drop("not_applicable", "the session is waiting for a person: its wall clock is stopped");
-          const waited = d.ctx.now - meta.pause.since;
-          endByRuntime(
-            d,
-            "failed",
-            new AgentmeshError(
-              "deadline_exceeded",
-              `the session expired: nobody answered its question within ${waited} ms`,
-            ).toWire(),
-            true,
-          );
-          return seal(d);
-        }
-        if (meta.deadline_at === null) return drop("not_applicable", "the session has no deadline");
-        // A timer armed before a pause moved the deadline later; the re-armed one will fire instead.
-        if (meta.paused_ms > 0 && d.ctx.now < meta.deadline_at) {
-          return drop(
-            "not_applicable",
-            `stale session timer: the deadline moved to ${meta.deadline_at} while the session waited for a person`,
-          );
-        }
-        const wall = meta.budgets.max_wall_ms;
-        const elapsed = activeElapsed(meta, d.ctx.now);
-        if (wall !== null && elapsed >= wall) {
-          endByRuntime(
-            d,
-            "budget_exceeded",
-            new AgentmeshError(
-              "budget_exceeded",
-              `wall-clock budget exhausted: ${elapsed} ms elapsed, max_wall_ms ${wall}`,
-            ).toWire(),
-            true,
-          );
-        } else {
-          endByRuntime(
-            d,
-            "failed",
-            new AgentmeshError("deadline_exceeded", `the session passed its deadline (${meta.deadline_at})`).toWire(),
-            true,
-          );
-        }
-        return seal(d);
-      }
-      if (input.task_id === null) return drop("invalid", "a task deadline that names no task");
-      const task = meta.awaiting.find((a) => a.task_id === input.task_id);
-      if (!task) return drop("not_awaited", `task ${input.task_id} is not awaited`);
-      consume(d, task);
-      // Not retryable for the agent, but the workflow may run the step again as a new attempt.
-      const error: WireError = new AgentmeshError("deadline_exceeded", `task ${task.task_id} passed its deadline`, {
-        component: task.role,
-        retryable: true,
-      }).toWire();
-      return decideAndApply(d, { kind: "failure", ...taskRef(task, d.ctx.now), error });
-    }
+    case "result":
+      return onAgentResult(d, input);
+    case "timer":
+      return input.reason === "session_deadline" ? onSessionDeadline(d) : onTaskDeadline(d, input);
     case "user_reply":
       if (meta.status !== "awaiting_user")
         return drop("not_applicable", `session is ${meta.status}, not awaiting_user`);

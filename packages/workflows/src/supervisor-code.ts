@@ -77,7 +77,7 @@ export function chartOf(chart: Record<string, unknown>, stdout: string): { spec:
     : { why: `the chart is not a valid spec (${formatZodError(spec.error, 200)})` };
 }
 
-/** A code run as the shared memory and a composed answer show it. */
+/** A code run as the shared notes and a composed answer show it. */
 export function runText(a: CodeAttempt): string {
   const parts = [
     a.stdout.trim() ? `stdout:\n${a.stdout.trimEnd()}` : "",

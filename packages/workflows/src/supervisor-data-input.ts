@@ -1,10 +1,9 @@
 import { LIMITS, type Attachment, type ChatMessage, type DataInput } from "@agentmesh/contracts";
+import { isRecord } from "./events.js";
 
 /** The most data text the data agent takes (the DataInput contract's bound). */
 const MAX_DATA_CHARS = LIMITS.maxDataChars;
 const MAX_COLUMNS = 50;
-
-const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** JSON data: an array (of records or values) or an object; its columns are the first record's keys. */
 function jsonData(text: string, origin: DataInput["origin"]): DataInput | null {
@@ -42,7 +41,7 @@ function csvData(text: string, origin: DataInput["origin"]): DataInput | null {
 function fenced(text: string): { lang: "csv" | "json"; body: string } | null {
   const m = /```(csv|json)[^\n]*\n([\s\S]*?)```/i.exec(text);
   if (!m) return null;
-  return { lang: (m[1] ?? "").toLowerCase() as "csv" | "json", body: (m[2] ?? "").trim() };
+  return { lang: m[1]?.toLowerCase() === "json" ? "json" : "csv", body: (m[2] ?? "").trim() };
 }
 
 /** The JSON array or object in `text`: from its first `[` or `{` to its last `]` or `}`, when that parses. */

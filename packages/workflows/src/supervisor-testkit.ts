@@ -110,6 +110,17 @@ export function codeOutcome(
   };
 }
 
+/** The start input of the harness's session. */
+const supervisorStart = (query: string, options: SessionOptions): InboxInput => ({
+  v: SCHEMA_VERSION,
+  kind: "start",
+  session_id: SID,
+  input_id: inputIds.start(SID),
+  workflow: "supervisor",
+  query,
+  options,
+});
+
 /** Drives one supervisor session through step(), checking every applied outcome against the contracts. */
 export function supervisorHarness(
   opts: {
@@ -154,16 +165,7 @@ export function supervisorHarness(
       }
       return o;
     },
-    start: () =>
-      h.send({
-        v: SCHEMA_VERSION,
-        kind: "start",
-        session_id: SID,
-        input_id: inputIds.start(SID),
-        workflow: "supervisor",
-        query,
-        options: opts.options ?? {},
-      }),
+    start: () => h.send(supervisorStart(query, opts.options ?? {})),
     awaited(): AwaitedTask {
       const [task, ...more] = h.state.meta.awaiting;
       if (!task || more.length > 0)

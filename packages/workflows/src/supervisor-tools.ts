@@ -26,7 +26,9 @@ export const TOOL_DESCRIPTIONS = {
 } as const satisfies Readonly<Record<string, string>>;
 
 /** Every tool the supervisor's agents may be offered, in the order they are offered. */
-export const SUPERVISOR_TOOLS = Object.keys(TOOL_DESCRIPTIONS) as ReadonlyArray<keyof typeof TOOL_DESCRIPTIONS>;
+export const SUPERVISOR_TOOLS: ReadonlyArray<keyof typeof TOOL_DESCRIPTIONS> = Object.keys(TOOL_DESCRIPTIONS).filter(
+  (k): k is keyof typeof TOOL_DESCRIPTIONS => Object.hasOwn(TOOL_DESCRIPTIONS, k),
+);
 
 const handoffDescription = (target: SupervisorAgent): string =>
   `Hand the task to the ${target} agent when it is better suited. Arguments: {"task_description": string, "context"?: string}.`;
@@ -50,7 +52,7 @@ export function offeredTools(
   available: readonly string[],
   handoffCount: number,
 ): OfferedTool[] {
-  const described = TOOL_DESCRIPTIONS as Readonly<Record<string, string>>;
+  const described: Readonly<Record<string, string>> = TOOL_DESCRIPTIONS;
   const own = ownTools(agent, available).map((name) => ({ name, description: described[name] ?? name }));
   const handoffs =
     handoffCount < MAX_HANDOFFS

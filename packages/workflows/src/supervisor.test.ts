@@ -166,7 +166,7 @@ describe("supervisor handoffs (the matrix, through the workflow)", () => {
     ]);
   });
 
-  it("shared memory carries the source's work to the target, rendered within the 8000-character budget", () => {
+  it("the shared notes carry the source's work to the target, rendered within the 8000-character budget", () => {
     const h = started("research");
     const long = "Finding. ".repeat(440);
     for (let i = 0; i < 3; i++) {
@@ -174,11 +174,11 @@ describe("supervisor handoffs (the matrix, through the workflow)", () => {
       h.reply("executor.call", outcome("web_search", long, { citations: [source(i)] }));
     }
     h.reply("researcher.search", sup.handoff("code", "compute the growth"));
-    const memory = (h.input().brief as { memory: string }).memory;
-    expect(memory).toContain("## research_findings");
-    expect(memory).toContain("## research_sources");
-    expect(memory).toContain("Source 2 — https://example.com/2");
-    expect(memory.length).toBeLessThanOrEqual(SUPERVISOR_LIMITS.memoryBudgetChars);
+    const notes = (h.input().brief as { memory: string }).memory;
+    expect(notes).toContain("## research_findings");
+    expect(notes).toContain("## research_sources");
+    expect(notes).toContain("Source 2 — https://example.com/2");
+    expect(notes.length).toBeLessThanOrEqual(SUPERVISOR_LIMITS.notesBudgetChars);
     expect(h.data.shared_memory.research_sources).toHaveLength(3);
   });
 

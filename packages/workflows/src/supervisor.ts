@@ -5,34 +5,24 @@ import {
   HandoffArgs,
   LIMITS,
   MAX_OBSERVATIONS,
+  OPS,
   RESEARCH_DEPTHS,
   SUPERVISOR_LIMITS,
   boundConversation,
   formatZodError,
   handoffSummary,
-  type AgentAction,
   type CodeAttempt,
   type CoderAction,
   type DataCode,
-  type DataPlan,
   type EventDraft,
   type HaloCitation,
   type HandoffInfo,
-  type ResearchAnalysis,
-  type ResearchReport,
-  type ResearchSynthesis,
   type RoutingDecision,
-  type RoutingResult,
   type SupervisorAgent,
   type SupervisorData,
   type ToolCallOutcome,
   type ToolObservation,
   type WireError,
-  type WritingAnalysis,
-  type WritingDraft,
-  type WritingFinal,
-  type WritingOutline,
-  type DataSummary,
 } from "@agentmesh/contracts";
 import { COULD_NOT_ANSWER, clip } from "./critic-chain-messages.js";
 import { boundedArgs, stage, toolResult } from "./events.js";
@@ -59,7 +49,8 @@ import {
 } from "./supervisor-nodes.js";
 import { routingDecision } from "./supervisor-routing.js";
 import { MINIMAL_SUPERVISOR_SETTINGS, ownTools } from "./supervisor-tools.js";
-import type { Control, WorkflowDefinition, WorkflowInput } from "./types.js";
+import { isResultOf } from "./ops.js";
+import type { Control, ResultInput, WorkflowDefinition, WorkflowInput } from "./types.js";
 
 type Decided = { readonly data: SupervisorData; readonly control: Control; readonly events: readonly EventDraft[] };
 type TaskInput = Extract<WorkflowInput, { kind: "result" | "failure" }>;
@@ -110,7 +101,7 @@ function internal(data: D, message: string): Decided {
   };
 }
 
-/** The session's answer given: the agent's artifacts go into the shared memory and the session completes. */
+/** The session's answer given: the agent's artifacts go into the shared notes and the session completes. */
 function complete(d: D, response: string, events: EventDraft[]): Decided {
   const answer = clip(response, RESPONSE_MAX);
   const done: D = { ...d, shared_memory: withArtifacts(d), node: "done", pending_call: null, response: answer };
@@ -356,7 +347,7 @@ function chartThenSummarize(
     if ("spec" in made) {
       events.push({ type: "visualization", spec: made.spec });
       const kept = [...(d.shared_memory.data_visualizations ?? []), made.spec].slice(
-        -SUPERVISOR_LIMITS.maxMemoryVisualizations,
+        -SUPERVISOR_LIMITS.maxNoteVisualizations,
       );
       charted = { ...d, charted: true, shared_memory: { ...d.shared_memory, data_visualizations: kept } };
     } else {
@@ -395,89 +386,94 @@ function onToolOutcome(d: D, outcome: ToolCallOutcome, events: EventDraft[]): De
   return next(sourced, events);
 }
 
-/** An agent's node answered: its output moves the agent to its next node, or ends the session with its answer. */
-function onResult(d: D, output: unknown): Decided {
+/** An agent's node answered: its output, typed by its op, moves the agent to its next node, or ends the session with its answer. */
+function onResult(d: D, input: ResultInput): Decided {
   const events: EventDraft[] = [];
   const done = (line: string) => events.push(stage(d.node, "completed", line));
-  const agent = agentOf(d);
-  switch (d.node) {
-    case "router":
-      done("The router picked an agent");
-      return route(d, routingDecision({ routed: output as RoutingResult }), events);
-    case "tools":
-    case "search_tools":
-    case "execute":
-      return onToolOutcome(d, output as ToolCallOutcome, events);
-    case "agent": {
-      const action = output as AgentAction;
-      if (action.action === "tool") return onTool(d, action.tool, action.arguments, events);
-      done("The chat agent answered");
-      return complete(d, action.text, events);
-    }
-    case "search_agent": {
-      const action = output as AgentAction;
-      if (action.action === "tool") return onTool(d, action.tool, action.arguments, events);
-      done(`The search ended with ${d.sources.length} source(s)`);
-      return next({ ...d, search_summary: clip(action.text, LIMITS.maxTextChars), node: "analyze" }, events);
-    }
-    case "analyze": {
-      if (agent === "research") {
-        done("Analyzed the findings");
-        return next({ ...d, analysis: (output as ResearchAnalysis).analysis, node: "synthesize" }, events);
-      }
-      const analysis = output as WritingAnalysis;
-      if (analysis.action === "tool") return onTool(d, analysis.tool, analysis.arguments, events);
-      const { action: _brief, ...writing } = analysis;
-      done(`A ${writing.writing_type} in a ${writing.tone} tone`);
-      return next({ ...d, writing, node: "outline" }, events);
-    }
-    case "synthesize":
-      done("Synthesized the findings");
-      return next({ ...d, synthesis: (output as ResearchSynthesis).synthesis, node: "finalize" }, events);
-    case "finalize":
-      done(`The ${agent} agent's final text`);
-      return complete(
-        d,
-        agent === "writing" ? (output as WritingFinal).final_content : (output as ResearchReport).response,
-        events,
-      );
-    case "outline":
-      done("Outlined");
-      return next({ ...d, outline: (output as WritingOutline).outline, node: "write" }, events);
-    case "write":
-      done("Drafted");
-      return next({ ...d, draft: (output as WritingDraft).draft, node: "finalize" }, events);
-    case "plan": {
-      const plan = output as DataPlan;
-      if (plan.action === "tool") return onTool(d, plan.tool, plan.arguments, events);
-      done(`Planned the analysis${plan.chart ? " with a chart" : ""}`);
-      return next({ ...d, analysis_plan: plan.analysis_plan, chart_planned: plan.chart, node: "generate" }, events);
-    }
-    case "generate":
-      return onGenerated(d, output, events);
-    case "summarize":
-      done("Summarized the analysis");
-      return complete(d, (output as DataSummary).summary, events);
-    case "done":
-      return internal(d, "an outcome arrived after the session was done");
+  if (isResultOf(input, OPS.router.route)) {
+    done("The router picked an agent");
+    return route(d, routingDecision({ routed: input.output }), events);
   }
+  if (isResultOf(input, OPS.executor.call)) return onToolOutcome(d, input.output, events);
+  if (isResultOf(input, OPS.chat.respond)) {
+    const action = input.output;
+    if (action.action === "tool") return onTool(d, action.tool, action.arguments, events);
+    done("The chat agent answered");
+    return complete(d, action.text, events);
+  }
+  if (isResultOf(input, OPS.researcher.search)) {
+    const action = input.output;
+    if (action.action === "tool") return onTool(d, action.tool, action.arguments, events);
+    done(`The search ended with ${d.sources.length} source(s)`);
+    return next({ ...d, search_summary: clip(action.text, LIMITS.maxTextChars), node: "analyze" }, events);
+  }
+  if (isResultOf(input, OPS.researcher.analyze)) {
+    done("Analyzed the findings");
+    return next({ ...d, analysis: input.output.analysis, node: "synthesize" }, events);
+  }
+  if (isResultOf(input, OPS.researcher.synthesize)) {
+    done("Synthesized the findings");
+    return next({ ...d, synthesis: input.output.synthesis, node: "finalize" }, events);
+  }
+  if (isResultOf(input, OPS.researcher.finalize)) {
+    done("The research agent's final text");
+    return complete(d, input.output.response, events);
+  }
+  return onWritingOrDataResult(d, input, done, events);
 }
 
-/** Code generated (by the coder or the analyst): it runs in the sandbox as an executor.call; the coder may also answer or call a tool. */
-function onGenerated(d: D, output: unknown, events: EventDraft[]): Decided {
-  const round = d.code_attempts.length + 1;
-  if (d.active_agent === "data") {
-    const made = output as DataCode;
-    const code = {
-      language: "python" as const,
-      code: made.code,
-      explanation: "",
-      chart: d.chart_planned ? made.chart : null,
-    };
-    events.push(stage("generate", "completed", `Generated the analysis code (round ${round})`));
-    return runCode({ ...d, code }, events);
+/** The writing and data agents' nodes, and the code a coder or an analyst generated. */
+function onWritingOrDataResult(d: D, input: ResultInput, done: (line: string) => void, events: EventDraft[]): Decided {
+  if (isResultOf(input, OPS.writer.analyze)) {
+    const analysis = input.output;
+    if (analysis.action === "tool") return onTool(d, analysis.tool, analysis.arguments, events);
+    const { action: _brief, ...writing } = analysis;
+    done(`A ${writing.writing_type} in a ${writing.tone} tone`);
+    return next({ ...d, writing, node: "outline" }, events);
   }
-  const action = output as CoderAction;
+  if (isResultOf(input, OPS.writer.outline)) {
+    done("Outlined");
+    return next({ ...d, outline: input.output.outline, node: "write" }, events);
+  }
+  if (isResultOf(input, OPS.writer.write)) {
+    done("Drafted");
+    return next({ ...d, draft: input.output.draft, node: "finalize" }, events);
+  }
+  if (isResultOf(input, OPS.writer.finalize)) {
+    done("The writing agent's final text");
+    return complete(d, input.output.final_content, events);
+  }
+  if (isResultOf(input, OPS.analyst.plan)) {
+    const plan = input.output;
+    if (plan.action === "tool") return onTool(d, plan.tool, plan.arguments, events);
+    done(`Planned the analysis${plan.chart ? " with a chart" : ""}`);
+    return next({ ...d, analysis_plan: plan.analysis_plan, chart_planned: plan.chart, node: "generate" }, events);
+  }
+  if (isResultOf(input, OPS.analyst.generate)) return onDataCode(d, input.output, events);
+  if (isResultOf(input, OPS.coder.generate)) return onCoderAction(d, input.output, events);
+  if (isResultOf(input, OPS.analyst.summarize)) {
+    done("Summarized the analysis");
+    return complete(d, input.output.summary, events);
+  }
+  return internal(d, `no handler for a ${input.role}.${input.op} result at the ${d.node} node`);
+}
+
+/** The analyst's code: it runs in the sandbox as an executor.call. */
+function onDataCode(d: D, made: DataCode, events: EventDraft[]): Decided {
+  const round = d.code_attempts.length + 1;
+  const code = {
+    language: "python" as const,
+    code: made.code,
+    explanation: "",
+    chart: d.chart_planned ? made.chart : null,
+  };
+  events.push(stage("generate", "completed", `Generated the analysis code (round ${round})`));
+  return runCode({ ...d, code }, events);
+}
+
+/** The coder's action: code to run in the sandbox, a tool call, or an answer without running code. */
+function onCoderAction(d: D, action: CoderAction, events: EventDraft[]): Decided {
+  const round = d.code_attempts.length + 1;
   if (action.action === "tool") return onTool(d, action.tool, action.arguments, events);
   if (action.action === "answer") {
     events.push(stage("generate", "completed", "The code agent answered without running code"));
@@ -597,7 +593,7 @@ function decide(data: D, input: WorkflowInput): Decided {
           `the ${data.node} node awaits ${op ? `${op.role}.${op.op}` : "nothing"}, got ${input.role}.${input.op}`,
         );
       }
-      return input.kind === "result" ? onResult(data, input.output) : onFailure(data, input);
+      return input.kind === "result" ? onResult(data, input) : onFailure(data, input);
     }
     case "user_reply":
       return internal(data, "the supervisor never asks the user");

@@ -151,7 +151,7 @@ export const inputs = {
     v: SCHEMA_VERSION,
     kind: "timer",
     session_id: SID,
-    input_id: `timer:session.${SID}`,
+    input_id: inputIds.sessionTimer(SID),
     task_id: null,
     reason: "session_deadline",
   }),

@@ -5,9 +5,11 @@ import {
   findOp,
   isTerminal,
   taskId,
+  timerMember,
   fnv1a,
   AgentmeshError,
   formatZodError,
+  redactArgs,
   scanDangerous,
   type AwaitedTask,
   type CancelNotice,
@@ -22,7 +24,6 @@ import {
   type WireError,
 } from "@agentmesh/contracts";
 import { boundedArgs, stage } from "./events.js";
-import { timerMember } from "./timers.js";
 import type { Control, StepContext, StepOutcome, TaskSpec, TimerEntry, WorkflowDefinition } from "./types.js";
 
 /**
@@ -269,9 +270,12 @@ function jittered(delayMs: number, id: string): number {
 const usesTool = (spec: TaskSpec): boolean => spec.role === "executor" && spec.op !== "list_tools";
 
 /** Builds and checks every envelope first, so a bad spec publishes nothing at all. */
-function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireError {
+function envelopes(
+  d: Draft,
+  specs: readonly TaskSpec[],
+): Array<{ readonly spec: TaskSpec; readonly envelope: TaskEnvelope }> | WireError {
   const { now, defaults } = d.ctx;
-  const out: TaskEnvelope[] = [];
+  const out: Array<{ readonly spec: TaskSpec; readonly envelope: TaskEnvelope }> = [];
   let toolCalls = d.meta.usage.tool_calls ?? 0;
   const maxToolCalls = d.meta.max_tool_calls ?? LIMITS.defaultMaxToolCallsPerSession;
   for (const [i, spec] of specs.entries()) {
@@ -315,7 +319,7 @@ function envelopes(d: Draft, specs: readonly TaskSpec[]): TaskEnvelope[] | WireE
         { component: d.def.name },
       ).toWire();
     }
-    out.push(envelope);
+    out.push({ spec, envelope });
   }
   return out;
 }
@@ -354,8 +358,7 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
   }
   const built = envelopes(d, specs);
   if (!Array.isArray(built)) return endByRuntime(d, "failed", built);
-  for (const [i, task] of built.entries()) {
-    const spec = specs[i] as TaskSpec;
+  for (const { spec, envelope: task } of built) {
     d.tasks.push(task);
     d.meta.awaiting.push({
       task_id: task.task_id,
@@ -375,7 +378,8 @@ function dispatch(d: Draft, specs: readonly TaskSpec[], abandon: boolean): void 
         id: spec.toolCall.id,
         task_id: task.task_id,
         tool: spec.toolCall.tool,
-        ...boundedArgs(spec.toolCall.args),
+        // what clients see: secrets by name and URL credentials hidden (the task keeps them)
+        ...boundedArgs(redactArgs(spec.toolCall.args)),
         ...(flags.length > 0 ? { flags } : {}),
       });
     }
@@ -410,9 +414,14 @@ export function seal(d: Draft): StepOutcome {
   const { now } = d.ctx;
   const sid = d.meta.session_id;
   const meta: SessionMeta = { ...d.meta, version, updated_at: now };
-  const events = d.events.map(
-    (e, index) => ({ ...e, v: SCHEMA_VERSION, session_id: sid, version, index, timestamp: now }) as SessionEvent,
-  );
+  const events = d.events.map((e, index): SessionEvent => ({
+    ...e,
+    v: SCHEMA_VERSION,
+    session_id: sid,
+    version,
+    index,
+    timestamp: now,
+  }));
   const outbox: OutboxEntry[] = [
     ...d.tasks.map((task): OutboxEntry => ({ kind: "task", task })),
     ...events.map((event): OutboxEntry => ({ kind: "event", event })),

@@ -14,13 +14,14 @@ import type {
   SessionState,
   WireError,
   Budgets,
+  OpInput,
+  OpName,
+  OpResult,
+  RoleName,
 } from "@agentmesh/contracts";
 
-/** A task a workflow wants run; the runtime mints its id and deadline. */
-export interface TaskSpec {
-  readonly role: string;
-  readonly op: string;
-  readonly input: unknown;
+/** What a task carries besides its op and input; the runtime mints its id and deadline. */
+export interface TaskFields {
   /** Attempt number of this logical step (0 first; re-dispatch after a failure or timeout +1). */
   readonly attempt: number;
   /**
@@ -43,6 +44,16 @@ export interface TaskSpec {
    */
   readonly delayMs?: number;
 }
+
+/** A task of one op: its role, its name and an input of that op's request type. */
+export type TaskOf<R extends RoleName, O extends OpName<R>> = TaskFields & {
+  readonly role: R;
+  readonly op: O;
+  readonly input: OpInput<R, O>;
+};
+
+/** A task a workflow wants run, of any op of the registry (built with `task(OPS.<role>.<op>, input, fields)`). */
+export type TaskSpec = { [R in RoleName]: { [O in OpName<R>]: TaskOf<R, O> }[OpName<R>] }[RoleName];
 
 /**
  * Attributes a workflow puts on the coordinator's span of the transition it decided (a decision
@@ -72,10 +83,8 @@ export type Control =
       readonly final_reasoning_trace: string;
     };
 
-/** What the runtime knows of the awaited task an input answers. */
+/** What the runtime knows of the awaited task an input answers (besides its role and op). */
 interface TaskRef {
-  readonly role: string;
-  readonly op: string;
   readonly attempt: number;
   /** The TaskSpec's tag, when it had one. */
   readonly tag?: string;
@@ -83,11 +92,17 @@ interface TaskRef {
   readonly elapsed_ms?: number;
 }
 
+/**
+ * An awaited task's output, validated against its op's response schema where it entered the
+ * coordinator and typed by that op: checking `role` and `op` (or `isResultOf`) narrows `output`.
+ */
+export type ResultInput = TaskRef & { readonly kind: "result" } & OpResult;
+
 /** Inputs a workflow sees, after the runtime matched results to awaited tasks. */
 export type WorkflowInput =
   | { readonly kind: "start" }
-  | (TaskRef & { readonly kind: "result"; readonly output: unknown })
-  | (TaskRef & { readonly kind: "failure"; readonly error: WireError })
+  | ResultInput
+  | (TaskRef & { readonly kind: "failure"; readonly role: string; readonly op: string; readonly error: WireError })
   | { readonly kind: "user_reply"; readonly text: string };
 
 /** What a workflow leaves behind when the runtime ends a session it did not choose to end. */

@@ -1,16 +1,19 @@
-import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
   AgentmeshError,
   SCHEMA_VERSION,
   redactUrls,
-  SubmitReply,
+  submitEndpoint,
+  newSessionId,
+  newUserInputId,
+  type SubmitReply,
   inputIds,
   isTerminal,
   naming as makeNaming,
   type Attachment,
   type Capability,
+  type Naming,
   type SessionEvent,
   type SessionOptions,
   type SessionState,
@@ -31,7 +34,7 @@ import {
 import { connectRedis, createRedisSessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import type { CliConfig } from "./config.js";
-import { createAskPrinter } from "./live.js";
+import { createAskPrinter, type AskPrinter } from "./live.js";
 import { renderEvent, renderFinal, renderInspect, type Out } from "./render.js";
 
 const quietLog = createLogger({ service: "cli", level: "silent" });
@@ -87,37 +90,14 @@ export const sessionOptions = (opts: AskOptions): SessionOptions => ({
  */
 export async function ask(cfg: CliConfig, question: string, opts: AskOptions, out: Out): Promise<number> {
   const naming = makeNaming(cfg.prefix);
-  const sessionId = randomBytes(16).toString("hex");
+  const sessionId = newSessionId();
   return withNats(cfg, async (nc) => {
     const stop = new AbortController();
     const events = followEvents(nc, naming, sessionId, { signal: stop.signal });
     const print = createAskPrinter(out, { json: opts.json });
     // subscribed before the submit goes out on this connection, so no early delta is missed
     const untokens = opts.tokens === false ? () => {} : followTokens(nc, naming, sessionId, (t) => print.token(t));
-    const reply = SubmitReply.parse(
-      await request(
-        nc,
-        naming.submit,
-        {
-          v: SCHEMA_VERSION,
-          query: question,
-          workflow: opts.workflow,
-          session_id: sessionId,
-          idempotency_key: sessionId,
-          options: sessionOptions(opts),
-        },
-        15_000,
-        { traceparent: cfg.traceparent },
-      ).catch((e: unknown) => {
-        if (e instanceof AgentmeshError && e.code === "unavailable") {
-          throw new AgentmeshError(
-            "unavailable",
-            `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`,
-          );
-        }
-        throw e;
-      }),
-    );
+    const reply = await submitQuestion(nc, cfg, naming, sessionId, question, opts);
     if (!reply.ok) {
       out.err(`agentmesh: ${reply.error.message} [${reply.error.code}]`);
       untokens();
@@ -129,31 +109,8 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
     const timedOut = new Promise<"timeout">((r) => {
       timer = setTimeout(() => r("timeout"), opts.timeoutMs);
     });
-    let cancelled = false;
-    void opts.interrupted?.then(async () => {
-      cancelled = true;
-      out.err(`\ncancelling session ${reply.session_id} …`);
-      const pub = createPublisher(nc, naming, quietLog, { client: true });
-      await pub.publishInbox({
-        v: SCHEMA_VERSION,
-        kind: "cancel",
-        session_id: reply.session_id,
-        input_id: inputIds.cancel(`${reply.session_id}-cli`),
-        reason: "cancelled from the CLI (Ctrl-C)",
-      });
-    });
-    const follow = (async (): Promise<Extract<SessionEvent, { type: "complete" }>> => {
-      for await (const e of events) {
-        if (e.type === "complete") untokens();
-        if (opts.json) print.line(JSON.stringify(e));
-        else {
-          const line = renderEvent(e, opts.verbose);
-          if (line) print.line(line);
-        }
-        if (e.type === "complete") return e;
-      }
-      throw new AgentmeshError("unavailable", "the event stream ended before the session completed");
-    })();
+    const interrupt = cancelWhenInterrupted(nc, naming, reply.session_id, opts.interrupted, out);
+    const follow = printUntilComplete(events, print, opts, untokens);
     try {
       const done = await Promise.race([follow, timedOut]);
       untokens();
@@ -165,7 +122,7 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
         return 3;
       }
       if (!opts.json) out.line(renderFinal(done));
-      if (cancelled || done.status === "cancelled") return 130;
+      if (interrupt.cancelled || done.status === "cancelled") return 130;
       return done.status === "completed" ? 0 : 1;
     } finally {
       clearTimeout(timer);
@@ -173,6 +130,82 @@ export async function ask(cfg: CliConfig, question: string, opts: AskOptions, ou
       stop.abort();
     }
   });
+}
+
+/** Submits the question as a new session; no coordinator answering is an `unavailable` that says how to start one. */
+async function submitQuestion(
+  nc: NatsConnection,
+  cfg: CliConfig,
+  naming: Naming,
+  sessionId: string,
+  question: string,
+  opts: AskOptions,
+): Promise<SubmitReply> {
+  return request(
+    nc,
+    submitEndpoint(naming),
+    {
+      v: SCHEMA_VERSION,
+      query: question,
+      workflow: opts.workflow,
+      session_id: sessionId,
+      idempotency_key: sessionId,
+      options: sessionOptions(opts),
+    },
+    15_000,
+    { traceparent: cfg.traceparent },
+  ).catch((e: unknown) => {
+    if (e instanceof AgentmeshError && e.code === "unavailable") {
+      throw new AgentmeshError(
+        "unavailable",
+        `no coordinator answers on ${naming.submit} at ${redactUrls(cfg.natsUrl)}. Start one: \`npm run ask\` starts everything locally, \`docker compose up -d\` runs the stack.`,
+      );
+    }
+    throw e;
+  });
+}
+
+/** On Ctrl-C (`interrupted`), cancels the session; `cancelled` tells whether it did. */
+function cancelWhenInterrupted(
+  nc: NatsConnection,
+  naming: Naming,
+  sessionId: string,
+  interrupted: Promise<void> | undefined,
+  out: Out,
+): { readonly cancelled: boolean } {
+  const state = { cancelled: false };
+  void interrupted?.then(async () => {
+    state.cancelled = true;
+    out.err(`\ncancelling session ${sessionId} …`);
+    const pub = createPublisher(nc, naming, quietLog, { client: true });
+    await pub.publishInbox({
+      v: SCHEMA_VERSION,
+      kind: "cancel",
+      session_id: sessionId,
+      input_id: inputIds.clientCancel(sessionId, "cli"),
+      reason: "cancelled from the CLI (Ctrl-C)",
+    });
+  });
+  return state;
+}
+
+/** Prints each event (as JSON or rendered) until `complete`, which it returns; the live tokens stop there. */
+async function printUntilComplete(
+  events: AsyncIterable<SessionEvent>,
+  print: AskPrinter,
+  opts: AskOptions,
+  untokens: () => void,
+): Promise<Extract<SessionEvent, { type: "complete" }>> {
+  for await (const e of events) {
+    if (e.type === "complete") untokens();
+    if (opts.json) print.line(JSON.stringify(e));
+    else {
+      const line = renderEvent(e, opts.verbose);
+      if (line) print.line(line);
+    }
+    if (e.type === "complete") return e;
+  }
+  throw new AgentmeshError("unavailable", "the event stream ended before the session completed");
 }
 
 /** `agentmesh services`: every running service replica, from `$SRV.INFO` and `$SRV.STATS`. */
@@ -246,7 +279,7 @@ export async function cancel(cfg: CliConfig, sessionId: string, out: Out): Promi
       v: SCHEMA_VERSION,
       kind: "cancel",
       session_id: sessionId,
-      input_id: inputIds.cancel(`${sessionId}-cli`),
+      input_id: inputIds.clientCancel(sessionId, "cli"),
       reason: "cancelled from the CLI",
     });
     out.line(`cancel sent to session ${sessionId}`);
@@ -486,7 +519,7 @@ export async function answer(cfg: CliConfig, sessionId: string, text: string, ou
       v: SCHEMA_VERSION,
       kind: "user_reply",
       session_id: sessionId,
-      input_id: inputIds.user(randomBytes(8).toString("hex")),
+      input_id: newUserInputId(),
       text: t,
     });
     out.line(`answer sent to session ${sessionId}`);

@@ -48,7 +48,7 @@ const sessionArg = (v: string) => {
 program
   .command("ask")
   .description("ask a question and follow the session to its answer")
-  .argument("<question>", "the question (3-5000 characters)")
+  .argument("<question>", "the question (1-5000 characters; at least 3 for the blackboard workflow)")
   .option("-w, --workflow <name>", `workflow (${WorkflowName.options.join(", ")})`, "critic-chain")
   .option("-s, --strategy <profile>", `blackboard strategy profile (${StrategyProfile.options.join(", ")})`)
   .option(

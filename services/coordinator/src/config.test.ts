@@ -21,6 +21,18 @@ describe("coordinator config", () => {
     expect(cfg.defaults.budgets.max_steps).toBe(20);
   });
 
+  test("a thread keeps its latest 20 long-term references for 7 days by default; both are configurable, at most 20", () => {
+    expect(loadCoordinatorConfig({}).longTermRefs).toEqual({ max: 20, ttlMs: 604_800_000 });
+    expect(
+      loadCoordinatorConfig({ AGENTMESH_LONG_TERM_REFS_MAX: "5", AGENTMESH_LONG_TERM_REFS_TTL_MS: "60000" })
+        .longTermRefs,
+    ).toEqual({ max: 5, ttlMs: 60_000 });
+    expect(() => loadCoordinatorConfig({ AGENTMESH_LONG_TERM_REFS_MAX: "21" })).toThrow(/AGENTMESH_LONG_TERM_REFS_MAX/);
+    expect(() => loadCoordinatorConfig({ AGENTMESH_LONG_TERM_REFS_TTL_MS: "10" })).toThrow(
+      /AGENTMESH_LONG_TERM_REFS_TTL_MS/,
+    );
+  });
+
   test("a default above its ceiling is a configuration error naming both", () => {
     const load = () =>
       loadCoordinatorConfig({

@@ -49,6 +49,8 @@ const NAMES = [
   "AGENTMESH_MAX_WALL_MS_CEILING",
   "AGENTMESH_SESSION_TTL_MS",
   "AGENTMESH_FINISHED_TTL_MS",
+  "AGENTMESH_LONG_TERM_REFS_MAX",
+  "AGENTMESH_LONG_TERM_REFS_TTL_MS",
   "AGENTMESH_REQUIRE_DURABLE",
   "AGENTMESH_REDIS_WAIT_REPLICAS",
   "AGENTMESH_REDIS_WAIT_TIMEOUT_MS",
@@ -210,6 +212,8 @@ export interface CoordinatorConfig {
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
   readonly cancelledTtlMs: number;
+  /** A thread's long-term references: how many it keeps and how long after their last write. */
+  readonly longTermRefs: { readonly max: number; readonly ttlMs: number };
   /** Replicas of every stream and of the KV bucket (3 on a cluster). */
   readonly streamReplicas: number;
   readonly requireDurable: boolean;
@@ -277,6 +281,7 @@ export function loadCoordinatorConfig(env: Record<string, string | undefined>): 
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     cancelledTtlMs: e.AGENTMESH_CANCELLED_TTL_MS,
+    longTermRefs: { max: e.AGENTMESH_LONG_TERM_REFS_MAX, ttlMs: e.AGENTMESH_LONG_TERM_REFS_TTL_MS },
     streamReplicas: e.AGENTMESH_STREAM_REPLICAS,
     requireDurable: e.AGENTMESH_REQUIRE_DURABLE,
     redisWait: { replicas: e.AGENTMESH_REDIS_WAIT_REPLICAS, timeoutMs: e.AGENTMESH_REDIS_WAIT_TIMEOUT_MS },

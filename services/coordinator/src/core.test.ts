@@ -7,7 +7,7 @@ import {
   type OutboxEntry,
   type TaskEnvelope,
 } from "@agentmesh/contracts";
-import { createInMemorySessionStore, testCommit, testSessionState } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore, testCommit, testSessionState } from "@agentmesh/session-store/testing";
 import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
@@ -46,7 +46,7 @@ function recorder() {
 }
 
 function setup(now = { t: 1_700_000_000_000 }) {
-  const store = createInMemorySessionStore({
+  const store = createLocalSessionStore({
     keyPrefix: "t",
     activeTtlMs: 3_600_000,
     finishedTtlMs: 3_600_000,
@@ -95,7 +95,7 @@ async function submit(core: ReturnType<typeof setup>["core"], rec: ReturnType<ty
   return start;
 }
 
-describe("coordinator core (in-in-memory session store twin)", () => {
+describe("coordinator core (local session store twin)", () => {
   test("drives a session to completion, one transition per input", async () => {
     const { core, rec, store } = setup();
     expect(await core.handleInput(await submit(core, rec))).toBe("ack");
@@ -337,7 +337,7 @@ describe("coordinator core (in-in-memory session store twin)", () => {
 
   test("a retry after the session and its idempotency key expired starts a new session under a new id", async () => {
     const now = { t: 1_700_000_000_000 };
-    const store = createInMemorySessionStore({
+    const store = createLocalSessionStore({
       keyPrefix: "t",
       activeTtlMs: 3_600_000,
       finishedTtlMs: 60_000,

@@ -46,6 +46,8 @@ export async function startCoordinatorFromConfig(
     activeTtlMs: cfg.activeTtlMs,
     finishedTtlMs: cfg.finishedTtlMs,
     idempotencyTtlMs: cfg.activeTtlMs,
+    longTermRefsMax: cfg.longTermRefs.max,
+    longTermRefsTtlMs: cfg.longTermRefs.ttlMs,
     waitReplicas: cfg.redisWait.replicas,
     waitTimeoutMs: cfg.redisWait.timeoutMs,
   });

@@ -4,7 +4,7 @@ import type { Worker } from "@agentmesh/messaging";
 import { createLogger, createMetrics, METRIC_CATALOGUE } from "@agentmesh/service-kit";
 import type { CoordinatorStats } from "./core.js";
 import { coordinatorMetrics } from "./metrics.js";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore } from "@agentmesh/session-store/testing";
 import { metricSample as sample } from "@agentmesh/service-kit/testing";
 
 const log = createLogger({ service: "test", level: "silent" });
@@ -40,7 +40,7 @@ describe("a coordinator's metrics", () => {
     const metrics = createMetrics({ defaultMetrics: false });
     const cm = coordinatorMetrics(metrics, { naming: n, lag: noLag, log });
     cm.store(
-      createInMemorySessionStore({ keyPrefix: "t", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 }),
+      createLocalSessionStore({ keyPrefix: "t", activeTtlMs: 1000, finishedTtlMs: 1000, idempotencyTtlMs: 1000 }),
     );
     cm.watch(stats(), inbox());
     const coordinator = Object.values(METRIC_CATALOGUE)

@@ -7,7 +7,7 @@ import {
   type InboxInput,
   type OutboxEntry,
 } from "@agentmesh/contracts";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore } from "@agentmesh/session-store/testing";
 import type { SessionStore } from "@agentmesh/session-store";
 import { createLogger } from "@agentmesh/service-kit";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
@@ -18,7 +18,7 @@ const SID = "replicawait00001";
 
 /** A store twin whose replica wait fails while `failing` is set, recording the order of waits and publishes. */
 function setup() {
-  const base = createInMemorySessionStore({
+  const base = createLocalSessionStore({
     keyPrefix: "t",
     activeTtlMs: 3_600_000,
     finishedTtlMs: 3_600_000,

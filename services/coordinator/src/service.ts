@@ -12,6 +12,7 @@ import {
   traceparentOf,
   type CrashHook,
   type InboxHandler,
+  type MicroService,
   type Worker,
 } from "@agentmesh/messaging";
 import type { RuntimeDefaults } from "@agentmesh/workflows";
@@ -59,19 +60,7 @@ export interface RunningCoordinator extends Stoppable {
  */
 export async function startCoordinator(opts: CoordinatorServiceOptions): Promise<RunningCoordinator> {
   const log = opts.log.child({ role: "coordinator" });
-  await provision(opts.nc, {
-    naming: opts.naming,
-    roles: ROLE_NAMES,
-    taskAckWaitMs: opts.taskAckWaitMs,
-    taskMaxDeliver: opts.taskMaxDeliver,
-    inboxAckWaitMs: opts.inboxAckWaitMs,
-    inboxMaxDeliver: 20,
-    eventsMaxAgeMs: 7 * 24 * 3600 * 1000,
-    duplicateWindowMs: 10 * 60 * 1000,
-    maxAckPendingPerRole: 1000,
-    ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
-    ...(opts.streamReplicas ? { replicas: opts.streamReplicas } : {}),
-  });
+  await provisionStreams(opts);
   const publisher = createPublisher(opts.nc, opts.naming, log);
   const metrics = opts.metrics
     ? coordinatorMetrics(opts.metrics, { naming: opts.naming, lag: consumerLagReader(opts.nc), log })
@@ -96,6 +85,48 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
   });
   const unwatch = metrics?.watch(core.stats, inbox);
   const deadLetters = await startDeadLetterMover(opts.nc, { naming: opts.naming, log });
+  const micro = await serveSubmit(opts, core, inbox);
+  // the server has the `$SRV` and submit subscriptions once this returns: ready means answering
+  await opts.nc.flush();
+  const stopTimers = pollDueTimers(core, log, opts.timerPollMs ?? 500);
+
+  return {
+    core,
+    inbox,
+    whyNotReady: () => (inbox.alive() ? null : "coordinator: inbox consume loop not running"),
+    async stop(graceMs: number) {
+      stopTimers();
+      await micro.stop();
+      await inbox.stop(graceMs);
+      unwatch?.();
+      await deadLetters.stop();
+    },
+  };
+}
+
+/** Provisions the streams, consumers and KV bucket with the coordinator's settings (idempotent). */
+async function provisionStreams(opts: CoordinatorServiceOptions): Promise<void> {
+  await provision(opts.nc, {
+    naming: opts.naming,
+    roles: ROLE_NAMES,
+    taskAckWaitMs: opts.taskAckWaitMs,
+    taskMaxDeliver: opts.taskMaxDeliver,
+    inboxAckWaitMs: opts.inboxAckWaitMs,
+    inboxMaxDeliver: 20,
+    eventsMaxAgeMs: 7 * 24 * 3600 * 1000,
+    duplicateWindowMs: 10 * 60 * 1000,
+    maxAckPendingPerRole: 1000,
+    ...(opts.cancelledTtlMs ? { cancelledTtlMs: opts.cancelledTtlMs } : {}),
+    ...(opts.streamReplicas ? { replicas: opts.streamReplicas } : {}),
+  });
+}
+
+/** Registers the replica's `$SRV` micro service (its stats and liveness) and serves `<p>.submit` on it to the `coordinators` queue group. */
+async function serveSubmit(
+  opts: CoordinatorServiceOptions,
+  core: CoordinatorCore,
+  inbox: Worker,
+): Promise<MicroService> {
   const micro = await createMicroService(opts.nc, {
     name: "coordinator",
     version: opts.version ?? "0.1.0",
@@ -114,10 +145,11 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
     (body: unknown, headers) => core.submit(body, { traceparent: traceparentOf(headers) }),
     { queue: "coordinators" },
   );
-  // the server has the `$SRV` and submit subscriptions once this returns: ready means answering
-  await opts.nc.flush();
+  return micro;
+}
 
-  let timerLoop: NodeJS.Timeout | undefined;
+/** Fires due timers every `everyMs`, one poll at a time (a failed poll is logged); returns what stops the polling. */
+function pollDueTimers(core: CoordinatorCore, log: Logger, everyMs: number): () => void {
   let polling = false;
   const poll = () => {
     if (polling) return;
@@ -132,19 +164,6 @@ export async function startCoordinator(opts: CoordinatorServiceOptions): Promise
       },
     );
   };
-  timerLoop = setInterval(poll, opts.timerPollMs ?? 500);
-
-  return {
-    core,
-    inbox,
-    whyNotReady: () => (inbox.alive() ? null : "coordinator: inbox consume loop not running"),
-    async stop(graceMs: number) {
-      if (timerLoop) clearInterval(timerLoop);
-      timerLoop = undefined;
-      await micro.stop();
-      await inbox.stop(graceMs);
-      unwatch?.();
-      await deadLetters.stop();
-    },
-  };
+  const timerLoop = setInterval(poll, everyMs);
+  return () => clearInterval(timerLoop);
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "vitest";
 import { SCHEMA_VERSION, type InboxInput, type OutboxEntry, type TaskEnvelope } from "@agentmesh/contracts";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore } from "@agentmesh/session-store/testing";
 import { createLogger, type Tracing } from "@agentmesh/service-kit";
 import { createRecordingTracing } from "@agentmesh/service-kit/testing";
 import { DEFAULTS, out, resultFor } from "@agentmesh/workflows/testing";
@@ -95,7 +95,7 @@ const T0 = 1_700_000_000_000;
 
 function setup(tracing: Tracing | undefined) {
   const now = { t: T0 };
-  const store = createInMemorySessionStore({
+  const store = createLocalSessionStore({
     keyPrefix: "t",
     activeTtlMs: 3_600_000,
     finishedTtlMs: 3_600_000,
@@ -129,7 +129,7 @@ async function drive(
   }
 }
 
-describe("coordinator spans (recording tracer, in-memory store)", () => {
+describe("coordinator spans (recording tracer, local store twin)", () => {
   test("every transition is a child of the session's root; tasks go out under their transition; the root is written at the end", async () => {
     const tracing = createRecordingTracing("coordinator");
     const { core, rec, store, now } = setup(tracing);

@@ -3,14 +3,14 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { AgentmeshError, LIMITS, STATE_SCHEMA_VERSION, SessionState } from "@agentmesh/contracts";
 import { decodeOutbox, decodeState, encodeState } from "./codec.js";
-import { createInMemorySessionStore } from "./memory.js";
+import { createLocalSessionStore } from "./local.js";
 import { durabilityWarnings, isConfigUnavailable } from "./connect.js";
 import { keyLayout } from "./keys.js";
 import { runSessionStoreConformance, testCommit, testSessionState } from "./testing.js";
 
-runSessionStoreConformance("in-memory", async (opts) => {
+runSessionStoreConformance("local twin", async (opts) => {
   let clock = 1_000_000;
-  const store = createInMemorySessionStore({ ...opts, keyPrefix: "unit", now: () => clock });
+  const store = createLocalSessionStore({ ...opts, keyPrefix: "unit", now: () => clock });
   return {
     store,
     advance: (ms) => {
@@ -20,9 +20,9 @@ runSessionStoreConformance("in-memory", async (opts) => {
   };
 });
 
-describe("in-memory session store specifics", () => {
+describe("local session store twin specifics", () => {
   it("keeps LIMITS.transitionLogCap lines by default: the first and the newest", async () => {
-    const store = createInMemorySessionStore({
+    const store = createLocalSessionStore({
       keyPrefix: "unit",
       activeTtlMs: 1000,
       finishedTtlMs: 1000,
@@ -42,7 +42,7 @@ describe("in-memory session store specifics", () => {
   });
 
   it("stores copies, so a caller mutating its state cannot change the stored one", async () => {
-    const store = createInMemorySessionStore({
+    const store = createLocalSessionStore({
       keyPrefix: "unit",
       activeTtlMs: 1000,
       finishedTtlMs: 1000,
@@ -56,8 +56,13 @@ describe("in-memory session store specifics", () => {
 
   it("rejects invalid options and session ids", () => {
     expect(() =>
-      createInMemorySessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 }),
+      createLocalSessionStore({ keyPrefix: "unit", activeTtlMs: 0, finishedTtlMs: 1, idempotencyTtlMs: 1 }),
     ).toThrow(/activeTtlMs/);
+    const base = { keyPrefix: "unit", activeTtlMs: 1, finishedTtlMs: 1, idempotencyTtlMs: 1 };
+    expect(() => createLocalSessionStore({ ...base, longTermRefsMax: 21 })).toThrow(
+      /longTermRefsMax must be at most 20/,
+    );
+    expect(() => createLocalSessionStore({ ...base, longTermRefsTtlMs: 0 })).toThrow(/longTermRefsTtlMs/);
     expect(() => keyLayout("bad{prefix}")).toThrow(/prefix/);
     expect(() => keyLayout("kp").session("no}tag", "state")).toThrow(/session id/);
   });
@@ -110,6 +115,7 @@ describe("stored layout versions", () => {
       4: "392f170d56bb3f78",
       5: "a0e0198387c3301f",
       6: "dde70296e62cc979",
+      7: "d1ea54eb4470e137",
     };
     const now = createHash("sha256")
       .update(JSON.stringify(z.toJSONSchema(SessionState, { unrepresentable: "any" })))
@@ -195,6 +201,38 @@ describe("layout 6: task ids with the digest of the input that made their versio
     // a migration still validates: a malformed id in a layout-5 state is refused, not carried on
     const bad = { ...base, meta: { ...base.meta, awaiting: [awaited("sess-layout-ids.3.0")] } };
     expect(() => decodeState("sess-layout-ids", JSON.stringify(bad), "3", "5")).toThrow(/malformed task id/);
+  });
+});
+
+describe("layout 7: the blackboard memory's behavioural patterns", () => {
+  /** A blackboard session as layout 6 stored it: its memory without patterns. */
+  const v6 = () => {
+    const base = testSessionState("sess-layout-bb", 2);
+    const memory = { short_term: [], banned_tools: [], successful_tools: [], long_term_refs: ["kept from the thread"] };
+    return {
+      meta: { ...base.meta, workflow: "blackboard" },
+      data: {
+        ...{ workflow: "blackboard", question: "What is Redis?", strategy_profile: "CONSERVATIVE", phase: "intake" },
+        limits: { max_steps: 5, max_retries: 2, max_rewrites: 1, execution: "tool_only", tool_attempts: 3 },
+        ...{ tools: null, perception_snapshots: [], retrieval_bundles: [], plan_versions: [], memory },
+        ...{ tool_performance_log: [], step_results: [], critic_reports: [], round: null, step_outcome: null },
+        ...{ step_perception: null, step_retries: 0, rewrite_count: 0, rewrite_request: null, next_action: null },
+        ...{ accepted_results: [], questions_asked: 0, question_for_human: null, user_replies: [], trace: [] },
+        ...{ citations: [], final_answer: null, final_reasoning_trace: null, error: null, error_component: null },
+      },
+    };
+  };
+
+  it("migrates layout 6: the memory gains no patterns and keeps the rest; without the migration the schema refuses it", () => {
+    const state = decodeState("sess-layout-bb", JSON.stringify(v6()), "2", "6");
+    expect(state.data.workflow === "blackboard" && state.data.memory).toEqual({
+      short_term: [],
+      banned_tools: [],
+      successful_tools: [],
+      patterns: [],
+      long_term_refs: ["kept from the thread"],
+    });
+    expect(SessionState.safeParse(v6()).success).toBe(false);
   });
 });
 

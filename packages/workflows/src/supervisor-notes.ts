@@ -1,6 +1,6 @@
 import {
-  MEMORY_PRIORITY,
-  MemoryField,
+  NOTE_PRIORITY,
+  NoteField,
   SUPERVISOR_LIMITS,
   type HaloCitation,
   type SharedAgentMemory,
@@ -14,7 +14,7 @@ const CUT_SUFFIX = `\n${TRUNCATION_MARKER}`;
 const BLOCK_SEPARATOR = "\n\n";
 
 /** A field's label line, its name verbatim. Counted in the budget. */
-const label = (field: MemoryField): string => `## ${field}\n`;
+const label = (field: NoteField): string => `## ${field}\n`;
 
 /** The last position `≤ limit` at which each of `pattern`'s matches ends (or starts, with `atStart`); -1 when none. */
 function lastCut(text: string, pattern: RegExp, limit: number, atStart = false): number {
@@ -73,19 +73,19 @@ const sourceLine = (s: HaloCitation): string =>
   fold(`${s.title} — ${s.url ?? s.path ?? ""}${s.snippet.trim() ? `: ${s.snippet}` : ""}`);
 
 /** A field's text: strings trimmed, lists one item per line; null when empty. */
-function fieldText(memory: SharedAgentMemory, field: MemoryField): string | null {
+function fieldText(notes: SharedAgentMemory, field: NoteField): string | null {
   const text =
     field === "research_sources"
-      ? (memory.research_sources ?? []).map(sourceLine).join("\n")
+      ? (notes.research_sources ?? []).map(sourceLine).join("\n")
       : field === "data_visualizations"
-        ? (memory.data_visualizations ?? []).map((spec) => JSON.stringify(spec)).join("\n")
-        : (memory[field]?.trim() ?? "");
+        ? (notes.data_visualizations ?? []).map((spec) => JSON.stringify(spec)).join("\n")
+        : (notes[field]?.trim() ?? "");
   return text.length > 0 ? text : null;
 }
 
 /** A non-empty field and the length of its text. */
-export interface MemoryFieldLength {
-  readonly field: MemoryField;
+export interface NoteFieldLength {
+  readonly field: NoteField;
   readonly length: number;
 }
 
@@ -95,17 +95,17 @@ export interface MemoryFieldLength {
  * each taking all it still needs in the field order (the order of `fields`). Never more in
  * all than `budget`, never more for a field than its length.
  */
-export function allocateMemoryBudget(fields: readonly MemoryFieldLength[], budget: number): Map<MemoryField, number> {
-  const allowance = new Map<MemoryField, number>();
+export function allocateNotesBudget(fields: readonly NoteFieldLength[], budget: number): Map<NoteField, number> {
+  const allowance = new Map<NoteField, number>();
   let left = Math.max(0, budget);
   for (const { field, length } of fields) {
-    const first = Math.min(length, SUPERVISOR_LIMITS.memoryMinFieldChars, left);
+    const first = Math.min(length, SUPERVISOR_LIMITS.notesMinFieldChars, left);
     allowance.set(field, first);
     left -= first;
   }
   for (const priority of [3, 2, 1] as const) {
     for (const { field, length } of fields) {
-      if (MEMORY_PRIORITY[field] !== priority) continue;
+      if (NOTE_PRIORITY[field] !== priority) continue;
       const had = allowance.get(field) ?? 0;
       const more = Math.min(length - had, left);
       allowance.set(field, had + more);
@@ -116,24 +116,24 @@ export function allocateMemoryBudget(fields: readonly MemoryFieldLength[], budge
 }
 
 /**
- * The shared memory as the text handed to the next specialist, at most
- * `SUPERVISOR_LIMITS.memoryBudgetChars` characters in all: one block per non-empty field, in
+ * The shared notes as the text handed to the next specialist, at most
+ * `SUPERVISOR_LIMITS.notesBudgetChars` characters in all: one block per non-empty field, in
  * the field order, a `## <field>` label line and the field's text, blocks a blank line
  * apart. The labels and blank lines are taken off the budget first (at most ~300 characters for
  * all ten fields), so the 8000 bounds the whole rendered text; the rest is shared out by
- * `allocateMemoryBudget` and each field cut to its share by `truncateAtBoundary`. Empty memory
- * renders as "".
+ * `allocateNotesBudget` and each field cut to its share by `truncateAtBoundary`. Empty notes
+ * render as "".
  */
-export function renderSharedMemory(memory: SharedAgentMemory): string {
-  const blocks = MemoryField.options.flatMap((field) => {
-    const text = fieldText(memory, field);
+export function renderSharedNotes(notes: SharedAgentMemory): string {
+  const blocks = NoteField.options.flatMap((field) => {
+    const text = fieldText(notes, field);
     return text === null ? [] : [{ field, text }];
   });
   const framing =
     blocks.reduce((n, b) => n + label(b.field).length, 0) + BLOCK_SEPARATOR.length * Math.max(0, blocks.length - 1);
-  const allowance = allocateMemoryBudget(
+  const allowance = allocateNotesBudget(
     blocks.map((b) => ({ field: b.field, length: b.text.length })),
-    SUPERVISOR_LIMITS.memoryBudgetChars - framing,
+    SUPERVISOR_LIMITS.notesBudgetChars - framing,
   );
   return blocks
     .map((b) => label(b.field) + truncateAtBoundary(b.text, allowance.get(b.field) ?? 0))

@@ -1,15 +1,10 @@
 import { describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { MEMORY_PRIORITY, MemoryField, SUPERVISOR_LIMITS, SharedAgentMemory } from "@agentmesh/contracts";
-import {
-  TRUNCATION_MARKER,
-  allocateMemoryBudget,
-  renderSharedMemory,
-  truncateAtBoundary,
-} from "./supervisor-memory.js";
+import { NOTE_PRIORITY, NoteField, SUPERVISOR_LIMITS, SharedAgentMemory } from "@agentmesh/contracts";
+import { TRUNCATION_MARKER, allocateNotesBudget, renderSharedNotes, truncateAtBoundary } from "./supervisor-notes.js";
 
-const BUDGET = SUPERVISOR_LIMITS.memoryBudgetChars;
-const MIN = SUPERVISOR_LIMITS.memoryMinFieldChars;
+const BUDGET = SUPERVISOR_LIMITS.notesBudgetChars;
+const MIN = SUPERVISOR_LIMITS.notesMinFieldChars;
 const CUT = `\n${TRUNCATION_MARKER}`;
 
 /** Exactly `n` characters of lowercase words, no punctuation, no newline, not ending in a space. */
@@ -103,13 +98,13 @@ describe("truncation at natural boundaries (allowance 1000: the marker line is 1
 
 describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () => {
   it("gives every non-empty field up to 200 first, even when the budget is only that", () => {
-    const fields = MemoryField.options.map((field) => ({ field, length: 5000 }));
-    const out = allocateMemoryBudget(fields, MIN * fields.length);
-    for (const f of MemoryField.options) expect(out.get(f), f).toBe(MIN);
+    const fields = NoteField.options.map((field) => ({ field, length: 5000 }));
+    const out = allocateNotesBudget(fields, MIN * fields.length);
+    for (const f of NoteField.options) expect(out.get(f), f).toBe(MIN);
   });
 
   it("gives a short field exactly its length, and the rest to priority 3 before 2 before 1", () => {
-    const out = allocateMemoryBudget(
+    const out = allocateNotesBudget(
       [
         { field: "research_findings", length: 50 },
         { field: "research_sources", length: 900 },
@@ -130,7 +125,7 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () 
   });
 
   it("fills fields of one priority in the field order", () => {
-    const out = allocateMemoryBudget(
+    const out = allocateNotesBudget(
       [
         { field: "research_findings", length: 3000 },
         { field: "generated_code", length: 3000 },
@@ -144,7 +139,7 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () 
 
   it("renders every field at least 200 characters long when a priority 3 field could take it all", () => {
     const long = (letter: string) => words(12_000, letter);
-    const memory: SharedAgentMemory = {
+    const notes: SharedAgentMemory = {
       research_findings: long("f"),
       generated_code: long("g"),
       writing_draft: long("d"),
@@ -153,7 +148,7 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () 
       code_language: "python",
       data_visualizations: [{ mark: "bar", description: long("v") }],
     };
-    const rendered = renderSharedMemory(memory);
+    const rendered = renderSharedNotes(notes);
     expect(rendered.length).toBeLessThanOrEqual(BUDGET);
     const b = blocks(rendered);
     expect([...b.keys()]).toEqual([
@@ -182,7 +177,7 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () 
   });
 
   it("keeps a priority 3 field whole before a priority 2 field gets more than its 200", () => {
-    const rendered = renderSharedMemory({ additional_context: words(6000, "c"), writing_draft: words(5000, "d") });
+    const rendered = renderSharedNotes({ additional_context: words(6000, "c"), writing_draft: words(5000, "d") });
     const b = blocks(rendered);
     expect(b.get("writing_draft")).toBe(words(5000, "d"));
     expect(b.get("additional_context")!.endsWith(TRUNCATION_MARKER)).toBe(true);
@@ -191,23 +186,23 @@ describe("the budget: 200 each first, then priority 3, 2, 1 in field order", () 
 });
 
 describe("rendering", () => {
-  it("renders nothing for an empty memory, and skips empty and blank fields and empty lists", () => {
-    expect(renderSharedMemory({})).toBe("");
+  it("renders nothing for empty notes, and skips empty and blank fields and empty lists", () => {
+    expect(renderSharedNotes({})).toBe("");
     expect(
-      renderSharedMemory({
+      renderSharedNotes({
         research_findings: "  \n",
         research_sources: [],
         data_visualizations: [],
         writing_outline: "",
       }),
     ).toBe("");
-    expect(renderSharedMemory({ research_findings: " ", generated_code: "print(1)\n" })).toBe(
+    expect(renderSharedNotes({ research_findings: " ", generated_code: "print(1)\n" })).toBe(
       "## generated_code\nprint(1)",
     );
   });
 
   it("joins list fields one item per line, in the field order", () => {
-    const rendered = renderSharedMemory({
+    const rendered = renderSharedNotes({
       data_visualizations: [{ mark: "bar" }, { mark: "line" }],
       research_sources: [
         { title: "JetStream\nguide", url: "https://docs.nats.io/jetstream", path: null, snippet: "persistence" },
@@ -231,7 +226,7 @@ describe("rendering", () => {
       path: `corpus/${i}.md`,
       snippet: words(300, "s"),
     }));
-    const b = blocks(renderSharedMemory({ research_sources: sources, research_findings: words(7000, "f") }));
+    const b = blocks(renderSharedNotes({ research_sources: sources, research_findings: words(7000, "f") }));
     const kept = b.get("research_sources")!;
     expect(kept.endsWith(`\n${TRUNCATION_MARKER}`)).toBe(true);
     for (const line of kept.split("\n").slice(0, -1)) expect(line).toMatch(/^Source \d+ — corpus\/\d+\.md: s/);
@@ -252,7 +247,7 @@ describe("rendering", () => {
       path: fc.string({ minLength: 1, maxLength: 300 }),
       snippet: fc.string({ maxLength: 500 }),
     });
-    const memory = fc.record(
+    const notesArb = fc.record(
       {
         research_findings: text,
         research_sources: fc.array(source, { maxLength: 20 }),
@@ -270,15 +265,15 @@ describe("rendering", () => {
       { requiredKeys: [] },
     );
     fc.assert(
-      fc.property(memory, (m) => {
+      fc.property(notesArb, (m) => {
         const parsed = SharedAgentMemory.parse(JSON.parse(JSON.stringify(m)));
-        const rendered = renderSharedMemory(parsed);
+        const rendered = renderSharedNotes(parsed);
         expect(rendered.length).toBeLessThanOrEqual(BUDGET);
         const b = rendered === "" ? new Map<string, string>() : blocks(rendered);
         const order = [...b.keys()];
-        expect(order).toEqual(MemoryField.options.filter((f) => order.includes(f)));
+        expect(order).toEqual(NoteField.options.filter((f) => order.includes(f)));
         // When every field rendered whole fits the budget, that is what is rendered.
-        const whole = MemoryField.options.map((f) => renderSharedMemory({ [f]: parsed[f] })).filter((r) => r !== "");
+        const whole = NoteField.options.map((f) => renderSharedNotes({ [f]: parsed[f] })).filter((r) => r !== "");
         if (whole.join("\n\n").length <= BUDGET) expect(rendered).toBe(whole.join("\n\n"));
       }),
       { numRuns: 200 },
@@ -286,8 +281,8 @@ describe("rendering", () => {
   });
 
   it("has room for all ten labels and their 200 each inside the budget", () => {
-    const labels = MemoryField.options.reduce((n, f) => n + `## ${f}\n`.length, 0) + 2 * 9;
-    expect(labels + MIN * MemoryField.options.length).toBeLessThan(BUDGET);
-    expect(Object.keys(MEMORY_PRIORITY)).toHaveLength(10);
+    const labels = NoteField.options.reduce((n, f) => n + `## ${f}\n`.length, 0) + 2 * 9;
+    expect(labels + MIN * NoteField.options.length).toBeLessThan(BUDGET);
+    expect(Object.keys(NOTE_PRIORITY)).toHaveLength(10);
   });
 });
