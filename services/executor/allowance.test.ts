@@ -17,7 +17,15 @@ let dir: string;
 const replicas: ExecutorTools[] = [];
 const make = async () => {
   const tools = await createExecutorTools(
-    { corpusDir: dir, fileRoots: [], webSearch: null, images: null, testTools: false, mcpServers: [] },
+    {
+      corpusDir: dir,
+      fileRoots: [],
+      webSearch: null,
+      images: null,
+      embeddings: null,
+      testTools: false,
+      mcpServers: [],
+    },
     log,
   );
   replicas.push(tools);

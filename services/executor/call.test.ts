@@ -22,7 +22,15 @@ beforeAll(async () => {
     "# NATS\n\nJetStream keeps messages in streams and redelivers what a consumer did not acknowledge.",
   );
   tools = await createExecutorTools(
-    { corpusDir: dir, fileRoots: [], webSearch: null, images: null, testTools: false, mcpServers: [] },
+    {
+      corpusDir: dir,
+      fileRoots: [],
+      webSearch: null,
+      images: null,
+      embeddings: null,
+      testTools: false,
+      mcpServers: [],
+    },
     log,
   );
 }, 60_000);

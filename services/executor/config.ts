@@ -12,6 +12,10 @@ const NAMES = [
   "AGENTMESH_IMAGES_API_KEY",
   "AGENTMESH_IMAGE_MODEL",
   "AGENTMESH_VISION_MODEL",
+  "AGENTMESH_EMBEDDINGS_BASE_URL",
+  "AGENTMESH_EMBEDDINGS_API_KEY",
+  "AGENTMESH_EMBEDDINGS_MODEL",
+  "AGENTMESH_EMBEDDINGS_CACHE_DIR",
 ] as const;
 
 /** The executor's tool configuration. */
@@ -26,6 +30,14 @@ export interface ExecutorConfig {
     readonly apiKey: string | undefined;
     readonly imageModel: string;
     readonly visionModel: string;
+  } | null;
+  /** The embeddings endpoint of `corpus_search`'s hybrid ranking; null = BM25 only (docs/retrieval.md). */
+  readonly embeddings: {
+    readonly baseUrl: string;
+    readonly apiKey: string | undefined;
+    readonly model: string;
+    /** Where the corpus's vectors are saved; undefined: memory only. */
+    readonly cacheDir: string | undefined;
   } | null;
   /** Registers `test_flaky` and `test_slow` (end-to-end tests only). */
   readonly testTools: boolean;
@@ -52,6 +64,14 @@ export function loadExecutorConfig(env: Record<string, string | undefined>): Exe
           apiKey: e.AGENTMESH_IMAGES_API_KEY,
           imageModel: e.AGENTMESH_IMAGE_MODEL,
           visionModel: e.AGENTMESH_VISION_MODEL,
+        }
+      : null,
+    embeddings: e.AGENTMESH_EMBEDDINGS_BASE_URL
+      ? {
+          baseUrl: e.AGENTMESH_EMBEDDINGS_BASE_URL,
+          apiKey: e.AGENTMESH_EMBEDDINGS_API_KEY,
+          model: e.AGENTMESH_EMBEDDINGS_MODEL,
+          cacheDir: e.AGENTMESH_EMBEDDINGS_CACHE_DIR,
         }
       : null,
     testTools: e.AGENTMESH_TEST_TOOLS,

@@ -17,6 +17,7 @@ const retrieval = (items: Array<{ c: typeof AOF; relevance: number }>): Retrieva
   items: items.map(({ c, relevance }) => ({ source: "corpus", content: c.passage, relevance, citation: c })),
   summary: "Redis persistence.",
   open_questions: [],
+  corpus_ranking: null,
 });
 
 function summarizeRequest(question: string, context: SummarizeContext): OpRequest<"executor", "execute"> {

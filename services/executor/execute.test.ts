@@ -18,7 +18,7 @@ beforeAll(async () => {
     "# Redis\n\nWith the append-only file enabled, Redis logs every write command to a file.",
   );
   tools = await createExecutorTools(
-    { corpusDir: dir, fileRoots: [], webSearch: null, images: null, testTools: true, mcpServers: [] },
+    { corpusDir: dir, fileRoots: [], webSearch: null, images: null, embeddings: null, testTools: true, mcpServers: [] },
     log,
   );
   // The calculator's worker loads mathjs first (seconds on a busy machine, over a call's 5 s, and a

@@ -1,4 +1,5 @@
 import {
+  AgentmeshError,
   BLACKBOARD_LIMITS,
   ToolName,
   type Citation,
@@ -9,6 +10,8 @@ import {
   type ToolPerformanceRecord,
 } from "@agentmesh/contracts";
 import { clipText as clip, type ToolCallResult, type ToolRegistry } from "@agentmesh/tools";
+import type { HandlerContext } from "@agentmesh/agent-kit";
+import { passagesText, ragOutput, type RagSearch } from "./rag.js";
 import type { ExecutorCall } from "./tools.js";
 
 type ExecuteRequest = OpRequest<"executor", "execute">;
@@ -18,7 +21,12 @@ type Ctx = {
   readonly signal: AbortSignal;
   /** Tool calls the session may still make, from the task. */
   readonly allowance?: number;
+  /** The model the RAG strategy writes its answer with; absent: no model (the passages as found). */
+  readonly complete?: HandlerContext["complete"];
 };
+
+const noModel: HandlerContext["complete"] = () =>
+  Promise.reject(new AgentmeshError("needs_model", "no model is given to this step"));
 
 /** The registry tool each non-tool strategy runs. */
 const STRATEGY_TOOL = { rag: "corpus_search", web: "web_search" } as const;
@@ -55,7 +63,7 @@ export function renderOutput(tool: string, output: unknown): { text: string; cit
     case "corpus_search": {
       const hits = (o.results ?? []) as Array<{ path: string; passage: string }>;
       return {
-        text: hits.map((h, i) => `[${i + 1}] ${h.path}: ${clip(h.passage, 700)}`).join("\n"),
+        text: passagesText(hits),
         citations: hits.flatMap((h) => citation(h.path, h.passage)).slice(0, 10),
       };
     }
@@ -104,8 +112,10 @@ function records(result: ToolCallResult, tool: string): ToolPerformanceRecord[] 
 
 /**
  * Runs one non-summarize plan step with one strategy under the safe executor: the step's own tool
- * (`tool`), corpus_search over the strategy query (`rag`) or web_search (`web`). A tool's failure
- * is an `ok: false` StepResult with every attempt recorded, never a task failure.
+ * (`tool`), corpus_search over the strategy query and an answer the model writes from its
+ * passages (`rag`, see rag.ts), or web_search (`web`). A tool's failure is an `ok: false`
+ * StepResult with every attempt recorded, never a task failure. The latency is the strategy's
+ * whole: the search and, for `rag`, the answer.
  */
 export async function executeStep(
   req: ExecuteRequest,
@@ -134,9 +144,9 @@ export async function executeStep(
     policy,
     ...(ctx.allowance === undefined ? {} : { allowance: ctx.allowance }),
   });
-  const latency_ms = Math.round((performance.now() - started) * 1000) / 1000;
   const recs = records(result, tool);
   const attempts = recs.filter((r) => r.attempt > 0).length;
+  const since = () => Math.round((performance.now() - started) * 1000) / 1000;
   if (!result.ok) {
     return {
       strategy: req.strategy,
@@ -144,20 +154,23 @@ export async function executeStep(
       ok: false,
       output: null,
       error: { code: result.error.code, message: clip(result.error.message, 500), retryable: result.error.retryable },
-      latency_ms,
+      latency_ms: since(),
       attempts,
       records: recs,
       citations: [],
     };
   }
-  const rendered = renderOutput(tool, result.output);
+  const rendered =
+    req.strategy === "rag"
+      ? await ragOutput(req, result.output as RagSearch, { complete: ctx.complete ?? noModel, signal: ctx.signal })
+      : renderOutput(tool, result.output);
   return {
     strategy: req.strategy,
     tool,
     ok: true,
     output: rendered.text.slice(0, 4000),
     error: null,
-    latency_ms,
+    latency_ms: since(),
     attempts,
     records: recs,
     citations: rendered.citations,

@@ -19,6 +19,7 @@ beforeAll(async () => {
       fileRoots: [],
       webSearch: null,
       images: null,
+      embeddings: null,
       testTools: false,
       mcpServers: [
         stdioTestServer("bio", { allow: { executor: ["search_articles"] } }),

@@ -7,9 +7,11 @@ import { loadExecutorConfig, type ExecutorConfig } from "./config.js";
 import { summarizeOffline } from "./draft.js";
 import { executeStep, listTools } from "./execute.js";
 import { summarizeStep } from "./summarize.js";
+import { needsModel } from "@agentmesh/offline-kit";
 import { createExecutorTools, type ExecutorCall, type ExecutorTools } from "./tools.js";
 
 const SANDBOXED: ReadonlySet<string> = new Set(Object.values(CODE_TOOL));
+const ragNeedsModel = needsModel("RAG strategy", "write an answer from the passages it retrieved");
 
 /**
  * A tool call in a `tool_call` span (a code run also in a `sandbox_run` span inside it), each
@@ -73,12 +75,14 @@ export function executorAgent(tools: Pick<ExecutorTools, "registry" | "call">) {
             : executeStep(
                 input,
                 tracedCall((c) => tools.call(c), ctx),
-                taskCtx(ctx),
+                { ...taskCtx(ctx), complete: ctx.complete },
               ),
         summarize: (o) =>
           `${o.strategy} ${o.tool}: ${o.ok ? "ok" : `failed (${o.error?.code ?? "error"})`} after ${o.attempts} attempt(s), ${o.citations.length} citation(s)`,
-        // the model call of the summarize step, answered offline
-        offline: summarizeOffline,
+        // the model call of the summarize step, answered offline; the RAG step's needs a model,
+        // so offline it keeps the passages as found (rag.ts)
+        offline: (input, ctx) =>
+          input.step.tool === SUMMARIZE_TOOL ? summarizeOffline(input) : ragNeedsModel(input, ctx),
       },
       call: {
         kind: "handler",

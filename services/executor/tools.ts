@@ -7,9 +7,10 @@ import {
   clipText,
   createBraveWebSearch,
   createMcpClient,
-  createMemorySessionCounter,
+  createLocalSessionCounter,
   createOfflineImages,
   createOfflineWebSearch,
+  createOpenAIEmbeddings,
   createOpenAIImages,
   createSafeExecutor,
   createToolRegistry,
@@ -98,7 +99,7 @@ function limitedExecutors(
   base: ToolRegistry,
   defs: readonly ToolDefinition[],
 ): (limits: ExecutorLimits) => SafeExecutor {
-  const counter = createMemorySessionCounter();
+  const counter = createLocalSessionCounter();
   const cache = new Map<string, SafeExecutor>();
   return (limits) => {
     const key = `${limits.timeout_ms}/${limits.max_attempts}`;
@@ -166,6 +167,13 @@ async function mcpTools(
   return { defs: names.flat().flatMap((n) => scratch.get(n) ?? []), clients };
 }
 
+/** Embeds the corpus in the background at start, so the first RAG step finds its vectors ready. */
+async function warmCorpus(builtin: { warm(): Promise<{ ok: boolean; message: string }> }, log: Logger): Promise<void> {
+  const r = await builtin.warm();
+  if (r.ok) log.info({ corpus: r.message }, "corpus_search ranking");
+  else log.warn({ corpus: r.message }, "corpus_search stays BM25 only until the embeddings endpoint answers");
+}
+
 /** Builds the executor's tools from configuration. Folders that do not exist are left out, with a warning. */
 export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Promise<ExecutorTools> {
   const corpusDir = existsSync(cfg.corpusDir) ? cfg.corpusDir : undefined;
@@ -178,6 +186,14 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
   const builtin = builtinTools({
     roles: executorRoles(),
     corpusDir,
+    embedder: cfg.embeddings
+      ? createOpenAIEmbeddings({
+          baseUrl: cfg.embeddings.baseUrl,
+          model: cfg.embeddings.model,
+          ...(cfg.embeddings.apiKey ? { apiKey: cfg.embeddings.apiKey } : {}),
+        })
+      : null,
+    ...(cfg.embeddings?.cacheDir ? { vectorsDir: cfg.embeddings.cacheDir } : {}),
     fileRoots,
     webSearch: cfg.webSearch
       ? createBraveWebSearch({ apiKey: cfg.webSearch.apiKey, baseUrl: cfg.webSearch.baseUrl })
@@ -192,6 +208,7 @@ export async function createExecutorTools(cfg: ExecutorConfig, log: Logger): Pro
         })
       : createOfflineImages(),
   });
+  if (corpusDir) void warmCorpus(builtin, log);
   const mcp = await mcpTools(cfg.mcpServers, log);
   const defs = [...builtin.tools, ...(cfg.testTools ? testTools() : []), ...mcp.defs];
   if (cfg.testTools) log.warn("test-only tools test_flaky and test_slow are registered (AGENTMESH_TEST_TOOLS)");

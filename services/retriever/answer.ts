@@ -2,6 +2,7 @@ import { basename } from "node:path";
 import {
   AgentmeshError,
   HALO_LIMITS,
+  type CorpusRanking,
   type HaloCitation,
   type OpRequest,
   type SpecialistAnswer,
@@ -9,7 +10,7 @@ import {
 import type { HandlerContext } from "@agentmesh/agent-kit";
 import { clipText as clip } from "@agentmesh/tools";
 import { z } from "zod";
-import { rankHits, type RetrieverDeps, type ToolCaller } from "./retrieve.js";
+import { corpusRankingOf, rankHits, type CorpusSearchOutput, type RetrieverDeps, type ToolCaller } from "./retrieve.js";
 import { contentWords, coverage } from "./text.js";
 
 type Request = OpRequest<"retriever", "answer">;
@@ -47,7 +48,10 @@ function searchFailed(result: { readonly error: AgentmeshError }, what: string):
   });
 }
 
-type Ctx = Parameters<ToolCaller>[2];
+type Ctx = Parameters<ToolCaller>[2] & {
+  /** Told how the corpus was ranked (hybrid or BM25 only, and why), for the task's span and log. */
+  readonly noteRanking?: (ranking: CorpusRanking) => void;
+};
 
 /** The corpus passages that share words with the question, most relevant first, cited by path. */
 async function corpusSources(question: string, deps: RetrieverDeps, ctx: Ctx): Promise<AnswerSource[]> {
@@ -59,7 +63,9 @@ async function corpusSources(question: string, deps: RetrieverDeps, ctx: Ctx): P
     );
   const r = await deps.call("corpus_search", { query: searchText(question), limit: 8 }, ctx);
   if (!r.ok) throw searchFailed(r, "The corpus search");
-  const hits = (r.output as { results: Array<{ path: string; passage: string; score: number }> }).results;
+  const found = r.output as CorpusSearchOutput;
+  ctx.noteRanking?.(corpusRankingOf(found));
+  const hits = found.results;
   // The passage as the file has it (its line breaks show headings), beside the ranked, flattened item.
   return rankHits(question, hits)
     .map((item, i) => ({ item, i, raw: hits[i]?.passage ?? item.content }))

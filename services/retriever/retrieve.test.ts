@@ -67,7 +67,39 @@ describe("retriever.retrieve", () => {
       items: [],
       summary: "",
       open_questions: ["No source mentions: How does Redis persist data with the append-only file?"],
+      corpus_ranking: null,
     });
+  });
+
+  it("says how the corpus was ranked, and a passage found by meaning alone is relevant by its cosine", async () => {
+    const hybrid = {
+      results: [
+        { ...HITS[1]!, score: 0.0164, cosine: null },
+        { path: "aof.md", passage: "Every change is appended to a log on disk.", score: 0.0161, cosine: 0.8 },
+      ],
+      ranking: "hybrid",
+      ranking_note: "",
+    };
+    const call = caller({ corpus_search: ok("corpus_search", hybrid) });
+    const bundle = await retrieve(
+      request({ strategies: ["corpus"] }),
+      { call, webConfigured: false, corpusConfigured: true },
+      ctx,
+    );
+    expect(bundle.corpus_ranking).toEqual({ method: "hybrid", note: "" });
+    // no word of the query in it, yet ranked first: 0.8 * (0.6 + 0.4 * 0.0161 / 0.0164)
+    expect(bundle.items.map((i) => [i.citation?.path, i.relevance])).toEqual([
+      ["aof.md", 0.794],
+      ["jetstream.md", 0.2],
+    ]);
+    const bm25 = { results: HITS, ranking: "bm25", ranking_note: "BM25 only: no embeddings endpoint is configured" };
+    const offline = await retrieve(
+      request({ strategies: ["corpus"] }),
+      { call: caller({ corpus_search: ok("corpus_search", bm25) }), webConfigured: false, corpusConfigured: true },
+      ctx,
+    );
+    expect(offline.corpus_ranking).toEqual({ method: "bm25", note: "BM25 only: no embeddings endpoint is configured" });
+    expect(ROLES.retriever.retrieve.response.safeParse(offline).success).toBe(true);
   });
 
   it("matches session memory by word overlap, leaving out the question's own record", () => {
@@ -86,6 +118,32 @@ describe("retriever.retrieve", () => {
         relevance: 0.6,
         citation: null,
       },
+    ]);
+  });
+
+  it("matches the thread's long-term references too, best first, at most 5 memory items in all", () => {
+    const memory: MemoryState = {
+      ...EMPTY_MEMORY,
+      short_term: [{ kind: "step", content: "Step 1 calculator ok: 42", step_index: 0 }],
+      long_term_refs: [
+        'Answered "How does Redis persist data?": Redis logs every write to the append-only file',
+        "Evaluate 6 * 7 (calculator): 42",
+        ...Array.from({ length: 6 }, (_, i) => `Redis note ${i}`),
+      ],
+    };
+    const items = fromMemory("What does the Redis append-only file record?", memory);
+    expect(items).toHaveLength(5);
+    expect(items[0]).toEqual({
+      source: "memory",
+      content: 'Answered "How does Redis persist data?": Redis logs every write to the append-only file',
+      relevance: 0.75,
+      citation: null,
+    });
+    expect(items.slice(1).map((i) => i.content)).toEqual([
+      "Redis note 5",
+      "Redis note 4",
+      "Redis note 3",
+      "Redis note 2",
     ]);
   });
 

@@ -4,6 +4,7 @@ import type { Logger } from "@agentmesh/service-kit";
 import {
   createBraveWebSearch,
   createCorpusSearchTool,
+  createOpenAIEmbeddings,
   createOfflineWebSearch,
   createSafeExecutor,
   createToolRegistry,
@@ -28,7 +29,7 @@ export function retrieverAgent(deps: RetrieverDeps) {
         run: (input, ctx) =>
           retrieve(input, deps, { sessionId: ctx.sessionId, taskId: ctx.taskId, signal: ctx.signal }),
         summarize: (o) =>
-          `${o.items.length} items (${["memory", "corpus", "web"].map((s) => `${s} ${o.items.filter((i) => i.source === s).length}`).join(", ")})`,
+          `${o.items.length} items (${["memory", "corpus", "web"].map((s) => `${s} ${o.items.filter((i) => i.source === s).length}`).join(", ")})${o.corpus_ranking ? `, corpus ranked ${o.corpus_ranking.method}` : ""}`,
       },
       answer: {
         kind: "handler",
@@ -40,6 +41,10 @@ export function retrieverAgent(deps: RetrieverDeps) {
             taskId: ctx.taskId,
             signal: ctx.signal,
             complete: ctx.complete,
+            noteRanking: (ranking) => {
+              ctx.annotate({ "agentmesh.corpus_ranking": ranking.method });
+              ctx.log.info({ corpus_ranking: ranking.method, note: ranking.note || undefined }, "corpus ranking");
+            },
           }),
         summarize: (o) => `${o.citations.length} source(s) cited, ${o.response_str.length} characters`,
       },
@@ -49,16 +54,37 @@ export function retrieverAgent(deps: RetrieverDeps) {
 
 /**
  * Builds the retriever from its configuration: corpus_search over the corpus folder (off the event
- * loop, in the tools package's worker) and web_search, both callable by the retriever role only.
+ * loop, in the tools package's worker; hybrid with an embeddings endpoint, docs/retrieval.md) and
+ * web_search, both callable by the retriever role only.
  */
 export function createRetriever(cfg: RetrieverConfig, log: Logger): AgentSetup {
   const tools: ToolDefinition[] = [];
   const closers: Array<() => Promise<void>> = [];
   const corpusConfigured = existsSync(cfg.corpusDir);
   if (corpusConfigured) {
-    const corpus = createCorpusSearchTool({ dir: cfg.corpusDir, allowedRoles: ["retriever"] });
+    const embedder = cfg.embeddings
+      ? createOpenAIEmbeddings({
+          baseUrl: cfg.embeddings.baseUrl,
+          model: cfg.embeddings.model,
+          ...(cfg.embeddings.apiKey ? { apiKey: cfg.embeddings.apiKey } : {}),
+        })
+      : null;
+    const corpus = createCorpusSearchTool({
+      dir: cfg.corpusDir,
+      allowedRoles: ["retriever"],
+      embedder,
+      ...(cfg.embeddings?.cacheDir ? { vectorsDir: cfg.embeddings.cacheDir } : {}),
+    });
     tools.push(corpus.tool);
     closers.push(() => corpus.pool.close());
+    // the vectors are computed in the background at start, so the first search finds them ready
+    void corpus
+      .warm()
+      .then((r) =>
+        r.ok
+          ? log.info({ corpus: r.message }, "corpus_search ranking")
+          : log.warn({ corpus: r.message }, "corpus_search stays BM25 only until the embeddings endpoint answers"),
+      );
   } else {
     log.warn({ corpus_dir: cfg.corpusDir }, "the corpus folder does not exist: retrieval runs without the corpus");
   }

@@ -3,7 +3,7 @@ import { runModelConformance } from "./conformance.js";
 import { createScriptedModel } from "./scripted.js";
 import { startScriptedOpenAIServer } from "./scripted-server.js";
 
-runModelConformance("scripted model (the in-memory twin)", async (answers) => {
+runModelConformance("scripted model (the local twin)", async (answers) => {
   const model = createScriptedModel(answers.map((a) => ({ ...a })));
   return {
     model,

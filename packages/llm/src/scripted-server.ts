@@ -1,8 +1,14 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { z } from "zod";
-import { createScriptCursor, describeEntries, streamPieces } from "./script-cursor.js";
+import { createScriptCursor, describeEntries, streamPieces, type ScriptCursor } from "./script-cursor.js";
 import { validateScript } from "./scripted.js";
+import {
+  embeddingInputs,
+  embeddingsResponse,
+  type ScriptedEmbeddingCall,
+  type ScriptedEmbeddingsOptions,
+} from "./scripted-embeddings.js";
 
 /**
  * One scripted HTTP reply for a role and op. Exactly one of:
@@ -63,6 +69,11 @@ export interface ScriptedServerOptions {
   readonly port?: number;
   /** Answer every `response_format: json_schema` request with a 400, like servers without schema support. */
   readonly rejectJsonSchema?: boolean;
+  /**
+   * How `POST /v1/embeddings` answers: always, with deterministic hashed bag-of-words vectors
+   * (scripted-embeddings.ts), consuming no script entry.
+   */
+  readonly embeddings?: ScriptedEmbeddingsOptions;
 }
 
 /** A running scripted server. */
@@ -71,6 +82,8 @@ export interface ScriptedServer {
   readonly url: string;
   readonly port: number;
   readonly calls: readonly ScriptedHttpCall[];
+  /** Every request on /v1/embeddings, in arrival order. */
+  readonly embeddingCalls: readonly ScriptedEmbeddingCall[];
   /** Throws, listing them, if any entry was never used or any call was unexpected. */
   assertConsumed(): void;
   close(): Promise<void>;
@@ -110,168 +123,44 @@ const RequestBody = z.looseObject({
 });
 type RequestBody = z.infer<typeof RequestBody>;
 
-/** Starts a scripted OpenAI-compatible server (POST /v1/chat/completions, GET /v1/models) on loopback. */
+/** What a server's request handling shares: its script, what it recorded, and the timers of held replies. */
+interface ServerState {
+  readonly opts: ScriptedServerOptions;
+  readonly cursor: ScriptCursor<HttpScriptEntry>;
+  readonly calls: ScriptedHttpCall[];
+  readonly embeddingCalls: ScriptedEmbeddingCall[];
+  readonly unexpected: string[];
+  readonly timers: Set<NodeJS.Timeout>;
+  /** The last completion id's number. */
+  sequence: number;
+}
+
+/** Starts a scripted OpenAI-compatible server (POST /v1/chat/completions and /v1/embeddings, GET /v1/models) on loopback. */
 export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Promise<ScriptedServer> {
   const host = opts.host ?? "127.0.0.1";
   if (!LOOPBACK.has(host)) throw new Error(`startScriptedOpenAIServer: host must be loopback, got ${String(host)}`);
   validateScript(opts.script, Entry, "startScriptedOpenAIServer");
   const script = opts.script.map((e) => structuredClone(e));
   const cursor = createScriptCursor(script, (e) => e.status !== undefined);
-  const calls: ScriptedHttpCall[] = [];
-  const unexpected: string[] = [];
-  const timers = new Set<NodeJS.Timeout>();
-  let sequence = 0;
+  const st: ServerState = {
+    opts,
+    cursor,
+    calls: [],
+    embeddingCalls: [],
+    unexpected: [],
+    timers: new Set(),
+    sequence: 0,
+  };
+  const { calls, unexpected, timers } = st;
 
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    handle(st, req, res).catch((err: unknown) => {
       if (!res.headersSent)
         sendJson(res, 500, apiError(`scripted server bug: ${(err as Error).message}`, "server_error"));
       else res.destroy();
     });
   });
   server.on("clientError", (_err, socket) => socket.destroy());
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? "").split("?")[0];
-    if (req.method === "GET" && path === "/v1/models") {
-      sendJson(res, 200, {
-        object: "list",
-        data: [{ id: "scripted", object: "model", created: 0, owned_by: "agentmesh" }],
-      });
-      return;
-    }
-    if (req.method !== "POST" || path !== "/v1/chat/completions") {
-      sendJson(res, 404, apiError(`no route ${req.method} ${path}`, "not_found"));
-      return;
-    }
-    const raw = await readBody(req);
-    if (raw === null) {
-      sendJson(res, 413, apiError("request body too large", "invalid_request_error"));
-      return;
-    }
-    let parsed: RequestBody;
-    try {
-      parsed = RequestBody.parse(JSON.parse(raw));
-    } catch (err) {
-      sendJson(
-        res,
-        400,
-        apiError(`invalid request body: ${(err as Error).message}`.slice(0, 500), "invalid_request_error"),
-      );
-      return;
-    }
-    const role = header(req, "x-agentmesh-role");
-    const op = header(req, "x-agentmesh-op");
-    const taskId = header(req, "x-agentmesh-task-id");
-    const turn = parsed.messages.filter((m) => m.role === "assistant").length;
-    const stream = parsed.stream === true;
-    const responseFormat = parsed.response_format?.type ?? null;
-    const record = (entry: number | null, status: number) =>
-      calls.push({ role, op, taskId, turn, entry, status, stream, responseFormat, body: parsed });
-
-    if (opts.rejectJsonSchema && responseFormat === "json_schema") {
-      record(null, 400);
-      sendJson(res, 400, {
-        error: {
-          message: "response_format type 'json_schema' is not supported by this server",
-          type: "invalid_request_error",
-          param: "response_format",
-          code: null,
-        },
-      });
-      return;
-    }
-    const taken = role && op && taskId ? cursor.take(role, op, `${taskId}\u0000${turn}`) : null;
-    if (!taken) {
-      const what = `${role || "?"}.${op || "?"} task ${taskId || "?"} turn ${turn}`;
-      unexpected.push(what);
-      record(null, 400);
-      // A 400 that does not mention the response format: the adapter fails at once (model_refused).
-      sendJson(
-        res,
-        400,
-        apiError(
-          `scripted server: unexpected call ${what} (no script entry left or x-agentmesh headers missing)`,
-          "scripted_unexpected_call",
-        ),
-      );
-      return;
-    }
-    const { entry, index } = taken;
-    // Recorded on arrival, so a test sees the call even if the client gives up during a delay.
-    record(index, entry.status ?? 200);
-    if (entry.delayMs && !(await wait(entry.delayMs, res))) return;
-    if (entry.status !== undefined) {
-      const headers: Record<string, string> =
-        entry.retryAfterSec !== undefined ? { "retry-after": String(entry.retryAfterSec) } : {};
-      sendJson(
-        res,
-        entry.status,
-        entry.body ??
-          apiError(`scripted ${entry.status}`, entry.status === 429 ? "rate_limit_exceeded" : "server_error"),
-        headers,
-      );
-      return;
-    }
-    const content = entry.content ?? JSON.stringify(entry.output);
-    const usage = entry.omitUsage
-      ? null
-      : {
-          prompt_tokens: entry.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(parsed.messages).length / 4),
-          completion_tokens: entry.usage?.completion_tokens ?? Math.ceil(content.length / 4),
-        };
-    const id = `chatcmpl-scripted-${++sequence}`;
-    if (stream)
-      await sendStream(res, {
-        id,
-        model: parsed.model,
-        content,
-        usage: parsed.stream_options?.include_usage === true ? usage : null,
-        chunkDelayMs: entry.chunkDelayMs ?? 0,
-      });
-    else sendCompletion(res, id, parsed.model, content, usage);
-  }
-
-  /** Server-sent events as OpenAI streams them: role, content pieces, finish, usage, [DONE]. */
-  async function sendStream(
-    res: ServerResponse,
-    reply: { id: string; model: string; content: string; usage: TokenUsage | null; chunkDelayMs: number },
-  ): Promise<void> {
-    if (res.destroyed) return;
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
-      res.write(
-        `data: ${JSON.stringify({ id: reply.id, object: "chat.completion.chunk", created: 0, model: reply.model, choices, ...extra })}\n\n`,
-      );
-    chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
-    for (const [i, piece] of streamPieces(reply.content).entries()) {
-      // The client hung up (an abort): stop streaming.
-      if (i > 0 && reply.chunkDelayMs > 0 && !(await wait(reply.chunkDelayMs, res))) return;
-      if (res.destroyed) return;
-      chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
-    }
-    chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
-    if (reply.usage) chunk([], { usage: usageBody(reply.usage) });
-    res.end("data: [DONE]\n\n");
-  }
-
-  /** Resolves true after `ms`, or false as soon as the client disconnects. */
-  function wait(ms: number, res: ServerResponse): Promise<boolean> {
-    return new Promise((resolve) => {
-      const onClose = () => {
-        clearTimeout(timer);
-        timers.delete(timer);
-        resolve(false);
-      };
-      const timer = setTimeout(() => {
-        timers.delete(timer);
-        res.off("close", onClose);
-        resolve(!res.destroyed);
-      }, ms);
-      timers.add(timer);
-      res.once("close", onClose);
-    });
-  }
 
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -287,6 +176,7 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
     url: `http://${urlHost}:${port}/v1`,
     port,
     calls,
+    embeddingCalls: st.embeddingCalls,
     assertConsumed() {
       const left = cursor.unconsumed();
       if (left.length === 0 && unexpected.length === 0) return;
@@ -305,6 +195,192 @@ export async function startScriptedOpenAIServer(opts: ScriptedServerOptions): Pr
       });
     },
   };
+}
+
+/** One HTTP request: the route, then the call recorded and answered from the script. */
+async function handle(st: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === "POST" && (req.url ?? "").split("?")[0] === "/v1/embeddings") return embed(st, req, res);
+  const parsed = await readChatRequest(req, res);
+  if (parsed === null) return;
+  const role = header(req, "x-agentmesh-role");
+  const op = header(req, "x-agentmesh-op");
+  const taskId = header(req, "x-agentmesh-task-id");
+  const turn = parsed.messages.filter((m) => m.role === "assistant").length;
+  const stream = parsed.stream === true;
+  const responseFormat = parsed.response_format?.type ?? null;
+  const record = (entry: number | null, status: number) =>
+    st.calls.push({ role, op, taskId, turn, entry, status, stream, responseFormat, body: parsed });
+
+  if (st.opts.rejectJsonSchema && responseFormat === "json_schema") {
+    record(null, 400);
+    sendJson(res, 400, {
+      error: {
+        message: "response_format type 'json_schema' is not supported by this server",
+        type: "invalid_request_error",
+        param: "response_format",
+        code: null,
+      },
+    });
+    return;
+  }
+  const taken = role && op && taskId ? st.cursor.take(role, op, `${taskId}\u0000${turn}`) : null;
+  if (!taken) {
+    const what = `${role || "?"}.${op || "?"} task ${taskId || "?"} turn ${turn}`;
+    st.unexpected.push(what);
+    record(null, 400);
+    // A 400 that does not mention the response format: the adapter fails at once (model_refused).
+    sendJson(
+      res,
+      400,
+      apiError(
+        `scripted server: unexpected call ${what} (no script entry left or x-agentmesh headers missing)`,
+        "scripted_unexpected_call",
+      ),
+    );
+    return;
+  }
+  // Recorded on arrival, so a test sees the call even if the client gives up during a delay.
+  record(taken.index, taken.entry.status ?? 200);
+  return answer(st, res, parsed, taken.entry);
+}
+
+/** POST /v1/embeddings: the deterministic vectors of its inputs, or the configured failure. */
+async function embed(st: ServerState, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const raw = await readBody(req);
+  let body: unknown = null;
+  try {
+    body = raw === null ? null : JSON.parse(raw);
+  } catch {
+    // answered below as an invalid request
+  }
+  const parsed = embeddingInputs(body);
+  if (parsed === null) {
+    sendJson(
+      res,
+      400,
+      apiError("an embeddings request needs `model` and `input` (text or texts)", "invalid_request_error"),
+    );
+    return;
+  }
+  const options = st.opts.embeddings ?? {};
+  const status = options.status ?? 200;
+  st.embeddingCalls.push({ model: parsed.model, inputs: parsed.inputs, status });
+  if (status !== 200) sendJson(res, status, apiError(`scripted ${status}`, "server_error"));
+  else sendJson(res, 200, embeddingsResponse(parsed.model, parsed.inputs, options));
+}
+
+/**
+ * The chat-completions request's body; null once the request was answered instead (GET
+ * /v1/models, an unknown route, a body too large or not a chat request).
+ */
+async function readChatRequest(req: IncomingMessage, res: ServerResponse): Promise<RequestBody | null> {
+  const path = (req.url ?? "").split("?")[0];
+  if (req.method === "GET" && path === "/v1/models") {
+    sendJson(res, 200, {
+      object: "list",
+      data: [{ id: "scripted", object: "model", created: 0, owned_by: "agentmesh" }],
+    });
+    return null;
+  }
+  if (req.method !== "POST" || path !== "/v1/chat/completions") {
+    sendJson(res, 404, apiError(`no route ${req.method} ${path}`, "not_found"));
+    return null;
+  }
+  const raw = await readBody(req);
+  if (raw === null) {
+    sendJson(res, 413, apiError("request body too large", "invalid_request_error"));
+    return null;
+  }
+  try {
+    return RequestBody.parse(JSON.parse(raw));
+  } catch (err) {
+    sendJson(
+      res,
+      400,
+      apiError(`invalid request body: ${(err as Error).message}`.slice(0, 500), "invalid_request_error"),
+    );
+    return null;
+  }
+}
+
+/** Sends the entry's reply (after its delay): its error status, or its answer streamed or whole. */
+async function answer(
+  st: ServerState,
+  res: ServerResponse,
+  parsed: RequestBody,
+  entry: HttpScriptEntry,
+): Promise<void> {
+  if (entry.delayMs && !(await wait(st.timers, entry.delayMs, res))) return;
+  if (entry.status !== undefined) {
+    const headers: Record<string, string> =
+      entry.retryAfterSec !== undefined ? { "retry-after": String(entry.retryAfterSec) } : {};
+    sendJson(
+      res,
+      entry.status,
+      entry.body ?? apiError(`scripted ${entry.status}`, entry.status === 429 ? "rate_limit_exceeded" : "server_error"),
+      headers,
+    );
+    return;
+  }
+  const content = entry.content ?? JSON.stringify(entry.output);
+  const usage = entry.omitUsage
+    ? null
+    : {
+        prompt_tokens: entry.usage?.prompt_tokens ?? Math.ceil(JSON.stringify(parsed.messages).length / 4),
+        completion_tokens: entry.usage?.completion_tokens ?? Math.ceil(content.length / 4),
+      };
+  const id = `chatcmpl-scripted-${++st.sequence}`;
+  if (parsed.stream === true)
+    await sendStream(st.timers, res, {
+      id,
+      model: parsed.model,
+      content,
+      usage: parsed.stream_options?.include_usage === true ? usage : null,
+      chunkDelayMs: entry.chunkDelayMs ?? 0,
+    });
+  else sendCompletion(res, id, parsed.model, content, usage);
+}
+
+/** Server-sent events as OpenAI streams them: role, content pieces, finish, usage, [DONE]. */
+async function sendStream(
+  timers: Set<NodeJS.Timeout>,
+  res: ServerResponse,
+  reply: { id: string; model: string; content: string; usage: TokenUsage | null; chunkDelayMs: number },
+): Promise<void> {
+  if (res.destroyed) return;
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) =>
+    res.write(
+      `data: ${JSON.stringify({ id: reply.id, object: "chat.completion.chunk", created: 0, model: reply.model, choices, ...extra })}\n\n`,
+    );
+  chunk([{ index: 0, delta: { role: "assistant", content: "" }, logprobs: null, finish_reason: null }]);
+  for (const [i, piece] of streamPieces(reply.content).entries()) {
+    // The client hung up (an abort): stop streaming.
+    if (i > 0 && reply.chunkDelayMs > 0 && !(await wait(timers, reply.chunkDelayMs, res))) return;
+    if (res.destroyed) return;
+    chunk([{ index: 0, delta: { content: piece }, logprobs: null, finish_reason: null }]);
+  }
+  chunk([{ index: 0, delta: {}, logprobs: null, finish_reason: "stop" }]);
+  if (reply.usage) chunk([], { usage: usageBody(reply.usage) });
+  res.end("data: [DONE]\n\n");
+}
+
+/** Resolves true after `ms`, or false as soon as the client disconnects; the timer is held in `timers` meanwhile. */
+function wait(timers: Set<NodeJS.Timeout>, ms: number, res: ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const onClose = () => {
+      clearTimeout(timer);
+      timers.delete(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      timers.delete(timer);
+      res.off("close", onClose);
+      resolve(!res.destroyed);
+    }, ms);
+    timers.add(timer);
+    res.once("close", onClose);
+  });
 }
 
 function header(req: IncomingMessage, name: string): string {

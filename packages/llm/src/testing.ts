@@ -13,4 +13,9 @@ export {
   type ScriptedServer,
   type ScriptedServerOptions,
 } from "./scripted-server.js";
+export {
+  scriptedEmbedding,
+  type ScriptedEmbeddingCall,
+  type ScriptedEmbeddingsOptions,
+} from "./scripted-embeddings.js";
 export { runModelConformance, type ConformanceAnswer, type ModelFactory } from "./conformance.js";

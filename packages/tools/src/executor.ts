@@ -42,7 +42,7 @@ export type ToolCallResult =
       readonly records: readonly ToolCallRecord[];
     };
 
-/** Counts tool calls per session; the in-memory default can be swapped for a shared store. */
+/** Counts tool calls per session; the local default (kept in the process) can be swapped for a shared store. */
 export interface SessionCallCounter {
   /** Adds one call to the session and returns the new total. */
   increment(sessionId: string): number | Promise<number>;
@@ -81,8 +81,8 @@ const NEVER_RETRY: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
   "deadline_exceeded",
 ]);
 
-/** A bounded in-memory counter (oldest sessions forgotten first), for one process. */
-export function createMemorySessionCounter(maxSessions = 10_000): SessionCallCounter {
+/** A bounded counter kept in the process (oldest sessions forgotten first). */
+export function createLocalSessionCounter(maxSessions = 10_000): SessionCallCounter {
   const counts = new Map<string, number>();
   return {
     increment(sessionId) {
@@ -116,7 +116,7 @@ class SafeExecutorImpl implements SafeExecutor {
 
   constructor(opts: SafeExecutorOptions) {
     this.#opts = opts;
-    this.#counter = opts.counter ?? createMemorySessionCounter();
+    this.#counter = opts.counter ?? createLocalSessionCounter();
     this.#max = opts.maxCallsPerSession ?? 50;
   }
 
@@ -156,35 +156,16 @@ class SafeExecutorImpl implements SafeExecutor {
       return { ok: false, tool: req.tool, error: f, records };
     };
 
-    const tool = this.#opts.registry.get(req.tool);
-    if (!tool) return refuse(new AgentmeshError("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
-    if (!tool.allowedRoles.includes(req.role))
-      return refuse(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
-    if (req.policy?.banned?.includes(tool.name))
-      return refuse(new AgentmeshError("permission_denied", `"${tool.name}" is banned for this session`));
-    if (req.policy?.listed && !req.policy.listed.includes(tool.name)) {
-      return refuse(
-        new AgentmeshError("permission_denied", `"${tool.name}" is not among the tools this session was offered`),
-      );
-    }
-    const parsed = tool.input.safeParse(req.args);
-    if (!parsed.success)
-      return refuse(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
-    if (req.allowance !== undefined) {
-      if (req.allowance < 1)
-        return refuse(new AgentmeshError("budget_exceeded", "the session used all the tool calls it may make"));
-    } else {
-      const used = await this.#counter.increment(req.sessionId);
-      if (used > this.#max)
-        return refuse(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
-    }
+    const admitted = await this.#admit(req);
+    if (!admitted.ok) return refuse(admitted.failure);
+    const { tool, input } = admitted;
 
     const random = this.#opts.random ?? Math.random;
     const doSleep = this.#opts.sleep ?? defaultSleep;
     for (let attempt = 1; ; attempt++) {
       const startedAt = now();
       const t0 = performance.now();
-      const result = await this.#attempt(tool, parsed.data, req, attempt);
+      const result = await this.#attempt(tool, input, req, attempt);
       const latencyMs = performance.now() - t0;
       const f = result.ok ? null : result.failure;
       const retry =
@@ -204,6 +185,39 @@ class SafeExecutorImpl implements SafeExecutor {
         return { ok: false, tool: tool.name, error: abortFailure(reason ?? req.signal?.reason), records };
       }
     }
+  }
+
+  /**
+   * The tool and its checked input, or why the call is refused: no such tool, a role or session
+   * policy that forbids it, input its schema rejects, or a session out of tool calls.
+   */
+  async #admit(
+    req: ToolCallRequest,
+  ): Promise<{ ok: true; tool: RegisteredTool; input: unknown } | { ok: false; failure: AgentmeshError }> {
+    const refused = (failure: AgentmeshError) => ({ ok: false, failure }) as const;
+    const tool = this.#opts.registry.get(req.tool);
+    if (!tool) return refused(new AgentmeshError("tool_not_found", `no tool named "${req.tool.slice(0, 80)}"`));
+    if (!tool.allowedRoles.includes(req.role))
+      return refused(new AgentmeshError("permission_denied", `role "${req.role}" may not call "${tool.name}"`));
+    if (req.policy?.banned?.includes(tool.name))
+      return refused(new AgentmeshError("permission_denied", `"${tool.name}" is banned for this session`));
+    if (req.policy?.listed && !req.policy.listed.includes(tool.name)) {
+      return refused(
+        new AgentmeshError("permission_denied", `"${tool.name}" is not among the tools this session was offered`),
+      );
+    }
+    const parsed = tool.input.safeParse(req.args);
+    if (!parsed.success)
+      return refused(new AgentmeshError("invalid_tool_input", `${tool.name}: ${formatZodError(parsed.error)}`));
+    if (req.allowance !== undefined) {
+      if (req.allowance < 1)
+        return refused(new AgentmeshError("budget_exceeded", "the session used all the tool calls it may make"));
+    } else {
+      const used = await this.#counter.increment(req.sessionId);
+      if (used > this.#max)
+        return refused(new AgentmeshError("budget_exceeded", `session used its ${this.#max} tool calls`));
+    }
+    return { ok: true, tool, input: parsed.data };
   }
 
   // One attempt: resolves at the tool's answer, its timeout or the caller's abort, whichever is

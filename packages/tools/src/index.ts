@@ -14,7 +14,7 @@ export {
 } from "./registry.js";
 export {
   createSafeExecutor,
-  createMemorySessionCounter,
+  createLocalSessionCounter,
   type SafeExecutor,
   type CallPolicy,
   type SafeExecutorOptions,
@@ -37,7 +37,8 @@ export {
 export { createCalculatorTool, type CalculatorOptions } from "./builtins/calculator.js";
 export { CALC_NAMES, CALC_PRECISION, evaluateExact, sameNumber, type CalcResult } from "./builtins/exact.mjs";
 export { createFileReadTool, type FileReadOptions } from "./builtins/file-read.js";
-export { createCorpusSearchTool, type CorpusSearchOptions } from "./builtins/corpus-search.js";
+export { createCorpusSearchTool, type CorpusSearch, type CorpusSearchOptions } from "./builtins/corpus-search.js";
+export { createOpenAIEmbeddings, type Embedder, type OpenAIEmbeddingsOptions } from "./builtins/embeddings.js";
 export { createRunJsTool, createRunPythonTool, type CodeToolOptions } from "./builtins/code-tools.js";
 export {
   createBraveWebSearch,

@@ -7,6 +7,7 @@ import type { CodeRunner } from "../runners/types.js";
 import { createCalculatorTool } from "./calculator.js";
 import { createRunJsTool, createRunPythonTool } from "./code-tools.js";
 import { createCorpusSearchTool } from "./corpus-search.js";
+import type { Embedder } from "./embeddings.js";
 import { createFileReadTool } from "./file-read.js";
 import { createAnalyzeImageTool, createGenerateImageTool } from "./image-tools.js";
 import type { ImageProvider } from "./images.js";
@@ -43,6 +44,10 @@ export interface BuiltinToolsOptions {
   readonly fileRoots?: readonly string[];
   /** Folder of documents for `corpus_search`; without it there is no `corpus_search`. */
   readonly corpusDir?: string;
+  /** Embeddings backend of `corpus_search`'s hybrid ranking; without it BM25 only. */
+  readonly embedder?: Embedder | null;
+  /** Folder `corpus_search` saves its vectors in; absent: memory only. */
+  readonly vectorsDir?: string;
   /** Web search backend; the default answers "no web search provider is configured". */
   readonly webSearch?: WebSearchProvider;
   /**
@@ -58,6 +63,8 @@ export interface BuiltinToolsOptions {
 /** The built-in tools and what must be closed when the process stops. */
 export interface BuiltinTools {
   readonly tools: readonly ToolDefinition[];
+  /** Embeds the corpus of `corpus_search` ahead of its first search (see `CorpusSearch.warm`); never throws. */
+  warm(): Promise<{ ok: boolean; message: string }>;
   /** Terminates workers and sandboxed processes. */
   close(): Promise<void>;
 }
@@ -68,15 +75,22 @@ export function builtinTools(opts: BuiltinToolsOptions = {}): BuiltinTools {
   const tools: ToolDefinition[] = [];
   const pools: ComputePool[] = [];
   const runners: CodeRunner[] = [];
+  let warm = () => Promise.resolve({ ok: true, message: "no corpus_search" });
 
   const calc = createCalculatorTool({ allowedRoles: roles.calculator });
   tools.push(calc.tool);
   pools.push(calc.pool);
   if (opts.fileRoots?.length) tools.push(createFileReadTool({ roots: opts.fileRoots, allowedRoles: roles.file_read }));
   if (opts.corpusDir) {
-    const corpus = createCorpusSearchTool({ dir: opts.corpusDir, allowedRoles: roles.corpus_search });
+    const corpus = createCorpusSearchTool({
+      dir: opts.corpusDir,
+      allowedRoles: roles.corpus_search,
+      embedder: opts.embedder ?? null,
+      ...(opts.vectorsDir ? { vectorsDir: opts.vectorsDir } : {}),
+    });
     tools.push(corpus.tool);
     pools.push(corpus.pool);
+    warm = () => corpus.warm();
   }
   tools.push(
     createWebSearchTool({ provider: opts.webSearch ?? createOfflineWebSearch(), allowedRoles: roles.web_search }),
@@ -97,6 +111,7 @@ export function builtinTools(opts: BuiltinToolsOptions = {}): BuiltinTools {
   }
   return {
     tools,
+    warm: () => warm(),
     async close() {
       await Promise.all([...pools.map((p) => p.close()), ...runners.map((r) => r.close())]);
     },

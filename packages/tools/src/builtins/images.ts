@@ -1,9 +1,11 @@
 import { BlockList, isIP } from "node:net";
-import { AgentmeshError, redactText } from "@agentmesh/contracts";
+import { AgentmeshError } from "@agentmesh/contracts";
 import type { OpenAI } from "openai";
 import type * as OpenAISdk from "openai";
 import { z } from "zod";
-import { readBodyCapped } from "./read-capped.js";
+import { cappedFetch, endpointFailure } from "./openai-failure.js";
+
+const ENDPOINT = "the images endpoint";
 
 /** Sizes `generate_image` may ask for: the ones OpenAI-compatible images endpoints know. */
 export const IMAGE_SIZES = [
@@ -134,25 +136,6 @@ function sniffMime(b64: string, fallback: string | null | undefined): string {
   return `image/${fallback ?? "png"}`;
 }
 
-/** A fetch whose response bodies are read whole, up to `max` bytes, before the client sees them. */
-function cappedFetch(inner: typeof globalThis.fetch, max: number): typeof globalThis.fetch {
-  const tooBig = () =>
-    new AgentmeshError("tool_error", `the images endpoint's response is over ${max} bytes`, { retryable: false });
-  return async (input, init) => {
-    const res = await inner(input, init);
-    if (Number(res.headers.get("content-length") ?? 0) > max) {
-      await res.body?.cancel();
-      throw tooBig();
-    }
-    const body = await readBodyCapped(res, max, tooBig);
-    if (body === null) return res;
-    const headers = new Headers(res.headers);
-    headers.delete("content-encoding");
-    headers.delete("content-length");
-    return new Response(body, { status: res.status, statusText: res.statusText, headers });
-  };
-}
-
 /**
  * The OpenAI-compatible images and vision provider, through the `openai` client (the reference
  * client of this wire format, already the model port's). Its own retries are off: the safe
@@ -180,49 +163,13 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
         maxRetries: 0,
         // The executor's per-attempt timeout aborts first; this is only a backstop.
         timeout: 600_000,
-        fetch: cappedFetch(opts.fetch ?? globalThis.fetch, opts.maxResponseBytes ?? 16 * 1024 * 1024),
+        fetch: cappedFetch(opts.fetch ?? globalThis.fetch, opts.maxResponseBytes ?? 16 * 1024 * 1024, ENDPOINT),
       });
       return { sdk: loaded, client };
     }));
 
-  function failure(err: unknown, what: string, signal: AbortSignal): Error {
-    const { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } = sdk ?? {};
-    if (signal.aborted)
-      return signal.reason instanceof Error ? signal.reason : new AgentmeshError("cancelled", `${what} was cancelled`);
-    const cause = (err as { cause?: unknown } | null)?.cause;
-    if (err instanceof AgentmeshError) return err;
-    if (cause instanceof AgentmeshError) return cause;
-    if (APIUserAbortError && err instanceof APIUserAbortError)
-      return new AgentmeshError("cancelled", `${what} was cancelled`);
-    if (APIConnectionTimeoutError && err instanceof APIConnectionTimeoutError)
-      return new AgentmeshError("timeout", `the images endpoint did not answer ${what} in time`);
-    if (APIConnectionError && err instanceof APIConnectionError) {
-      const why = cause instanceof Error ? `: ${redactText(cause.message, secrets).slice(0, 200)}` : "";
-      return new AgentmeshError("tool_error", `could not reach the images endpoint for ${what}${why}`, {
-        retryable: true,
-      });
-    }
-    if (APIError && err instanceof APIError && typeof err.status === "number") {
-      const said = (err.error as { message?: unknown } | undefined)?.message;
-      const detail =
-        typeof said === "string" && said ? `: ${redactText(said, secrets).replace(/\s+/g, " ").slice(0, 300)}` : "";
-      if (err.status === 401 || err.status === 403)
-        return new AgentmeshError(
-          "tool_unavailable",
-          `the images endpoint refused the API key for ${what} (HTTP ${err.status})`,
-        );
-      // rate limits and server errors pass; other client errors will not improve on retry
-      const retryable = err.status === 429 || err.status === 408 || err.status >= 500;
-      return new AgentmeshError("tool_error", `the images endpoint answered ${what} with HTTP ${err.status}${detail}`, {
-        retryable,
-      });
-    }
-    return new AgentmeshError(
-      "tool_error",
-      `${what} failed: ${redactText(err instanceof Error ? err.message : String(err), secrets).slice(0, 300)}`,
-      { retryable: false },
-    );
-  }
+  const failure = (err: unknown, what: string, signal: AbortSignal) =>
+    endpointFailure(err, what, signal, { sdk, secrets, endpoint: ENDPOINT });
 
   return {
     name: "openai-compatible",
@@ -237,28 +184,7 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
       } catch (err) {
         throw failure(err, "image generation", signal);
       }
-      const parsed = ImagesResponse.safeParse(body);
-      if (!parsed.success)
-        throw new AgentmeshError("tool_error", "the images endpoint sent an unexpected response", { retryable: false });
-      const images: GeneratedImage[] = [];
-      for (const d of parsed.data.data.slice(0, 4)) {
-        const revised = d.revised_prompt ? { revised_prompt: d.revised_prompt.slice(0, 4000) } : {};
-        if (d.b64_json) {
-          if (d.b64_json.length > maxImage)
-            throw new AgentmeshError("tool_error", `the generated image is over ${maxImage} base64 characters`, {
-              retryable: false,
-            });
-          images.push({
-            b64_json: d.b64_json,
-            mime_type: sniffMime(d.b64_json, parsed.data.output_format),
-            ...revised,
-          });
-        } else if (d.url && /^https?:\/\//i.test(d.url) && d.url.length <= 4096) {
-          images.push({ url: d.url, ...revised });
-        }
-      }
-      if (images.length === 0)
-        throw new AgentmeshError("tool_error", "the images endpoint returned no image", { retryable: false });
+      const images = generatedImages(body, maxImage);
       return { images, model: opts.imageModel };
     },
     async analyze(imageUrl, question, { signal }) {
@@ -283,20 +209,51 @@ export function createOpenAIImages(opts: OpenAIImagesOptions): ImageProvider {
       } catch (err) {
         throw failure(err, "image analysis", signal);
       }
-      const parsed = ChatResponse.safeParse(body);
-      if (!parsed.success)
-        throw new AgentmeshError("tool_error", "the vision endpoint sent an unexpected response", { retryable: false });
-      const message = parsed.data.choices[0]?.message;
-      if (message?.refusal)
-        throw new AgentmeshError("tool_error", `the vision model refused: ${message.refusal.slice(0, 500)}`, {
-          retryable: false,
-        });
-      const answer = message?.content?.trim() ?? "";
-      if (!answer)
-        throw new AgentmeshError("tool_error", "the vision model gave an empty answer", { retryable: false });
-      return answer.slice(0, maxAnswer);
+      return visionAnswer(body, maxAnswer);
     },
   };
+}
+
+/** The images of a generation response (at most 4): base64 ones checked against `maxImage`, http(s) URLs as they are. */
+function generatedImages(body: unknown, maxImage: number): GeneratedImage[] {
+  const parsed = ImagesResponse.safeParse(body);
+  if (!parsed.success)
+    throw new AgentmeshError("tool_error", "the images endpoint sent an unexpected response", { retryable: false });
+  const images: GeneratedImage[] = [];
+  for (const d of parsed.data.data.slice(0, 4)) {
+    const revised = d.revised_prompt ? { revised_prompt: d.revised_prompt.slice(0, 4000) } : {};
+    if (d.b64_json) {
+      if (d.b64_json.length > maxImage)
+        throw new AgentmeshError("tool_error", `the generated image is over ${maxImage} base64 characters`, {
+          retryable: false,
+        });
+      images.push({
+        b64_json: d.b64_json,
+        mime_type: sniffMime(d.b64_json, parsed.data.output_format),
+        ...revised,
+      });
+    } else if (d.url && /^https?:\/\//i.test(d.url) && d.url.length <= 4096) {
+      images.push({ url: d.url, ...revised });
+    }
+  }
+  if (images.length === 0)
+    throw new AgentmeshError("tool_error", "the images endpoint returned no image", { retryable: false });
+  return images;
+}
+
+/** The vision model's answer, at most `maxAnswer` characters; a refusal or an empty answer is a failure. */
+function visionAnswer(body: unknown, maxAnswer: number): string {
+  const parsed = ChatResponse.safeParse(body);
+  if (!parsed.success)
+    throw new AgentmeshError("tool_error", "the vision endpoint sent an unexpected response", { retryable: false });
+  const message = parsed.data.choices[0]?.message;
+  if (message?.refusal)
+    throw new AgentmeshError("tool_error", `the vision model refused: ${message.refusal.slice(0, 500)}`, {
+      retryable: false,
+    });
+  const answer = message?.content?.trim() ?? "";
+  if (!answer) throw new AgentmeshError("tool_error", "the vision model gave an empty answer", { retryable: false });
+  return answer.slice(0, maxAnswer);
 }
 
 /** The default provider: no images endpoint configured, so both tools answer `tool_unavailable`. */

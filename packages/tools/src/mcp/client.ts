@@ -27,9 +27,11 @@ export interface McpCallOptions {
 /**
  * A connection to one MCP server, opened on first use and opened again after the server went
  * away (a stdio server is spawned anew). Every failure is an `AgentmeshError`: `tool_unavailable`
- * (cannot connect), `tool_not_found`, `invalid_tool_input` (arguments fail the tool's schema,
- * checked here before the call), `timeout`, `tool_error` (the tool failed or the connection broke
- * mid-call; retryable), or the caller's abort reason (`cancelled` when it is not one).
+ * (cannot connect), `tool_not_found`, `invalid_tool_input` (not retryable: arguments fail the
+ * tool's schema, checked here before the call, or the server refuses the call: an error result or
+ * a JSON-RPC invalid-params error, with the server's message), `timeout`, `tool_error` (the
+ * connection broke mid-call or the request failed otherwise; retryable), or the caller's abort
+ * reason (`cancelled` when it is not one).
  */
 export interface McpClient {
   readonly server: string;
@@ -147,10 +149,12 @@ class McpClientImpl implements McpClient {
     }
     // the SDK's type also allows a pre-2025 `{ toolResult }` answer; the schema we pass parses only `content`
     const result: CallToolResult = isContentResult(answer) ? answer : { content: [] };
+    // An error result is the tool's answer to these arguments (the SDK's servers also report
+    // arguments that fail their schema this way): the same call would get it again.
     if (result.isError)
       throw new AgentmeshError(
-        "tool_error",
-        `MCP tool "${this.server}.${tool}" failed: ${resultText(result) || "no detail"}`,
+        "invalid_tool_input",
+        `MCP tool "${this.server}.${tool}" refused the call: ${resultText(result) || "no detail"}`,
       );
     return mapCallResult(result);
   }

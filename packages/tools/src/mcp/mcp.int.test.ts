@@ -113,12 +113,12 @@ describe.each([
     expect((await failure(c.callTool("pid", {}, { signal: plain.signal }))).code).toBe("cancelled");
   });
 
-  it("reports a tool's own error as a retryable tool_error", async () => {
+  it("reports a tool's error result as the refused call's invalid_tool_input, not retryable, with the server's message", async () => {
     const err = await failure(client(config()).callTool("fail", {}));
     expect([err.code, err.retryable, err.message]).toEqual([
-      "tool_error",
-      true,
-      expect.stringContaining("the article index is down"),
+      "invalid_tool_input",
+      false,
+      `MCP tool "${config().name}.fail" refused the call: the article index is down`,
     ]);
   });
 
@@ -141,8 +141,14 @@ describe.each([
   it("lets the offline chooser pick the search tool from the listed tools", async () => {
     const c = client(config());
     const choice = chooseMcpTool("Find articles on trastuzumab", await c.listTools());
-    expect(choice).toEqual({ tool: "search_articles", args: { query: "Find articles on trastuzumab" }, shared: 1 });
-    expect((await c.callTool(choice?.tool ?? "", choice?.args ?? {})).citations).toHaveLength(3);
+    expect(choice).toEqual({
+      kind: "call",
+      tool: "search_articles",
+      args: { query: "Find articles on trastuzumab" },
+      shared: 1,
+    });
+    if (choice.kind !== "call") throw new Error("expected a choice");
+    expect((await c.callTool(choice.tool, choice.args)).citations).toHaveLength(3);
   });
 });
 

@@ -21,100 +21,124 @@ const CONSOLE_SHIM = `(function (emit) {
   globalThis.console = { log: line(0), info: line(0), debug: line(0), warn: line(1), error: line(1) };
 })`;
 
-function run({ code, timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputBytes }) {
-  const started = performance.now();
-  const deadline = Date.now() + timeLimitMs;
-  const out = [[], []];
-  let outBytes = 0;
-  let overflow = false;
-
+/**
+ * A fresh runtime and context for one call: its limits set, the interrupt handler polling the
+ * deadline and the output cap, and `console.*` bridged into `out` (stdout, stderr) under that cap.
+ */
+function newGuest({ timeLimitMs, memoryLimitBytes, stackSizeBytes, maxOutputBytes }) {
+  const g = {
+    started: performance.now(),
+    deadline: Date.now() + timeLimitMs,
+    out: [[], []],
+    outBytes: 0,
+    overflow: false,
+  };
   const runtime = QuickJS.newRuntime();
   runtime.setMemoryLimit(memoryLimitBytes);
   runtime.setMaxStackSize(stackSizeBytes);
-  runtime.setInterruptHandler(() => overflow || Date.now() > deadline);
+  runtime.setInterruptHandler(() => g.overflow || Date.now() > g.deadline);
   const vm = runtime.newContext();
 
   const emit = vm.newFunction("emit", (streamH, textH) => {
-    if (overflow) return;
+    if (g.overflow) return;
     const stream = vm.typeof(streamH) === "number" && vm.getNumber(streamH) === 1 ? 1 : 0;
     const text = vm.typeof(textH) === "string" ? vm.getString(textH) : "";
     const bytes = Buffer.byteLength(text) + 1;
-    if (outBytes + bytes > maxOutputBytes) {
-      overflow = true;
+    if (g.outBytes + bytes > maxOutputBytes) {
+      g.overflow = true;
       return;
     }
-    outBytes += bytes;
-    out[stream].push(text);
+    g.outBytes += bytes;
+    g.out[stream].push(text);
   });
   const shim = vm.unwrapResult(vm.evalCode(CONSOLE_SHIM, "console-shim.js"));
   vm.unwrapResult(vm.callFunction(shim, vm.undefined, emit)).dispose();
   shim.dispose();
   emit.dispose();
+  return Object.assign(g, { runtime, vm });
+}
 
-  const finish = (ok, value, error, resultTruncated = false) => {
-    // past the deadline is a timeout even if the code's last act (a getter run while the result
-    // was serialised) was interrupted and swallowed
-    const timedOut = Date.now() > deadline;
-    const memory = typeof error === "string" && /out of memory/i.test(error);
-    return {
-      type: "result",
-      ok,
-      result: value,
-      error: error === null || error === undefined ? null : String(error).slice(0, 4000),
-      stdout: out[0].join("\n"),
-      stderr: out[1].join("\n"),
-      resultTruncated,
-      limit: overflow ? "output" : memory ? "memory" : timedOut ? "time" : null,
-      durationMs: performance.now() - started,
-    };
+/** The call's reply: its result or error, the console output, and which limit (if any) it hit. */
+function finish(g, ok, value, error, resultTruncated = false) {
+  // past the deadline is a timeout even if the code's last act (a getter run while the result
+  // was serialised) was interrupted and swallowed
+  const timedOut = Date.now() > g.deadline;
+  const memory = typeof error === "string" && /out of memory/i.test(error);
+  return {
+    type: "result",
+    ok,
+    result: value,
+    error: error === null || error === undefined ? null : String(error).slice(0, 4000),
+    stdout: g.out[0].join("\n"),
+    stderr: g.out[1].join("\n"),
+    resultTruncated,
+    limit: g.overflow ? "output" : memory ? "memory" : timedOut ? "time" : null,
+    durationMs: performance.now() - g.started,
   };
-  const describe = (handle) => {
-    const d = vm.dump(handle);
-    if (d && typeof d === "object" && "message" in d) return `${d.name ?? "Error"}: ${d.message}`;
-    return String(d);
-  };
+}
 
-  const evaluated = vm.evalCode(code, "main.js");
+/** A guest value (an error, most often) as one line of text. */
+function describe(vm, handle) {
+  const d = vm.dump(handle);
+  if (d && typeof d === "object" && "message" in d) return `${d.name ?? "Error"}: ${d.message}`;
+  return String(d);
+}
+
+function run(job) {
+  const g = newGuest(job);
+  const { vm } = g;
+  const evaluated = vm.evalCode(job.code, "main.js");
   if (evaluated.error) {
-    const msg = describe(evaluated.error);
+    const msg = describe(vm, evaluated.error);
     evaluated.error.dispose();
-    return finish(false, null, msg);
+    return finish(g, false, null, msg);
   }
-  let handle = evaluated.value;
-  // an async result: run the guest's job queue (no timers exist, so it drains or loops)
-  if (vm.typeof(handle) === "object" && vm.getPromiseState(handle).type === "pending") {
-    while (vm.getPromiseState(handle).type === "pending") {
-      if (Date.now() > deadline || overflow) return finish(false, null, "InternalError: interrupted");
-      const jobs = runtime.executePendingJobs(64);
-      if (jobs.error) {
-        const msg = describe(jobs.error);
-        jobs.error.dispose();
-        return finish(false, null, msg);
-      }
-      if (jobs.value === 0 && vm.getPromiseState(handle).type === "pending")
-        return finish(false, null, "the result promise never settles");
-    }
-  }
-  if (vm.typeof(handle) === "object") {
-    const state = vm.getPromiseState(handle);
-    if (state.type === "rejected") return finish(false, null, describe(state.error));
-    if (state.type === "fulfilled" && !state.notAPromise) handle = state.value;
-  }
+  const settled = settle(g, evaluated.value);
+  if ("error" in settled) return finish(g, false, null, settled.error);
   let result;
   try {
-    const t = vm.typeof(handle);
+    const t = vm.typeof(settled.handle);
     result =
       t === "undefined"
         ? null
         : t === "string"
-          ? vm.getString(handle)
-          : (JSON.stringify(vm.dump(handle)) ?? String(vm.dump(handle)));
+          ? vm.getString(settled.handle)
+          : (JSON.stringify(vm.dump(settled.handle)) ?? String(vm.dump(settled.handle)));
   } catch (err) {
-    return finish(false, null, String(err?.message ?? err));
+    return finish(g, false, null, String(err?.message ?? err));
   }
-  if (result !== null && result.length > maxOutputBytes)
-    return finish(true, result.slice(0, maxOutputBytes), null, true);
-  return finish(true, result, null);
+  if (result !== null && result.length > job.maxOutputBytes)
+    return finish(g, true, result.slice(0, job.maxOutputBytes), null, true);
+  return finish(g, true, result, null);
+}
+
+/**
+ * The value the code ended with, a promise's once it settles: the guest's job queue is run until
+ * then (no timers exist, so it drains or loops). `{ handle }`, or `{ error }` for a rejection, an
+ * interrupt or a promise that can never settle.
+ */
+function settle(g, value) {
+  const { vm, runtime } = g;
+  let handle = value;
+  if (vm.typeof(handle) === "object" && vm.getPromiseState(handle).type === "pending") {
+    while (vm.getPromiseState(handle).type === "pending") {
+      if (Date.now() > g.deadline || g.overflow) return { error: "InternalError: interrupted" };
+      const jobs = runtime.executePendingJobs(64);
+      if (jobs.error) {
+        const msg = describe(vm, jobs.error);
+        jobs.error.dispose();
+        return { error: msg };
+      }
+      if (jobs.value === 0 && vm.getPromiseState(handle).type === "pending")
+        return { error: "the result promise never settles" };
+    }
+  }
+  if (vm.typeof(handle) === "object") {
+    const state = vm.getPromiseState(handle);
+    if (state.type === "rejected") return { error: describe(vm, state.error) };
+    if (state.type === "fulfilled" && !state.notAPromise) handle = state.value;
+  }
+  return { handle };
 }
 
 parentPort.on("message", (job) => {
