@@ -82,6 +82,19 @@ export interface CancelledView {
 /** How often expired marks are dropped from a view. */
 const SWEEP_MS = 60_000;
 
+/** A view's state, shared by the view and its watches. */
+interface WatchState {
+  /** session id → when it was marked (ms) */
+  readonly marks: Map<string, number>;
+  /** The bucket's max age (0 until the first watch has read it). */
+  maxAgeMs: number;
+  ready: boolean;
+  stopped: boolean;
+  /** The current watch: a reconnect ends it and starts the next one. */
+  generation: number;
+  messages: ConsumerMessages | null;
+}
+
 /**
  * Watches the bucket (an ordered consumer, last value per key) into a `CancelledView`. A failure
  * to start or a broken watch leaves the view not ready, and `onError` is told; it never throws.
@@ -94,88 +107,38 @@ export function watchCancelled(
   onError: (err: unknown) => void,
   now: () => number = Date.now,
 ): CancelledView {
-  const stream = streamOf(naming);
-  const prefix = `$KV.${naming.kv.cancelled}.`;
-  /** session id → when it was marked (ms) */
-  const marks = new Map<string, number>();
-  let maxAgeMs = 0;
-  let ready = false;
-  let stopped = false;
-  /** The current watch: a reconnect ends it and starts the next one. */
-  let generation = 0;
-  let messages: ConsumerMessages | null = null;
-  const alive = (at: number) => maxAgeMs === 0 || now() - at < maxAgeMs;
+  const st: WatchState = { marks: new Map(), maxAgeMs: 0, ready: false, stopped: false, generation: 0, messages: null };
+  const { marks } = st;
+  const alive = (at: number) => st.maxAgeMs === 0 || now() - at < st.maxAgeMs;
   const sweep = setInterval(() => {
     for (const [sid, at] of marks) if (!alive(at)) marks.delete(sid);
   }, SWEEP_MS);
   sweep.unref();
 
-  /** One watch from the bucket's current marks on; ready once nothing stored before it began is still to come. */
-  async function watch(gen: number): Promise<void> {
-    const current = () => gen === generation && !stopped;
-    const info = await (await jetstreamManager(nc)).streams.info(stream);
-    maxAgeMs = Math.floor(info.config.max_age / 1_000_000);
-    const consumer = await jetstream(nc).consumers.get(stream, {
-      filter_subjects: `${prefix}>`,
-      deliver_policy: DeliverPolicy.LastPerSubject,
-    });
-    if (!current()) return;
-    const msgs = await consumer.consume();
-    if (!current()) {
-      msgs.stop();
-      return;
-    }
-    messages = msgs;
-    let applied = 0;
-    // Caught up: an empty bucket at once; else the message the server says has none pending
-    // after it, or (should that one have expired meanwhile) a consumer with nothing pending and
-    // nothing delivered that is not applied.
-    if (info.state.messages === 0) ready = true;
-    else {
-      consumer.info(false).then(
-        (ci) => {
-          if (current() && ci.num_pending === 0 && ci.delivered.stream_seq <= applied) ready = true;
-        },
-        () => undefined,
-      );
-    }
-    for await (const m of msgs) {
-      if (!current()) break;
-      const sid = m.subject.slice(prefix.length);
-      const op = m.headers?.get("KV-Operation");
-      if (op === "DEL" || op === "PURGE") marks.delete(sid);
-      else marks.set(sid, Number(m.timestampNanos / 1_000_000n));
-      applied = m.seq;
-      if (m.info.pending === 0) ready = true;
-    }
-    // ended without an error: stopped, replaced after a reconnect, or the connection closed
-    if (gen === generation) ready = false;
-  }
-
   const start = (): void => {
-    const gen = ++generation;
-    ready = false;
-    messages?.stop();
-    messages = null;
-    watch(gen).catch((err: unknown) => {
-      if (gen !== generation) return;
-      ready = false;
-      if (!stopped) onError(err);
+    const gen = ++st.generation;
+    st.ready = false;
+    st.messages?.stop();
+    st.messages = null;
+    watchOnce(nc, naming, st, gen).catch((err: unknown) => {
+      if (gen !== st.generation) return;
+      st.ready = false;
+      if (!st.stopped) onError(err);
     });
   };
   start();
   void (async () => {
     // Marks may be stored, and their broadcasts lost, while this process is away.
-    for await (const st of nc.status()) {
-      if (stopped) return;
-      if (st.type === "disconnect") ready = false;
-      else if (st.type === "reconnect") start();
+    for await (const s of nc.status()) {
+      if (st.stopped) return;
+      if (s.type === "disconnect") st.ready = false;
+      else if (s.type === "reconnect") start();
     }
   })().catch(() => undefined);
 
   return {
     get ready() {
-      return ready && !stopped;
+      return st.ready && !st.stopped;
     },
     has(sessionId) {
       const at = marks.get(sessionId);
@@ -185,13 +148,57 @@ export function watchCancelled(
       marks.set(sessionId, now());
     },
     stop() {
-      stopped = true;
-      ready = false;
-      generation++;
+      st.stopped = true;
+      st.ready = false;
+      st.generation++;
       clearInterval(sweep);
-      messages?.stop();
+      st.messages?.stop();
     },
   };
+}
+
+/** One watch from the bucket's current marks on; ready once nothing stored before it began is still to come. */
+async function watchOnce(nc: NatsConnection, naming: Naming, st: WatchState, gen: number): Promise<void> {
+  const stream = streamOf(naming);
+  const prefix = `$KV.${naming.kv.cancelled}.`;
+  const current = () => gen === st.generation && !st.stopped;
+  const info = await (await jetstreamManager(nc)).streams.info(stream);
+  st.maxAgeMs = Math.floor(info.config.max_age / 1_000_000);
+  const consumer = await jetstream(nc).consumers.get(stream, {
+    filter_subjects: `${prefix}>`,
+    deliver_policy: DeliverPolicy.LastPerSubject,
+  });
+  if (!current()) return;
+  const msgs = await consumer.consume();
+  if (!current()) {
+    msgs.stop();
+    return;
+  }
+  st.messages = msgs;
+  let applied = 0;
+  // Caught up: an empty bucket at once; else the message the server says has none pending
+  // after it, or (should that one have expired meanwhile) a consumer with nothing pending and
+  // nothing delivered that is not applied.
+  if (info.state.messages === 0) st.ready = true;
+  else {
+    consumer.info(false).then(
+      (ci) => {
+        if (current() && ci.num_pending === 0 && ci.delivered.stream_seq <= applied) st.ready = true;
+      },
+      () => undefined,
+    );
+  }
+  for await (const m of msgs) {
+    if (!current()) break;
+    const sid = m.subject.slice(prefix.length);
+    const op = m.headers?.get("KV-Operation");
+    if (op === "DEL" || op === "PURGE") st.marks.delete(sid);
+    else st.marks.set(sid, Number(m.timestampNanos / 1_000_000n));
+    applied = m.seq;
+    if (m.info.pending === 0) st.ready = true;
+  }
+  // ended without an error: stopped, replaced after a reconnect, or the connection closed
+  if (gen === st.generation) st.ready = false;
 }
 
 /** The watches of a process, one per connection and bucket. */

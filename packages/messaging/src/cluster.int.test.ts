@@ -83,6 +83,19 @@ async function waitReplicated(
   );
 }
 
+/** The nodes' logged warnings and errors that name `stream` or JetStream's meta layer (for failure messages). */
+function serverWarnings(stream: string): string {
+  return cluster.nodes
+    .flatMap((x) =>
+      x.output
+        .split("\n")
+        .filter((l) => /\[(WRN|ERR)\]/.test(l) && (l.includes(stream) || /meta|RAFT|cluster state/i.test(l)))
+        .slice(-15)
+        .map((l) => `${x.name}: ${l}`),
+    )
+    .join("\n");
+}
+
 /** A planner worker that answers every task; its results land on the inbox stream. */
 async function planner(nm: Naming, user = "planner"): Promise<Worker> {
   const nc = await connectAs(user);
@@ -228,10 +241,19 @@ describe("JetStream on a 3-node cluster", () => {
       expect(consumer.config.num_replicas).toBe(3);
 
       await cluster.kill(holder);
+      // a new leader is elected among the two followers; under a loaded machine (CI) that has
+      // taken past 30 s, as for the other streams below. The wait names what it last saw.
+      let seen: unknown = "no answer yet";
       const tasks = await waitFor(
-        async () => (await jsm.streams.info(nm.streams.tasks).catch(() => null))?.state.messages === 6,
-        30_000,
-        "the task stream served by a surviving node",
+        async () => {
+          const info = await jsm.streams.info(nm.streams.tasks).catch((err: unknown) => String(err));
+          seen = typeof info === "string" ? info : { messages: info.state.messages, cluster: info.cluster };
+          return typeof info !== "string" && info.state.messages === 6;
+        },
+        60_000,
+        () =>
+          `the task stream served by a surviving node with its 6 tasks (last seen: ${JSON.stringify(seen)}); ` +
+          `the nodes' warnings:\n${serverWarnings(nm.streams.tasks)}`,
       ).then(() => retried(() => jsm.streams.info(nm.streams.tasks)));
       expect(nodeOf(tasks)).not.toBe(holder);
       // the other streams elect their new leaders at their own pace (on a loaded machine past

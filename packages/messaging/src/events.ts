@@ -1,5 +1,5 @@
 import { EventBatchEnvelope, formatZodError, SessionEvent, type Naming } from "@agentmesh/contracts";
-import { jetstream, type ConsumerMessages } from "@nats-io/jetstream";
+import { jetstream, type Consumer, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
 import { natsFailure } from "./errors.js";
@@ -18,7 +18,7 @@ export interface FollowEventsOptions {
  * (same value, epoch ms); it is read as `timestamp`. Stored events age out of the events stream
  * (its max age), so the next release drops this.
  */
-function legacyEvent(raw: unknown): unknown {
+export function legacyEvent(raw: unknown): unknown {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw) || "timestamp" in raw || !("at" in raw)) return raw;
   const { at, ...rest } = raw as Record<string, unknown>;
   return { ...rest, timestamp: at };
@@ -58,6 +58,11 @@ export function decodeEvents(data: Uint8Array): Decoded<DecodedEvents> {
 /**
  * Replays a session's events from the EVENTS stream from the start, then follows live ones,
  * until the signal aborts or the caller stops iterating. Malformed events are skipped.
+ *
+ * It reads through an ordered consumer of its own, which it deletes on the server when it ends:
+ * stopping one only stops the client's pulls, and the server would keep it for its inactivity
+ * threshold (five minutes). An abort while the consumer is being created ends the iteration as
+ * soon as the create answers, and that consumer is deleted too.
  */
 export async function* followEvents(
   nc: NatsConnection,
@@ -65,48 +70,65 @@ export async function* followEvents(
   sessionId: string,
   opts: FollowEventsOptions = {},
 ): AsyncGenerator<SessionEvent, void, undefined> {
-  if (opts.signal?.aborted) return;
-  const subject = naming.events(sessionId);
-  let messages: ConsumerMessages;
+  const signal = opts.signal;
+  if (signal?.aborted) return;
+  // Listened to before anything is awaited, so an abort during the set-up is not missed.
+  let messages: ConsumerMessages | null = null;
+  const onAbort = () => messages?.stop();
+  signal?.addEventListener("abort", onAbort, { once: true });
+  let consumer: Consumer | null = null;
   try {
-    // an ordered consumer with a single filter string: the array form needs server 2.10
-    const consumer = await jetstream(nc).consumers.get(naming.streams.events, { filter_subjects: subject });
-    messages = await consumer.consume();
-  } catch (err) {
-    throw natsFailure(err, `cannot follow events of ${sessionId}`);
+    try {
+      // an ordered consumer with a single filter string: the array form needs server 2.10
+      consumer = await jetstream(nc).consumers.get(naming.streams.events, {
+        filter_subjects: naming.events(sessionId),
+      });
+      if (signal?.aborted) return;
+      messages = await consumer.consume();
+    } catch (err) {
+      throw natsFailure(err, `cannot follow events of ${sessionId}`);
+    }
+    if (signal?.aborted) return;
+    yield* sessionEvents(messages, sessionId, opts.log);
+  } finally {
+    signal?.removeEventListener("abort", onAbort);
+    messages?.stop();
+    // best effort: a consumer that cannot be deleted now lapses at its inactivity threshold
+    await consumer?.delete().catch(() => false);
   }
-  const onAbort = () => messages.stop();
-  opts.signal?.addEventListener("abort", onAbort, { once: true });
-  try {
-    // The highest index yielded per version: an event seen again (a batch re-published after an
-    // earlier version's crash left some of its events out bare) is not handed out twice.
-    const seen = new Map<number, number>();
-    for await (const m of messages) {
-      const d = decodeEvents(m.data);
-      if (!d.ok || d.value.events.some((e) => e.session_id !== sessionId)) {
-        opts.log?.warn(
-          { subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason },
-          "skipping a malformed event",
+}
+
+/** The events of one session's messages, each once, skipping (and reporting) malformed ones. */
+async function* sessionEvents(
+  messages: ConsumerMessages,
+  sessionId: string,
+  log: Log | undefined,
+): AsyncGenerator<SessionEvent, void, undefined> {
+  // The highest index yielded per version: an event seen again (a batch re-published after an
+  // earlier version's crash left some of its events out bare) is not handed out twice.
+  const seen = new Map<number, number>();
+  for await (const m of messages) {
+    const d = decodeEvents(m.data);
+    if (!d.ok || d.value.events.some((e) => e.session_id !== sessionId)) {
+      log?.warn(
+        { subject: m.subject, seq: m.seq, reason: d.ok ? "session mismatch" : d.reason },
+        "skipping a malformed event",
+      );
+      continue;
+    }
+    for (const reason of d.value.skipped)
+      log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
+    for (const e of d.value.events) {
+      if (e.index <= (seen.get(e.version) ?? -1)) {
+        log?.debug(
+          { subject: m.subject, seq: m.seq, version: e.version, index: e.index },
+          "skipping an event already delivered",
         );
         continue;
       }
-      for (const reason of d.value.skipped)
-        opts.log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
-      for (const e of d.value.events) {
-        if (e.index <= (seen.get(e.version) ?? -1)) {
-          opts.log?.debug(
-            { subject: m.subject, seq: m.seq, version: e.version, index: e.index },
-            "skipping an event already delivered",
-          );
-          continue;
-        }
-        seen.set(e.version, e.index);
-        yield e;
-      }
+      seen.set(e.version, e.index);
+      yield e;
     }
-  } finally {
-    opts.signal?.removeEventListener("abort", onAbort);
-    messages.stop();
   }
 }
 

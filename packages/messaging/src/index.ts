@@ -43,6 +43,14 @@ export {
   type TokenDedup,
   type TokenDelta,
 } from "./events.js";
+export {
+  readStoredEvents,
+  startEventFeed,
+  type EventFeed,
+  type EventFeedHandlers,
+  type FeedMessage,
+  type StoredEventBatch,
+} from "./event-feed.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {
   ProvisionOptions,

@@ -3,6 +3,7 @@ import { Ajv } from "ajv";
 import formats from "ajv-formats";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { createMicroService, SERVICE_ERROR, SERVICE_ERROR_CODE } from "./micro.js";
 import { createPublisher } from "./publisher.js";
@@ -226,6 +227,31 @@ describe("request", () => {
     try {
       const err = await request(nc, subject, {}, 300).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: "timeout", retryable: true });
+    } finally {
+      sub.unsubscribe();
+    }
+  });
+
+  it("to an endpoint: types the reply by its response schema and refuses a reply that fails it", async () => {
+    const subject = `${uniquePrefix()}.echo`;
+    const sub = nc.subscribe(subject, {
+      callback: (_err, m) => {
+        m.respond(JSON.stringify({ echoed: m.json() }));
+      },
+    });
+    try {
+      const echo = {
+        subject,
+        request: z.object({ a: z.number() }),
+        response: z.object({ echoed: z.object({ a: z.number() }) }),
+      };
+      const typed = await request(nc, echo, { a: 2 }, 2000);
+      expect(typed.echoed.a).toBe(2);
+      const wrong = { ...echo, response: z.object({ echoed: z.object({ a: z.string() }) }) };
+      await expect(request(nc, wrong, { a: 3 }, 2000)).rejects.toMatchObject({
+        code: "invalid_message",
+        message: expect.stringContaining(`the reply on ${subject} is not what the endpoint answers`),
+      });
     } finally {
       sub.unsubscribe();
     }

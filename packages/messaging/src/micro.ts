@@ -99,12 +99,62 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
   if (!SEMVER.test(opts.version))
     throw new AgentmeshError("internal", `service version "${opts.version}" is not SemVer`);
   const id = nuid.next();
-  const started = new Date().toISOString();
-  const metadata = { ...(opts.metadata ?? {}) };
   const endpoints: Endpoint[] = [];
   const running = new Set<Promise<void>>();
   let stopped = false;
+  const internal = subscribeDiscovery(nc, opts.name, id, discoveryVerbs(opts, id, endpoints));
 
+  return {
+    id,
+    name: opts.name,
+    addEndpoint(name, subject, handler, eo = {}) {
+      if (stopped) throw new AgentmeshError("internal", `service ${opts.name} is stopped`);
+      if (!MICRO_NAME.test(name))
+        throw new AgentmeshError("internal", `endpoint name "${name}" must match ${MICRO_NAME}`);
+      if (subject.length === 0 || subject.startsWith("$SRV"))
+        throw new AgentmeshError("internal", `bad endpoint subject "${subject}"`);
+      const queue = eo.queue === undefined ? "q" : eo.queue;
+      const holder: { ep?: Endpoint } = {};
+      const sub = nc.subscribe(subject, {
+        ...(queue === null ? {} : { queue }),
+        callback: (err, m) => {
+          if (!err && holder.ep) serve(opts.name, running, holder.ep, m, handler);
+        },
+      });
+      const ep: Endpoint = {
+        name,
+        subject,
+        queue_group: queue,
+        metadata: { ...(eo.metadata ?? {}) },
+        sub,
+        num_requests: 0,
+        num_errors: 0,
+        last_error: "",
+        processing_ns: 0n,
+      };
+      holder.ep = ep;
+      endpoints.push(ep);
+    },
+    async stop(timeoutMs = 10_000) {
+      if (stopped) return;
+      stopped = true;
+      await Promise.allSettled(endpoints.map((e) => e.sub.drain()));
+      let t: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.allSettled([...running]), new Promise<void>((r) => (t = setTimeout(r, timeoutMs)))]);
+      clearTimeout(t);
+      for (const s of internal) s.unsubscribe();
+    },
+  };
+}
+
+/** The PING, INFO and STATS replies of one instance, read from its endpoints when asked. */
+function discoveryVerbs(
+  opts: MicroServiceOptions,
+  id: string,
+  endpoints: readonly Endpoint[],
+): Record<"PING" | "INFO" | "STATS", () => unknown> {
+  const started = new Date().toISOString();
+  const metadata = { ...(opts.metadata ?? {}) };
   const ident = () => ({ name: opts.name, id, version: opts.version, metadata });
   const data = (): Record<string, unknown> | undefined => {
     try {
@@ -114,7 +164,7 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
       return undefined;
     }
   };
-  const verbs = {
+  return {
     PING: () => ({ type: "io.nats.micro.v1.ping_response", ...ident() }),
     INFO: () => ({
       type: "io.nats.micro.v1.info_response",
@@ -147,12 +197,19 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
         })),
       };
     },
-  } as const;
+  };
+}
 
-  // every instance must answer discovery, so no queue group here
+/** Answers each verb for all services, by name and by id; every instance must answer discovery, so no queue group. */
+function subscribeDiscovery(
+  nc: NatsConnection,
+  name: string,
+  id: string,
+  verbs: Record<string, () => unknown>,
+): Subscription[] {
   const internal: Subscription[] = [];
   for (const [verb, reply] of Object.entries(verbs)) {
-    for (const subject of [`$SRV.${verb}`, `$SRV.${verb}.${opts.name}`, `$SRV.${verb}.${opts.name}.${id}`]) {
+    for (const subject of [`$SRV.${verb}`, `$SRV.${verb}.${name}`, `$SRV.${verb}.${name}.${id}`]) {
       internal.push(
         nc.subscribe(subject, {
           callback: (err, m) => {
@@ -162,70 +219,30 @@ export function createMicroService(nc: NatsConnection, opts: MicroServiceOptions
       );
     }
   }
+  return internal;
+}
 
-  function serve(ep: Endpoint, m: Msg, handler: EndpointHandler): void {
-    const t0 = process.hrtime.bigint();
-    const p = (async () => {
-      try {
-        const result = await handler(parseBody(m), m.headers);
-        m.respond(JSON.stringify(result ?? null));
-      } catch (err) {
-        const w = thrownError(err).toWire(opts.name);
-        const status = serviceErrorCode(w.code);
-        ep.num_errors++;
-        ep.last_error = `${status}:${w.message}`;
-        const h = natsHeaders();
-        h.set(SERVICE_ERROR, w.message.replace(/[\r\n]+/g, " ").slice(0, 1000));
-        h.set(SERVICE_ERROR_CODE, String(status));
-        m.respond(JSON.stringify(w), { headers: h });
-      } finally {
-        ep.num_requests++;
-        ep.processing_ns += process.hrtime.bigint() - t0;
-      }
-    })();
-    running.add(p);
-    void p.finally(() => running.delete(p));
-  }
-
-  return {
-    id,
-    name: opts.name,
-    addEndpoint(name, subject, handler, eo = {}) {
-      if (stopped) throw new AgentmeshError("internal", `service ${opts.name} is stopped`);
-      if (!MICRO_NAME.test(name))
-        throw new AgentmeshError("internal", `endpoint name "${name}" must match ${MICRO_NAME}`);
-      if (subject.length === 0 || subject.startsWith("$SRV"))
-        throw new AgentmeshError("internal", `bad endpoint subject "${subject}"`);
-      const queue = eo.queue === undefined ? "q" : eo.queue;
-      const holder: { ep?: Endpoint } = {};
-      const sub = nc.subscribe(subject, {
-        ...(queue === null ? {} : { queue }),
-        callback: (err, m) => {
-          if (!err && holder.ep) serve(holder.ep, m, handler);
-        },
-      });
-      const ep: Endpoint = {
-        name,
-        subject,
-        queue_group: queue,
-        metadata: { ...(eo.metadata ?? {}) },
-        sub,
-        num_requests: 0,
-        num_errors: 0,
-        last_error: "",
-        processing_ns: 0n,
-      };
-      holder.ep = ep;
-      endpoints.push(ep);
-    },
-    async stop(timeoutMs = 10_000) {
-      if (stopped) return;
-      stopped = true;
-      await Promise.allSettled(endpoints.map((e) => e.sub.drain()));
-      let t: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.allSettled([...running]), new Promise<void>((r) => (t = setTimeout(r, timeoutMs)))]);
-      clearTimeout(t);
-      for (const s of internal) s.unsubscribe();
-    },
-  };
+/** Runs one request's handler (tracked in `running` until it ends), replying with its result or an ADR-32 error. */
+function serve(service: string, running: Set<Promise<void>>, ep: Endpoint, m: Msg, handler: EndpointHandler): void {
+  const t0 = process.hrtime.bigint();
+  const p = (async () => {
+    try {
+      const result = await handler(parseBody(m), m.headers);
+      m.respond(JSON.stringify(result ?? null));
+    } catch (err) {
+      const w = thrownError(err).toWire(service);
+      const status = serviceErrorCode(w.code);
+      ep.num_errors++;
+      ep.last_error = `${status}:${w.message}`;
+      const h = natsHeaders();
+      h.set(SERVICE_ERROR, w.message.replace(/[\r\n]+/g, " ").slice(0, 1000));
+      h.set(SERVICE_ERROR_CODE, String(status));
+      m.respond(JSON.stringify(w), { headers: h });
+    } finally {
+      ep.num_requests++;
+      ep.processing_ns += process.hrtime.bigint() - t0;
+    }
+  })();
+  running.add(p);
+  void p.finally(() => running.delete(p));
 }

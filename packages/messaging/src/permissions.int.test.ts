@@ -14,6 +14,7 @@ import { startAuthNats, type AuthNats } from "../../../test/setup/nats-auth.js";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { markCancelled, watchCancelled } from "./cancelled.js";
 import { connectNats } from "./connect.js";
+import { readStoredEvents, startEventFeed } from "./event-feed.js";
 import { followEvents } from "./events.js";
 import { startInboxConsumer } from "./inbox-consumer.js";
 import { createMicroService } from "./micro.js";
@@ -323,6 +324,19 @@ describe("the allowed paths work under the generated config", () => {
         ac.abort();
       }
       expect(seen).toEqual([event]);
+      // a gateway's replay (direct gets) and its one feed of every session's events
+      const replayed: number[] = [];
+      for await (const b of readStoredEvents(client.nc, n, sid, 1)) replayed.push(b.events.length);
+      expect(replayed).toEqual([1]);
+      const fed: string[] = [];
+      const feed = await startEventFeed(client.nc, n, {
+        events: (m) => fed.push(`${m.sessionId}:${m.read()?.events.length}`),
+        failed: (err) => fed.push(`failed: ${String(err)}`),
+      });
+      await createPublisher(coord.nc, n, recordingLog()).publishEvent({ ...event, version: 2 });
+      await waitFor(() => fed.length > 0, 5000, "the feed's first event");
+      await feed.stop();
+      expect(fed).toEqual([`${sid}:1`]);
 
       const services = await listServices(client.nc, 800);
       expect(

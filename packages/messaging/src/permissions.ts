@@ -152,7 +152,14 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
     ],
   );
   out.client = rules(
-    [n.submit, n.inboxFrom(INBOX_SENDERS.client), ...follow(events, n.eventsAll), ...DISCOVER],
+    [
+      n.submit,
+      n.inboxFrom(INBOX_SENDERS.client),
+      ...follow(events, n.eventsAll),
+      // replays from a position: one direct get per stored message
+      `$JS.API.DIRECT.GET.${events}`,
+      ...DISCOVER,
+    ],
     [n.tokensAll],
   );
   // The gateway is a client with its own seed (one user per service): same rights, nothing more.

@@ -55,6 +55,7 @@ async function check(o: ProvisionOptions): Promise<void> {
     subjects: [n.eventsAll],
     retention: RetentionPolicy.Limits,
     max_age: nanos(o.eventsMaxAgeMs),
+    allow_direct: true,
   });
   // a standard KV bucket (`nats kv get`), one value per session, expiring after a day by default
   const kv = await jsm.streams.info(`KV_${n.kv.cancelled}`);
@@ -140,6 +141,21 @@ describe("provision", () => {
       await check(second);
     } finally {
       await dropStreams(nc, first.naming);
+    }
+  });
+
+  it("allows direct gets on an events stream an earlier release made without them", async () => {
+    const o = options(uniquePrefix("prov"));
+    try {
+      await provision(nc, o);
+      const jsm = await jetstreamManager(nc);
+      const { name, subjects, max_age } = (await jsm.streams.info(o.naming.streams.events)).config;
+      await jsm.streams.update(name, { subjects, max_age, allow_direct: false });
+      expect((await jsm.streams.info(name)).config.allow_direct).toBe(false);
+      await provision(nc, o);
+      await check(o);
+    } finally {
+      await dropStreams(nc, o.naming);
     }
   });
 

@@ -174,7 +174,29 @@ export async function provision(nc: NatsConnection, o: ProvisionOptions): Promis
 async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<void> {
   const n = o.naming;
   const replicas = o.replicas ?? 1;
-  const dup = nanos(o.duplicateWindowMs);
+  checkSettings(o);
+  const streams = streamSpecs(o, replicas);
+  try {
+    const jsm = await jetstreamManager(nc);
+    // the streams are independent of each other, and so are the consumers once their streams
+    // exist: each group goes out at once instead of ~30 API round trips one after another
+    await settleAll(
+      [...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)),
+    );
+    const rescaled: Array<[string, string]> = [];
+    await settleAll(
+      consumerSpecs(o, replicas).map(async ([stream, cfg]) => {
+        if (await ensureConsumer(jsm, stream, cfg)) rescaled.push([stream, cfg.durable_name]);
+      }),
+    );
+    if (replicas > 1) await Promise.all(rescaled.map(([s, d]) => handOver(nc, jsm, s, d, replicas)));
+  } catch (err) {
+    throw natsFailure(err, `provisioning JetStream for prefix ${n.prefix} failed`);
+  }
+}
+
+/** Refuses durations the server would refuse (or that would make no sense) before anything is sent. */
+function checkSettings(o: ProvisionOptions): void {
   for (const [k, v] of Object.entries({
     taskAckWaitMs: o.taskAckWaitMs,
     inboxAckWaitMs: o.inboxAckWaitMs,
@@ -190,13 +212,19 @@ async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<v
       "provision: duplicateWindowMs must not exceed eventsMaxAgeMs (the server refuses it)",
     );
   }
+}
+
+/** The INBOX, TASKS, EVENTS and DEAD streams' settings. */
+function streamSpecs(o: ProvisionOptions, replicas: number): StreamSpec[] {
+  const n = o.naming;
+  const dup = nanos(o.duplicateWindowMs);
   const workQueue = {
     retention: RetentionPolicy.Workqueue,
     storage: StorageType.File,
     num_replicas: replicas,
     discard: DiscardPolicy.Old,
   };
-  const streams: StreamSpec[] = [
+  return [
     { name: n.streams.inbox, subjects: [n.inboxAll], ...workQueue, duplicate_window: dup },
     { name: n.streams.tasks, subjects: [n.taskAll], ...workQueue, duplicate_window: dup },
     {
@@ -207,6 +235,8 @@ async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<v
       num_replicas: replicas,
       max_age: nanos(o.eventsMaxAgeMs),
       duplicate_window: dup,
+      // replays read a session's messages by direct get (no consumer per reader): docs/events.md
+      allow_direct: true,
     },
     {
       name: n.streams.dead,
@@ -219,49 +249,38 @@ async function provisionOnce(nc: NatsConnection, o: ProvisionOptions): Promise<v
       duplicate_window: nanos(Math.min(o.duplicateWindowMs, o.deadMaxAgeMs ?? 7 * DAY_MS)),
     },
   ];
-  try {
-    const jsm = await jetstreamManager(nc);
-    // the streams are independent of each other, and so are the consumers once their streams
-    // exist: each group goes out at once instead of ~30 API round trips one after another
-    await settleAll(
-      [...streams, cancelledBucketConfig(n, o.cancelledTtlMs ?? DAY_MS, replicas)].map((s) => ensureStream(jsm, s)),
-    );
-    // replicas set on each consumer, not left to follow the stream, so a change of replicas shows
-    // in the consumer's own config and provisioning knows to hand its leadership over (below)
-    const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, num_replicas: replicas };
-    type Durable = Partial<ConsumerConfig> & { durable_name: string };
-    const consumers: Array<[string, Durable]> = [
-      [
-        n.streams.inbox,
-        {
-          ...pull,
-          durable_name: n.consumers.coordinator,
-          filter_subject: n.inboxAll,
-          ack_wait: nanos(o.inboxAckWaitMs),
-          max_deliver: o.inboxMaxDeliver,
-          max_ack_pending: o.inboxMaxAckPending ?? 1000,
-        },
-      ],
-      ...o.roles.map((role): [string, Durable] => [
-        n.streams.tasks,
-        {
-          ...pull,
-          durable_name: n.consumers.role(role),
-          filter_subject: n.taskFilter(role),
-          ack_wait: nanos(o.taskAckWaitMs),
-          max_deliver: o.taskMaxDeliver,
-          max_ack_pending: o.maxAckPendingPerRole,
-        },
-      ]),
-    ];
-    const rescaled: Array<[string, string]> = [];
-    await settleAll(
-      consumers.map(async ([stream, cfg]) => {
-        if (await ensureConsumer(jsm, stream, cfg)) rescaled.push([stream, cfg.durable_name]);
-      }),
-    );
-    if (replicas > 1) await Promise.all(rescaled.map(([s, d]) => handOver(nc, jsm, s, d, replicas)));
-  } catch (err) {
-    throw natsFailure(err, `provisioning JetStream for prefix ${n.prefix} failed`);
-  }
+}
+
+type Durable = Partial<ConsumerConfig> & { durable_name: string };
+
+/** The durable pull consumers, each with its stream: `coordinator` on INBOX, one per role on TASKS. */
+function consumerSpecs(o: ProvisionOptions, replicas: number): Array<[string, Durable]> {
+  const n = o.naming;
+  // replicas set on each consumer, not left to follow the stream, so a change of replicas shows
+  // in the consumer's own config and provisioning knows to hand its leadership over (`handOver`)
+  const pull = { ack_policy: AckPolicy.Explicit, deliver_policy: DeliverPolicy.All, num_replicas: replicas };
+  return [
+    [
+      n.streams.inbox,
+      {
+        ...pull,
+        durable_name: n.consumers.coordinator,
+        filter_subject: n.inboxAll,
+        ack_wait: nanos(o.inboxAckWaitMs),
+        max_deliver: o.inboxMaxDeliver,
+        max_ack_pending: o.inboxMaxAckPending ?? 1000,
+      },
+    ],
+    ...o.roles.map((role): [string, Durable] => [
+      n.streams.tasks,
+      {
+        ...pull,
+        durable_name: n.consumers.role(role),
+        filter_subject: n.taskFilter(role),
+        ack_wait: nanos(o.taskAckWaitMs),
+        max_deliver: o.taskMaxDeliver,
+        max_ack_pending: o.maxAckPendingPerRole,
+      },
+    ]),
+  ];
 }

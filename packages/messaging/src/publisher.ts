@@ -139,23 +139,75 @@ export interface PublisherOptions {
   readonly client?: boolean;
 }
 
+/** One acknowledged JetStream publish under a msg id (see `jsPublisher`). */
+type JsPublish = (subject: string, stream: string, body: Uint8Array, msgID: string, headers: MsgHdrs) => Promise<void>;
+
+/** What a publisher's parts send with: the connection, the naming table and the acknowledged publish. */
+interface Sender {
+  readonly nc: NatsConnection;
+  readonly naming: Naming;
+  readonly jsPublish: JsPublish;
+}
+
 /** Creates the publisher for one naming table. */
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
+  const s: Sender = { nc, naming, jsPublish: jsPublisher(nc, log) };
+  return {
+    async publishTask(task, ctx) {
+      return sendTask(s, validate(TaskEnvelope, task, "task"), ctx);
+    },
+
+    async publishInbox(input, ctx) {
+      const i = validate(InboxInput, input, "inbox input");
+      const body = encodeBounded(i, `inbox input ${i.input_id}`);
+      const taskId = i.kind === "result" ? i.task_id : i.kind === "timer" ? (i.task_id ?? undefined) : undefined;
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: i.session_id, taskId });
+      return s.jsPublish(
+        naming.inbox(i.session_id, senderOf(i, opts.client ?? false)),
+        naming.streams.inbox,
+        body,
+        i.input_id,
+        h,
+      );
+    },
+
+    async publishEvent(event, ctx) {
+      await Promise.all(sendEvents(s, [validate(SessionEvent, event, "event")], ctx));
+    },
+
+    async publishEvents(events, ctx) {
+      if (events.length === 0) return;
+      const first = events[0]!;
+      const b = validate(
+        EventBatch,
+        { v: SCHEMA_VERSION, session_id: first.session_id, version: first.version, events },
+        "event batch",
+      );
+      await Promise.all(sendEvents(s, b.events, ctx));
+    },
+
+    publishCancel: (notice, ctx) => sendCancel(s, notice, ctx),
+
+    publishTokens(event, ctx) {
+      const e = validate(SessionEvent, event, "token event") as TokenEvent;
+      const body = encodeBounded(e, "token event");
+      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId: e.task_id });
+      nc.publish(naming.tokens(e.session_id), body, { headers: h });
+    },
+
+    publishOutbox: (entries, ctx) => sendOutbox(s, entries, ctx),
+  };
+}
+
+/**
+ * One JetStream publish, acknowledged. When the connection moves to another server while the
+ * ack is awaited (the server died, stopped or was cut off), the message is sent again there:
+ * its msg id makes JetStream keep one copy, and the ack of the new send does come.
+ */
+function jsPublisher(nc: NatsConnection, log: Log): JsPublish {
   const js: JetStreamClient = jetstream(nc, { timeout: JS_ACK_TIMEOUT_MS });
   const reconnected = reconnectSignal(nc);
-
-  /**
-   * One JetStream publish, acknowledged. When the connection moves to another server while the
-   * ack is awaited (the server died, stopped or was cut off), the message is sent again there:
-   * its msg id makes JetStream keep one copy, and the ack of the new send does come.
-   */
-  async function jsPublish(
-    subject: string,
-    stream: string,
-    body: Uint8Array,
-    msgID: string,
-    headers: MsgHdrs,
-  ): Promise<void> {
+  return async (subject, stream, body, msgID, headers) => {
     for (let resent = 0; ; resent++) {
       const moved = reconnected.next();
       const sending = js.publish(subject, body, { msgID, headers, expect: { streamName: stream } });
@@ -178,152 +230,113 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
         moved.cancel();
       }
     }
-  }
-
-  /** A task already validated (by `publishTask`, or as part of a stored outbox). */
-  function sendTask(t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
-    const body = encodeBounded(t, `task ${t.task_id}`);
-    const h = buildHeaders({
-      traceparent: ctx?.traceparent,
-      sessionId: t.session_id,
-      taskId: t.task_id,
-      threadId: ctx?.threadId,
-    });
-    return jsPublish(naming.task(t.role, t.op), naming.streams.tasks, body, t.task_id, h);
-  }
-
-  /**
-   * Events already validated (by `publishEvents`, or as part of a stored outbox), of one session and
-   * version in index order: one batch message (msg id `<sid>:<version>:<first>+<count>`) per run of
-   * events that fits the limits, in index order. The split depends only on the events, so a
-   * republished outbox splits the same way and every message is a duplicate. An event that fits
-   * only on its own (the batch's wrapper adds bytes and two levels of nesting) goes out bare, under
-   * its own id `<sid>:<version>:<index>`, as events did before batches.
-   */
-  function sendEvents(events: readonly SessionEvent[], ctx: MessageContext | undefined): Promise<void>[] {
-    const first = events[0];
-    if (first === undefined) return [];
-    const sid = first.session_id;
-    const what = `events of ${sid} v${first.version}`;
-    const send = (body: Uint8Array, msgId: string) =>
-      jsPublish(
-        naming.events(sid),
-        naming.streams.events,
-        body,
-        msgId,
-        buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId }),
-      );
-    const batch = (run: readonly SessionEvent[]) =>
-      tryEncodeBounded(
-        { v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] } satisfies EventBatch,
-        what,
-      );
-    const sendRun = (run: readonly SessionEvent[], encoded = batch(run)): Promise<void> => {
-      const head = run[0]!;
-      if (encoded.ok) return send(encoded.bytes, eventBatchMsgId(sid, first.version, head.index, run.length));
-      // only a run of one can be refused here (a longer run was tried one event shorter first)
-      return send(
-        encodeBounded(head, `event ${head.type} of ${sid} v${first.version}`),
-        eventMsgId(sid, first.version, head.index),
-      );
-    };
-    const whole = batch(events);
-    if (whole.ok) return [sendRun(events, whole)];
-    const sent: Promise<void>[] = [];
-    let run: SessionEvent[] = [];
-    for (const e of events) {
-      if (run.length > 0 && !batch([...run, e]).ok) {
-        sent.push(sendRun(run));
-        run = [];
-      }
-      run.push(e);
-    }
-    sent.push(sendRun(run));
-    return sent;
-  }
-
-  const publisher: Publisher = {
-    async publishTask(task, ctx) {
-      return sendTask(validate(TaskEnvelope, task, "task"), ctx);
-    },
-
-    async publishInbox(input, ctx) {
-      const i = validate(InboxInput, input, "inbox input");
-      const body = encodeBounded(i, `inbox input ${i.input_id}`);
-      const taskId = i.kind === "result" ? i.task_id : i.kind === "timer" ? (i.task_id ?? undefined) : undefined;
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: i.session_id, taskId });
-      return jsPublish(
-        naming.inbox(i.session_id, senderOf(i, opts.client ?? false)),
-        naming.streams.inbox,
-        body,
-        i.input_id,
-        h,
-      );
-    },
-
-    async publishEvent(event, ctx) {
-      await Promise.all(sendEvents([validate(SessionEvent, event, "event")], ctx));
-    },
-
-    async publishEvents(events, ctx) {
-      if (events.length === 0) return;
-      const first = events[0]!;
-      const b = validate(
-        EventBatch,
-        { v: SCHEMA_VERSION, session_id: first.session_id, version: first.version, events },
-        "event batch",
-      );
-      await Promise.all(sendEvents(b.events, ctx));
-    },
-
-    async publishCancel(notice, ctx) {
-      const n = validate(CancelNotice, notice, "cancel notice");
-      const body = encodeBounded(n, "cancel notice");
-      try {
-        // durable first: agents check the bucket before starting a task, so queued tasks of the
-        // session are skipped even by agents that were not listening when the broadcast went out
-        await markCancelled(nc, naming, n.session_id, n.reason);
-        nc.publish(naming.cancel(n.session_id), body, {
-          headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }),
-        });
-        // a cancel is fire-and-forget, but the caller should know it left this process
-        await nc.flush();
-      } catch (err) {
-        throw natsFailure(err, `cancel broadcast for ${n.session_id} failed`);
-      }
-    },
-
-    publishTokens(event, ctx) {
-      const e = validate(SessionEvent, event, "token event") as TokenEvent;
-      const body = encodeBounded(e, "token event");
-      const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId: e.task_id });
-      nc.publish(naming.tokens(e.session_id), body, { headers: h });
-    },
-
-    async publishOutbox(entries, ctx) {
-      // Each publish starts synchronously, so entries reach the connection in order; their acks
-      // are awaited together rather than one round trip after another. Tasks and events are not
-      // validated again: an outbox is validated as a whole when the session store writes it, and
-      // only a stored outbox is published (the size and depth limits still apply, in encodeBounded).
-      // A transition's events (all of its version, in index order) go out as one message, where the first one stood.
-      const events = entries.flatMap((e) => (e.kind === "event" ? [e.event] : []));
-      const firstEvent = entries.findIndex((e) => e.kind === "event");
-      const pending = entries.flatMap((entry, i): Promise<void> | Promise<void>[] => {
-        switch (entry.kind) {
-          case "task":
-            return sendTask(entry.task, ctx);
-          case "event":
-            return i === firstEvent ? sendEvents(events, ctx) : [];
-          case "cancel":
-            return publisher.publishCancel(entry.notice, ctx);
-          default: {
-            const never: never = entry;
-            return Promise.reject(new AgentmeshError("internal", `unknown outbox entry ${JSON.stringify(never)}`));
-          }
-        }
-      });
-      await Promise.all(pending);
-    },
   };
-  return publisher;
+}
+
+/** A task already validated (by `publishTask`, or as part of a stored outbox). */
+function sendTask(s: Sender, t: TaskEnvelope, ctx: MessageContext | undefined): Promise<void> {
+  const body = encodeBounded(t, `task ${t.task_id}`);
+  const h = buildHeaders({
+    traceparent: ctx?.traceparent,
+    sessionId: t.session_id,
+    taskId: t.task_id,
+    threadId: ctx?.threadId,
+  });
+  return s.jsPublish(s.naming.task(t.role, t.op), s.naming.streams.tasks, body, t.task_id, h);
+}
+
+/**
+ * Events already validated (by `publishEvents`, or as part of a stored outbox), of one session and
+ * version in index order: one batch message (msg id `<sid>:<version>:<first>+<count>`) per run of
+ * events that fits the limits, in index order. The split depends only on the events, so a
+ * republished outbox splits the same way and every message is a duplicate. An event that fits
+ * only on its own (the batch's wrapper adds bytes and two levels of nesting) goes out bare, under
+ * its own id `<sid>:<version>:<index>`, as events did before batches.
+ */
+function sendEvents(s: Sender, events: readonly SessionEvent[], ctx: MessageContext | undefined): Promise<void>[] {
+  const { naming } = s;
+  const first = events[0];
+  if (first === undefined) return [];
+  const sid = first.session_id;
+  const what = `events of ${sid} v${first.version}`;
+  const send = (body: Uint8Array, msgId: string) =>
+    s.jsPublish(
+      naming.events(sid),
+      naming.streams.events,
+      body,
+      msgId,
+      buildHeaders({ traceparent: ctx?.traceparent, sessionId: sid, threadId: ctx?.threadId }),
+    );
+  const batch = (run: readonly SessionEvent[]) =>
+    tryEncodeBounded(
+      { v: SCHEMA_VERSION, session_id: sid, version: first.version, events: [...run] } satisfies EventBatch,
+      what,
+    );
+  const sendRun = (run: readonly SessionEvent[], encoded = batch(run)): Promise<void> => {
+    const head = run[0]!;
+    if (encoded.ok) return send(encoded.bytes, eventBatchMsgId(sid, first.version, head.index, run.length));
+    // only a run of one can be refused here (a longer run was tried one event shorter first)
+    return send(
+      encodeBounded(head, `event ${head.type} of ${sid} v${first.version}`),
+      eventMsgId(sid, first.version, head.index),
+    );
+  };
+  const whole = batch(events);
+  if (whole.ok) return [sendRun(events, whole)];
+  const sent: Promise<void>[] = [];
+  let run: SessionEvent[] = [];
+  for (const e of events) {
+    if (run.length > 0 && !batch([...run, e]).ok) {
+      sent.push(sendRun(run));
+      run = [];
+    }
+    run.push(e);
+  }
+  sent.push(sendRun(run));
+  return sent;
+}
+
+/** `publishCancel`: the mark in the bucket, then the broadcast. */
+async function sendCancel(s: Sender, notice: CancelNotice, ctx: MessageContext | undefined): Promise<void> {
+  const { nc, naming } = s;
+  const n = validate(CancelNotice, notice, "cancel notice");
+  const body = encodeBounded(n, "cancel notice");
+  try {
+    // durable first: agents check the bucket before starting a task, so queued tasks of the
+    // session are skipped even by agents that were not listening when the broadcast went out
+    await markCancelled(nc, naming, n.session_id, n.reason);
+    nc.publish(naming.cancel(n.session_id), body, {
+      headers: buildHeaders({ traceparent: ctx?.traceparent, sessionId: n.session_id }),
+    });
+    // a cancel is fire-and-forget, but the caller should know it left this process
+    await nc.flush();
+  } catch (err) {
+    throw natsFailure(err, `cancel broadcast for ${n.session_id} failed`);
+  }
+}
+
+/** `publishOutbox`: every entry started in order, their acks awaited together. */
+async function sendOutbox(s: Sender, entries: readonly OutboxEntry[], ctx: MessageContext | undefined): Promise<void> {
+  // Each publish starts synchronously, so entries reach the connection in order; their acks
+  // are awaited together rather than one round trip after another. Tasks and events are not
+  // validated again: an outbox is validated as a whole when the session store writes it, and
+  // only a stored outbox is published (the size and depth limits still apply, in encodeBounded).
+  // A transition's events (all of its version, in index order) go out as one message, where the first one stood.
+  const events = entries.flatMap((e) => (e.kind === "event" ? [e.event] : []));
+  const firstEvent = entries.findIndex((e) => e.kind === "event");
+  const pending = entries.flatMap((entry, i): Promise<void> | Promise<void>[] => {
+    switch (entry.kind) {
+      case "task":
+        return sendTask(s, entry.task, ctx);
+      case "event":
+        return i === firstEvent ? sendEvents(s, events, ctx) : [];
+      case "cancel":
+        return sendCancel(s, entry.notice, ctx);
+      default: {
+        const never: never = entry;
+        return Promise.reject(new AgentmeshError("internal", `unknown outbox entry ${JSON.stringify(never)}`));
+      }
+    }
+  });
+  await Promise.all(pending);
 }

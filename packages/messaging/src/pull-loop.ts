@@ -92,107 +92,46 @@ export const PULL_DEADLINE_MS = FETCH_EXPIRES_MS + 5000;
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
+/** A loop's state, shared by its parts. */
+interface LoopState {
+  /** each message's handling → the message */
+  readonly inflight: Map<Promise<void>, InFlight>;
+  stopping: boolean;
+  /** A pull is open (false after a failed fetch until the next one succeeds). */
+  running: boolean;
+  current: ConsumerMessages | null;
+  /** Resolves once stop() was called, ending any wait at once. */
+  readonly woken: Promise<void>;
+}
+
 /**
  * Consumes a durable pull consumer with at most `concurrency` messages in flight: each pull asks
  * for the free slots only, so every delivered message is being worked (and heartbeated) at
  * once. Missed heartbeats end the pull and a new one is sent.
  */
 export function startPullLoop(o: PullLoopOptions): PullLoop {
-  const inflight = new Map<Promise<void>, InFlight>();
-  let stopping = false;
-  let running = false;
-  let current: ConsumerMessages | null = null;
   let wake: () => void = () => undefined;
   const woken = new Promise<void>((r) => (wake = r));
-
-  function track(m: JsMsg): void {
-    const entry: InFlight = { msg: m, controller: new AbortController(), settled: false };
-    const hb = setInterval(() => {
-      if (!entry.settled) m.working();
-    }, o.heartbeatMs);
-    const p: Promise<void> = o
-      .handle(entry)
-      .catch((err: unknown) =>
-        o.log.error({ ...o.what, err, seq: m.seq }, "message handler failed; leaving it to redelivery"),
-      )
-      .finally(() => {
-        clearInterval(hb);
-        inflight.delete(p);
-      });
-    inflight.set(p, entry);
-  }
-
-  function watch(messages: ConsumerMessages): void {
-    void (async () => {
-      for await (const s of messages.status()) {
-        if (s.type === "heartbeats_missed") {
-          o.log.warn({ ...o.what, count: s.count }, "JetStream heartbeats missed; pulling again");
-          messages.stop();
-          return;
-        }
-        if (s.type === "consumer_deleted" || s.type === "consumer_not_found" || s.type === "stream_not_found") {
-          o.log.error({ ...o.what, status: s.type }, "JetStream consumer or stream is gone; is provisioning done?");
-        }
-      }
-    })().catch(() => undefined);
-  }
+  const st: LoopState = { inflight: new Map(), stopping: false, running: false, current: null, woken };
+  const { inflight } = st;
 
   const loop = (async () => {
-    while (!stopping && !o.nc.isClosed()) {
-      while (inflight.size >= o.concurrency && !stopping) await Promise.race([...inflight.keys(), woken]);
-      if (stopping) break;
-      let messages: ConsumerMessages;
-      try {
-        // Ask for exactly the free slots: a message delivered to us is started at once and
-        // heartbeated from then on, so none waits unleased in a client buffer past ack_wait.
-        messages = await o.consumer.fetch({
-          max_messages: o.concurrency - inflight.size,
-          expires: FETCH_EXPIRES_MS,
-          idle_heartbeat: FETCH_HEARTBEAT_MS,
-        });
-      } catch (err) {
-        running = false;
-        o.log.error({ ...o.what, err }, "cannot fetch; retrying in 1 s");
-        await Promise.race([sleep(1000), woken]);
-        continue;
-      }
-      current = messages;
-      running = true;
-      watch(messages);
-      const pulled = messages;
-      const deadline = setTimeout(() => {
-        o.log.warn({ ...o.what }, "a pull outlived its expiry; pulling again");
-        pulled.stop();
-      }, o.pullDeadlineMs ?? PULL_DEADLINE_MS);
-      try {
-        for await (const m of messages) {
-          if (stopping) {
-            // already fetched but never started: hand it back for immediate redelivery elsewhere
-            m.nak();
-            continue;
-          }
-          track(m);
-        }
-      } catch (err) {
-        o.log.warn({ ...o.what, err }, "fetch failed");
-        if (!stopping && !o.nc.isClosed()) await Promise.race([sleep(250), woken]);
-      }
-      clearTimeout(deadline);
-      // ends the pull's status listener too (a no-op when the pull already finished)
-      messages.stop();
-      current = null;
+    while (!st.stopping && !o.nc.isClosed()) {
+      while (inflight.size >= o.concurrency && !st.stopping) await Promise.race([...inflight.keys(), woken]);
+      if (st.stopping) break;
+      await pullOnce(o, st);
     }
-    running = false;
+    st.running = false;
   })();
 
   return {
-    alive: () => running && !stopping && !o.nc.isClosed(),
+    alive: () => st.running && !st.stopping && !o.nc.isClosed(),
     inFlight: () => inflight.size,
     async stop(graceMs) {
-      if (stopping) return;
-      stopping = true;
+      if (st.stopping) return;
+      st.stopping = true;
       wake();
-      current?.stop();
+      st.current?.stop();
       let t: NodeJS.Timeout | undefined;
       await Promise.race([
         Promise.allSettled([...inflight.keys()]),
@@ -210,4 +149,82 @@ export function startPullLoop(o: PullLoopOptions): PullLoop {
       await loop;
     },
   };
+}
+
+/** One pull for the free slots: each delivered message is started at once (or handed back when stopping). */
+async function pullOnce(o: PullLoopOptions, st: LoopState): Promise<void> {
+  let messages: ConsumerMessages;
+  try {
+    // Ask for exactly the free slots: a message delivered to us is started at once and
+    // heartbeated from then on, so none waits unleased in a client buffer past ack_wait.
+    messages = await o.consumer.fetch({
+      max_messages: o.concurrency - st.inflight.size,
+      expires: FETCH_EXPIRES_MS,
+      idle_heartbeat: FETCH_HEARTBEAT_MS,
+    });
+  } catch (err) {
+    st.running = false;
+    o.log.error({ ...o.what, err }, "cannot fetch; retrying in 1 s");
+    await Promise.race([sleep(1000), st.woken]);
+    return;
+  }
+  st.current = messages;
+  st.running = true;
+  watchPull(o, messages);
+  const pulled = messages;
+  const deadline = setTimeout(() => {
+    o.log.warn({ ...o.what }, "a pull outlived its expiry; pulling again");
+    pulled.stop();
+  }, o.pullDeadlineMs ?? PULL_DEADLINE_MS);
+  try {
+    for await (const m of messages) {
+      if (st.stopping) {
+        // already fetched but never started: hand it back for immediate redelivery elsewhere
+        m.nak();
+        continue;
+      }
+      track(o, st.inflight, m);
+    }
+  } catch (err) {
+    o.log.warn({ ...o.what, err }, "fetch failed");
+    if (!st.stopping && !o.nc.isClosed()) await Promise.race([sleep(250), st.woken]);
+  }
+  clearTimeout(deadline);
+  // ends the pull's status listener too (a no-op when the pull already finished)
+  messages.stop();
+  st.current = null;
+}
+
+/** Starts handling one message, heartbeating it until its handling ends. */
+function track(o: PullLoopOptions, inflight: LoopState["inflight"], m: JsMsg): void {
+  const entry: InFlight = { msg: m, controller: new AbortController(), settled: false };
+  const hb = setInterval(() => {
+    if (!entry.settled) m.working();
+  }, o.heartbeatMs);
+  const p: Promise<void> = o
+    .handle(entry)
+    .catch((err: unknown) =>
+      o.log.error({ ...o.what, err, seq: m.seq }, "message handler failed; leaving it to redelivery"),
+    )
+    .finally(() => {
+      clearInterval(hb);
+      inflight.delete(p);
+    });
+  inflight.set(p, entry);
+}
+
+/** Ends a pull whose heartbeats are missed; logs a consumer or stream that is gone. */
+function watchPull(o: PullLoopOptions, messages: ConsumerMessages): void {
+  void (async () => {
+    for await (const s of messages.status()) {
+      if (s.type === "heartbeats_missed") {
+        o.log.warn({ ...o.what, count: s.count }, "JetStream heartbeats missed; pulling again");
+        messages.stop();
+        return;
+      }
+      if (s.type === "consumer_deleted" || s.type === "consumer_not_found" || s.type === "stream_not_found") {
+        o.log.error({ ...o.what, status: s.type }, "JetStream consumer or stream is gone; is provisioning done?");
+      }
+    }
+  })().catch(() => undefined);
 }

@@ -1,4 +1,11 @@
-import { AgentmeshError, WireError, type ErrorCode } from "@agentmesh/contracts";
+import {
+  AgentmeshError,
+  WireError,
+  compiled,
+  formatZodError,
+  type Endpoint,
+  type ErrorCode,
+} from "@agentmesh/contracts";
 import { NoRespondersError, RequestError, TimeoutError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import { z } from "zod";
 import { parseBoundedJsonOrThrow } from "./decode.js";
@@ -39,10 +46,45 @@ function serviceError(m: Msg, subject: string): AgentmeshError | null {
 }
 
 /**
- * Core request/reply with a JSON body: returns the parsed reply (null when empty). No service →
- * `unavailable`; no reply in time → `timeout`; an ADR-32 error reply → its typed error.
+ * Core request/reply with a JSON body. To an endpoint (its subject and schemas): the body is typed
+ * by the endpoint's request schema and the reply is checked against its response schema, once, here
+ * (a reply that fails it is `invalid_message`). To a bare subject: the parsed reply as it came (null
+ * when empty). No service → `unavailable`; no reply in time → `timeout`; an ADR-32 error reply →
+ * its typed error.
  */
+export async function request<Q extends z.ZodType, R extends z.ZodType>(
+  nc: NatsConnection,
+  endpoint: Endpoint<Q, R>,
+  body: z.input<Q>,
+  timeoutMs: number,
+  ctx?: MessageContext,
+): Promise<z.output<R>>;
 export async function request(
+  nc: NatsConnection,
+  subject: string,
+  body: unknown,
+  timeoutMs: number,
+  ctx?: MessageContext,
+): Promise<unknown>;
+export async function request(
+  nc: NatsConnection,
+  target: string | Endpoint,
+  body: unknown,
+  timeoutMs: number,
+  ctx?: MessageContext,
+): Promise<unknown> {
+  if (typeof target === "string") return requestRaw(nc, target, body, timeoutMs, ctx);
+  const reply = await requestRaw(nc, target.subject, body, timeoutMs, ctx);
+  const parsed = compiled(target.response).safeParse(reply);
+  if (!parsed.success)
+    throw new AgentmeshError(
+      "invalid_message",
+      `the reply on ${target.subject} is not what the endpoint answers: ${formatZodError(parsed.error)}`,
+    );
+  return parsed.data;
+}
+
+async function requestRaw(
   nc: NatsConnection,
   subject: string,
   body: unknown,

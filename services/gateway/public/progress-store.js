@@ -105,7 +105,8 @@ export function emptyProgress(sessionId = null) {
 }
 
 /**
- * Orders two event ids `<version>:<index>`: negative when `a` came first.
+ * Orders two events by their `<version>:<index>` (the last two parts of an SSE id, which leads
+ * with the stream sequence): negative when `a` came first.
  * @param {string} a
  * @param {string} b
  */

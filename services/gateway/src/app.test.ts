@@ -8,14 +8,16 @@ import {
   type SessionState,
   type SubmitRequest,
 } from "@agentmesh/contracts";
-import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore, testSessionState } from "@agentmesh/session-store/testing";
 import { createLogger } from "@agentmesh/service-kit";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { apiKeyEntry, generateApiKey, parseApiKeys } from "./api-keys.js";
 import { createGatewayApp } from "./app.js";
-import { answerRemainder, deltas } from "./openai.js";
-import { isAfter, parseEventId } from "./stream.js";
-import { createInMemoryLimits } from "./testing.js";
+import type { EventHub } from "./fanout.js";
+import { answerRemainder, deltas, finishReason } from "./openai.js";
+import { eventId, isAfter, parseEventId } from "./stream.js";
+import { SESSION_SLOT_RETRY_S } from "./sessions.js";
+import { createLocalLimits } from "./testing.js";
 
 const ALICE = generateApiKey();
 const BOB = generateApiKey();
@@ -34,14 +36,35 @@ const noNats = new Proxy(
   },
 ) as NatsConnection;
 
-function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: number; nc?: NatsConnection } = {}) {
-  const store = createInMemorySessionStore({
+/** A hub with no events at all: a stream on it stays open until its client leaves. */
+const silentHub: EventHub = {
+  ready: async () => {},
+  listen: () => () => {},
+  recent: () => [],
+  position: () => 0,
+  replay: async function* () {},
+  stats: () => ({ sessions: 0, listeners: 0 }),
+  stop: async () => {},
+};
+
+function setup(
+  over: {
+    anonymous?: boolean;
+    rateLimit?: number;
+    maxBodyBytes?: number;
+    nc?: NatsConnection;
+    corsOrigins?: string[];
+    allowedHosts?: string[];
+    maxOpenStreams?: number;
+  } = {},
+) {
+  const store = createLocalSessionStore({
     keyPrefix: "gw",
     activeTtlMs: 60_000,
     finishedTtlMs: 60_000,
     idempotencyTtlMs: 60_000,
   });
-  const limits = createInMemoryLimits({
+  const limits = createLocalLimits({
     keyPrefix: "gw",
     rateLimit: over.rateLimit ?? 100,
     rateWindowMs: 60_000,
@@ -65,7 +88,10 @@ function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: n
     anonymous: over.anonymous ?? false,
     defaultWorkflow: "critic-chain",
     maxBodyBytes: over.maxBodyBytes ?? 4096,
+    http: { corsOrigins: over.corsOrigins ?? [], allowedHosts: over.allowedHosts ?? [] },
     ready: async () => true,
+    hub: silentHub,
+    ...(over.maxOpenStreams === undefined ? {} : { maxOpenStreams: over.maxOpenStreams }),
   });
   const call = (path: string, init: RequestInit & { key?: string | null; json?: unknown } = {}) => {
     const headers = new Headers(init.headers);
@@ -79,12 +105,16 @@ function setup(over: { anonymous?: boolean; rateLimit?: number; maxBodyBytes?: n
         : {}),
     });
   };
-  return { store, gw, call, inbox };
+  return { store, gw, call, inbox, limits };
 }
 
 /** A response body, loosely typed: the tests assert its shape. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 const body = async (r: Response): Promise<any> => r.json();
+
+/** No lone surrogate: the text is valid UTF-16. */
+const wellFormed = (s: string): boolean =>
+  !/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 
 async function owned(
   store: ReturnType<typeof setup>["store"],
@@ -164,7 +194,8 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     const cases: Array<[unknown, number, RegExp]> = [
       ["{bad json", 400, /^the body is not valid JSON/],
       [{ query: 5 }, 400, /^the query must be text$/],
-      [{ query: "hi" }, 400, /shorter than 3 characters/],
+      [{ query: "hi", workflow: "blackboard" }, 400, /shorter than 3 characters \(the blackboard workflow's minimum\)/],
+      [{ query: "   " }, 400, /^the query is empty$/],
       [
         { query: "What is 2 + 2?", budgets: { max_steps: "x" } },
         400,
@@ -306,7 +337,7 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
         message: expect.stringMatching(/agentmesh\/critic-chain/),
         type: "invalid_request_error",
         param: null,
-        code: "not_found",
+        code: "model_not_found",
       },
     });
     const notUser = await call("/v1/chat/completions", {
@@ -336,6 +367,44 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     ]);
   });
 
+  test("/v1 speaks OpenAI's codes: one model by id, model_not_found, invalid_api_key; /api keeps its own", async () => {
+    const { call } = setup();
+    for (const path of ["/v1/models/agentmesh%2Fhalo", "/v1/models/agentmesh/halo"]) {
+      const one = await call(path);
+      expect(one.status, path).toBe(200);
+      expect(await body(one)).toMatchObject({ id: "agentmesh/halo", object: "model", owned_by: "agentmesh" });
+    }
+    const missing = await call("/v1/models/agentmesh%2Fnope");
+    expect(missing.status).toBe(404);
+    expect((await body(missing)).error).toMatchObject({ code: "model_not_found", type: "invalid_request_error" });
+    const chat = await call("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "gpt-4o", messages: [{ role: "user", content: "What is 2 + 2?" }] },
+    });
+    expect(chat.status).toBe(404);
+    expect((await body(chat)).error.code).toBe("model_not_found");
+    const badKey = await body(await call("/v1/models", { key: "am_nope" }));
+    expect(badKey.error).toMatchObject({ code: "invalid_api_key", type: "authentication_error" });
+    const apiBadKey = await body(await call("/api/v1/workflows", { key: "am_nope" }));
+    expect(apiBadKey.error.code).toBe("unauthorized");
+  });
+
+  test("too_many_sessions is 429 with Retry-After, on /api and on /v1", async () => {
+    const { call, limits } = setup();
+    for (let i = 0; i < 5; i++) await limits.admit("alice", `busysession${i}x`, async () => true);
+    const api = await call("/api/v1/query", { method: "POST", json: { query: "What is 2 + 2?" } });
+    expect(api.status).toBe(429);
+    expect((await body(api)).error.code).toBe("too_many_sessions");
+    expect(api.headers.get("retry-after")).toBe(String(SESSION_SLOT_RETRY_S));
+    const v1 = await call("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "agentmesh/critic-chain", messages: [{ role: "user", content: "What is 2 + 2?" }] },
+    });
+    expect(v1.status).toBe(429);
+    expect((await body(v1)).error).toMatchObject({ code: "too_many_sessions", type: "rate_limit_error" });
+    expect(v1.headers.get("retry-after")).toBe(String(SESSION_SLOT_RETRY_S));
+  });
+
   test("draining: /readyz fails and new API requests are turned away with 503", async () => {
     const { call, gw } = setup();
     expect((await call("/readyz", { key: null })).status).toBe(200);
@@ -347,11 +416,45 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
   });
 });
 
+describe("open streams per replica", () => {
+  test("at most maxOpenStreams at once; one more is a 503 with Retry-After before any session starts, and an ended stream frees its slot", async () => {
+    const { call, store, gw } = setup({ maxOpenStreams: 2 });
+    await owned(store, "sess-alice-0001", "alice");
+    const leave = [new AbortController(), new AbortController()];
+    for (const ac of leave)
+      expect((await call("/api/v1/sessions/sess-alice-0001/events", { signal: ac.signal })).status).toBe(200);
+    expect(gw.openStreams()).toBe(2);
+    const refused = await call("/api/v1/sessions/sess-alice-0001/events");
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect((await body(refused)).error.code).toBe("unavailable");
+    // refused before a session is started: a submit would reach NATS, which throws here
+    const query = await call("/api/v1/query", { method: "POST", json: { query: "What is 2 + 2?" } });
+    expect(query.status).toBe(503);
+    const chat = await call("/v1/chat/completions", {
+      method: "POST",
+      json: { model: "agentmesh/halo", messages: [{ role: "user", content: "What is 2 + 2?" }] },
+    });
+    expect(chat.status).toBe(503);
+    expect((await body(chat)).error).toMatchObject({ type: "server_error", code: "unavailable" });
+    leave[0]!.abort();
+    for (let i = 0; i < 50 && gw.openStreams() > 1; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(gw.openStreams()).toBe(1);
+    const again = new AbortController();
+    expect((await call("/api/v1/sessions/sess-alice-0001/events", { signal: again.signal })).status).toBe(200);
+    again.abort();
+    leave[1]!.abort();
+  });
+});
+
 describe("event ids and answer deltas", () => {
-  test("Last-Event-ID parses as <version>:<index>; order is by version, then index", () => {
+  test("Last-Event-ID parses as <seq>:<version>:<index> (or an earlier release's <version>:<index>); order is by version, then index", () => {
+    expect(parseEventId("57:12:3")).toEqual({ seq: 57, version: 12, index: 3 });
+    expect(eventId({ seq: 57, version: 12, index: 3 })).toBe("57:12:3");
     expect(parseEventId("12:3")).toEqual({ version: 12, index: 3 });
     expect(parseEventId(undefined)).toBeNull();
-    for (const bad of ["12", "a:b", "1:2:3", "-1:0", "1e3:0"]) expect(parseEventId(bad)).toBeUndefined();
+    for (const bad of ["12", "a:b", "1:2:3:4", "-1:0", "1e3:0", "1:-2:3", ":1:2"])
+      expect(parseEventId(bad)).toBeUndefined();
     expect(isAfter({ version: 3, index: 0 }, { version: 2, index: 9 })).toBe(true);
     expect(isAfter({ version: 2, index: 9 }, { version: 2, index: 9 })).toBe(false);
     expect(isAfter({ version: 2, index: 1 }, null)).toBe(true);
@@ -366,5 +469,123 @@ describe("event ids and answer deltas", () => {
     expect(parts.join("")).toBe(text);
     expect(parts.length).toBeGreaterThan(10);
     expect(deltas("")).toEqual([]);
+  });
+
+  test("anonymous mode answers only requests addressed to a loopback name or an allowed host (DNS rebinding refused)", async () => {
+    const { call } = setup({ anonymous: true, allowedHosts: ["agentmesh.local"] });
+    const at = (host: string, path = "/api/v1/workflows") => call(path, { key: null, headers: { host } });
+    for (const host of ["localhost:8080", "127.0.0.1:8080", "[::1]:8080", "LOCALHOST", "agentmesh.local:80"])
+      expect((await at(host)).status, host).toBe(200);
+    for (const host of ["evil.example:8080", "localhost.evil.example", "127.0.0.1.nip.io", "[::2]:80"]) {
+      const r = await at(host);
+      expect(r.status, host).toBe(403);
+      expect((await body(r)).error).toMatchObject({ code: "host_not_allowed" });
+      expect((await at(host, "/v1/models")).status, host).toBe(403);
+      expect((await at(host, "/")).status, host).toBe(403);
+    }
+    // the probes answer whatever the Host (a kubelet sends the pod's address)
+    expect((await at("10.0.0.7:8080", "/healthz")).status).toBe(200);
+    // with keys, the Host is not checked: every request carries a key a page cannot know
+    const keyed = setup();
+    expect((await keyed.call("/api/v1/workflows", { headers: { host: "evil.example" } })).status).toBe(200);
+  });
+
+  test("CORS: no origin by default; a configured origin gets the headers it needs, another gets none", async () => {
+    const preflight = (call: ReturnType<typeof setup>["call"], origin: string) =>
+      call("/v1/chat/completions", {
+        method: "OPTIONS",
+        key: null,
+        headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "authorization" },
+      });
+    const none = setup();
+    expect(
+      (await preflight(none.call, "https://app.example.com")).headers.get("access-control-allow-origin"),
+    ).toBeNull();
+    const get = await none.call("/api/v1/workflows", { headers: { origin: "https://app.example.com" } });
+    expect(get.headers.get("access-control-allow-origin")).toBeNull();
+
+    const some = setup({ corsOrigins: ["https://app.example.com"] });
+    const ok = await preflight(some.call, "https://app.example.com");
+    expect(ok.status).toBe(204);
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(ok.headers.get("access-control-allow-headers")).toMatch(/Authorization/);
+    const answer = await some.call("/api/v1/workflows", { headers: { origin: "https://app.example.com" } });
+    expect(answer.headers.get("access-control-allow-origin")).toBe("https://app.example.com");
+    expect(answer.headers.get("access-control-expose-headers")).toMatch(/X-Agentmesh-Session/);
+    const other = await preflight(some.call, "https://evil.example");
+    expect(other.headers.get("access-control-allow-origin")).toBeNull();
+  });
+
+  test("API answers are no-store and nosniff; a key is checked before the body's size", async () => {
+    const { call } = setup({ maxBodyBytes: 2048 });
+    for (const r of [await call("/api/v1/workflows"), await call("/v1/models"), await call("/api/v1/sessions/nope")]) {
+      expect(r.headers.get("cache-control")).toBe("no-store");
+      expect(r.headers.get("x-content-type-options")).toBe("nosniff");
+    }
+    const big = { query: "x".repeat(5000) };
+    const anonymousBig = await call("/api/v1/query", { method: "POST", key: null, json: big });
+    expect(anonymousBig.status).toBe(401);
+    const keyedBig = await call("/api/v1/query", { method: "POST", json: big });
+    expect(keyedBig.status).toBe(413);
+  });
+
+  test("deltas never split a 4-byte character: an emoji answer cut at every offset and every size is valid UTF-16 piece by piece", () => {
+    const answer = "😀 Ok 🧬🧬 x👍🏽y 𝔸";
+    const decoder = new TextDecoder("utf-8", { fatal: true });
+    for (let size = 1; size <= answer.length + 1; size++) {
+      const parts = deltas(answer, size);
+      expect(parts.join(""), `size ${size}`).toBe(answer);
+      for (const p of parts) {
+        expect(wellFormed(p), `size ${size}: ${JSON.stringify(p)}`).toBe(true);
+        // a strict decoder takes each piece as the client receives it
+        expect(decoder.decode(new TextEncoder().encode(p))).toBe(p);
+      }
+    }
+    // the text after any streamed beginning cut at a valid offset is itself cut validly
+    for (let at = 0; at <= answer.length; at++) {
+      const streamed = answer.slice(0, at);
+      if (!wellFormed(streamed)) continue;
+      for (const p of deltas(answerRemainder(streamed, answer) ?? "", 2)) expect(wellFormed(p)).toBe(true);
+    }
+  });
+
+  test("finish_reason follows how the turn ended", () => {
+    const of = (status: string, truncated = false) => finishReason({ status, truncated });
+    expect(of("completed")).toBe("stop");
+    expect(of("awaiting_user")).toBe("stop");
+    expect(of("completed", true)).toBe("length");
+    expect(of("budget_exceeded")).toBe("length");
+    expect(of("failed")).toBe("error");
+    expect(of("cancelled")).toBe("cancelled");
+  });
+
+  test("Chat Completions fields the workflows cannot honour are a 400 naming the field, before any session starts", async () => {
+    const { call, inbox } = setup();
+    const ask = { model: "agentmesh/critic-chain", messages: [{ role: "user", content: "What is 2 + 2?" }] };
+    const cases: Array<[Record<string, unknown>, string, RegExp]> = [
+      [{ n: 2 }, "n", /n must be 1/],
+      [{ tool_choice: "required" }, "tool_choice", /never calls the client's tools.*"required"/],
+      [{ tool_choice: { type: "function", function: { name: "f" } } }, "tool_choice", /"function"/],
+      [{ function_call: { name: "f" } }, "function_call", /function_call "object"/],
+      [{ response_format: { type: "json_schema", json_schema: { name: "x" } } }, "response_format", /"json_schema"/],
+      [{ response_format: { type: "json_object" } }, "response_format", /"json_object"/],
+      [{ logprobs: true }, "logprobs", /log probabilities/],
+      [{ top_logprobs: 3 }, "top_logprobs", /log probabilities/],
+      [{ modalities: ["text", "audio"] }, "modalities", /text only/],
+      [{ audio: { voice: "alloy", format: "wav" } }, "audio", /audio output/],
+    ];
+    for (const [fields, param, message] of cases) {
+      const r = await call("/v1/chat/completions", { method: "POST", json: { ...ask, ...fields } });
+      expect(r.status, JSON.stringify(fields)).toBe(400);
+      expect(await r.json()).toEqual({
+        error: {
+          message: expect.stringMatching(message),
+          type: "invalid_request_error",
+          param,
+          code: "unsupported_parameter",
+        },
+      });
+    }
+    expect(inbox).toEqual([]);
   });
 });

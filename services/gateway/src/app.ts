@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
@@ -23,16 +22,28 @@ import {
   WorkflowName,
   checkQuery,
   inputIds,
+  newUserInputId,
   misplacedOption,
   type SessionOptions,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
 import { ANONYMOUS_OWNER, presentedApiKey, type ApiKeyVerifier } from "./api-keys.js";
+import { cancelAfterDisconnect, drainAnswers, openAnswers } from "./disconnect.js";
 import { ApiError, errorBody, readJson } from "./http.js";
+import { mountHttpPolicy, type HttpPolicy } from "./http-policy.js";
 import { mountOpenAi, openAiError } from "./openai.js";
-import { ownedSession, sessionSummary, startSession, type SessionDeps } from "./sessions.js";
-import { eventId, parseEventId, sessionStream, type EventCursor } from "./stream.js";
+import {
+  ownedSession,
+  sessionSummary,
+  startSession,
+  startedAfter,
+  type SessionDeps,
+  type StreamDeps,
+} from "./sessions.js";
+import { createEventHub, type EventHub } from "./fanout.js";
+import { eventId, parseEventId, sessionStream, StreamOverflow, type EventCursor } from "./stream.js";
 import { mountStatic } from "./static.js";
+import { createStreamSlots, DEFAULT_MAX_OPEN_STREAMS, type StreamSlots } from "./stream-slots.js";
 
 /** Everything the HTTP app needs; built by main from config and connections. */
 export interface GatewayDeps extends SessionDeps {
@@ -42,10 +53,18 @@ export interface GatewayDeps extends SessionDeps {
   readonly anonymous: boolean;
   readonly defaultWorkflow: WorkflowName;
   readonly maxBodyBytes: number;
+  /** Host check of anonymous mode and CORS (defaults: loopback names, no origin). */
+  readonly http?: Partial<Omit<HttpPolicy, "anonymous">>;
   /** NATS and Redis answer (for /readyz). */
   readonly ready: () => Promise<boolean>;
   /** A keep-alive comment on open streams this often (default 15 s). */
   readonly pingMs?: number;
+  /** The replica's live events and replays; default: one started on `nc` at the first stream. */
+  readonly hub?: EventHub;
+  /** Bytes an open stream holds for a client that does not read, at most (default 1 MiB). */
+  readonly streamBufferBytes?: number;
+  /** Streams this replica serves at once; one more is a 503 with Retry-After (default 10,000). */
+  readonly maxOpenStreams?: number;
 }
 
 type Env = { Variables: { owner: string } };
@@ -84,18 +103,66 @@ const CancelBody = z.object({ reason: z.string().max(500).optional() }).strict()
 /** The running app and how to end it: open streams close cleanly, so clients reconnect elsewhere. */
 export interface GatewayApp {
   readonly app: Hono<Env>;
-  /** Stops taking requests (`/readyz` fails) and ends every open stream. */
-  drain(): void;
+  /**
+   * Stops taking requests (`/readyz` fails) and ends every open `/api` stream (its client resumes
+   * on another replica from its last event id). `/v1` answers, which cannot resume, go on until
+   * `graceMs` (less a moment to send their last chunk), then end with an error chunk.
+   */
+  drain(graceMs?: number): void;
   /** Streams open now. */
   openStreams(): number;
+  /** `/v1` answers open now (streamed or not). */
+  openAnswers(): number;
+  /** Ends the hub's feed (after drain): deletes its consumer. */
+  close(): Promise<void>;
+}
+
+/** What the app's routes share: the dependencies, the open streams and whether the gateway is draining. */
+interface AppState {
+  readonly d: GatewayDeps & StreamDeps;
+  /** One controller per open stream; drain aborts them all. */
+  readonly streams: Set<AbortController>;
+  /** The replica's open-stream slots (taken before a session starts, given back when its stream ends). */
+  readonly slots: StreamSlots;
+  draining: boolean;
 }
 
 /** Builds the gateway's HTTP app: `/api/v1`, the OpenAI-compatible `/v1`, health, and the web page. */
 export function createGatewayApp(d: GatewayDeps): GatewayApp {
   const app = new Hono<Env>();
-  const streams = new Set<AbortController>();
-  let draining = false;
+  const hub = d.hub ?? createEventHub(d.nc, d.naming, d.log);
+  const slots = createStreamSlots(d.maxOpenStreams ?? DEFAULT_MAX_OPEN_STREAMS);
+  const st: AppState = { d: { ...d, hub }, streams: new Set(), slots, draining: false };
+  mountErrors(app, d);
+  mountHttpPolicy(app, {
+    anonymous: d.anonymous,
+    allowedHosts: d.http?.allowedHosts ?? [],
+    corsOrigins: d.http?.corsOrigins ?? [],
+  });
+  mountHealth(app, st);
+  mountAuth(app, st);
+  mountQuery(app, st);
+  mountSessionRoutes(app, st);
+  mountThreadsAndWorkflows(app, d);
+  const answers = openAnswers();
+  mountOpenAi(app, { ...st.d, answers }, slots);
+  mountStatic(app);
 
+  return {
+    app,
+    drain(graceMs = 0) {
+      st.draining = true;
+      for (const s of st.streams) s.abort();
+      drainAnswers(answers, Math.max(0, graceMs - 1500));
+    },
+    openStreams: () => st.streams.size,
+    openAnswers: () => answers.open.size,
+    close: () => hub.stop(),
+  };
+}
+
+/** Errors as JSON: OpenAI's shape under `/v1/`, ours elsewhere; an unexpected one is logged, not shown. */
+function mountErrors(app: Hono<Env>, d: GatewayDeps): void {
   app.onError((err, c) => {
     const e = err instanceof ApiError ? err : null;
     if (!e) d.log.error({ err: err.message, path: c.req.path }, "request failed");
@@ -107,28 +174,36 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     const e = new ApiError("not_found", `no route ${c.req.method} ${c.req.path}`);
     return c.req.path.startsWith("/v1/") ? c.json(openAiError(e), 404) : c.json(errorBody(e), 404);
   });
+}
 
+/** `/healthz`, `/readyz` (failing while draining), and closed connections while draining. */
+function mountHealth(app: Hono<Env>, st: AppState): void {
   // While draining, every answer closes its connection, so keep-alive clients (a page retrying) move to another replica.
   app.use("*", async (c, next) => {
     await next();
-    if (draining) c.header("Connection", "close");
+    if (st.draining) c.header("Connection", "close");
   });
 
   app.get("/healthz", (c) => c.json({ ok: true }));
   app.get("/readyz", async (c) => {
-    const ok = !draining && (await d.ready().catch(() => false));
-    return c.json({ ok, draining }, ok ? 200 : 503);
+    const ok = !st.draining && (await st.d.ready().catch(() => false));
+    return c.json({ ok, draining: st.draining }, ok ? 200 : 503);
   });
+}
 
-  // Body size first, for every route that takes one: a clear 413 before anything is parsed.
+/**
+ * The API key (and, for a POST, its rate limit), then the body limit, on `/api/*` and `/v1/*`: a
+ * request is authenticated before anything of its body is read.
+ */
+function mountAuth(app: Hono<Env>, st: AppState): void {
+  const { d } = st;
+  // Body size next, for every route that takes one: a clear 413 before anything is parsed.
   const limitBody = bodyLimit({
     maxSize: d.maxBodyBytes,
     onError: () => {
       throw new ApiError("payload_too_large", `the request body is over ${d.maxBodyBytes} bytes`);
     },
   });
-  app.use("/api/*", limitBody);
-  app.use("/v1/*", limitBody);
 
   /** Who is asking: the name of a valid key, or `anonymous` when allowed and no key is sent. */
   const authenticate = async (c: Context<Env>, next: () => Promise<void>) => {
@@ -141,7 +216,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
         { "WWW-Authenticate": 'Bearer realm="agentmesh"' },
       );
     }
-    if (draining)
+    if (st.draining)
       throw new ApiError("unavailable", "this gateway is shutting down; retry (another replica answers)", {
         "Retry-After": "1",
       });
@@ -160,78 +235,114 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
   };
   app.use("/api/*", authenticate);
   app.use("/v1/*", authenticate);
+  app.use("/api/*", limitBody);
+  app.use("/v1/*", limitBody);
+}
 
-  /**
-   * Streams a session's events as SSE (`id: <version>:<index>`, `event: <type>`), after `after`,
-   * with live token deltas (no id), until `complete`, the client leaving, or drain.
-   */
-  const streamSession = (
-    c: Context<Env>,
-    sessionId: string,
-    after: EventCursor | null,
-    prelude?: Record<string, unknown>,
-    cancelOnDisconnect = false,
-  ) =>
-    streamSSE(c, async (s: SSEStreamingApi) => {
-      const ac = new AbortController();
-      streams.add(ac);
-      s.onAbort(() => ac.abort());
-      c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
-      const ping = setInterval(() => void s.write(": ping\n\n").catch(() => ac.abort()), d.pingMs ?? 15_000);
-      let ended = false;
-      try {
-        if (prelude) await s.writeSSE({ event: "session", data: JSON.stringify(prelude) });
-        for await (const item of sessionStream(d.nc, d.naming, sessionId, {
-          after,
-          tokens: true,
-          signal: ac.signal,
-          log: d.log,
-        })) {
-          if (item.kind === "token") await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
-          else await s.writeSSE({ id: eventId(item.event), event: item.event.type, data: JSON.stringify(item.event) });
-          if (item.event.type === "complete") {
-            ended = true;
-            await d.limits.release(c.get("owner"), sessionId);
-          }
+/**
+ * Streams a session's events as SSE (`id: <seq>:<version>:<index>`, `event: <type>`), after
+ * `after`, with live token deltas (no id), until `complete`, the client leaving, or drain; then
+ * gives its slot back (`release`).
+ */
+/** What one stream serves: its session, from where, and the slot it gives back when it ends. */
+interface StreamRequest {
+  readonly sessionId: string;
+  readonly after: EventCursor | null;
+  /** Where its replay starts, when known to be past the stream's start (a session started just now). */
+  readonly fromSeq?: number | undefined;
+  readonly release: () => void;
+  readonly prelude?: Record<string, unknown>;
+  readonly cancelOnDisconnect?: boolean;
+}
+
+function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
+  const { sessionId, after, release, prelude } = r;
+  const { d } = st;
+  return streamSSE(c, async (s: SSEStreamingApi) => {
+    const ac = new AbortController();
+    st.streams.add(ac);
+    s.onAbort(() => ac.abort());
+    // a client may have left before this runs: its abort has fired already
+    if (c.req.raw.signal.aborted) ac.abort();
+    else c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
+    const ping = setInterval(() => void s.write(": ping\n\n").catch(() => ac.abort()), d.pingMs ?? 15_000);
+    let ended = false;
+    let lastId =
+      after?.seq === undefined ? null : eventId({ seq: after.seq, version: after.version, index: after.index });
+    try {
+      if (prelude) await s.writeSSE({ event: "session", data: JSON.stringify(prelude) });
+      for await (const item of sessionStream(d.hub, sessionId, {
+        after,
+        fromSeq: r.fromSeq,
+        tokens: true,
+        signal: ac.signal,
+        bufferBytes: d.streamBufferBytes,
+      })) {
+        if (item.kind === "token") await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
+        else {
+          lastId = eventId({ seq: item.seq, version: item.event.version, index: item.event.index });
+          await s.writeSSE({ id: lastId, event: item.event.type, data: JSON.stringify(item.event) });
         }
-      } catch (err) {
-        if (!ac.signal.aborted) {
-          d.log.warn({ session_id: sessionId, err: (err as Error).message }, "event stream failed");
-          await s
-            .writeSSE({
-              event: "error",
-              data: JSON.stringify({
-                code: "unavailable",
-                message: "the event stream was interrupted; reconnect with Last-Event-ID",
-              }),
-            })
-            .catch(() => {});
-        }
-      } finally {
-        clearInterval(ping);
-        streams.delete(ac);
-        // Only when the client asked, and only for a client that left (not a replica shutting down).
-        if (cancelOnDisconnect && !ended && !draining) {
-          await d.publisher
-            .publishInbox({
-              v: SCHEMA_VERSION,
-              kind: "cancel",
-              session_id: sessionId,
-              input_id: inputIds.cancel(`${sessionId}-gateway`),
-              reason: "the client disconnected (cancel_on_disconnect)",
-            })
-            .catch((err: unknown) =>
-              d.log.warn({ session_id: sessionId, err: (err as Error).message }, "cancel on disconnect failed"),
-            );
+        if (item.event.type === "complete") {
+          ended = true;
+          await d.limits.release(c.get("owner"), sessionId);
         }
       }
-    });
+    } catch (err) {
+      if (!ac.signal.aborted) await streamFailed(d, s, sessionId, err, lastId);
+    } finally {
+      clearInterval(ping);
+      st.streams.delete(ac);
+      release();
+      // Only when the client asked, and only for a client that left (not a replica shutting down).
+      if (r.cancelOnDisconnect === true && !ended && !st.draining)
+        await cancelAfterDisconnect(d, sessionId, "cancel_on_disconnect");
+    }
+  });
+}
 
+/** How long the last event of a stream that overflowed may wait for its client to read, before the connection is cut. */
+const OVERFLOW_WRITE_MS = 5000;
+
+/**
+ * The stream's `error` event (code `unavailable`, with `last_event_id`: resume from it): its buffer
+ * overflowed (`reason: "buffer_full"`, the client read too slowly) or its source failed.
+ */
+async function streamFailed(
+  d: GatewayDeps,
+  s: SSEStreamingApi,
+  sessionId: string,
+  err: unknown,
+  lastId: string | null,
+) {
+  const overflow = err instanceof StreamOverflow;
+  if (overflow) d.log.info({ session_id: sessionId, limit_bytes: err.limitBytes }, "stream buffer full; ending it");
+  else d.log.warn({ session_id: sessionId, err: (err as Error).message }, "event stream failed");
+  const data = JSON.stringify({
+    code: "unavailable",
+    ...(overflow ? { reason: "buffer_full" } : {}),
+    message: overflow
+      ? "the client read this stream too slowly; reconnect with Last-Event-ID"
+      : "the event stream was interrupted; reconnect with Last-Event-ID",
+    last_event_id: lastId,
+  });
+  const wrote = s.writeSSE({ event: "error", data }).then(
+    () => true,
+    () => false,
+  );
+  const timer = new Promise<false>((r) => setTimeout(() => r(false), OVERFLOW_WRITE_MS).unref());
+  // a client that reads nothing more would hold the connection forever: cut it
+  if (!(await Promise.race([wrote, timer]))) s.abort();
+}
+
+/** `POST /api/v1/query`: starts (or joins) a session, then streams it, or answers its ids as JSON. */
+function mountQuery(app: Hono<Env>, st: AppState): void {
+  const { d } = st;
   app.post("/api/v1/query", async (c) => {
     const body = await readJson(c, QueryBody);
-    const q = checkQuery(body.query);
-    if (!q.ok) throw new ApiError("invalid_query", q.reason);
     const workflow = body.workflow ?? d.defaultWorkflow;
+    const q = checkQuery(body.query, workflow);
+    if (!q.ok) throw new ApiError("invalid_query", q.reason);
     const {
       query: _q,
       workflow: _w,
@@ -245,6 +356,12 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     if (misplaced) throw new ApiError("bad_request", misplaced.message);
     const { attachments, ...chosen } = rest;
     const options: SessionOptions = { ...chosen, ...(attachments?.length ? { attachments } : {}) };
+    const accept = c.req.header("accept") ?? "";
+    const streaming = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
+    // a stream's slot before its session: a refusal starts nothing
+    const release = streaming ? st.slots.take() : () => {};
+    // a session this request starts has its events past what the hub has delivered now
+    const position = d.hub.position();
     const started = await startSession(d, c.get("owner"), {
       query: q.query,
       workflow,
@@ -253,6 +370,9 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       messages: body.messages,
       threadId: body.thread_id,
       traceparent: c.req.header("traceparent"),
+    }).catch((err: unknown) => {
+      release();
+      throw err;
     });
     const head = {
       session_id: started.sessionId,
@@ -262,11 +382,21 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     };
     c.header("X-Agentmesh-Session", started.sessionId);
     c.header("X-Agentmesh-Thread", started.threadId);
-    const accept = c.req.header("accept") ?? "";
-    if (accept.includes("application/json") && !accept.includes("text/event-stream")) return c.json(head, 202);
-    return streamSession(c, started.sessionId, started.after, head, body.cancel_on_disconnect === true);
+    if (!streaming) return c.json(head, 202);
+    return streamSession(st, c, {
+      sessionId: started.sessionId,
+      after: started.after,
+      fromSeq: startedAfter(started, position),
+      release,
+      prelude: head,
+      cancelOnDisconnect: body.cancel_on_disconnect === true,
+    });
   });
+}
 
+/** One owned session: its summary, its events (resumed after Last-Event-ID), a reply to it, its cancel. */
+function mountSessionRoutes(app: Hono<Env>, st: AppState): void {
+  const { d } = st;
   app.get("/api/v1/sessions/:id", async (c) =>
     c.json(sessionSummary(await ownedSession(d.store, c.get("owner"), c.req.param("id")))),
   );
@@ -278,9 +408,9 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     if (after === undefined)
       throw new ApiError(
         "bad_request",
-        `Last-Event-ID must be <version>:<index> as sent in an event's id, got ${JSON.stringify(raw?.slice(0, 40))}`,
+        `Last-Event-ID must be <seq>:<version>:<index> as sent in an event's id, got ${JSON.stringify(raw?.slice(0, 40))}`,
       );
-    return streamSession(c, state.meta.session_id, after);
+    return streamSession(st, c, { sessionId: state.meta.session_id, after, release: st.slots.take() });
   });
 
   app.post("/api/v1/sessions/:id/reply", async (c) => {
@@ -296,7 +426,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       v: SCHEMA_VERSION,
       kind: "user_reply",
       session_id: sid,
-      input_id: inputIds.user(randomBytes(12).toString("hex")),
+      input_id: newUserInputId(),
       text: body.text,
     });
     return c.json({ session_id: sid }, 202);
@@ -312,12 +442,15 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       v: SCHEMA_VERSION,
       kind: "cancel",
       session_id: sid,
-      input_id: inputIds.cancel(`${sid}-gateway`),
+      input_id: inputIds.clientCancel(sid, "gateway"),
       reason: body.reason ?? "cancelled through the gateway",
     });
     return c.json({ session_id: sid }, 202);
   });
+}
 
+/** An owned thread's sessions, and the workflows a query may name. */
+function mountThreadsAndWorkflows(app: Hono<Env>, d: GatewayDeps): void {
   app.get("/api/v1/threads/:id", async (c) => {
     const owner = c.get("owner");
     const id = c.req.param("id");
@@ -336,16 +469,4 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
       default: d.defaultWorkflow,
     }),
   );
-
-  mountOpenAi(app, d);
-  mountStatic(app);
-
-  return {
-    app,
-    drain() {
-      draining = true;
-      for (const s of streams) s.abort();
-    },
-    openStreams: () => streams.size,
-  };
 }

@@ -30,9 +30,17 @@ const VARS = [
   "AGENTMESH_RATE_WINDOW_MS",
   "AGENTMESH_MAX_CONCURRENT_SESSIONS",
   "AGENTMESH_MAX_BODY_BYTES",
+  "AGENTMESH_STREAM_BUFFER_BYTES",
+  "AGENTMESH_MAX_OPEN_STREAMS",
   "AGENTMESH_SESSION_TTL_MS",
   "AGENTMESH_FINISHED_TTL_MS",
   "AGENTMESH_SESSION_DEADLINE_MS",
+  "AGENTMESH_CORS_ORIGINS",
+  "AGENTMESH_GATEWAY_ALLOWED_HOSTS",
+  "AGENTMESH_HTTP_KEEPALIVE_MS",
+  "AGENTMESH_HTTP_HEADERS_TIMEOUT_MS",
+  "AGENTMESH_HTTP_REQUEST_TIMEOUT_MS",
+  "AGENTMESH_HTTP_MAX_CONNECTIONS",
   ...TRACING_VARS,
   ...METRICS_VARS,
 ] as const;
@@ -57,14 +65,32 @@ export interface GatewayConfig {
   readonly rateWindowMs: number;
   readonly maxConcurrentSessions: number;
   readonly maxBodyBytes: number;
+  /** Bytes an open stream holds for a client that does not read (then it ends, resumable). */
+  readonly streamBufferBytes: number;
+  /** Streams this replica serves at once (503 with Retry-After beyond). */
+  readonly maxOpenStreams: number;
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
   /** How long a session's concurrency slot is held at most without being released (its wall-clock deadline). */
   readonly sessionSlotTtlMs: number;
+  /** Origins whose pages may call the API from a browser (CORS); empty = none. */
+  readonly corsOrigins: readonly string[];
+  /** Host names accepted in anonymous mode besides the loopback ones. */
+  readonly allowedHosts: readonly string[];
+  /** The HTTP server's timeouts and connection cap. */
+  readonly http: HttpServerSettings;
   /** Where the `submit` spans go (none = off). */
   readonly tracing: TracingConfig;
   /** Where the process serves its (Node) metrics; null = none. */
   readonly metrics: MetricsSettings | null;
+}
+
+/** The HTTP server's own bounds (docs/gateway.md, "HTTP"). */
+export interface HttpServerSettings {
+  readonly keepAliveTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly maxConnections: number;
 }
 
 /** Parses the gateway's configuration; every problem is listed at once (`invalid_config`). */
@@ -86,6 +112,10 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
       );
     }
   }
+  if (e.AGENTMESH_HTTP_HEADERS_TIMEOUT_MS > e.AGENTMESH_HTTP_REQUEST_TIMEOUT_MS)
+    problems.push(
+      `AGENTMESH_HTTP_HEADERS_TIMEOUT_MS (${e.AGENTMESH_HTTP_HEADERS_TIMEOUT_MS}) is over AGENTMESH_HTTP_REQUEST_TIMEOUT_MS (${e.AGENTMESH_HTTP_REQUEST_TIMEOUT_MS}): the headers are part of the request`,
+    );
   const tracing = tracingConfig(e, problems);
   if (problems.length) throw configError(problems);
   const keys = parseApiKeys({ inline: e.AGENTMESH_API_KEYS, ...(file ? { file } : {}) });
@@ -107,9 +137,19 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     rateWindowMs: e.AGENTMESH_RATE_WINDOW_MS,
     maxConcurrentSessions: e.AGENTMESH_MAX_CONCURRENT_SESSIONS,
     maxBodyBytes: e.AGENTMESH_MAX_BODY_BYTES,
+    streamBufferBytes: e.AGENTMESH_STREAM_BUFFER_BYTES,
+    maxOpenStreams: e.AGENTMESH_MAX_OPEN_STREAMS,
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,
+    corsOrigins: e.AGENTMESH_CORS_ORIGINS,
+    allowedHosts: e.AGENTMESH_GATEWAY_ALLOWED_HOSTS,
+    http: {
+      keepAliveTimeoutMs: e.AGENTMESH_HTTP_KEEPALIVE_MS,
+      headersTimeoutMs: e.AGENTMESH_HTTP_HEADERS_TIMEOUT_MS,
+      requestTimeoutMs: e.AGENTMESH_HTTP_REQUEST_TIMEOUT_MS,
+      maxConnections: e.AGENTMESH_HTTP_MAX_CONNECTIONS,
+    },
     tracing,
     metrics: metricsSettings(e),
   });

@@ -7,8 +7,13 @@ import type { z } from "zod";
 export const API_ERRORS = {
   bad_request: 400,
   invalid_query: 400,
+  /** A Chat Completions field whose value the workflows cannot honour (`n` > 1, a required tool, …). */
+  unsupported_parameter: 400,
   unauthorized: 401,
+  /** Anonymous mode and a Host header that is not the gateway's own (docs/gateway.md, "HTTP"). */
+  host_not_allowed: 403,
   not_found: 404,
+  model_not_found: 404,
   method_not_allowed: 405,
   conflict: 409,
   payload_too_large: 413,
@@ -26,6 +31,8 @@ export class ApiError extends Error {
     readonly code: ApiErrorCode,
     message: string,
     readonly headers: Record<string, string> = {},
+    /** The request field at fault, where one is (OpenAI's `param`). */
+    readonly param: string | null = null,
   ) {
     super(message);
   }

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { redisAccess } from "@agentmesh/session-store";
 import { LIMITS_REDIS_COMMANDS, checkLimitsOptions } from "./limits.js";
-import { createInMemoryLimits, runLimitsConformance } from "./testing.js";
+import { createLocalLimits, runLimitsConformance } from "./testing.js";
 
-runLimitsConformance("in-memory", async (opts) => {
+runLimitsConformance("local twin", async (opts) => {
   let clock = 1_000_000;
-  const limits = createInMemoryLimits({ ...opts, keyPrefix: "unit", now: () => clock });
+  const limits = createLocalLimits({ ...opts, keyPrefix: "unit", now: () => clock });
   return {
     limits,
     advance: (ms) => {
@@ -37,7 +37,7 @@ describe("gateway limits specifics", () => {
 
   it("counts a full window again as soon as its oldest request is exactly a window old", async () => {
     let clock = 0;
-    const limits = createInMemoryLimits({
+    const limits = createLocalLimits({
       keyPrefix: "unit",
       rateLimit: 1,
       rateWindowMs: 1000,

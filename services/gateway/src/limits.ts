@@ -4,7 +4,7 @@ import type { Redis } from "ioredis";
 /**
  * Per-owner (API key name) limits of the gateway: a request rate and a number of live sessions.
  * The Redis adapter holds them in Redis under `<prefix>:rl:*`, so they hold across any number of
- * replicas; `createInMemoryLimits` (limits-memory.ts) is its twin for tests.
+ * replicas; `createLocalLimits` (limits-local.ts) is its twin for tests.
  */
 export interface GatewayLimits {
   /** Counts one request of `owner` if the sliding window has room; a refused request is not counted. */

@@ -1,6 +1,5 @@
 import type { Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
-import { z } from "zod";
 import {
   ANSWER_OPS,
   SessionOptions,
@@ -15,8 +14,15 @@ import {
   type SessionEvent,
 } from "@agentmesh/contracts";
 import { ApiError, readJson } from "./http.js";
-import { startSession, type SessionDeps, type Started } from "./sessions.js";
-import { sessionStream } from "./stream.js";
+import type { Publisher } from "@agentmesh/messaging";
+import { cancelAfterDisconnect, type OpenAnswers } from "./disconnect.js";
+import { ChatRequest, refuseUnsupported, type Message } from "./openai-request.js";
+import { startSession, startedAfter, type StreamDeps, type Started } from "./sessions.js";
+import { sessionStream, StreamOverflow } from "./stream.js";
+import type { StreamSlots } from "./stream-slots.js";
+
+/** A started session with where its stream's replay begins (`startedAfter`). */
+type Opened = Started & { readonly fromSeq: number | undefined };
 
 /** Model names are `agentmesh/<workflow>`: the model a client picks is the workflow that answers. */
 const MODEL_PREFIX = "agentmesh/";
@@ -32,27 +38,13 @@ export function openAiError(e: ApiError) {
         : e.status >= 500
           ? "server_error"
           : "invalid_request_error";
-  return { error: { message: e.message, type, param: null, code: e.code } };
+  // OpenAI's own codes where a client's SDK looks for them; the gateway's code otherwise.
+  const code = e.code === "unauthorized" ? "invalid_api_key" : e.code;
+  return { error: { message: e.message, type, param: e.param, code } };
 }
 
-const Part = z.looseObject({ type: z.string(), text: z.string().optional() });
-const Message = z.looseObject({
-  role: z.enum(["system", "developer", "user", "assistant", "tool", "function"]),
-  content: z.union([z.string(), z.array(Part), z.null()]).optional(),
-});
-
-/** The request: OpenAI's shape; sampling parameters a workflow has no use for are accepted and ignored. */
-const ChatRequest = z.looseObject({
-  model: z.string().min(1).max(100),
-  messages: z.array(Message).min(1, "messages must hold at least the user's message").max(1000),
-  stream: z.boolean().nullish(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
-  metadata: z.record(z.string(), z.string().max(512)).nullish(),
-});
-type ChatRequest = z.infer<typeof ChatRequest>;
-
 /** The text of a message: its string, or its text parts joined (images and other parts are not read). */
-const textOf = (m: z.infer<typeof Message>): string =>
+const textOf = (m: Message): string =>
   typeof m.content === "string"
     ? m.content
     : (m.content ?? []).flatMap((p) => (p.type === "text" && typeof p.text === "string" ? [p.text] : [])).join("\n");
@@ -63,7 +55,7 @@ function workflowOf(model: string): WorkflowName {
   const wf = WorkflowName.safeParse(name);
   if (!wf.success)
     throw new ApiError(
-      "not_found",
+      "model_not_found",
       `the model ${JSON.stringify(model.slice(0, 100))} does not exist; use one of ${WorkflowName.options.map((w) => MODEL_PREFIX + w).join(", ")}`,
     );
   return wf.data;
@@ -114,11 +106,11 @@ export function metadataOptions(workflow: WorkflowName, metadata: Readonly<Recor
 }
 
 /** The conversation: the last message is the question (from the user); the earlier ones are its history. */
-function conversation(req: ChatRequest): { query: string; history: ChatMessage[] } {
+function conversation(req: ChatRequest, workflow: WorkflowName): { query: string; history: ChatMessage[] } {
   const last = req.messages.at(-1)!;
   if (last.role !== "user")
     throw new ApiError("bad_request", `the last message must be the user's (got "${last.role}")`);
-  const q = checkQuery(textOf(last));
+  const q = checkQuery(textOf(last), workflow);
   if (!q.ok) throw new ApiError("invalid_query", q.reason);
   const history: ChatMessage[] = [];
   for (const m of req.messages.slice(0, -1)) {
@@ -137,42 +129,87 @@ export function answerRemainder(streamed: string, final: string): string | null 
   return final.startsWith(streamed) ? final.slice(streamed.length) : null;
 }
 
-/** Cuts a text into deltas of about `size` characters at word ends, so a client shows it as it comes. */
+/** True when position `j` of `text` falls between the two halves of a surrogate pair. */
+const insidePair = (text: string, j: number): boolean => {
+  const before = text.charCodeAt(j - 1);
+  const after = text.charCodeAt(j);
+  return before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff;
+};
+
+/**
+ * Cuts a text into deltas of about `size` characters at word ends, so a client shows it as it
+ * comes. A cut never splits a surrogate pair: every delta is valid UTF-16 (and so encodes to valid
+ * UTF-8) on its own.
+ */
 export function deltas(text: string, size = 48): string[] {
   const out: string[] = [];
   let i = 0;
   while (i < text.length) {
-    let j = Math.min(text.length, i + size);
+    let j = Math.min(text.length, i + Math.max(1, size));
     const space = text.lastIndexOf(" ", j);
     if (j < text.length && space > i) j = space + 1;
+    if (insidePair(text, j)) j = j - 1 > i ? j - 1 : j + 1;
     out.push(text.slice(i, j));
     i = j;
   }
   return out;
 }
 
+/** A workflow as an OpenAI model object. */
+const modelEntry = (w: WorkflowName) => ({
+  id: MODEL_PREFIX + w,
+  object: "model",
+  created: CREATED,
+  owned_by: "agentmesh",
+  description: WORKFLOW_DESCRIPTIONS[w],
+});
+
 /** How a session's turn ended for a chat client: its final answer, or the question it asks the person. */
-type Outcome = { readonly text: string; readonly status: string };
+type Outcome = { readonly text: string; readonly status: string; readonly truncated: boolean };
+
+/**
+ * The `finish_reason` of a turn's end: `stop` for an answer or a question to the person, `length`
+ * when a budget ended the session or the answer was cut to fit its event, `error` for a session
+ * that failed, `cancelled` for one that was cancelled (docs/gateway.md, "Compatibility").
+ */
+export function finishReason(o: Pick<Outcome, "status" | "truncated">): string {
+  if (o.status === "failed") return "error";
+  if (o.status === "cancelled") return "cancelled";
+  if (o.status === "budget_exceeded" || o.truncated) return "length";
+  return "stop";
+}
+
+/** What the `/v1` routes need beyond starting sessions. */
+export interface OpenAiDeps extends StreamDeps {
+  /** A keep-alive comment on open streams this often (default 15 s). */
+  readonly pingMs?: number;
+  /** Publishes the cancel of a session whose client left. */
+  readonly publisher: Pick<Publisher, "publishInbox">;
+  readonly answers: OpenAnswers;
+}
+
+/**
+ * Whether a client's leaving cancels its session: yes unless it sends
+ * `X-Agentmesh-Cancel-On-Disconnect: false` (a chat client's Stop means stop; a client that only
+ * wants the session started opts out).
+ */
+const cancelsOnDisconnect = (c: Context): boolean =>
+  c.req.header("x-agentmesh-cancel-on-disconnect")?.trim().toLowerCase() !== "false";
 
 /** Mounts `GET /v1/models` and `POST /v1/chat/completions`. */
-export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: SessionDeps): void {
-  app.get("/v1/models", (c) =>
-    c.json({
-      object: "list",
-      data: WorkflowName.options.map((w) => ({
-        id: MODEL_PREFIX + w,
-        object: "model",
-        created: CREATED,
-        owned_by: "agentmesh",
-        description: WORKFLOW_DESCRIPTIONS[w],
-      })),
-    }),
+export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: OpenAiDeps, slots: StreamSlots): void {
+  app.get("/v1/models", (c) => c.json({ object: "list", data: WorkflowName.options.map(modelEntry) }));
+  // OpenAI's SDKs send the id URL-encoded (`agentmesh%2Fhalo`); curl users type its slash.
+  app.get("/v1/models/:id", (c) => c.json(modelEntry(workflowOf(c.req.param("id")))));
+  app.get("/v1/models/agentmesh/:workflow", (c) =>
+    c.json(modelEntry(workflowOf(MODEL_PREFIX + c.req.param("workflow")))),
   );
 
   app.post("/v1/chat/completions", async (c) => {
     const req = await readJson(c, ChatRequest);
+    refuseUnsupported(req);
     const workflow = workflowOf(req.model);
-    const { query, history } = conversation(req);
+    const { query, history } = conversation(req, workflow);
     const threadId = req.metadata?.thread_id ?? c.req.header("x-agentmesh-thread") ?? undefined;
     if (threadId !== undefined && !ThreadId.safeParse(threadId).success) {
       throw new ApiError(
@@ -181,6 +218,9 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
       );
     }
     const options = metadataOptions(workflow, req.metadata ?? {});
+    // streaming or not, the answer comes from a session stream: its slot before its session
+    const release = slots.take();
+    const position = d.hub.position();
     const started = await startSession(d, c.get("owner"), {
       query,
       workflow,
@@ -188,14 +228,20 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
       threadId,
       messages: history.length ? history : undefined,
       traceparent: c.req.header("traceparent"),
-    });
+    }).then(
+      (st): Opened => ({ ...st, fromSeq: startedAfter(st, position) }),
+      (err: unknown) => {
+        release();
+        throw err;
+      },
+    );
     c.header("X-Agentmesh-Session", started.sessionId);
     c.header("X-Agentmesh-Thread", started.threadId);
     const id = `chatcmpl-${started.sessionId}`;
     const created = Math.floor(Date.now() / 1000);
     const ids = { session_id: started.sessionId, thread_id: started.threadId };
     if (req.stream === true)
-      return streamCompletion(c, d, started, {
+      return streamCompletion(c, d, started, release, {
         id,
         created,
         model: req.model,
@@ -203,53 +249,92 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Sess
         ids,
       });
 
-    const ac = new AbortController();
-    c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
-    let outcome: Outcome | null = null;
-    for await (const item of sessionStream(d.nc, d.naming, started.sessionId, {
+    return answerCompletion(c, d, started, { id, created, model: req.model, ids }).finally(release);
+  });
+}
+
+/**
+ * One `/v1` answer's life: the client's leaving (`left`), the replica's drain deadline (`drained`),
+ * and once it ends without an outcome, the cancel of its session when the client left first.
+ */
+function answerLife(c: Context, d: OpenAiDeps, sessionId: string) {
+  const left = new AbortController();
+  const drained = new AbortController();
+  c.req.raw.signal.addEventListener("abort", () => left.abort(), { once: true });
+  if (d.answers.draining) drained.abort();
+  d.answers.open.add(drained);
+  const cancels = cancelsOnDisconnect(c);
+  return {
+    left,
+    drained,
+    signal: AbortSignal.any([left.signal, drained.signal]),
+    /** Call once the answer is over; `ended`: the turn reached its end. */
+    async close(ended: boolean): Promise<void> {
+      d.answers.open.delete(drained);
+      left.abort();
+      if (!ended && cancels && !drained.signal.aborted && !d.answers.draining)
+        await cancelAfterDisconnect(d, sessionId, "a /v1 client; X-Agentmesh-Cancel-On-Disconnect: false keeps it");
+    },
+  };
+}
+
+/** `stream` unset: waits for the turn's end and answers one `chat.completion`. */
+async function answerCompletion(c: Context, d: OpenAiDeps, started: Opened, m: Omit<StreamMeta, "includeUsage">) {
+  const life = answerLife(c, d, started.sessionId);
+  let outcome: Outcome | null = null;
+  try {
+    for await (const item of sessionStream(d.hub, started.sessionId, {
       after: started.after,
+      fromSeq: started.fromSeq,
       tokens: false,
-      signal: ac.signal,
-      log: d.log,
+      signal: life.signal,
+      bufferBytes: d.streamBufferBytes,
     })) {
       outcome = endOf(item.event);
       if (outcome) break;
     }
-    ac.abort();
-    if (!outcome)
-      throw new ApiError(
-        "unavailable",
-        "the session's events stopped before it answered; follow it with GET /api/v1/sessions/:id/events",
-      );
-    return c.json({
-      id,
-      object: "chat.completion",
-      created,
-      model: req.model,
-      choices: [
-        {
-          index: 0,
-          message: { role: "assistant", content: outcome.text, refusal: null },
-          logprobs: null,
-          finish_reason: "stop",
-        },
-      ],
-      usage: await usageOf(d, started.sessionId),
-      system_fingerprint: null,
-      agentmesh: { ...ids, status: outcome.status },
-    });
+  } finally {
+    await life.close(outcome !== null);
+  }
+  if (!outcome && life.drained.signal.aborted)
+    throw new ApiError(
+      "unavailable",
+      `this gateway is shutting down; session ${started.sessionId} goes on: GET /api/v1/sessions/${started.sessionId}`,
+      { "Retry-After": "1" },
+    );
+  if (!outcome)
+    throw new ApiError(
+      "unavailable",
+      "the session's events stopped before it answered; follow it with GET /api/v1/sessions/:id/events",
+    );
+  return c.json({
+    id: m.id,
+    object: "chat.completion",
+    created: m.created,
+    model: m.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: outcome.text, refusal: null },
+        logprobs: null,
+        finish_reason: finishReason(outcome),
+      },
+    ],
+    usage: await usageOf(d, started.sessionId),
+    system_fingerprint: null,
+    agentmesh: { ...m.ids, status: outcome.status },
   });
 }
 
 /** The end of a turn: `complete` (the answer), or the session pausing to ask the person something. */
 function endOf(e: SessionEvent): Outcome | null {
-  if (e.type === "complete") return { text: e.final_answer, status: e.status };
+  if (e.type === "complete") return { text: e.final_answer, status: e.status, truncated: e.truncated === true };
   if (e.type === "stage" && e.name === "awaiting_user" && e.status === "running")
-    return { text: e.description, status: "awaiting_user" };
+    return { text: e.description, status: "awaiting_user", truncated: false };
   return null;
 }
 
-async function usageOf(d: SessionDeps, sessionId: string) {
+async function usageOf(d: StreamDeps, sessionId: string) {
   const u = (await d.store.load(sessionId))?.state.meta.usage;
   const prompt = u?.prompt_tokens ?? 0;
   const completion = u?.completion_tokens ?? 0;
@@ -269,84 +354,126 @@ interface StreamMeta {
  * turn ends, the rest of the final answer (all of it when nothing streamed) follows as deltas, so
  * the streamed text always equals the answer. The usage chunk only when asked for.
  */
-function streamCompletion(c: Context, d: SessionDeps, started: Started, m: StreamMeta) {
+function streamCompletion(c: Context, d: OpenAiDeps, started: Opened, release: () => void, m: StreamMeta) {
   return streamSSE(c, async (s) => {
-    const ac = new AbortController();
-    s.onAbort(() => ac.abort());
+    const life = answerLife(c, d, started.sessionId);
+    s.onAbort(() => life.left.abort());
+    // a comment while the workflow is silent (it may be for minutes), so neither a proxy nor the
+    // client's own timeout takes the quiet connection for a dead one; SSE clients skip comments
+    const ping = setInterval(() => void s.write(": keep-alive\n\n").catch(() => life.left.abort()), d.pingMs ?? 15_000);
     const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
       s.writeSSE({
-        data: JSON.stringify({
-          id: m.id,
-          object: "chat.completion.chunk",
-          created: m.created,
-          model: m.model,
-          system_fingerprint: null,
-          choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-          agentmesh: m.ids,
-        }),
+        data: JSON.stringify(
+          chunkBody(m, { choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }], agentmesh: m.ids }),
+        ),
       });
+    const fail = (code: string, message: string) =>
+      s.writeSSE({ data: JSON.stringify({ error: { message, type: "server_error", param: null, code } }) });
+    let ended = false;
     try {
       await chunk({ role: "assistant", content: "" });
-      let streamed = "";
-      let outcome: Outcome | null = null;
-      for await (const item of sessionStream(d.nc, d.naming, started.sessionId, {
-        after: started.after,
-        tokens: true,
-        signal: ac.signal,
-        log: d.log,
-      })) {
-        if (item.kind === "token") {
-          const t = item.event;
-          if (t.role !== undefined && t.op !== undefined && ANSWER_OPS.has(`${t.role}.${t.op}`)) {
-            streamed += t.delta;
-            await chunk({ content: t.delta });
-          }
-          continue;
-        }
-        outcome = endOf(item.event);
-        if (outcome) break;
-      }
+      const { streamed, outcome } = await forwardAnswerTokens(d, started, life.signal, (delta) =>
+        chunk({ content: delta }),
+      );
+      ended = outcome !== null;
       if (!outcome) {
-        if (!ac.signal.aborted)
-          await s.writeSSE({
-            data: JSON.stringify({
-              error: {
-                message: "the session's events stopped before it answered",
-                type: "server_error",
-                param: null,
-                code: "unavailable",
-              },
-            }),
-          });
+        if (life.drained.signal.aborted)
+          await fail(
+            "unavailable",
+            `this gateway is shutting down; the session goes on: GET /api/v1/sessions/${started.sessionId}`,
+          );
+        else if (!life.left.signal.aborted)
+          await fail("unavailable", "the session's events stopped before it answered");
         return;
       }
-      const rest = answerRemainder(streamed, outcome.text);
-      if (rest === null)
-        d.log.warn(
-          { session_id: started.sessionId },
-          "the streamed answer differs from the final one (the answering node ran again)",
-        );
-      for (const piece of deltas(rest ?? "")) await chunk({ content: piece });
-      await chunk({}, "stop");
-      if (m.includeUsage) {
-        await s.writeSSE({
-          data: JSON.stringify({
-            id: m.id,
-            object: "chat.completion.chunk",
-            created: m.created,
-            model: m.model,
-            system_fingerprint: null,
-            choices: [],
-            usage: await usageOf(d, started.sessionId),
-          }),
-        });
-      }
-      await s.writeSSE({ data: "[DONE]" });
+      await finishStream(d, started, outcome, streamed, { chunk, fail, s, m });
     } catch (err) {
-      if (!ac.signal.aborted)
+      if (!life.signal.aborted) {
         d.log.warn({ session_id: started.sessionId, err: (err as Error).message }, "chat completion stream failed");
+        if (err instanceof StreamOverflow) await fail("unavailable", err.message);
+      }
     } finally {
-      ac.abort();
+      clearInterval(ping);
+      release();
+      await life.close(ended);
     }
   });
+}
+
+/** A `chat.completion.chunk` with the stream's id, time and model. */
+const chunkBody = (m: StreamMeta, rest: Record<string, unknown>) => ({
+  id: m.id,
+  object: "chat.completion.chunk",
+  created: m.created,
+  model: m.model,
+  system_fingerprint: null,
+  ...rest,
+});
+
+/**
+ * The end of a stream whose turn ended: the rest of the answer, the finish chunk, the usage when
+ * asked for and `[DONE]`; or, when the answer restarted after part of it was sent, an error chunk.
+ */
+async function finishStream(
+  d: StreamDeps,
+  started: Started,
+  outcome: Outcome,
+  streamed: string,
+  w: {
+    chunk: (delta: Record<string, unknown>, finish?: string | null) => Promise<void>;
+    fail: (code: string, message: string) => Promise<void>;
+    s: { writeSSE(m: { data: string }): Promise<void> };
+    m: StreamMeta;
+  },
+): Promise<void> {
+  const rest = answerRemainder(streamed, outcome.text);
+  if (rest === null) {
+    // the answering node ran again and said something else: the text sent cannot be taken back
+    d.log.warn({ session_id: started.sessionId }, "the streamed answer differs from the final one");
+    await w.fail(
+      "answer_restarted",
+      `the answer was restarted after part of it was sent; the whole answer is at GET /api/v1/sessions/${started.sessionId}`,
+    );
+    return;
+  }
+  for (const piece of deltas(rest)) await w.chunk({ content: piece });
+  await w.chunk({}, finishReason(outcome));
+  if (w.m.includeUsage)
+    await w.s.writeSSE({
+      data: JSON.stringify(chunkBody(w.m, { choices: [], usage: await usageOf(d, started.sessionId) })),
+    });
+  await w.s.writeSSE({ data: "[DONE]" });
+}
+
+/**
+ * Follows the session with its token deltas, handing the answering node's ones to `send`, until the
+ * turn ends: what was sent, and how the turn ended (null when the events stopped first).
+ */
+async function forwardAnswerTokens(
+  d: StreamDeps,
+  started: Opened,
+  signal: AbortSignal,
+  send: (delta: string) => Promise<void>,
+): Promise<{ streamed: string; outcome: Outcome | null }> {
+  let streamed = "";
+  let outcome: Outcome | null = null;
+  for await (const item of sessionStream(d.hub, started.sessionId, {
+    after: started.after,
+    fromSeq: started.fromSeq,
+    tokens: true,
+    signal,
+    bufferBytes: d.streamBufferBytes,
+  })) {
+    if (item.kind === "token") {
+      const t = item.event;
+      if (t.role !== undefined && t.op !== undefined && ANSWER_OPS.has(`${t.role}.${t.op}`)) {
+        streamed += t.delta;
+        await send(t.delta);
+      }
+      continue;
+    }
+    outcome = endOf(item.event);
+    if (outcome) break;
+  }
+  return { streamed, outcome };
 }

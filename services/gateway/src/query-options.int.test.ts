@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
-import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   SCHEMA_VERSION,
@@ -10,13 +9,16 @@ import {
   type Naming,
   type WorkflowOption,
 } from "@agentmesh/contracts";
-import { connectNats, createPublisher, provision } from "@agentmesh/messaging";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { connectNats, createPublisher } from "@agentmesh/messaging";
+import { createLocalSessionStore } from "@agentmesh/session-store/testing";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { apiKeyEntry, generateApiKey, parseApiKeys } from "./api-keys.js";
 import { createGatewayApp, type GatewayDeps } from "./app.js";
-import { createInMemoryLimits } from "./testing.js";
+import { createLocalLimits } from "./testing.js";
+import { deleteTestStreams, provisionTestStreams } from "./int-support.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // The query's contract end to end over a real NATS: a stand-in coordinator answers `submit` (and,
 // for the OpenAI route, ends the session with a `complete` event), so what the gateway sent is
@@ -46,17 +48,7 @@ const VALUE: Record<WorkflowOption, unknown> = {
 beforeAll(async () => {
   nc = await connectNats({ url: inject("natsUrl"), name: "gateway-query-options-test" });
   n = makeNaming(uniquePrefix("gwq"));
-  await provision(nc, {
-    naming: n,
-    roles: [],
-    taskAckWaitMs: 1000,
-    taskMaxDeliver: 3,
-    inboxAckWaitMs: 1000,
-    inboxMaxDeliver: 3,
-    eventsMaxAgeMs: 60_000,
-    duplicateWindowMs: 10_000,
-    maxAckPendingPerRole: 4,
-  });
+  await provisionTestStreams(nc, n);
   const pub = createPublisher(nc, n, log);
   sub = nc.subscribe(n.submit, {
     callback: (_err, m) => {
@@ -66,36 +58,39 @@ beforeAll(async () => {
       m.respond(
         JSON.stringify({ v: SCHEMA_VERSION, ok: true, session_id: sid, created: true, thread_id: req.thread_id }),
       );
-      void pub.publishEvent({
-        v: SCHEMA_VERSION,
-        session_id: sid,
-        version: 1,
-        index: 0,
-        timestamp: Date.now(),
-        type: "complete",
-        status: "completed",
-        final_answer: `answered by ${req.workflow}`,
-        final_reasoning_trace: "",
-      });
+      // a query that starts "(quiet)" is answered after a silence
+      const quiet = typeof req.query === "string" && req.query.startsWith("(quiet)");
+      void sleep(quiet ? 700 : 0).then(() =>
+        pub.publishEvent({
+          v: SCHEMA_VERSION,
+          session_id: sid,
+          version: 1,
+          index: 0,
+          timestamp: Date.now(),
+          type: "complete",
+          status: "completed",
+          final_answer: `answered by ${req.workflow}`,
+          final_reasoning_trace: "",
+        }),
+      );
     },
   });
 });
 
 afterAll(async () => {
   sub.unsubscribe();
-  const jsm = await jetstreamManager(nc);
-  for (const s of [...Object.values(n.streams), `KV_${n.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+  await deleteTestStreams(nc, n);
   await nc.drain();
 });
 
 function gateway(over: Partial<GatewayDeps> = {}) {
-  const store = createInMemorySessionStore({
+  const store = createLocalSessionStore({
     keyPrefix: "gwq",
     activeTtlMs: 60_000,
     finishedTtlMs: 60_000,
     idempotencyTtlMs: 60_000,
   });
-  const limits = createInMemoryLimits({
+  const limits = createLocalLimits({
     keyPrefix: "gwq",
     rateLimit: 1000,
     rateWindowMs: 60_000,
@@ -257,5 +252,26 @@ describe("POST /v1/chat/completions: the same options from `metadata`", () => {
     expect(((await chain.res.json()) as { error: { message: string } }).error.message).toMatch(
       /^metadata: .* at retry_limit/,
     );
+  });
+});
+
+describe("a /v1 stream through a silence", () => {
+  test("keep-alive comments while the workflow is silent, and headers that keep proxies from buffering or transforming it", async () => {
+    const post = gateway({ pingMs: 100 });
+    const res = await post("/v1/chat/completions", {
+      model: "agentmesh/supervisor",
+      messages: [{ role: "user", content: "(quiet) What changed?" }],
+      stream: true,
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
+    expect(res.headers.get("x-accel-buffering")).toBe("no");
+    const text = await res.text();
+    const lines = text.split("\n").filter((l) => l !== "");
+    const firstAnswer = lines.findIndex((l) => l.includes("answered by supervisor"));
+    const pings = lines.slice(0, firstAnswer).filter((l) => l === ": keep-alive");
+    expect(pings.length).toBeGreaterThanOrEqual(3);
+    expect(lines.at(-1)).toBe("data: [DONE]");
   });
 });

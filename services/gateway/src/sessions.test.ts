@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { SessionStatus } from "@agentmesh/contracts";
-import { createInMemorySessionStore, testSessionState } from "@agentmesh/session-store/testing";
-import { liveSession } from "./sessions.js";
+import { createLocalSessionStore, testSessionState } from "@agentmesh/session-store/testing";
+import { liveSession, startedAfter } from "./sessions.js";
 
 const store = () =>
-  createInMemorySessionStore({
+  createLocalSessionStore({
     keyPrefix: "gwtest",
     activeTtlMs: 60_000,
     finishedTtlMs: 60_000,
@@ -28,5 +28,20 @@ describe("liveSession: whether a session still holds its concurrency slot", () =
 
   it("holds for a session not in the store yet: another replica is submitting it, and its slot must not be taken", async () => {
     expect(await liveSession(store())("gwsubmitting00000001")).toBe(true);
+  });
+});
+
+describe("where a just-started session's stream replays from", () => {
+  const started = (created: boolean, replied: boolean) => ({
+    sessionId: "gwstarted0000001",
+    threadId: "thread-0001",
+    created,
+    replied,
+    after: null,
+  });
+  it("past the hub's position for a session this request created or answered; from the start for a retried one", () => {
+    expect(startedAfter(started(true, false), 41)).toBe(42);
+    expect(startedAfter(started(false, true), 41)).toBe(42);
+    expect(startedAfter(started(false, false), 41)).toBeUndefined();
   });
 });

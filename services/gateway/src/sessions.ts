@@ -1,8 +1,10 @@
-import { randomBytes } from "node:crypto";
 import {
   SCHEMA_VERSION,
   SessionId,
-  SubmitReply,
+  submitEndpoint,
+  newSessionId,
+  newThreadId,
+  type SubmitReply,
   conversationTurn,
   isTerminal,
   type ChatMessage,
@@ -17,6 +19,7 @@ import type { SessionStore } from "@agentmesh/session-store";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ApiError } from "./http.js";
 import type { GatewayLimits } from "./limits.js";
+import type { EventHub } from "./fanout.js";
 import type { EventCursor } from "./stream.js";
 
 /** What the gateway needs to start and read sessions. */
@@ -30,6 +33,13 @@ export interface SessionDeps {
   readonly submitTimeoutMs: number;
   /** Where the `submit` span goes (default off). */
   readonly tracing?: Tracing;
+}
+
+/** What the streaming routes share: the sessions' dependencies, the replica's hub, the buffer bound. */
+export interface StreamDeps extends SessionDeps {
+  readonly hub: EventHub;
+  /** Bytes an open stream holds for a client that does not read, at most (default 1 MiB). */
+  readonly streamBufferBytes?: number | undefined;
 }
 
 /** A query as the gateway hands it on. */
@@ -56,7 +66,15 @@ export interface Started {
   readonly after: EventCursor | null;
 }
 
-const newId = (prefix: string) => `${prefix}${randomBytes(12).toString("base64url")}`;
+/**
+ * Where a stream of a session just started may begin its replay: past `position` (the hub's, read
+ * before the submit) when this request created the session or answered it, since every event it
+ * then has was stored after the submit; undefined (from the stream's start) for a retried request,
+ * whose session may be older.
+ */
+export function startedAfter(started: Started, position: number): number | undefined {
+  return started.created || started.replied ? position + 1 : undefined;
+}
 
 /** A session the owner may see, or a 404 that does not reveal whether it exists. */
 export async function ownedSession(store: SessionStore, owner: string, sessionId: string): Promise<SessionState> {
@@ -85,77 +103,29 @@ export const liveSession =
  * the API's errors. The coordinator writes the owner and thread; the gateway writes nothing
  * but its limits.
  */
+/**
+ * Seconds a client is told to wait for a session slot: how long one takes to free is not known
+ * (a session may run for minutes), so this is a polite interval for a retry, not a promise.
+ */
+export const SESSION_SLOT_RETRY_S = 5;
+
 export async function startSession(d: SessionDeps, owner: string, req: StartRequest): Promise<Started> {
-  const threadId = req.threadId ?? newId("t");
-  let waiting: { sessionId: string; cursor: EventCursor } | null = null;
-  if (req.threadId !== undefined) {
-    const thread = await d.store.loadThread(req.threadId);
-    if (thread !== null && thread.owner !== owner) throw new ApiError("not_found", `no thread ${req.threadId}`);
-    const last = thread?.sessions.at(-1);
-    const state = last === undefined ? null : ((await d.store.load(last))?.state ?? null);
-    if (state?.meta.status === "awaiting_user")
-      waiting = {
-        sessionId: state.meta.session_id,
-        cursor: { version: state.meta.version, index: Number.MAX_SAFE_INTEGER },
-      };
-  }
-  const proposed = newId("s");
+  const threadId = req.threadId ?? newThreadId();
+  const waiting = req.threadId === undefined ? null : await waitingSession(d, owner, req.threadId);
+  const proposed = newSessionId();
   if (waiting === null) {
     const admitted = await d.limits.admit(owner, proposed, liveSession(d.store));
     if (!admitted.ok)
       throw new ApiError(
         "too_many_sessions",
         `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`,
+        { "Retry-After": String(SESSION_SLOT_RETRY_S) },
       );
   }
-  let reply: SubmitReply;
-  // The session's trace continues this span (or, with tracing off, the client's traceparent as is).
-  const span = (d.tracing ?? TRACING_OFF).start("submit", {
-    parent: req.traceparent,
-    kind: "server",
-    attributes: { "agentmesh.owner": owner, "langfuse.session.id": threadId },
-  });
-  try {
-    reply = SubmitReply.parse(
-      await request(
-        d.nc,
-        d.naming.submit,
-        {
-          v: SCHEMA_VERSION,
-          query: req.query,
-          workflow: req.workflow,
-          session_id: proposed,
-          ...(req.taskId === undefined ? {} : { idempotency_key: `${owner}:${req.taskId}` }),
-          options: req.options,
-          owner,
-          thread_id: threadId,
-          ...(req.messages === undefined ? {} : { messages: req.messages }),
-        },
-        d.submitTimeoutMs,
-        { traceparent: span.traceparent ?? req.traceparent },
-      ),
-    );
-    if (reply.ok) span.setAttributes({ "agentmesh.session_id": reply.session_id, "agentmesh.replied": reply.replied });
-    else span.fail(new Error(reply.error.code));
-    span.end();
-  } catch (err) {
-    span.fail(err);
-    span.end();
-    await d.limits.release(owner, proposed);
-    d.log.warn({ err: (err as Error).message }, "submit failed");
-    throw new ApiError("unavailable", "no coordinator accepted the query in time; try again");
-  }
+  const reply = await submit(d, owner, req, proposed, threadId);
   if (!reply.ok) {
     await d.limits.release(owner, proposed);
-    const e = reply.error;
-    if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow")
-      throw new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
-    if (e.code === "unknown_thread") throw new ApiError("not_found", `no thread ${threadId}`);
-    if (e.code === "payload_too_large") throw new ApiError("payload_too_large", e.message);
-    throw new ApiError(
-      e.retryable ? "unavailable" : "internal",
-      e.retryable ? "the system is busy; try again" : "the query could not be started",
-    );
+    throw refusal(reply.error, threadId);
   }
   if (reply.session_id !== proposed) {
     // A retry (same task_id) or a reply: the session that answers already holds its own slot, or needs none.
@@ -170,6 +140,84 @@ export async function startSession(d: SessionDeps, owner: string, req: StartRequ
     replied: reply.replied,
     after,
   };
+}
+
+/**
+ * The thread's last session when it waits for a person (the query answers it; its stream resumes
+ * after what was already sent), else null; a thread of another owner is a 404.
+ */
+async function waitingSession(
+  d: SessionDeps,
+  owner: string,
+  threadId: string,
+): Promise<{ sessionId: string; cursor: EventCursor } | null> {
+  const thread = await d.store.loadThread(threadId);
+  if (thread !== null && thread.owner !== owner) throw new ApiError("not_found", `no thread ${threadId}`);
+  const last = thread?.sessions.at(-1);
+  const state = last === undefined ? null : ((await d.store.load(last))?.state ?? null);
+  if (state?.meta.status === "awaiting_user")
+    return {
+      sessionId: state.meta.session_id,
+      cursor: { version: state.meta.version, index: Number.MAX_SAFE_INTEGER },
+    };
+  return null;
+}
+
+/** Submits to a coordinator in a traced span; no answer in time releases the slot and is a 503. */
+async function submit(
+  d: SessionDeps,
+  owner: string,
+  req: StartRequest,
+  proposed: string,
+  threadId: string,
+): Promise<SubmitReply> {
+  // The session's trace continues this span (or, with tracing off, the client's traceparent as is).
+  const span = (d.tracing ?? TRACING_OFF).start("submit", {
+    parent: req.traceparent,
+    kind: "server",
+    attributes: { "agentmesh.owner": owner, "langfuse.session.id": threadId },
+  });
+  try {
+    const reply = await request(
+      d.nc,
+      submitEndpoint(d.naming),
+      {
+        v: SCHEMA_VERSION,
+        query: req.query,
+        workflow: req.workflow,
+        session_id: proposed,
+        ...(req.taskId === undefined ? {} : { idempotency_key: `${owner}:${req.taskId}` }),
+        options: req.options,
+        owner,
+        thread_id: threadId,
+        ...(req.messages === undefined ? {} : { messages: [...req.messages] }),
+      },
+      d.submitTimeoutMs,
+      { traceparent: span.traceparent ?? req.traceparent },
+    );
+    if (reply.ok) span.setAttributes({ "agentmesh.session_id": reply.session_id, "agentmesh.replied": reply.replied });
+    else span.fail(new Error(reply.error.code));
+    span.end();
+    return reply;
+  } catch (err) {
+    span.fail(err);
+    span.end();
+    await d.limits.release(owner, proposed);
+    d.log.warn({ err: (err as Error).message }, "submit failed");
+    throw new ApiError("unavailable", "no coordinator accepted the query in time; try again");
+  }
+}
+
+/** The API's error for a coordinator's typed refusal of a submit. */
+function refusal(e: Extract<SubmitReply, { ok: false }>["error"], threadId: string): ApiError {
+  if (e.code === "invalid_query" || e.code === "invalid_message" || e.code === "unknown_workflow")
+    return new ApiError(e.code === "invalid_query" ? "invalid_query" : "bad_request", e.message);
+  if (e.code === "unknown_thread") return new ApiError("not_found", `no thread ${threadId}`);
+  if (e.code === "payload_too_large") return new ApiError("payload_too_large", e.message);
+  return new ApiError(
+    e.retryable ? "unavailable" : "internal",
+    e.retryable ? "the system is busy; try again" : "the query could not be started",
+  );
 }
 
 /**

@@ -5,11 +5,13 @@ import { SCHEMA_VERSION, naming as makeNaming, type SessionEvent } from "@agentm
 import { connectNats, createPublisher, provision } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { createEventHub, type EventHub } from "./fanout.js";
 import { sessionStream, type EventCursor } from "./stream.js";
 
 const naming = makeNaming(uniquePrefix("gws"));
 const SID = "gwstream000000000001";
 let nc: NatsConnection;
+let hub: EventHub;
 
 /** A finished session's events as a coordinator publishes them: a stage at version 1, then `complete` at version 2. */
 const EVENTS: SessionEvent[] = [
@@ -63,9 +65,11 @@ beforeAll(async () => {
   });
   const publisher = createPublisher(nc, naming, createLogger({ service: "test", level: "silent" }));
   for (const e of EVENTS) await publisher.publishEvent(e);
+  hub = createEventHub(nc, naming);
 });
 
 afterAll(async () => {
+  await hub.stop();
   const jsm = await jetstreamManager(nc);
   for (const s of Object.values(naming.streams)) await jsm.streams.delete(s).catch(() => false);
   await nc.close();
@@ -75,7 +79,7 @@ afterAll(async () => {
 async function streamed(after: EventCursor | null): Promise<SessionEvent[]> {
   const signal = AbortSignal.timeout(5000);
   const out: SessionEvent[] = [];
-  for await (const item of sessionStream(nc, naming, SID, { after, tokens: false, signal }))
+  for await (const item of sessionStream(hub, SID, { after, tokens: false, signal }))
     if (item.kind === "event") out.push(item.event);
   if (signal.aborted) throw new Error(`the stream did not end by itself; it yielded ${out.length} events`);
   return out;

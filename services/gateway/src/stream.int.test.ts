@@ -1,14 +1,17 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { jetstream } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { SCHEMA_VERSION, naming as makeNaming, type Naming, type SessionEvent } from "@agentmesh/contracts";
-import { connectNats, createPublisher, provision } from "@agentmesh/messaging";
+import { connectNats, createPublisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
+import { createEventHub, type EventHub } from "./fanout.js";
 import { sessionStream, type EventCursor, type StreamItem } from "./stream.js";
+import { deleteTestStreams, provisionTestStreams } from "./int-support.js";
 
 let nc: NatsConnection;
 let n: Naming;
+let hub: EventHub;
 const log = createLogger({ service: "test", level: "silent" });
 const SID = "gwstream00000001";
 
@@ -38,27 +41,18 @@ const complete = (version: number): SessionEvent => ({
 beforeAll(async () => {
   nc = await connectNats({ url: inject("natsUrl"), name: "gateway-stream-test" });
   n = makeNaming(uniquePrefix("gws"));
-  await provision(nc, {
-    naming: n,
-    roles: [],
-    taskAckWaitMs: 1000,
-    taskMaxDeliver: 3,
-    inboxAckWaitMs: 1000,
-    inboxMaxDeliver: 3,
-    eventsMaxAgeMs: 60_000,
-    duplicateWindowMs: 10_000,
-    maxAckPendingPerRole: 4,
-  });
+  await provisionTestStreams(nc, n);
   const pub = createPublisher(nc, n, log);
   for (const e of [stage(1, 0), stage(2, 0), stage(2, 1)]) await pub.publishEvent(e);
   // The same event stored twice: published again under another message id, as a republish after the de-dup window would.
   await jetstream(nc).publish(n.events(SID), JSON.stringify(stage(2, 0)), { msgID: `${SID}:2:0:again` });
   await pub.publishEvent(stage(3, 0));
+  hub = createEventHub(nc, n, log);
 });
 
 afterAll(async () => {
-  const jsm = await jetstreamManager(nc);
-  for (const s of [...Object.values(n.streams), `KV_${n.kv.cancelled}`]) await jsm.streams.delete(s).catch(() => false);
+  await hub.stop();
+  await deleteTestStreams(nc, n);
   await nc.drain();
 });
 
@@ -70,7 +64,7 @@ async function collect(after: EventCursor | null, stopAfter = Infinity, waitMs =
   const ac = new AbortController();
   const out: StreamItem[] = [];
   const guard = setTimeout(() => ac.abort(), waitMs);
-  for await (const item of sessionStream(nc, n, SID, { after, tokens: false, signal: ac.signal, log })) {
+  for await (const item of sessionStream(hub, SID, { after, tokens: false, signal: ac.signal })) {
     out.push(item);
     if (out.length >= stopAfter) ac.abort();
   }
@@ -109,7 +103,7 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     const ac = new AbortController();
     const got: string[] = [];
     const done = (async () => {
-      for await (const item of sessionStream(nc, n, sid, { after: null, tokens: true, signal: ac.signal, log })) {
+      for await (const item of sessionStream(hub, sid, { after: null, tokens: true, signal: ac.signal })) {
         got.push(item.kind === "event" ? `${item.event.version}:${item.event.index}` : `token:${item.event.delta}`);
         if (got.length === 3) ac.abort();
       }
@@ -140,7 +134,7 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     const ac = new AbortController();
     const got: string[] = [];
     const done = (async () => {
-      for await (const item of sessionStream(nc, n, sid, { after: null, tokens: true, signal: ac.signal, log })) {
+      for await (const item of sessionStream(hub, sid, { after: null, tokens: true, signal: ac.signal })) {
         if (item.kind === "token")
           got.push(`${item.event.task_id.slice(-3)}#${item.event.seq ?? "-"}:${item.event.delta}`);
         else if (item.event.version === 2) ac.abort();
@@ -204,7 +198,7 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     const ac = new AbortController();
     const got: SessionEvent[] = [];
     const guard = setTimeout(() => ac.abort(), 5000);
-    for await (const item of sessionStream(nc, n, sid, { after: null, tokens: false, signal: ac.signal, log })) {
+    for await (const item of sessionStream(hub, sid, { after: null, tokens: false, signal: ac.signal })) {
       if (item.kind === "event") got.push(item.event);
       if (item.event.type === "complete") ac.abort();
     }

@@ -1,117 +1,213 @@
-import type { Naming, SessionEvent } from "@agentmesh/contracts";
-import { followEvents, followTokens, type Log, type TokenDelta } from "@agentmesh/messaging";
-import type { NatsConnection } from "@nats-io/transport-node";
+import type { SessionEvent } from "@agentmesh/contracts";
+import { createTokenDedup, type StoredEventBatch, type TokenDelta } from "@agentmesh/messaging";
+import type { EventHub } from "./fanout.js";
 
-/** Where a client is in a session's events: the `<version>:<index>` of the last one it saw. */
+/**
+ * Where a client is in a session's events: the `<version>:<index>` of the last one it saw and,
+ * when its id carried one, the stream sequence of the message that held it.
+ */
 export interface EventCursor {
   readonly version: number;
   readonly index: number;
+  readonly seq?: number;
 }
 
-/** The SSE id of an event. Token deltas have none: they are live only. */
-export const eventId = (e: EventCursor): string => `${e.version}:${e.index}`;
+/** The SSE id of an event: `<seq>:<version>:<index>` (docs/events.md). Token deltas have none: they are live only. */
+export const eventId = (e: Required<EventCursor>): string => `${e.seq}:${e.version}:${e.index}`;
 
-/** Parses a `Last-Event-ID`; null when absent, undefined when malformed. */
+/**
+ * Parses a `Last-Event-ID`: `<seq>:<version>:<index>`, or `<version>:<index>` as earlier releases
+ * sent it (then the replay starts at the stream's first message). Null when absent, undefined when
+ * malformed.
+ */
 export function parseEventId(raw: string | undefined | null): EventCursor | null | undefined {
   if (raw === undefined || raw === null || raw === "") return null;
-  const m = /^(\d{1,15}):(\d{1,9})$/.exec(raw.trim());
+  const m = /^(?:(\d{1,15}):)?(\d{1,15}):(\d{1,9})$/.exec(raw.trim());
   if (!m) return undefined;
-  return { version: Number(m[1]), index: Number(m[2]) };
+  const at = { version: Number(m[2]), index: Number(m[3]) };
+  return m[1] === undefined ? at : { ...at, seq: Number(m[1]) };
 }
 
 /** True when `e` comes after `c` in the session's order (versions, then indexes within one). */
 export const isAfter = (e: EventCursor, c: EventCursor | null): boolean =>
   c === null || e.version > c.version || (e.version === c.version && e.index > c.index);
 
-/** One thing to send: a stored event (with an id) or a live token delta (without). */
+/** One thing to send: a stored event (with the sequence of its message) or a live token delta (without). */
 export type StreamItem =
-  { readonly kind: "event"; readonly event: SessionEvent } | { readonly kind: "token"; readonly event: TokenDelta };
+  | { readonly kind: "event"; readonly event: SessionEvent; readonly seq: number }
+  | { readonly kind: "token"; readonly event: TokenDelta };
+
+/** How much a stream may hold for a client that reads slower than its session speaks, by default. */
+export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024;
+
+/**
+ * The stream held more than its buffer for a client that did not read: it ends, and the client
+ * resumes after the last event it received.
+ */
+export class StreamOverflow extends Error {
+  constructor(readonly limitBytes: number) {
+    super(`the stream held over ${limitBytes} bytes the client had not read`);
+  }
+}
 
 export interface SessionStreamOptions {
   /** Only events after this one (exclusive); null = from the first. */
   readonly after: EventCursor | null;
+  /**
+   * The first stream sequence the replay reads (default: the cursor's, else the stream's first):
+   * for a session started after the hub was at some position, the message after it.
+   */
+  readonly fromSeq?: number | undefined;
   /** Also live token deltas. */
   readonly tokens: boolean;
   readonly signal: AbortSignal;
-  readonly log?: Log;
+  /** Bytes of live events and deltas the stream holds for its reader at most (default 1 MiB). */
+  readonly bufferBytes?: number | undefined;
 }
 
-/**
- * A session's events from `<P>_EVENTS` after the cursor, then live ones, merged with its live
- * token deltas, until the `complete` event (included; at once when the cursor is at or past it)
- * or the signal. Events are strictly increasing by (version, index): a copy the broker holds
- * twice (published again after its de-dup window) is skipped, so a client never sees one twice.
- * No replica keeps a buffer of its own: every replica reads the same stream, so a client may
- * reconnect to any of them.
- */
-export async function* sessionStream(
-  nc: NatsConnection,
-  naming: Naming,
-  sessionId: string,
-  o: SessionStreamOptions,
-): AsyncGenerator<StreamItem, void, undefined> {
-  const queue: Array<StreamItem | { kind: "end" } | { kind: "fail"; err: unknown }> = [];
+type Live =
+  | { readonly kind: "batch"; readonly b: StoredEventBatch }
+  | { readonly kind: "token"; readonly t: TokenDelta }
+  | { readonly kind: "closed"; readonly err: unknown };
+
+/** A token's share of the buffer: its text and about what its JSON wraps it in. */
+const tokenBytes = (t: TokenDelta) => t.delta.length + 200;
+
+/** The live side of one stream: what the hub handed on that the reader has not taken, within a byte bound. */
+interface LiveQueue {
+  take(): Live | undefined;
+  /** Resolves when something arrives or the signal aborts. */
+  wait(signal: AbortSignal): Promise<void>;
+  /** Set once the bound was passed: the queue was emptied and hears nothing more. */
+  readonly overflowed: boolean;
+  close(): void;
+}
+
+function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): LiveQueue {
+  const limit = o.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES;
+  const items: Array<{ item: Live; bytes: number }> = [];
+  let bytes = 0;
+  let overflowed = false;
   let wake: (() => void) | null = null;
-  const push = (x: (typeof queue)[number]) => {
-    queue.push(x);
+  const dedup = createTokenDedup();
+  // set once the listener is registered (the hub calls it only later, from its feed)
+  let unlisten = () => {};
+  const push = (item: Live, size: number) => {
+    if (overflowed) return;
+    bytes += size;
+    if (bytes > limit) {
+      overflowed = true;
+      items.length = 0;
+      bytes = 0;
+      unlisten();
+    } else items.push({ item, bytes: size });
+    wakeUp();
+  };
+  const wakeUp = () => {
     wake?.();
     wake = null;
   };
-  const stop = new AbortController();
-  const onAbort = () => stop.abort();
-  o.signal.addEventListener("abort", onAbort, { once: true });
-  // One listener for the life of the stream (one per wait would pile up on a long session).
-  stop.signal.addEventListener(
-    "abort",
-    () => {
-      wake?.();
-      wake = null;
+  o.signal.addEventListener("abort", wakeUp, { once: true });
+  unlisten = hub.listen(sessionId, {
+    events: (b) => push({ kind: "batch", b }, b.bytes),
+    ...(o.tokens ? { token: (t: TokenDelta) => dedup.accept(t) && push({ kind: "token", t }, tokenBytes(t)) } : {}),
+    closed: (err) => push({ kind: "closed", err }, 0),
+  });
+  return {
+    take() {
+      const x = items.shift();
+      if (x) bytes -= x.bytes;
+      return x?.item;
     },
-    { once: true },
-  );
-  const untokens = o.tokens
-    ? followTokens(nc, naming, sessionId, (t) => push({ kind: "token", event: t }), o.log)
-    : () => {};
-  void (async () => {
-    try {
-      for await (const e of followEvents(nc, naming, sessionId, {
-        signal: stop.signal,
-        ...(o.log ? { log: o.log } : {}),
-      }))
-        push({ kind: "event", event: e });
-      push({ kind: "end" });
-    } catch (err) {
-      push({ kind: "fail", err });
-    }
-  })();
-  let last = o.after;
+    wait: (signal) =>
+      new Promise<void>((resolve) => {
+        if (items.length > 0 || overflowed || signal.aborted) return resolve();
+        wake = resolve;
+      }),
+    get overflowed() {
+      return overflowed;
+    },
+    close() {
+      unlisten();
+      o.signal.removeEventListener("abort", wakeUp);
+    },
+  };
+}
+
+/**
+ * A session's events after the cursor, then live ones, merged with its live token deltas, until
+ * the `complete` event (included; at once when the cursor is at or past it) or the signal.
+ *
+ * The stream listens to its replica's feed first, then replays the stored messages from the
+ * cursor's sequence by direct gets; live messages that arrive meanwhile wait in its buffer. Then
+ * it sends the session's messages the hub kept from just before it listened (in case the replay
+ * was answered by a lagging stream replica), then the buffered and live ones. Every message is
+ * sent only when its sequence is past the last one sent, so the hand-over from replay to live has
+ * no gap (the listener was there before the replay's last read) and no repeat.
+ * Events are also strictly increasing by (version, index): a copy the broker holds twice
+ * (published again after its de-dup window) is skipped. A reader that leaves more than the buffer
+ * unread ends the stream with `StreamOverflow`.
+ */
+export async function* sessionStream(
+  hub: EventHub,
+  sessionId: string,
+  o: SessionStreamOptions,
+): AsyncGenerator<StreamItem, void, undefined> {
+  if (o.signal.aborted) return;
+  await Promise.race([hub.ready(), aborted(o.signal)]);
+  if (o.signal.aborted) return;
+  const live = listenLive(hub, sessionId, o);
+  const st = { seq: (o.fromSeq ?? o.after?.seq ?? 1) - 1, last: o.after, ended: false };
+  const stop = () => o.signal.aborted || st.ended;
   try {
-    while (!stop.signal.aborted) {
-      const item = queue.shift();
-      if (item === undefined) {
-        await new Promise<void>((resolve) => {
-          wake = resolve;
-        });
-        continue;
-      }
-      if (item.kind === "end") return;
-      if (item.kind === "fail") throw item.err;
-      if (item.kind === "token") {
-        yield item;
-        continue;
-      }
-      if (!isAfter(item.event, last)) {
-        // The client already has the end (a reconnect after `complete`): nothing more will come.
-        if (item.event.type === "complete") return;
-        continue;
-      }
-      last = item.event;
-      yield item;
-      if (item.event.type === "complete") return;
+    for await (const b of hub.replay(sessionId, st.seq + 1)) {
+      if (stop()) return;
+      if (live.overflowed) throw new StreamOverflow(o.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES);
+      yield* batchItems(b, st);
+      if (stop()) return;
+    }
+    // what the feed delivered before this stream listened and the replay did not read
+    for (const b of hub.recent(sessionId, st.seq)) yield* batchItems(b, st);
+    while (!stop()) {
+      if (live.overflowed) throw new StreamOverflow(o.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES);
+      const x = live.take();
+      if (x === undefined) await live.wait(o.signal);
+      else if (x.kind === "closed") throw x.err;
+      else if (x.kind === "token") yield { kind: "token", event: x.t };
+      else yield* batchItems(x.b, st);
     }
   } finally {
-    untokens();
-    stop.abort();
-    o.signal.removeEventListener("abort", onAbort);
+    live.close();
   }
+}
+
+/** The events of one message that the client has not had; marks the stream ended at `complete`. */
+function* batchItems(
+  b: StoredEventBatch,
+  st: { seq: number; last: EventCursor | null; ended: boolean },
+): Generator<StreamItem, void, undefined> {
+  if (b.seq <= st.seq || st.ended) return;
+  st.seq = b.seq;
+  for (const event of b.events) {
+    if (!isAfter(event, st.last)) {
+      // The client already has the end (a reconnect after `complete`): nothing more will come.
+      if (event.type === "complete") st.ended = true;
+      if (st.ended) return;
+      continue;
+    }
+    st.last = event;
+    yield { kind: "event", event, seq: b.seq };
+    if (event.type === "complete") {
+      st.ended = true;
+      return;
+    }
+  }
+}
+
+/** Resolves when the signal aborts (never rejects). */
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { GatewayLimits, IsLive, LimitsOptions } from "./limits.js";
 
-export { createInMemoryLimits, type InMemoryLimitsOptions } from "./limits-memory.js";
+export { createLocalLimits, type LocalLimitsOptions } from "./limits-local.js";
 
 /** What a factory hands the suite: fresh limits with an empty key space, and optionally a way to move their clock. */
 export interface LimitsHarness {
@@ -33,15 +33,15 @@ function liveness(ended: ReadonlySet<string> = new Set()): { isLive: IsLive; ask
   };
 }
 
-/**
- * The limits contract, run against the Redis adapter and the in-memory twin, so the twin the
- * gateway's tests use cannot drift from the limits replicas share.
- */
-export function runLimitsConformance(name: string, factory: LimitsFactory): void {
-  async function withLimits(
-    over: Partial<Omit<LimitsOptions, "keyPrefix">>,
-    body: (h: LimitsHarness, wait: (ms: number) => Promise<void>) => Promise<void>,
-  ): Promise<void> {
+/** Runs `body` against fresh limits with these settings (over the defaults) and always cleans up. */
+type WithLimits = (
+  over: Partial<Omit<LimitsOptions, "keyPrefix">>,
+  body: (h: LimitsHarness, wait: (ms: number) => Promise<void>) => Promise<void>,
+) => Promise<void>;
+
+/** The suite's `WithLimits` over one factory. */
+function limitsRunner(factory: LimitsFactory): WithLimits {
+  return async (over, body) => {
     const h = await factory({ ...DEFAULTS, ...over });
     const wait = async (ms: number) => (h.advance ? h.advance(ms) : new Promise<void>((r) => setTimeout(r, ms)));
     try {
@@ -49,135 +49,153 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
     } finally {
       await h.cleanup();
     }
-  }
-  const refusal = async (limits: GatewayLimits, owner: string): Promise<number> => {
-    const d = await limits.allowRequest(owner);
-    if (d.allowed) throw new Error(`expected ${owner}'s request to be refused`);
-    return d.retryAfterMs;
   };
+}
 
+/** The retry-after of a request the limits must refuse. */
+async function refusal(limits: GatewayLimits, owner: string): Promise<number> {
+  const d = await limits.allowRequest(owner);
+  if (d.allowed) throw new Error(`expected ${owner}'s request to be refused`);
+  return d.retryAfterMs;
+}
+
+/**
+ * The limits contract, run against the Redis adapter and the local twin, so the twin the
+ * gateway's tests use cannot drift from the limits replicas share.
+ */
+export function runLimitsConformance(name: string, factory: LimitsFactory): void {
+  const withLimits = limitsRunner(factory);
   describe(`gateway limits conformance: ${name}`, () => {
-    it("allows rateLimit requests per sliding window and says when the next one fits", () =>
-      withLimits({ rateLimit: 2, rateWindowMs: 600 }, async ({ limits }, wait) => {
-        expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        await wait(300);
-        expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        const first = await refusal(limits, "alice");
-        expect(first).toBeGreaterThan(150); // until the first request, 300 ms old, leaves
-        expect(first).toBeLessThanOrEqual(300);
-        await wait(first + 20);
-        // The first left, the second (300 ms younger) did not: a fixed window would allow two here.
-        expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        const second = await refusal(limits, "alice");
-        expect(second).toBeGreaterThan(100);
-        expect(second).toBeLessThanOrEqual(300);
-      }));
-
-    it("does not count refused requests, so retrying early does not push the wait further", () =>
-      withLimits({ rateLimit: 2, rateWindowMs: 600 }, async ({ limits }, wait) => {
-        for (let i = 0; i < 2; i++) expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        await wait(300);
-        const retries: number[] = [];
-        for (let i = 0; i < 5; i++) retries.push(await refusal(limits, "alice"));
-        for (const r of retries) expect(r).toBeLessThanOrEqual(retries[0] ?? 0);
-        await wait((retries[0] ?? 0) + 40);
-        for (let i = 0; i < 2; i++) expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        await refusal(limits, "alice");
-      }));
-
-    it("keeps each owner's rate apart", () =>
-      withLimits({ rateLimit: 1 }, async ({ limits }) => {
-        expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
-        await refusal(limits, "alice");
-        expect(await limits.allowRequest("bob")).toEqual({ allowed: true });
-      }));
-
-    it("allows exactly rateLimit of 20 concurrent requests", () =>
-      withLimits({ rateLimit: 5, rateWindowMs: 5000 }, async ({ limits }) => {
-        const ds = await Promise.all(Array.from({ length: 20 }, () => limits.allowRequest("alice")));
-        expect(ds.filter((d) => d.allowed)).toHaveLength(5);
-        for (const d of ds) {
-          if (d.allowed) continue;
-          expect(d.retryAfterMs).toBeGreaterThan(0);
-          expect(d.retryAfterMs).toBeLessThanOrEqual(5000);
-        }
-      }));
-
-    it("admits up to the maximum, refuses the next with the count, and admits again after a release", () =>
-      withLimits({}, async ({ limits }) => {
-        const { isLive } = liveness();
-        for (const sid of ["s1", "s2", "s3"]) expect(await limits.admit("alice", sid, isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s4", isLive)).toEqual({ ok: false, count: 3, max: 3 });
-        expect(await limits.admit("bob", "s4", isLive)).toEqual({ ok: true });
-        await limits.release("alice", "s2");
-        await limits.release("alice", "never-admitted");
-        await limits.release("bob", "s1"); // another owner's release frees nothing of alice's
-        expect(await limits.admit("alice", "s4", isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s5", isLive)).toEqual({ ok: false, count: 3, max: 3 });
-      }));
-
-    it("re-admits a session that holds a slot without taking another (a retried request)", () =>
-      withLimits({ maxConcurrentSessions: 2 }, async ({ limits }) => {
-        const { isLive } = liveness();
-        expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s2", isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
-        expect(await limits.admit("alice", "s3", isLive)).toEqual({ ok: false, count: 2, max: 2 });
-      }));
-
-    it("when full, drops the held sessions that have ended (asking only then) and admits", () =>
-      withLimits({}, async ({ limits }) => {
-        const ended = new Set<string>();
-        const probe = liveness(ended);
-        for (const sid of ["s1", "s2", "s3"])
-          expect(await limits.admit("alice", sid, probe.isLive)).toEqual({ ok: true });
-        expect(probe.asked).toEqual([]);
-        ended.add("s1").add("s3");
-        expect(await limits.admit("alice", "s4", probe.isLive)).toEqual({ ok: true });
-        expect(probe.asked.sort()).toEqual(["s1", "s2", "s3"]);
-        expect(await limits.admit("alice", "s5", probe.isLive)).toEqual({ ok: true }); // s3's slot, no question asked
-        expect(probe.asked).toHaveLength(3);
-        expect(await limits.admit("alice", "s6", probe.isLive)).toEqual({ ok: false, count: 3, max: 3 });
-        expect(probe.asked.slice(3).sort()).toEqual(["s2", "s4", "s5"]);
-      }));
-
-    it("fails an admission whose liveness check fails, taking no slot", () =>
-      withLimits({ maxConcurrentSessions: 1 }, async ({ limits }) => {
-        expect(await limits.admit("alice", "s1", liveness().isLive)).toEqual({ ok: true });
-        await expect(limits.admit("alice", "s2", () => Promise.reject(new Error("status unreadable")))).rejects.toThrow(
-          /status unreadable/,
-        );
-        expect(await limits.admit("alice", "s3", liveness().isLive)).toEqual({ ok: false, count: 1, max: 1 });
-      }));
-
-    it("lets a slot lapse after sessionTtlMs when nothing releases it; re-admitting renews it", () =>
-      withLimits({ maxConcurrentSessions: 1, sessionTtlMs: 400 }, async ({ limits }, wait) => {
-        const probe = liveness();
-        expect(await limits.admit("alice", "s1", probe.isLive)).toEqual({ ok: true });
-        await wait(250);
-        expect(await limits.admit("alice", "s1", probe.isLive)).toEqual({ ok: true });
-        await wait(250); // past the first lapse, before the renewed one
-        expect(await limits.admit("alice", "s2", probe.isLive)).toEqual({ ok: false, count: 1, max: 1 });
-        expect(probe.asked).toEqual(["s1"]);
-        await wait(250);
-        expect(await limits.admit("alice", "s2", probe.isLive)).toEqual({ ok: true });
-        expect(probe.asked).toEqual(["s1"]); // it lapsed by itself
-      }));
-
-    it("admits exactly the maximum of 2x as many concurrent sessions", () =>
-      withLimits({ maxConcurrentSessions: 4 }, async ({ limits }) => {
-        const { isLive } = liveness();
-        const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => limits.admit("alice", `race-${i}`, isLive)));
-        expect(rs.filter((r) => r.ok)).toHaveLength(4);
-        expect(rs.filter((r) => !r.ok)).toEqual(Array.from({ length: 4 }, () => ({ ok: false, count: 4, max: 4 })));
-      }));
-
-    it("refuses owners and session ids that are not API key names or ids", () =>
-      withLimits({}, async ({ limits }) => {
-        await expect(limits.allowRequest("Alice:*")).rejects.toThrow(/invalid limits owner/);
-        await expect(limits.admit("alice", "", liveness().isLive)).rejects.toThrow(/invalid session id/);
-        await expect(limits.release("", "s1")).rejects.toThrow(/invalid limits owner/);
-      }));
+    rateCases(withLimits);
+    admissionCases(withLimits);
   });
+}
+
+/** The request rate: a sliding window per owner, refused requests not counted, exact under concurrency. */
+function rateCases(withLimits: WithLimits): void {
+  it("allows rateLimit requests per sliding window and says when the next one fits", () =>
+    withLimits({ rateLimit: 2, rateWindowMs: 600 }, async ({ limits }, wait) => {
+      expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      await wait(300);
+      expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      const first = await refusal(limits, "alice");
+      expect(first).toBeGreaterThan(150); // until the first request, 300 ms old, leaves
+      expect(first).toBeLessThanOrEqual(300);
+      await wait(first + 20);
+      // The first left, the second (300 ms younger) did not: a fixed window would allow two here.
+      expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      const second = await refusal(limits, "alice");
+      expect(second).toBeGreaterThan(100);
+      expect(second).toBeLessThanOrEqual(300);
+    }));
+
+  it("does not count refused requests, so retrying early does not push the wait further", () =>
+    withLimits({ rateLimit: 2, rateWindowMs: 600 }, async ({ limits }, wait) => {
+      for (let i = 0; i < 2; i++) expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      await wait(300);
+      const retries: number[] = [];
+      for (let i = 0; i < 5; i++) retries.push(await refusal(limits, "alice"));
+      for (const r of retries) expect(r).toBeLessThanOrEqual(retries[0] ?? 0);
+      await wait((retries[0] ?? 0) + 40);
+      for (let i = 0; i < 2; i++) expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      await refusal(limits, "alice");
+    }));
+
+  it("keeps each owner's rate apart", () =>
+    withLimits({ rateLimit: 1 }, async ({ limits }) => {
+      expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      await refusal(limits, "alice");
+      expect(await limits.allowRequest("bob")).toEqual({ allowed: true });
+    }));
+
+  it("allows exactly rateLimit of 20 concurrent requests", () =>
+    withLimits({ rateLimit: 5, rateWindowMs: 5000 }, async ({ limits }) => {
+      const ds = await Promise.all(Array.from({ length: 20 }, () => limits.allowRequest("alice")));
+      expect(ds.filter((d) => d.allowed)).toHaveLength(5);
+      for (const d of ds) {
+        if (d.allowed) continue;
+        expect(d.retryAfterMs).toBeGreaterThan(0);
+        expect(d.retryAfterMs).toBeLessThanOrEqual(5000);
+      }
+    }));
+}
+
+/** Session admission: the maximum, re-admission, dropping ended sessions, failures, lapses, races, bad ids. */
+function admissionCases(withLimits: WithLimits): void {
+  it("admits up to the maximum, refuses the next with the count, and admits again after a release", () =>
+    withLimits({}, async ({ limits }) => {
+      const { isLive } = liveness();
+      for (const sid of ["s1", "s2", "s3"]) expect(await limits.admit("alice", sid, isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s4", isLive)).toEqual({ ok: false, count: 3, max: 3 });
+      expect(await limits.admit("bob", "s4", isLive)).toEqual({ ok: true });
+      await limits.release("alice", "s2");
+      await limits.release("alice", "never-admitted");
+      await limits.release("bob", "s1"); // another owner's release frees nothing of alice's
+      expect(await limits.admit("alice", "s4", isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s5", isLive)).toEqual({ ok: false, count: 3, max: 3 });
+    }));
+
+  it("re-admits a session that holds a slot without taking another (a retried request)", () =>
+    withLimits({ maxConcurrentSessions: 2 }, async ({ limits }) => {
+      const { isLive } = liveness();
+      expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s2", isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s3", isLive)).toEqual({ ok: false, count: 2, max: 2 });
+    }));
+
+  it("when full, drops the held sessions that have ended (asking only then) and admits", () =>
+    withLimits({}, async ({ limits }) => {
+      const ended = new Set<string>();
+      const probe = liveness(ended);
+      for (const sid of ["s1", "s2", "s3"])
+        expect(await limits.admit("alice", sid, probe.isLive)).toEqual({ ok: true });
+      expect(probe.asked).toEqual([]);
+      ended.add("s1").add("s3");
+      expect(await limits.admit("alice", "s4", probe.isLive)).toEqual({ ok: true });
+      expect(probe.asked.sort()).toEqual(["s1", "s2", "s3"]);
+      expect(await limits.admit("alice", "s5", probe.isLive)).toEqual({ ok: true }); // s3's slot, no question asked
+      expect(probe.asked).toHaveLength(3);
+      expect(await limits.admit("alice", "s6", probe.isLive)).toEqual({ ok: false, count: 3, max: 3 });
+      expect(probe.asked.slice(3).sort()).toEqual(["s2", "s4", "s5"]);
+    }));
+
+  it("fails an admission whose liveness check fails, taking no slot", () =>
+    withLimits({ maxConcurrentSessions: 1 }, async ({ limits }) => {
+      expect(await limits.admit("alice", "s1", liveness().isLive)).toEqual({ ok: true });
+      await expect(limits.admit("alice", "s2", () => Promise.reject(new Error("status unreadable")))).rejects.toThrow(
+        /status unreadable/,
+      );
+      expect(await limits.admit("alice", "s3", liveness().isLive)).toEqual({ ok: false, count: 1, max: 1 });
+    }));
+
+  it("lets a slot lapse after sessionTtlMs when nothing releases it; re-admitting renews it", () =>
+    withLimits({ maxConcurrentSessions: 1, sessionTtlMs: 400 }, async ({ limits }, wait) => {
+      const probe = liveness();
+      expect(await limits.admit("alice", "s1", probe.isLive)).toEqual({ ok: true });
+      await wait(250);
+      expect(await limits.admit("alice", "s1", probe.isLive)).toEqual({ ok: true });
+      await wait(250); // past the first lapse, before the renewed one
+      expect(await limits.admit("alice", "s2", probe.isLive)).toEqual({ ok: false, count: 1, max: 1 });
+      expect(probe.asked).toEqual(["s1"]);
+      await wait(250);
+      expect(await limits.admit("alice", "s2", probe.isLive)).toEqual({ ok: true });
+      expect(probe.asked).toEqual(["s1"]); // it lapsed by itself
+    }));
+
+  it("admits exactly the maximum of 2x as many concurrent sessions", () =>
+    withLimits({ maxConcurrentSessions: 4 }, async ({ limits }) => {
+      const { isLive } = liveness();
+      const rs = await Promise.all(Array.from({ length: 8 }, (_, i) => limits.admit("alice", `race-${i}`, isLive)));
+      expect(rs.filter((r) => r.ok)).toHaveLength(4);
+      expect(rs.filter((r) => !r.ok)).toEqual(Array.from({ length: 4 }, () => ({ ok: false, count: 4, max: 4 })));
+    }));
+
+  it("refuses owners and session ids that are not API key names or ids", () =>
+    withLimits({}, async ({ limits }) => {
+      await expect(limits.allowRequest("Alice:*")).rejects.toThrow(/invalid limits owner/);
+      await expect(limits.admit("alice", "", liveness().isLive)).rejects.toThrow(/invalid session id/);
+      await expect(limits.release("", "s1")).rejects.toThrow(/invalid limits owner/);
+    }));
 }

@@ -7,18 +7,18 @@ import {
   type LimitsOptions,
 } from "./limits.js";
 
-/** Options of the in-memory limits: the same limits, and a clock tests can move. */
-export interface InMemoryLimitsOptions extends LimitsOptions {
+/** Options of the local limits: the same limits, and a clock tests can move. */
+export interface LocalLimitsOptions extends LimitsOptions {
   /** Milliseconds now; default `Date.now`. */
   readonly now?: () => number;
 }
 
 /**
- * The in-memory twin of `createRedisLimits` for one process (tests, and a gateway under test
+ * The local twin of `createRedisLimits` for one process (tests, and a gateway under test
  * without Redis). Same rules, same conformance suite (testing.ts); nothing is shared between
  * processes, so it is no limit for replicas.
  */
-export function createInMemoryLimits(opts: InMemoryLimitsOptions): GatewayLimits {
+export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
   const o = checkLimitsOptions(opts);
   const now = opts.now ?? Date.now;
   const requests = new Map<string, number[]>();
