@@ -97,7 +97,8 @@ async function viaGateway(
       return;
     }
     firstEventMs ??= now - t0;
-    const id = /^(\d+):(\d+)$/.exec(m.id);
+    // `<seq>:<version>:<index>`: ordered by version, then index (the stream sequence leads only for resuming)
+    const id = /^\d+:(\d+):(\d+)$/.exec(m.id);
     const cursor: [number, number] = id ? [Number(id[1]), Number(id[2])] : [Number.NaN, Number.NaN];
     if (!id || (last !== null && (cursor[0] < last[0] || (cursor[0] === last[0] && cursor[1] <= last[1]))))
       error ??= `event id ${m.id} after ${last?.join(":") ?? "none"}`;

@@ -46,20 +46,24 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 async function pickNode(ctx: FaultContext, pick: NodePick): Promise<number> {
   const nats = needCluster(ctx);
   if (typeof pick === "number") return pick;
-  // right after a fault the stream may still be electing its leader: ask again for a while
+  // right after a fault the stream may still be electing its leader, and the run's own connection
+  // may be on a node that is catching up: ask again for a while. The harness never gives up on its
+  // plan for this; it hits a fixed node instead, and says so.
   const until = Date.now() + 30_000;
-  for (;;) {
+  let last = "no leader named";
+  while (Date.now() < until) {
     try {
-      const jsm = await jetstreamManager(ctx.nc);
+      const jsm = await jetstreamManager(ctx.nc, { timeout: 5_000 });
       const info = await jsm.streams.info(ctx.naming.streams.tasks);
       const i = nats.nodes.findIndex((n) => n.name === info.cluster?.leader);
       if (i >= 0) return i;
     } catch (err) {
-      if (Date.now() > until) throw err;
+      last = (err as Error).message.split("\n")[0] ?? String(err);
     }
-    if (Date.now() > until) return 0;
     await sleep(500);
   }
+  ctx.log(`    no leader of the task stream found within 30 s (${last}); hitting n0`);
+  return 0;
 }
 
 /**

@@ -122,6 +122,8 @@ let redis: ChildProcess | null = null;
 let redisDir: string | null = null;
 let redisChaos: RedisChaos | null = null;
 let services: Cluster | null = null;
+/** Set once every session checked out: a run that did not pass also names the NATS nodes' resets. */
+let passed = false;
 /** Every service's output (warnings and errors) to `--logs`, however the run ends. */
 function saveLogs(): void {
   if (!services) return;
@@ -131,6 +133,24 @@ function saveLogs(): void {
   for (const p of services.procs) writeFileSync(join(logs, `${p.name}-${p.child.pid ?? "x"}.log`), p.output());
   for (const n of nats?.nodes ?? []) writeFileSync(join(logs, `nats-${n.name}.log`), n.output);
   log(`chaos: the services' and NATS nodes' output (warnings and errors) in ${logs}`);
+  if (!passed) for (const line of serverResets()) log(`chaos: NATS reported: ${line}`);
+}
+
+/**
+ * The lines where a NATS node reset a stream's or consumer's replicated state (its store found
+ * damaged after a kill, a catch-up that stalled). nats-server 2.9 does so after most kills and
+ * recovers; when a run fails, they say whether the server's recovery was under way at the time.
+ */
+function serverResets(): string[] {
+  const resets = /Resetting stream cluster state|stream store.*(EOF|corrupt)|Catchup for stream .* (stalled|failed)/i;
+  return (nats?.nodes ?? [])
+    .flatMap((n) =>
+      n.output
+        .split("\n")
+        .filter((l) => resets.test(l))
+        .map((l) => `${n.name} ${l.trim()}`),
+    )
+    .slice(-10);
 }
 
 async function cleanup(): Promise<void> {
@@ -387,6 +407,7 @@ async function main(): Promise<number> {
 let code = 1;
 try {
   code = await main();
+  passed = code === 0;
 } catch (err) {
   process.stderr.write(`chaos: failed: ${(err as Error).stack ?? String(err)}\n`);
   for (const p of (services as Cluster | null)?.procs ?? [])

@@ -166,11 +166,14 @@ describe("crash points around the replica wait, with a Redis failover at the poi
     cluster.start("coordinator");
     await redis.restart(old, primary);
 
-    await cluster.waitDone(sid, 90_000);
+    const first = await cluster.waitDone(sid, 90_000);
     const doneMs = Date.now() - t0;
     await redis.awaitInSync(old);
     const { state, log } = await cluster.waitDone(sid, 10_000);
-    expect(state.meta.status).toBe("completed");
+    expect(
+      state.meta.status,
+      `status when the complete event was read: ${first.state.meta.status}; now (${(await redis.primary()).name} primary):\n${redis.history()}\n${cluster.recentOutput()}`,
+    ).toBe("completed");
     assertAppliedOnce(log, state.meta.version);
     expect(comparable(state)).toEqual(baseline.data);
     expect(logShape(log, sid)).toEqual(baseline.log);

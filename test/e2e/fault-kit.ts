@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "@agentmesh/llm/testing";
-import type { TransitionLogLine } from "@agentmesh/contracts";
+import { parseTaskId, type TransitionLogLine } from "@agentmesh/contracts";
 import { serviceArgv, type Cluster, type Proc } from "./harness.js";
 
 const root = join(import.meta.dirname, "../..");
@@ -62,7 +62,7 @@ export async function startModelProxy(): Promise<ModelProxy> {
       status: null,
     };
     if (req.url?.endsWith("/chat/completions")) calls.push(call);
-    const target = servers.get(call.taskId.split(".")[0] ?? "");
+    const target = servers.get(parseTaskId(call.taskId)?.sessionId ?? "");
     if (!target) {
       call.status = 400;
       // Like the scripted server's unexpected call: a 400 the adapter does not retry.

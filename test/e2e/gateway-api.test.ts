@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { randomInt } from "node:crypto";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
@@ -11,6 +10,7 @@ import {
   STACK_TRACE,
   apiError,
   call,
+  curl,
   nextEvent,
   openSse,
   parseSse,
@@ -111,93 +111,6 @@ async function finalAnswer(sid: string): Promise<string> {
 const openai = (base: string, key: string) =>
   new OpenAI({ baseURL: `${base}/v1`, apiKey: key, maxRetries: 0, timeout: 60_000 });
 
-describe("the official openai client against /v1", () => {
-  test("completions, plain and streamed, carry exactly the session's final answer; the usage chunk only when asked for", async () => {
-    const client = openai(a1, ALICE);
-    const ask = { model: "agentmesh/critic-chain", messages: [{ role: "user" as const, content: QUESTION }] };
-    const [plain, streamed, withUsage] = await Promise.all([
-      client.chat.completions.create(ask).withResponse(),
-      client.chat.completions.create({ ...ask, stream: true }).withResponse(),
-      openai(a2, ALICE)
-        .chat.completions.create({ ...ask, stream: true, stream_options: { include_usage: true } })
-        .withResponse(),
-    ]);
-    const sid = (r: { response: Response }) => r.response.headers.get("x-agentmesh-session") ?? "";
-    expect(plain.data.object).toBe("chat.completion");
-    expect(plain.data.choices[0]?.message.content).toBe(await finalAnswer(sid(plain)));
-    expect(plain.data.choices[0]?.finish_reason).toBe("stop");
-
-    for (const [r, usageWanted] of [
-      [streamed, false],
-      [withUsage, true],
-    ] as const) {
-      const chunks: OpenAI.Chat.Completions.ChatCompletionChunk[] = [];
-      for await (const chunk of r.data) chunks.push(chunk);
-      const text = chunks.map((c) => c.choices[0]?.delta.content ?? "").join("");
-      const answer = await finalAnswer(sid(r));
-      expect(text).toBe(answer);
-      expect(chunks.filter((c) => (c.choices[0]?.delta.content ?? "") !== "").length).toBeGreaterThan(1); // really streamed in pieces
-      expect(chunks.filter((c) => c.choices[0]?.finish_reason === "stop")).toHaveLength(1);
-      const usage = chunks.filter((c) => c.usage);
-      if (!usageWanted) expect(usage).toEqual([]);
-      else {
-        const u = (await cluster.store.load(sid(r)))?.state.meta.usage;
-        expect(usage).toHaveLength(1);
-        expect(usage[0]?.choices).toEqual([]);
-        expect(usage[0]?.usage).toEqual({
-          prompt_tokens: u?.prompt_tokens,
-          completion_tokens: u?.completion_tokens,
-          total_tokens: (u?.prompt_tokens ?? 0) + (u?.completion_tokens ?? 0),
-        });
-        expect(usage[0]?.usage?.completion_tokens).toBeGreaterThan(0);
-        expect(chunks.at(-1)).toBe(usage[0]);
-      }
-    }
-  });
-
-  test("/v1/models lists the workflows; an unknown model is 404 and a bad key 401, as OpenAI's typed errors", async () => {
-    const models = await openai(a2, ALICE).models.list();
-    expect(models.data.map((m) => m.id)).toEqual(
-      expect.arrayContaining(["agentmesh/critic-chain", "agentmesh/blackboard"]),
-    );
-
-    const unknown = await openai(a1, ALICE)
-      .chat.completions.create({ model: "agentmesh/nope", messages: [{ role: "user", content: QUESTION }] })
-      .catch((e: unknown) => e);
-    expect(unknown).toBeInstanceOf(OpenAI.NotFoundError);
-    expect(unknown).toMatchObject({ status: 404, code: "not_found", type: "invalid_request_error", param: null });
-    expect((unknown as Error).message).toContain("agentmesh/critic-chain");
-
-    const badKey = await openai(a1, "am_not-a-key")
-      .chat.completions.create({ model: "agentmesh/critic-chain", messages: [{ role: "user", content: QUESTION }] })
-      .catch((e: unknown) => e);
-    expect(badKey).toBeInstanceOf(OpenAI.AuthenticationError);
-    expect(badKey).toMatchObject({ status: 401, code: "unauthorized", type: "authentication_error" });
-    const badJson = await call(a1, "/v1/chat/completions", { key: ALICE, json: "{not json" });
-    expect(badJson.status).toBe(400);
-    expect(badJson.body).toEqual({
-      error: {
-        message: expect.stringMatching(/not valid JSON/),
-        type: "invalid_request_error",
-        param: null,
-        code: "bad_request",
-      },
-    });
-  });
-});
-
-/** Runs curl (a real SSE client, unbuffered) and returns what it printed. */
-function curl(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("curl", ["-sS", "-N", "--max-time", "60", ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
-    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
-    child.once("close", (code) => resolve({ code, out, err }));
-  });
-}
-
 describe("curl as a real SSE client", () => {
   test("POST /api/v1/query streams to `complete`; GET …/events with Last-Event-ID returns exactly the events after it", async () => {
     const posted = await curl([
@@ -225,17 +138,21 @@ describe("curl as a real SSE client", () => {
 
     const cut = Math.floor(truth.length / 2);
     const after = truth[cut]!;
+    // the id as the server sent it: the event's stream sequence, then its version and index
+    const afterId = messages.filter((m) => m.id !== undefined)[cut]?.id ?? "";
+    expect(afterId).toMatch(new RegExp(`^\\d+:${after.version}:${after.index}$`));
     const resumed = await curl([
       `${a2}/api/v1/sessions/${sid}/events`,
       "-H",
       `Authorization: Bearer ${ALICE}`,
       "-H",
-      `Last-Event-ID: ${after.version}:${after.index}`,
+      `Last-Event-ID: ${afterId}`,
     ]);
     expect(resumed.code, resumed.err).toBe(0);
     expect(sessionEvents(parseSse(resumed.out))).toEqual(truth.slice(cut + 1));
 
-    // After the last event there is nothing more: the stream ends at once, it does not wait forever.
+    // After the last event there is nothing more: the stream ends at once, it does not wait forever
+    // (asked with an id as an earlier release sent it, `<version>:<index>`).
     const last = truth.at(-1)!;
     const done = await curl([
       "--max-time",
@@ -506,7 +423,7 @@ describe("bad requests", () => {
         call(a2, `/api/v1/sessions/${sid}/events`, { key: ALICE, headers: { "last-event-id": "3-1" } }),
         400,
         "bad_request",
-        /^Last-Event-ID must be <version>:<index>/,
+        /^Last-Event-ID must be <seq>:<version>:<index>/,
       ],
       [
         "no key",
@@ -600,10 +517,33 @@ describe("graceful shutdown", () => {
     const client = await openSse(`${a2}/api/v1/sessions/${sid}/events`, { headers: bearer(ALICE) });
     expect(client.res.status).toBe(200);
     const before = [await nextEvent(client), await nextEvent(client), await nextEvent(client)];
+    // a /v1 answer on the same replica: it cannot resume, so it is let finish or ends with an error chunk
+    const answer = await openai(a2, ALICE)
+      .chat.completions.create({
+        model: "agentmesh/critic-chain",
+        messages: [{ role: "user", content: QUESTION }],
+        stream: true,
+      })
+      .withResponse();
+    const answerSid = answer.response.headers.get("x-agentmesh-session") ?? "";
+    const answerEnd = (async () => {
+      let finish: string | null = null;
+      try {
+        for await (const chunk of answer.data) finish = chunk.choices[0]?.finish_reason ?? finish;
+        return { finish };
+      } catch (err) {
+        return { error: err };
+      }
+    })();
     a2proc.child.kill("SIGTERM");
     const rest = await readAll(client); // resolves (the server ended the stream) rather than throwing
     expect(rest.filter((m) => m.event === "error")).toEqual([]);
+    const ended = await answerEnd;
+    if ("error" in ended) expect(ended.error).toMatchObject({ message: expect.stringMatching(/shutting down/) });
+    else expect(ended.finish).toBe("stop");
     expect(await a2proc.exited).toEqual({ code: 0, signal: null });
+    // the drain did not cancel the answer's session
+    expect((await cluster.waitDone(answerSid)).state.meta.status).toBe("completed");
     expect((await fetch(`${a1}/readyz`)).status).toBe(200);
 
     const read = [...before.flatMap((e) => (e ? [e] : [])), ...sessionEvents(rest)];

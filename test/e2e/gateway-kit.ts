@@ -1,3 +1,4 @@
+import { spawn } from "node:child_process";
 import { expect } from "vitest";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { EventSourceParserStream } from "eventsource-parser/stream";
@@ -108,7 +109,8 @@ export function sessionEvents(messages: readonly EventSourceMessage[]): SessionE
   return messages.flatMap((m) => {
     if (m.id === undefined) return [];
     const e = JSON.parse(m.data) as SessionEvent;
-    if (m.id !== `${e.version}:${e.index}` || m.event !== e.type)
+    // `<seq>:<version>:<index>`: the stream sequence of the event's message, then the event's own place
+    if (!new RegExp(`^\\d+:${e.version}:${e.index}$`).test(m.id) || m.event !== e.type)
       throw new Error(`SSE id/event ${m.id}/${m.event} do not match the event ${e.version}:${e.index} ${e.type}`);
     return [e];
   });
@@ -157,3 +159,15 @@ export const apiError = (code: string, status: number, message: string | RegExp 
 
 /** Text that looks like a stack trace or a source path: never in an answer to a client. */
 export const STACK_TRACE = /\bat [\w.<>]+ \(|\.ts:\d+|node_modules|Error:\s*\n/;
+
+/** Runs curl (a real SSE client, unbuffered) and returns what it printed. */
+export function curl(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("curl", ["-sS", "-N", "--max-time", "60", ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (b: Buffer) => (out += b.toString()));
+    child.stderr.on("data", (b: Buffer) => (err += b.toString()));
+    child.once("close", (code) => resolve({ code, out, err }));
+  });
+}

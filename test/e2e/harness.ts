@@ -339,12 +339,17 @@ export class Cluster {
     this.secrets.record(`events of ${sessionId}`, JSON.stringify(events));
     if (!loaded || !events.some((e) => e.type === "complete")) {
       throw new Error(
-        `session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-1500)}`).join("\n")}`,
+        `session ${sessionId} did not finish within ${ms} ms (status ${loaded?.state.meta.status ?? "missing"})\n${this.recentOutput()}`,
       );
     }
     const log = await this.store.transitionLog(sessionId);
     this.secrets.record(`state and log of ${sessionId}`, JSON.stringify({ state: loaded.state, log }));
     return { state: loaded.state, log, events };
+  }
+
+  /** The last lines each process printed (for a failing test's message). */
+  recentOutput(chars = 1500): string {
+    return this.procs.map((p) => `--- ${p.name} ${p.child.exitCode ?? ""}\n${p.output().slice(-chars)}`).join("\n");
   }
 
   get natsConnection(): NatsConnection {

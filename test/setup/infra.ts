@@ -185,7 +185,7 @@ async function viaNative(): Promise<Infra> {
 /**
  * Resolves the test infrastructure: NATS_URL/REDIS_URL when set and reachable, else
  * testcontainers where a Docker engine exists, else native binaries on free ports.
- * Never an in-memory twin.
+ * Never a local twin.
  */
 export async function resolveInfra(env: NodeJS.ProcessEnv = process.env): Promise<Infra> {
   const natsUrl = env.NATS_URL;

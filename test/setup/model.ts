@@ -4,7 +4,12 @@
 // engine answering with the roles' own offline behaviours.
 import { offlineHandlersOf, type AgentDefinition } from "@agentmesh/agent-kit";
 import { createOfflineModel, createOpenAIModel, type ModelPort, type OpenAIModelOptions } from "@agentmesh/llm";
-import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "@agentmesh/llm/testing";
+import {
+  startScriptedOpenAIServer,
+  type HttpScriptEntry,
+  type ScriptedServer,
+  type ScriptedServerOptions,
+} from "@agentmesh/llm/testing";
 
 export { createScriptedModel, type ScriptEntry, type ScriptedModel } from "@agentmesh/llm/testing";
 
@@ -13,13 +18,17 @@ export function offlineModelOf(defs: readonly AgentDefinition[]): ModelPort {
   return createOfflineModel({ handlers: offlineHandlersOf(defs) });
 }
 
-/** The OpenAI-compatible adapter against a scripted HTTP server on loopback; close the server after the test. */
+/**
+ * The OpenAI-compatible adapter against a scripted HTTP server on loopback (its `/v1/embeddings`
+ * as `server.embeddings` says); close the server after the test.
+ */
 export async function scriptedHttpModel(
   script: readonly HttpScriptEntry[],
   opts: Pick<OpenAIModelOptions, "roles" | "defaultRole"> &
     Partial<Pick<OpenAIModelOptions, "maxHttpAttempts" | "tiers">>,
+  serverOpts: Pick<ScriptedServerOptions, "embeddings"> = {},
 ): Promise<{ model: ModelPort; server: ScriptedServer }> {
-  const server = await startScriptedOpenAIServer({ script, host: "127.0.0.1" });
+  const server = await startScriptedOpenAIServer({ script, host: "127.0.0.1", ...serverOpts });
   const model = createOpenAIModel({ baseURL: server.url, timeoutMs: 5_000, ...opts });
   return { model, server };
 }

@@ -62,6 +62,11 @@ export interface RedisTopology {
   restart(node: RedisNode, replicaOf?: RedisNode): Promise<void>;
   /** Makes a node primary by hand (`REPLICAOF NO ONE`), for tests without sentinels. */
   promote(node: RedisNode): Promise<void>;
+  /**
+   * What the topology went through, for a failing test's message: every sentinel's failover events
+   * (`+sdown`, `+odown`, `+switch-master`, …) and every node's replication lines, oldest first.
+   */
+  history(): string;
   /** Waits until the sentinels name another primary than `old`; returns it and how long it took. */
   awaitFailover(old: RedisNode, timeoutMs?: number): Promise<{ primary: RedisNode; ms: number }>;
   /** Waits until `replica` is connected to the current primary and has caught up with it. */
@@ -71,19 +76,32 @@ export interface RedisTopology {
 
 const DURABLE = ["--appendonly", "yes", "--appendfsync", "always", "--save", ""];
 
-async function spawnNode(node: RedisNode, replicaOf: number | null): Promise<void> {
+/** Keeps the newest LOG_LINES lines a process of one topology prints, each prefixed with its name. */
+const LOG_LINES = 4_000;
+function capture(p: ChildProcess, name: string, into: string[]): void {
+  const on = (b: Buffer) => {
+    for (const line of b.toString().split("\n")) if (line.trim()) into.push(`${name}: ${line}`);
+    if (into.length > LOG_LINES) into.splice(0, into.length - LOG_LINES);
+  };
+  p.stdout?.on("data", on);
+  p.stderr?.on("data", on);
+}
+
+async function spawnNode(node: RedisNode, replicaOf: number | null, log: string[]): Promise<void> {
   const args = ["--port", String(node.port), "--bind", "127.0.0.1", "--dir", node.dir, ...DURABLE];
   if (replicaOf !== null) args.push("--replicaof", "127.0.0.1", String(replicaOf));
   const p = spawn("redis-server", args, { stdio: ["ignore", "pipe", "pipe"] });
+  capture(p, node.name, log);
   await waitForLine(p, /Ready to accept connections/);
   node.process = p;
 }
 
-async function spawnSentinel(dir: string, port: number, conf: string): Promise<ChildProcess> {
+async function spawnSentinel(dir: string, port: number, conf: string, log: string[]): Promise<ChildProcess> {
   mkdirSync(dir, { recursive: true });
   const file = join(dir, "sentinel.conf");
   writeFileSync(file, conf);
   const p = spawn("redis-server", [file, "--sentinel"], { stdio: ["ignore", "pipe", "pipe"] });
+  capture(p, `sentinel:${port}`, log);
   await waitForLine(p, /Sentinel ID is|monitor master/);
   return p;
 }
@@ -96,6 +114,7 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
   const sentinels: ChildProcess[] = [];
   const clients: Redis[] = [];
   const sentinelPorts: number[] = [];
+  const log: string[] = [];
   const byPort = (port: number) => nodes.find((n) => n.port === port);
 
   const client = (node: RedisNode) => {
@@ -122,6 +141,15 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
       return sentinelPorts.map((p) => `127.0.0.1:${p}`).join(",");
     },
     url: (node) => `redis://127.0.0.1:${node.port}`,
+    history: () =>
+      log
+        .filter((l) =>
+          /[+-](sdown|odown|switch-master|failover|try-failover|elected-leader|selected-slave|promoted-slave|slave-reconf)|MASTER|REPLICA|role|sync|Connecting to/i.test(
+            l,
+          ),
+        )
+        .slice(-300)
+        .join("\n"),
     client,
     sentinelClient,
     async primary() {
@@ -161,7 +189,7 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
     },
     async restart(node, replicaOf) {
       if (node.process) throw new Error(`${node.name} is still running`);
-      await spawnNode(node, replicaOf?.port ?? null);
+      await spawnNode(node, replicaOf?.port ?? null, log);
     },
     async promote(node) {
       const c = client(node);
@@ -224,7 +252,7 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
       mkdirSync(dir);
       const node: RedisNode = { name, port: await freePort(), dir, process: null };
       nodes.push(node);
-      await spawnNode(node, i === 0 ? null : (nodes[0]?.port ?? null));
+      await spawnNode(node, i === 0 ? null : (nodes[0]?.port ?? null), log);
     }
     for (const n of nodes.slice(1)) await topology.awaitInSync(n);
     const count = opts.sentinels ?? 3;
@@ -245,7 +273,7 @@ export async function startRedisTopology(opts: RedisTopologyOptions = {}): Promi
           : [`requirepass ${opts.sentinelPassword}`, `sentinel sentinel-pass ${opts.sentinelPassword}`]),
         "",
       ].join("\n");
-      sentinels.push(await spawnSentinel(join(root, `sentinel${i}`), port, conf));
+      sentinels.push(await spawnSentinel(join(root, `sentinel${i}`), port, conf, log));
     }
     // every sentinel must know the replicas and the other sentinels before a failover can be voted
     for (const port of sentinelPorts) {

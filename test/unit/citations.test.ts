@@ -108,6 +108,7 @@ const SEED_ALLOWED: RegExp = new RegExp(
     String.raw`getSeed|fromSeed|OfSeed|seedMounts|seedDir|seedName|seedFile|\.seed\b|\{\{seed\}\}`, // NKey code and templates
     String.raw`\bseed\s*=\s*readFileSync`, // reading an NKey seed
     String.raw`FUZZ_SEED|random|reseed|fast-check|\bfc\.|numRuns`, // a random generator's seed
+    String.raw`\`seed\``, // a sampling request field named as code (OpenAI's \`seed\`)
   ].join("|"),
   "i",
 );

@@ -204,24 +204,37 @@ describe("compiled schemas with checks of their own (refine, superRefine, defaul
   }
 });
 
-describe("AGENTMESH_ZOD_COMPILE=off", () => {
-  afterEach(() => {
+describe("compiled parsing on and off (AGENTMESH_ZOD_COMPILE)", () => {
+  afterEach(async () => {
     vi.unstubAllEnvs();
+    (await import("@agentmesh/contracts")).setCompiledParsing(true);
     vi.resetModules();
   });
 
-  it("keeps every schema on zod's own parser", async () => {
+  it("is on by default; off keeps every schema on zod's own parser, and on again compiles afresh", async () => {
+    const c = await import("@agentmesh/contracts");
+    const fast = c.compiled(SessionState);
+    expect(fast).not.toBe(SessionState);
+    c.setCompiledParsing(false);
+    expect(c.compiled(SessionState)).toBe(SessionState);
+    c.setCompiledParsing(true);
+    expect(c.compiled(SessionState)).not.toBe(SessionState);
+    expect(c.compiled(SessionState)).not.toBe(fast);
+  });
+
+  it("is not read from the environment by contracts", async () => {
     vi.stubEnv("AGENTMESH_ZOD_COMPILE", "off");
     vi.resetModules();
     const m = await import("../../packages/contracts/src/compiled.js");
-    expect(m.compiled(SessionState)).toBe(SessionState);
+    expect(m.compiled(SessionState)).not.toBe(SessionState);
   });
 
-  it("is refused by every service's config unless it is on or off", async () => {
+  it("is applied by every service's config as it is parsed, and refused unless it is on or off", async () => {
     const { loadCoordinatorConfig } = await import("../../services/coordinator/src/config.js");
     const { loadAgentConfig } = await import("../../packages/agent-kit/src/config.js");
     const { loadGatewayConfig } = await import("../../services/gateway/src/config.js");
     const { loadCliConfig } = await import("../../services/cli/src/config.js");
+    const c = await import("@agentmesh/contracts");
     // the gateway needs a key or anonymous mode to start at all
     const base = { AGENTMESH_GATEWAY_ANONYMOUS: "1" };
     for (const load of [loadCoordinatorConfig, loadAgentConfig, loadGatewayConfig, loadCliConfig] as Array<
@@ -229,6 +242,9 @@ describe("AGENTMESH_ZOD_COMPILE=off", () => {
     >) {
       expect(() => load({ ...base, AGENTMESH_ZOD_COMPILE: "0" }), load.name).toThrow(/AGENTMESH_ZOD_COMPILE/);
       expect(() => load({ ...base, AGENTMESH_ZOD_COMPILE: "off" }), load.name).not.toThrow();
+      expect(c.compiled(SessionState), load.name).toBe(SessionState);
+      load(base);
+      expect(c.compiled(SessionState), load.name).not.toBe(SessionState);
     }
   });
 });

@@ -479,11 +479,17 @@ describe("the agent roles' deployment, generated from the role registry (scripts
   /**
    * An object as it was before NATS access control: without the NATS seed (env, mount,
    * volume, fsGroup), the web search key Secret and the generated account (was `$G`), without
-   * the executor's MCP servers setting (passed through in compose) and without the
-   * metrics endpoint (env, port, Prometheus annotations). The rest must still equal
-   * the hand-written files; the additions are checked by the tests above and below.
+   * the executor's MCP servers setting (passed through in compose), without the
+   * metrics endpoint (env, port, Prometheus annotations) and without the embeddings endpoint of
+   * the retriever and the executor. The rest must still equal the hand-written files; the
+   * additions are checked by the tests above and below.
    */
   const METRICS_ENV = ["AGENTMESH_METRICS_PORT", "AGENTMESH_METRICS_HOST"];
+  const EMBEDDINGS_ENV = [
+    "AGENTMESH_EMBEDDINGS_BASE_URL",
+    "AGENTMESH_EMBEDDINGS_API_KEY",
+    "AGENTMESH_EMBEDDINGS_MODEL",
+  ];
 
   /**
    * The probes changed since (HTTP instead of `agentmesh health`), and the pods gained
@@ -515,7 +521,10 @@ describe("the agent roles' deployment, generated from the role registry (scripts
       for (const c of list(pod.containers, "containers")) {
         const container = map(c, "container");
         container.env = list(container.env, "env").filter(
-          (e) => !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY", ...METRICS_ENV].includes(String(at(e, "name"))),
+          (e) =>
+            !["NATS_NKEY_SEED_FILE", "AGENTMESH_WEB_SEARCH_KEY", ...METRICS_ENV, ...EMBEDDINGS_ENV].includes(
+              String(at(e, "name")),
+            ),
         );
         const ports = list(container.ports ?? [], "ports").filter((p) => at(p, "name") !== "metrics");
         if (ports.length) container.ports = ports;
@@ -530,13 +539,31 @@ describe("the agent roles' deployment, generated from the role registry (scripts
     if (copy?.kind === undefined && isMap(copy?.environment)) {
       delete copy.environment.NATS_NKEY_SEED_FILE;
       delete copy.environment.AGENTMESH_MCP_SERVERS;
-      for (const name of METRICS_ENV) delete copy.environment[name];
+      for (const name of [...METRICS_ENV, ...EMBEDDINGS_ENV]) delete copy.environment[name];
       const volumes = list(copy.volumes ?? [], "volumes").filter((v) => !isSeedMount(v));
       if (volumes.length) copy.volumes = volumes;
       else delete copy.volumes;
     }
     return copy;
   }
+
+  it("the retriever and the executor, and only they, get the embeddings endpoint: from a Secret in Kubernetes, the host in compose", () => {
+    for (const role of ROLE_NAMES) {
+      const env = list(at(find("Deployment", role), "spec", "template", "spec", "containers", 0, "env"), "env");
+      const names = env.map((e) => String(at(e, "name"))).filter((n) => EMBEDDINGS_ENV.includes(n));
+      const composeEnv = Object.keys(map(at(compose[role], "environment"), "environment")).filter((n) =>
+        EMBEDDINGS_ENV.includes(n),
+      );
+      const wants = role === "retriever" || role === "executor" ? EMBEDDINGS_ENV : [];
+      expect(names, role).toEqual(wants);
+      expect(composeEnv, role).toEqual(wants);
+      if (wants.length)
+        expect(env, role).toContainEqual({
+          name: "AGENTMESH_EMBEDDINGS_API_KEY",
+          valueFrom: { secretKeyRef: { name: "agentmesh-embeddings", key: "api_key", optional: true } },
+        });
+    }
+  });
 
   it("every agent role, the coordinator and the gateway serve /metrics on 9464, annotated for Prometheus, in Kubernetes and compose", () => {
     const deployments = [...ROLE_NAMES, "coordinator", "gateway"].map((r) => find("Deployment", r));

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "vitest";
-import { AgentmeshError, redactText, redactUrls, secretsOfUrl } from "@agentmesh/contracts";
+import { AgentmeshError, redactArgs, redactText, redactUrls, secretsOfUrl } from "@agentmesh/contracts";
 
 describe("redactUrls: no URL credentials survive, whatever the text around them", () => {
   test.each([
@@ -51,5 +51,40 @@ describe("AgentmeshError never carries URL credentials", () => {
     expect(e.message).toBe("cannot reach NATS at nats://svc:***@10.0.0.1:4222");
     expect(JSON.stringify(e.toWire())).not.toContain("topsecret");
     expect(AgentmeshError.from(new Error("redis://u:topsecret@h failed")).message).not.toContain("topsecret");
+  });
+});
+
+describe("redactArgs: tool arguments as events show them", () => {
+  test("hides values whose names say they are secrets, at any depth, and URL credentials in every string", () => {
+    const args = {
+      url: "https://bob:hunter22@api.example.com/v1?q=1",
+      headers: { Authorization: "Bearer sk-live-123456", "X-API-Key": "k-9999", accept: "json" },
+      password: "s3cret-pass",
+      apiKey: "abcd1234",
+      private_key: "-----BEGIN",
+      access_token: "tok-5555",
+      nested: [{ client_secret: "zzzz" }, "redis://:pw12345@cache:6379"],
+      max_tokens: 100,
+      tokenizer: "cl100k",
+      author: "Ada",
+      query: "weather in Paris",
+      empty_password: "",
+    };
+    expect(redactArgs(args)).toEqual({
+      url: "https://bob:***@api.example.com/v1?q=1",
+      headers: { Authorization: "***", "X-API-Key": "***", accept: "json" },
+      password: "***",
+      apiKey: "***",
+      private_key: "***",
+      access_token: "***",
+      nested: [{ client_secret: "***" }, "redis://:***@cache:6379"],
+      max_tokens: 100,
+      tokenizer: "cl100k",
+      author: "Ada",
+      query: "weather in Paris",
+      empty_password: "",
+    });
+    // the input is not changed: the task still carries what the workflow gave
+    expect(args.password).toBe("s3cret-pass");
   });
 });

@@ -4,7 +4,7 @@ import { describe, expect, test } from "vitest";
 import { SessionState, WorkflowName, type HaloCitation } from "@agentmesh/contracts";
 import { SESSION_RESULT_FIELDS, apiKeyEntry, createGatewayApp, generateApiKey, parseApiKeys } from "@agentmesh/gateway";
 import { createLogger } from "@agentmesh/service-kit";
-import { createInMemorySessionStore } from "@agentmesh/session-store/testing";
+import { createLocalSessionStore } from "@agentmesh/session-store/testing";
 import { createSession } from "@agentmesh/workflows";
 import { DEFAULTS } from "@agentmesh/workflows/testing";
 import { sessionResultRows, tableRows, workflowOptionRows } from "../../scripts/doc-tables.js";
@@ -38,7 +38,7 @@ function stored(workflow: WorkflowName, sid: string, over: Record<string, unknow
 }
 
 async function resultOf(state: SessionState): Promise<Record<string, unknown>> {
-  const store = createInMemorySessionStore({
+  const store = createLocalSessionStore({
     keyPrefix: "docs",
     activeTtlMs: 60_000,
     finishedTtlMs: 60_000,

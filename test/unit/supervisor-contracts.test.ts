@@ -9,8 +9,8 @@ import {
   LIMITS,
   LOW_ROUTING_CONFIDENCE,
   MAX_HANDOFFS,
-  MEMORY_PRIORITY,
-  MemoryField,
+  NOTE_PRIORITY,
+  NoteField,
   RESEARCH_DEPTHS,
   ResearchDepth,
   RoutingDecision,
@@ -136,9 +136,9 @@ describe("handoffs", () => {
   });
 });
 
-describe("shared memory", () => {
+describe("shared notes", () => {
   it("has the ten fields verbatim, in its order, all optional", () => {
-    expect(MemoryField.options).toEqual([
+    expect(NoteField.options).toEqual([
       "research_findings",
       "research_sources",
       "generated_code",
@@ -154,7 +154,7 @@ describe("shared memory", () => {
   });
 
   it("has the priority table", () => {
-    expect(MEMORY_PRIORITY).toEqual({
+    expect(NOTE_PRIORITY).toEqual({
       research_findings: 3,
       generated_code: 3,
       writing_draft: 3,
@@ -166,7 +166,7 @@ describe("shared memory", () => {
       code_language: 1,
       data_visualizations: 1,
     });
-    expect(Object.keys(MEMORY_PRIORITY).sort()).toEqual([...MemoryField.options].sort());
+    expect(Object.keys(NOTE_PRIORITY).sort()).toEqual([...NoteField.options].sort());
   });
 
   it("takes sources with a url or a path, a sandbox language and Vega-Lite charts", () => {
@@ -199,17 +199,17 @@ describe("shared memory", () => {
     const chart = { mark: "point" };
     expect(
       SharedAgentMemory.safeParse({
-        data_visualizations: Array(SUPERVISOR_LIMITS.maxMemoryVisualizations + 1).fill(chart),
+        data_visualizations: Array(SUPERVISOR_LIMITS.maxNoteVisualizations + 1).fill(chart),
       }).success,
     ).toBe(false);
   });
 });
 
 describe("the supervisor's numbers", () => {
-  it("budgets the memory at 8000 characters with 200 per field; chat 5 tool rounds, code 3", () => {
+  it("budgets the shared notes at 8000 characters with 200 per field; chat 5 tool rounds, code 3", () => {
     expect(SUPERVISOR_LIMITS).toMatchObject({
-      memoryBudgetChars: 8000,
-      memoryMinFieldChars: 200,
+      notesBudgetChars: 8000,
+      notesMinFieldChars: 200,
       chatMaxToolIterations: 5,
       codeMaxIterations: 3,
     });
