@@ -238,3 +238,66 @@ describe("the compatibility table, through the official openai client", () => {
     expect((await cluster.store.load(sid))?.state.meta.status).toBe("cancelled");
   });
 });
+
+describe("Idempotency-Key, through the official openai client", () => {
+  const ask = (content: string, threadId: string) => ({
+    model: "agentmesh/critic-chain",
+    messages: [{ role: "user" as const, content }],
+    metadata: { thread_id: threadId },
+  });
+
+  test("the SDK's own retries after timeouts, then a patient retry on the other replica: one session, its whole answer", async () => {
+    const thread = `idem-${Date.now().toString(36)}`;
+    const headers = { "Idempotency-Key": `retry-${thread}` };
+    const hasty = new OpenAI({ baseURL: `${a1}/v1`, apiKey: ALICE, maxRetries: 2, timeout: 1_500 });
+    const timedOut = await hasty.chat.completions.create(ask(QUESTION, thread), { headers }).catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(OpenAI.APIConnectionTimeoutError); // three tries, each left after 1.5 s
+
+    // streamed this time, from the other replica: the answer from its start, not a second session
+    const r = await openai(a2, ALICE)
+      .chat.completions.create({ ...ask(QUESTION, thread), stream: true }, { headers })
+      .withResponse();
+    const sid = r.response.headers.get("x-agentmesh-session") ?? "";
+    let text = "";
+    for await (const chunk of r.data) text += chunk.choices[0]?.delta.content ?? "";
+    expect(text).toBe(await finalAnswer(sid));
+    expect((await cluster.store.loadThread(thread))?.sessions).toEqual([sid]);
+    expect((await cluster.store.load(sid))?.state.meta.status).toBe("completed");
+
+    // once more after the end, not streamed: the same session's answer again
+    const again = await openai(a1, ALICE).chat.completions.create(ask(QUESTION, thread), { headers }).withResponse();
+    expect(again.response.headers.get("x-agentmesh-session")).toBe(sid);
+    expect(again.data.choices[0]?.message.content).toBe(text);
+    expect((await cluster.store.loadThread(thread))?.sessions).toEqual([sid]);
+  });
+
+  test("the same key with another body is a 422 naming the header; a client that leaves with a key does not cancel", async () => {
+    const thread = `idem2-${Date.now().toString(36)}`;
+    const headers = { "Idempotency-Key": `reuse-${thread}` };
+    const stop = new AbortController();
+    const first = await openai(a1, ALICE).chat.completions.create(
+      { ...ask(QUESTION, thread), stream: true },
+      { headers, signal: stop.signal },
+    );
+    for await (const _chunk of first) break; // the session runs: leave
+    stop.abort();
+    const other = await openai(a2, ALICE)
+      .chat.completions.create(ask("Who discovered penicillin?", thread), { headers })
+      .catch((e: unknown) => e);
+    expect(other).toBeInstanceOf(OpenAI.UnprocessableEntityError);
+    expect(other).toMatchObject({
+      status: 422,
+      code: "idempotency_key_reused",
+      param: "Idempotency-Key",
+      type: "invalid_request_error",
+    });
+    const bad = await openai(a2, ALICE)
+      .chat.completions.create(ask(QUESTION, thread), { headers: { "Idempotency-Key": "has space" } })
+      .catch((e: unknown) => e);
+    expect(bad).toMatchObject({ status: 400, param: "Idempotency-Key" });
+    // the left request was not cancelled (it had a key), and finishes
+    const sessions = (await cluster.store.loadThread(thread))?.sessions ?? [];
+    expect(sessions).toHaveLength(1);
+    expect((await cluster.waitDone(sessions[0] ?? "")).state.meta.status).toBe("completed");
+  });
+});

@@ -770,6 +770,14 @@ export const ENV_VARS = [
     usedBy: ["gateway"],
   },
   {
+    name: "AGENTMESH_IDEMPOTENCY_TTL_MS",
+    schema: int(1000).default(86_400_000),
+    default: "86400000",
+    description:
+      "gateway: how long an `Idempotency-Key` remembers the request it named, across all replicas: the same key with another body is a 422 until then",
+    usedBy: ["gateway"],
+  },
+  {
     name: "AGENTMESH_MAX_BODY_BYTES",
     schema: int(1024).default(256 * 1024),
     default: "262144",

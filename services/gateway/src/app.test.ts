@@ -14,7 +14,8 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { apiKeyEntry, generateApiKey, parseApiKeys } from "./api-keys.js";
 import { createGatewayApp } from "./app.js";
 import type { EventHub } from "./fanout.js";
-import { answerRemainder, deltas, finishReason } from "./openai.js";
+import { answerRemainder } from "./answer-text.js";
+import { deltas, finishReason } from "./openai.js";
 import { eventId, isAfter, parseEventId } from "./stream.js";
 import { SESSION_SLOT_RETRY_S } from "./sessions.js";
 import { createLocalLimits } from "./testing.js";
@@ -464,6 +465,10 @@ describe("event ids and answer deltas", () => {
     expect(answerRemainder("", "The answer is 4.")).toBe("The answer is 4.");
     expect(answerRemainder("The ans", "The answer is 4.")).toBe("wer is 4.");
     expect(answerRemainder("A different", "The answer is 4.")).toBeNull();
+    // an answer cut to fit its event, the stream holding all of it: nothing to add, nothing restarted
+    expect(answerRemainder("The answer is 4.", "The answer", true)).toBe("");
+    expect(answerRemainder("The answer is 4.", "The answer")).toBeNull();
+    expect(answerRemainder("Another answer", "The answer", true)).toBeNull();
     const text = "word ".repeat(50).trim();
     const parts = deltas(text, 12);
     expect(parts.join("")).toBe(text);

@@ -25,6 +25,7 @@ import {
   newUserInputId,
   misplacedOption,
   type SessionOptions,
+  type SessionEvent,
 } from "@agentmesh/contracts";
 import type { Publisher } from "@agentmesh/messaging";
 import { ANONYMOUS_OWNER, presentedApiKey, type ApiKeyVerifier } from "./api-keys.js";
@@ -40,6 +41,8 @@ import {
   type SessionDeps,
   type StreamDeps,
 } from "./sessions.js";
+import { answerRemainder, isAnswerToken } from "./answer-text.js";
+import { claimIdempotencyKey, idempotencyKeyOf } from "./idempotency.js";
 import { createEventHub, type EventHub } from "./fanout.js";
 import { eventId, parseEventId, sessionStream, StreamOverflow, type EventCursor } from "./stream.js";
 import { mountStatic } from "./static.js";
@@ -267,6 +270,7 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
     else c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
     const ping = setInterval(() => void s.write(": ping\n\n").catch(() => ac.abort()), d.pingMs ?? 15_000);
     let ended = false;
+    let answered = ""; // the answering node's text streamed so far
     let lastId =
       after?.seq === undefined ? null : eventId({ seq: after.seq, version: after.version, index: after.index });
     try {
@@ -278,8 +282,11 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
         signal: ac.signal,
         bufferBytes: d.streamBufferBytes,
       })) {
-        if (item.kind === "token") await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
-        else {
+        if (item.kind === "token") {
+          if (isAnswerToken(item.event)) answered += item.event.delta;
+          await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
+        } else {
+          if (item.event.type === "complete") await replaceRestarted(s, item.event, answered);
           lastId = eventId({ seq: item.seq, version: item.event.version, index: item.event.index });
           await s.writeSSE({ id: lastId, event: item.event.type, data: JSON.stringify(item.event) });
         }
@@ -299,6 +306,21 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
         await cancelAfterDisconnect(d, sessionId, "cancel_on_disconnect");
     }
   });
+}
+
+/**
+ * Before a `complete` whose answer does not begin with the answering node's text already streamed
+ * (the node ran again and said something else): a `replace` event with the whole answer, so a
+ * client showing the tokens shows it instead (docs/gateway.md, "The stream").
+ */
+async function replaceRestarted(
+  s: SSEStreamingApi,
+  e: Extract<SessionEvent, { type: "complete" }>,
+  answered: string,
+): Promise<void> {
+  if (answerRemainder(answered, e.final_answer, e.truncated === true) !== null) return;
+  const data = { session_id: e.session_id, reason: "answer_restarted", text: e.final_answer };
+  await s.writeSSE({ event: "replace", data: JSON.stringify(data) });
 }
 
 /** How long the last event of a stream that overflowed may wait for its client to read, before the connection is cut. */
@@ -356,6 +378,11 @@ function mountQuery(app: Hono<Env>, st: AppState): void {
     if (misplaced) throw new ApiError("bad_request", misplaced.message);
     const { attachments, ...chosen } = rest;
     const options: SessionOptions = { ...chosen, ...(attachments?.length ? { attachments } : {}) };
+    const key = idempotencyKeyOf(c);
+    if (key !== undefined && body.task_id !== undefined)
+      throw new ApiError("bad_request", "send either task_id or an Idempotency-Key header, not both");
+    const taskId =
+      key === undefined ? body.task_id : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/api/v1/query", body);
     const accept = c.req.header("accept") ?? "";
     const streaming = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
     // a stream's slot before its session: a refusal starts nothing
@@ -366,7 +393,7 @@ function mountQuery(app: Hono<Env>, st: AppState): void {
       query: q.query,
       workflow,
       options,
-      taskId: body.task_id,
+      taskId,
       messages: body.messages,
       threadId: body.thread_id,
       traceparent: c.req.header("traceparent"),

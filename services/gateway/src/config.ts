@@ -29,6 +29,7 @@ const VARS = [
   "AGENTMESH_RATE_LIMIT",
   "AGENTMESH_RATE_WINDOW_MS",
   "AGENTMESH_MAX_CONCURRENT_SESSIONS",
+  "AGENTMESH_IDEMPOTENCY_TTL_MS",
   "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_STREAM_BUFFER_BYTES",
   "AGENTMESH_MAX_OPEN_STREAMS",
@@ -64,6 +65,8 @@ export interface GatewayConfig {
   readonly rateLimit: number;
   readonly rateWindowMs: number;
   readonly maxConcurrentSessions: number;
+  /** How long an `Idempotency-Key` remembers the request it named. */
+  readonly idempotencyTtlMs: number;
   readonly maxBodyBytes: number;
   /** Bytes an open stream holds for a client that does not read (then it ends, resumable). */
   readonly streamBufferBytes: number;
@@ -136,6 +139,7 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     rateLimit: e.AGENTMESH_RATE_LIMIT,
     rateWindowMs: e.AGENTMESH_RATE_WINDOW_MS,
     maxConcurrentSessions: e.AGENTMESH_MAX_CONCURRENT_SESSIONS,
+    idempotencyTtlMs: e.AGENTMESH_IDEMPOTENCY_TTL_MS,
     maxBodyBytes: e.AGENTMESH_MAX_BODY_BYTES,
     streamBufferBytes: e.AGENTMESH_STREAM_BUFFER_BYTES,
     maxOpenStreams: e.AGENTMESH_MAX_OPEN_STREAMS,

@@ -18,6 +18,8 @@ export const API_ERRORS = {
   conflict: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
+  /** An `Idempotency-Key` sent again with another request body. */
+  idempotency_key_reused: 422,
   rate_limited: 429,
   too_many_sessions: 429,
   internal: 500,

@@ -2,6 +2,7 @@ import {
   admitPruning,
   checkLimitsOptions,
   checkOwner,
+  checkRequestKey,
   type AdmitAttempt,
   type GatewayLimits,
   type LimitsOptions,
@@ -23,6 +24,7 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
   const now = opts.now ?? Date.now;
   const requests = new Map<string, number[]>();
   const sessions = new Map<string, Map<string, number>>();
+  const requestKeys = new Map<string, { digest: string; expiresAt: number }>();
 
   const slotsOf = (owner: string) => {
     let slots = sessions.get(owner);
@@ -63,6 +65,15 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
     async release(owner, sessionId) {
       checkOwner(owner, sessionId);
       sessions.get(owner)?.delete(sessionId);
+    },
+
+    async claimRequestKey(owner, key, digest) {
+      checkRequestKey(owner, key, digest);
+      const id = `${owner}:${key}`;
+      const held = requestKeys.get(id);
+      if (held !== undefined && held.expiresAt > now()) return held.digest === digest ? "same" : "other";
+      requestKeys.set(id, { digest, expiresAt: now() + o.requestKeyTtlMs });
+      return "new";
     },
   };
 }

@@ -29,7 +29,8 @@ describe("gateway limits specifics", () => {
       maxConcurrentSessions: 1,
       sessionTtlMs: 1000,
     };
-    expect(checkLimitsOptions(ok)).toEqual(ok);
+    expect(checkLimitsOptions(ok)).toEqual({ ...ok, requestKeyTtlMs: 86_400_000 });
+    expect(() => checkLimitsOptions({ ...ok, requestKeyTtlMs: 0 })).toThrow(/requestKeyTtlMs/);
     expect(() => checkLimitsOptions({ ...ok, rateLimit: 0 })).toThrow(/rateLimit must be a positive integer/);
     expect(() => checkLimitsOptions({ ...ok, sessionTtlMs: 1.5 })).toThrow(/sessionTtlMs/);
     expect(() => checkLimitsOptions({ ...ok, keyPrefix: "a*" })).toThrow(/key prefix/);

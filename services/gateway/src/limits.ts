@@ -17,7 +17,16 @@ export interface GatewayLimits {
   admit(owner: string, sessionId: string, isLive: IsLive): Promise<Admission>;
   /** Frees the slot of `sessionId` (nothing when it holds none). */
   release(owner: string, sessionId: string): Promise<void>;
+  /**
+   * Records that `owner`'s request key `key` (a client's `Idempotency-Key`, hashed) names a request
+   * whose body has digest `digest`, for `requestKeyTtlMs`: `new` the first time, `same` when it
+   * named this digest already (a retry), `other` when it named another body (a client's mistake).
+   */
+  claimRequestKey(owner: string, key: string, digest: string): Promise<RequestKeyClaim>;
 }
+
+/** What a request key named before: nothing (`new`), this body (`same`) or another (`other`). */
+export type RequestKeyClaim = "new" | "same" | "other";
 
 /** The answer to one request: allowed, or the milliseconds until the window has room again. */
 export type RateDecision = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterMs: number };
@@ -43,20 +52,27 @@ export interface LimitsOptions {
    * session ended first. Re-admitting a session restarts it. Make it no shorter than a session may run.
    */
   readonly sessionTtlMs: number;
+  /** How long a request key keeps the body it named (AGENTMESH_IDEMPOTENCY_TTL_MS; default 24 h). */
+  readonly requestKeyTtlMs?: number;
 }
+
+/** A request key's life when the options name none: a day, as long as clients usually retry. */
+export const REQUEST_KEY_TTL_MS = 86_400_000;
+const KEY_PART = /^[A-Za-z0-9_-]{1,128}$/;
 
 const OWNER = /^[a-z0-9][a-z0-9_-]{0,63}$/;
 const MAX_SESSION_ID = 256;
 
 /** Checks the options once, when the limits are built: they come from validated configuration, so a bad one is our bug. */
-export function checkLimitsOptions(o: LimitsOptions): LimitsOptions {
+export function checkLimitsOptions(o: LimitsOptions): Required<LimitsOptions> {
   if (!/^[a-z][a-z0-9_-]{0,39}$/.test(o.keyPrefix))
     throw new Error(`invalid limits key prefix ${JSON.stringify(o.keyPrefix)}`);
-  for (const k of ["rateLimit", "rateWindowMs", "maxConcurrentSessions", "sessionTtlMs"] as const) {
-    if (!Number.isSafeInteger(o[k]) || o[k] < 1)
-      throw new Error(`limits option ${k} must be a positive integer, got ${o[k]}`);
+  const full = { ...o, requestKeyTtlMs: o.requestKeyTtlMs ?? REQUEST_KEY_TTL_MS };
+  for (const k of ["rateLimit", "rateWindowMs", "maxConcurrentSessions", "sessionTtlMs", "requestKeyTtlMs"] as const) {
+    if (!Number.isSafeInteger(full[k]) || full[k] < 1)
+      throw new Error(`limits option ${k} must be a positive integer, got ${full[k]}`);
   }
-  return Object.freeze({ ...o });
+  return Object.freeze(full);
 }
 
 /** Owners are API key names (and `anonymous`), so they fit in a key without escaping; anything else is our bug. */
@@ -65,6 +81,12 @@ export function checkOwner(owner: string, sessionId?: string): void {
     throw new Error(`invalid limits owner (${owner.length} characters): expected an API key name`);
   if (sessionId !== undefined && (sessionId.length === 0 || sessionId.length > MAX_SESSION_ID))
     throw new Error(`invalid session id for limits (${sessionId.length} characters)`);
+}
+
+/** A request key and its body's digest are hashes the gateway made (hex or base64url); anything else is our bug. */
+export function checkRequestKey(owner: string, key: string, digest: string): void {
+  checkOwner(owner);
+  if (!KEY_PART.test(key) || !KEY_PART.test(digest)) throw new Error("invalid request key or digest: expected hashes");
 }
 
 /** One try at a slot, given the held sessions found ended: ok, or full with the sessions still held. */
@@ -136,12 +158,22 @@ return {'full', unpack(redis.call('ZRANGE', KEYS[1], 0, -1))}
 `;
 
 /**
+ * A request key: set to the body's digest when new; otherwise whether it names the same digest.
+ * KEYS: the owner's request key. ARGV: digest, ttlMs.
+ */
+const REQUEST_KEY_LUA = `
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', tonumber(ARGV[2])) then return 'new' end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return 'same' end
+return 'other'
+`;
+
+/**
  * Every command the scripts and the adapter send, lower-case: the gateway's Redis ACL user
  * (session-store's acl.ts) must allow each, which limits.test.ts checks.
  */
 export const LIMITS_REDIS_COMMANDS: readonly string[] = [
   ...new Set([
-    ...[RATE_LUA, ADMIT_LUA].flatMap((lua) =>
+    ...[RATE_LUA, ADMIT_LUA, REQUEST_KEY_LUA].flatMap((lua) =>
       [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
     "evalsha",
@@ -172,7 +204,8 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
   const o = checkLimitsOptions(opts);
   const rate = defineScript(redis, "Rate", RATE_LUA);
   const admit = defineScript(redis, "Admit", ADMIT_LUA);
-  const key = (kind: "req" | "sessions", owner: string) => `${o.keyPrefix}:rl:${kind}:${owner}`;
+  const requestKey = defineScript(redis, "RequestKey", REQUEST_KEY_LUA);
+  const key = (kind: "req" | "sessions" | "idem", owner: string) => `${o.keyPrefix}:rl:${kind}:${owner}`;
   return {
     async allowRequest(owner) {
       checkOwner(owner);
@@ -196,6 +229,13 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
     async release(owner, sessionId) {
       checkOwner(owner, sessionId);
       await redis.zrem(key("sessions", owner), sessionId);
+    },
+    async claimRequestKey(owner, k, digest) {
+      checkRequestKey(owner, k, digest);
+      const reply = await requestKey(`${key("idem", owner)}:${k}`, [digest, o.requestKeyTtlMs]);
+      if (reply !== "new" && reply !== "same" && reply !== "other")
+        throw new Error("unexpected reply of the limits request-key script");
+      return reply;
     },
   };
 }

@@ -124,6 +124,7 @@ function redisStores(cfg: GatewayConfig, redis: Redis) {
     rateWindowMs: cfg.rateWindowMs,
     maxConcurrentSessions: cfg.maxConcurrentSessions,
     sessionTtlMs: cfg.sessionSlotTtlMs,
+    requestKeyTtlMs: cfg.idempotencyTtlMs,
   });
   return { store, limits };
 }

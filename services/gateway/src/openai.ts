@@ -1,7 +1,6 @@
 import type { Context, Hono } from "hono";
 import { streamSSE } from "hono/streaming";
 import {
-  ANSWER_OPS,
   SessionOptions,
   ThreadId,
   WORKFLOW_OPTIONS,
@@ -13,9 +12,11 @@ import {
   type ChatMessage,
   type SessionEvent,
 } from "@agentmesh/contracts";
+import { answerRemainder, isAnswerToken } from "./answer-text.js";
 import { ApiError, readJson } from "./http.js";
 import type { Publisher } from "@agentmesh/messaging";
 import { cancelAfterDisconnect, type OpenAnswers } from "./disconnect.js";
+import { claimIdempotencyKey, idempotencyKeyOf } from "./idempotency.js";
 import { ChatRequest, refuseUnsupported, type Message } from "./openai-request.js";
 import { startSession, startedAfter, type StreamDeps, type Started } from "./sessions.js";
 import { sessionStream, StreamOverflow } from "./stream.js";
@@ -120,20 +121,13 @@ function conversation(req: ChatRequest, workflow: WorkflowName): { query: string
   return { query: q.query, history };
 }
 
-/**
- * What is left of the final answer after the answering node's streamed text: the rest when the
- * stream was its beginning (all of it when nothing streamed); null when they disagree (the node
- * ran again after a failure), which the caller reports rather than sending text twice.
- */
-export function answerRemainder(streamed: string, final: string): string | null {
-  return final.startsWith(streamed) ? final.slice(streamed.length) : null;
-}
+/** Whether a UTF-16 code unit is the first half of a surrogate pair. */
+const isHighSurrogate = (unit: number): boolean => unit >= 0xd800 && unit <= 0xdbff;
 
 /** True when position `j` of `text` falls between the two halves of a surrogate pair. */
 const insidePair = (text: string, j: number): boolean => {
-  const before = text.charCodeAt(j - 1);
   const after = text.charCodeAt(j);
-  return before >= 0xd800 && before <= 0xdbff && after >= 0xdc00 && after <= 0xdfff;
+  return isHighSurrogate(text.charCodeAt(j - 1)) && after >= 0xdc00 && after <= 0xdfff;
 };
 
 /**
@@ -189,12 +183,14 @@ export interface OpenAiDeps extends StreamDeps {
 }
 
 /**
- * Whether a client's leaving cancels its session: yes unless it sends
- * `X-Agentmesh-Cancel-On-Disconnect: false` (a chat client's Stop means stop; a client that only
- * wants the session started opts out).
+ * Whether a client's leaving cancels its session: as `X-Agentmesh-Cancel-On-Disconnect` says (`true`
+ * or `false`); without it, yes (a chat client's Stop means stop) unless the request has an
+ * `Idempotency-Key`, whose client says it will retry, and a retry attaches to the run it left.
  */
-const cancelsOnDisconnect = (c: Context): boolean =>
-  c.req.header("x-agentmesh-cancel-on-disconnect")?.trim().toLowerCase() !== "false";
+function cancelsOnDisconnect(c: Context, keyed: boolean): boolean {
+  const said = c.req.header("x-agentmesh-cancel-on-disconnect")?.trim().toLowerCase();
+  return said === undefined || said === "" ? !keyed : said !== "false";
+}
 
 /** Mounts `GET /v1/models` and `POST /v1/chat/completions`. */
 export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: OpenAiDeps, slots: StreamSlots): void {
@@ -218,6 +214,9 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
       );
     }
     const options = metadataOptions(workflow, req.metadata ?? {});
+    const key = idempotencyKeyOf(c);
+    const taskId =
+      key === undefined ? undefined : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/v1/chat/completions", req);
     // streaming or not, the answer comes from a session stream: its slot before its session
     const release = slots.take();
     const position = d.hub.position();
@@ -226,6 +225,7 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
       workflow,
       options,
       threadId,
+      taskId,
       messages: history.length ? history : undefined,
       traceparent: c.req.header("traceparent"),
     }).then(
@@ -258,12 +258,12 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
  * and once it ends without an outcome, the cancel of its session when the client left first.
  */
 function answerLife(c: Context, d: OpenAiDeps, sessionId: string) {
+  const cancels = cancelsOnDisconnect(c, c.req.header("idempotency-key") !== undefined);
   const left = new AbortController();
   const drained = new AbortController();
   c.req.raw.signal.addEventListener("abort", () => left.abort(), { once: true });
   if (d.answers.draining) drained.abort();
   d.answers.open.add(drained);
-  const cancels = cancelsOnDisconnect(c);
   return {
     left,
     drained,
@@ -426,7 +426,7 @@ async function finishStream(
     m: StreamMeta;
   },
 ): Promise<void> {
-  const rest = answerRemainder(streamed, outcome.text);
+  const rest = answerRemainder(streamed, outcome.text, outcome.truncated);
   if (rest === null) {
     // the answering node ran again and said something else: the text sent cannot be taken back
     d.log.warn({ session_id: started.sessionId }, "the streamed answer differs from the final one");
@@ -456,6 +456,9 @@ async function forwardAnswerTokens(
   send: (delta: string) => Promise<void>,
 ): Promise<{ streamed: string; outcome: Outcome | null }> {
   let streamed = "";
+  // a delta ending in the first half of a surrogate pair keeps it back for the next one, so every
+  // delta sent is valid text on its own; one kept when the turn ends comes with the answer's rest
+  let held = "";
   let outcome: Outcome | null = null;
   for await (const item of sessionStream(d.hub, started.sessionId, {
     after: started.after,
@@ -465,10 +468,13 @@ async function forwardAnswerTokens(
     bufferBytes: d.streamBufferBytes,
   })) {
     if (item.kind === "token") {
-      const t = item.event;
-      if (t.role !== undefined && t.op !== undefined && ANSWER_OPS.has(`${t.role}.${t.op}`)) {
-        streamed += t.delta;
-        await send(t.delta);
+      if (!isAnswerToken(item.event)) continue;
+      const text = held + item.event.delta;
+      const cut = isHighSurrogate(text.charCodeAt(text.length - 1)) ? text.length - 1 : text.length;
+      held = text.slice(cut);
+      if (cut > 0) {
+        streamed += text.slice(0, cut);
+        await send(text.slice(0, cut));
       }
       continue;
     }

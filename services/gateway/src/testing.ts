@@ -68,6 +68,7 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
   describe(`gateway limits conformance: ${name}`, () => {
     rateCases(withLimits);
     admissionCases(withLimits);
+    requestKeyCases(withLimits);
   });
 }
 
@@ -197,5 +198,33 @@ function admissionCases(withLimits: WithLimits): void {
       await expect(limits.allowRequest("Alice:*")).rejects.toThrow(/invalid limits owner/);
       await expect(limits.admit("alice", "", liveness().isLive)).rejects.toThrow(/invalid session id/);
       await expect(limits.release("", "s1")).rejects.toThrow(/invalid limits owner/);
+    }));
+}
+
+/** Request keys: the first claim is new, the same body again is a retry, another body is refused; per owner; they lapse. */
+function requestKeyCases(withLimits: WithLimits): void {
+  it("tells a retry (same body) from a reused key (another body), per owner, until the key lapses", () =>
+    withLimits({ requestKeyTtlMs: 400 }, async ({ limits }, wait) => {
+      expect(await limits.claimRequestKey("alice", "k1", "d1")).toBe("new");
+      expect(await limits.claimRequestKey("alice", "k1", "d1")).toBe("same");
+      expect(await limits.claimRequestKey("alice", "k1", "d2")).toBe("other");
+      expect(await limits.claimRequestKey("alice", "k1", "d1")).toBe("same"); // the refused body did not replace it
+      expect(await limits.claimRequestKey("bob", "k1", "d2")).toBe("new");
+      expect(await limits.claimRequestKey("alice", "k2", "d2")).toBe("new");
+      await wait(450);
+      expect(await limits.claimRequestKey("alice", "k1", "d2")).toBe("new");
+    }));
+
+  it("gives exactly one of 10 concurrent claims of one key `new`", () =>
+    withLimits({}, async ({ limits }) => {
+      const rs = await Promise.all(Array.from({ length: 10 }, () => limits.claimRequestKey("alice", "race", "d")));
+      expect(rs.filter((r) => r === "new")).toHaveLength(1);
+      expect(rs.filter((r) => r === "same")).toHaveLength(9);
+    }));
+
+  it("refuses request keys and digests that are not hashes", () =>
+    withLimits({}, async ({ limits }) => {
+      await expect(limits.claimRequestKey("alice", "a:b*", "d")).rejects.toThrow(/invalid request key/);
+      await expect(limits.claimRequestKey("alice", "k", "")).rejects.toThrow(/invalid request key/);
     }));
 }
