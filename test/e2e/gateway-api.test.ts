@@ -30,6 +30,7 @@ const KEYS = {
   carol: generateApiKey(),
   dave: generateApiKey(),
   erin: generateApiKey(),
+  frank: generateApiKey(),
 };
 const ALICE = KEYS.alice;
 const BOB = KEYS.bob;
@@ -337,6 +338,34 @@ describe("limits hold exactly across two replicas", () => {
       expect((await cluster.waitDone((a.body as { session_id: string }).session_id)).state.meta.status).toBe(
         "completed",
       );
+  });
+
+  test("a session waiting for a person holds no slot; its reply takes one again (429 while the key's slots are full)", async () => {
+    const ask = { query: "Where does the handbook say to store samples at 4 degrees?", workflow: "blackboard" };
+    const asked = await call(l1, "/api/v1/query", { key: KEYS.frank, json: ask });
+    expect(asked.status, asked.text).toBe(202);
+    const sid = (asked.body as { session_id: string }).session_id;
+    for (let i = 0; (await cluster.store.load(sid))?.state.meta.status !== "awaiting_user"; i++) {
+      expect(i, "the blackboard session asks the person within 30 s").toBeLessThan(300);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // the paused session's slot is free: both of the key's slots go to new sessions
+    const running = await alternating(2, (base) =>
+      call(base, "/api/v1/query", { key: KEYS.frank, json: { query: QUESTION } }),
+    );
+    expect(running.map((r) => r.status)).toEqual([202, 202]);
+    const early = await call(l2, `/api/v1/sessions/${sid}/reply`, { key: KEYS.frank, json: { text: "Celsius" } });
+    expect(early.status).toBe(429);
+    expect(early.body).toEqual(apiError("too_many_sessions", 429, /already has 2 sessions running/));
+    expect(early.headers.get("retry-after")).toBe("5");
+    expect((await cluster.store.load(sid))?.state.meta.status).toBe("awaiting_user"); // the refused reply went nowhere
+
+    const [first, second] = running.map((r) => (r.body as { session_id: string }).session_id);
+    await cluster.waitDone(first ?? "");
+    const reply = await call(l1, `/api/v1/sessions/${sid}/reply`, { key: KEYS.frank, json: { text: "Celsius" } });
+    expect(reply.status, reply.text).toBe(202);
+    expect((await cluster.waitDone(sid)).state.meta.status).toBe("completed");
+    expect((await cluster.waitDone(second ?? "")).state.meta.status).toBe("completed");
   });
 
   test(`a body over ${MAX_BODY} bytes is 413 payload_too_large on both replicas, in each route family's shape`, async () => {

@@ -45,6 +45,7 @@ export {
   OVERFLOW_LABEL,
   TASK_SECONDS_BUCKETS,
   STEP_SECONDS_BUCKETS,
+  HTTP_SECONDS_BUCKETS,
   type Metrics,
   type MetricLabel,
   type MetricSpec,

@@ -8,7 +8,7 @@ export interface CatalogueEntry {
   readonly help: string;
   readonly labels: readonly MetricLabel[];
   /** Which processes export it. */
-  readonly by: "agents" | "coordinator" | "agents, coordinator";
+  readonly by: "agents" | "coordinator" | "agents, coordinator" | "gateway";
 }
 
 /**
@@ -128,6 +128,34 @@ export const METRIC_CATALOGUE = {
     by: "coordinator",
     labels: ["result"],
     help: "Submit requests, accepted or rejected",
+  },
+  httpRequests: {
+    name: "agentmesh_http_requests_total",
+    type: "counter",
+    by: "gateway",
+    labels: ["route", "status"],
+    help: "HTTP requests answered, by route pattern (`/api/v1/sessions/:id`, `unmatched` for none) and status code",
+  },
+  httpDuration: {
+    name: "agentmesh_http_request_duration_seconds",
+    type: "histogram",
+    by: "gateway",
+    labels: ["route"],
+    help: "Time from a request's arrival to its response's head (for a stream: until it opens)",
+  },
+  httpOpenStreams: {
+    name: "agentmesh_http_open_streams",
+    type: "gauge",
+    by: "gateway",
+    labels: ["kind"],
+    help: "Streams this replica serves now: `api` (SSE of /api) and `v1` (Chat Completions answers, streamed or not)",
+  },
+  httpBufferedBytes: {
+    name: "agentmesh_http_stream_buffered_bytes",
+    type: "gauge",
+    by: "gateway",
+    labels: [],
+    help: "Bytes of events and deltas the open streams hold for clients that have not read them yet",
   },
 } as const satisfies Record<string, CatalogueEntry>;
 

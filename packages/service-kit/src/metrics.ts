@@ -18,6 +18,7 @@ export const METRIC_LABELS = [
   "consumer",
   "reason",
   "result",
+  "route",
 ] as const;
 export type MetricLabel = (typeof METRIC_LABELS)[number];
 
@@ -90,6 +91,8 @@ export interface Metrics {
 
 /** Durations of work that calls models: 50 ms to 10 min. */
 export const TASK_SECONDS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600] as const;
+/** Durations of an HTTP request up to its response's head: 1 ms to 60 s. */
+export const HTTP_SECONDS_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60] as const;
 /** Durations of a coordinator step (load, step, CAS, publish): 1 ms to 10 s. */
 export const STEP_SECONDS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10] as const;
 

@@ -1,3 +1,4 @@
+import type { Metrics } from "@agentmesh/service-kit";
 import { Hono, type Context } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { streamSSE, type SSEStreamingApi } from "hono/streaming";
@@ -34,17 +35,28 @@ import { ApiError, errorBody, readJson } from "./http.js";
 import { mountHttpPolicy, type HttpPolicy } from "./http-policy.js";
 import { mountOpenAi, openAiError } from "./openai.js";
 import {
+  isAwaitingUser,
   ownedSession,
+  releaseIfStopped,
   sessionSummary,
   startSession,
   startedAfter,
+  takeSessionSlot,
   type SessionDeps,
   type StreamDeps,
 } from "./sessions.js";
 import { answerRemainder, isAnswerToken } from "./answer-text.js";
 import { claimIdempotencyKey, idempotencyKeyOf } from "./idempotency.js";
 import { createEventHub, type EventHub } from "./fanout.js";
-import { eventId, parseEventId, sessionStream, StreamOverflow, type EventCursor } from "./stream.js";
+import { mountHttpMetrics } from "./http-metrics.js";
+import {
+  eventId,
+  parseEventId,
+  sessionStream,
+  StreamOverflow,
+  type BufferedTotal,
+  type EventCursor,
+} from "./stream.js";
 import { mountStatic } from "./static.js";
 import { createStreamSlots, DEFAULT_MAX_OPEN_STREAMS, type StreamSlots } from "./stream-slots.js";
 
@@ -62,6 +74,8 @@ export interface GatewayDeps extends SessionDeps {
   readonly ready: () => Promise<boolean>;
   /** A keep-alive comment on open streams this often (default 15 s). */
   readonly pingMs?: number;
+  /** Where the HTTP metrics go (requests, durations, open streams, buffered bytes); none when absent. */
+  readonly metrics?: Metrics | undefined;
   /** The replica's live events and replays; default: one started on `nc` at the first stream. */
   readonly hub?: EventHub;
   /** Bytes an open stream holds for a client that does not read, at most (default 1 MiB). */
@@ -135,7 +149,16 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
   const app = new Hono<Env>();
   const hub = d.hub ?? createEventHub(d.nc, d.naming, d.log);
   const slots = createStreamSlots(d.maxOpenStreams ?? DEFAULT_MAX_OPEN_STREAMS);
-  const st: AppState = { d: { ...d, hub }, streams: new Set(), slots, draining: false };
+  const buffered: BufferedTotal = { bytes: 0 };
+  const st: AppState = { d: { ...d, hub, buffered }, streams: new Set(), slots, draining: false };
+  const answers = openAnswers();
+  const unsample = d.metrics
+    ? mountHttpMetrics(app, d.metrics, {
+        apiStreams: () => st.streams.size,
+        v1Answers: () => answers.open.size,
+        buffered,
+      })
+    : () => {};
   mountErrors(app, d);
   mountHttpPolicy(app, {
     anonymous: d.anonymous,
@@ -147,7 +170,6 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
   mountQuery(app, st);
   mountSessionRoutes(app, st);
   mountThreadsAndWorkflows(app, d);
-  const answers = openAnswers();
   mountOpenAi(app, { ...st.d, answers }, slots);
   mountStatic(app);
 
@@ -160,7 +182,10 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     },
     openStreams: () => st.streams.size,
     openAnswers: () => answers.open.size,
-    close: () => hub.stop(),
+    close: () => {
+      unsample();
+      return hub.stop();
+    },
   };
 }
 
@@ -281,6 +306,7 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
         tokens: true,
         signal: ac.signal,
         bufferBytes: d.streamBufferBytes,
+        buffered: d.buffered,
       })) {
         if (item.kind === "token") {
           if (isAnswerToken(item.event)) answered += item.event.delta;
@@ -290,10 +316,9 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
           lastId = eventId({ seq: item.seq, version: item.event.version, index: item.event.index });
           await s.writeSSE({ id: lastId, event: item.event.type, data: JSON.stringify(item.event) });
         }
-        if (item.event.type === "complete") {
-          ended = true;
-          await d.limits.release(c.get("owner"), sessionId);
-        }
+        if (item.event.type === "complete") ended = true;
+        // a session that ended, or that waits for a person, holds no slot (its reply takes one)
+        if (ended || isAwaitingUser(item.event)) await releaseIfStopped(d, c.get("owner"), sessionId);
       }
     } catch (err) {
       if (!ac.signal.aborted) await streamFailed(d, s, sessionId, err, lastId);
@@ -382,7 +407,9 @@ function mountQuery(app: Hono<Env>, st: AppState): void {
     if (key !== undefined && body.task_id !== undefined)
       throw new ApiError("bad_request", "send either task_id or an Idempotency-Key header, not both");
     const taskId =
-      key === undefined ? body.task_id : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/api/v1/query", body);
+      key === undefined
+        ? body.task_id
+        : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/api/v1/query", body);
     const accept = c.req.header("accept") ?? "";
     const streaming = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
     // a stream's slot before its session: a refusal starts nothing
@@ -449,13 +476,20 @@ function mountSessionRoutes(app: Hono<Env>, st: AppState): void {
         `session ${state.meta.session_id} is ${state.meta.status}, not waiting for an answer`,
       );
     const sid = state.meta.session_id;
-    await d.publisher.publishInbox({
-      v: SCHEMA_VERSION,
-      kind: "user_reply",
-      session_id: sid,
-      input_id: newUserInputId(),
-      text: body.text,
-    });
+    // the session held no slot while it waited: its reply resumes it, so it takes one again
+    await takeSessionSlot(d, c.get("owner"), sid);
+    await d.publisher
+      .publishInbox({
+        v: SCHEMA_VERSION,
+        kind: "user_reply",
+        session_id: sid,
+        input_id: newUserInputId(),
+        text: body.text,
+      })
+      .catch(async (err: unknown) => {
+        await d.limits.release(c.get("owner"), sid);
+        throw err;
+      });
     return c.json({ session_id: sid }, 202);
   });
 

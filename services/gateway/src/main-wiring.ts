@@ -69,6 +69,7 @@ export async function gatewayMain(env: Record<string, string | undefined>): Prom
         defaultWorkflow: cfg.defaultWorkflow,
         maxBodyBytes: cfg.maxBodyBytes,
         http: { allowedHosts: cfg.allowedHosts, corsOrigins: cfg.corsOrigins },
+        metrics: metrics?.metrics,
         ready: async () => !nc.isClosed() && redis.status === "ready" && (await redis.ping()) === "PONG",
       });
       const server = await listen(gw.app.fetch, cfg);

@@ -18,7 +18,14 @@ import type { Publisher } from "@agentmesh/messaging";
 import { cancelAfterDisconnect, type OpenAnswers } from "./disconnect.js";
 import { claimIdempotencyKey, idempotencyKeyOf } from "./idempotency.js";
 import { ChatRequest, refuseUnsupported, type Message } from "./openai-request.js";
-import { startSession, startedAfter, type StreamDeps, type Started } from "./sessions.js";
+import {
+  isAwaitingUser,
+  releaseIfStopped,
+  startSession,
+  startedAfter,
+  type StreamDeps,
+  type Started,
+} from "./sessions.js";
 import { sessionStream, StreamOverflow } from "./stream.js";
 import type { StreamSlots } from "./stream-slots.js";
 
@@ -216,7 +223,14 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
     const options = metadataOptions(workflow, req.metadata ?? {});
     const key = idempotencyKeyOf(c);
     const taskId =
-      key === undefined ? undefined : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/v1/chat/completions", req);
+      key === undefined
+        ? undefined
+        : // how the answer is delivered is not part of the request: a plain try may be retried streamed
+          await claimIdempotencyKey(d.limits, c.get("owner"), key, "/v1/chat/completions", {
+            ...req,
+            stream: undefined,
+            stream_options: undefined,
+          });
     // streaming or not, the answer comes from a session stream: its slot before its session
     const release = slots.take();
     const position = d.hub.position();
@@ -272,6 +286,8 @@ function answerLife(c: Context, d: OpenAiDeps, sessionId: string) {
     async close(ended: boolean): Promise<void> {
       d.answers.open.delete(drained);
       left.abort();
+      // the turn's end: the session ended or waits for a person, and holds no slot either way
+      if (ended) await releaseIfStopped(d, c.get("owner"), sessionId);
       if (!ended && cancels && !drained.signal.aborted && !d.answers.draining)
         await cancelAfterDisconnect(d, sessionId, "a /v1 client; X-Agentmesh-Cancel-On-Disconnect: false keeps it");
     },
@@ -289,6 +305,7 @@ async function answerCompletion(c: Context, d: OpenAiDeps, started: Opened, m: O
       tokens: false,
       signal: life.signal,
       bufferBytes: d.streamBufferBytes,
+      buffered: d.buffered,
     })) {
       outcome = endOf(item.event);
       if (outcome) break;
@@ -329,7 +346,7 @@ async function answerCompletion(c: Context, d: OpenAiDeps, started: Opened, m: O
 /** The end of a turn: `complete` (the answer), or the session pausing to ask the person something. */
 function endOf(e: SessionEvent): Outcome | null {
   if (e.type === "complete") return { text: e.final_answer, status: e.status, truncated: e.truncated === true };
-  if (e.type === "stage" && e.name === "awaiting_user" && e.status === "running")
+  if (e.type === "stage" && isAwaitingUser(e))
     return { text: e.description, status: "awaiting_user", truncated: false };
   return null;
 }
@@ -466,6 +483,7 @@ async function forwardAnswerTokens(
     tokens: true,
     signal,
     bufferBytes: d.streamBufferBytes,
+    buffered: d.buffered,
   })) {
     if (item.kind === "token") {
       if (!isAnswerToken(item.event)) continue;

@@ -19,9 +19,9 @@ async function withStatus(status: SessionStatus) {
 }
 
 describe("liveSession: whether a session still holds its concurrency slot", () => {
-  it("holds while running or waiting for a person; not once it has ended", async () => {
+  it("holds while running; not while it waits for a person, nor once it has ended", async () => {
     expect(await withStatus("running")).toBe(true);
-    expect(await withStatus("awaiting_user")).toBe(true);
+    expect(await withStatus("awaiting_user")).toBe(false);
     for (const ended of ["completed", "failed", "cancelled", "budget_exceeded"] as const)
       expect(await withStatus(ended), ended).toBe(false);
   });

@@ -10,6 +10,7 @@ import {
   type ChatMessage,
   type Naming,
   type SessionOptions,
+  type SessionEvent,
   type SessionState,
   type WorkflowName,
 } from "@agentmesh/contracts";
@@ -20,7 +21,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import { ApiError } from "./http.js";
 import type { GatewayLimits } from "./limits.js";
 import type { EventHub } from "./fanout.js";
-import type { EventCursor } from "./stream.js";
+import type { BufferedTotal, EventCursor } from "./stream.js";
 
 /** What the gateway needs to start and read sessions. */
 export interface SessionDeps {
@@ -40,6 +41,8 @@ export interface StreamDeps extends SessionDeps {
   readonly hub: EventHub;
   /** Bytes an open stream holds for a client that does not read, at most (default 1 MiB). */
   readonly streamBufferBytes?: number | undefined;
+  /** The bytes every open stream of the replica holds, summed (its metrics read it). */
+  readonly buffered?: BufferedTotal | undefined;
 }
 
 /** A query as the gateway hands it on. */
@@ -84,18 +87,52 @@ export async function ownedSession(store: SessionStore, owner: string, sessionId
 }
 
 /**
- * Whether a session still holds a concurrency slot: it has not ended (waiting for a person counts).
- * One not in the store is live too: a replica took its slot and is submitting it right now (the
- * coordinator writes it only then), so counting it as ended would let concurrent requests take
- * its slot. A slot whose session never appears lapses at its TTL (the session deadline), and a
- * session's own keys expire only long after that.
+ * Whether a session still holds a concurrency slot: it runs. One waiting for a person holds none
+ * (it may wait for days; its reply takes a slot again), nor one that ended. One not in the store
+ * is live: a replica took its slot and is submitting it right now (the coordinator writes it only
+ * then), so counting it as ended would let concurrent requests take its slot. A slot whose session
+ * never appears lapses at its TTL (the session deadline), and a session's own keys expire only
+ * long after that.
  */
 export const liveSession =
   (store: SessionStore) =>
   async (sessionId: string): Promise<boolean> => {
     const loaded = await store.load(sessionId);
-    return loaded === null || !isTerminal(loaded.state.meta.status);
+    return loaded === null || (!isTerminal(loaded.state.meta.status) && loaded.state.meta.status !== "awaiting_user");
   };
+
+/** The event that says a session now waits for a person: the `awaiting_user` stage, `running`. */
+export const isAwaitingUser = (e: SessionEvent): boolean =>
+  e.type === "stage" && e.name === "awaiting_user" && e.status === "running";
+
+/**
+ * Gives back `owner`'s slot of a session a stream saw end or pause, when the store agrees it holds
+ * none now: an `awaiting_user` a stream replays may be one its reply has answered since, and that
+ * session runs again on the slot the reply took.
+ */
+export async function releaseIfStopped(d: Pick<SessionDeps, "limits" | "store">, owner: string, sessionId: string) {
+  if (!(await liveSession(d.store)(sessionId))) await d.limits.release(owner, sessionId);
+}
+
+/**
+ * Takes one of `owner`'s session slots for `sessionId` (a new session, or a waiting one its reply
+ * resumes), or refuses with a 429 that says how many run.
+ */
+export async function takeSessionSlot(d: Pick<SessionDeps, "limits" | "store">, owner: string, sessionId: string) {
+  const admitted = await d.limits.admit(owner, sessionId, liveSession(d.store));
+  if (!admitted.ok)
+    throw new ApiError(
+      "too_many_sessions",
+      `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`,
+      { "Retry-After": String(SESSION_SLOT_RETRY_S) },
+    );
+}
+
+/**
+ * Seconds a client is told to wait for a session slot: how long one takes to free is not known
+ * (a session may run for minutes), so this is a polite interval for a retry, not a promise.
+ */
+export const SESSION_SLOT_RETRY_S = 5;
 
 /**
  * Starts a session for `owner` (or, in a thread whose session waits for a person, answers it):
@@ -103,34 +140,24 @@ export const liveSession =
  * the API's errors. The coordinator writes the owner and thread; the gateway writes nothing
  * but its limits.
  */
-/**
- * Seconds a client is told to wait for a session slot: how long one takes to free is not known
- * (a session may run for minutes), so this is a polite interval for a retry, not a promise.
- */
-export const SESSION_SLOT_RETRY_S = 5;
-
 export async function startSession(d: SessionDeps, owner: string, req: StartRequest): Promise<Started> {
   const threadId = req.threadId ?? newThreadId();
   const waiting = req.threadId === undefined ? null : await waitingSession(d, owner, req.threadId);
   const proposed = newSessionId();
-  if (waiting === null) {
-    const admitted = await d.limits.admit(owner, proposed, liveSession(d.store));
-    if (!admitted.ok)
-      throw new ApiError(
-        "too_many_sessions",
-        `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`,
-        { "Retry-After": String(SESSION_SLOT_RETRY_S) },
-      );
-  }
-  const reply = await submit(d, owner, req, proposed, threadId);
+  // a new session takes a slot; so does a reply, which resumes a session that held none while it waited
+  const slot = waiting?.sessionId ?? proposed;
+  await takeSessionSlot(d, owner, slot);
+  const reply = await submit(d, owner, req, proposed, threadId, slot);
   if (!reply.ok) {
-    await d.limits.release(owner, proposed);
+    await d.limits.release(owner, slot);
     throw refusal(reply.error, threadId);
   }
-  if (reply.session_id !== proposed) {
-    // A retry (same task_id) or a reply: the session that answers already holds its own slot, or needs none.
-    await d.limits.release(owner, proposed);
-    if (!reply.replied) await d.limits.admit(owner, reply.session_id, liveSession(d.store));
+  if (reply.session_id !== slot) {
+    // A retry (same task_id) answered by the session its first try started, or a reply that went to
+    // another session than the one seen waiting: that session holds the slot (re-admitting one that
+    // holds it already takes no second).
+    await d.limits.release(owner, slot);
+    await d.limits.admit(owner, reply.session_id, liveSession(d.store));
   }
   const after = reply.replied && waiting?.sessionId === reply.session_id ? waiting.cursor : null;
   return {
@@ -163,13 +190,14 @@ async function waitingSession(
   return null;
 }
 
-/** Submits to a coordinator in a traced span; no answer in time releases the slot and is a 503. */
+/** Submits to a coordinator in a traced span; no answer in time releases the slot (`slot`'s) and is a 503. */
 async function submit(
   d: SessionDeps,
   owner: string,
   req: StartRequest,
   proposed: string,
   threadId: string,
+  slot: string,
 ): Promise<SubmitReply> {
   // The session's trace continues this span (or, with tracing off, the client's traceparent as is).
   const span = (d.tracing ?? TRACING_OFF).start("submit", {
@@ -202,7 +230,7 @@ async function submit(
   } catch (err) {
     span.fail(err);
     span.end();
-    await d.limits.release(owner, proposed);
+    await d.limits.release(owner, slot);
     d.log.warn({ err: (err as Error).message }, "submit failed");
     throw new ApiError("unavailable", "no coordinator accepted the query in time; try again");
   }

@@ -63,6 +63,13 @@ export interface SessionStreamOptions {
   readonly signal: AbortSignal;
   /** Bytes of live events and deltas the stream holds for its reader at most (default 1 MiB). */
   readonly bufferBytes?: number | undefined;
+  /** The replica's total of bytes its streams hold, kept up to date by this one (for its metrics). */
+  readonly buffered?: BufferedTotal | undefined;
+}
+
+/** Bytes held by every open stream of a replica, summed. */
+export interface BufferedTotal {
+  bytes: number;
 }
 
 type Live =
@@ -92,13 +99,18 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
   const dedup = createTokenDedup();
   // set once the listener is registered (the hub calls it only later, from its feed)
   let unlisten = () => {};
+  const total = o.buffered ?? { bytes: 0 };
+  const held = (n: number) => {
+    bytes += n;
+    total.bytes += n;
+  };
   const push = (item: Live, size: number) => {
     if (overflowed) return;
-    bytes += size;
+    held(size);
     if (bytes > limit) {
       overflowed = true;
       items.length = 0;
-      bytes = 0;
+      held(-bytes);
       unlisten();
     } else items.push({ item, bytes: size });
     wakeUp();
@@ -116,7 +128,7 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
   return {
     take() {
       const x = items.shift();
-      if (x) bytes -= x.bytes;
+      if (x) held(-x.bytes);
       return x?.item;
     },
     wait: (signal) =>
@@ -130,6 +142,8 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
     close() {
       unlisten();
       o.signal.removeEventListener("abort", wakeUp);
+      items.length = 0;
+      held(-bytes);
     },
   };
 }
