@@ -89,6 +89,26 @@ export async function awaitReplicasCurrent(ctx: FaultContext, ms: number): Promi
   }
 }
 
+/**
+ * The remedy when the cluster has not come whole a minute after a fault: each node in turn is
+ * stopped (SIGTERM) and started again on its store, the next only once the cluster is healthy.
+ * nats-server 2.9 can leave a stream's replicas stuck after a partition or a kill (it logs
+ * "stream store EOF" and resets the stream's cluster state, and the group may stay without quorum
+ * for minutes); a restart brings the node back through catch-up. An operator would do the same
+ * (docs/nats-cluster.md); the run reports each time it had to.
+ */
+export async function rollingRestart(ctx: FaultContext): Promise<void> {
+  const nats = needCluster(ctx);
+  for (let i = 0; i < nats.nodes.length; i++) {
+    ctx.log(`    restarting n${i}`);
+    await nats.kill(i, "SIGTERM");
+    await nats.start(i);
+    await nats
+      .waitHealthy(120_000)
+      .catch((err: unknown) => ctx.log(`    (health: ${(err as Error).message.split("\n")[0]})`));
+  }
+}
+
 function needCluster(ctx: FaultContext): NatsCluster {
   if (!ctx.nats) throw new Error("this fault needs the NATS cluster topology");
   return ctx.nats;

@@ -29,6 +29,7 @@ import { CRITIC_CHAIN, SUPERVISOR, questionFor, supervisorValue, type Workload }
 import { startRedisChaos, type RedisChaos } from "../../test/setup/redis-chaos.js";
 import {
   awaitReplicasCurrent,
+  rollingRestart,
   natsClusterPlan,
   redisSentinelPlan,
   type FaultContext,
@@ -307,13 +308,21 @@ async function main(): Promise<number> {
     ...(redisChaos ? redisSentinelPlan() : []),
   ];
   const windows: FaultWindow[] = [];
+  /** The steps after which the cluster needed its nodes restarted to come whole again. */
+  const remedies: string[] = [];
   for (const step of plan) {
     const before = await redeliveries(svc);
     const start = Date.now();
     log(`chaos: ${step.name} (${step.kind})`);
     await step.run(ctx);
     const healed = Date.now();
-    const current = await awaitReplicasCurrent(ctx, 60_000);
+    let current = await awaitReplicasCurrent(ctx, 60_000);
+    if (current === null && ctx.nats) {
+      log("    the streams' replicas were still not all current after 60 s: the nodes restart one by one");
+      remedies.push(step.name);
+      await rollingRestart(ctx);
+      current = await awaitReplicasCurrent(ctx, 60_000);
+    }
     log(
       current === null
         ? "    the streams' replicas were still not all current after 60 s"
@@ -373,6 +382,7 @@ async function main(): Promise<number> {
   for (const line of renderRows(rows, quietStall)) log(`  ${line}`);
   for (const w of windows)
     log(`  · ${w.name}: healed in ${((w.healed - w.start) / 1000).toFixed(1)} s, ${w.redeliveries} redeliveries`);
+  for (const name of remedies) log(`  · after "${name}" the NATS nodes were restarted one by one (stuck replicas)`);
   log(
     `\nsessions: ${sessions.length} submitted, ${counts.ok} complete with the exact answer and every transition applied once, ${counts.lost} lost, ${counts.stuck} stuck, ${counts.wrong} wrong; ${allRetried} had a timer fire`,
   );
@@ -391,6 +401,7 @@ async function main(): Promise<number> {
         quietStallMs: quietStall,
         rows,
         windows,
+        remedies,
         sessions: { submitted: sessions.length, ...counts, timersFired: allRetried },
         problems: outcomes.filter((x) => x.problem).map((x) => ({ id: x.id, kind: x.kind, problem: x.problem })),
         ok,

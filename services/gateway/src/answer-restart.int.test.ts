@@ -1,3 +1,4 @@
+import { ChatOpenAI } from "@langchain/openai";
 import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
@@ -158,10 +159,11 @@ describe("a restarted answer", () => {
   });
 });
 
+/** Half of a surrogate pair without its other half: text a strict UTF-8 encoder cannot encode. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 describe("an answer with 4-byte characters, its streamed part cut at every offset", () => {
   const ANSWER = "ok 😀 👍🏽 🇫🇷 done";
-  /** Half of a surrogate pair without its other half: text a strict UTF-8 encoder cannot encode. */
-  const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
   it("every /v1 delta is well-formed text and together they are the answer", async () => {
     const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: gateway.key, maxRetries: 0 });
@@ -183,6 +185,37 @@ describe("an answer with 4-byte characters, its streamed part cut at every offse
       const pieces: string[] = [];
       for (let c = await it.next(); !c.done; c = await it.next()) {
         const piece = c.value.choices[0]?.delta.content;
+        if (piece) pieces.push(piece);
+      }
+      for (const p of pieces) expect(LONE_SURROGATE.test(p), `cut ${cut}: ${JSON.stringify(p)}`).toBe(false);
+      expect(pieces.join(""), `cut ${cut}`).toBe(ANSWER);
+    }
+  });
+});
+
+describe("the same answer through LangChain's ChatOpenAI, cut at every offset", () => {
+  const ANSWER = "ok 😀 👍🏽 🇫🇷 done";
+
+  it("every streamed chunk is well-formed text and together they are the answer", async () => {
+    const model = new ChatOpenAI({
+      model: "agentmesh/supervisor",
+      apiKey: gateway.key,
+      maxRetries: 0,
+      configuration: { baseURL: `${gateway.url}/v1` },
+    });
+    for (let cut = 0; cut <= ANSWER.length; cut++) {
+      const head = ANSWER.slice(0, cut);
+      const deltas = [head.slice(0, Math.ceil(cut / 2)), head.slice(Math.ceil(cut / 2))].filter((d) => d !== "");
+      await listeners((l) => l === 0);
+      const started = new Promise<string>((r) => waiters.push(r));
+      const it = (await model.stream("Emoji, please"))[Symbol.asyncIterator]();
+      const first = it.next(); // sends the request; its first chunk comes once the stream follows the session
+      const sid = await started;
+      await listeners((l) => l > 0);
+      void answer(sid, deltas, ANSWER);
+      const pieces: string[] = [];
+      for (let c = await first; !c.done; c = await it.next()) {
+        const piece = String(c.value.content);
         if (piece) pieces.push(piece);
       }
       for (const p of pieces) expect(LONE_SURROGATE.test(p), `cut ${cut}: ${JSON.stringify(p)}`).toBe(false);

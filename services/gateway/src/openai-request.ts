@@ -75,13 +75,14 @@ export function unsupported(req: ChatRequest): { param: string; message: string 
   const format = req.response_format?.type;
   if (format !== undefined && format !== "text")
     return { param: "response_format", message: `answers are text: response_format "${format}" is not supported` };
-  if (req.logprobs === true) return { param: "logprobs", message: "token log probabilities are not available" };
+  if (req.logprobs === true)
+    return { param: "logprobs", message: "token log probabilities are not available: logprobs must be false" };
   if ((req.top_logprobs ?? 0) > 0)
-    return { param: "top_logprobs", message: "token log probabilities are not available" };
+    return { param: "top_logprobs", message: "token log probabilities are not available: top_logprobs must be 0" };
   if (req.modalities?.some((m) => m !== "text"))
     return { param: "modalities", message: 'answers are text only: modalities may hold only "text"' };
   if (req.audio !== undefined && req.audio !== null)
-    return { param: "audio", message: "answers are text only: audio output is not available" };
+    return { param: "audio", message: "answers are text only: audio output is not available, so omit audio" };
   return null;
 }
 
