@@ -32,6 +32,9 @@ export async function startBenchGateway(cluster: Cluster): Promise<BenchGateway>
     AGENTMESH_API_KEYS: apiKeyEntry(OWNER, key),
     AGENTMESH_RATE_LIMIT: "1000000",
     AGENTMESH_MAX_CONCURRENT_SESSIONS: "100000",
+    // one key drives the whole load: its stream bounds are a person's, far below it
+    AGENTMESH_MAX_STREAMS_PER_KEY: "100000",
+    AGENTMESH_STREAM_OPEN_RATE: "1000000",
   });
   return { url, key };
 }

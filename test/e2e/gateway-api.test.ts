@@ -3,6 +3,7 @@ import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
 import { conversationTurn, type SessionEvent } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
+import { testSessionState } from "@agentmesh/session-store/testing";
 import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
 import { uniquePrefix } from "../setup/prefix.js";
 import { Cluster, type Proc } from "./harness.js";
@@ -31,6 +32,8 @@ const KEYS = {
   dave: generateApiKey(),
   erin: generateApiKey(),
   frank: generateApiKey(),
+  gina: generateApiKey(),
+  hana: generateApiKey(),
 };
 const ALICE = KEYS.alice;
 const BOB = KEYS.bob;
@@ -40,6 +43,8 @@ const QUESTION = "What is CRISPR and who invented it?";
 const RATE_LIMIT = 5;
 const MAX_SESSIONS = 2;
 const MAX_BODY = 2048;
+const MAX_STREAMS = 3;
+const OPEN_RATE = 6;
 
 let llm: ScriptedServer;
 let cluster: Cluster;
@@ -64,13 +69,20 @@ beforeAll(async () => {
       .map(([name, key]) => apiKeyEntry(name, key))
       .join(","),
   };
-  const roomy = { ...keys, AGENTMESH_RATE_LIMIT: "10000", AGENTMESH_MAX_CONCURRENT_SESSIONS: "100" };
+  const roomy = {
+    ...keys,
+    AGENTMESH_RATE_LIMIT: "10000",
+    AGENTMESH_MAX_CONCURRENT_SESSIONS: "100",
+    AGENTMESH_STREAM_OPEN_RATE: "10000", // the forced disconnects reconnect faster than a person would
+  };
   const tight = {
     ...keys,
     AGENTMESH_RATE_LIMIT: String(RATE_LIMIT),
     AGENTMESH_RATE_WINDOW_MS: "60000",
     AGENTMESH_MAX_CONCURRENT_SESSIONS: String(MAX_SESSIONS),
     AGENTMESH_MAX_BODY_BYTES: String(MAX_BODY),
+    AGENTMESH_MAX_STREAMS_PER_KEY: String(MAX_STREAMS),
+    AGENTMESH_STREAM_OPEN_RATE: String(OPEN_RATE),
   };
   const [ga1, ga2, gl1, gl2] = await Promise.all(
     [roomy, roomy, tight, tight].map((env) => cluster.startGateway(env, 120_000)),
@@ -388,6 +400,50 @@ describe("limits hold exactly across two replicas", () => {
         },
       });
     }
+  });
+
+  test(`streams: a key holds at most ${MAX_STREAMS} open across both replicas (429 too_many_streams), and opens at most ${OPEN_RATE} a minute`, async () => {
+    // a running session that stays silent: its streams stay open until the client leaves
+    const state = testSessionState("gwstreamsbound000001", 1);
+    await cluster.store.create({ ...state, meta: { ...state.meta, owner: "gina", status: "running" } });
+    const open = async (base: string) => {
+      const stop = new AbortController();
+      const res = await fetch(`${base}/api/v1/sessions/${state.meta.session_id}/events`, {
+        headers: bearer(KEYS.gina),
+        signal: stop.signal,
+      });
+      return { res, stop };
+    };
+    const held = [await open(l1), await open(l2), await open(l1)];
+    expect(held.map((h) => h.res.status)).toEqual([200, 200, 200]);
+    for (const base of [l2, l1]) {
+      const { res } = await open(base);
+      expect(res.status).toBe(429);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(await res.json()).toEqual(apiError("too_many_streams", 429, /has 3 streams open, its most \(3\)/));
+    }
+    held[0]!.stop.abort(); // one leaves: its lease is given back and another stream may open
+    let again = await open(l2);
+    for (let i = 0; again.res.status === 429 && i < 50; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      again = await open(l2);
+    }
+    expect(again.res.status).toBe(200);
+    for (const h of [...held, again]) h.stop.abort();
+
+    // the opening rate: a finished session's stream ends at once, so only the rate refuses
+    const done = await startQuery(l1, KEYS.hana);
+    await cluster.waitDone(done.session_id);
+    const statuses: number[] = [];
+    for (let i = 0; i < OPEN_RATE + 2; i++) {
+      const r = await fetch(`${i % 2 ? l2 : l1}/api/v1/sessions/${done.session_id}/events`, {
+        headers: bearer(KEYS.hana),
+      });
+      statuses.push(r.status);
+      const text = await r.text(); // to the stream's end (the session's `complete`)
+      if (r.status === 429) expect(JSON.parse(text)).toEqual(apiError("rate_limited", 429, /opens streams too often/));
+    }
+    expect(statuses).toEqual([...Array<number>(OPEN_RATE).fill(200), 429, 429]);
   });
 });
 

@@ -840,10 +840,26 @@ export const ENV_VARS = [
   },
   {
     name: "AGENTMESH_MAX_OPEN_STREAMS",
-    schema: int(1).default(10_000),
-    default: "10000",
+    schema: int(1).default(2_000),
+    default: "2000",
     description:
       "gateway: streams (SSE and `/v1` completions) one replica serves at once, counted in its memory; one more is a 503 with `Retry-After: 1`, before any session starts",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_MAX_STREAMS_PER_KEY",
+    schema: int(1).default(20),
+    default: "20",
+    description:
+      "gateway: streams one API key may have open at once across all replicas, each a lease in Redis that its replica renews every 10 s and that lapses 30 s after a crash; one more is a 429 `too_many_streams` with `Retry-After: 1`",
+    usedBy: ["gateway"],
+  },
+  {
+    name: "AGENTMESH_STREAM_OPEN_RATE",
+    schema: int(1).default(120),
+    default: "120",
+    description:
+      "gateway: streams one API key may open per minute across all replicas (a reconnect counts), apart from the request rate; one more is a 429 `rate_limited` with `Retry-After`",
     usedBy: ["gateway"],
   },
   {

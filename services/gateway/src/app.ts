@@ -58,7 +58,12 @@ import {
   type EventCursor,
 } from "./stream.js";
 import { mountStatic } from "./static.js";
-import { createStreamSlots, DEFAULT_MAX_OPEN_STREAMS, type StreamSlots } from "./stream-slots.js";
+import {
+  createStreamBounds,
+  DEFAULT_MAX_OPEN_STREAMS,
+  STREAM_HEARTBEAT_MS,
+  type StreamBounds,
+} from "./stream-slots.js";
 
 /** Everything the HTTP app needs; built by main from config and connections. */
 export interface GatewayDeps extends SessionDeps {
@@ -80,8 +85,10 @@ export interface GatewayDeps extends SessionDeps {
   readonly hub?: EventHub;
   /** Bytes an open stream holds for a client that does not read, at most (default 1 MiB). */
   readonly streamBufferBytes?: number;
-  /** Streams this replica serves at once; one more is a 503 with Retry-After (default 10,000). */
+  /** Streams this replica serves at once; one more is a 503 with Retry-After (default 2,000). */
   readonly maxOpenStreams?: number;
+  /** How often the replica renews its streams' leases (default 10 s: a third of their 30 s life). */
+  readonly streamHeartbeatMs?: number;
 }
 
 type Env = { Variables: { owner: string } };
@@ -139,8 +146,8 @@ interface AppState {
   readonly d: GatewayDeps & StreamDeps;
   /** One controller per open stream; drain aborts them all. */
   readonly streams: Set<AbortController>;
-  /** The replica's open-stream slots (taken before a session starts, given back when its stream ends). */
-  readonly slots: StreamSlots;
+  /** The bounds on open streams (taken before a session starts, given back when its stream ends). */
+  readonly slots: StreamBounds;
   draining: boolean;
 }
 
@@ -148,7 +155,12 @@ interface AppState {
 export function createGatewayApp(d: GatewayDeps): GatewayApp {
   const app = new Hono<Env>();
   const hub = d.hub ?? createEventHub(d.nc, d.naming, d.log);
-  const slots = createStreamSlots(d.maxOpenStreams ?? DEFAULT_MAX_OPEN_STREAMS);
+  const slots = createStreamBounds({
+    limits: d.limits,
+    maxOpenStreams: d.maxOpenStreams ?? DEFAULT_MAX_OPEN_STREAMS,
+    heartbeatMs: d.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS,
+    log: d.log,
+  });
   const buffered: BufferedTotal = { bytes: 0 };
   const st: AppState = { d: { ...d, hub, buffered }, streams: new Set(), slots, draining: false };
   const answers = openAnswers();
@@ -184,6 +196,7 @@ export function createGatewayApp(d: GatewayDeps): GatewayApp {
     openAnswers: () => answers.open.size,
     close: () => {
       unsample();
+      slots.stop();
       return hub.stop();
     },
   };
@@ -413,7 +426,7 @@ function mountQuery(app: Hono<Env>, st: AppState): void {
     const accept = c.req.header("accept") ?? "";
     const streaming = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
     // a stream's slot before its session: a refusal starts nothing
-    const release = streaming ? st.slots.take() : () => {};
+    const release = streaming ? await st.slots.open(c.get("owner")) : () => {};
     // a session this request starts has its events past what the hub has delivered now
     const position = d.hub.position();
     const started = await startSession(d, c.get("owner"), {
@@ -464,7 +477,11 @@ function mountSessionRoutes(app: Hono<Env>, st: AppState): void {
         "bad_request",
         `Last-Event-ID must be <seq>:<version>:<index> as sent in an event's id, got ${JSON.stringify(raw?.slice(0, 40))}`,
       );
-    return streamSession(st, c, { sessionId: state.meta.session_id, after, release: st.slots.take() });
+    return streamSession(st, c, {
+      sessionId: state.meta.session_id,
+      after,
+      release: await st.slots.open(c.get("owner")),
+    });
   });
 
   app.post("/api/v1/sessions/:id/reply", async (c) => {

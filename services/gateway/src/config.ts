@@ -33,6 +33,8 @@ const VARS = [
   "AGENTMESH_MAX_BODY_BYTES",
   "AGENTMESH_STREAM_BUFFER_BYTES",
   "AGENTMESH_MAX_OPEN_STREAMS",
+  "AGENTMESH_MAX_STREAMS_PER_KEY",
+  "AGENTMESH_STREAM_OPEN_RATE",
   "AGENTMESH_SESSION_TTL_MS",
   "AGENTMESH_FINISHED_TTL_MS",
   "AGENTMESH_SESSION_DEADLINE_MS",
@@ -72,6 +74,8 @@ export interface GatewayConfig {
   readonly streamBufferBytes: number;
   /** Streams this replica serves at once (503 with Retry-After beyond). */
   readonly maxOpenStreams: number;
+  readonly maxStreamsPerKey: number;
+  readonly streamOpenRate: number;
   readonly activeTtlMs: number;
   readonly finishedTtlMs: number;
   /** How long a session's concurrency slot is held at most without being released (its wall-clock deadline). */
@@ -143,6 +147,8 @@ export function loadGatewayConfig(env: Record<string, string | undefined>): Gate
     maxBodyBytes: e.AGENTMESH_MAX_BODY_BYTES,
     streamBufferBytes: e.AGENTMESH_STREAM_BUFFER_BYTES,
     maxOpenStreams: e.AGENTMESH_MAX_OPEN_STREAMS,
+    maxStreamsPerKey: e.AGENTMESH_MAX_STREAMS_PER_KEY,
+    streamOpenRate: e.AGENTMESH_STREAM_OPEN_RATE,
     activeTtlMs: e.AGENTMESH_SESSION_TTL_MS,
     finishedTtlMs: e.AGENTMESH_FINISHED_TTL_MS,
     sessionSlotTtlMs: e.AGENTMESH_SESSION_DEADLINE_MS,

@@ -22,6 +22,8 @@ export const API_ERRORS = {
   idempotency_key_reused: 422,
   rate_limited: 429,
   too_many_sessions: 429,
+  /** The API key holds its most open streams across replicas. */
+  too_many_streams: 429,
   internal: 500,
   unavailable: 503,
 } as const satisfies Record<string, ContentfulStatusCode>;

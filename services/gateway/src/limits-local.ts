@@ -6,6 +6,7 @@ import {
   type AdmitAttempt,
   type GatewayLimits,
   type LimitsOptions,
+  type RateDecision,
 } from "./limits.js";
 
 /** Options of the local limits: the same limits, and a clock tests can move. */
@@ -26,24 +27,59 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
   const sessions = new Map<string, Map<string, number>>();
   const requestKeys = new Map<string, { digest: string; expiresAt: number }>();
 
-  const slotsOf = (owner: string) => {
-    let slots = sessions.get(owner);
-    if (!slots) sessions.set(owner, (slots = new Map()));
-    return slots;
+  const opens = new Map<string, number[]>();
+  const streams = new Map<string, Map<string, number>>();
+
+  const mapOf = <V>(all: Map<string, Map<string, V>>, owner: string) => {
+    let m = all.get(owner);
+    if (!m) all.set(owner, (m = new Map()));
+    return m;
+  };
+  const slotsOf = (owner: string) => mapOf(sessions, owner);
+  const windowed = (logs: Map<string, number[]>, owner: string, limit: number, windowMs: number): RateDecision => {
+    const t = now();
+    const log = (logs.get(owner) ?? []).filter((at) => at > t - windowMs);
+    logs.set(owner, log);
+    if (log.length < limit) {
+      log.push(t);
+      return { allowed: true };
+    }
+    const gate = log[log.length - limit] ?? t;
+    return { allowed: false, retryAfterMs: gate + windowMs - t };
   };
 
   return {
     async allowRequest(owner) {
       checkOwner(owner);
+      return windowed(requests, owner, o.rateLimit, o.rateWindowMs);
+    },
+
+    async allowStreamOpen(owner) {
+      checkOwner(owner);
+      return windowed(opens, owner, o.streamOpenRate, o.streamOpenWindowMs);
+    },
+
+    async openStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      const held = mapOf(streams, owner);
       const t = now();
-      const log = (requests.get(owner) ?? []).filter((at) => at > t - o.rateWindowMs);
-      requests.set(owner, log);
-      if (log.length < o.rateLimit) {
-        log.push(t);
-        return { allowed: true };
-      }
-      const gate = log[log.length - o.rateLimit] ?? t;
-      return { allowed: false, retryAfterMs: gate + o.rateWindowMs - t };
+      for (const [id, lapsesAt] of held) if (lapsesAt <= t) held.delete(id);
+      if (!held.has(leaseId) && held.size >= o.maxStreamsPerKey)
+        return { ok: false, count: held.size, max: o.maxStreamsPerKey };
+      held.set(leaseId, t + o.streamLeaseTtlMs);
+      return { ok: true };
+    },
+
+    async renewStreams(owner, leaseIds) {
+      checkOwner(owner);
+      for (const id of leaseIds) checkOwner(owner, id);
+      const held = mapOf(streams, owner);
+      for (const id of leaseIds) held.set(id, now() + o.streamLeaseTtlMs);
+    },
+
+    async closeStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      streams.get(owner)?.delete(leaseId);
     },
 
     async admit(owner, sessionId, isLive) {

@@ -29,8 +29,16 @@ describe("gateway limits specifics", () => {
       maxConcurrentSessions: 1,
       sessionTtlMs: 1000,
     };
-    expect(checkLimitsOptions(ok)).toEqual({ ...ok, requestKeyTtlMs: 86_400_000 });
+    expect(checkLimitsOptions(ok)).toEqual({
+      ...ok,
+      requestKeyTtlMs: 86_400_000,
+      maxStreamsPerKey: 20,
+      streamLeaseTtlMs: 30_000,
+      streamOpenRate: 120,
+      streamOpenWindowMs: 60_000,
+    });
     expect(() => checkLimitsOptions({ ...ok, requestKeyTtlMs: 0 })).toThrow(/requestKeyTtlMs/);
+    expect(() => checkLimitsOptions({ ...ok, maxStreamsPerKey: 0 })).toThrow(/maxStreamsPerKey/);
     expect(() => checkLimitsOptions({ ...ok, rateLimit: 0 })).toThrow(/rateLimit must be a positive integer/);
     expect(() => checkLimitsOptions({ ...ok, sessionTtlMs: 1.5 })).toThrow(/sessionTtlMs/);
     expect(() => checkLimitsOptions({ ...ok, keyPrefix: "a*" })).toThrow(/key prefix/);

@@ -23,6 +23,18 @@ export interface GatewayLimits {
    * named this digest already (a retry), `other` when it named another body (a client's mistake).
    */
   claimRequestKey(owner: string, key: string, digest: string): Promise<RequestKeyClaim>;
+  /** Counts one stream opening of `owner` in its own sliding window (`streamOpenRate` per `streamOpenWindowMs`). */
+  allowStreamOpen(owner: string): Promise<RateDecision>;
+  /**
+   * Takes a lease for an open stream `leaseId` of `owner`, lasting `streamLeaseTtlMs` unless
+   * renewed, or refuses with the count when `maxStreamsPerKey` leases are held. A replica that
+   * crashed stops renewing, and its leases lapse.
+   */
+  openStream(owner: string, leaseId: string): Promise<Admission>;
+  /** Renews the leases named (a heartbeat of the replica serving them); a lapsed one is taken again. */
+  renewStreams(owner: string, leaseIds: readonly string[]): Promise<void>;
+  /** Gives a stream's lease back (nothing when it holds none). */
+  closeStream(owner: string, leaseId: string): Promise<void>;
 }
 
 /** What a request key named before: nothing (`new`), this body (`same`) or another (`other`). */
@@ -54,7 +66,23 @@ export interface LimitsOptions {
   readonly sessionTtlMs: number;
   /** How long a request key keeps the body it named (AGENTMESH_IDEMPOTENCY_TTL_MS; default 24 h). */
   readonly requestKeyTtlMs?: number;
+  /** Streams one owner may have open at once across replicas (AGENTMESH_MAX_STREAMS_PER_KEY; default 20). */
+  readonly maxStreamsPerKey?: number;
+  /** How long a stream's lease lasts unrenewed (default 30 s; the replica renews it every third of that). */
+  readonly streamLeaseTtlMs?: number;
+  /** Stream openings one owner may make per `streamOpenWindowMs` (AGENTMESH_STREAM_OPEN_RATE; default 120). */
+  readonly streamOpenRate?: number;
+  /** The window of the stream-opening rate, ms (default a minute). */
+  readonly streamOpenWindowMs?: number;
 }
+
+/** The stream bounds' defaults, where the options name none. */
+export const STREAM_LIMIT_DEFAULTS = {
+  maxStreamsPerKey: 20,
+  streamLeaseTtlMs: 30_000,
+  streamOpenRate: 120,
+  streamOpenWindowMs: 60_000,
+} as const;
 
 /** A request key's life when the options name none: a day, as long as clients usually retry. */
 export const REQUEST_KEY_TTL_MS = 86_400_000;
@@ -67,8 +95,26 @@ const MAX_SESSION_ID = 256;
 export function checkLimitsOptions(o: LimitsOptions): Required<LimitsOptions> {
   if (!/^[a-z][a-z0-9_-]{0,39}$/.test(o.keyPrefix))
     throw new Error(`invalid limits key prefix ${JSON.stringify(o.keyPrefix)}`);
-  const full = { ...o, requestKeyTtlMs: o.requestKeyTtlMs ?? REQUEST_KEY_TTL_MS };
-  for (const k of ["rateLimit", "rateWindowMs", "maxConcurrentSessions", "sessionTtlMs", "requestKeyTtlMs"] as const) {
+  const d = STREAM_LIMIT_DEFAULTS;
+  const full: Required<LimitsOptions> = {
+    ...o,
+    requestKeyTtlMs: o.requestKeyTtlMs ?? REQUEST_KEY_TTL_MS,
+    maxStreamsPerKey: o.maxStreamsPerKey ?? d.maxStreamsPerKey,
+    streamLeaseTtlMs: o.streamLeaseTtlMs ?? d.streamLeaseTtlMs,
+    streamOpenRate: o.streamOpenRate ?? d.streamOpenRate,
+    streamOpenWindowMs: o.streamOpenWindowMs ?? d.streamOpenWindowMs,
+  };
+  for (const k of [
+    "rateLimit",
+    "rateWindowMs",
+    "maxConcurrentSessions",
+    "sessionTtlMs",
+    "requestKeyTtlMs",
+    "maxStreamsPerKey",
+    "streamLeaseTtlMs",
+    "streamOpenRate",
+    "streamOpenWindowMs",
+  ] as const) {
     if (!Number.isSafeInteger(full[k]) || full[k] < 1)
       throw new Error(`limits option ${k} must be a positive integer, got ${full[k]}`);
   }
@@ -168,12 +214,23 @@ return 'other'
 `;
 
 /**
+ * A renewal of stream leases: each named one lapses `ttlMs` from now (taken again if it lapsed).
+ * KEYS: the owner's streams. ARGV: ttlMs, then lease ids.
+ */
+const RENEW_LUA = `${NOW_LUA}
+local ttl = tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], now + ttl, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return #ARGV - 1
+`;
+
+/**
  * Every command the scripts and the adapter send, lower-case: the gateway's Redis ACL user
  * (session-store's acl.ts) must allow each, which limits.test.ts checks.
  */
 export const LIMITS_REDIS_COMMANDS: readonly string[] = [
   ...new Set([
-    ...[RATE_LUA, ADMIT_LUA, REQUEST_KEY_LUA].flatMap((lua) =>
+    ...[RATE_LUA, ADMIT_LUA, REQUEST_KEY_LUA, RENEW_LUA].flatMap((lua) =>
       [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
     "evalsha",
@@ -205,15 +262,38 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
   const rate = defineScript(redis, "Rate", RATE_LUA);
   const admit = defineScript(redis, "Admit", ADMIT_LUA);
   const requestKey = defineScript(redis, "RequestKey", REQUEST_KEY_LUA);
-  const key = (kind: "req" | "sessions" | "idem", owner: string) => `${o.keyPrefix}:rl:${kind}:${owner}`;
+  const renew = defineScript(redis, "Renew", RENEW_LUA);
+  const key = (kind: "req" | "sessions" | "idem" | "open" | "streams", owner: string) =>
+    `${o.keyPrefix}:rl:${kind}:${owner}`;
+  const windowed = async (k: string, limit: number, windowMs: number): Promise<RateDecision> => {
+    const [allowed, wait] = replyList("rate", await rate(k, [limit, windowMs, randomBytes(6).toString("hex")]));
+    return Number(allowed) === 1 ? { allowed: true } : { allowed: false, retryAfterMs: Number(wait) };
+  };
   return {
     async allowRequest(owner) {
       checkOwner(owner);
-      const [allowed, wait] = replyList(
-        "rate",
-        await rate(key("req", owner), [o.rateLimit, o.rateWindowMs, randomBytes(6).toString("hex")]),
+      return windowed(key("req", owner), o.rateLimit, o.rateWindowMs);
+    },
+    async allowStreamOpen(owner) {
+      checkOwner(owner);
+      return windowed(key("open", owner), o.streamOpenRate, o.streamOpenWindowMs);
+    },
+    async openStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      const [tag, ...held] = replyList(
+        "admit",
+        await admit(key("streams", owner), [leaseId, o.maxStreamsPerKey, o.streamLeaseTtlMs]),
       );
-      return Number(allowed) === 1 ? { allowed: true } : { allowed: false, retryAfterMs: Number(wait) };
+      return tag === "ok" ? { ok: true } : { ok: false, count: held.length, max: o.maxStreamsPerKey };
+    },
+    async renewStreams(owner, leaseIds) {
+      checkOwner(owner);
+      for (const id of leaseIds) checkOwner(owner, id);
+      if (leaseIds.length > 0) await renew(key("streams", owner), [o.streamLeaseTtlMs, ...leaseIds]);
+    },
+    async closeStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      await redis.zrem(key("streams", owner), leaseId);
     },
     async admit(owner, sessionId, isLive) {
       checkOwner(owner, sessionId);

@@ -126,6 +126,8 @@ function redisStores(cfg: GatewayConfig, redis: Redis) {
     maxConcurrentSessions: cfg.maxConcurrentSessions,
     sessionTtlMs: cfg.sessionSlotTtlMs,
     requestKeyTtlMs: cfg.idempotencyTtlMs,
+    maxStreamsPerKey: cfg.maxStreamsPerKey,
+    streamOpenRate: cfg.streamOpenRate,
   });
   return { store, limits };
 }

@@ -27,7 +27,7 @@ import {
   type Started,
 } from "./sessions.js";
 import { sessionStream, StreamOverflow } from "./stream.js";
-import type { StreamSlots } from "./stream-slots.js";
+import type { StreamBounds } from "./stream-slots.js";
 
 /** A started session with where its stream's replay begins (`startedAfter`). */
 type Opened = Started & { readonly fromSeq: number | undefined };
@@ -200,7 +200,7 @@ function cancelsOnDisconnect(c: Context, keyed: boolean): boolean {
 }
 
 /** Mounts `GET /v1/models` and `POST /v1/chat/completions`. */
-export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: OpenAiDeps, slots: StreamSlots): void {
+export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: OpenAiDeps, slots: StreamBounds): void {
   app.get("/v1/models", (c) => c.json({ object: "list", data: WorkflowName.options.map(modelEntry) }));
   // OpenAI's SDKs send the id URL-encoded (`agentmesh%2Fhalo`); curl users type its slash.
   app.get("/v1/models/:id", (c) => c.json(modelEntry(workflowOf(c.req.param("id")))));
@@ -232,7 +232,7 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
             stream_options: undefined,
           });
     // streaming or not, the answer comes from a session stream: its slot before its session
-    const release = slots.take();
+    const release = await slots.open(c.get("owner"));
     const position = d.hub.position();
     const started = await startSession(d, c.get("owner"), {
       query,

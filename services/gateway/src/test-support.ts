@@ -41,6 +41,9 @@ export async function startTestGateway(
     rateWindowMs: 60_000,
     maxConcurrentSessions: 100_000,
     sessionTtlMs: 600_000,
+    // these tests open streams by the thousand for one key (leaks, resumes), far past a person's bounds
+    maxStreamsPerKey: 100_000,
+    streamOpenRate: 1_000_000,
   });
   const log = createLogger({ service: "test", level: "silent" });
   const hub = over.hub ?? createEventHub(nc, naming, log);

@@ -69,6 +69,7 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
     rateCases(withLimits);
     admissionCases(withLimits);
     requestKeyCases(withLimits);
+    streamCases(withLimits);
   });
 }
 
@@ -226,5 +227,49 @@ function requestKeyCases(withLimits: WithLimits): void {
     withLimits({}, async ({ limits }) => {
       await expect(limits.claimRequestKey("alice", "a:b*", "d")).rejects.toThrow(/invalid request key/);
       await expect(limits.claimRequestKey("alice", "k", "")).rejects.toThrow(/invalid request key/);
+    }));
+}
+
+/** Stream bounds: a lease per open stream up to the per-owner maximum, renewed by a heartbeat, lapsing without one; their own opening rate. */
+function streamCases(withLimits: WithLimits): void {
+  it("leases up to maxStreamsPerKey streams per owner, refuses the next with the count, and leases again after a close", () =>
+    withLimits({ maxStreamsPerKey: 2 }, async ({ limits }) => {
+      expect(await limits.openStream("alice", "st1")).toEqual({ ok: true });
+      expect(await limits.openStream("alice", "st2")).toEqual({ ok: true });
+      expect(await limits.openStream("alice", "st3")).toEqual({ ok: false, count: 2, max: 2 });
+      expect(await limits.openStream("bob", "st3")).toEqual({ ok: true });
+      await limits.closeStream("alice", "st1");
+      await limits.closeStream("alice", "st1"); // twice is once
+      expect(await limits.openStream("alice", "st3")).toEqual({ ok: true });
+      expect(await limits.openStream("alice", "st4")).toEqual({ ok: false, count: 2, max: 2 });
+    }));
+
+  it("lets an unrenewed lease lapse (a crashed replica's streams), while renewed ones hold", () =>
+    withLimits({ maxStreamsPerKey: 2, streamLeaseTtlMs: 400 }, async ({ limits }, wait) => {
+      expect(await limits.openStream("alice", "kept")).toEqual({ ok: true });
+      expect(await limits.openStream("alice", "crashed")).toEqual({ ok: true });
+      await wait(250);
+      await limits.renewStreams("alice", ["kept"]);
+      await wait(250); // past the first lease's end, before the renewed one's
+      expect(await limits.openStream("alice", "new1")).toEqual({ ok: true });
+      expect(await limits.openStream("alice", "new2")).toEqual({ ok: false, count: 2, max: 2 });
+    }));
+
+  it("leases exactly maxStreamsPerKey of 3x as many concurrent openings", () =>
+    withLimits({ maxStreamsPerKey: 5 }, async ({ limits }) => {
+      const rs = await Promise.all(Array.from({ length: 15 }, (_, i) => limits.openStream("alice", `race-${i}`)));
+      expect(rs.filter((r) => r.ok)).toHaveLength(5);
+    }));
+
+  it("counts stream openings in their own window, apart from the request rate", () =>
+    withLimits({ streamOpenRate: 2, streamOpenWindowMs: 600, rateLimit: 1 }, async ({ limits }) => {
+      expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      expect(await limits.allowStreamOpen("alice")).toEqual({ allowed: true });
+      expect(await limits.allowStreamOpen("alice")).toEqual({ allowed: true });
+      const refused = await limits.allowStreamOpen("alice");
+      expect(refused.allowed).toBe(false);
+      expect(refused.allowed ? 0 : refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.allowed ? 0 : refused.retryAfterMs).toBeLessThanOrEqual(600);
+      expect(await limits.allowStreamOpen("bob")).toEqual({ allowed: true });
     }));
 }
