@@ -28,13 +28,6 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
   const requestKeys = new Map<string, { digest: string; expiresAt: number }>();
 
   const opens = new Map<string, number[]>();
-  const streams = new Map<string, Map<string, number>>();
-
-  const mapOf = <V>(all: Map<string, Map<string, V>>, owner: string) => {
-    let m = all.get(owner);
-    if (!m) all.set(owner, (m = new Map()));
-    return m;
-  };
   const slotsOf = (owner: string) => mapOf(sessions, owner);
   const windowed = (logs: Map<string, number[]>, owner: string, limit: number, windowMs: number): RateDecision => {
     const t = now();
@@ -59,28 +52,7 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
       return windowed(opens, owner, o.streamOpenRate, o.streamOpenWindowMs);
     },
 
-    async openStream(owner, leaseId) {
-      checkOwner(owner, leaseId);
-      const held = mapOf(streams, owner);
-      const t = now();
-      for (const [id, lapsesAt] of held) if (lapsesAt <= t) held.delete(id);
-      if (!held.has(leaseId) && held.size >= o.maxStreamsPerKey)
-        return { ok: false, count: held.size, max: o.maxStreamsPerKey };
-      held.set(leaseId, t + o.streamLeaseTtlMs);
-      return { ok: true };
-    },
-
-    async renewStreams(owner, leaseIds) {
-      checkOwner(owner);
-      for (const id of leaseIds) checkOwner(owner, id);
-      const held = mapOf(streams, owner);
-      for (const id of leaseIds) held.set(id, now() + o.streamLeaseTtlMs);
-    },
-
-    async closeStream(owner, leaseId) {
-      checkOwner(owner, leaseId);
-      streams.get(owner)?.delete(leaseId);
-    },
+    ...localStreamLeases(o, now),
 
     async admit(owner, sessionId, isLive) {
       checkOwner(owner, sessionId);
@@ -110,6 +82,45 @@ export function createLocalLimits(opts: LocalLimitsOptions): GatewayLimits {
       if (held !== undefined && held.expiresAt > now()) return held.digest === digest ? "same" : "other";
       requestKeys.set(id, { digest, expiresAt: now() + o.requestKeyTtlMs });
       return "new";
+    },
+  };
+}
+
+/** An owner's entry of a map of maps, made on first use. */
+function mapOf<V>(all: Map<string, Map<string, V>>, owner: string): Map<string, V> {
+  let m = all.get(owner);
+  if (!m) all.set(owner, (m = new Map()));
+  return m;
+}
+
+/** The stream leases of the local twin: each lapses `streamLeaseTtlMs` after its last renewal. */
+function localStreamLeases(
+  o: Required<LimitsOptions>,
+  now: () => number,
+): Pick<GatewayLimits, "openStream" | "renewStreams" | "closeStream"> {
+  const streams = new Map<string, Map<string, number>>();
+  return {
+    async openStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      const held = mapOf(streams, owner);
+      const t = now();
+      for (const [id, lapsesAt] of held) if (lapsesAt <= t) held.delete(id);
+      if (!held.has(leaseId) && held.size >= o.maxStreamsPerKey)
+        return { ok: false, count: held.size, max: o.maxStreamsPerKey };
+      held.set(leaseId, t + o.streamLeaseTtlMs);
+      return { ok: true };
+    },
+
+    async renewStreams(owner, leaseIds) {
+      checkOwner(owner);
+      for (const id of leaseIds) checkOwner(owner, id);
+      const held = mapOf(streams, owner);
+      for (const id of leaseIds) held.set(id, now() + o.streamLeaseTtlMs);
+    },
+
+    async closeStream(owner, leaseId) {
+      checkOwner(owner, leaseId);
+      streams.get(owner)?.delete(leaseId);
     },
   };
 }
