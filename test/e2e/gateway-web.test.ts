@@ -48,15 +48,8 @@ beforeAll(async () => {
   ({ proc: gateway, url: baseUrl } = await cluster.startGateway(GATEWAY_ENV));
   await cluster.waitReady(Object.fromEntries(AGENTS.map((r) => [r, 1])), 120_000);
   browser = await launchBrowser();
-  page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
-  const problems: string[] = [];
-  page.on("pageerror", (e) => problems.push(e.message));
-  // A refused request is logged by the browser itself (the 401 before the key is typed, the
-  // outage while the gateway restarts); everything else logged as an error is a problem.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(m.text());
-  });
-  pageProblems = problems;
+  page = await browser.newPage({ viewport: VIEWPORT });
+  pageProblems = problemsOf(page);
 }, 240_000);
 
 afterAll(async () => {
@@ -65,6 +58,21 @@ afterAll(async () => {
 });
 
 let pageProblems: string[] = [];
+const VIEWPORT = { width: 1100, height: 900 };
+
+/**
+ * The errors a page (and its frames) throws or logs, collected as they come. A refused request is
+ * logged by the browser itself (the 401 before the key is typed, the outage while the gateway
+ * restarts); everything else logged as an error is a problem.
+ */
+function problemsOf(p: Page): string[] {
+  const problems: string[] = [];
+  p.on("pageerror", (e) => problems.push(e.message));
+  p.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) problems.push(m.text());
+  });
+  return problems;
+}
 
 /** The stages as the page shows them (name, status, description), timings left out. */
 async function stagesShown(): Promise<string[]> {
@@ -115,7 +123,27 @@ interface Snapshot {
   readonly answered: boolean;
 }
 
+/** Where the page keeps the API key. */
+const KEY_STORAGE = "agentmesh.apiKey";
+
 // Plain JavaScript run in the page (the test's TypeScript has no DOM types).
+/** Everything the page keeps in localStorage and in sessionStorage. */
+const STORAGE = `({ local: { ...localStorage }, session: { ...sessionStorage } })`;
+
+/** The ids of the page's live regions. */
+const LIVE_REGIONS = `[...document.querySelectorAll("[aria-live], [role=status], [role=log], [role=alert]")].map((e) => e.id)`;
+
+/** The focused element: its id, and whether a focus ring is drawn around it (an outline or a box shadow). */
+const FOCUS = `(() => {
+  const e = document.activeElement;
+  if (!e || e === document.body) return { id: null, ring: false };
+  const s = getComputedStyle(e);
+  const r = e.getBoundingClientRect();
+  const outline = s.outlineStyle !== "none" && parseFloat(s.outlineWidth) > 0;
+  const shadow = s.boxShadow !== "none" && s.boxShadow !== "";
+  return { id: e.id || e.className, ring: (outline || shadow) && r.width > 0 && r.height > 0 };
+})()`;
+
 const RECORD_SNAPSHOTS = `(() => {
   const seen = [];
   const snap = () => seen.push({
@@ -135,6 +163,8 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await expect
       .poll(() => page.getByLabel("Workflow").locator("option").allTextContents())
       .toContainEqual(expect.stringMatching(/^blackboard/));
+    // The key is kept for this tab only: in sessionStorage, nothing in localStorage.
+    expect(await page.evaluate(STORAGE)).toEqual({ local: {}, session: { [KEY_STORAGE]: KEY } });
 
     await page.evaluate(RECORD_SNAPSHOTS);
     await ask(ARITHMETIC);
@@ -195,7 +225,7 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     await pollText("#status", 30_000).toBe("Paused: the agents ask you a question.");
     expect(await stagesShown()).toEqual(shown);
 
-    // The API key was kept in the browser; the answer goes with it, sent from the keyboard.
+    // The API key was kept for this tab; the answer goes with it, sent from the keyboard.
     expect(await page.getByLabel(/API key/).inputValue()).toBe(KEY);
     await page.getByLabel("Your answer").fill("Celsius");
     await page.keyboard.press("Tab");
@@ -229,8 +259,15 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     expect(pageProblems).toEqual([]);
   });
 
-  test("a Vega-Lite chart with inline data is drawn with the gateway's own vega; one naming a data.url is refused", async () => {
-    await page.goto(baseUrl);
+  test("a Vega-Lite chart with inline data is drawn with the gateway's own vega in a sandboxed frame; one naming a data.url is refused", async () => {
+    // The page may not eval; only the chart frame may, and it may connect nowhere.
+    const pageCsp = (await page.goto(baseUrl))?.headers()["content-security-policy"] ?? "";
+    expect(pageCsp).toContain("form-action 'none'");
+    expect(pageCsp).toContain("frame-ancestors 'none'");
+    expect(pageCsp).not.toContain("'unsafe-eval'");
+    const frameCsp = page
+      .waitForResponse((r) => r.url().endsWith("/assets/chart-frame.html"))
+      .then((r) => r.headers()["content-security-policy"] ?? "");
     // No workflow emits charts yet: the page's chart module is fed two specs, under the page's real CSP.
     await page.evaluate(`Promise.all([import("/assets/charts.js"), import("/assets/progress-store.js")]).then(([charts, store]) => {
       const specs = [
@@ -242,9 +279,34 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
       box.hidden = false;
       charts.renderCharts(document.getElementById("charts"), specs.map((spec, i) => ({ key: "t" + i, spec, refused: store.chartRefusal(spec) })));
     })`);
-    await page.locator('#charts figure[data-key="t0"] svg').waitFor({ timeout: 15_000 });
+    // The chart is drawn inside its sandboxed frame; the page itself never loads vega (its CSP
+    // allows no eval), and the frame's opaque origin reads none of the page's storage.
+    const frame = page.frameLocator('#charts figure[data-key="t0"] iframe');
+    await frame.locator("#chart svg").waitFor({ timeout: 15_000 });
     expect(await textOf('#charts figure[data-key="t0"] figcaption')).toBe("Samples per room");
-    expect(await page.locator('#charts figure[data-key="t0"] svg text', { hasText: "B14" }).count()).toBeGreaterThan(0);
+    expect(await frame.locator("#chart svg text", { hasText: "B14" }).count()).toBeGreaterThan(0);
+    expect(await page.locator('#charts figure[data-key="t0"] iframe').getAttribute("sandbox")).toBe("allow-scripts");
+    expect(await page.evaluate(`[typeof vega, typeof vegaLite, typeof vegaEmbed]`)).toEqual([
+      "undefined",
+      "undefined",
+      "undefined",
+    ]);
+    expect(await page.locator("script[src^='/vendor/']").count()).toBe(0);
+    const inFrame = page.frames().find((f) => f.url().endsWith("/assets/chart-frame.html"));
+    expect(
+      await inFrame?.evaluate(
+        `[self.origin, (() => { try { return sessionStorage.length; } catch (e) { return e.name; } })()]`,
+      ),
+    ).toEqual(["null", "SecurityError"]);
+    // the frame grew to the chart's height, which it posted to the page
+    await expect
+      .poll(() =>
+        page.evaluate(`document.querySelector('#charts figure[data-key="t0"] iframe').getBoundingClientRect().height`),
+      )
+      .toBeGreaterThan(100);
+    expect(await page.locator('#charts figure[data-key="t1"] iframe').count()).toBe(0);
+    expect(await frameCsp).toContain("script-src 'self' 'unsafe-eval'");
+    expect(await frameCsp).toContain("connect-src 'none'");
     expect(await textOf('#charts figure[data-key="t1"] .refused')).toBe(
       "Not drawn: the chart loads data from a URL; only inline data is drawn.",
     );
@@ -338,9 +400,127 @@ describe("the web page, in Chromium, against a real gateway and cluster", () => 
     expect(pageProblems).toEqual([]);
   });
 
+  test("a key an earlier page left in localStorage is moved to sessionStorage once, and gone from localStorage", async () => {
+    const context = await browser.newContext({ viewport: VIEWPORT });
+    try {
+      const fresh = await context.newPage();
+      const problems = problemsOf(fresh);
+      await fresh.goto(baseUrl);
+      expect(await fresh.evaluate(STORAGE)).toEqual({ local: {}, session: {} });
+      await fresh.evaluate(`localStorage.setItem(${JSON.stringify(KEY_STORAGE)}, ${JSON.stringify(KEY)})`);
+      await fresh.reload();
+      expect(await fresh.getByLabel(/API key/).inputValue()).toBe(KEY);
+      expect(await fresh.evaluate(STORAGE)).toEqual({ local: {}, session: { [KEY_STORAGE]: KEY } });
+      // the key moved works: the workflows load with it
+      await expect
+        .poll(() => fresh.getByLabel("Workflow").locator("option").allTextContents())
+        .toContainEqual(expect.stringMatching(/^blackboard/));
+      // a reload of the tab keeps it (sessionStorage), and localStorage stays empty
+      await fresh.reload();
+      expect(await fresh.getByLabel(/API key/).inputValue()).toBe(KEY);
+      expect(await fresh.evaluate(STORAGE)).toEqual({ local: {}, session: { [KEY_STORAGE]: KEY } });
+      // another tab of the same browser does not have it
+      const other = await context.newPage();
+      await other.goto(baseUrl);
+      expect(await other.getByLabel(/API key/).inputValue()).toBe("");
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  test("keyboard only: a question is asked and answered, the answer announced, a running session cancelled", async () => {
+    const context = await browser.newContext({ viewport: VIEWPORT });
+    try {
+      const kb = await context.newPage();
+      const problems = problemsOf(kb);
+      await kb.goto(baseUrl);
+      await kb.evaluate(
+        `globalThis.focusTrail = []; document.addEventListener("focusin", (e) => focusTrail.push(e.target.id))`,
+      );
+      const focus = () => kb.evaluate(FOCUS) as Promise<{ id: string | null; ring: boolean }>;
+      /** Presses `key` until the element `id` has focus (at most `max` times); it must show a focus ring. */
+      const pressUntil = async (key: string, id: string, max = 30) => {
+        for (let i = 0; i < max && (await focus()).id !== id; i++) await kb.keyboard.press(key);
+        expect(await focus()).toEqual({ id, ring: true });
+      };
+      const live = (timeout = 60_000) =>
+        expect.poll(async () => (await kb.locator("#announcer").textContent()) ?? "", { timeout, interval: 100 });
+
+      // The skip link comes first, then the question.
+      await kb.keyboard.press("Tab");
+      expect(await focus()).toEqual({ id: "skip", ring: true });
+      await kb.keyboard.press("Tab");
+      expect(await focus()).toEqual({ id: "question", ring: true });
+      await kb.keyboard.type(ARITHMETIC);
+      // The key, two stops on; leaving its field loads the workflows with it.
+      await kb.keyboard.press("Tab");
+      await kb.keyboard.press("Tab");
+      expect(await focus()).toEqual({ id: "api-key", ring: true });
+      await kb.keyboard.type(KEY);
+      await kb.keyboard.press("Shift+Tab");
+      expect(await focus()).toEqual({ id: "workflow", ring: true });
+      await expect
+        .poll(() => kb.getByLabel("Workflow").locator("option").allTextContents())
+        .toContainEqual(expect.stringMatching(/^blackboard/));
+      expect(await kb.evaluate(STORAGE)).toEqual({ local: {}, session: { [KEY_STORAGE]: KEY } });
+      await kb.keyboard.type("blackboard"); // a closed <select> picks the option its text starts with
+      expect(await kb.getByLabel("Workflow").inputValue()).toBe("blackboard");
+      expect(await kb.getByRole("group", { name: "Supervisor options" }).isHidden()).toBe(true);
+      await pressUntil("Tab", "ask", 3);
+      await kb.keyboard.press("Enter");
+
+      // While it runs, focus waits on Cancel (Ask is disabled); when it ends, on the answer.
+      await expect
+        .poll(() => kb.locator("#answer").textContent(), { timeout: 60_000, interval: 100 })
+        .toContain(PRODUCT);
+      await live().toMatch(/^Answer ready\. /);
+      expect(await kb.locator("#announcer").textContent()).toBe(
+        `Answer ready. ${await kb.locator("#answer").textContent()}`,
+      );
+      expect(await kb.locator("#announcer").getAttribute("role")).toBe("status");
+      expect(await kb.locator("#announcer").getAttribute("aria-live")).toBe("polite");
+      await expect.poll(focus).toEqual({ id: "answer-box", ring: true });
+      const trail = (await kb.evaluate("focusTrail")) as string[];
+      expect(trail.slice(trail.indexOf("ask"))).toEqual(["ask", "cancel", "answer-box"]);
+      // The streaming text is no live region, nor inside one: only the status line and the announcer speak.
+      expect(await kb.evaluate(LIVE_REGIONS)).toEqual(["status", "announcer"]);
+
+      // A second question, one that waits for a person; it is cancelled from the keyboard.
+      await pressUntil("Shift+Tab", "question");
+      await kb.keyboard.press("Control+A");
+      await kb.keyboard.type(HANDBOOK);
+      await pressUntil("Tab", "ask", 3);
+      await kb.keyboard.press("Enter");
+      await expect
+        .poll(() => kb.locator("#clarify-question").textContent(), { timeout: 60_000, interval: 100 })
+        .toBe(CLARIFICATION);
+      expect(await focus()).toEqual({ id: "reply", ring: true });
+      await live(1000).toBe("");
+      const sid = /^#session=(.+)$/.exec(new URL(kb.url()).hash)?.[1] ?? "";
+      // Cancel is the stop before the question the agents ask.
+      await kb.keyboard.press("Shift+Tab");
+      expect(await focus()).toEqual({ id: "cancel", ring: true });
+      await kb.keyboard.press("Space");
+      await expect
+        .poll(() => kb.locator("#status").textContent(), { timeout: 30_000, interval: 100 })
+        .toMatch(/^Session cancelled in \d/);
+      await live(10_000).toBe("The session was cancelled.");
+      await expect.poll(focus).toEqual({ id: "answer-box", ring: true });
+      expect(await kb.locator("#cancel").isHidden()).toBe(true);
+      expect(await kb.locator("#clarify").isHidden()).toBe(true);
+      expect((await cluster.store.load(sid))?.state.meta.status).toBe("cancelled");
+      await screenshot(kb, "web-keyboard-cancelled");
+      expect(await seriousA11yViolations(kb)).toEqual([]);
+      expect(problems).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
   test("a gateway in anonymous mode is used from a fresh browser without a key", async () => {
     const { url } = await cluster.startGateway({ AGENTMESH_GATEWAY_ANONYMOUS: "1" });
-    const context = await browser.newContext(); // its own localStorage: no key kept
+    const context = await browser.newContext(); // its own storage: no key kept
     try {
       const fresh = await context.newPage();
       await fresh.goto(url);

@@ -1,7 +1,10 @@
 // The page's controller: asks a question (POST /api/v1/query), follows the session's events
 // through the SSE follower into the progress store, and draws them. The session id lives in
 // the URL (`#session=<sid>`), so a reload replays the session's events from the start,
-// rebuilding the same view, then follows it live.
+// rebuilding the same view, then follows it live. The API key is kept in sessionStorage: for
+// this tab only, forgotten when it closes. When a session ends, its answer (or how it ended) is
+// said once through a polite live region; the streaming text is not a live region (it would
+// chatter).
 
 import { followStream } from "./sse.js";
 import { applyEvent, emptyProgress, isFinished } from "./progress-store.js";
@@ -32,6 +35,9 @@ const cancelButton = /** @type {HTMLButtonElement} */ ($("cancel"));
 const replyForm = /** @type {HTMLFormElement} */ ($("reply-form"));
 const reply = /** @type {HTMLTextAreaElement} */ ($("reply"));
 
+/** How much of an answer the live region reads out; the whole answer is on the page. */
+const ANNOUNCE_MAX = 2000;
+
 /** @type {Progress} */
 let progress = emptyProgress();
 /** @type {AbortController | null} */
@@ -39,6 +45,8 @@ let following = null;
 /** A connection problem shown in the status line until the stream is open again. */
 let connection = "";
 let drawQueued = false;
+/** The session end (`progress.final`) the live region last announced: a redraw says nothing twice. */
+let announced = /** @type {Progress["final"]} */ (null);
 
 /** Request headers carrying the API key, when one is set. */
 function authHeaders() {
@@ -86,15 +94,58 @@ function draw() {
     const paused = progress.awaiting !== null;
     const clarify = $("clarify");
     if (paused !== !clarify.hidden) {
+      const hadFocus = clarify.contains(document.activeElement);
       clarify.hidden = !paused;
       if (paused) reply.focus();
+      else if (hadFocus && cancelButton.hidden) focusAnswer();
+      else if (hadFocus) cancelButton.focus();
     }
     $("clarify-question").textContent = progress.awaiting?.question ?? "";
-    const live = following !== null && !isFinished(progress);
-    cancelButton.hidden = !live;
-    askButton.disabled = live;
+    syncControls(following !== null && !isFinished(progress));
     setStatus(connection || statusLine(progress));
+    announce();
   });
+}
+
+/**
+ * Shows Cancel while a session runs (Ask is disabled meanwhile). Focus on a control that goes
+ * away moves to the one that takes its place: Ask to Cancel when a session starts, Cancel to the
+ * answer when it ends, so a keyboard user never lands on the page's body.
+ * @param {boolean} live
+ */
+function syncControls(live) {
+  const wasLive = !cancelButton.hidden;
+  const hadFocus = document.activeElement === askButton || document.activeElement === cancelButton;
+  cancelButton.hidden = !live;
+  askButton.disabled = live;
+  if (!hadFocus || live === wasLive) return;
+  if (live) cancelButton.focus();
+  else focusAnswer();
+}
+
+/** Focuses the answer when it is shown, else the question. */
+function focusAnswer() {
+  const box = $("answer-box");
+  if (box.hidden) question.focus();
+  else box.focus();
+}
+
+/** Says once, through the announcer live region, that the session ended: its answer, or how it ended. */
+function announce() {
+  const final = progress.final;
+  if (final === announced) return;
+  announced = final;
+  if (final === null) return;
+  let text;
+  if (final.status === "completed" && final.answer) {
+    const cut = final.answer.length > ANNOUNCE_MAX;
+    text = `Answer ready. ${final.answer.slice(0, ANNOUNCE_MAX)}${cut ? "… The whole answer is on the page." : ""}`;
+  } else if (final.status === "cancelled") {
+    text = "The session was cancelled.";
+  } else {
+    text = `The session ended: ${final.status}.${final.answer ? ` ${final.answer.slice(0, ANNOUNCE_MAX)}` : ""}`;
+  }
+  $("announcer").textContent = text;
 }
 
 /**
@@ -219,6 +270,7 @@ async function ask(ev) {
 function startView(sid, asked) {
   clear();
   progress = emptyProgress(sid);
+  $("announcer").textContent = "";
   connection = "";
   const a = $("asked");
   a.textContent = asked;
@@ -287,11 +339,35 @@ async function cancel() {
   if (await sessionAction("cancel", { reason: "cancelled from the web page" })) setStatus("Cancelling…");
 }
 
-/** Keeps the API key in localStorage (or forgets it when the field is emptied). */
+/**
+ * Keeps the API key in sessionStorage, for this tab until it closes (or forgets it when the
+ * field is emptied). Never in localStorage, which outlives the tab.
+ */
 function rememberKey() {
   const key = apiKey.value.trim();
-  if (key) localStorage.setItem(KEY_STORAGE, key);
-  else localStorage.removeItem(KEY_STORAGE);
+  try {
+    if (key) window.sessionStorage.setItem(KEY_STORAGE, key);
+    else window.sessionStorage.removeItem(KEY_STORAGE);
+  } catch {
+    /* storage refused (a privacy setting): the key stays in the field only */
+  }
+}
+
+/**
+ * The key kept for this tab. A key an earlier version of the page left in localStorage is moved
+ * to sessionStorage once and deleted from localStorage.
+ */
+function keptKey() {
+  try {
+    const old = localStorage.getItem(KEY_STORAGE);
+    if (old !== null) {
+      if (window.sessionStorage.getItem(KEY_STORAGE) === null) window.sessionStorage.setItem(KEY_STORAGE, old);
+      localStorage.removeItem(KEY_STORAGE);
+    }
+    return window.sessionStorage.getItem(KEY_STORAGE) ?? "";
+  } catch {
+    return "";
+  }
 }
 
 /** Fills the workflow picker from GET /api/v1/workflows, the server's default selected, and shows its options. */
@@ -315,7 +391,7 @@ async function loadWorkflows() {
   showOptions();
 }
 
-apiKey.value = localStorage.getItem(KEY_STORAGE) ?? "";
+apiKey.value = keptKey();
 apiKey.addEventListener("change", () => {
   rememberKey();
   void loadWorkflows();

@@ -1,40 +1,63 @@
-// Vega-Lite charts from `visualization` events. The vega libraries (about a megabyte) are
-// loaded only when the first chart arrives, as the classic scripts the gateway serves from
-// /vendor. A spec must carry its data inline: one naming a `data.url` is refused before it
-// reaches vega, and vega's loader is replaced by one that loads nothing, so no spec can make
-// the page fetch or sanitize a URL. vega-embed injects no <style> (no default style, no tooltip
-// handler): the gateway's CSP allows only its own style sheet.
+// Vega-Lite charts from `visualization` events, each drawn in its own chart frame
+// (chart-frame.html): a document in `<iframe sandbox="allow-scripts">`, without
+// allow-same-origin, so its origin is opaque and it can read neither the page nor its API key.
+// Only that document may eval (vega compiles its expressions with `Function`); the page's own CSP
+// has no 'unsafe-eval' and never loads vega. The page posts the spec to the frame, which answers
+// with its height or an error. A spec naming a `data.url` is refused here, before any frame is
+// made (progress-store.js's chartRefusal), and again in the frame, whose loader loads nothing and
+// whose CSP lets it connect nowhere.
 
 /** @typedef {import("./progress-store.js").Chart} Chart */
 
-const VENDOR = ["/vendor/vega.min.js", "/vendor/vega-lite.min.js", "/vendor/vega-embed.min.js"];
-
-/** @type {Promise<void> | null} */
-let loading = null;
+const FRAME_URL = "/assets/chart-frame.html";
+/** The tallest a chart frame may ask to be, in CSS pixels. */
+const MAX_HEIGHT = 4000;
 
 /**
- * @param {string} src
- * @returns {Promise<void>}
+ * A chart waiting for, or drawn in, its frame.
+ * @typedef {{ frame: HTMLIFrameElement, target: HTMLElement, spec: Record<string, unknown>, label: string }} Drawing
  */
-function loadScript(src) {
-  return new Promise((resolve, reject) => {
-    const s = document.createElement("script");
-    s.src = src;
-    s.async = false; // in order: vega-lite needs vega, vega-embed needs both
-    s.onload = () => resolve();
-    s.onerror = () => reject(new Error(`could not load ${src}`));
-    document.head.append(s);
-  });
+
+/** @type {WeakMap<object, Drawing>} by the frame's window */
+const drawings = new WeakMap();
+
+/**
+ * Shows why a chart is not drawn, in place of its frame.
+ * @param {HTMLElement} target
+ * @param {string} why
+ */
+function refuse(target, why) {
+  target.replaceChildren();
+  target.removeAttribute("role");
+  target.removeAttribute("aria-label");
+  target.className = "refused";
+  target.textContent = `Not drawn: ${why}.`;
 }
 
-/** Loads the vega scripts once. */
-function loadVega() {
-  loading ??= Promise.all(VENDOR.map(loadScript)).then(() => undefined);
-  return loading;
+/**
+ * One message from a chart frame. Only a frame this module made is heard: the message's source
+ * must be that frame's window, whose opaque origin arrives as "null".
+ * @param {MessageEvent} ev
+ */
+function onFrameMessage(ev) {
+  if (ev.origin !== "null" || ev.source === null) return;
+  const d = drawings.get(ev.source);
+  const win = d?.frame.contentWindow;
+  if (!d || !win || win !== ev.source || !d.frame.isConnected) return;
+  const data = ev.data;
+  if (typeof data !== "object" || data === null) return;
+  if (data.type === "ready") {
+    // the spec is no secret; an opaque origin cannot be named as the target
+    win.postMessage({ type: "render", spec: d.spec, label: d.label }, "*");
+  } else if (data.type === "size" && typeof data.height === "number" && Number.isFinite(data.height)) {
+    d.frame.style.height = `${Math.min(MAX_HEIGHT, Math.max(0, Math.ceil(data.height)))}px`;
+  } else if (data.type === "error") {
+    drawings.delete(ev.source);
+    refuse(d.target, typeof data.message === "string" ? data.message.slice(0, 300) : "the chart could not be drawn");
+  }
 }
 
-const refuseLoad = () => Promise.reject(new Error("charts draw inline data only"));
-const NO_LOADER = { load: refuseLoad, sanitize: refuseLoad, http: refuseLoad, file: refuseLoad };
+window.addEventListener("message", onFrameMessage);
 
 /**
  * Draws the charts not drawn yet into `container` (one figure per chart, keyed by event id).
@@ -53,25 +76,16 @@ export function renderCharts(container, charts) {
     figure.append(caption, target);
     container.append(figure);
     if (chart.refused) {
-      target.className = "refused";
-      target.textContent = `Not drawn: ${chart.refused}.`;
+      refuse(target, chart.refused);
       continue;
     }
-    target.setAttribute("role", "img");
-    target.setAttribute("aria-label", typeof chart.spec.description === "string" ? chart.spec.description : title);
-    loadVega()
-      .then(() =>
-        /** @type {any} */ (globalThis).vegaEmbed(target, chart.spec, {
-          actions: false,
-          defaultStyle: false,
-          tooltip: false,
-          renderer: "svg",
-          loader: NO_LOADER,
-        }),
-      )
-      .catch((/** @type {unknown} */ err) => {
-        target.className = "refused";
-        target.textContent = `Not drawn: ${err instanceof Error ? err.message : String(err)}.`;
-      });
+    const frame = document.createElement("iframe");
+    frame.className = "chart-frame";
+    frame.setAttribute("sandbox", "allow-scripts");
+    frame.title = `Chart: ${title}`;
+    frame.src = FRAME_URL;
+    target.append(frame);
+    const label = typeof chart.spec.description === "string" ? chart.spec.description : title;
+    if (frame.contentWindow) drawings.set(frame.contentWindow, { frame, target, spec: chart.spec, label });
   }
 }

@@ -18,11 +18,48 @@ const TYPES: Record<string, string> = {
 };
 
 /**
- * The page may talk only to this gateway. Vega compiles its expressions with `Function`, so
- * scripts need 'unsafe-eval' (only scripts served by the gateway itself run at all).
+ * The page may talk only to this gateway, and runs no eval: only scripts served by the gateway
+ * itself run at all; it submits no form anywhere (its forms are read by its scripts), frames
+ * only the gateway's own documents (the chart frame) and is framed by nobody. Every response of
+ * this module carries it except the chart frame's document.
  */
-const CSP =
-  "default-src 'self'; script-src 'self' 'unsafe-eval'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+export const PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "frame-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join("; ");
+
+/** The chart frame's document: the page shows it in a sandboxed iframe (public/charts.js). */
+export const CHART_FRAME = "chart-frame.html";
+
+/**
+ * The chart frame's CSP. Vega compiles its expressions with `Function`, so its scripts may eval;
+ * in exchange it connects nowhere (a spec fetches nothing), submits nothing, is framed only by the
+ * page, and is sandboxed with an opaque origin however it is opened (as the page's iframe is), so
+ * it can read none of the page's storage and call no API with the page's cookies or key.
+ */
+export const CHART_FRAME_CSP = [
+  "default-src 'none'",
+  "script-src 'self' 'unsafe-eval'",
+  "style-src 'self'",
+  "img-src data:",
+  "connect-src 'none'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'self'",
+  "sandbox allow-scripts",
+].join("; ");
+
+/** The CSP a file of the page is served with. */
+export const cspFor = (name: string): string => (name === CHART_FRAME ? CHART_FRAME_CSP : PAGE_CSP);
 
 /** The vega libraries the page renders charts with, served by the gateway (no CDN). */
 const VENDOR: Record<string, [pkg: string, file: string]> = {
@@ -59,26 +96,27 @@ function loadVendor(): Map<string, Buffer> {
   return out;
 }
 
-/** Serves the web page (`/`, `/assets/*`) and the vega libraries (`/vendor/*`). */
+/**
+ * Serves the web page (`/`, `/assets/*`, the chart frame among them) and the vega libraries the
+ * chart frame loads (`/vendor/*`), each with its CSP (`cspFor`).
+ */
 export function mountStatic<E extends object>(app: Hono<E & { Variables: { owner: string } }>): void {
   const page = loadPage();
   const vendor = loadVendor();
-  const send = (body: Buffer, name: string, extra: Record<string, string> = {}) =>
+  const send = (body: Buffer, name: string, extra: Record<string, string>) =>
     new Response(new Uint8Array(body), {
       headers: {
         "Content-Type": TYPES[extname(name)] ?? "application/octet-stream",
         "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": cspFor(name),
+        "Referrer-Policy": "no-referrer",
         ...extra,
       },
     });
   app.get("/", () => {
     const html = page.get("index.html");
     if (!html) return new Response("the web page is not installed", { status: 404 });
-    return send(html, "index.html", {
-      "Content-Security-Policy": CSP,
-      "Cache-Control": "no-cache",
-      "Referrer-Policy": "no-referrer",
-    });
+    return send(html, "index.html", { "Cache-Control": "no-cache" });
   });
   app.get("/assets/*", (c) => {
     const name = c.req.path.slice("/assets/".length);
