@@ -129,10 +129,6 @@ export class Cluster {
   /** The access-controlled NATS the services use: our own server, or the external one. */
   private access: Pick<AuthNats, "url" | "seedFile"> | null = null;
   store!: SessionStore;
-  /** The harness's own Redis client (to look at what the services keep there). */
-  get redisClient(): Redis {
-    return this.redis;
-  }
   /** Secrets planted in every service's env; `close()` fails when any output or event shows one. */
   readonly secrets = new SecretScan();
 
