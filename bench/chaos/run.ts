@@ -316,9 +316,11 @@ async function main(): Promise<number> {
     log(`chaos: ${step.name} (${step.kind})`);
     await step.run(ctx);
     const healed = Date.now();
-    let current = await awaitReplicasCurrent(ctx, 60_000);
+    // a cluster stuck longer than a task's deadline (60 s) would end sessions by their workflows'
+    // timeout rules, so the remedy comes well before that
+    let current = await awaitReplicasCurrent(ctx, 20_000);
     if (current === null && ctx.nats) {
-      log("    the streams' replicas were still not all current after 60 s: the nodes restart one by one");
+      log("    the streams' replicas were still not all current after 20 s: the nodes restart one by one");
       remedies.push(step.name);
       await rollingRestart(ctx);
       current = await awaitReplicasCurrent(ctx, 60_000);
