@@ -1,11 +1,17 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { conversationTurn, type SessionEvent } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
-import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
-import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, type Proc } from "./harness.js";
-import { call, nextEvent, openSse, readAll, sessionEvents, slowSessions } from "./gateway-kit.js";
+import type { Cluster, Proc } from "./harness.js";
+import {
+  call,
+  nextEvent,
+  openSse,
+  readAll,
+  sessionEvents,
+  startCriticChainGateways,
+  type CriticChainGateways,
+} from "./gateway-kit.js";
 
 // A gateway replica SIGKILLed while it serves an `/api` event stream and a `/v1` answer: no
 // drain, no error chunk, the sockets just close. The sessions run on (a dead replica cancels
@@ -13,36 +19,27 @@ import { call, nextEvent, openSse, readAll, sessionEvents, slowSessions } from "
 // `/v1` client's retry with its Idempotency-Key gets the same session's whole answer there.
 
 const ALICE = generateApiKey();
-const SCRIPTED = ["planner", "researcher", "expert", "finalizer"] as const;
 const QUESTION = "What is CRISPR and who invented it?";
 
-let llm: ScriptedServer;
+let setup: CriticChainGateways;
 let cluster: Cluster;
 let a1: string, a2: string;
 let a2proc: Proc;
 
 beforeAll(async () => {
-  llm = await startScriptedOpenAIServer({ script: slowSessions(10, 150) });
-  cluster = new Cluster({
-    natsUrl: inject("natsUrl"),
-    redisUrl: inject("redisUrl"),
-    prefix: uniquePrefix("gwk"),
-    llmBaseUrl: llm.url,
+  setup = await startCriticChainGateways({
+    prefix: "gwk",
+    sessions: 10,
+    delayMs: 150,
+    gatewayEnv: { AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE) },
   });
-  await cluster.open();
-  cluster.start("coordinator");
-  for (const r of SCRIPTED) cluster.start(r);
-  cluster.start("critic", { AGENTMESH_LLM_BASE_URL: "" });
-  const env = { AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE) };
-  const [g1, g2] = await Promise.all([cluster.startGateway(env, 120_000), cluster.startGateway(env, 120_000)]);
-  [a1, a2] = [g1!.url, g2!.url];
-  a2proc = g2!.proc;
-  await cluster.waitReady({ coordinator: 1, critic: 1, ...Object.fromEntries(SCRIPTED.map((r) => [r, 1])) }, 120_000);
+  cluster = setup.cluster;
+  [a1, a2] = setup.urls;
+  a2proc = setup.second;
 }, 180_000);
 
 afterAll(async () => {
-  await cluster?.close();
-  await llm?.close();
+  await setup?.close();
 });
 
 const bearer = { authorization: `Bearer ${ALICE}` };

@@ -1,9 +1,11 @@
 import { spawn } from "node:child_process";
-import { expect } from "vitest";
+import { expect, inject } from "vitest";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { EventSourceParserStream } from "eventsource-parser/stream";
 import type { SessionEvent } from "@agentmesh/contracts";
-import type { HttpScriptEntry } from "@agentmesh/llm/testing";
+import { startScriptedOpenAIServer, type HttpScriptEntry, type ScriptedServer } from "@agentmesh/llm/testing";
+import { uniquePrefix } from "../setup/prefix.js";
+import { Cluster, type Proc } from "./harness.js";
 
 // What the gateway's end-to-end tests share: a scripted model that makes sessions last, an SSE
 // client that can hang up after any event, and a small JSON request helper.
@@ -171,3 +173,58 @@ export function curl(args: string[]): Promise<{ code: number | null; out: string
     child.once("close", (code) => resolve({ code, out, err }));
   });
 }
+
+/** A critic-chain cluster behind two gateway replicas, as the `/v1` client suites use it. */
+export interface CriticChainGateways {
+  readonly llm: ScriptedServer;
+  readonly cluster: Cluster;
+  /** The two replicas' base URLs. */
+  readonly urls: readonly [string, string];
+  /** The second replica's process (the suites stop or kill it last). */
+  readonly second: Proc;
+  close(): Promise<void>;
+}
+
+/**
+ * One coordinator, the critic-chain agents on the scripted model (`slowSessions(count, delayMs)`)
+ * with the critic on the offline engine, and two gateway replicas with `gatewayEnv`.
+ */
+export async function startCriticChainGateways(o: {
+  readonly prefix: string;
+  readonly gatewayEnv: Record<string, string>;
+  readonly sessions: number;
+  readonly delayMs: number;
+}): Promise<CriticChainGateways> {
+  const llm = await startScriptedOpenAIServer({ script: slowSessions(o.sessions, o.delayMs) });
+  const cluster = new Cluster({
+    natsUrl: inject("natsUrl"),
+    redisUrl: inject("redisUrl"),
+    prefix: uniquePrefix(o.prefix),
+    llmBaseUrl: llm.url,
+  });
+  await cluster.open();
+  cluster.start("coordinator");
+  for (const r of CRITIC_CHAIN_SCRIPTED) cluster.start(r);
+  cluster.start("critic", { AGENTMESH_LLM_BASE_URL: "" });
+  const [g1, g2] = await Promise.all([
+    cluster.startGateway(o.gatewayEnv, 120_000),
+    cluster.startGateway(o.gatewayEnv, 120_000),
+  ]);
+  await cluster.waitReady(
+    { coordinator: 1, critic: 1, ...Object.fromEntries(CRITIC_CHAIN_SCRIPTED.map((r) => [r, 1])) },
+    120_000,
+  );
+  return {
+    llm,
+    cluster,
+    urls: [g1!.url, g2!.url],
+    second: g2!.proc,
+    async close() {
+      await cluster.close();
+      await llm.close();
+    },
+  };
+}
+
+/** The critic-chain roles the scripted model plays (the critic runs offline). */
+const CRITIC_CHAIN_SCRIPTED = ["planner", "researcher", "expert", "finalizer"] as const;

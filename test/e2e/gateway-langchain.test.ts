@@ -1,11 +1,9 @@
 import { ChatOpenAI } from "@langchain/openai";
-import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { conversationTurn } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
-import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
-import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster, type Proc } from "./harness.js";
-import { slowSessions } from "./gateway-kit.js";
+import type { Cluster, Proc } from "./harness.js";
+import { startCriticChainGateways, type CriticChainGateways } from "./gateway-kit.js";
 
 // The OpenAI-compatible endpoint as LangChain's ChatOpenAI meets it, configured the way its docs
 // tell a user to point it at another server (a base URL and a key, every other option left at its
@@ -13,41 +11,32 @@ import { slowSessions } from "./gateway-kit.js";
 // (slow on purpose, so a stream can be left mid-answer) and its critic on the offline engine.
 
 const ALICE = generateApiKey();
-const SCRIPTED = ["planner", "researcher", "expert", "finalizer"] as const;
 const QUESTION = "What is CRISPR and who invented it?";
 const MODEL = "agentmesh/critic-chain";
 
-let llm: ScriptedServer;
+let setup: CriticChainGateways;
 let cluster: Cluster;
 let a1: string, a2: string;
 let a2proc: Proc;
 
 beforeAll(async () => {
-  llm = await startScriptedOpenAIServer({ script: slowSessions(30, 120) });
-  cluster = new Cluster({
-    natsUrl: inject("natsUrl"),
-    redisUrl: inject("redisUrl"),
-    prefix: uniquePrefix("gwl"),
-    llmBaseUrl: llm.url,
+  setup = await startCriticChainGateways({
+    prefix: "gwl",
+    sessions: 30,
+    delayMs: 120,
+    gatewayEnv: {
+      AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE),
+      AGENTMESH_RATE_LIMIT: "10000",
+      AGENTMESH_MAX_CONCURRENT_SESSIONS: "100",
+    },
   });
-  await cluster.open();
-  cluster.start("coordinator");
-  for (const r of SCRIPTED) cluster.start(r);
-  cluster.start("critic", { AGENTMESH_LLM_BASE_URL: "" });
-  const env = {
-    AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE),
-    AGENTMESH_RATE_LIMIT: "10000",
-    AGENTMESH_MAX_CONCURRENT_SESSIONS: "100",
-  };
-  const [g1, g2] = await Promise.all([cluster.startGateway(env, 120_000), cluster.startGateway(env, 120_000)]);
-  [a1, a2] = [g1!.url, g2!.url];
-  a2proc = g2!.proc;
-  await cluster.waitReady({ coordinator: 1, critic: 1, ...Object.fromEntries(SCRIPTED.map((r) => [r, 1])) }, 120_000);
+  cluster = setup.cluster;
+  [a1, a2] = setup.urls;
+  a2proc = setup.second;
 }, 180_000);
 
 afterAll(async () => {
-  await cluster?.close();
-  await llm?.close();
+  await setup?.close();
 });
 
 /** ChatOpenAI as a user points it at agentmesh; a thread id (header) lets the test find the session. */

@@ -1,11 +1,9 @@
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, inject, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { conversationTurn } from "@agentmesh/contracts";
 import { apiKeyEntry, generateApiKey } from "@agentmesh/gateway";
-import { startScriptedOpenAIServer, type ScriptedServer } from "@agentmesh/llm/testing";
-import { uniquePrefix } from "../setup/prefix.js";
-import { Cluster } from "./harness.js";
-import { call, slowSessions } from "./gateway-kit.js";
+import type { Cluster } from "./harness.js";
+import { call, startCriticChainGateways, type CriticChainGateways } from "./gateway-kit.js";
 
 // The OpenAI-compatible endpoint as OpenAI's own client meets it, row by row of the compatibility
 // table (docs/gateway.md, "Compatibility"): two gateway replicas on loopback under NATS access
@@ -13,38 +11,29 @@ import { call, slowSessions } from "./gateway-kit.js";
 // stream can be left or cancelled mid-answer) and its critic on the offline engine.
 
 const ALICE = generateApiKey();
-const SCRIPTED = ["planner", "researcher", "expert", "finalizer"] as const;
 const QUESTION = "What is CRISPR and who invented it?";
 
-let llm: ScriptedServer;
+let setup: CriticChainGateways;
 let cluster: Cluster;
 let a1: string, a2: string;
 
 beforeAll(async () => {
-  llm = await startScriptedOpenAIServer({ script: slowSessions(30, 120) });
-  cluster = new Cluster({
-    natsUrl: inject("natsUrl"),
-    redisUrl: inject("redisUrl"),
-    prefix: uniquePrefix("gwo"),
-    llmBaseUrl: llm.url,
+  setup = await startCriticChainGateways({
+    prefix: "gwo",
+    sessions: 30,
+    delayMs: 120,
+    gatewayEnv: {
+      AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE),
+      AGENTMESH_RATE_LIMIT: "10000",
+      AGENTMESH_MAX_CONCURRENT_SESSIONS: "100",
+    },
   });
-  await cluster.open();
-  cluster.start("coordinator");
-  for (const r of SCRIPTED) cluster.start(r);
-  cluster.start("critic", { AGENTMESH_LLM_BASE_URL: "" });
-  const env = {
-    AGENTMESH_API_KEYS: apiKeyEntry("alice", ALICE),
-    AGENTMESH_RATE_LIMIT: "10000",
-    AGENTMESH_MAX_CONCURRENT_SESSIONS: "100",
-  };
-  const [g1, g2] = await Promise.all([cluster.startGateway(env, 120_000), cluster.startGateway(env, 120_000)]);
-  [a1, a2] = [g1!.url, g2!.url];
-  await cluster.waitReady({ coordinator: 1, critic: 1, ...Object.fromEntries(SCRIPTED.map((r) => [r, 1])) }, 120_000);
+  cluster = setup.cluster;
+  [a1, a2] = setup.urls;
 }, 180_000);
 
 afterAll(async () => {
-  await cluster?.close();
-  await llm?.close();
+  await setup?.close();
 });
 
 /** The session's final answer as the store holds it. */
