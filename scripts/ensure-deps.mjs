@@ -12,20 +12,33 @@
 // Node built-ins only: this runs before dependencies are installed.
 import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createConnection } from "node:net";
-import { constants as osConstants } from "node:os";
+import { constants as osConstants, tmpdir } from "node:os";
 import { delimiter, dirname, isAbsolute, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
   NEEDS,
   NODE_PIN,
+  TEST_NATS,
   TOOLS,
   integrityMatches,
   missingTools,
   needsPinnedNode,
   nodeNotice,
   nodePackageFor,
+  planTestNats,
   planTools,
 } from "./preflight-rules.mjs";
 
@@ -139,6 +152,83 @@ async function runForwarding(cmd, args, env) {
   return code ?? 128 + (osConstants.signals[signal] ?? 0);
 }
 
+/** The version a nats-server binary reports ("2.10.27"), or null when it does not run. */
+function natsVersionOf(bin) {
+  const r = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  return r.status === 0 ? (/(\d+\.\d+\.\d+)/.exec(r.stdout)?.[1] ?? null) : null;
+}
+
+const natsCache = join(root, ".agentmesh", "nats-server");
+
+/**
+ * Fetches Debian's nats-server package of the release named in TEST_NATS with apt-get (its own
+ * source list and lists in a temp dir, checked against Debian's archive keyring as apt checks
+ * any package) and keeps the binary in .agentmesh/nats-server/<version>/nats-server.
+ */
+function fetchTestNats() {
+  if (!has("apt-get") || !has("dpkg-deb")) {
+    throw new Stop(
+      `the tests need nats-server ${TEST_NATS.min} or newer and this machine has none: install one and set NATS_SERVER_BIN to it.`,
+    );
+  }
+  const tmp = mkdtempSync(join(tmpdir(), "agentmesh-nats-"));
+  try {
+    for (const d of ["lists/partial", "cache/archives/partial", "x"]) mkdirSync(join(tmp, d), { recursive: true });
+    const keyring = "/usr/share/keyrings/debian-archive-keyring.gpg";
+    writeFileSync(
+      join(tmp, "sources.list"),
+      `deb [signed-by=${keyring}] http://deb.debian.org/debian ${TEST_NATS.suite} main\n`,
+    );
+    const opts = [
+      `-o=Dir::Etc::sourcelist=${join(tmp, "sources.list")}`,
+      "-o=Dir::Etc::sourceparts=-",
+      `-o=Dir::State::Lists=${join(tmp, "lists")}`,
+      `-o=Dir::Cache=${join(tmp, "cache")}`,
+      "-o=APT::Sandbox::User=root",
+      "-qq",
+    ];
+    say(`fetching nats-server ${TEST_NATS.min}+ for the tests (Debian ${TEST_NATS.suite}'s package, apt-get download)`);
+    const quiet = { cwd: tmp, stdio: ["ignore", "ignore", "inherit"] };
+    for (const args of [["update"], ["download", TEST_NATS.package]]) {
+      const r = spawnSync("apt-get", [...opts, ...args], quiet);
+      if (r.status !== 0)
+        throw new Stop(
+          `apt-get ${args[0]} for Debian ${TEST_NATS.suite}'s nats-server failed (exit ${r.status}); set NATS_SERVER_BIN to a nats-server ${TEST_NATS.min} or newer.`,
+        );
+    }
+    const deb = readdirSync(tmp).find((f) => f.endsWith(".deb"));
+    if (!deb) throw new Stop(`apt-get download left no package in ${tmp}`);
+    run("dpkg-deb", ["-x", join(tmp, deb), join(tmp, "x")]);
+    const got = join(tmp, "x", TEST_NATS.binary);
+    const version = natsVersionOf(got);
+    if (!version)
+      throw new Stop(`Debian ${TEST_NATS.suite}'s nats-server does not run on this machine; set NATS_SERVER_BIN.`);
+    const dir = join(natsCache, version);
+    mkdirSync(dir, { recursive: true });
+    renameSync(got, join(dir, "nats-server"));
+    return join(dir, "nats-server");
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The nats-server the tests start their own servers and clusters with, put in NATS_SERVER_BIN
+ * for the command that follows (docs/preflight.md): the given one, the system's when new enough,
+ * the cached one, else Debian's newer package fetched once.
+ */
+export function ensureTestNats() {
+  const given = process.env.NATS_SERVER_BIN || undefined;
+  const cached = existsSync(natsCache) ? readdirSync(natsCache).map((v) => join(natsCache, v, "nats-server")) : [];
+  const bins = [...new Set([...(given ? [given] : []), ...TOOLS.nats.bins, ...cached])];
+  const found = bins.map((bin) => ({ bin, version: natsVersionOf(bin) }));
+  const plan = planTestNats({ given, found });
+  if (plan.kind === "stop") throw new Stop(plan.message);
+  const bin = plan.kind === "use" ? plan.bin : fetchTestNats();
+  process.env.NATS_SERVER_BIN = bin;
+  return bin;
+}
+
 /** Runs `pnpm install --frozen-lockfile` (installing pnpm 10 with npm first) if node_modules is missing. */
 export function ensureDeps() {
   if (existsSync(join(root, "node_modules", ".modules.yaml"))) return;
@@ -212,6 +302,7 @@ export async function preflight(purpose, only) {
     if (!only || only === "node") await useSupportedNode();
     if (!only || only === "deps") ensureDeps();
     if (!only || only === "tools") await ensureTools(purpose);
+    if (purpose === "test" && (!only || only === "tools")) ensureTestNats();
   } catch (e) {
     say(e.message);
     process.exit(1);
@@ -232,6 +323,16 @@ async function main(argv) {
         bin = got.bin;
       }
       process.stdout.write(`${dirname(bin)}\n`);
+      return 0;
+    } catch (e) {
+      say(e.message);
+      return 1;
+    }
+  }
+  if (own[0] === "test-nats") {
+    // The nats-server binary the tests start (CI exports it as NATS_SERVER_BIN for the chaos run).
+    try {
+      process.stdout.write(`${ensureTestNats()}\n`);
       return 0;
     } catch (e) {
       say(e.message);

@@ -221,3 +221,36 @@ export function nodeNotice(running, pinned, downloaded) {
   const from = downloaded ? "obtained from the npm registry, sha512 checked" : "cached";
   return `Node ${running} is older than ${MIN_NODE_MAJOR}: running under Node ${pinned} (${from}, .agentmesh/node/)`;
 }
+
+/**
+ * The nats-server the tests start their own servers and clusters with. nats-server 2.9 leaves a
+ * replicated stream's replicas stuck after a paused or partitioned leader (it logs "stream store
+ * EOF" and resets the stream's cluster state, which can drop messages it had acknowledged), so the
+ * clustered tests and the chaos run need 2.10 or newer. Where the system's is older (Debian
+ * bookworm ships 2.9.10), the preflight takes the package of Debian's next release, whose binary
+ * runs on bookworm's libc.
+ */
+export const TEST_NATS = { min: "2.10.0", suite: "trixie", package: "nats-server", binary: "usr/sbin/nats-server" };
+
+/**
+ * Where the tests' nats-server comes from: the one named by NATS_SERVER_BIN (which must be new
+ * enough), else the first new-enough binary found (the system's, then the cached one), else it
+ * is fetched. `found` maps each candidate to the version it reports (null: absent).
+ * @param {{ given?: string, found: Array<{ bin: string, version: string | null }> }} probe
+ * @returns {{ kind: "use", bin: string } | { kind: "fetch" } | { kind: "stop", message: string }}
+ */
+export function planTestNats(probe) {
+  /** @param {string | null} v */
+  const fresh = (v) => v !== null && compareVersions(v, TEST_NATS.min) >= 0;
+  if (probe.given) {
+    const v = probe.found.find((f) => f.bin === probe.given)?.version ?? null;
+    if (fresh(v)) return { kind: "use", bin: probe.given };
+    const what = v === null ? "does not run" : `is ${v}`;
+    return {
+      kind: "stop",
+      message: `NATS_SERVER_BIN (${probe.given}) ${what}; the tests need nats-server ${TEST_NATS.min} or newer (unset it and the preflight fetches one).`,
+    };
+  }
+  const hit = probe.found.find((f) => fresh(f.version));
+  return hit ? { kind: "use", bin: hit.bin } : { kind: "fetch" };
+}

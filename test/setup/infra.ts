@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -108,9 +108,31 @@ export function waitForLine(p: ChildProcess, re: RegExp, ms = 15_000): Promise<v
  */
 export const NATS_SERVER_ENV = { GOGC: "50" } as const;
 
+/**
+ * The nats-server binary the tests start: NATS_SERVER_BIN (the preflight sets it to a 2.10 or newer
+ * one, docs/preflight.md), else the first `nats-server` on PATH or in /usr/sbin; null when there is none.
+ */
+export function natsServerBinary(): string | null {
+  const candidates = [
+    process.env.NATS_SERVER_BIN,
+    "nats-server",
+    "/usr/sbin/nats-server",
+    "/usr/local/bin/nats-server",
+  ].filter((c): c is string => Boolean(c));
+  for (const c of candidates) if (natsServerVersion(c) !== null) return c;
+  return null;
+}
+
+/** The version a nats-server binary reports, as [major, minor, patch]; null when it does not run. */
+export function natsServerVersion(bin: string): [number, number, number] | null {
+  const r = spawnSync(bin, ["--version"], { encoding: "utf8" });
+  const m = r.status === 0 ? /(\d+)\.(\d+)\.(\d+)/.exec(r.stdout) : null;
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
+}
+
 /** Starts nats-server (JetStream, file store) on a given port and dir; resolves when ready. */
 export async function startNats(port: number, dir: string): Promise<ChildProcess> {
-  const p = spawn("nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
+  const p = spawn(natsServerBinary() ?? "nats-server", ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], {
     env: { ...process.env, ...NATS_SERVER_ENV },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,10 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ROLE_NAMES, naming } from "@agentmesh/contracts";
 import { natsServerConfig, newUserKey, SERVICE_USERS } from "@agentmesh/messaging";
-import { freePort, NATS_SERVER_ENV, waitForLine } from "./infra.js";
+import { freePort, NATS_SERVER_ENV, natsServerBinary, waitForLine } from "./infra.js";
+
+export { natsServerBinary };
 
 /** A nats-server of our own, started with the generated access-control config for one prefix. */
 export interface AuthNats {
@@ -15,21 +17,6 @@ export interface AuthNats {
   /** Public key of a user. */
   publicKey(user: string): string;
   stop(): Promise<void>;
-}
-
-/** The nats-server binary: NATS_SERVER_BIN, else the first `nats-server` on PATH or in /usr/sbin; null when there is none. */
-export function natsServerBinary(): string | null {
-  const candidates = [
-    process.env.NATS_SERVER_BIN,
-    "nats-server",
-    "/usr/sbin/nats-server",
-    "/usr/local/bin/nats-server",
-  ].filter((c): c is string => Boolean(c));
-  for (const c of candidates) {
-    const r = spawnSync(c, ["--version"], { encoding: "utf8" });
-    if (r.status === 0) return c;
-  }
-  return null;
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   MIN_NODE_MAJOR,
   NEEDS,
   NODE_PIN,
+  TEST_NATS,
   TOOLS,
   aptInstallCommand,
   compareVersions,
@@ -17,6 +18,7 @@ import {
   nodeNotice,
   nodePackageFor,
   parseVersion,
+  planTestNats,
   planTools,
   sha512Integrity,
 } from "../../scripts/preflight-rules.mjs";
@@ -99,6 +101,30 @@ describe("the Node version", () => {
     );
     expect(nodeNotice("20.20.2", "24.22.3", false)).toMatch(/\(cached, \.agentmesh\/node\/\)$/);
     expect(nodeNotice("20.20.2", "24.22.3", false)).not.toContain("\n");
+  });
+});
+
+describe("the nats-server the tests start", () => {
+  const sys = { bin: "/usr/sbin/nats-server", version: "2.9.10" };
+  const cached = { bin: ".agentmesh/nats-server/2.10.27/nats-server", version: "2.10.27" };
+
+  test("2.10 or newer: the system's when it is, else the cached one, else a fetch", () => {
+    expect(TEST_NATS.min).toBe("2.10.0");
+    expect(planTestNats({ found: [{ ...sys, version: "2.11.4" }, cached] })).toEqual({ kind: "use", bin: sys.bin });
+    expect(planTestNats({ found: [sys, cached] })).toEqual({ kind: "use", bin: cached.bin });
+    expect(planTestNats({ found: [sys] })).toEqual({ kind: "fetch" });
+    expect(planTestNats({ found: [{ bin: "nats-server", version: null }] })).toEqual({ kind: "fetch" });
+  });
+
+  test("NATS_SERVER_BIN is used as given when new enough, and an old or broken one stops with the way out", () => {
+    expect(planTestNats({ given: cached.bin, found: [cached, sys] })).toEqual({ kind: "use", bin: cached.bin });
+    const old = planTestNats({ given: sys.bin, found: [sys, cached] });
+    expect(old).toMatchObject({ kind: "stop" });
+    expect(old.kind === "stop" && old.message).toMatch(
+      /NATS_SERVER_BIN \(\/usr\/sbin\/nats-server\) is 2\.9\.10.*2\.10\.0 or newer.*unset it/,
+    );
+    const broken = planTestNats({ given: "/nope", found: [{ bin: "/nope", version: null }, cached] });
+    expect(broken.kind === "stop" && broken.message).toMatch(/\(\/nope\) does not run/);
   });
 });
 
