@@ -31,7 +31,7 @@ export function subjectRows(): string[] {
     `| session inbox (sender: a role, \`coordinator\` or \`client\`) | \`${s(n.inbox(sid, "sender")).replace(/\.sender$/, ".<sender>")}\` | JetStream \`${n.streams.inbox}\`, consumer \`${n.consumers.coordinator}\` |`,
     `| agent tasks | \`${n.task("<role>", "<op>")}\` | JetStream \`${n.streams.tasks}\` (work queue), consumer \`${n.consumers.role("<role>")}\` |`,
     `| lifecycle events | \`${s(n.events(sid))}\` | JetStream \`${n.streams.events}\` (replayable) |`,
-    `| token deltas | \`${s(n.tokens(sid))}\` | core NATS |`,
+    `| token deltas (the role that wrote them) | \`${s(n.tokens(sid, "role")).replace(/\.role$/, ".<role>")}\` | JetStream \`${n.streams.events}\` (replayable, in the events' order) |`,
     `| cancel in-flight work | \`${s(n.cancel(sid))}\` | core NATS |`,
     `| direct op call (debugging; off unless \`AGENTMESH_RPC=1\`) | \`${n.rpc("<role>", "<op>")}\` | core request/reply |`,
     `| dead letters | \`${n.deadLetter("<role>")}\`, \`${n.deadLetter("inbox")}\` | JetStream \`${n.streams.dead}\` |`,

@@ -47,7 +47,7 @@ import {
   type HandlerTextCall,
   type OpSpec,
 } from "./definition.js";
-import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink } from "./tokens.js";
+import { cutModelText, keptOnly, proseOnly, tokenStreamer, type TokenSink, type TokenStream } from "./tokens.js";
 import type { PromptContract } from "./prompts.js";
 import { FILE_PROMPTS, compileTemplate, type PromptSource, type ResolvedPrompt } from "./prompt-source.js";
 import { roleMetrics } from "./metrics.js";
@@ -179,7 +179,7 @@ interface TaskRun {
   readonly common: SpanAttributeMap;
   readonly log: Logger;
   readonly sessionId: string;
-  readonly onToken: ReturnType<typeof tokenStreamer> | undefined;
+  readonly tokens: TokenStream | undefined;
   /** Summed over the task's model calls; the model and tier are the last call's. */
   spent: { usage: Usage; model: string; tier: Tier };
 }
@@ -304,7 +304,7 @@ async function runTask(
     log,
     sessionId,
     // one numbering per run of the task, across all of its streamed model calls
-    onToken: opts.tokens ? tokenStreamer({ ...task, session_id: sessionId }, opts.tokens, log) : undefined,
+    tokens: opts.tokens ? tokenStreamer({ ...task, session_id: sessionId }, opts.tokens, log) : undefined,
     spent: { usage: ZERO_USAGE, model: "none", tier: "fast" },
   };
   try {
@@ -316,6 +316,9 @@ async function runTask(
     return succeeded(run, contract, product, started);
   } catch (err) {
     return failureOf(run, err);
+  } finally {
+    // the run's tokens are stored before its result is published
+    await run.tokens?.flush();
   }
 }
 
@@ -410,7 +413,7 @@ function modelCalls(run: TaskRun, instructions: ResolvedPrompt | null): ModelCal
   const account = (reply: { usage: Usage; model: string; tier: Tier }) => {
     run.spent = { usage: addUsage(run.spent.usage, reply.usage), model: reply.model, tier: reply.tier };
   };
-  const { onToken } = run;
+  const onToken = run.tokens?.onToken;
   return {
     call: async <T>(c: HandlerModelCall<T>): Promise<T> => {
       const reply = await tracedModelCall(run, c.temperature, () =>

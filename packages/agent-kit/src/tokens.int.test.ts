@@ -84,7 +84,7 @@ type Seen = { kind: "token"; t: TokenDelta } | { kind: "raw"; t: TokenDelta } | 
 async function watch(naming: Naming, sid: string) {
   const timeline: Seen[] = [];
   const untokens = followTokens(clientNc, naming, sid, (t) => timeline.push({ kind: "token", t }));
-  const raw = clientNc.subscribe(naming.tokens(sid), {
+  const raw = clientNc.subscribe(naming.sessionTokens(sid), {
     callback: (_e, m) => {
       const e = SessionEvent.parse(m.json());
       if (e.type === "token") timeline.push({ kind: "raw", t: e });

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import {
   LIMITS,
@@ -17,7 +17,15 @@ import { createOpRunner } from "./agent.js";
 import { defineAgent, type HandlerContext, type OpSpec } from "./definition.js";
 import { offlineHandlersOf } from "./offline.js";
 import type { PromptContract } from "./prompts.js";
-import { TEXT_CUT_MARKER, cutModelText, keptOnly, proseOnly, splitDelta } from "./tokens.js";
+import {
+  TEXT_CUT_MARKER,
+  TOKEN_COALESCING,
+  cutModelText,
+  keptOnly,
+  proseOnly,
+  splitDelta,
+  tokenStreamer,
+} from "./tokens.js";
 
 const log = createLogger({ service: "test", level: "silent" });
 const prompts = new Map<string, PromptContract>([
@@ -71,6 +79,10 @@ const textOp = (stream: boolean, offline?: (i: SpecialistRequest) => string, toO
   ...(offline ? { offline } : {}),
 });
 
+/** Where each message's text would start if the messages cover their run's text end to end. */
+const offsetsOf = (ts: readonly TokenEvent[]) =>
+  ts.map((_, i) => ts.slice(0, i).reduce((n, t) => n + t.delta.length, 0));
+
 /** Runs one task, recording token messages and the moment the outcome came back on one timeline. */
 async function run(op: ChatOp, model: ModelPort, sink?: (t: TokenEvent) => void, t = task()) {
   const timeline: Array<{ kind: "token"; t: TokenEvent } | { kind: "result" }> = [];
@@ -116,9 +128,10 @@ describe("a streaming text op", () => {
     const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
     const first = await run(textOp(true), model);
     const again = await run(textOp(true), model);
-    expect(again.sent.map((t) => t.seq)).toEqual(first.sent.map((t) => t.seq));
+    // each run's messages cover its text end to end, wherever the time cut them
+    for (const r of [first, again]) expect(r.sent.map((t) => t.offset)).toEqual(offsetsOf(r.sent));
     const dedup = createTokenDedup();
-    const shown = [...first.sent, ...again.sent].filter((t) => dedup.accept(t));
+    const shown = [...first.sent, ...again.sent].flatMap((t) => dedup.admit(t) ?? []);
     expect(shown).toEqual(first.sent);
     expect(shown.map((t) => t.delta).join("")).toBe(REPLY);
   });
@@ -127,10 +140,11 @@ describe("a streaming text op", () => {
     const model = createScriptedModel([{ role: "chat", op: "chitchat", content: REPLY }]);
     const whole = (await run(textOp(true), model)).sent;
     const dedup = createTokenDedup();
-    const seenBeforeCrash = whole.slice(0, 3).filter((t) => dedup.accept(t));
-    const afterRedelivery = whole.filter((t) => dedup.accept(t));
+    expect(whole.length).toBeGreaterThanOrEqual(2);
+    const seenBeforeCrash = whole.slice(0, 1).flatMap((t) => dedup.admit(t) ?? []);
+    const afterRedelivery = whole.flatMap((t) => dedup.admit(t) ?? []);
     expect([...seenBeforeCrash, ...afterRedelivery].map((t) => t.delta).join("")).toBe(REPLY);
-    expect(afterRedelivery[0]?.seq).toBe(3);
+    expect(afterRedelivery[0]?.offset).toBe(whole[1]?.offset);
   });
 
   it("splits a delta longer than a token message holds (the offline engine answers in one piece)", async () => {
@@ -219,14 +233,81 @@ describe("a streaming op that streams prose only (streamOnlyProse)", () => {
   it("a redelivered prose task numbers its tokens the same way, so the client shows the text once", async () => {
     const first = await runRespond(PROSE, `${SID}.6.0.0`);
     const again = await runRespond(PROSE, `${SID}.6.0.0`);
-    expect(again.sent.map((t) => [t.seq, t.delta])).toEqual(first.sent.map((t) => [t.seq, t.delta]));
+    expect(again.sent.map((t) => t.delta).join("")).toBe(first.sent.map((t) => t.delta).join(""));
     const dedup = createTokenDedup();
     expect(
       [...first.sent, ...again.sent]
-        .filter((t) => dedup.accept(t))
+        .flatMap((t) => dedup.admit(t) ?? [])
         .map((t) => t.delta)
         .join(""),
     ).toBe(REPLY);
+  });
+});
+
+describe("tokenStreamer: deltas coalesced by time and size", () => {
+  afterEach(() => void vi.useRealTimers());
+  const streamTask = { task_id: `${SID}.4.2.1`, session_id: SID, role: "chat", op: "chitchat", attempt: 1 };
+
+  it("a delta every 5 ms goes out as a message at most every 50 ms, the first at once; flush sends the rest", async () => {
+    vi.useFakeTimers();
+    const sent: Array<TokenEvent & { at: number }> = [];
+    const s = tokenStreamer(streamTask, (t) => void sent.push({ ...t, at: Date.now() }), log);
+    const start = Date.now();
+    let text = "";
+    for (let i = 0; i < 100; i++) {
+      const d = `w${i} `;
+      text += d;
+      s.onToken(d);
+      await vi.advanceTimersByTimeAsync(5);
+    }
+    await s.flush();
+    expect(sent.map((t) => t.delta).join("")).toBe(text);
+    expect(sent[0]).toMatchObject({ delta: "w0 ", offset: 0, seq: 0, at: start });
+    expect(sent.map((t) => t.offset)).toEqual(offsetsOf(sent));
+    expect(sent.map((t) => t.seq)).toEqual(sent.map((_, i) => i));
+    // 500 ms of deltas: about one message per 50 ms, not 100
+    expect(sent.length).toBeGreaterThanOrEqual(9);
+    expect(sent.length).toBeLessThanOrEqual(12);
+    for (let i = 1; i < sent.length - 1; i++)
+      expect(sent[i]!.at - sent[i - 1]!.at).toBeGreaterThanOrEqual(TOKEN_COALESCING.ms);
+  });
+
+  it("256 characters held go out at once; a half surrogate pair waits for its other half", async () => {
+    vi.useFakeTimers();
+    const sent: TokenEvent[] = [];
+    const s = tokenStreamer(streamTask, (t) => void sent.push(t), log);
+    s.onToken("a");
+    s.onToken("b".repeat(255));
+    expect(sent.map((t) => t.delta.length)).toEqual([1]);
+    s.onToken("c");
+    expect(sent.map((t) => t.delta.length)).toEqual([1, 256]);
+    await vi.advanceTimersByTimeAsync(60);
+    s.onToken("x\ud83d");
+    await vi.advanceTimersByTimeAsync(60);
+    s.onToken("\ude00y");
+    await s.flush();
+    expect(sent.map((t) => t.delta).slice(2)).toEqual(["x", "\ud83d\ude00y"]);
+  });
+
+  it("flush waits for the messages to be stored, but not past its bound", async () => {
+    vi.useFakeTimers();
+    let storedAt = -1;
+    const slow = (ms: number) => () => new Promise<void>((r) => setTimeout(() => ((storedAt = Date.now()), r()), ms));
+    const t0 = Date.now();
+    const s = tokenStreamer(streamTask, slow(30), log);
+    s.onToken("hi");
+    const done = s.flush();
+    await vi.advanceTimersByTimeAsync(30);
+    await done;
+    expect(storedAt - t0).toBe(30);
+    const hung = tokenStreamer(streamTask, () => new Promise<void>(() => {}), log);
+    hung.onToken("hi");
+    let flushed = false;
+    void hung.flush().then(() => (flushed = true));
+    await vi.advanceTimersByTimeAsync(TOKEN_COALESCING.flushWaitMs - 1);
+    expect(flushed).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(flushed).toBe(true);
   });
 });
 

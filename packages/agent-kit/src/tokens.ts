@@ -2,8 +2,11 @@ import { LIMITS, MAX_TOKEN_DELTA_CHARS, SCHEMA_VERSION, parseTaskId } from "@age
 import type { TokenEvent } from "@agentmesh/messaging";
 import type { Logger } from "@agentmesh/service-kit";
 
-/** Where a running op's token messages go; the agent publishes them on `<p>.tokens.<sid>` (core NATS). */
-export type TokenSink = (t: TokenEvent) => void;
+/**
+ * Where a running op's token messages go: the agent stores them in JetStream on
+ * `<p>.tokens.<sid>.<role>` (docs/events.md). The promise settles when the message is stored.
+ */
+export type TokenSink = (t: TokenEvent) => Promise<void> | void;
 
 /** The task a token stream belongs to. */
 interface StreamingTask {
@@ -29,48 +32,120 @@ export function splitDelta(text: string, max: number = MAX_TOKEN_DELTA_CHARS): s
 }
 
 /**
- * The `onToken` of one run of a task: each delta becomes a token message numbered from seq 0 (a
- * redelivered task numbers its text again from 0, which is what lets a client drop what it showed:
- * messaging's `createTokenDedup`). Best-effort: a publish that fails is logged once and the task
- * goes on; the seq still advances, so a later run numbers the same text the same way.
+ * How a model's deltas become token messages: a message goes out once `ms` have passed since the
+ * previous one or `chars` are held, so a fast model sends about 20 messages a second, not one per
+ * delta; the first delta goes out at once. `flushWaitMs` bounds how long the end of a run waits
+ * for its messages to be stored.
+ */
+export const TOKEN_COALESCING = { ms: 50, chars: 256, flushWaitMs: 2_000 } as const;
+
+/** The token stream of one run of a task. */
+export interface TokenStream {
+  /** Takes the next delta of the run's text. */
+  readonly onToken: (delta: string) => void;
+  /**
+   * Sends what is held, then waits until every message sent is stored (at most
+   * `flushWaitMs`), so the run's tokens precede its result in the events stream.
+   */
+  flush(): Promise<void>;
+}
+
+const isHighSurrogate = (code: number) => code >= 0xd800 && code <= 0xdbff;
+
+/** One token message of a task's run. */
+function tokenMessage(
+  task: StreamingTask,
+  timestamp: number,
+  at: { seq: number; offset: number; delta: string },
+): TokenEvent {
+  const ids = parseTaskId(task.task_id);
+  return {
+    v: SCHEMA_VERSION,
+    type: "token",
+    session_id: task.session_id,
+    // the transition that dispatched the task and the task's place in it, as its id says
+    version: ids?.version ?? 0,
+    index: ids?.index ?? 0,
+    timestamp,
+    task_id: task.task_id,
+    role: task.role,
+    op: task.op,
+    attempt: task.attempt,
+    ...at,
+  };
+}
+
+/**
+ * The token stream of one run of a task. Each message carries `offset`, where its text starts in
+ * the run's text (a redelivered task streams again from 0 and a client keeps only what it lacks:
+ * messaging's `createTokenDedup`), and `seq`, its number in the run. Best-effort: a publish that
+ * fails is logged once and the task goes on.
  */
 export function tokenStreamer(
   task: StreamingTask,
   sink: TokenSink,
   log: Logger,
-  now: () => number = Date.now,
-): (delta: string) => void {
-  const ids = parseTaskId(task.task_id);
-  let seq = 0;
-  let warned = false;
-  return (delta) => {
-    for (const piece of splitDelta(delta)) {
-      const n = seq++;
-      try {
-        sink({
-          v: SCHEMA_VERSION,
-          type: "token",
-          session_id: task.session_id,
-          // the transition that dispatched the task and the task's place in it, as its id says
-          version: ids?.version ?? 0,
-          index: ids?.index ?? 0,
-          timestamp: now(),
-          task_id: task.task_id,
-          role: task.role,
-          op: task.op,
-          attempt: task.attempt,
-          seq: n,
-          delta: piece,
-        });
-      } catch (err) {
-        if (!warned)
-          log.warn(
-            { err: (err as Error).message, seq: n },
-            "cannot publish a token delta; the task goes on without live tokens",
-          );
-        warned = true;
-      }
+  o: { now?: () => number; coalescing?: Partial<typeof TOKEN_COALESCING> } = {},
+): TokenStream {
+  const c = { ...TOKEN_COALESCING, ...o.coalescing };
+  const now = o.now ?? Date.now;
+  const inflight = new Set<Promise<void>>();
+  const st = { held: "", offset: 0, seq: 0, lastSent: -Infinity, warned: false };
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  const warn = (err: unknown, seq: number) => {
+    if (!st.warned)
+      log.warn(
+        { err: err instanceof Error ? err.message : String(err), seq },
+        "cannot publish a token delta; the task goes on without live tokens",
+      );
+    st.warned = true;
+  };
+  const emit = (piece: string) => {
+    const seq = st.seq++;
+    const offset = st.offset;
+    st.offset += piece.length;
+    try {
+      const stored = Promise.resolve(sink(tokenMessage(task, now(), { seq, offset, delta: piece }))).catch(
+        (err: unknown) => warn(err, seq),
+      );
+      inflight.add(stored);
+      void stored.finally(() => inflight.delete(stored));
+    } catch (err) {
+      warn(err, seq);
     }
+  };
+  /** Sends what is held; mid-stream a trailing half surrogate pair waits for its other half. */
+  const send = (final: boolean) => {
+    if (timer) clearTimeout(timer);
+    timer = null;
+    let text = st.held;
+    if (!final && text.length > 1 && isHighSurrogate(text.charCodeAt(text.length - 1))) text = text.slice(0, -1);
+    if (text === "") return;
+    st.held = st.held.slice(text.length);
+    for (const piece of splitDelta(text)) emit(piece);
+    st.lastSent = now();
+  };
+  return {
+    onToken(delta) {
+      if (delta === "") return;
+      st.held += delta;
+      const since = now() - st.lastSent;
+      if (st.held.length >= c.chars || since >= c.ms) send(false);
+      else if (timer === null) {
+        timer = setTimeout(() => send(false), c.ms - since);
+        timer.unref?.();
+      }
+    },
+    async flush() {
+      send(true);
+      if (inflight.size === 0) return;
+      let wait: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled([...inflight]),
+        new Promise<void>((resolve) => (wait = setTimeout(resolve, c.flushWaitMs))),
+      ]);
+      clearTimeout(wait);
+    },
   };
 }
 

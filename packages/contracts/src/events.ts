@@ -42,7 +42,7 @@ export type StageStatus = z.infer<typeof StageStatus>;
 /** The longest `delta` a token message carries; a longer streamed piece goes out as several. */
 export const MAX_TOKEN_DELTA_CHARS = 4000;
 
-/** Lifecycle events on `<p>.events.<sid>` (replayable) and token deltas on `<p>.tokens.<sid>`. */
+/** Lifecycle events on `<p>.events.<sid>` and token deltas on `<p>.tokens.<sid>.<role>`, both stored in the events stream (replayable). */
 export const SessionEvent = z.discriminatedUnion("type", [
   z.object({
     ...Base,
@@ -74,6 +74,13 @@ export const SessionEvent = z.discriminatedUnion("type", [
      * (messaging's `createTokenDedup`). Absent from older publishers: such a delta is always shown.
      */
     seq: z.number().int().nonnegative().optional(),
+    /**
+     * Where the delta's text starts in its task's streamed text (UTF-16 units, from 0). Deltas are
+     * coalesced by time, so a redelivered task cuts its text elsewhere: a client keeps the part of
+     * a delta past the text it already has for that task_id (messaging's `createTokenDedup`).
+     * Absent from older publishers, which are de-duplicated by `seq`.
+     */
+    offset: z.number().int().nonnegative().optional(),
   }),
   z.object({
     ...Base,

@@ -23,6 +23,9 @@ export const InboxSender = z
   .regex(/^[a-z][a-z0-9_]{0,39}$/, "inbox sender must be a role name, coordinator or client");
 export type InboxSender = z.infer<typeof InboxSender>;
 
+/** A role name as the last token of a token-delta subject, so that publish rights say whose text it is. */
+const RoleToken = z.string().regex(/^[a-z][a-z0-9_]{0,39}$/, "a token subject's role must be a role name");
+
 /** The senders that are not roles. */
 export const INBOX_SENDERS = { coordinator: "coordinator", client: "client" } as const;
 
@@ -48,7 +51,12 @@ export interface Naming {
   rpc(role: string, op: string): string;
   events(sessionId: string): string;
   readonly eventsAll: string;
-  tokens(sessionId: string): string;
+  /** A role's token deltas of one session: `<p>.tokens.<sid>.<role>`, stored in the events stream. */
+  tokens(sessionId: string, role: string): string;
+  /** Every role's token deltas of one session (a subscription or a direct get's filter). */
+  sessionTokens(sessionId: string): string;
+  /** What a role may publish its token deltas on: its own role's subject of any session. */
+  tokensFrom(role: string): string;
   readonly tokensAll: string;
   cancel(sessionId: string): string;
   readonly cancelAll: string;
@@ -83,7 +91,9 @@ export function naming(prefix = "agentmesh"): Naming {
     rpc: (role, op) => `${prefix}.rpc.${role}.${op}`,
     events: (sid) => `${prefix}.events.${SessionId.parse(sid)}`,
     eventsAll: `${prefix}.events.>`,
-    tokens: (sid) => `${prefix}.tokens.${SessionId.parse(sid)}`,
+    tokens: (sid, role) => `${prefix}.tokens.${SessionId.parse(sid)}.${RoleToken.parse(role)}`,
+    sessionTokens: (sid) => `${prefix}.tokens.${SessionId.parse(sid)}.*`,
+    tokensFrom: (role) => `${prefix}.tokens.*.${RoleToken.parse(role)}`,
     tokensAll: `${prefix}.tokens.>`,
     cancel: (sid) => `${prefix}.cancel.${SessionId.parse(sid)}`,
     cancelAll: `${prefix}.cancel.>`,

@@ -1,13 +1,14 @@
 import { SessionEvent, type Naming } from "@agentmesh/contracts";
 import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages } from "@nats-io/jetstream";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeValue, parseBoundedJson } from "./decode.js";
 import { natsFailure } from "./errors.js";
-import { decodeEvents, legacyEvent, type TokenDelta } from "./events.js";
+import { decodeEvents, legacyEvent, onItsSubject, type TokenDelta } from "./events.js";
 import type { Log } from "./log.js";
 
 /** One message of the events stream: its stream sequence, its session and the events it carries, in order. */
 export interface StoredEventBatch {
+  readonly kind: "events";
   /** The message's sequence in `<P>_EVENTS`: the position a client resumes from. */
   readonly seq: number;
   readonly sessionId: string;
@@ -38,26 +39,79 @@ function storedBatch(
   for (const reason of d.value.skipped)
     log?.warn({ subject: m.subject, seq: m.seq, reason }, "skipping a malformed event");
   if (sid === undefined) return null;
-  return { seq: m.seq, sessionId: sid, events: d.value.events, bytes: m.data.length };
+  return { kind: "events", seq: m.seq, sessionId: sid, events: d.value.events, bytes: m.data.length };
+}
+
+/** One token delta of the events stream (`<p>.tokens.<sid>.<role>`), with its stream sequence. */
+export interface StoredToken {
+  readonly kind: "token";
+  readonly seq: number;
+  readonly sessionId: string;
+  readonly token: TokenDelta;
+  readonly bytes: number;
+}
+
+/** A message of the events stream: a batch of lifecycle events or a token delta, in one order. */
+export type StoredMessage = StoredEventBatch | StoredToken;
+
+/** The token of one stored message, or null (logged) when it is malformed or not its subject's session and role. */
+function storedToken(m: { subject: string; seq: number; data: Uint8Array }, naming: Naming, log: Log | undefined) {
+  const peek = parseBoundedJson(m.data, "token");
+  const d = peek.ok ? decodeValue(legacyEvent(peek.value), SessionEvent, "token", (e) => e) : peek;
+  if (d.ok && d.value.type === "token" && onItsSubject(naming, m.subject, d.value)) {
+    const t: StoredToken = {
+      kind: "token",
+      seq: m.seq,
+      sessionId: d.value.session_id,
+      token: d.value,
+      bytes: m.data.length,
+    };
+    return t;
+  }
+  log?.warn(
+    { subject: m.subject, seq: m.seq, reason: d.ok ? "not a token of its subject's session and role" : d.reason },
+    "skipping a malformed token delta",
+  );
+  return null;
+}
+
+/** What a subject of the events stream holds and for which session; null for a subject of neither kind. */
+function subjectOf(naming: Naming, subject: string): { kind: "events" | "token"; sessionId: string } | null {
+  const ev = naming.eventsAll.slice(0, -1);
+  const tok = naming.tokensAll.slice(0, -1);
+  if (subject.startsWith(ev)) return { kind: "events", sessionId: subject.slice(ev.length) };
+  if (!subject.startsWith(tok)) return null;
+  const rest = subject.slice(tok.length);
+  const dot = rest.indexOf(".");
+  return dot > 0 ? { kind: "token", sessionId: rest.slice(0, dot) } : null;
+}
+
+/** A stored message decoded by its subject's kind; null when it carries nothing this reader can use. */
+function storedMessage(
+  naming: Naming,
+  m: { subject: string; seq: number; data: Uint8Array },
+  log: Log | undefined,
+): StoredMessage | null {
+  const at = subjectOf(naming, m.subject);
+  if (at === null) return null;
+  return at.kind === "events" ? storedBatch(naming, m, log) : storedToken(m, naming, log);
 }
 
 /** A message of the events stream as the feed hands it on: read only when someone wants it. */
 export interface FeedMessage {
   readonly seq: number;
+  /** What its subject says it holds. */
+  readonly kind: "events" | "token";
   /** The session its subject names. */
   readonly sessionId: string;
-  /** Its events, decoded on the first call and kept; null when it carries none this reader can use. */
-  read(): StoredEventBatch | null;
+  /** Its content, decoded on the first call and kept; null when it carries nothing this reader can use. */
+  read(): StoredMessage | null;
 }
 
 /** What a feed of every session's events hands on. */
 export interface EventFeedHandlers {
-  /** Each stored message once, in stream order, as it is stored. */
-  readonly events: (m: FeedMessage) => void;
-  /** Each live token delta (core NATS: never replayed) of a session `tokensOf` names. */
-  readonly token?: (t: TokenDelta) => void;
-  /** Whether the deltas of a session are wanted now: the others are not even decoded (default: all are). */
-  readonly tokensOf?: (sessionId: string) => boolean;
+  /** Each stored message (lifecycle events and token deltas) once, in stream order, as it is stored. */
+  readonly message: (m: FeedMessage) => void;
   /** The feed ended without being stopped (the stream is gone, the connection closed). */
   readonly failed: (err: unknown) => void;
 }
@@ -70,11 +124,11 @@ export interface EventFeed {
 }
 
 /**
- * Follows every session's events through ONE ordered consumer on `<P>_EVENTS` (filter
- * `<p>.events.>`), from the message after the stream's last one, and every token delta through one
- * core subscription on `<p>.tokens.>`. Resolves once the consumer exists: a message stored after
- * that is handed on. An ordered consumer that misses a message is recreated from the last one
- * delivered by the client, so nothing is skipped.
+ * Follows every session's events and token deltas through ONE ordered consumer on `<P>_EVENTS`
+ * (no filter: the stream holds only those two kinds), from the message after the stream's last
+ * one. Resolves once the consumer exists: a message stored after that is handed on. An ordered
+ * consumer that misses a message is recreated from the last one delivered by the client, so
+ * nothing is skipped.
  */
 export async function startEventFeed(
   nc: NatsConnection,
@@ -89,26 +143,24 @@ export async function startEventFeed(
   try {
     const jsm = await jetstreamManager(nc, { checkAPI: false });
     startedAfter = (await jsm.streams.info(stream)).state.last_seq;
-    consumer = await jetstream(nc).consumers.get(stream, {
-      filter_subjects: naming.eventsAll,
-      opt_start_seq: startedAfter + 1,
-    });
+    consumer = await jetstream(nc).consumers.get(stream, { opt_start_seq: startedAfter + 1 });
     messages = await consumer.consume();
   } catch (err) {
     throw natsFailure(err, `cannot follow the events stream ${stream}`);
   }
   let stopped = false;
-  // `<p>.events.<sid>`: the session a message is for, before its payload is read
-  const prefix = naming.eventsAll.slice(0, -1);
   void (async () => {
     try {
       for await (const m of messages) {
+        const at = subjectOf(naming, m.subject);
+        if (at === null) continue;
         const raw = { subject: m.subject, seq: m.seq, data: m.data };
-        let read: StoredEventBatch | null | undefined;
-        h.events({
+        let read: StoredMessage | null | undefined;
+        h.message({
           seq: m.seq,
-          sessionId: m.subject.slice(prefix.length),
-          read: () => (read === undefined ? (read = storedBatch(naming, raw, log)) : read),
+          kind: at.kind,
+          sessionId: at.sessionId,
+          read: () => (read === undefined ? (read = storedMessage(naming, raw, log)) : read),
         });
       }
       if (!stopped) h.failed(new Error("the events feed ended"));
@@ -116,47 +168,21 @@ export async function startEventFeed(
       if (!stopped) h.failed(natsFailure(err, `the events feed of ${stream} failed`));
     }
   })();
-  const tokens = h.token ? subscribeTokens(nc, naming, h.token, h.tokensOf ?? (() => true), log) : null;
   return {
     startedAfter,
     async stop() {
       stopped = true;
-      tokens?.unsubscribe();
       messages.stop();
       await consumer.delete().catch(() => false);
     },
   };
 }
 
-/** One core subscription for every session's token deltas; malformed ones are skipped. */
-function subscribeTokens(
-  nc: NatsConnection,
-  naming: Naming,
-  onToken: (t: TokenDelta) => void,
-  wanted: (sessionId: string) => boolean,
-  log: Log | undefined,
-): Subscription {
-  // `<p>.tokens.<sid>`: the session a delta is for, before its payload is read
-  const prefix = naming.tokensAll.slice(0, -1);
-  return nc.subscribe(naming.tokensAll, {
-    callback: (err, m) => {
-      if (err || !wanted(m.subject.slice(prefix.length))) return;
-      const peek = parseBoundedJson(m.data, "token");
-      const d = peek.ok ? decodeValue(legacyEvent(peek.value), SessionEvent, "token", (e) => e) : peek;
-      if (d.ok && d.value.type === "token" && m.subject === naming.tokens(d.value.session_id)) onToken(d.value);
-      else
-        log?.warn(
-          { subject: m.subject, reason: d.ok ? "not a token of its subject's session" : d.reason },
-          "skipping a malformed token delta",
-        );
-    },
-  });
-}
-
 /**
  * A session's stored messages from stream sequence `fromSeq` (inclusive) to the last one stored
- * now, in order, read by direct gets (the events stream allows them): one request per message and
- * no consumer on the server. Malformed messages are skipped.
+ * now, in order: its lifecycle events and, with `tokens`, its token deltas merged by sequence. Read
+ * by direct gets (the events stream allows them): one request per message and no consumer on the
+ * server. Malformed messages are skipped.
  */
 export async function* readStoredEvents(
   nc: NatsConnection,
@@ -164,21 +190,30 @@ export async function* readStoredEvents(
   sessionId: string,
   fromSeq: number,
   log?: Log,
-): AsyncGenerator<StoredEventBatch, void, undefined> {
-  const subject = naming.events(sessionId);
+  o: { tokens?: boolean } = {},
+): AsyncGenerator<StoredMessage, void, undefined> {
   const stream = naming.streams.events;
-  let seq = Math.max(1, fromSeq);
   const jsm = await jetstreamManager(nc, { checkAPI: false });
-  for (;;) {
-    let m;
+  /** The next stored message on `subject` at or after `seq`, or null at the end. */
+  const next = async (subject: string, seq: number) => {
     try {
-      m = await jsm.direct.getMessage(stream, { seq, next_by_subj: subject });
+      return await jsm.direct.getMessage(stream, { seq: Math.max(1, seq), next_by_subj: subject });
     } catch (err) {
       throw natsFailure(err, `cannot read the stored events of ${sessionId}`);
     }
+  };
+  const subjects = [naming.events(sessionId), ...(o.tokens === true ? [naming.sessionTokens(sessionId)] : [])];
+  // one cursor per subject, merged by sequence
+  const heads = await Promise.all(subjects.map((s) => next(s, fromSeq)));
+  for (;;) {
+    let at = -1;
+    heads.forEach((h, i) => {
+      if (h && (at < 0 || h.seq < heads[at]!.seq)) at = i;
+    });
+    const m = at < 0 ? null : heads[at]!;
     if (m === null) return;
-    const b = storedBatch(naming, { subject: m.subject, seq: m.seq, data: m.data }, log);
+    const b = storedMessage(naming, { subject: m.subject, seq: m.seq, data: m.data }, log);
     if (b && b.sessionId === sessionId) yield b;
-    seq = m.seq + 1;
+    heads[at] = await next(subjects[at]!, m.seq + 1);
   }
 }

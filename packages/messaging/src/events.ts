@@ -132,36 +132,57 @@ async function* sessionEvents(
   }
 }
 
-/** A token delta as `<p>.tokens.<sid>` carries it. */
+/** A token delta as `<p>.tokens.<sid>.<role>` carries it. */
 export type TokenDelta = Extract<SessionEvent, { type: "token" }>;
 
 /** Decides which token deltas a client shows; see `createTokenDedup`. */
 export interface TokenDedup {
-  /** True the first time a delta's (task_id, seq) is seen (and for a delta without a seq). */
-  accept(t: Pick<TokenDelta, "task_id" | "seq">): boolean;
+  /**
+   * The delta to show, or null when the client has all of its text already: the delta as it came,
+   * or only its part past what was shown of its task (a redelivered task streaming again).
+   */
+  admit(t: TokenDelta): TokenDelta | null;
 }
 
 /**
- * The de-duplication rule for token deltas: per task_id, remember the highest seq shown; a delta
- * at or below it is a redelivered task streaming its text again from seq 0, and is dropped. A
- * delta past it is shown even after a gap (core NATS may lose one; the `complete` event is the
- * truth). A redelivery that writes different text can therefore splice two runs' text: tokens
- * are a preview, never the answer.
+ * The de-duplication rule for token deltas, per task_id. With an `offset` (where the delta starts
+ * in its task's text): remember how far the shown text reaches; a delta that ends at or before it
+ * is dropped, one that starts before it and ends past it is cut to the new part, one that starts
+ * past it is shown whole (a delta was lost on the way; the `complete` event is the truth). Without
+ * one (older publishers), by `seq`: a delta at or below the highest seq shown is dropped. A
+ * redelivery that writes different text can therefore splice two runs' text: tokens are a preview,
+ * never the answer.
  */
 export function createTokenDedup(): TokenDedup {
+  const reach = new Map<string, number>();
   const next = new Map<string, number>();
   return {
-    accept(t) {
-      if (t.seq === undefined) return true;
-      if (t.seq < (next.get(t.task_id) ?? 0)) return false;
+    admit(t) {
+      if (t.offset !== undefined) {
+        const shown = reach.get(t.task_id) ?? 0;
+        const end = t.offset + t.delta.length;
+        if (end <= shown) return null;
+        reach.set(t.task_id, Math.max(shown, end));
+        return t.offset >= shown ? t : { ...t, offset: shown, delta: t.delta.slice(shown - t.offset) };
+      }
+      if (t.seq === undefined) return t;
+      if (t.seq < (next.get(t.task_id) ?? 0)) return null;
       next.set(t.task_id, t.seq + 1);
-      return true;
+      return t;
     },
   };
 }
 
 /**
- * Calls `onToken` with each live token delta of a session (core NATS: nothing is replayed) until
+ * True when a token delta came on its own session's and role's subject: the role in the subject is
+ * what the publisher's rights prove, so a delta naming another role is not trusted.
+ */
+export function onItsSubject(naming: Naming, subject: string, t: TokenDelta): boolean {
+  return t.role !== undefined && subject === `${naming.tokensAll.slice(0, -1)}${t.session_id}.${t.role}`;
+}
+
+/**
+ * Calls `onToken` with each live token delta of a session (a core subscription: nothing is replayed) until
  * the returned function is called. Malformed or foreign deltas are skipped, and so is a delta
  * already delivered (`createTokenDedup`): a redelivered task does not show its text twice.
  */
@@ -173,17 +194,23 @@ export function followTokens(
   log?: Log,
 ): () => void {
   const dedup = createTokenDedup();
-  const sub = nc.subscribe(naming.tokens(sessionId), {
+  const sub = nc.subscribe(naming.sessionTokens(sessionId), {
     callback: (err, m) => {
       if (err) return;
       // a delta from an agent of the previous release (`at`) is read too
       const peek = parseBoundedJson(m.data, "token");
       const d = peek.ok ? decodeValue(legacyEvent(peek.value), SessionEvent, "token", (e) => e) : peek;
-      if (d.ok && d.value.type === "token" && d.value.session_id === sessionId) {
-        if (dedup.accept(d.value)) onToken(d.value);
+      if (
+        d.ok &&
+        d.value.type === "token" &&
+        d.value.session_id === sessionId &&
+        onItsSubject(naming, m.subject, d.value)
+      ) {
+        const shown = dedup.admit(d.value);
+        if (shown) onToken(shown);
       } else
         log?.warn(
-          { subject: m.subject, reason: d.ok ? "not a token of this session" : d.reason },
+          { subject: m.subject, reason: d.ok ? "not a token of its subject's session and role" : d.reason },
           "skipping a malformed token delta",
         );
     },

@@ -39,6 +39,7 @@ export {
   followEvents,
   type DecodedEvents,
   followTokens,
+  onItsSubject,
   type FollowEventsOptions,
   type TokenDedup,
   type TokenDelta,
@@ -50,6 +51,8 @@ export {
   type EventFeedHandlers,
   type FeedMessage,
   type StoredEventBatch,
+  type StoredMessage,
+  type StoredToken,
 } from "./event-feed.js";
 export { startDeadLetterMover, listDeadLetters, redriveDeadLetter, type DeadLetter } from "./dead-letters.js";
 export type {

@@ -115,7 +115,7 @@ function forbidden(user: string): Probe[] {
         pub(n.inbox(SID, "client")),
         consumeOther,
         pub(`$JS.ACK.${tasks}.role_${other}.1.1.1.1.1.0`),
-        pub(n.tokens(SID)),
+        pub(n.tokens(SID, other)),
         sub(n.tokensAll),
         sub(n.eventsAll),
       ];
@@ -176,6 +176,9 @@ function forbidden(user: string): Probe[] {
         pub(n.cancel(SID)),
         pub(n.deadLetter(other)),
         pub(n.deadLetter("inbox")),
+        // its own token deltas only: another role's text is not its to write
+        pub(n.tokens(SID, other)),
+        pub(`${n.tokensAll.slice(0, -1)}${SID}`),
         sub(n.task(other, ">")),
         pub(`$JS.API.STREAM.CREATE.${tasks}`),
         pub(`$JS.API.CONSUMER.LEADER.STEPDOWN.${tasks}.role_${user}`),
@@ -325,12 +328,32 @@ describe("the allowed paths work under the generated config", () => {
       }
       expect(seen).toEqual([event]);
       // a gateway's replay (direct gets) and its one feed of every session's events
-      const replayed: number[] = [];
-      for await (const b of readStoredEvents(client.nc, n, sid, 1)) replayed.push(b.events.length);
-      expect(replayed).toEqual([1]);
+      // a role stores its token deltas (JetStream, acknowledged) on its own role's subject
+      await createPublisher(planner.nc, n, recordingLog()).publishTokens({
+        v: SCHEMA_VERSION,
+        type: "token",
+        session_id: sid,
+        version: 1,
+        index: 0,
+        timestamp: Date.now(),
+        task_id: `${sid}.1.0.0`,
+        role: "planner",
+        op: "plan",
+        attempt: 0,
+        seq: 0,
+        offset: 0,
+        delta: "Hi",
+      });
+      const replayed: string[] = [];
+      for await (const b of readStoredEvents(client.nc, n, sid, 1, undefined, { tokens: true }))
+        replayed.push(b.kind === "events" ? `events ${b.events.length}` : `token ${b.token.delta}`);
+      expect(replayed).toEqual(["events 1", "token Hi"]);
       const fed: string[] = [];
       const feed = await startEventFeed(client.nc, n, {
-        events: (m) => fed.push(`${m.sessionId}:${m.read()?.events.length}`),
+        message: (m) => {
+          const b = m.read();
+          fed.push(`${m.sessionId}:${b?.kind === "events" ? b.events.length : b?.kind}`);
+        },
         failed: (err) => fed.push(`failed: ${String(err)}`),
       });
       await createPublisher(coord.nc, n, recordingLog()).publishEvent({ ...event, version: 2 });

@@ -123,7 +123,8 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
         n.inboxFrom(role),
         // a task it can neither run nor report (no recoverable session) goes to its own dead letters
         n.deadLetter(role),
-        n.tokensAll,
+        // its token deltas, on its own role's subject only (a JetStream publish: stored, acknowledged)
+        n.tokensFrom(role),
         ...kvRead(cancelledKv),
         // its own health probe (`agentmesh health --service <role>` with this seed): only itself
         `$SRV.INFO.${role}`,
@@ -156,6 +157,8 @@ export function natsPermissions(n: Naming, roles: readonly string[]): Record<Ser
       n.submit,
       n.inboxFrom(INBOX_SENDERS.client),
       ...follow(events, n.eventsAll),
+      // the gateway's one feed of the whole events stream (events and token deltas: no filter)
+      `$JS.API.CONSUMER.CREATE.${events}.*`,
       // replays from a position: one direct get per stored message
       `$JS.API.DIRECT.GET.${events}`,
       ...DISCOVER,

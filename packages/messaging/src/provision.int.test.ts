@@ -52,7 +52,7 @@ async function check(o: ProvisionOptions): Promise<void> {
   });
   const events = await jsm.streams.info(n.streams.events);
   expect(events.config).toMatchObject({
-    subjects: [n.eventsAll],
+    subjects: [n.eventsAll, n.tokensAll],
     retention: RetentionPolicy.Limits,
     max_age: nanos(o.eventsMaxAgeMs),
     allow_direct: true,
@@ -154,6 +154,21 @@ describe("provision", () => {
       expect((await jsm.streams.info(name)).config.allow_direct).toBe(false);
       await provision(nc, o);
       await check(o);
+    } finally {
+      await dropStreams(nc, o.naming);
+    }
+  });
+
+  it("adds the token subjects to an events stream an earlier release made with its events only", async () => {
+    const o = options(uniquePrefix("prov"));
+    try {
+      await provision(nc, o);
+      const jsm = await jetstreamManager(nc);
+      const { name, max_age } = (await jsm.streams.info(o.naming.streams.events)).config;
+      await jsm.streams.update(name, { subjects: [o.naming.eventsAll], max_age });
+      await provision(nc, o);
+      await check(o);
+      expect((await jsm.streams.info(name)).config.subjects).toEqual([o.naming.eventsAll, o.naming.tokensAll]);
     } finally {
       await dropStreams(nc, o.naming);
     }

@@ -229,7 +229,8 @@ function streamSpecs(o: ProvisionOptions, replicas: number): StreamSpec[] {
     { name: n.streams.tasks, subjects: [n.taskAll], ...workQueue, duplicate_window: dup },
     {
       name: n.streams.events,
-      subjects: [n.eventsAll],
+      // the lifecycle events and the token deltas, in one order: a position names a place in both
+      subjects: [n.eventsAll, n.tokensAll],
       retention: RetentionPolicy.Limits,
       storage: StorageType.File,
       num_replicas: replicas,

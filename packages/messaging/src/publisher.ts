@@ -47,8 +47,12 @@ export interface Publisher {
   publishEvents(events: readonly SessionEvent[], ctx?: MessageContext): Promise<void>;
   /** Marks the session in the cancelled KV bucket (queued tasks are skipped), then broadcasts on `<p>.cancel.<sid>` (core NATS; agents abort in-flight work). */
   publishCancel(notice: CancelNotice, ctx?: MessageContext): Promise<void>;
-  /** A token delta on `<p>.tokens.<sid>` (core NATS; live only, never replayed). */
-  publishTokens(event: TokenEvent, ctx?: MessageContext): void;
+  /**
+   * A token message, stored in the events stream on `<p>.tokens.<sid>.<role>` (the event names its
+   * role), msg id `<task_id>:t<offset>+<length>`; resolves once stored. Tokens are a preview:
+   * callers need not wait.
+   */
+  publishTokens(event: TokenEvent, ctx?: MessageContext): Promise<void>;
   /**
    * Publishes a transition's outbox in order (events keep their order). The entries must come from
    * an outbox the session store accepted (it validates each one when it writes it): they are not
@@ -149,6 +153,13 @@ interface Sender {
   readonly jsPublish: JsPublish;
 }
 
+/**
+ * The msg id of a token message: its task and the span of text it covers, so the same message
+ * sent again is stored once, while a redelivered task that cut its text elsewhere is stored too
+ * (clients keep only the text they lack).
+ */
+const tokenMsgId = (e: TokenEvent): string => `${e.task_id}:t${e.offset ?? e.seq ?? 0}+${e.delta.length}`;
+
 /** Creates the publisher for one naming table. */
 export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, opts: PublisherOptions = {}): Publisher {
   const s: Sender = { nc, naming, jsPublish: jsPublisher(nc, log) };
@@ -188,11 +199,12 @@ export function createPublisher(nc: NatsConnection, naming: Naming, log: Log, op
 
     publishCancel: (notice, ctx) => sendCancel(s, notice, ctx),
 
-    publishTokens(event, ctx) {
+    async publishTokens(event, ctx) {
       const e = validate(SessionEvent, event, "token event") as TokenEvent;
+      if (e.role === undefined) throw new Error(`a token event of ${e.task_id} without its role`);
       const body = encodeBounded(e, "token event");
       const h = buildHeaders({ traceparent: ctx?.traceparent, sessionId: e.session_id, taskId: e.task_id });
-      nc.publish(naming.tokens(e.session_id), body, { headers: h });
+      return s.jsPublish(naming.tokens(e.session_id, e.role), naming.streams.events, body, tokenMsgId(e), h);
     },
 
     publishOutbox: (entries, ctx) => sendOutbox(s, entries, ctx),

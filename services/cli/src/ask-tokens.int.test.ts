@@ -87,7 +87,7 @@ function standInCoordinator(withTokens: boolean) {
             [1, "text"],
             [2, " arrives."],
           ] as const)
-            token(seq, delta);
+            await token(seq, delta);
         await nc.flush();
         await new Promise((r) => setTimeout(r, 200));
         await pub.publishEvent({

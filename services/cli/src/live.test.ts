@@ -87,7 +87,10 @@ describe("agentmesh ask prints live model text", () => {
       token("2.0.0", 1, "wor"),
       token("2.0.0", 2, "ld."),
     ];
-    for (const d of wire) if (dedup.accept(d)) print.token(d);
+    for (const d of wire) {
+      const shown = dedup.admit(d);
+      if (shown) print.token(shown);
+    }
     print.end();
     expect(t.text()).toBe("  ✎ writer.write:\n    Hello, world.\n");
   });

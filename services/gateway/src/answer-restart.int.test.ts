@@ -90,8 +90,7 @@ const complete = (sid: string, answer: string): SessionEvent => ({
 
 /** Publishes the tokens, then (after they reached the gateway's feed) the session's end. */
 async function answer(sid: string, deltas: readonly string[], final: string, attempt = 0): Promise<void> {
-  deltas.forEach((d, i) => pub.publishTokens(token(sid, d, i, attempt)));
-  await nc.flush();
+  for (const [i, d] of deltas.entries()) await pub.publishTokens(token(sid, d, i, attempt));
   await new Promise((r) => setTimeout(r, 100));
   await pub.publishEvent(complete(sid, final));
 }

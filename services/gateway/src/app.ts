@@ -282,7 +282,7 @@ function mountAuth(app: Hono<Env>, st: AppState): void {
 
 /**
  * Streams a session's events as SSE (`id: <seq>:<version>:<index>`, `event: <type>`), after
- * `after`, with live token deltas (no id), until `complete`, the client leaving, or drain; then
+ * `after`, with its token deltas (their id: their own sequence, the last event before them), until `complete`, the client leaving, or drain; then
  * gives its slot back (`release`).
  */
 /** What one stream serves: its session, from where, and the slot it gives back when it ends. */
@@ -308,7 +308,9 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
     else c.req.raw.signal.addEventListener("abort", () => ac.abort(), { once: true });
     const ping = setInterval(() => void s.write(": ping\n\n").catch(() => ac.abort()), d.pingMs ?? 15_000);
     let ended = false;
-    let answered = ""; // the answering node's text streamed so far
+    // the answering node's text streamed on this connection, and where it starts in the answer
+    // (past 0 when the stream resumed in the middle of it)
+    const answered = { from: -1, text: "" };
     let lastId =
       after?.seq === undefined ? null : eventId({ seq: after.seq, version: after.version, index: after.index });
     try {
@@ -322,11 +324,19 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
         buffered: d.buffered,
       })) {
         if (item.kind === "token") {
-          if (isAnswerToken(item.event)) answered += item.event.delta;
-          await s.writeSSE({ event: "token", data: JSON.stringify(item.event) });
+          if (isAnswerToken(item.event)) {
+            if (answered.from < 0) answered.from = item.event.offset ?? 0;
+            answered.text += item.event.delta;
+          }
+          if (item.id !== null) lastId = item.id;
+          await s.writeSSE({
+            ...(item.id === null ? {} : { id: item.id }),
+            event: "token",
+            data: JSON.stringify(item.event),
+          });
         } else {
           if (item.event.type === "complete") await replaceRestarted(s, item.event, answered);
-          lastId = eventId({ seq: item.seq, version: item.event.version, index: item.event.index });
+          lastId = item.id;
           await s.writeSSE({ id: lastId, event: item.event.type, data: JSON.stringify(item.event) });
         }
         if (item.event.type === "complete") ended = true;
@@ -354,9 +364,11 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
 async function replaceRestarted(
   s: SSEStreamingApi,
   e: Extract<SessionEvent, { type: "complete" }>,
-  answered: string,
+  answered: { readonly from: number; readonly text: string },
 ): Promise<void> {
-  if (answerRemainder(answered, e.final_answer, e.truncated === true) !== null) return;
+  const final = answered.from > 0 ? e.final_answer.slice(answered.from) : e.final_answer;
+  if (answered.from <= e.final_answer.length && answerRemainder(answered.text, final, e.truncated === true) !== null)
+    return;
   const data = { session_id: e.session_id, reason: "answer_restarted", text: e.final_answer };
   await s.writeSSE({ event: "replace", data: JSON.stringify(data) });
 }

@@ -110,8 +110,8 @@ describe("the replica's event hub", () => {
     let readAll = false;
     const slow: EventHub = {
       ...hub,
-      replay: async function* (s, from) {
-        for await (const b of hub.replay(s, from)) {
+      replay: async function* (s, from, tokens) {
+        for await (const b of hub.replay(s, from, tokens)) {
           await sleep(60);
           yield b;
         }
@@ -138,8 +138,9 @@ describe("the replica's event hub", () => {
     await sleep(200); // the feed has delivered all four
     const lagging: EventHub = {
       ...hub,
-      replay: async function* (s, from) {
-        for await (const b of hub.replay(s, from)) if (b.events[0]?.type !== "complete") yield b;
+      replay: async function* (s, from, tokens) {
+        for await (const b of hub.replay(s, from, tokens))
+          if (b.kind !== "events" || b.events[0]?.type !== "complete") yield b;
       },
     };
     expect((await collect(lagging, sid, null)).map(key)).toEqual(["1:0", "2:0", "3:0", "4:0"]);
@@ -187,7 +188,7 @@ describe("the replica's event hub", () => {
     expect(await consumersOnEvents()).toBe(1);
     // a listener that comes after the feed ended hears so at once, instead of waiting for nothing
     const closed: string[] = [];
-    own.listen(sid, { events: () => {}, closed: (err) => closed.push((err as Error).message) });
+    own.listen(sid, { message: () => {}, tokens: false, closed: (err) => closed.push((err as Error).message) });
     expect(closed).toEqual(["the gateway is shutting down"]);
   });
 });

@@ -5,17 +5,19 @@ import {
   type EventFeed,
   type FeedMessage,
   type Log,
-  type StoredEventBatch,
-  type TokenDelta,
+  type StoredMessage,
 } from "@agentmesh/messaging";
 import type { NatsConnection } from "@nats-io/transport-node";
 
 /** What one open stream hears from its replica's feed. */
 export interface SessionListener {
-  /** A stored message of the session, in stream order (a recent one may come again: the caller drops seq it has). */
-  events(b: StoredEventBatch): void;
-  /** A live token delta of the session. */
-  token?(t: TokenDelta): void;
+  /**
+   * A stored message of the session (its events, or a token delta when `tokens` is set), in
+   * stream order (a recent one may come again: the caller drops seq it has).
+   */
+  message(m: StoredMessage): void;
+  /** Whether it wants the session's token deltas too. */
+  readonly tokens: boolean;
   /** The feed stopped or failed: nothing more will come live. */
   closed(err: unknown): void;
 }
@@ -29,10 +31,10 @@ export interface EventHub {
   ready(): Promise<void>;
   /** Hands the session's live events to `l` from now on, until the returned function is called. */
   listen(sessionId: string, l: SessionListener): () => void;
-  /** The session's messages among the latest the feed delivered, after stream sequence `afterSeq`, in order. */
-  recent(sessionId: string, afterSeq: number): StoredEventBatch[];
-  /** The session's stored messages from stream sequence `fromSeq` (inclusive) to the last one stored now. */
-  replay(sessionId: string, fromSeq: number): AsyncIterable<StoredEventBatch>;
+  /** The session's messages among the latest the feed delivered, after stream sequence `afterSeq`, in order (tokens too when `tokens`). */
+  recent(sessionId: string, afterSeq: number, tokens: boolean): StoredMessage[];
+  /** The session's stored messages from stream sequence `fromSeq` (inclusive) to the last one stored now (tokens too when `tokens`). */
+  replay(sessionId: string, fromSeq: number, tokens: boolean): AsyncIterable<StoredMessage>;
   /**
    * The stream sequence up to which the feed has delivered (0 before it started): a session
    * created after this is read returns events only past it.
@@ -49,7 +51,7 @@ export interface EventHub {
  * session past its replay too, so a replay answered by a stream replica that lags behind the one
  * feeding this hub (direct gets on a replicated stream) cannot miss the newest ones.
  */
-const RECENT = 256;
+const RECENT = 1024;
 
 /** The latest messages the feed delivered (at most RECENT), read only when asked for. */
 function recentMessages() {
@@ -59,9 +61,10 @@ function recentMessages() {
       ring.push(m);
       if (ring.length > RECENT) ring.shift();
     },
-    of: (sessionId: string, afterSeq: number): StoredEventBatch[] =>
+    of: (sessionId: string, afterSeq: number, tokens: boolean): StoredMessage[] =>
       ring.flatMap((m) => {
-        const b = m.sessionId === sessionId && m.seq > afterSeq ? m.read() : null;
+        const wanted = m.sessionId === sessionId && m.seq > afterSeq && (tokens || m.kind === "events");
+        const b = wanted ? m.read() : null;
         return b ? [b] : [];
       }),
     clear: () => void (ring.length = 0),
@@ -86,18 +89,16 @@ export function createEventHub(nc: NatsConnection, naming: Naming, log?: Log): E
       nc,
       naming,
       {
-        events: (m) => {
+        message: (m) => {
           delivered = Math.max(delivered, m.seq);
           recent.add(m);
-          // decoded only for a session some stream here follows
+          // decoded only for a session some stream here follows (and a token only if one wants it)
           const listeners = bySession.get(m.sessionId);
-          const b = listeners ? m.read() : null;
-          if (b) for (const l of listeners ?? []) l.events(b);
+          if (!listeners) return;
+          const wanted = [...listeners].filter((l) => m.kind === "events" || l.tokens);
+          const b = wanted.length > 0 ? m.read() : null;
+          if (b) for (const l of wanted) l.message(b);
         },
-        token: (t) => {
-          for (const l of bySession.get(t.session_id) ?? []) l.token?.(t);
-        },
-        tokensOf: (sessionId) => bySession.has(sessionId),
         failed: (err) => {
           log?.warn({ err: (err as Error).message }, "the live events feed failed; open streams end");
           // the next stream starts a new feed
@@ -138,7 +139,7 @@ export function createEventHub(nc: NatsConnection, naming: Naming, log?: Log): E
       };
     },
     recent: recent.of,
-    replay: (sessionId, fromSeq) => readStoredEvents(nc, naming, sessionId, fromSeq, log),
+    replay: (sessionId, fromSeq, tokens) => readStoredEvents(nc, naming, sessionId, fromSeq, log, { tokens }),
     position: () => delivered,
     stats: () => ({
       sessions: bySession.size,

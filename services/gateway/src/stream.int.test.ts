@@ -6,7 +6,7 @@ import { connectNats, createPublisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { createEventHub, type EventHub } from "./fanout.js";
-import { sessionStream, type EventCursor, type StreamItem } from "./stream.js";
+import { parseEventId, sessionStream, type EventCursor, type StreamItem } from "./stream.js";
 import { deleteTestStreams, provisionTestStreams } from "./int-support.js";
 
 let nc: NatsConnection;
@@ -72,6 +72,39 @@ async function collect(after: EventCursor | null, stopAfter = Infinity, waitMs =
   return out;
 }
 
+/** A token delta of the writer's task `task` of a session. */
+const tokenOf = (sid: string, task: string, offset: number, delta: string) => ({
+  v: SCHEMA_VERSION,
+  session_id: sid,
+  version: 1,
+  index: 0,
+  timestamp: 1,
+  type: "token" as const,
+  task_id: `${sid}.${task}`,
+  role: "writer",
+  op: "write",
+  attempt: 0,
+  offset,
+  delta,
+});
+
+/** Collects a session's stream (with its tokens when asked) until `complete`, or `stopAfter` items. */
+async function collectOf(
+  sid: string,
+  after: EventCursor | null,
+  o: { tokens: boolean; stopAfter?: number },
+): Promise<StreamItem[]> {
+  const ac = new AbortController();
+  const out: StreamItem[] = [];
+  const guard = setTimeout(() => ac.abort(), 5000);
+  for await (const item of sessionStream(hub, sid, { after, tokens: o.tokens, signal: ac.signal })) {
+    out.push(item);
+    if (out.length >= (o.stopAfter ?? Infinity)) ac.abort();
+  }
+  clearTimeout(guard);
+  return out;
+}
+
 describe("a session's SSE source: the EVENTS stream, in order, each event once", () => {
   it("replays from the start without the stored duplicate, follows live events, and ends after complete", async () => {
     const live = collect(null);
@@ -96,35 +129,32 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     }
   });
 
-  it("passes live token deltas through without ids, between the stored events", async () => {
+  it("token deltas come stored, in the stream's one order with the events, with ids that resume exactly after them", async () => {
     const sid = "gwstream00000002";
     const pub = createPublisher(nc, n, log);
+    let offset = 0;
+    const token = (task: string, delta: string) => {
+      const t = tokenOf(sid, task, offset, delta);
+      offset += delta.length;
+      return pub.publishTokens(t);
+    };
     await pub.publishEvent({ ...stage(1, 0), session_id: sid });
-    const ac = new AbortController();
-    const got: string[] = [];
-    const done = (async () => {
-      for await (const item of sessionStream(hub, sid, { after: null, tokens: true, signal: ac.signal })) {
-        got.push(item.kind === "event" ? `${item.event.version}:${item.event.index}` : `token:${item.event.delta}`);
-        if (got.length === 3) ac.abort();
-      }
-    })();
-    await new Promise((r) => setTimeout(r, 300));
-    pub.publishTokens({
-      v: SCHEMA_VERSION,
-      session_id: sid,
-      version: 0,
-      index: 0,
-      timestamp: 1,
-      type: "token",
-      task_id: `${sid}.1.0.0`,
-      delta: "Hel",
-    });
-    await new Promise((r) => setTimeout(r, 100));
+    const whole = collectOf(sid, null, { tokens: true });
+    await new Promise((r) => setTimeout(r, 200));
+    for (const d of ["Hel", "lo, ", "wor"]) await token("1.0.0", d);
     await pub.publishEvent({ ...stage(2, 0), session_id: sid });
-    const guard = setTimeout(() => ac.abort(), 5000);
-    await done;
-    clearTimeout(guard);
-    expect(got).toEqual(["1:0", "token:Hel", "2:0"]);
+    for (const d of ["ld", "!"]) await token("1.0.0", d);
+    await pub.publishEvent({ ...complete(3), session_id: sid });
+    const all = await whole;
+    expect(ids(all)).toEqual(["1:0", "token:Hel", "token:lo, ", "token:wor", "2:0", "token:ld", "token:!", "3:0"]);
+    // a token's id: its own stream sequence and the event before it
+    const tok = all[1]!;
+    expect(tok.id).toBe(`${tok.seq}:1:0`);
+    for (let cut = 1; cut < all.length; cut++) {
+      const first = await collectOf(sid, null, { tokens: true, stopAfter: cut });
+      const rest = await collectOf(sid, parseEventId(first.at(-1)!.id) ?? null, { tokens: true });
+      expect([...ids(first), ...ids(rest)]).toEqual(ids(all));
+    }
   });
 
   it("a redelivered task's tokens (the same task_id from seq 0 again) go out once", async () => {
@@ -157,12 +187,12 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
         delta,
       });
     // the first delivery streams two deltas and dies; the redelivery streams all three; another task streams too
-    token("1.0.0", 0, "Hel");
-    token("1.0.0", 1, "lo ");
-    token("1.0.0", 0, "Hel");
-    token("1.1.0", 0, "Other");
-    token("1.0.0", 1, "lo ");
-    token("1.0.0", 2, "world");
+    await token("1.0.0", 0, "Hel");
+    await token("1.0.0", 1, "lo ");
+    await token("1.0.0", 0, "Hel");
+    await token("1.1.0", 0, "Other");
+    await token("1.0.0", 1, "lo ");
+    await token("1.0.0", 2, "world");
     await new Promise((r) => setTimeout(r, 200));
     await pub.publishEvent({ ...stage(2, 0), session_id: sid });
     const guard = setTimeout(() => ac.abort(), 5000);

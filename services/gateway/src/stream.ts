@@ -1,5 +1,5 @@
 import type { SessionEvent } from "@agentmesh/contracts";
-import { createTokenDedup, type StoredEventBatch, type TokenDelta } from "@agentmesh/messaging";
+import { createTokenDedup, type StoredMessage, type TokenDedup, type TokenDelta } from "@agentmesh/messaging";
 import type { EventHub } from "./fanout.js";
 
 /**
@@ -12,7 +12,10 @@ export interface EventCursor {
   readonly seq?: number;
 }
 
-/** The SSE id of an event: `<seq>:<version>:<index>` (docs/events.md). Token deltas have none: they are live only. */
+/**
+ * The SSE id of a stored message: `<seq>:<version>:<index>`, its stream sequence and the last event
+ * the client has by then (an event's own; for a token delta, the event before it) (docs/events.md).
+ */
 export const eventId = (e: Required<EventCursor>): string => `${e.seq}:${e.version}:${e.index}`;
 
 /**
@@ -32,10 +35,14 @@ export function parseEventId(raw: string | undefined | null): EventCursor | null
 export const isAfter = (e: EventCursor, c: EventCursor | null): boolean =>
   c === null || e.version > c.version || (e.version === c.version && e.index > c.index);
 
-/** One thing to send: a stored event (with the sequence of its message) or a live token delta (without). */
+/**
+ * One thing to send: a stored event or token delta, with the sequence of its message and the id
+ * to send it under (null for a token before any event the client has, as after a cursor without
+ * a sequence).
+ */
 export type StreamItem =
-  | { readonly kind: "event"; readonly event: SessionEvent; readonly seq: number }
-  | { readonly kind: "token"; readonly event: TokenDelta };
+  | { readonly kind: "event"; readonly event: SessionEvent; readonly seq: number; readonly id: string }
+  | { readonly kind: "token"; readonly event: TokenDelta; readonly seq: number; readonly id: string | null };
 
 /** How much a stream may hold for a client that reads slower than its session speaks, by default. */
 export const DEFAULT_STREAM_BUFFER_BYTES = 1024 * 1024;
@@ -58,7 +65,7 @@ export interface SessionStreamOptions {
    * for a session started after the hub was at some position, the message after it.
    */
   readonly fromSeq?: number | undefined;
-  /** Also live token deltas. */
+  /** Also the session's token deltas (replayed from the cursor like events). */
   readonly tokens: boolean;
   readonly signal: AbortSignal;
   /** Bytes of live events and deltas the stream holds for its reader at most (default 1 MiB). */
@@ -73,12 +80,7 @@ export interface BufferedTotal {
 }
 
 type Live =
-  | { readonly kind: "batch"; readonly b: StoredEventBatch }
-  | { readonly kind: "token"; readonly t: TokenDelta }
-  | { readonly kind: "closed"; readonly err: unknown };
-
-/** A token's share of the buffer: its text and about what its JSON wraps it in. */
-const tokenBytes = (t: TokenDelta) => t.delta.length + 200;
+  { readonly kind: "message"; readonly m: StoredMessage } | { readonly kind: "closed"; readonly err: unknown };
 
 /** The live side of one stream: what the hub handed on that the reader has not taken, within a byte bound. */
 interface LiveQueue {
@@ -96,7 +98,6 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
   let bytes = 0;
   let overflowed = false;
   let wake: (() => void) | null = null;
-  const dedup = createTokenDedup();
   // set once the listener is registered (the hub calls it only later, from its feed)
   let unlisten = () => {};
   const total = o.buffered ?? { bytes: 0 };
@@ -121,8 +122,8 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
   };
   o.signal.addEventListener("abort", wakeUp, { once: true });
   unlisten = hub.listen(sessionId, {
-    events: (b) => push({ kind: "batch", b }, b.bytes),
-    ...(o.tokens ? { token: (t: TokenDelta) => dedup.accept(t) && push({ kind: "token", t }, tokenBytes(t)) } : {}),
+    message: (m) => push({ kind: "message", m }, m.bytes),
+    tokens: o.tokens,
     closed: (err) => push({ kind: "closed", err }, 0),
   });
   return {
@@ -149,7 +150,7 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
 }
 
 /**
- * A session's events after the cursor, then live ones, merged with its live token deltas, until
+ * A session's events (and with `tokens` its token deltas) after the cursor, then live ones, until
  * the `complete` event (included; at once when the cursor is at or past it) or the signal.
  *
  * The stream listens to its replica's feed first, then replays the stored messages from the
@@ -157,10 +158,12 @@ function listenLive(hub: EventHub, sessionId: string, o: SessionStreamOptions): 
  * it sends the session's messages the hub kept from just before it listened (in case the replay
  * was answered by a lagging stream replica), then the buffered and live ones. Every message is
  * sent only when its sequence is past the last one sent, so the hand-over from replay to live has
- * no gap (the listener was there before the replay's last read) and no repeat.
- * Events are also strictly increasing by (version, index): a copy the broker holds twice
- * (published again after its de-dup window) is skipped. A reader that leaves more than the buffer
- * unread ends the stream with `StreamOverflow`.
+ * no gap (the listener was there before the replay's last read) and no repeat; events and token
+ * deltas share the stream's one order, so a client resuming after either gets exactly what
+ * followed it. Events are also strictly increasing by (version, index): a copy the broker holds
+ * twice (published again after its de-dup window) is skipped. A token delta a redelivered task
+ * streams again is cut to what the client lacks (`createTokenDedup`). A reader that leaves more
+ * than the buffer unread ends the stream with `StreamOverflow`.
  */
 export async function* sessionStream(
   hub: EventHub,
@@ -171,38 +174,60 @@ export async function* sessionStream(
   await Promise.race([hub.ready(), aborted(o.signal)]);
   if (o.signal.aborted) return;
   const live = listenLive(hub, sessionId, o);
-  const st = { seq: (o.fromSeq ?? o.after?.seq ?? 1) - 1, last: o.after, ended: false };
+  const st: Position = {
+    seq: (o.fromSeq ?? o.after?.seq ?? 1) - 1,
+    last: o.after,
+    ended: false,
+    dedup: createTokenDedup(),
+    tokensAfter: o.after?.seq ?? 0,
+  };
   const stop = () => o.signal.aborted || st.ended;
   try {
-    for await (const b of hub.replay(sessionId, st.seq + 1)) {
+    for await (const m of hub.replay(sessionId, st.seq + 1, o.tokens)) {
       if (stop()) return;
       if (live.overflowed) throw new StreamOverflow(o.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES);
-      yield* batchItems(b, st);
+      yield* messageItems(m, st);
       if (stop()) return;
     }
     // what the feed delivered before this stream listened and the replay did not read
-    for (const b of hub.recent(sessionId, st.seq)) yield* batchItems(b, st);
+    for (const m of hub.recent(sessionId, st.seq, o.tokens)) yield* messageItems(m, st);
     while (!stop()) {
       if (live.overflowed) throw new StreamOverflow(o.bufferBytes ?? DEFAULT_STREAM_BUFFER_BYTES);
       const x = live.take();
       if (x === undefined) await live.wait(o.signal);
       else if (x.kind === "closed") throw x.err;
-      else if (x.kind === "token") yield { kind: "token", event: x.t };
-      else yield* batchItems(x.b, st);
+      else yield* messageItems(x.m, st);
     }
   } finally {
     live.close();
   }
 }
 
-/** The events of one message that the client has not had; marks the stream ended at `complete`. */
-function* batchItems(
-  b: StoredEventBatch,
-  st: { seq: number; last: EventCursor | null; ended: boolean },
-): Generator<StreamItem, void, undefined> {
-  if (b.seq <= st.seq || st.ended) return;
-  st.seq = b.seq;
-  for (const event of b.events) {
+/** Where a stream is: the last sequence sent, the last event sent, whether it ended, the tokens shown. */
+interface Position {
+  seq: number;
+  last: EventCursor | null;
+  ended: boolean;
+  readonly dedup: TokenDedup;
+  /**
+   * The cursor's sequence: the message there is read again (a batch holds events on both sides
+   * of the cursor), but a token delta there is the one the client has.
+   */
+  readonly tokensAfter: number;
+}
+
+/** What one message gives the client that it has not had; marks the stream ended at `complete`. */
+function* messageItems(m: StoredMessage, st: Position): Generator<StreamItem, void, undefined> {
+  if (m.seq <= st.seq || st.ended) return;
+  st.seq = m.seq;
+  if (m.kind === "token") {
+    if (m.seq <= st.tokensAfter) return;
+    const t = st.dedup.admit(m.token);
+    const id = st.last === null ? null : eventId({ seq: m.seq, version: st.last.version, index: st.last.index });
+    if (t) yield { kind: "token", event: t, seq: m.seq, id };
+    return;
+  }
+  for (const event of m.events) {
     if (!isAfter(event, st.last)) {
       // The client already has the end (a reconnect after `complete`): nothing more will come.
       if (event.type === "complete") st.ended = true;
@@ -210,7 +235,7 @@ function* batchItems(
       continue;
     }
     st.last = event;
-    yield { kind: "event", event, seq: b.seq };
+    yield { kind: "event", event, seq: m.seq, id: eventId({ seq: m.seq, version: event.version, index: event.index }) };
     if (event.type === "complete") {
       st.ended = true;
       return;
