@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { naming as makeNaming, type Naming } from "@agentmesh/contracts";
+import { SCHEMA_VERSION, naming as makeNaming, type Naming } from "@agentmesh/contracts";
 import { connectNats, createPublisher, type Publisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
@@ -54,7 +54,7 @@ async function settle(cond: () => boolean | Promise<boolean>, ms: number): Promi
 }
 
 /** One client: how it leaves its stream. */
-type Leave = "during set-up" | "after the first event" | "mid-stream";
+type Leave = "during set-up" | "after the first event" | "mid-token-stream";
 
 async function abandon(sid: string, how: Leave, i: number): Promise<void> {
   const ac = new AbortController();
@@ -69,13 +69,35 @@ async function abandon(sid: string, how: Leave, i: number): Promise<void> {
   const reader = sseReader(res);
   const first = await reader.next();
   if (first === null) throw new Error(`the stream of ${sid} ended before its first event`);
-  if (how === "mid-stream") await reader.next();
+  // mid-token-stream: it leaves right after a token delta, while the answer streams
+  for (let m = first; how === "mid-token-stream" && m.event !== "token";) {
+    const next = await reader.next();
+    if (next === null) throw new Error(`the stream of ${sid} ended before a token`);
+    m = next;
+  }
   ac.abort();
   await reader.cancel();
 }
 
+/** A token delta of the running session's answer. */
+const tokenOf = (sid: string, seq: number) => ({
+  v: SCHEMA_VERSION,
+  type: "token" as const,
+  session_id: sid,
+  version: 1,
+  index: 0,
+  timestamp: Date.now(),
+  task_id: `${sid}.1.0.0`,
+  role: "writer",
+  op: "finalize",
+  attempt: 0,
+  seq,
+  offset: seq * 6,
+  delta: "words ",
+});
+
 describe("a gateway's streams leave no JetStream consumer behind", () => {
-  it("1,000 streams opened and abandoned (a third during set-up, a third after the first event, a third mid-stream)", async () => {
+  it("1,000 streams opened and abandoned (a third during set-up, a third after the first event, a third mid-token-stream)", async () => {
     // the replica's fixed set: its one feed of live events
     expect(await consumersOnEvents(nc, n)).toBe(1);
     const finished = "gwleakfinished001";
@@ -85,12 +107,16 @@ describe("a gateway's streams leave no JetStream consumer behind", () => {
     for (let v = 1; v <= 5; v++) await pub.publishEvent(stageEvent(finished, v));
     await pub.publishEvent(completeEvent(finished, 6));
     await pub.publishEvent(stageEvent(running, 1));
-    // the running session keeps speaking while clients come and go
+    // the running session keeps speaking (its answer streaming, a stage now and then) while clients come and go
     let v = 2;
-    const ticker = setInterval(() => void pub.publishEvent(stageEvent(running, v++)).catch(() => {}), 20);
+    let seq = 0;
+    const ticker = setInterval(() => {
+      if (seq % 10 === 9) void pub.publishEvent(stageEvent(running, v++)).catch(() => {});
+      void pub.publishTokens(tokenOf(running, seq++)).catch(() => {});
+    }, 5);
     const plan: Array<[string, Leave]> = Array.from({ length: 1000 }, (_, i) => {
-      const how: Leave = i % 3 === 0 ? "during set-up" : i % 3 === 1 ? "after the first event" : "mid-stream";
-      return [how === "mid-stream" || i % 2 === 0 ? running : finished, how];
+      const how: Leave = i % 3 === 0 ? "during set-up" : i % 3 === 1 ? "after the first event" : "mid-token-stream";
+      return [how === "mid-token-stream" || i % 2 === 0 ? running : finished, how];
     });
     try {
       for (let at = 0; at < plan.length; at += 100)
