@@ -36,6 +36,8 @@ export interface BenchOptions {
    * empty with `--no-gateway`, and then no gateway process is started.
    */
   readonly gatewaySessions: ReadonlyMap<number, number>;
+  /** Streams opened and abandoned after the gateway comparison (bench/gateway-abandon.ts); 0: none. */
+  readonly gatewayAbandon: number;
   /** Tracing on: every service exports its spans (OTLP/HTTP protobuf) to a receiver the bench starts. */
   readonly tracing: boolean;
   /** Start-up timing (bench/startup.ts): after the sessions (default), alone (`--startup-only`) or off (`--no-startup`). */
@@ -97,6 +99,9 @@ const HELP = `usage: pnpm bench [options]
   --tracing               tracing on: every service exports its spans (OTLP/HTTP protobuf) to a
                           local receiver the bench starts (default off: the no-op tracer)
   --gateway-levels 1,64   concurrency levels of the gateway comparison (default 1,64)
+  --gateway-abandon N     streams opened and abandoned after the comparison (a third during set-up,
+                          a third after the first event, a third mid-stream), with the
+                          gateway's open streams, consumers, RSS and heap before/after (default 1000; 0: none)
   --gateway-sessions-<c> N  sessions per path (direct and gateway) at concurrency c
                           (default 30 at c=1, else 4c; --quick: 10 at c=1, else 2c)
   --startup-only          only time service start-up (spawn → /readyz 200 and → first $SRV.PING,
@@ -173,6 +178,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
   let gateway = true;
   let tracing = false;
   let gatewayLevels = [1, 64];
+  let gatewayAbandon = 1000;
   let startup: BenchOptions["startup"] = "also";
   let startupRounds = 3;
   let concurrent: number | null = null;
@@ -260,6 +266,11 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
       case "--tracing":
         tracing = true;
         break;
+      case "--gateway-abandon":
+        gatewayAbandon = Number(value());
+        if (!Number.isInteger(gatewayAbandon) || gatewayAbandon < 0)
+          throw new Error("--gateway-abandon needs a whole number of streams (0: none)");
+        break;
       case "--gateway-levels":
         gatewayLevels = value()
           .split(",")
@@ -339,6 +350,7 @@ export function parseArgs(argv: readonly string[]): BenchOptions | "help" {
     cpuProfDir,
     accessControl,
     gatewaySessions,
+    gatewayAbandon,
     tracing,
     startup,
     startupRounds,

@@ -19,6 +19,9 @@ const OWNER = "bench";
 export interface BenchGateway {
   readonly url: string;
   readonly key: string;
+  /** Its Prometheus endpoint (`/metrics`), and its process id. */
+  readonly metricsUrl: string;
+  readonly pid: number;
 }
 
 /**
@@ -28,15 +31,20 @@ export interface BenchGateway {
  */
 export async function startBenchGateway(cluster: Cluster): Promise<BenchGateway> {
   const key = generateApiKey();
-  const { url } = await cluster.startGateway({
+  const { url, proc } = await cluster.startGateway({
     AGENTMESH_API_KEYS: apiKeyEntry(OWNER, key),
+    AGENTMESH_METRICS_HOST: "127.0.0.1",
+    AGENTMESH_METRICS_PORT: "0",
     AGENTMESH_RATE_LIMIT: "1000000",
     AGENTMESH_MAX_CONCURRENT_SESSIONS: "100000",
     // one key drives the whole load: its stream bounds are a person's, far below it
     AGENTMESH_MAX_STREAMS_PER_KEY: "100000",
     AGENTMESH_STREAM_OPEN_RATE: "1000000",
   });
-  return { url, key };
+  const metricsUrl = /"metrics_url":"(http:\/\/127\.0\.0\.1:\d+\/metrics)"/.exec(proc.output())?.[1];
+  if (!metricsUrl || proc.child.pid === undefined)
+    throw new Error("the bench gateway did not say where its metrics are");
+  return { url, key, metricsUrl, pid: proc.child.pid };
 }
 
 /** One session through the gateway, as the bench saw it. */

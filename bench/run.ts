@@ -17,6 +17,7 @@ import { HELP, parseArgs, type BenchOptions } from "./args.js";
 import { EventRouter } from "./events.js";
 import { concurrentJson, renderConcurrent, runConcurrent } from "./concurrent.js";
 import { compareGateway, startBenchGateway, type GatewayComparison } from "./gateway.js";
+import { abandonLines, abandonStreams, type AbandonFigures } from "./gateway-abandon.js";
 import { natsConnect, type BenchNats } from "./nats.js";
 import { compareNatsTopologies, compareRedisTopologies } from "./nats-topology.js";
 import { Floor } from "./floor/floor.js";
@@ -448,6 +449,7 @@ async function main(opts: BenchOptions): Promise<number> {
   const firstIndex = opts.levels.reduce((a, c) => a + opts.sessions.get(c)!, 0) * opts.rounds;
 
   let gatewayRun: GatewayComparison | null = null;
+  let abandoned: AbandonFigures | null = null;
   if (gateway) {
     const startUs = monoUs();
     gatewayRun = await compareGateway({
@@ -465,6 +467,19 @@ async function main(opts: BenchOptions): Promise<number> {
     });
     windows.push({ label: "gateway", startUs, endUs: monoUs() });
     log(`bench: gateway comparison done in ${((monoUs() - startUs) / 1e6).toFixed(1)} s`);
+    if (opts.gatewayAbandon > 0) {
+      log(`bench: ${opts.gatewayAbandon} streams opened on the gateway and abandoned…`);
+      abandoned = await abandonStreams({
+        target: gateway,
+        nc: cluster.natsConnection,
+        naming: cluster.naming,
+        sessionIds: gatewayRun.levels.flatMap((l) =>
+          l.gateway.samples.flatMap((x) => (x.outcome === "ok" && x.sessionId ? [x.sessionId] : [])),
+        ),
+        streams: opts.gatewayAbandon,
+      });
+      for (const line of abandonLines(abandoned)) log(line);
+    }
   }
 
   let startup: StartupReport | null = null;
@@ -542,6 +557,7 @@ async function main(opts: BenchOptions): Promise<number> {
     headline,
     floor: { stepsPerSession: steps, levels: floorLevels },
     gateway: gatewayRun,
+    gatewayAbandon: abandoned,
     rssKiB: rss,
     deadProcesses: dead,
     startup,
