@@ -66,7 +66,8 @@
  * @property {Note[]} notes routing decisions, agent settings, handoffs (and refused ones) and clarify's orchestrator runs, as text
  * @property {Chart[]} charts
  * @property {Record<string, string>} streaming live token text by task id, while the task runs
- * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown (a redelivered task streams from 0 again)
+ * @property {Record<string, number>} tokenSeq by task id, the seq after the last token delta shown, for deltas without an offset (a redelivered task streams from 0 again)
+ * @property {Record<string, number>} tokenReach by task id, how far into the task's text the deltas shown reach (their offset + length)
  * @property {EventError[]} errors
  * @property {{ question: string } | null} awaiting the question a person is asked, while paused
  * @property {Final | null} final
@@ -98,6 +99,7 @@ export function emptyProgress(sessionId = null) {
     charts: [],
     streaming: {},
     tokenSeq: {},
+    tokenReach: {},
     errors: [],
     awaiting: null,
     final: null,
@@ -356,9 +358,19 @@ function applyStep(p, e) {
 function applyToken(p, e) {
   if (isFinished(p) || typeof e.delta !== "string") return p;
   const task = String(e.task_id ?? "");
+  // A redelivered task streams its text again from offset 0, cut elsewhere; the server drops what
+  // this connection sent, and this keeps only the part past what an earlier connection (before a
+  // reconnect) already showed.
+  if (typeof e.offset === "number") {
+    const reach = p.tokenReach[task] ?? 0;
+    const end = e.offset + e.delta.length;
+    if (end <= reach) return p;
+    const delta = e.offset >= reach ? e.delta : e.delta.slice(reach - e.offset);
+    const streaming = { ...p.streaming, [task]: (p.streaming[task] ?? "") + delta };
+    return { ...p, streaming, tokenReach: { ...p.tokenReach, [task]: end } };
+  }
   const seq = typeof e.seq === "number" ? e.seq : null;
-  // A redelivered task streams its text again from seq 0; the server drops what this connection
-  // sent, and this drops what an earlier connection (before a reconnect) already showed.
+  // without an offset (an older agent): by seq, each delta once
   if (seq !== null && seq < (p.tokenSeq[task] ?? 0)) return p;
   const tokenSeq = seq === null ? p.tokenSeq : { ...p.tokenSeq, [task]: seq + 1 };
   return { ...p, streaming: { ...p.streaming, [task]: (p.streaming[task] ?? "") + e.delta }, tokenSeq };

@@ -215,6 +215,18 @@ describe("progress store", () => {
     expect(p.streaming).toEqual({ t1: "The answer is 4!" });
   });
 
+  test("a redelivered task cutting its text elsewhere (offsets): only the characters past what was shown are added", () => {
+    const at = (offset: number, delta: string, seq: number) => ({ ...token("t1", delta), seq, offset });
+    let p = applyAll(EVENTS.slice(0, 3));
+    p = applyAll([at(0, "The ans", 0), at(7, "wer", 1)], p);
+    // the second run: other cuts, numbered from 0 again
+    p = applyAll([at(0, "The", 0), at(3, " answer is", 1), at(13, " 4", 2)], p);
+    expect(p.streaming).toEqual({ t1: "The answer is 4" });
+    // nothing new: dropped
+    p = applyAll([at(4, "answer", 3)], p);
+    expect(p.streaming).toEqual({ t1: "The answer is 4" });
+  });
+
   test("the complete event gives the final answer, its trace, the status and the total time", () => {
     const p = replay(EVENTS);
     expect(p.final).toEqual({
