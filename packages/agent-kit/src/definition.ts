@@ -65,8 +65,8 @@ export interface JsonOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {
 
 /**
  * A prompt op whose model writes free text (the model port's text mode), which `toOutput` turns
- * into the op's response. With `stream: true` every delta also goes live to the session's token
- * subject (`<p>.tokens.<sid>`) while the model writes: the streamed nodes (write,
+ * into the op's response. With `stream: true` its text also streams, in coalesced deltas, to the session's token
+ * subject (`<p>.tokens.<sid>.<role>`) while the model writes: the streamed nodes (write,
  * finalize, summarize, agent, synthesize) say so, the others do not.
  */
 export interface TextOpPrompt<Req, Res> extends PromptOpBase<Req, Res> {

@@ -166,7 +166,7 @@ async function streamedChitchat(content: string, chunkDelayMs: number, flags: { 
 }
 
 describe("a streaming op run by startAgent over NATS", () => {
-  it("publishes its deltas on <p>.tokens.<sid>; followTokens receives them in order before the result reaches the inbox", async () => {
+  it("publishes its deltas on <p>.tokens.<sid>.<role>; followTokens receives them in order before the result reaches the inbox", async () => {
     const { sid, timeline } = await streamedChitchat(REPLY, 10);
 
     const firstResult = timeline.findIndex((e) => e.kind === "result");

@@ -24,7 +24,7 @@ import type { Log } from "./log.js";
 import { senderOf } from "./senders.js";
 import { buildHeaders, type MessageContext } from "./trace.js";
 
-/** A token-delta event, sent live on core NATS only. */
+/** A token-delta event, stored in the events stream on `<p>.tokens.<sid>.<role>`. */
 export type TokenEvent = Extract<SessionEvent, { type: "token" }>;
 
 /** Publishes every kind of message with its de-dup id and standard headers. */

@@ -1,7 +1,7 @@
 // The progress of one session as view state: a pure
 // reducer from session events to what the page shows. It reads only the events, never a
 // clock, so replaying a session's events after a reload rebuilds exactly the view the live
-// stream built (token deltas aside: they are live only and are dropped once their task ends).
+// stream built (token deltas aside: they are replayed too, but dropped once their task ends).
 
 /**
  * @typedef {"running" | "completed" | "failed"} StageStatus
