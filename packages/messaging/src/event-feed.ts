@@ -160,7 +160,10 @@ export async function startEventFeed(
           seq: m.seq,
           kind: at.kind,
           sessionId: at.sessionId,
-          read: () => (read === undefined ? (read = storedMessage(naming, raw, log)) : read),
+          read: () =>
+            read === undefined
+              ? (read = at.kind === "events" ? storedBatch(naming, raw, log) : storedToken(raw, naming, log))
+              : read,
         });
       }
       if (!stopped) h.failed(new Error("the events feed ended"));

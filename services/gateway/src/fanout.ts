@@ -93,11 +93,12 @@ export function createEventHub(nc: NatsConnection, naming: Naming, log?: Log): E
           delivered = Math.max(delivered, m.seq);
           recent.add(m);
           // decoded only for a session some stream here follows (and a token only if one wants it)
-          const listeners = bySession.get(m.sessionId);
-          if (!listeners) return;
-          const wanted = [...listeners].filter((l) => m.kind === "events" || l.tokens);
-          const b = wanted.length > 0 ? m.read() : null;
-          if (b) for (const l of wanted) l.message(b);
+          for (const l of bySession.get(m.sessionId) ?? []) {
+            if (m.kind === "token" && !l.tokens) continue;
+            // read() decodes once and keeps what it read
+            const b = m.read();
+            if (b) l.message(b);
+          }
         },
         failed: (err) => {
           log?.warn({ err: (err as Error).message }, "the live events feed failed; open streams end");

@@ -1,10 +1,19 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, naming as makeNaming, type Naming, type SessionEvent } from "@agentmesh/contracts";
+import { naming as makeNaming, type Naming } from "@agentmesh/contracts";
 import { connectNats, createPublisher, type Publisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
-import { sseReader, stageEvent, startTestGateway, type SseMessage, type TestGateway } from "./test-support.js";
+import {
+  completeEvent,
+  readHop,
+  sseReader,
+  stageEvent,
+  startTestGateway,
+  tokenEvent,
+  type SseMessage,
+  type TestGateway,
+} from "./test-support.js";
 import { deleteTestStreams, provisionTestStreams } from "./int-support.js";
 
 // Two gateway replicas, each on its own NATS connection (its own feed), and a client that hangs
@@ -37,18 +46,6 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 const WORDS = ["agents", "naïve", "🚀", "NATS", "流式", "tokens", "é", "👩‍💻", "replay"];
 const answerText = (pieces: number) => Array.from({ length: pieces }, (_, i) => `${WORDS[i % WORDS.length]} `).join("");
 
-const complete = (sid: string, version: number, text: string): SessionEvent => ({
-  v: SCHEMA_VERSION,
-  session_id: sid,
-  version,
-  index: 0,
-  timestamp: 1_700_000_000_000 + version,
-  type: "complete",
-  status: "completed",
-  final_answer: text,
-  final_reasoning_trace: "streamed",
-});
-
 /** Streams `text` as the answering op's tokens, a stage event between every 60 of them, then `complete`. */
 async function speak(sid: string, text: string): Promise<void> {
   const pieces = text.match(/\S+ /gu) ?? [];
@@ -57,25 +54,11 @@ async function speak(sid: string, text: string): Promise<void> {
   await pub.publishEvent(stageEvent(sid, version++));
   for (const [i, delta] of pieces.entries()) {
     if (i > 0 && i % 60 === 0) await pub.publishEvent(stageEvent(sid, version++));
-    void pub.publishTokens({
-      v: SCHEMA_VERSION,
-      type: "token",
-      session_id: sid,
-      version: 1,
-      index: 0,
-      timestamp: Date.now(),
-      task_id: `${sid}.1.0.0`,
-      role: "writer",
-      op: "finalize",
-      attempt: 0,
-      seq: i,
-      offset,
-      delta,
-    });
+    void pub.publishTokens(tokenEvent(sid, { offset, delta, seq: i }));
     offset += delta.length;
     if (i % 4 === 3) await sleep(2);
   }
-  await pub.publishEvent(complete(sid, version, text));
+  await pub.publishEvent(completeEvent(sid, version, text, "streamed"));
 }
 
 describe("forced disconnects across two replicas while an answer streams", () => {
@@ -96,12 +79,7 @@ describe("forced disconnects across two replicas while an answer streams", () =>
       });
       expect(res.status).toBe(200);
       const reader = sseReader(res);
-      for (let k = 1 + (hops % 3); k > 0 && !done; k--) {
-        const m = await reader.next();
-        if (m === null) throw new Error(`the stream ended before complete, after ${got.length} messages`);
-        got.push(m);
-        done = m.event === "complete";
-      }
+      done = await readHop(reader, 1 + (hops % 3), got);
       ac.abort();
       await reader.cancel();
     }

@@ -1,15 +1,17 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { SCHEMA_VERSION, naming as makeNaming, type Naming } from "@agentmesh/contracts";
+import { naming as makeNaming, type Naming } from "@agentmesh/contracts";
 import { connectNats, createPublisher, type Publisher } from "@agentmesh/messaging";
 import { createLogger } from "@agentmesh/service-kit";
 import { uniquePrefix } from "../../../test/setup/prefix.js";
 import {
   completeEvent,
   consumersOnEvents,
+  readHop,
   sseReader,
   stageEvent,
   startTestGateway,
+  tokenEvent,
   type SseMessage,
   type TestGateway,
 } from "./test-support.js";
@@ -79,23 +81,6 @@ async function abandon(sid: string, how: Leave, i: number): Promise<void> {
   await reader.cancel();
 }
 
-/** A token delta of the running session's answer. */
-const tokenOf = (sid: string, seq: number) => ({
-  v: SCHEMA_VERSION,
-  type: "token" as const,
-  session_id: sid,
-  version: 1,
-  index: 0,
-  timestamp: Date.now(),
-  task_id: `${sid}.1.0.0`,
-  role: "writer",
-  op: "finalize",
-  attempt: 0,
-  seq,
-  offset: seq * 6,
-  delta: "words ",
-});
-
 describe("a gateway's streams leave no JetStream consumer behind", () => {
   it("1,000 streams opened and abandoned (a third during set-up, a third after the first event, a third mid-token-stream)", async () => {
     // the replica's fixed set: its one feed of live events
@@ -112,7 +97,7 @@ describe("a gateway's streams leave no JetStream consumer behind", () => {
     let seq = 0;
     const ticker = setInterval(() => {
       if (seq % 10 === 9) void pub.publishEvent(stageEvent(running, v++)).catch(() => {});
-      void pub.publishTokens(tokenOf(running, seq++)).catch(() => {});
+      void pub.publishTokens(tokenEvent(running, { offset: seq * 6, delta: "words ", seq: seq++ })).catch(() => {});
     }, 5);
     const plan: Array<[string, Leave]> = Array.from({ length: 1000 }, (_, i) => {
       const how: Leave = i % 3 === 0 ? "during set-up" : i % 3 === 1 ? "after the first event" : "mid-token-stream";
@@ -149,12 +134,7 @@ describe("resuming over HTTP", () => {
     for (let done = false; !done; hops++) {
       const ac = new AbortController();
       const reader = sseReader(await open(sid, ac.signal, got.at(-1)?.id));
-      for (let k = 1 + (hops % 3); k > 0 && !done; k--) {
-        const m = await reader.next();
-        if (m === null) throw new Error(`the stream ended before complete, after ${got.length} events`);
-        got.push(m);
-        done = m.event === "complete";
-      }
+      done = await readHop(reader, 1 + (hops % 3), got);
       ac.abort();
       await reader.cancel();
     }

@@ -8,6 +8,7 @@ import { uniquePrefix } from "../../../test/setup/prefix.js";
 import { createEventHub, type EventHub } from "./fanout.js";
 import { parseEventId, sessionStream, type EventCursor, type StreamItem } from "./stream.js";
 import { deleteTestStreams, provisionTestStreams } from "./int-support.js";
+import { tokenEvent } from "./test-support.js";
 
 let nc: NatsConnection;
 let n: Naming;
@@ -72,22 +73,6 @@ async function collect(after: EventCursor | null, stopAfter = Infinity, waitMs =
   return out;
 }
 
-/** A token delta of the writer's task `task` of a session. */
-const tokenOf = (sid: string, task: string, offset: number, delta: string) => ({
-  v: SCHEMA_VERSION,
-  session_id: sid,
-  version: 1,
-  index: 0,
-  timestamp: 1,
-  type: "token" as const,
-  task_id: `${sid}.${task}`,
-  role: "writer",
-  op: "write",
-  attempt: 0,
-  offset,
-  delta,
-});
-
 /** Collects a session's stream (with its tokens when asked) until `complete`, or `stopAfter` items. */
 async function collectOf(
   sid: string,
@@ -134,7 +119,7 @@ describe("a session's SSE source: the EVENTS stream, in order, each event once",
     const pub = createPublisher(nc, n, log);
     let offset = 0;
     const token = (task: string, delta: string) => {
-      const t = tokenOf(sid, task, offset, delta);
+      const t = tokenEvent(sid, { task, offset, delta, op: "write" });
       offset += delta.length;
       return pub.publishTokens(t);
     };

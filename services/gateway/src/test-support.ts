@@ -137,7 +137,7 @@ export const stageEvent = (sid: string, version: number, pad = 0): SessionEvent 
 });
 
 /** The `complete` event of `sid`. */
-export const completeEvent = (sid: string, version: number): SessionEvent => ({
+export const completeEvent = (sid: string, version: number, answer = "4", trace = "2 + 2"): SessionEvent => ({
   v: SCHEMA_VERSION,
   session_id: sid,
   version,
@@ -145,6 +145,40 @@ export const completeEvent = (sid: string, version: number): SessionEvent => ({
   timestamp: 1_700_000_000_000 + version,
   type: "complete",
   status: "completed",
-  final_answer: "4",
-  final_reasoning_trace: "2 + 2",
+  final_answer: answer,
+  final_reasoning_trace: trace,
 });
+
+/** A token delta of `sid`'s task `task` (the writer's answer by default), at `offset` in its text. */
+export const tokenEvent = (
+  sid: string,
+  f: { task?: string; offset: number; delta: string; seq?: number; role?: string; op?: string },
+) => ({
+  v: SCHEMA_VERSION,
+  type: "token" as const,
+  session_id: sid,
+  version: 1,
+  index: 0,
+  timestamp: 1_700_000_000_000,
+  task_id: `${sid}.${f.task ?? "1.0.0"}`,
+  role: f.role ?? "writer",
+  op: f.op ?? "finalize",
+  attempt: 0,
+  ...(f.seq === undefined ? {} : { seq: f.seq }),
+  offset: f.offset,
+  delta: f.delta,
+});
+
+/**
+ * One hop of a client that hangs up every few messages: reads up to `k` messages into `got`;
+ * true once `complete` came. A stream that ends before `complete` is an error.
+ */
+export async function readHop(reader: ReturnType<typeof sseReader>, k: number, got: SseMessage[]): Promise<boolean> {
+  for (; k > 0; k--) {
+    const m = await reader.next();
+    if (m === null) throw new Error(`the stream ended before complete, after ${got.length} messages`);
+    got.push(m);
+    if (m.event === "complete") return true;
+  }
+  return false;
+}
