@@ -203,7 +203,9 @@ describe("the chaos run's Redis part", () => {
     console.log(
       `[chaos-redis] ${confirmed.length} confirmed writes, ${failed} failed and retried, none lost; ${rows.map((r) => `${r.fault}: promoted ${r.promotedMs ?? "-"} ms, longest stall ${r.longestStallMs} ms, rejoin ${r.rejoinMs ?? "-"} ms`).join("; ")}`,
     );
-  });
+    // the run's own waits bound it: the failover, up to 60 s for the new primary to answer, up to
+    // 60 s for the old one to be in sync again
+  }, 150_000);
 });
 
 describe("Redis Cluster is refused", () => {
