@@ -1,4 +1,4 @@
-import { EventBatchEnvelope, formatZodError, SessionEvent, type Naming } from "@agentmesh/contracts";
+import { compiled, EventBatchEnvelope, formatZodError, SessionEvent, type Naming } from "@agentmesh/contracts";
 import { jetstream, type Consumer, type ConsumerMessages } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { decodeValue, parseBoundedJson, type Decoded } from "./decode.js";
@@ -46,7 +46,7 @@ export function decodeEvents(data: Uint8Array): Decoded<DecodedEvents> {
   if (!env.ok) return env;
   const out: DecodedEvents = { events: [], skipped: [] };
   for (const [i, raw] of env.value.events.entries()) {
-    const e = SessionEvent.safeParse(legacyEvent(raw));
+    const e = compiled(SessionEvent).safeParse(legacyEvent(raw));
     if (!e.success) out.skipped.push(`event ${i} of the batch: ${formatZodError(e.error)}`);
     else if (e.data.session_id !== env.value.session_id || e.data.version !== env.value.version)
       out.skipped.push(`event ${i} of the batch belongs to ${e.data.session_id} v${e.data.version}`);

@@ -17,7 +17,7 @@ import type { EventHub } from "./fanout.js";
 import { answerRemainder } from "./answer-text.js";
 import { deltas, finishReason } from "./openai.js";
 import { eventId, isAfter, parseEventId } from "./stream.js";
-import { SESSION_SLOT_RETRY_S } from "./sessions.js";
+import { SESSION_SLOT_RETRY_S } from "./stream-slots.js";
 import { createLocalLimits } from "./testing.js";
 
 const ALICE = generateApiKey();
@@ -304,6 +304,29 @@ describe("gateway HTTP: auth, one error shape, ownership", () => {
     expect((await body(third)).error.code).toBe("rate_limited");
     expect((await post(BOB)).status).toBe(404); // bob is not limited by alice's count (and does not own the session)
     expect((await call("/api/v1/sessions/sess-rate-00001")).status).toBe(200); // reads are not counted
+  });
+
+  test("a query counts once against the rate (with its admission), a bad one too, a refused one not at all", async () => {
+    const { call, limits } = setup({ rateLimit: 3 });
+    const query = (json: unknown) => call("/api/v1/query", { method: "POST", json });
+    const chat = (content: string) =>
+      call("/v1/chat/completions", {
+        method: "POST",
+        json: { model: "agentmesh/critic-chain", messages: [{ role: "user", content }] },
+      });
+    expect((await query({ query: "" })).status).toBe(400); // counted: 1
+    for (let i = 0; i < 5; i++) await limits.admit("alice", `busysession${i}x`, async () => true);
+    expect((await query({ query: "What is 2 + 2?" })).status).toBe(429); // sessions full: refused, not counted
+    await limits.release("alice", "busysession0x");
+    // admitted (counted: 2, 3); no coordinator answers here, so each then fails, its slot given back
+    expect((await query({ query: "What is 2 + 2?" })).status).toBeGreaterThanOrEqual(500);
+    expect((await chat("What is 2 + 2?")).status).toBeGreaterThanOrEqual(500);
+    for (const r of [await query({ query: "What is 3 + 3?" }), await chat("What is 3 + 3?"), await query({})]) {
+      expect(r.status).toBe(429);
+      expect((await body(r)).error.code).toBe("rate_limited");
+      expect(Number(r.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+    }
+    expect((await limits.allowRequest("bob")).allowed).toBe(true);
   });
 
   test("a supervisor mode that is not one of its agents is a 400 naming the agents, and nothing is submitted", async () => {

@@ -36,6 +36,7 @@ import { mountHttpPolicy, type HttpPolicy } from "./http-policy.js";
 import { mountOpenAi, openAiError } from "./openai.js";
 import {
   isAwaitingUser,
+  liveSession,
   ownedSession,
   releaseIfStopped,
   sessionSummary,
@@ -59,7 +60,9 @@ import {
 } from "./stream.js";
 import { mountStatic } from "./static.js";
 import {
+  countedOnce,
   createStreamBounds,
+  limitRefusal,
   DEFAULT_MAX_OPEN_STREAMS,
   STREAM_HEARTBEAT_MS,
   type StreamBounds,
@@ -232,6 +235,9 @@ function mountHealth(app: Hono<Env>, st: AppState): void {
   });
 }
 
+/** The routes that start an answer: each counts its request with the answer's admission (`countedOnce`). */
+const ANSWER_ROUTES: ReadonlySet<string> = new Set(["/api/v1/query", "/v1/chat/completions"]);
+
 /**
  * The API key (and, for a POST, its rate limit), then the body limit, on `/api/*` and `/v1/*`: a
  * request is authenticated before anything of its body is read.
@@ -262,15 +268,11 @@ function mountAuth(app: Hono<Env>, st: AppState): void {
         "Retry-After": "1",
       });
     c.set("owner", owner);
-    // Every request that changes something counts against the key's rate limit, on every replica.
-    if (c.req.method === "POST") {
+    // Every request that changes something counts against the key's rate limit, on every replica;
+    // a route that starts an answer counts it in the same round trip as the answer's other bounds.
+    if (c.req.method === "POST" && !ANSWER_ROUTES.has(c.req.path)) {
       const decision = await d.limits.allowRequest(owner);
-      if (!decision.allowed) {
-        const secs = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        throw new ApiError("rate_limited", `too many requests for this API key; retry in ${secs} s`, {
-          "Retry-After": String(secs),
-        });
-      }
+      if (!decision.allowed) throw limitRefusal({ ok: false, refused: "rate", retryAfterMs: decision.retryAfterMs });
     }
     await next();
   };
@@ -340,15 +342,21 @@ function streamSession(st: AppState, c: Context<Env>, r: StreamRequest) {
           await s.writeSSE({ id: lastId, event: item.event.type, data: JSON.stringify(item.event) });
         }
         if (item.event.type === "complete") ended = true;
-        // a session that ended, or that waits for a person, holds no slot (its reply takes one)
-        if (ended || isAwaitingUser(item.event)) await releaseIfStopped(d, c.get("owner"), sessionId);
+        // a session that waits for a person holds no slot (its reply takes one, so ask the store);
+        // one that ended frees its slot as its stream ends, with the stream's own bounds
+        else if (isAwaitingUser(item.event)) await releaseIfStopped(d, c.get("owner"), sessionId);
       }
     } catch (err) {
       if (!ac.signal.aborted) await streamFailed(d, s, sessionId, err, lastId);
     } finally {
       clearInterval(ping);
       st.streams.delete(ac);
+      // sent together (one pipelined write), and the stream ends only once the slot is free
+      const freed = ended ? d.limits.release(c.get("owner"), sessionId) : null;
       release();
+      await freed?.catch((err: unknown) => {
+        d.log.warn({ err: (err as Error).message, session_id: sessionId }, "session slot not given back");
+      });
       // Only when the client asked, and only for a client that left (not a replica shutting down).
       if (r.cancelOnDisconnect === true && !ended && !st.draining)
         await cancelAfterDisconnect(d, sessionId, "cancel_on_disconnect");
@@ -410,38 +418,49 @@ async function streamFailed(
 /** `POST /api/v1/query`: starts (or joins) a session, then streams it, or answers its ids as JSON. */
 function mountQuery(app: Hono<Env>, st: AppState): void {
   const { d } = st;
-  app.post("/api/v1/query", async (c) => {
-    const body = await readJson(c, QueryBody);
-    const workflow = body.workflow ?? d.defaultWorkflow;
-    const q = checkQuery(body.query, workflow);
-    if (!q.ok) throw new ApiError("invalid_query", q.reason);
-    const {
-      query: _q,
-      workflow: _w,
-      task_id: _t,
-      messages: _m,
-      thread_id: _th,
-      cancel_on_disconnect: _c,
-      ...rest
-    } = body;
-    const misplaced = misplacedOption(workflow, rest);
-    if (misplaced) throw new ApiError("bad_request", misplaced.message);
-    const { attachments, ...chosen } = rest;
-    const options: SessionOptions = { ...chosen, ...(attachments?.length ? { attachments } : {}) };
-    const key = idempotencyKeyOf(c);
-    if (key !== undefined && body.task_id !== undefined)
-      throw new ApiError("bad_request", "send either task_id or an Idempotency-Key header, not both");
-    const taskId =
-      key === undefined
-        ? body.task_id
-        : await claimIdempotencyKey(d.limits, c.get("owner"), key, "/api/v1/query", body);
-    const accept = c.req.header("accept") ?? "";
-    const streaming = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
-    // a stream's slot before its session: a refusal starts nothing
-    const release = streaming ? await st.slots.open(c.get("owner")) : () => {};
-    // a session this request starts has its events past what the hub has delivered now
-    const position = d.hub.position();
-    const started = await startSession(d, c.get("owner"), {
+  app.post("/api/v1/query", (c) => countedOnce(d.limits, c.get("owner"), (reached) => query(st, c, reached)));
+}
+
+/** The query route's work; `reached` is called as it admits the answer (counting the request). */
+async function query(st: AppState, c: Context<Env>, reached: () => void) {
+  const { d } = st;
+  const owner = c.get("owner");
+  const body = await readJson(c, QueryBody);
+  const workflow = body.workflow ?? d.defaultWorkflow;
+  const q = checkQuery(body.query, workflow);
+  if (!q.ok) throw new ApiError("invalid_query", q.reason);
+  const {
+    query: _q,
+    workflow: _w,
+    task_id: _t,
+    messages: _m,
+    thread_id: _th,
+    cancel_on_disconnect: _c,
+    ...rest
+  } = body;
+  const misplaced = misplacedOption(workflow, rest);
+  if (misplaced) throw new ApiError("bad_request", misplaced.message);
+  const { attachments, ...chosen } = rest;
+  const options: SessionOptions = { ...chosen, ...(attachments?.length ? { attachments } : {}) };
+  const key = idempotencyKeyOf(c);
+  if (key !== undefined && body.task_id !== undefined)
+    throw new ApiError("bad_request", "send either task_id or an Idempotency-Key header, not both");
+  const taskId =
+    key === undefined ? body.task_id : await claimIdempotencyKey(d.limits, owner, key, "/api/v1/query", body);
+  const accept = c.req.header("accept") ?? "";
+  const streamed = !(accept.includes("application/json") && !accept.includes("text/event-stream"));
+  // the stream's bounds with the session's slot, before its session: a refusal starts nothing
+  let release: () => void = () => {};
+  const admit = async (slot: string) => {
+    reached();
+    release = await st.slots.admitAnswer(owner, slot, { streamed, isLive: liveSession(d.store) });
+  };
+  // a session this request starts has its events past what the hub has delivered now
+  const position = d.hub.position();
+  const started = await startSession(
+    d,
+    owner,
+    {
       query: q.query,
       workflow,
       options,
@@ -449,27 +468,28 @@ function mountQuery(app: Hono<Env>, st: AppState): void {
       messages: body.messages,
       threadId: body.thread_id,
       traceparent: c.req.header("traceparent"),
-    }).catch((err: unknown) => {
-      release();
-      throw err;
-    });
-    const head = {
-      session_id: started.sessionId,
-      thread_id: started.threadId,
-      created: started.created,
-      replied: started.replied,
-    };
-    c.header("X-Agentmesh-Session", started.sessionId);
-    c.header("X-Agentmesh-Thread", started.threadId);
-    if (!streaming) return c.json(head, 202);
-    return streamSession(st, c, {
-      sessionId: started.sessionId,
-      after: started.after,
-      fromSeq: startedAfter(started, position),
-      release,
-      prelude: head,
-      cancelOnDisconnect: body.cancel_on_disconnect === true,
-    });
+    },
+    admit,
+  ).catch((err: unknown) => {
+    release();
+    throw err;
+  });
+  const head = {
+    session_id: started.sessionId,
+    thread_id: started.threadId,
+    created: started.created,
+    replied: started.replied,
+  };
+  c.header("X-Agentmesh-Session", started.sessionId);
+  c.header("X-Agentmesh-Thread", started.threadId);
+  if (!streamed) return c.json(head, 202);
+  return streamSession(st, c, {
+    sessionId: started.sessionId,
+    after: started.after,
+    fromSeq: startedAfter(started, position),
+    release,
+    prelude: head,
+    cancelOnDisconnect: body.cancel_on_disconnect === true,
   });
 }
 

@@ -35,7 +35,36 @@ export interface GatewayLimits {
   renewStreams(owner: string, leaseIds: readonly string[]): Promise<void>;
   /** Gives a stream's lease back (nothing when it holds none). */
   closeStream(owner: string, leaseId: string): Promise<void>;
+  /**
+   * A new answer's whole admission in one step, all or nothing: counts one request of `owner`
+   * (as `allowRequest`), takes the session slot of `sessionId` (as `admit`) and, with `leaseId`,
+   * counts one stream opening and takes that stream's lease (as `allowStreamOpen` and
+   * `openStream`). The first bound that has no room answers, in that order, and a refused
+   * admission counts and takes nothing. When only the session slots are full, the held sessions
+   * `isLive` says have ended are dropped and the admission tried once more.
+   */
+  admitAnswer(owner: string, a: AnswerRequest, isLive: IsLive): Promise<AnswerAdmission>;
 }
+
+/** What one answer takes: its session's slot and, when it is streamed, a stream lease. */
+export interface AnswerRequest {
+  readonly sessionId: string;
+  readonly leaseId?: string | undefined;
+}
+
+/** The answer to `admitAnswer`: ok, or the bound that refused (a rate with its wait, a count with its maximum). */
+export type AnswerAdmission =
+  AnswerAdmitted | { readonly ok: false; readonly refused: "sessions"; readonly count: number; readonly max: number };
+
+/** An admission that went through, or one refused before the session slots. */
+type AnswerAdmitted =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly refused: "rate" | "stream_rate"; readonly retryAfterMs: number }
+  | { readonly ok: false; readonly refused: "streams"; readonly count: number; readonly max: number };
+
+/** One try of `admitAnswer`, given the held sessions found ended: as its answer, but a full session count names the sessions held. */
+export type AnswerAttempt =
+  AnswerAdmitted | { readonly ok: false; readonly refused: "sessions"; readonly held: readonly string[] };
 
 /** What a request key named before: nothing (`new`), this body (`same`) or another (`other`). */
 export type RequestKeyClaim = "new" | "same" | "other";
@@ -157,6 +186,24 @@ export async function admitPruning(
   return last.ok ? last : { ok: false, count: last.held.length, max };
 }
 
+/**
+ * `admitAnswer` over one try: try; when only the session slots are full, ask `isLive` about the
+ * held sessions and try once more without the ended ones (as `admitPruning`).
+ */
+export async function admitAnswerPruning(
+  attempt: (ended: readonly string[]) => Promise<AnswerAttempt>,
+  isLive: IsLive,
+  max: number,
+): Promise<AnswerAdmission> {
+  const first = await attempt([]);
+  if (first.ok || first.refused !== "sessions") return first;
+  const live = await Promise.all(first.held.map((sid) => isLive(sid)));
+  const ended = first.held.filter((_, i) => live[i] !== true);
+  const last = ended.length === 0 ? first : await attempt(ended);
+  if (last.ok || last.refused !== "sessions") return last;
+  return { ok: false, refused: "sessions", count: last.held.length, max };
+}
+
 /** Milliseconds now by the Redis server's clock, so replicas with skewed clocks agree. */
 const NOW_LUA = `
 local t = redis.call('TIME')
@@ -204,6 +251,52 @@ return {'full', unpack(redis.call('ZRANGE', KEYS[1], 0, -1))}
 `;
 
 /**
+ * A new answer's admission (`admitAnswer`), all or nothing: checks the request rate, then (with a
+ * lease id) the stream-opening rate and the open streams, then the session slots, each as the
+ * scripts above do; only when all have room does it count the request (and the opening) and take
+ * the lease and the slot. A refusal answers which bound refused with its wait or what it holds.
+ * KEYS: the owner's request log, opening log, streams, sessions. ARGV: rateLimit, rateWindowMs,
+ * a random tag, sessionId, maxSessions, sessionTtlMs, leaseId ('' for none), openRate,
+ * openWindowMs, maxStreams, leaseTtlMs, then ended session ids.
+ */
+const ANSWER_LUA = `${NOW_LUA}
+local function wait(key, limit, window)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local n = redis.call('ZCARD', key)
+  if n < limit then return nil end
+  local gate = redis.call('ZRANGE', key, n - limit, n - limit, 'WITHSCORES')
+  return tonumber(gate[2]) + window - now
+end
+local w = wait(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]))
+if w then return {'rate', w} end
+local lease = ARGV[7]
+if lease ~= '' then
+  w = wait(KEYS[2], tonumber(ARGV[8]), tonumber(ARGV[9]))
+  if w then return {'stream_rate', w} end
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  local open = redis.call('ZCARD', KEYS[3])
+  if not redis.call('ZSCORE', KEYS[3], lease) and open >= tonumber(ARGV[10]) then return {'streams', open} end
+end
+for i = 12, #ARGV do redis.call('ZREM', KEYS[4], ARGV[i]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+if not redis.call('ZSCORE', KEYS[4], ARGV[4]) and redis.call('ZCARD', KEYS[4]) >= tonumber(ARGV[5]) then
+  return {'sessions', unpack(redis.call('ZRANGE', KEYS[4], 0, -1))}
+end
+local member = now .. ':' .. ARGV[3]
+redis.call('ZADD', KEYS[1], now, member)
+redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+if lease ~= '' then
+  redis.call('ZADD', KEYS[2], now, member)
+  redis.call('PEXPIRE', KEYS[2], tonumber(ARGV[9]))
+  redis.call('ZADD', KEYS[3], now + tonumber(ARGV[11]), lease)
+  redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[11]))
+end
+redis.call('ZADD', KEYS[4], now + tonumber(ARGV[6]), ARGV[4])
+redis.call('PEXPIRE', KEYS[4], tonumber(ARGV[6]))
+return {'ok'}
+`;
+
+/**
  * A request key: set to the body's digest when new; otherwise whether it names the same digest.
  * KEYS: the owner's request key. ARGV: digest, ttlMs.
  */
@@ -230,7 +323,7 @@ return #ARGV - 1
  */
 export const LIMITS_REDIS_COMMANDS: readonly string[] = [
   ...new Set([
-    ...[RATE_LUA, ADMIT_LUA, REQUEST_KEY_LUA, RENEW_LUA].flatMap((lua) =>
+    ...[RATE_LUA, ADMIT_LUA, REQUEST_KEY_LUA, RENEW_LUA, ANSWER_LUA].flatMap((lua) =>
       [...lua.matchAll(/redis\.call\('([A-Z]+)'/g)].map((m) => (m[1] ?? "").toLowerCase()),
     ),
     "evalsha",
@@ -239,15 +332,15 @@ export const LIMITS_REDIS_COMMANDS: readonly string[] = [
   ]),
 ].sort();
 
-type Script = (key: string, args: ReadonlyArray<string | number>) => Promise<unknown>;
+type Script = (key: string | readonly string[], args: ReadonlyArray<string | number>) => Promise<unknown>;
 
-/** Registers a one-key script with ioredis (EVALSHA, EVAL when the server lost it), under a namespaced name. */
-function defineScript(redis: Redis, name: string, lua: string): Script {
+/** Registers a script of `keys` keys with ioredis (EVALSHA, EVAL when the server lost it), under a namespaced name. */
+function defineScript(redis: Redis, name: string, lua: string, keys = 1): Script {
   const cmd = `agentmeshGatewayLimits${name}`;
-  redis.defineCommand(cmd, { numberOfKeys: 1, lua });
+  redis.defineCommand(cmd, { numberOfKeys: keys, lua });
   const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[cmd];
   if (typeof fn !== "function") throw new Error(`ioredis did not define ${cmd}`);
-  return (key, args) => fn.call(redis, key, ...args);
+  return (key, args) => fn.call(redis, ...(typeof key === "string" ? [key] : key), ...args);
 }
 
 /** The script's reply as a list, or a clear error naming the script (a reply of another shape is our bug). */
@@ -263,8 +356,8 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
   const admit = defineScript(redis, "Admit", ADMIT_LUA);
   const requestKey = defineScript(redis, "RequestKey", REQUEST_KEY_LUA);
   const renew = defineScript(redis, "Renew", RENEW_LUA);
-  const key = (kind: "req" | "sessions" | "idem" | "open" | "streams", owner: string) =>
-    `${o.keyPrefix}:rl:${kind}:${owner}`;
+  const answer = defineScript(redis, "Answer", ANSWER_LUA, 4);
+  const key = (kind: LimitsKeyKind, owner: string) => `${o.keyPrefix}:rl:${kind}:${owner}`;
   const windowed = async (k: string, limit: number, windowMs: number): Promise<RateDecision> => {
     const [allowed, wait] = replyList("rate", await rate(k, [limit, windowMs, randomBytes(6).toString("hex")]));
     return Number(allowed) === 1 ? { allowed: true } : { allowed: false, retryAfterMs: Number(wait) };
@@ -310,6 +403,7 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
       checkOwner(owner, sessionId);
       await redis.zrem(key("sessions", owner), sessionId);
     },
+    admitAnswer: redisAnswerAdmission(answer, key, o),
     async claimRequestKey(owner, k, digest) {
       checkRequestKey(owner, k, digest);
       const reply = await requestKey(`${key("idem", owner)}:${k}`, [digest, o.requestKeyTtlMs]);
@@ -317,5 +411,35 @@ export function createRedisLimits(redis: Redis, opts: LimitsOptions): GatewayLim
         throw new Error("unexpected reply of the limits request-key script");
       return reply;
     },
+  };
+}
+
+/** The kinds of key the limits keep per owner: `<prefix>:rl:<kind>:<owner>`. */
+type LimitsKeyKind = "req" | "sessions" | "idem" | "open" | "streams";
+
+/** `admitAnswer` of the Redis adapter: the answer script, once, or twice when ended sessions held the slots. */
+function redisAnswerAdmission(
+  answer: Script,
+  key: (kind: LimitsKeyKind, owner: string) => string,
+  o: Required<LimitsOptions>,
+): GatewayLimits["admitAnswer"] {
+  return async (owner, a, isLive) => {
+    checkOwner(owner, a.sessionId);
+    if (a.leaseId !== undefined) checkOwner(owner, a.leaseId);
+    const keys = [key("req", owner), key("open", owner), key("streams", owner), key("sessions", owner)];
+    const args = [o.rateLimit, o.rateWindowMs, randomBytes(6).toString("hex"), a.sessionId, o.maxConcurrentSessions];
+    const bounds = [o.sessionTtlMs, a.leaseId ?? "", o.streamOpenRate, o.streamOpenWindowMs];
+    const attempt = async (ended: readonly string[]): Promise<AnswerAttempt> => {
+      const [tag, ...rest] = replyList(
+        "answer",
+        await answer(keys, [...args, ...bounds, o.maxStreamsPerKey, o.streamLeaseTtlMs, ...ended]),
+      );
+      if (tag === "ok") return { ok: true };
+      if (tag === "rate" || tag === "stream_rate") return { ok: false, refused: tag, retryAfterMs: Number(rest[0]) };
+      if (tag === "streams") return { ok: false, refused: "streams", count: Number(rest[0]), max: o.maxStreamsPerKey };
+      if (tag === "sessions") return { ok: false, refused: "sessions", held: rest.map(String) };
+      throw new Error("unexpected reply of the limits answer script");
+    };
+    return admitAnswerPruning(attempt, isLive, o.maxConcurrentSessions);
   };
 }

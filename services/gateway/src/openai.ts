@@ -20,6 +20,7 @@ import { claimIdempotencyKey, idempotencyKeyOf } from "./idempotency.js";
 import { ChatRequest, refuseUnsupported, type Message } from "./openai-request.js";
 import {
   isAwaitingUser,
+  liveSession,
   releaseIfStopped,
   startSession,
   startedAfter,
@@ -27,7 +28,7 @@ import {
   type Started,
 } from "./sessions.js";
 import { sessionStream, StreamOverflow } from "./stream.js";
-import type { StreamBounds } from "./stream-slots.js";
+import { countedOnce, type StreamBounds } from "./stream-slots.js";
 
 /** A started session with where its stream's replay begins (`startedAfter`). */
 type Opened = Started & { readonly fromSeq: number | undefined };
@@ -208,33 +209,51 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
     c.json(modelEntry(workflowOf(MODEL_PREFIX + c.req.param("workflow")))),
   );
 
-  app.post("/v1/chat/completions", async (c) => {
-    const req = await readJson(c, ChatRequest);
-    refuseUnsupported(req);
-    const workflow = workflowOf(req.model);
-    const { query, history } = conversation(req, workflow);
-    const threadId = req.metadata?.thread_id ?? c.req.header("x-agentmesh-thread") ?? undefined;
-    if (threadId !== undefined && !ThreadId.safeParse(threadId).success) {
-      throw new ApiError(
-        "bad_request",
-        "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]",
-      );
-    }
-    const options = metadataOptions(workflow, req.metadata ?? {});
-    const key = idempotencyKeyOf(c);
-    const taskId =
-      key === undefined
-        ? undefined
-        : // how the answer is delivered is not part of the request: a plain try may be retried streamed
-          await claimIdempotencyKey(d.limits, c.get("owner"), key, "/v1/chat/completions", {
-            ...req,
-            stream: undefined,
-            stream_options: undefined,
-          });
-    // streaming or not, the answer comes from a session stream: its slot before its session
-    const release = await slots.open(c.get("owner"));
-    const position = d.hub.position();
-    const started = await startSession(d, c.get("owner"), {
+  app.post("/v1/chat/completions", (c) =>
+    countedOnce(d.limits, c.get("owner"), (reached) => chatCompletion(c, d, slots, reached)),
+  );
+}
+
+/** `POST /v1/chat/completions`'s work; `reached` is called as it admits the answer (counting the request). */
+async function chatCompletion(
+  c: Context<{ Variables: { owner: string } }>,
+  d: OpenAiDeps,
+  slots: StreamBounds,
+  reached: () => void,
+) {
+  const req = await readJson(c, ChatRequest);
+  refuseUnsupported(req);
+  const workflow = workflowOf(req.model);
+  const { query, history } = conversation(req, workflow);
+  const threadId = req.metadata?.thread_id ?? c.req.header("x-agentmesh-thread") ?? undefined;
+  if (threadId !== undefined && !ThreadId.safeParse(threadId).success) {
+    throw new ApiError(
+      "bad_request",
+      "the thread id (metadata.thread_id or X-Agentmesh-Thread) must be 8-64 of [A-Za-z0-9_-]",
+    );
+  }
+  const options = metadataOptions(workflow, req.metadata ?? {});
+  const key = idempotencyKeyOf(c);
+  const taskId =
+    key === undefined
+      ? undefined
+      : // how the answer is delivered is not part of the request: a plain try may be retried streamed
+        await claimIdempotencyKey(d.limits, c.get("owner"), key, "/v1/chat/completions", {
+          ...req,
+          stream: undefined,
+          stream_options: undefined,
+        });
+  // streaming or not, the answer comes from a session stream: its bounds with the session's slot, before its session
+  let release: () => void = () => {};
+  const admit = async (slot: string) => {
+    reached();
+    release = await slots.admitAnswer(c.get("owner"), slot, { streamed: true, isLive: liveSession(d.store) });
+  };
+  const position = d.hub.position();
+  const started = await startSession(
+    d,
+    c.get("owner"),
+    {
       query,
       workflow,
       options,
@@ -242,29 +261,30 @@ export function mountOpenAi(app: Hono<{ Variables: { owner: string } }>, d: Open
       taskId,
       messages: history.length ? history : undefined,
       traceparent: c.req.header("traceparent"),
-    }).then(
-      (st): Opened => ({ ...st, fromSeq: startedAfter(st, position) }),
-      (err: unknown) => {
-        release();
-        throw err;
-      },
-    );
-    c.header("X-Agentmesh-Session", started.sessionId);
-    c.header("X-Agentmesh-Thread", started.threadId);
-    const id = `chatcmpl-${started.sessionId}`;
-    const created = Math.floor(Date.now() / 1000);
-    const ids = { session_id: started.sessionId, thread_id: started.threadId };
-    if (req.stream === true)
-      return streamCompletion(c, d, started, release, {
-        id,
-        created,
-        model: req.model,
-        includeUsage: req.stream_options?.include_usage === true,
-        ids,
-      });
+    },
+    admit,
+  ).then(
+    (st): Opened => ({ ...st, fromSeq: startedAfter(st, position) }),
+    (err: unknown) => {
+      release();
+      throw err;
+    },
+  );
+  c.header("X-Agentmesh-Session", started.sessionId);
+  c.header("X-Agentmesh-Thread", started.threadId);
+  const id = `chatcmpl-${started.sessionId}`;
+  const created = Math.floor(Date.now() / 1000);
+  const ids = { session_id: started.sessionId, thread_id: started.threadId };
+  if (req.stream === true)
+    return streamCompletion(c, d, started, release, {
+      id,
+      created,
+      model: req.model,
+      includeUsage: req.stream_options?.include_usage === true,
+      ids,
+    });
 
-    return answerCompletion(c, d, started, { id, created, model: req.model, ids }).finally(release);
-  });
+  return answerCompletion(c, d, started, { id, created, model: req.model, ids }).finally(release);
 }
 
 /**
@@ -282,12 +302,15 @@ function answerLife(c: Context, d: OpenAiDeps, sessionId: string) {
     left,
     drained,
     signal: AbortSignal.any([left.signal, drained.signal]),
-    /** Call once the answer is over; `ended`: the turn reached its end. */
-    async close(ended: boolean): Promise<void> {
+    /** Call once the answer is over, with the turn's end when it reached one. */
+    async close(outcome: Outcome | null): Promise<void> {
       d.answers.open.delete(drained);
       left.abort();
-      // the turn's end: the session ended or waits for a person, and holds no slot either way
-      if (ended) await releaseIfStopped(d, c.get("owner"), sessionId);
+      // the turn's end: the session ended (its slot is free) or waits for a person (free unless
+      // a reply has taken it again since)
+      if (outcome?.status === "awaiting_user") await releaseIfStopped(d, c.get("owner"), sessionId);
+      else if (outcome) await d.limits.release(c.get("owner"), sessionId);
+      const ended = outcome !== null;
       if (!ended && cancels && !drained.signal.aborted && !d.answers.draining)
         await cancelAfterDisconnect(d, sessionId, "a /v1 client; X-Agentmesh-Cancel-On-Disconnect: false keeps it");
     },
@@ -311,7 +334,7 @@ async function answerCompletion(c: Context, d: OpenAiDeps, started: Opened, m: O
       if (outcome) break;
     }
   } finally {
-    await life.close(outcome !== null);
+    await life.close(outcome);
   }
   if (!outcome && life.drained.signal.aborted)
     throw new ApiError(
@@ -386,13 +409,13 @@ function streamCompletion(c: Context, d: OpenAiDeps, started: Opened, release: (
       });
     const fail = (code: string, message: string) =>
       s.writeSSE({ data: JSON.stringify({ error: { message, type: "server_error", param: null, code } }) });
-    let ended = false;
+    let ended: Outcome | null = null;
     try {
       await chunk({ role: "assistant", content: "" });
       const { streamed, outcome } = await forwardAnswerTokens(d, started, life.signal, (delta) =>
         chunk({ content: delta }),
       );
-      ended = outcome !== null;
+      ended = outcome;
       if (!outcome) {
         if (life.drained.signal.aborted)
           await fail(

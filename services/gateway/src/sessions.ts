@@ -19,6 +19,7 @@ import { TRACING_OFF, type Tracing } from "@agentmesh/service-kit";
 import type { SessionStore } from "@agentmesh/session-store";
 import type { NatsConnection } from "@nats-io/transport-node";
 import { ApiError } from "./http.js";
+import { limitRefusal } from "./stream-slots.js";
 import type { GatewayLimits } from "./limits.js";
 import type { EventHub } from "./fanout.js";
 import type { BufferedTotal, EventCursor } from "./stream.js";
@@ -120,33 +121,28 @@ export async function releaseIfStopped(d: Pick<SessionDeps, "limits" | "store">,
  */
 export async function takeSessionSlot(d: Pick<SessionDeps, "limits" | "store">, owner: string, sessionId: string) {
   const admitted = await d.limits.admit(owner, sessionId, liveSession(d.store));
-  if (!admitted.ok)
-    throw new ApiError(
-      "too_many_sessions",
-      `this API key already has ${admitted.count} sessions running (at most ${admitted.max}); wait for one to end or cancel one`,
-      { "Retry-After": String(SESSION_SLOT_RETRY_S) },
-    );
+  if (!admitted.ok) throw limitRefusal({ ok: false, refused: "sessions", count: admitted.count, max: admitted.max });
 }
 
 /**
- * Seconds a client is told to wait for a session slot: how long one takes to free is not known
- * (a session may run for minutes), so this is a polite interval for a retry, not a promise.
- */
-export const SESSION_SLOT_RETRY_S = 5;
-
-/**
  * Starts a session for `owner` (or, in a thread whose session waits for a person, answers it):
- * takes a concurrency slot, submits to a coordinator over NATS, and maps its typed refusal to
+ * takes a concurrency slot (`take`: the slot alone by default; a route that admits the whole
+ * answer at once takes its other bounds with it), submits to a coordinator over NATS, and maps its typed refusal to
  * the API's errors. The coordinator writes the owner and thread; the gateway writes nothing
  * but its limits.
  */
-export async function startSession(d: SessionDeps, owner: string, req: StartRequest): Promise<Started> {
+export async function startSession(
+  d: SessionDeps,
+  owner: string,
+  req: StartRequest,
+  take: (slot: string) => Promise<void> = (slot) => takeSessionSlot(d, owner, slot),
+): Promise<Started> {
   const threadId = req.threadId ?? newThreadId();
   const waiting = req.threadId === undefined ? null : await waitingSession(d, owner, req.threadId);
   const proposed = newSessionId();
   // a new session takes a slot; so does a reply, which resumes a session that held none while it waited
   const slot = waiting?.sessionId ?? proposed;
-  await takeSessionSlot(d, owner, slot);
+  await take(slot);
   const reply = await submit(d, owner, req, proposed, threadId, slot);
   if (!reply.ok) {
     await d.limits.release(owner, slot);

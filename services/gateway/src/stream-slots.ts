@@ -1,10 +1,16 @@
 import { randomBytes } from "node:crypto";
 import type { Log } from "@agentmesh/messaging";
 import { ApiError } from "./http.js";
-import type { GatewayLimits } from "./limits.js";
+import type { AnswerAdmission, GatewayLimits, IsLive } from "./limits.js";
 
 /** Seconds a client refused a stream slot is told to wait: streams end all the time, so soon. */
 export const STREAM_SLOT_RETRY_S = 1;
+
+/**
+ * Seconds a client is told to wait for a session slot: how long one takes to free is not known
+ * (a session may run for minutes), so this is a polite interval for a retry, not a promise.
+ */
+export const SESSION_SLOT_RETRY_S = 5;
 
 /** Streams one replica serves at once by default. */
 export const DEFAULT_MAX_OPEN_STREAMS = 2_000;
@@ -59,6 +65,17 @@ export type StreamRelease = () => void;
 export interface StreamBounds {
   /** Takes the three for a stream of `owner`, or throws the refusal; a refusal holds nothing. */
   open(owner: string): Promise<StreamRelease>;
+  /**
+   * A new answer's admission in one Redis round trip (`GatewayLimits.admitAnswer`): the key's
+   * request rate and a session slot for `sessionId` and, when it is `streamed`, the three of
+   * `open` with them. Throws the refusal (the first bound without room); a refusal holds nothing.
+   * The release gives the stream's bounds back (a no-op for an answer not streamed).
+   */
+  admitAnswer(
+    owner: string,
+    sessionId: string,
+    a: { readonly streamed: boolean; readonly isLive: IsLive },
+  ): Promise<StreamRelease>;
   /** Streams this replica holds open now. */
   readonly held: number;
   /** Stops the heartbeat (the leases lapse by themselves). */
@@ -87,38 +104,46 @@ export function createStreamBounds(o: StreamBoundsOptions): StreamBounds {
   }, o.heartbeatMs);
   heartbeat.unref();
 
+  /** Holds the lease `id` of `owner` (taken in Redis) until the release, with the replica slot given. */
+  const held = (owner: string, id: string, releaseSlot: () => void): StreamRelease => {
+    const mine = leases.get(owner) ?? new Set<string>();
+    leases.set(owner, mine.add(id));
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      releaseSlot();
+      mine.delete(id);
+      if (mine.size === 0 && leases.get(owner) === mine) leases.delete(owner);
+      o.limits.closeStream(owner, id).catch((err: unknown) => {
+        o.log.warn({ err: err instanceof Error ? err.message : String(err), owner }, "stream lease not given back");
+      });
+    };
+  };
+  const leaseId = () => randomBytes(12).toString("base64url");
+
   return {
     async open(owner) {
       const releaseSlot = slots.take();
       try {
         const rate = await o.limits.allowStreamOpen(owner);
-        if (!rate.allowed) {
-          const secs = Math.max(1, Math.ceil(rate.retryAfterMs / 1000));
-          throw new ApiError("rate_limited", `this API key opens streams too often; retry in ${secs} s`, {
-            "Retry-After": String(secs),
-          });
-        }
-        const id = randomBytes(12).toString("base64url");
+        if (!rate.allowed) throw limitRefusal({ ok: false, refused: "stream_rate", retryAfterMs: rate.retryAfterMs });
+        const id = leaseId();
         const lease = await o.limits.openStream(owner, id);
-        if (!lease.ok)
-          throw new ApiError(
-            "too_many_streams",
-            `this API key has ${lease.count} streams open, its most (${lease.max}); close one or retry in ${STREAM_SLOT_RETRY_S} s`,
-            { "Retry-After": String(STREAM_SLOT_RETRY_S) },
-          );
-        const mine = leases.get(owner) ?? new Set<string>();
-        leases.set(owner, mine.add(id));
-        let open = true;
-        return () => {
-          if (!open) return;
-          open = false;
-          releaseSlot();
-          mine.delete(id);
-          if (mine.size === 0 && leases.get(owner) === mine) leases.delete(owner);
-          o.limits.closeStream(owner, id).catch((err: unknown) => {
-            o.log.warn({ err: err instanceof Error ? err.message : String(err), owner }, "stream lease not given back");
-          });
-        };
+        if (!lease.ok) throw limitRefusal({ ok: false, refused: "streams", count: lease.count, max: lease.max });
+        return held(owner, id, releaseSlot);
+      } catch (err) {
+        releaseSlot();
+        throw err;
+      }
+    },
+    async admitAnswer(owner, sessionId, a) {
+      const releaseSlot = a.streamed ? slots.take() : () => {};
+      try {
+        const id = a.streamed ? leaseId() : undefined;
+        const admitted = await o.limits.admitAnswer(owner, { sessionId, leaseId: id }, a.isLive);
+        if (!admitted.ok) throw limitRefusal(admitted);
+        return id === undefined ? () => {} : held(owner, id, releaseSlot);
       } catch (err) {
         releaseSlot();
         throw err;
@@ -131,4 +156,62 @@ export function createStreamBounds(o: StreamBoundsOptions): StreamBounds {
       clearInterval(heartbeat);
     },
   };
+}
+
+/** Seconds until a rate's window has room, as a client is told (at least 1). */
+const retrySeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
+
+/** The API's error for a bound that refused (docs/gateway.md, "API keys, limits and errors"). */
+export function limitRefusal(r: Extract<AnswerAdmission, { ok: false }>): ApiError {
+  switch (r.refused) {
+    case "rate": {
+      const secs = retrySeconds(r.retryAfterMs);
+      return new ApiError("rate_limited", `too many requests for this API key; retry in ${secs} s`, {
+        "Retry-After": String(secs),
+      });
+    }
+    case "stream_rate": {
+      const secs = retrySeconds(r.retryAfterMs);
+      return new ApiError("rate_limited", `this API key opens streams too often; retry in ${secs} s`, {
+        "Retry-After": String(secs),
+      });
+    }
+    case "streams":
+      return new ApiError(
+        "too_many_streams",
+        `this API key has ${r.count} streams open, its most (${r.max}); close one or retry in ${STREAM_SLOT_RETRY_S} s`,
+        { "Retry-After": String(STREAM_SLOT_RETRY_S) },
+      );
+    case "sessions":
+      return new ApiError(
+        "too_many_sessions",
+        `this API key already has ${r.count} sessions running (at most ${r.max}); wait for one to end or cancel one`,
+        { "Retry-After": String(SESSION_SLOT_RETRY_S) },
+      );
+  }
+}
+
+/**
+ * Runs a route that admits its answer with `admitAnswer`, which counts the request against the
+ * key's rate: when the route fails before it `reached` the admission (a bad body, an unknown
+ * thread), the request is counted here instead, and a key past its rate hears that 429 rather
+ * than the route's error. So every POST counts once, as on the other routes.
+ */
+export async function countedOnce<T>(
+  limits: GatewayLimits,
+  owner: string,
+  route: (reached: () => void) => Promise<T>,
+): Promise<T> {
+  let reached = false;
+  try {
+    return await route(() => {
+      reached = true;
+    });
+  } catch (err) {
+    if (!reached) {
+      const d = await limits.allowRequest(owner);
+      if (!d.allowed) throw limitRefusal({ ok: false, refused: "rate", retryAfterMs: d.retryAfterMs });
+    }
+    throw err;
+  }
 }

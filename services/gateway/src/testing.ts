@@ -70,6 +70,7 @@ export function runLimitsConformance(name: string, factory: LimitsFactory): void
     admissionCases(withLimits);
     requestKeyCases(withLimits);
     streamCases(withLimits);
+    answerCases(withLimits);
   });
 }
 
@@ -271,5 +272,83 @@ function streamCases(withLimits: WithLimits): void {
       expect(refused.allowed ? 0 : refused.retryAfterMs).toBeGreaterThan(0);
       expect(refused.allowed ? 0 : refused.retryAfterMs).toBeLessThanOrEqual(600);
       expect(await limits.allowStreamOpen("bob")).toEqual({ allowed: true });
+    }));
+}
+
+/** A new answer's admission: the request, the stream opening, the lease and the session slot together, all or nothing. */
+function answerCases(withLimits: WithLimits): void {
+  const tight = { rateLimit: 1, streamOpenRate: 1, maxStreamsPerKey: 1, maxConcurrentSessions: 1 };
+  it("takes a request, a stream opening, a lease and a session slot at once", () =>
+    withLimits(tight, async ({ limits }) => {
+      const { isLive } = liveness();
+      expect(await limits.admitAnswer("alice", { sessionId: "s1", leaseId: "st1" }, isLive)).toEqual({ ok: true });
+      expect((await limits.allowRequest("alice")).allowed).toBe(false);
+      expect((await limits.allowStreamOpen("alice")).allowed).toBe(false);
+      expect(await limits.openStream("alice", "st2")).toEqual({ ok: false, count: 1, max: 1 });
+      expect(await limits.admit("alice", "s2", isLive)).toEqual({ ok: false, count: 1, max: 1 });
+      expect(await limits.admitAnswer("bob", { sessionId: "s1", leaseId: "st1" }, isLive)).toEqual({ ok: true });
+    }));
+
+  it("without a lease takes the request and the slot only", () =>
+    withLimits(tight, async ({ limits }) => {
+      const { isLive } = liveness();
+      expect(await limits.admitAnswer("alice", { sessionId: "s1" }, isLive)).toEqual({ ok: true });
+      expect((await limits.allowRequest("alice")).allowed).toBe(false);
+      expect(await limits.allowStreamOpen("alice")).toEqual({ allowed: true });
+      expect(await limits.openStream("alice", "st1")).toEqual({ ok: true });
+    }));
+
+  it("names the first bound without room, in order, and a refusal counts and takes nothing", () =>
+    withLimits({ ...tight, rateLimit: 2, streamOpenRate: 2 }, async ({ limits }) => {
+      const { isLive } = liveness();
+      const answer = () => limits.admitAnswer("alice", { sessionId: "s9", leaseId: "st9" }, isLive);
+      // sessions full (a live one), then streams full too, then the opening rate used up, then the request rate
+      expect(await limits.admit("alice", "s1", isLive)).toEqual({ ok: true });
+      expect(await answer()).toEqual({ ok: false, refused: "sessions", count: 1, max: 1 });
+      expect(await limits.openStream("alice", "st1")).toEqual({ ok: true });
+      expect(await answer()).toEqual({ ok: false, refused: "streams", count: 1, max: 1 });
+      for (let i = 0; i < 2; i++) expect(await limits.allowStreamOpen("alice")).toEqual({ allowed: true });
+      const open = await answer();
+      expect(open.ok ? null : open.refused).toBe("stream_rate");
+      for (let i = 0; i < 2; i++) expect(await limits.allowRequest("alice")).toEqual({ allowed: true });
+      const rate = await answer();
+      expect(rate).toMatchObject({ ok: false, refused: "rate" });
+      expect(!rate.ok && "retryAfterMs" in rate ? rate.retryAfterMs : 0).toBeGreaterThan(0);
+      // none of the four refusals counted a request or an opening, nor took the lease or the slot
+      await limits.release("alice", "s1");
+      await limits.closeStream("alice", "st1");
+      expect((await limits.allowRequest("alice")).allowed).toBe(false);
+      expect(await limits.openStream("alice", "st9")).toEqual({ ok: true });
+      expect(await limits.admit("alice", "s9", isLive)).toEqual({ ok: true });
+    }));
+
+  it("when the session slots are full, drops the held sessions that have ended and admits", () =>
+    withLimits({ maxConcurrentSessions: 2 }, async ({ limits }) => {
+      const ended = new Set<string>();
+      const probe = liveness(ended);
+      for (const sid of ["s1", "s2"]) expect(await limits.admit("alice", sid, probe.isLive)).toEqual({ ok: true });
+      expect(await limits.admitAnswer("alice", { sessionId: "s3" }, probe.isLive)).toEqual({
+        ok: false,
+        refused: "sessions",
+        count: 2,
+        max: 2,
+      });
+      ended.add("s2");
+      expect(await limits.admitAnswer("alice", { sessionId: "s3", leaseId: "st3" }, probe.isLive)).toEqual({
+        ok: true,
+      });
+      expect(probe.asked.sort()).toEqual(["s1", "s1", "s2", "s2"]);
+    }));
+
+  it("admits exactly the most of 3x as many concurrent answers", () =>
+    withLimits({ maxConcurrentSessions: 4, maxStreamsPerKey: 100, rateLimit: 100 }, async ({ limits }) => {
+      const { isLive } = liveness();
+      const rs = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          limits.admitAnswer("alice", { sessionId: `s${i}`, leaseId: `l${i}` }, isLive),
+        ),
+      );
+      expect(rs.filter((r) => r.ok)).toHaveLength(4);
+      expect(rs.filter((r) => !r.ok && r.refused === "sessions")).toHaveLength(8);
     }));
 }
