@@ -168,38 +168,43 @@ export function checkRequestKey(owner: string, key: string, digest: string): voi
 export type AdmitAttempt = { readonly ok: true } | { readonly ok: false; readonly held: readonly string[] };
 
 /**
- * The admission both adapters share: try; when full, ask `isLive` about the held sessions and try
- * once more without the ended ones. Asking only when full keeps the common admission at one
- * round trip; the answer is the same as pruning first, since a free slot is free either way.
- * The second try's answer stands: a slot another replica took meanwhile is held by a live session.
+ * The pruning both adapters share: try; when the slots are full (`heldOf` names the sessions
+ * holding them), ask `isLive` about those and try once more without the ended ones. Asking only
+ * when full keeps the common admission at one round trip; the answer is the same as pruning
+ * first, since a free slot is free either way. The second try's answer stands: a slot another
+ * replica took meanwhile is held by a live session.
  */
+async function retryWithoutEnded<T>(
+  attempt: (ended: readonly string[]) => Promise<T>,
+  heldOf: (t: T) => readonly string[] | null,
+  isLive: IsLive,
+): Promise<T> {
+  const first = await attempt([]);
+  const held = heldOf(first);
+  if (held === null) return first;
+  const live = await Promise.all(held.map((sid) => isLive(sid)));
+  const ended = held.filter((_, i) => live[i] !== true);
+  return ended.length === 0 ? first : attempt(ended);
+}
+
+/** `admit` over one try (`retryWithoutEnded`). */
 export async function admitPruning(
   attempt: (ended: readonly string[]) => Promise<AdmitAttempt>,
   isLive: IsLive,
   max: number,
 ): Promise<Admission> {
-  const first = await attempt([]);
-  if (first.ok) return first;
-  const live = await Promise.all(first.held.map((sid) => isLive(sid)));
-  const ended = first.held.filter((_, i) => live[i] !== true);
-  const last = ended.length === 0 ? first : await attempt(ended);
+  const last = await retryWithoutEnded(attempt, (a) => (a.ok ? null : a.held), isLive);
   return last.ok ? last : { ok: false, count: last.held.length, max };
 }
 
-/**
- * `admitAnswer` over one try: try; when only the session slots are full, ask `isLive` about the
- * held sessions and try once more without the ended ones (as `admitPruning`).
- */
+/** `admitAnswer` over one try (`retryWithoutEnded`), pruning only when the session slots alone refused. */
 export async function admitAnswerPruning(
   attempt: (ended: readonly string[]) => Promise<AnswerAttempt>,
   isLive: IsLive,
   max: number,
 ): Promise<AnswerAdmission> {
-  const first = await attempt([]);
-  if (first.ok || first.refused !== "sessions") return first;
-  const live = await Promise.all(first.held.map((sid) => isLive(sid)));
-  const ended = first.held.filter((_, i) => live[i] !== true);
-  const last = ended.length === 0 ? first : await attempt(ended);
+  const sessionsHeld = (a: AnswerAttempt) => (!a.ok && a.refused === "sessions" ? a.held : null);
+  const last = await retryWithoutEnded(attempt, sessionsHeld, isLive);
   if (last.ok || last.refused !== "sessions") return last;
   return { ok: false, refused: "sessions", count: last.held.length, max };
 }
